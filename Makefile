@@ -1,0 +1,42 @@
+# Two commands on a fresh machine: `make run` and `make test`. Both create the virtualenv if it is
+# missing and install the project with its development tools.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JOBS   ?= auto
+
+.PHONY: install run test check lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/ctxconf run
+
+check: lint typecheck
+
+lint: install
+	$(BIN)/ruff check reference_impl conformance tests bench
+	$(BIN)/ruff format --check reference_impl conformance tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/python -m pytest -n $(JOBS)
+
+test: check unit
+
+bench: install
+	$(BIN)/python bench/assemble_bench.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis reports

@@ -1,0 +1,90 @@
+"""``ctxconf``: the command line.
+
+Each command lives in its own module under ``conformance.commands`` and is imported only when it
+runs, so ``ctxconf --help`` stays fast and a broken optional dependency affects one command only.
+Exit statuses: 0 success, 1 a verdict/drift/failure the command exists to report, 2 bad input
+(file, option), 3 assembly refused.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Final
+
+import click
+from typing_extensions import override
+
+__all__ = ["main"]
+
+# command name -> (module, one-line help). Order is the order of ``ctxconf --help``.
+COMMANDS: Final[dict[str, tuple[str, str]]] = {
+    "run": (
+        "conformance.commands.run",
+        "Run an assembler over the scenario corpus; print the matrix.",
+    ),
+    "report": (
+        "conformance.commands.report",
+        "Re-render a saved JSON-lines run as md, html or junit.",
+    ),
+    "scenarios": ("conformance.commands.scenarios", "List or validate the scenario corpus."),
+    "fuzz": (
+        "conformance.commands.fuzz",
+        "Run the must checks over generated sessions and budgets.",
+    ),
+    "assemble": (
+        "conformance.commands.assemble",
+        "Assemble a session into a request within a budget.",
+    ),
+    "inspect": (
+        "conformance.commands.inspect",
+        "Show rings, plain turns, violations and tokens of a session.",
+    ),
+    "count": ("conformance.commands.count", "Count the input tokens of a request body."),
+    "convert": ("conformance.commands.convert", "Re-render a request body in another shape."),
+    "validate": (
+        "conformance.commands.validate",
+        "Judge a request body by the provider rule catalog.",
+    ),
+    "serve": ("conformance.commands.serve", "Run the provider emulator on loopback."),
+    "record": (
+        "conformance.commands.record",
+        "Record SDK round trips into cassettes (emulator or live).",
+    ),
+    "diff": ("conformance.commands.diff", "Compare two cassette sets or emulator profiles."),
+    "audit": (
+        "conformance.commands.audit",
+        "Validate every request found in cassettes or JSONL logs.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    @override
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    @override
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = module.command
+        return command
+
+    @override
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ctxconf", prog_name="ctxconf")
+def cli() -> None:
+    """Prove that an LLM agent's context assembly is safe: budgets kept, tool pairing never broken."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="ctxconf")

@@ -1,0 +1,1 @@
+"""One module per ``ctxconf`` command; each exposes ``command: click.Command``."""

@@ -1,0 +1,58 @@
+"""Reading user files for commands: one-line errors naming the file, exit status 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import yaml
+
+from reference_impl.errors import CtxconfError
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FINDING", "EXIT_REFUSED", "fail_input", "read_document"]
+
+EXIT_FINDING = 1
+EXIT_BAD_INPUT = 2
+EXIT_REFUSED = 3
+
+
+def fail_input(path: str | Path, what: str) -> NoReturn:
+    """Print ``ctxconf: error: FILE: what`` on stderr and exit with status 2."""
+    click.echo(f"ctxconf: error: {path}: {what}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def read_document(path: str | Path) -> Any:
+    """Read a JSON or YAML file (by content, not extension); ``-`` reads standard input."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text("utf-8")
+    except FileNotFoundError:
+        fail_input(path, "no such file")
+    except IsADirectoryError:
+        fail_input(path, "is a directory, expected a file")
+    except UnicodeDecodeError as exc:
+        fail_input(path, f"not UTF-8 text (byte {exc.start})")
+    except OSError as exc:
+        fail_input(path, exc.strerror or str(exc))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as json_exc:
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as yaml_exc:
+            mark = getattr(yaml_exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            fail_input(path, f"neither JSON ({json_exc.msg}) nor YAML{where}")
+        if not isinstance(value, dict | list):
+            fail_input(
+                path,
+                f"not a JSON or YAML document (JSON: {json_exc.msg} at line {json_exc.lineno})",
+            )
+        return value
+
+
+def describe_error(exc: CtxconfError) -> str:
+    return f"{exc.where}: {exc.message}" if exc.where else exc.message

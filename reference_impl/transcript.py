@@ -1,0 +1,640 @@
+"""The vendor-neutral transcript: messages with a role and typed parts.
+
+Every part is a frozen, slotted dataclass with a literal ``kind``. Provider code lives in
+``reference_impl.shapes``; everything else speaks this model.
+
+Conventions that the shapes rely on:
+
+* One ``tool`` message carries *all* results of one ring (the Anthropic/Bedrock/Gemini form);
+  OpenAI Chat's consecutive ``tool`` messages are merged into one on parse and split on render.
+  Trailing text/image parts after the results are allowed in a ``tool`` message (Anthropic lets
+  text follow ``tool_result`` blocks, rule A3); text *before* a result is a violation that
+  ``rings.validate`` reports.
+* Tool-call arguments are kept as the JSON *text* the model produced (byte-exact for shapes that
+  carry a string). Shapes that carry an object parse it and store ``canonical_json(obj)``.
+* Reasoning artifacts are opaque: ``ReasoningPart.data`` is the canonical JSON of the provider's own
+  object (a Responses ``reasoning`` item, an Anthropic ``thinking``/``redacted_thinking`` block, a
+  Gemini ``{"thoughtSignature": ...}`` for the part that follows it, DeepSeek
+  ``{"reasoning_content": ...}``), tagged with the shape it came from.
+* ``Message.id`` is stable but not part of equality: wire formats do not carry message ids, so
+  ``parse(render(t)) == t`` compares content. A transcript fills missing ids from the position and
+  a content digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal, TypeAlias, get_args
+
+from typing_extensions import assert_never
+
+from reference_impl.errors import SessionFileError, TranscriptError
+
+__all__ = [
+    "SCHEMA_NAME",
+    "SCHEMA_VERSION",
+    "SUMMARY_CLOSE",
+    "SUMMARY_OPEN",
+    "AttachmentPart",
+    "FilePart",
+    "ImagePart",
+    "Message",
+    "Part",
+    "ReasoningOrigin",
+    "ReasoningPart",
+    "Role",
+    "ShapeName",
+    "SummaryPart",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "ToolSpec",
+    "Transcript",
+    "canonical_json",
+    "message_digest",
+    "transcript_from_dict",
+    "transcript_from_json",
+    "transcript_to_dict",
+    "transcript_to_json",
+]
+
+Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
+ShapeName: TypeAlias = Literal[
+    "openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse"
+]
+ReasoningOrigin: TypeAlias = Literal[
+    "openai-responses", "anthropic-messages", "gemini", "bedrock-converse", "deepseek"
+]
+ImageSource: TypeAlias = Literal["url", "base64", "file_id"]
+ImageDetail: TypeAlias = Literal["auto", "low", "high"]
+
+ROLES: Final[tuple[str, ...]] = get_args(Role)
+SHAPE_NAMES: Final[tuple[str, ...]] = get_args(ShapeName)
+REASONING_ORIGINS: Final[tuple[str, ...]] = get_args(ReasoningOrigin)
+
+SCHEMA_NAME: Final = "ctxconf.transcript"
+SCHEMA_VERSION: Final = 1
+
+# A summary travels inside a text block; these markers let every shape parse it back as a summary.
+SUMMARY_OPEN: Final = "<context-summary>\n"
+SUMMARY_CLOSE: Final = "\n</context-summary>"
+
+
+def canonical_json(value: object) -> str:
+    """The one JSON text of a value: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------------------- parts
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image by URL, inline base64 or provider file id.
+
+    ``width``/``height`` are not on the wire; when known they feed the token formulas.
+    """
+
+    source: ImageSource
+    data: str
+    media_type: str | None = None
+    detail: ImageDetail | None = None
+    width: int | None = field(default=None, compare=False)
+    height: int | None = field(default=None, compare=False)
+    kind: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class FilePart:
+    """A document (PDF, text, ...) by URL, inline base64 or provider file id."""
+
+    source: ImageSource
+    data: str
+    media_type: str | None = None
+    filename: str | None = None
+    kind: Literal["file"] = "file"
+
+
+AttachmentPart: TypeAlias = "TextPart | ImagePart | FilePart"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """One tool call. ``id`` is the call id that results refer to (``call_…``, ``toolu_…``).
+
+    ``item_id`` is a provider's separate item id where one exists (Responses ``fc_…``).
+    """
+
+    id: str
+    name: str
+    arguments: str
+    item_id: str | None = None
+    kind: Literal["tool_call"] = "tool_call"
+
+    def arguments_value(self) -> object:
+        """The arguments as a JSON value; a named error when the model produced invalid JSON."""
+        try:
+            return json.loads(self.arguments) if self.arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(
+                f"tool call arguments are not valid JSON ({exc.msg} at char {exc.pos})",
+                where=f"tool call {self.id!r}",
+            ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    """The result of one tool call. ``name`` is kept where a shape carries it (Gemini)."""
+
+    call_id: str
+    content: tuple[TextPart | ImagePart | FilePart, ...]
+    is_error: bool = False
+    name: str | None = None
+    item_id: str | None = None
+    kind: Literal["tool_result"] = "tool_result"
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    """An opaque reasoning artifact, kept byte-exact as canonical JSON and tagged with its origin."""
+
+    origin: ReasoningOrigin
+    data: str
+    kind: Literal["reasoning"] = "reasoning"
+
+    def value(self) -> dict[str, Any]:
+        loaded = json.loads(self.data)
+        if not isinstance(loaded, dict):  # pragma: no cover - guarded in __post_init__ of Message
+            raise TranscriptError("reasoning data must be a JSON object")
+        return loaded
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPart:
+    """A structured summary that replaced part of the middle of a session."""
+
+    text: str
+    kind: Literal["summary"] = "summary"
+
+    def wire_text(self) -> str:
+        return f"{SUMMARY_OPEN}{self.text}{SUMMARY_CLOSE}"
+
+    @staticmethod
+    def from_wire_text(text: str) -> SummaryPart | None:
+        if text.startswith(SUMMARY_OPEN) and text.endswith(SUMMARY_CLOSE):
+            return SummaryPart(text[len(SUMMARY_OPEN) : len(text) - len(SUMMARY_CLOSE)])
+        return None
+
+
+Part: TypeAlias = (
+    "TextPart | ImagePart | FilePart | ToolCallPart | ToolResultPart | ReasoningPart | SummaryPart"
+)
+
+_ALLOWED_KINDS: Final[Mapping[str, frozenset[str]]] = {
+    "system": frozenset({"text", "summary"}),
+    "developer": frozenset({"text", "summary"}),
+    "user": frozenset({"text", "image", "file", "summary"}),
+    "assistant": frozenset({"text", "tool_call", "reasoning", "image", "file"}),
+    "tool": frozenset({"tool_result", "text", "image", "file"}),
+}
+
+
+# ------------------------------------------------------------------------------------- message
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a session.
+
+    ``empty_tool_calls`` records a wire ``tool_calls: []`` (rule C4) so that it can be reported
+    and rendered back rather than vanish; ``wire_id`` is a provider item id (Responses ``msg_…``).
+    """
+
+    role: Role
+    parts: tuple[Part, ...]
+    name: str | None = None
+    wire_id: str | None = None
+    empty_tool_calls: bool = False
+    id: str = field(default="", compare=False)
+    _digest: str = field(default="", init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise TranscriptError(f"unknown role {self.role!r}; expected one of {', '.join(ROLES)}")
+        if not isinstance(self.parts, tuple):
+            raise TranscriptError(f"parts must be a tuple, got {type(self.parts).__name__}")
+        allowed = _ALLOWED_KINDS[self.role]
+        for i, part in enumerate(self.parts):
+            kind = getattr(part, "kind", None)
+            if kind not in allowed:
+                raise TranscriptError(
+                    f"a {self.role} message cannot hold a {kind!r} part "
+                    f"(allowed: {', '.join(sorted(allowed))})",
+                    where=f"parts[{i}]",
+                )
+
+    # -- convenience views -----------------------------------------------------------------
+
+    @property
+    def digest(self) -> str:
+        """A content hash (sha256 of the canonical JSON without the id), computed once."""
+        if not self._digest:
+            object.__setattr__(self, "_digest", message_digest(self))
+        return self._digest
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
+
+    @property
+    def tool_results(self) -> tuple[ToolResultPart, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+
+    @property
+    def text(self) -> str:
+        """Concatenated text and summary text (for display and heuristics, never for the wire)."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart | SummaryPart))
+
+    @property
+    def has_tool_parts(self) -> bool:
+        return any(isinstance(p, ToolCallPart | ToolResultPart) for p in self.parts)
+
+    def with_id(self, message_id: str) -> Message:
+        return replace(self, id=message_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool definition offered to the model. ``parameters`` is the canonical JSON schema text."""
+
+    name: str
+    description: str = ""
+    parameters: str = '{"type":"object"}'
+    side_effect: bool = field(default=False, compare=False)
+
+    def parameters_value(self) -> dict[str, Any]:
+        loaded = json.loads(self.parameters)
+        if not isinstance(loaded, dict):
+            raise TranscriptError(
+                "tool parameters must be a JSON object", where=f"tool {self.name!r}"
+            )
+        return loaded
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A session or a view: messages, the tools offered, the model, and shape-specific params.
+
+    ``params`` holds top-level request options that are not messages or tools (``temperature``,
+    ``max_tokens``, ``thinking`` …) as canonical JSON per key; shapes re-emit those they understand.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    model: str | None = None
+    params: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, tuple):
+            raise TranscriptError(f"messages must be a tuple, got {type(self.messages).__name__}")
+        seen: dict[str, int] = {}
+        fixed: list[Message] = []
+        changed = False
+        for index, given in enumerate(self.messages):
+            if not isinstance(given, Message):
+                raise TranscriptError(
+                    f"expected a Message, got {type(given).__name__}", where=f"messages[{index}]"
+                )
+            message = given
+            if not message.id:
+                message = given.with_id(f"m{index}-{given.digest[:10]}")
+                changed = True
+            if message.id in seen:
+                raise TranscriptError(
+                    f"duplicate message id {message.id!r} (also at messages[{seen[message.id]}])",
+                    where=f"messages[{index}]",
+                )
+            seen[message.id] = index
+            fixed.append(message)
+        if changed:
+            object.__setattr__(self, "messages", tuple(fixed))
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def param(self, key: str) -> object | None:
+        for k, v in self.params:
+            if k == key:
+                value: object = json.loads(v)
+                return value
+        return None
+
+    def with_messages(self, messages: Iterable[Message]) -> Transcript:
+        return replace(self, messages=tuple(messages))
+
+
+def params_from_mapping(values: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, canonical_json(v)) for k, v in values.items()))
+
+
+# ------------------------------------------------------------------------------ serialization
+
+
+def _part_to_dict(part: Part) -> dict[str, Any]:
+    match part:
+        case TextPart(text=text):
+            return {"kind": "text", "text": text}
+        case ImagePart():
+            out: dict[str, Any] = {"kind": "image", "source": part.source, "data": part.data}
+            for key in ("media_type", "detail", "width", "height"):
+                if getattr(part, key) is not None:
+                    out[key] = getattr(part, key)
+            return out
+        case FilePart():
+            out = {"kind": "file", "source": part.source, "data": part.data}
+            for key in ("media_type", "filename"):
+                if getattr(part, key) is not None:
+                    out[key] = getattr(part, key)
+            return out
+        case ToolCallPart():
+            out = {
+                "kind": "tool_call",
+                "id": part.id,
+                "name": part.name,
+                "arguments": part.arguments,
+            }
+            if part.item_id is not None:
+                out["item_id"] = part.item_id
+            return out
+        case ToolResultPart():
+            out = {
+                "kind": "tool_result",
+                "call_id": part.call_id,
+                "content": [_part_to_dict(p) for p in part.content],
+            }
+            if part.is_error:
+                out["is_error"] = True
+            for key in ("name", "item_id"):
+                if getattr(part, key) is not None:
+                    out[key] = getattr(part, key)
+            return out
+        case ReasoningPart():
+            return {"kind": "reasoning", "origin": part.origin, "data": part.data}
+        case SummaryPart(text=text):
+            return {"kind": "summary", "text": text}
+        case _:
+            assert_never(part)
+
+
+def message_to_dict(message: Message, *, with_id: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role}
+    if with_id and message.id:
+        out["id"] = message.id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.wire_id is not None:
+        out["wire_id"] = message.wire_id
+    if message.empty_tool_calls:
+        out["empty_tool_calls"] = True
+    out["parts"] = [_part_to_dict(p) for p in message.parts]
+    return out
+
+
+def message_digest(message: Message) -> str:
+    """sha256 of the message's canonical JSON, id excluded: equal content, equal digest."""
+    text = canonical_json(message_to_dict(message, with_id=False))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def transcript_to_dict(transcript: Transcript) -> dict[str, Any]:
+    out: dict[str, Any] = {"format": SCHEMA_NAME, "version": SCHEMA_VERSION}
+    if transcript.model is not None:
+        out["model"] = transcript.model
+    if transcript.tools:
+        out["tools"] = [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": json.loads(t.parameters),
+                **({"side_effect": True} if t.side_effect else {}),
+            }
+            for t in transcript.tools
+        ]
+    if transcript.params:
+        out["params"] = {k: json.loads(v) for k, v in transcript.params}
+    out["messages"] = [message_to_dict(m) for m in transcript.messages]
+    return out
+
+
+def transcript_to_json(transcript: Transcript, *, indent: int | None = 2) -> str:
+    return json.dumps(transcript_to_dict(transcript), indent=indent, ensure_ascii=False)
+
+
+class _Reader:
+    """Reads one JSON-like value with a path for every error."""
+
+    def __init__(self, value: Any, path: str) -> None:
+        self.value = value
+        self.path = path
+
+    def fail(self, what: str) -> SessionFileError:
+        return SessionFileError(what, where=self.path or "$")
+
+    def mapping(self) -> Mapping[str, Any]:
+        if not isinstance(self.value, Mapping):
+            raise self.fail(f"expected an object, got {_type_name(self.value)}")
+        return self.value
+
+    def get(self, key: str) -> _Reader:
+        return _Reader(self.mapping().get(key), f"{self.path}.{key}" if self.path else key)
+
+    def has(self, key: str) -> bool:
+        return key in self.mapping()
+
+    def items(self) -> list[_Reader]:
+        if not isinstance(self.value, list):
+            raise self.fail(f"expected an array, got {_type_name(self.value)}")
+        return [_Reader(v, f"{self.path}[{i}]") for i, v in enumerate(self.value)]
+
+    def str_(self) -> str:
+        if not isinstance(self.value, str):
+            raise self.fail(f"expected a string, got {_type_name(self.value)}")
+        return self.value
+
+    def opt_str(self) -> str | None:
+        return None if self.value is None else self.str_()
+
+    def opt_int(self) -> int | None:
+        if self.value is None:
+            return None
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            raise self.fail(f"expected an integer, got {_type_name(self.value)}")
+        return self.value
+
+    def bool_(self, default: bool = False) -> bool:
+        if self.value is None:
+            return default
+        if not isinstance(self.value, bool):
+            raise self.fail(f"expected true or false, got {_type_name(self.value)}")
+        return self.value
+
+    def choice(self, options: Sequence[str]) -> str:
+        text = self.str_()
+        if text not in options:
+            raise self.fail(f"{text!r} is not one of {', '.join(options)}")
+        return text
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _attachment_from(r: _Reader) -> TextPart | ImagePart | FilePart:
+    part = _part_from(r)
+    if not isinstance(part, TextPart | ImagePart | FilePart):
+        raise r.fail(f"a tool result may only hold text, image or file parts, not {part.kind!r}")
+    return part
+
+
+def _part_from(r: _Reader) -> Part:
+    kind = r.get("kind").choice(
+        ("text", "image", "file", "tool_call", "tool_result", "reasoning", "summary")
+    )
+    if kind == "text":
+        return TextPart(r.get("text").str_())
+    if kind == "summary":
+        return SummaryPart(r.get("text").str_())
+    if kind == "image":
+        detail = r.get("detail")
+        return ImagePart(
+            source=r.get("source").choice(("url", "base64", "file_id")),  # type: ignore[arg-type]
+            data=r.get("data").str_(),
+            media_type=r.get("media_type").opt_str(),
+            detail=None if detail.value is None else detail.choice(("auto", "low", "high")),  # type: ignore[arg-type]
+            width=r.get("width").opt_int(),
+            height=r.get("height").opt_int(),
+        )
+    if kind == "file":
+        return FilePart(
+            source=r.get("source").choice(("url", "base64", "file_id")),  # type: ignore[arg-type]
+            data=r.get("data").str_(),
+            media_type=r.get("media_type").opt_str(),
+            filename=r.get("filename").opt_str(),
+        )
+    if kind == "tool_call":
+        args = r.get("arguments")
+        arguments = args.value if isinstance(args.value, str) else canonical_json(args.value)
+        return ToolCallPart(
+            id=r.get("id").str_(),
+            name=r.get("name").str_(),
+            arguments=arguments if args.value is not None else "{}",
+            item_id=r.get("item_id").opt_str(),
+        )
+    if kind == "tool_result":
+        return ToolResultPart(
+            call_id=r.get("call_id").str_(),
+            content=tuple(_attachment_from(c) for c in r.get("content").items()),
+            is_error=r.get("is_error").bool_(),
+            name=r.get("name").opt_str(),
+            item_id=r.get("item_id").opt_str(),
+        )
+    data = r.get("data")
+    text = data.value if isinstance(data.value, str) else canonical_json(data.value)
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError:
+        loaded = None
+    if not isinstance(loaded, dict):
+        raise data.fail("reasoning data must be a JSON object (or its JSON text)")
+    return ReasoningPart(
+        origin=r.get("origin").choice(REASONING_ORIGINS),  # type: ignore[arg-type]
+        data=canonical_json(loaded),
+    )
+
+
+def _message_from(r: _Reader) -> Message:
+    r.mapping()
+    parts = tuple(_part_from(p) for p in r.get("parts").items())
+    try:
+        return Message(
+            role=r.get("role").choice(ROLES),  # type: ignore[arg-type]
+            parts=parts,
+            name=r.get("name").opt_str(),
+            wire_id=r.get("wire_id").opt_str(),
+            empty_tool_calls=r.get("empty_tool_calls").bool_(),
+            id=r.get("id").opt_str() or "",
+        )
+    except SessionFileError:
+        raise
+    except TranscriptError as exc:
+        where = f"{r.path}.{exc.where}" if exc.where else r.path
+        raise SessionFileError(exc.message, where=where) from None
+
+
+def transcript_from_dict(value: object) -> Transcript:
+    """Read a transcript document (``format: ctxconf.transcript``, ``version: 1``)."""
+    r = _Reader(value, "")
+    r.mapping()
+    if r.has("format") and r.get("format").value != SCHEMA_NAME:
+        raise r.get("format").fail(f"expected {SCHEMA_NAME!r}")
+    version = r.get("version").opt_int()
+    if version is not None and version != SCHEMA_VERSION:
+        raise r.get("version").fail(
+            f"unsupported transcript version {version}; this release reads version {SCHEMA_VERSION}"
+        )
+    tools: list[ToolSpec] = []
+    if r.has("tools"):
+        for t in r.get("tools").items():
+            schema = t.get("parameters")
+            tools.append(
+                ToolSpec(
+                    name=t.get("name").str_(),
+                    description=t.get("description").opt_str() or "",
+                    parameters=canonical_json(
+                        schema.mapping() if schema.value is not None else {"type": "object"}
+                    ),
+                    side_effect=t.get("side_effect").bool_(),
+                )
+            )
+    params: tuple[tuple[str, str], ...] = ()
+    if r.has("params"):
+        params = params_from_mapping(r.get("params").mapping())
+    messages = tuple(_message_from(m) for m in r.get("messages").items())
+    try:
+        return Transcript(
+            messages=messages, tools=tuple(tools), model=r.get("model").opt_str(), params=params
+        )
+    except SessionFileError:
+        raise
+    except TranscriptError as exc:
+        raise SessionFileError(exc.message, where=exc.where) from None
+
+
+def transcript_from_json(text: str, *, source: str = "<string>") -> Transcript:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SessionFileError(
+            f"not JSON: {exc.msg}", where=f"{source}:{exc.lineno}:{exc.colno}"
+        ) from None
+    return transcript_from_dict(value)
