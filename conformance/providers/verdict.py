@@ -1,0 +1,50 @@
+"""The verdict on one request: accept, or reject with the provider's own error envelope.
+
+Every verdict states its provenance, so nothing emulated is ever presented as a provider's answer:
+
+* ``recorded-live``: a real provider answered a request of this skeleton (a live cassette);
+* ``recorded-emulated``: a cassette recorded against our emulator answered it;
+* ``emulated``: the validators computed it now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = ["Evidence", "Provenance", "Verdict"]
+
+Evidence: TypeAlias = Literal["documented", "recorded", "observed", "inferred"]
+Provenance: TypeAlias = Literal["recorded-live", "recorded-emulated", "emulated"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``accept`` carries no rule; ``reject`` names the rule, its evidence and the error body."""
+
+    verdict: Literal["accept", "reject"]
+    status: int
+    provenance: Provenance = "emulated"
+    rule: str | None = None
+    evidence: Evidence | None = None
+    error: dict[str, Any] | None = field(default=None, hash=False, compare=True)
+    shape: str | None = None
+    dialect: str | None = None
+    profile: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "accept"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "status": self.status,
+            "rule": self.rule,
+            "evidence": self.evidence,
+            "provenance": self.provenance,
+            "error": self.error,
+            "shape": self.shape,
+            "dialect": self.dialect,
+            "profile": self.profile,
+        }
