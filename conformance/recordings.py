@@ -1,0 +1,618 @@
+"""Read recorded HTTP round trips, whatever tool serialised them.
+
+Recorded traffic reaches us in several dialects of the vcrpy cassette format, plus request logs:
+
+* plain vcrpy YAML: ``request.body`` is the JSON text, ``response.body.string`` is text or gzip
+  bytes (``!!binary``) with ``Content-Encoding: gzip`` kept;
+* pretty-printed JSON bodies in YAML literal blocks (OpenTelemetry's serializer): still text;
+* pydantic-ai's serializer: ``parsed_body`` mappings instead of ``body`` on requests and responses;
+* ``!!binary`` header values (botocore sends header values as bytes);
+* the same structure as JSON (vcrpy's ``json`` serializer), optionally gzip-compressed (``.gz``);
+* JSON-lines request logs: one object per line with ``url``/``method``/``body`` (and optionally
+  ``status``/``response``), or a bare request body.
+
+The YAML loader is a ``SafeLoader`` subclass: ``!!binary`` is standard YAML, and the ``python/…``
+tags some cassettes carry (``multidict.istr`` header keys) are read as their plain value instead of
+constructing Python objects. Nothing here executes code from a cassette.
+
+Every interaction comes out as one :class:`RecordedInteraction` with parsed JSON bodies, so callers
+(the audit command, the calibration tests, the validators) never see the serialisation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+import yaml
+
+from reference_impl.errors import CtxconfError
+from reference_impl.transcript import ShapeName
+
+__all__ = [
+    "CASSETTE_SUFFIXES",
+    "LOG_SUFFIXES",
+    "RecordedInteraction",
+    "RecordingError",
+    "detect_dialect",
+    "detect_shape",
+    "is_token_count_url",
+    "iter_recordings",
+    "read_cassette",
+    "read_jsonl_log",
+    "read_recording",
+]
+
+CASSETTE_SUFFIXES: Final = (".yaml", ".yml", ".json")
+LOG_SUFFIXES: Final = (".jsonl", ".ndjson")
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+class RecordingError(CtxconfError, ValueError):
+    """A recording that cannot be read: names the file, the interaction (or line) and the field."""
+
+    code = "recording_invalid"
+
+    def __init__(
+        self, message: str, *, file: str, index: int | None = None, where: str | None = None
+    ) -> None:
+        self.file = file
+        self.index = index
+        location = file
+        if index is not None:
+            location += f": interactions[{index}]"
+        if where:
+            location += f".{where}" if index is not None else f": {where}"
+        super().__init__(message, where=location)
+
+
+@dataclass(frozen=True)
+class RecordedInteraction:
+    """One recorded request and (when recorded) its response.
+
+    Header names are lower-cased; each maps to the tuple of its values. ``request_body`` and
+    ``response_body`` are parsed JSON when the body is JSON; a non-JSON response stays text and a
+    non-JSON request body is ``None`` (its text is in ``raw_request_text``). ``raw_response_text``
+    is the response body as recorded (decompressed), or ``None`` when the serializer stored a
+    parsed mapping (pydantic-ai) or no response was recorded.
+    """
+
+    file: str
+    index: int
+    method: str
+    url: str
+    request_headers: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    request_body: object | None = field(default=None, hash=False)
+    status: int | None = None
+    response_headers: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    response_body: object | None = field(default=None, hash=False)
+    raw_response_text: str | None = None
+    raw_request_text: str | None = None
+
+    @property
+    def shape(self) -> ShapeName | None:
+        return detect_shape(self.url, self.request_body)
+
+    @property
+    def dialect(self) -> str | None:
+        return detect_dialect(self.url)
+
+    @property
+    def is_token_count(self) -> bool:
+        return is_token_count_url(self.url)
+
+    def request_header(self, name: str) -> str | None:
+        values = self.request_headers.get(name.lower())
+        return values[0] if values else None
+
+    def response_header(self, name: str) -> str | None:
+        values = self.response_headers.get(name.lower())
+        return values[0] if values else None
+
+    def __str__(self) -> str:
+        status = "no response" if self.status is None else str(self.status)
+        return f"{self.file}#{self.index} {self.method} {self.url} -> {status}"
+
+
+# ------------------------------------------------------------------------------- YAML loading
+
+
+class _CassetteLoader(yaml.SafeLoader):
+    """SafeLoader that reads ``!!python/…`` tags as their plain value (never builds objects)."""
+
+
+def _construct_python_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        items = loader.construct_sequence(node, deep=True)
+        # ``!!python/object/apply:multidict._multidict.istr ['Content-Type']`` is just the string.
+        if suffix.startswith(("object/apply:", "object/new:")) and len(items) == 1:
+            return items[0]
+        return items
+    if isinstance(node, yaml.MappingNode):
+        mapping = loader.construct_mapping(node, deep=True)
+        args = mapping.get("args")
+        if suffix.startswith(("object/apply:", "object/new:")) and isinstance(args, list):
+            return args[0] if len(args) == 1 else args
+        return mapping
+    return None  # pragma: no cover - yaml has no other node kinds
+
+
+_CassetteLoader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_python_tag)
+
+
+def _load_document(path: Path) -> object:
+    name = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordingError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
+    if raw[:2] == _GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise RecordingError(f"corrupt gzip file: {exc}", file=name) from None
+    stem = path.name.removesuffix(".gz")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordingError(f"not UTF-8 text (byte {exc.start})", file=name) from None
+    if stem.endswith(".json"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecordingError(
+                f"not JSON: {exc.msg}", file=name, where=f"line {exc.lineno} column {exc.colno}"
+            ) from None
+    try:
+        return yaml.load(text, Loader=_CassetteLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RecordingError(f"not YAML: {problem}", file=name, where=where) from None
+
+
+# --------------------------------------------------------------------------- body decoding
+
+
+def _headers(value: object, *, file: str, index: int, where: str) -> dict[str, tuple[str, ...]]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise RecordingError(
+            f"headers must be a mapping, got {type(value).__name__}",
+            file=file,
+            index=index,
+            where=where,
+        )
+    out: dict[str, tuple[str, ...]] = {}
+    for key, raw in value.items():
+        values = raw if isinstance(raw, list) else [raw]
+        out[str(key).lower()] = tuple(_header_text(v) for v in values)
+    return out
+
+
+def _header_text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _decompress(data: bytes, encoding: str | None, *, file: str, index: int, where: str) -> bytes:
+    """Undo ``Content-Encoding`` when the bytes are still encoded (some recorders decode them)."""
+    encodings = [e.strip().lower() for e in (encoding or "").split(",") if e.strip()]
+    if data[:2] == _GZIP_MAGIC and "gzip" not in encodings:
+        encodings.append("gzip")
+    for name in reversed(encodings):
+        if name in {"gzip", "x-gzip"} and data[:2] == _GZIP_MAGIC:
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                raise RecordingError(
+                    f"corrupt gzip body: {exc}", file=file, index=index, where=where
+                ) from None
+        elif name == "deflate":
+            # A recorder with decode_compressed_response already inflated it: keep as is.
+            with contextlib.suppress(zlib.error):
+                data = zlib.decompress(data)
+        elif name in {"br", "zstd"} and not _looks_like_text(data):
+            raise RecordingError(
+                f"the body is {name}-compressed; install a {name} decoder or record with "
+                "decode_compressed_response=True",
+                file=file,
+                index=index,
+                where=where,
+            )
+    return data
+
+
+def _looks_like_text(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _as_text(
+    value: object, encoding: str | None, *, file: str, index: int, where: str
+) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        data = _decompress(value, encoding, file=file, index=index, where=where)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordingError(
+                f"the body is binary, not UTF-8 text (byte {exc.start})",
+                file=file,
+                index=index,
+                where=where,
+            ) from None
+    if isinstance(value, str):
+        return value
+    raise RecordingError(
+        f"a body must be text or bytes, got {type(value).__name__}",
+        file=file,
+        index=index,
+        where=where,
+    )
+
+
+def _json_or_none(text: str | None) -> object | None:
+    if text is None or not text.strip():
+        return None
+    stripped = text.lstrip()
+    if stripped[0] not in "{[":
+        return None
+    try:
+        value: object = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value
+
+
+# ---------------------------------------------------------------------------- interactions
+
+
+def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
+    if not isinstance(raw, Mapping):
+        raise RecordingError(
+            f"an interaction must be a mapping, got {type(raw).__name__}", file=file, index=index
+        )
+    request = raw.get("request")
+    if not isinstance(request, Mapping):
+        raise RecordingError("missing the request mapping", file=file, index=index, where="request")
+    url = request.get("uri", request.get("url"))
+    if not isinstance(url, str) or not url:
+        raise RecordingError("missing the request uri", file=file, index=index, where="request.uri")
+    method = str(request.get("method") or "POST").upper()
+    request_headers = _headers(
+        request.get("headers"), file=file, index=index, where="request.headers"
+    )
+    request_text: str | None = None
+    request_body: object | None
+    if "parsed_body" in request:  # pydantic-ai's serializer
+        request_body = request["parsed_body"]
+    else:
+        encoding = (request_headers.get("content-encoding") or (None,))[0]
+        request_text = _as_text(
+            request.get("body"), encoding, file=file, index=index, where="request.body"
+        )
+        request_body = _json_or_none(request_text)
+
+    response = raw.get("response")
+    if response is None:
+        return RecordedInteraction(
+            file, index, method, url, request_headers, request_body, raw_request_text=request_text
+        )
+    if not isinstance(response, Mapping):
+        raise RecordingError(
+            f"the response must be a mapping, got {type(response).__name__}",
+            file=file,
+            index=index,
+            where="response",
+        )
+    response_headers = _headers(
+        response.get("headers"), file=file, index=index, where="response.headers"
+    )
+    status = _status(response.get("status"), file=file, index=index)
+    response_text: str | None = None
+    response_body: object | None
+    if "parsed_body" in response:
+        response_body = response["parsed_body"]
+    else:
+        body = response.get("body")
+        content = body.get("string") if isinstance(body, Mapping) else body
+        encoding = (response_headers.get("content-encoding") or (None,))[0]
+        response_text = _as_text(
+            content, encoding, file=file, index=index, where="response.body.string"
+        )
+        parsed = _json_or_none(response_text)
+        response_body = parsed if parsed is not None else response_text
+    return RecordedInteraction(
+        file=file,
+        index=index,
+        method=method,
+        url=url,
+        request_headers=request_headers,
+        request_body=request_body,
+        status=status,
+        response_headers=response_headers,
+        response_body=response_body,
+        raw_response_text=response_text,
+        raw_request_text=request_text,
+    )
+
+
+def _status(value: object, *, file: str, index: int) -> int | None:
+    code = value.get("code") if isinstance(value, Mapping) else value
+    if code is None:
+        return None
+    if isinstance(code, bool) or not isinstance(code, int | str):
+        raise RecordingError(
+            f"the status code must be an integer, got {type(code).__name__}",
+            file=file,
+            index=index,
+            where="response.status.code",
+        )
+    try:
+        return int(code)
+    except ValueError:
+        raise RecordingError(
+            f"the status code {code!r} is not an integer",
+            file=file,
+            index=index,
+            where="response.status.code",
+        ) from None
+
+
+def read_cassette(path: str | Path) -> list[RecordedInteraction]:
+    """Every interaction of one vcrpy cassette (YAML or JSON, optionally ``.gz``), in order."""
+    path = Path(path)
+    name = str(path)
+    document = _load_document(path)
+    if not isinstance(document, Mapping) or "interactions" not in document:
+        raise RecordingError(
+            "not a vcrpy cassette: expected a mapping with an 'interactions' list", file=name
+        )
+    interactions = document["interactions"]
+    if not isinstance(interactions, list):
+        raise RecordingError("'interactions' must be a list", file=name, where="interactions")
+    return [_interaction(item, file=name, index=i) for i, item in enumerate(interactions)]
+
+
+# ------------------------------------------------------------------------------ JSON lines
+
+_BODY_KEYS: Final = ("body", "request_body", "json", "payload")
+_URL_KEYS: Final = ("url", "uri", "endpoint")
+
+
+def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
+    """Every request of a JSON-lines log: ``{"url", "method", "body", ...}`` or a bare body.
+
+    ``index`` is the 0-based line number (blank lines are skipped but counted, so an error names
+    the line an editor shows as ``index + 1``). A ``body`` given as JSON text is parsed. Optional
+    keys: ``headers``, ``status``, ``response`` (body), ``request`` (a nested request mapping).
+    """
+    path = Path(path)
+    name = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordingError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
+    if raw[:2] == _GZIP_MAGIC:
+        raw = gzip.decompress(raw)
+    out: list[RecordedInteraction] = []
+    for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines()):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordingError(
+                f"line {lineno + 1} is not JSON: {exc.msg} (column {exc.colno})", file=name
+            ) from None
+        out.append(_log_record(record, file=name, index=lineno))
+    return out
+
+
+def _log_record(record: object, *, file: str, index: int) -> RecordedInteraction:
+    if not isinstance(record, Mapping):
+        raise RecordingError(
+            f"line {index + 1} must hold a JSON object, got {type(record).__name__}", file=file
+        )
+    nested = record.get("request")
+    if isinstance(nested, Mapping) and any(k in nested for k in (*_URL_KEYS, *_BODY_KEYS)):
+        merged = {**record, **nested}
+        merged.pop("request", None)
+        record = merged
+    url = next((record[k] for k in _URL_KEYS if isinstance(record.get(k), str)), "")
+    body_key = next((k for k in _BODY_KEYS if k in record), None)
+    if body_key is None and not url:
+        body: object = record  # a bare request body
+        headers: dict[str, tuple[str, ...]] = {}
+        method = "POST"
+        status = None
+        response_body = None
+    else:
+        body = record.get(body_key) if body_key is not None else None
+        headers = _headers(record.get("headers"), file=file, index=index, where="headers")
+        method = str(record.get("method") or "POST").upper()
+        status = _status(record.get("status", record.get("status_code")), file=file, index=index)
+        response_body = record.get("response", record.get("response_body"))
+    request_text = body if isinstance(body, str) else None
+    if isinstance(body, str):
+        body = _json_or_none(body)
+    if isinstance(response_body, str):
+        parsed = _json_or_none(response_body)
+        response_body = parsed if parsed is not None else response_body
+    return RecordedInteraction(
+        file=file,
+        index=index,
+        method=method,
+        url=url,
+        request_headers=headers,
+        request_body=body,
+        status=status,
+        response_body=response_body,
+        raw_request_text=request_text,
+    )
+
+
+# ---------------------------------------------------------------------------------- folders
+
+
+def read_recording(path: str | Path) -> list[RecordedInteraction]:
+    """One file, read by its suffix: a cassette (``.yaml``/``.yml``/``.json``) or a ``.jsonl`` log."""
+    path = Path(path)
+    stem = path.name.removesuffix(".gz")
+    if stem.endswith(LOG_SUFFIXES):
+        return read_jsonl_log(path)
+    if stem.endswith(CASSETTE_SUFFIXES):
+        return read_cassette(path)
+    raise RecordingError(
+        f"unknown recording type; expected one of {', '.join(CASSETTE_SUFFIXES + LOG_SUFFIXES)}"
+        " (optionally .gz)",
+        file=str(path),
+    )
+
+
+def _is_recording(path: Path) -> bool:
+    stem = path.name.removesuffix(".gz")
+    return path.is_file() and stem.endswith(CASSETTE_SUFFIXES + LOG_SUFFIXES)
+
+
+def iter_recordings(root: str | Path) -> Iterator[RecordedInteraction]:
+    """Every interaction under ``root`` (a file or a folder, walked in sorted path order).
+
+    Files that are not recordings by their suffix (``PROVENANCE.md``) are skipped; a recording
+    that cannot be read raises :class:`RecordingError` naming it.
+    """
+    root = Path(root)
+    if root.is_file():
+        yield from read_recording(root)
+        return
+    if not root.is_dir():
+        raise RecordingError("no such file or folder", file=str(root))
+    for path in sorted(p for p in root.rglob("*") if _is_recording(p)):
+        yield from read_recording(path)
+
+
+# ------------------------------------------------------------------------- shape and dialect
+
+# Path endings, most specific first (``/responses/input_tokens`` before ``/responses``).
+_PATH_SHAPES: Final[tuple[tuple[str, ShapeName], ...]] = (
+    ("/chat/completions", "openai-chat"),
+    ("/responses/input_tokens", "openai-responses"),
+    ("/responses", "openai-responses"),
+    ("/messages/count_tokens", "anthropic-messages"),
+    ("/messages", "anthropic-messages"),
+    (":generatecontent", "gemini"),
+    (":streamgeneratecontent", "gemini"),
+    (":counttokens", "gemini"),
+    ("/converse", "bedrock-converse"),
+    ("/converse-stream", "bedrock-converse"),
+)
+_TOKEN_COUNT_ENDINGS: Final = ("/responses/input_tokens", "/messages/count_tokens", ":counttokens")
+
+
+def _path(url: str) -> str:
+    return unquote(urlsplit(url).path).rstrip("/").lower()
+
+
+def is_token_count_url(url: str) -> bool:
+    """True for the token-count endpoints (Responses ``input_tokens``, Anthropic, Gemini)."""
+    return _path(url).endswith(_TOKEN_COUNT_ENDINGS)
+
+
+def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
+    """The wire shape of a request: from the URL path, else from the body's keys, else None.
+
+    The body fallback serves logs without URLs: ``contents`` is Gemini, ``input`` is Responses,
+    Converse-only keys (``inferenceConfig``, ``toolConfig``, blocks without ``type``) are Bedrock,
+    Anthropic-only markers (top-level ``system``, ``tool_use``/``tool_result``/``thinking``
+    blocks, ``anthropic_version``) are Anthropic, and any other ``messages`` body is OpenAI Chat,
+    the shape every OpenAI-compatible gateway speaks.
+    """
+    path = _path(url) if url else ""
+    for ending, shape in _PATH_SHAPES:
+        if path.endswith(ending):
+            return shape
+    if not isinstance(body, Mapping):
+        return None
+    if "contents" in body:
+        return "gemini"
+    if "input" in body and "messages" not in body:
+        return "openai-responses"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    if "inferenceConfig" in body or "toolConfig" in body:
+        return "bedrock-converse"
+    block_types = {
+        b.get("type") if "type" in b else "<untyped>"
+        for m in messages
+        if isinstance(m, Mapping) and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, Mapping)
+    }
+    if "<untyped>" in block_types:
+        return "bedrock-converse"  # Converse blocks are keyed ({"text": ...}, {"toolUse": ...})
+    anthropic_blocks = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
+    if "anthropic_version" in body or "system" in body or block_types & anthropic_blocks:
+        return "anthropic-messages"
+    return "openai-chat"
+
+
+# Hosts of gateways that vary a shape (provider-rules.md section 6). Suffix match on the host.
+_HOST_DIALECTS: Final[tuple[tuple[str, str], ...]] = (
+    ("api.deepseek.com", "deepseek"),
+    ("openrouter.ai", "openrouter"),
+    ("api.mistral.ai", "mistral"),
+    ("aliyuncs.com", "qwen"),  # dashscope.aliyuncs.com, dashscope-intl.aliyuncs.com
+    ("openai.azure.com", "azure"),
+    ("cognitiveservices.azure.com", "azure"),
+    ("api.moonshot.ai", "moonshot"),
+    ("api.moonshot.cn", "moonshot"),
+    ("api.x.ai", "xai"),
+    ("api.perplexity.ai", "perplexity"),
+    ("api.groq.com", "groq"),
+    ("api.together.xyz", "together"),
+    ("api.fireworks.ai", "fireworks"),
+    ("ollama.com", "ollama"),
+)
+
+
+def detect_dialect(url: str) -> str | None:
+    """The gateway dialect a request URL points at (``api.deepseek.com`` -> ``deepseek``).
+
+    ``None`` for the first-party APIs and unknown hosts. Gemini's OpenAI-compatible endpoint is
+    ``gemini-openai`` (G9); a local server on Ollama's default port 11434 is ``ollama``.
+    """
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host == "generativelanguage.googleapis.com" and "/openai/" in parts.path:
+        return "gemini-openai"
+    if host.endswith("aiplatform.googleapis.com"):  # us-central1-aiplatform.googleapis.com
+        return "vertex"
+    for suffix, dialect in _HOST_DIALECTS:
+        if host == suffix or host.endswith("." + suffix):
+            return dialect
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if port == 11434:
+        return "ollama"
+    return None
