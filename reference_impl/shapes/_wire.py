@@ -1,0 +1,131 @@
+"""Reading provider wire bodies: every value knows its JSON path, every error names it.
+
+A parser walks a body through :class:`Wire` values instead of indexing dicts, so a wrong type, a
+missing key or an unknown value becomes a :class:`~reference_impl.errors.ParseError` whose
+``where`` is the path a user can find in the body (``messages[3].content[0].type``), never a
+``KeyError``/``TypeError`` traceback.
+
+>>> body = Wire.root({"messages": [{"role": 7}]})
+>>> body.get("messages").items()[0].get("role").str_()
+Traceback (most recent call last):
+...
+reference_impl.errors.ParseError: messages[0].role: expected a string, got int
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reference_impl.errors import ParseError
+
+__all__ = ["Wire", "type_name"]
+
+
+def type_name(value: object) -> str:
+    """The JSON name of a Python value (``object``, ``array``, ``null``...) for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """One JSON value of a wire body and where it sits. ``present`` is False for an absent key."""
+
+    value: Any
+    path: str = ""
+    present: bool = True
+
+    @staticmethod
+    def root(value: object) -> Wire:
+        return Wire(value, "")
+
+    @property
+    def where(self) -> str:
+        return self.path or "$"
+
+    def fail(self, what: str) -> ParseError:
+        return ParseError(what, where=self.where)
+
+    # -- containers ------------------------------------------------------------------------
+
+    def obj(self) -> Mapping[str, Any]:
+        if not isinstance(self.value, Mapping):
+            what = "missing" if not self.present else f"got {type_name(self.value)}"
+            raise self.fail(f"expected an object, {what}")
+        return self.value
+
+    def get(self, key: str) -> Wire:
+        """The value under ``key``; absent keys give a ``Wire`` with ``present=False``."""
+        mapping = self.obj()
+        path = f"{self.path}.{key}" if self.path else key
+        if key in mapping:
+            return Wire(mapping[key], path)
+        return Wire(None, path, present=False)
+
+    def has(self, key: str) -> bool:
+        return key in self.obj()
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(str(k) for k in self.obj())
+
+    def only_keys(self, allowed: Collection[str], what: str) -> None:
+        """Reject keys the caller cannot represent, naming the first one (nothing is ignored)."""
+        for key in self.obj():
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                raise self.get(str(key)).fail(
+                    f"unknown key {key!r} in {what}; this parser understands: {known}"
+                )
+
+    def items(self) -> list[Wire]:
+        if not isinstance(self.value, list):
+            what = "missing" if not self.present else f"got {type_name(self.value)}"
+            raise self.fail(f"expected an array, {what}")
+        return [Wire(v, f"{self.path}[{i}]") for i, v in enumerate(self.value)]
+
+    # -- scalars ---------------------------------------------------------------------------
+
+    def str_(self) -> str:
+        if not isinstance(self.value, str):
+            what = "missing" if not self.present else f"got {type_name(self.value)}"
+            raise self.fail(f"expected a string, {what}")
+        return self.value
+
+    def opt_str(self) -> str | None:
+        """A string, or None when the key is absent or null."""
+        return None if self.value is None else self.str_()
+
+    def bool_(self, default: bool = False) -> bool:
+        if self.value is None:
+            return default
+        if not isinstance(self.value, bool):
+            raise self.fail(f"expected true or false, got {type_name(self.value)}")
+        return self.value
+
+    def int_(self) -> int:
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            what = "missing" if not self.present else f"got {type_name(self.value)}"
+            raise self.fail(f"expected an integer, {what}")
+        return self.value
+
+    def choice(self, options: Sequence[str], what: str = "value") -> str:
+        text = self.str_()
+        if text not in options:
+            raise self.fail(f"unknown {what} {text!r}; expected one of {', '.join(options)}")
+        return text
+
+    @property
+    def is_null(self) -> bool:
+        """True when the key is absent or holds JSON null."""
+        return self.value is None
