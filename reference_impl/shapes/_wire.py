@@ -3,7 +3,9 @@
 A parser walks a body through :class:`Wire` values instead of indexing dicts, so a wrong type, a
 missing key or an unknown value becomes a :class:`~reference_impl.errors.ParseError` whose
 ``where`` is the path a user can find in the body (``messages[3].content[0].type``), never a
-``KeyError``/``TypeError`` traceback.
+``KeyError``/``TypeError`` traceback. Each provider writes indices its own way (provider-rules.md,
+"Index paths"): ``Wire.root(body)`` gives OpenAI's/Gemini's ``messages[3]``,
+``Wire.root(body, dotted=True)`` gives Anthropic's/Bedrock's ``messages.3.content.0``.
 
 >>> body = Wire.root({"messages": [{"role": 7}]})
 >>> body.get("messages").items()[0].get("role").str_()
@@ -45,10 +47,12 @@ class Wire:
     value: Any
     path: str = ""
     present: bool = True
+    dotted: bool = False
+    """Write array indices as ``.3`` (Anthropic, Bedrock) instead of ``[3]``."""
 
     @staticmethod
-    def root(value: object) -> Wire:
-        return Wire(value, "")
+    def root(value: object, *, dotted: bool = False) -> Wire:
+        return Wire(value, "", dotted=dotted)
 
     @property
     def where(self) -> str:
@@ -70,8 +74,8 @@ class Wire:
         mapping = self.obj()
         path = f"{self.path}.{key}" if self.path else key
         if key in mapping:
-            return Wire(mapping[key], path)
-        return Wire(None, path, present=False)
+            return Wire(mapping[key], path, dotted=self.dotted)
+        return Wire(None, path, present=False, dotted=self.dotted)
 
     def has(self, key: str) -> bool:
         return key in self.obj()
@@ -92,6 +96,9 @@ class Wire:
         if not isinstance(self.value, list):
             what = "missing" if not self.present else f"got {type_name(self.value)}"
             raise self.fail(f"expected an array, {what}")
+        if self.dotted:
+            prefix = f"{self.path}." if self.path else ""
+            return [Wire(v, f"{prefix}{i}", dotted=True) for i, v in enumerate(self.value)]
         return [Wire(v, f"{self.path}[{i}]") for i, v in enumerate(self.value)]
 
     # -- scalars ---------------------------------------------------------------------------
