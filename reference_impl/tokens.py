@@ -1,19 +1,56 @@
-"""Token counting: the ``TokenCounter`` protocol and its implementations.
+"""Token counting: the ``TokenCounter`` protocol, its local counters, and ``counter_for``.
 
 A counter is bound to one shape (per-message overhead differs per shape) and says who it is in
-``name`` (``tiktoken:o200k_base``, ``anthropic-estimate(x1.20)``, ``anthropic-count_tokens`` …), so
-reports can state which counter produced a number.
+``name``, so reports can state which counter produced a number:
+
+* ``tiktoken:o200k_base/openai-chat``: the cookbook formula over a verified offline encoding;
+* ``estimate:anthropic(x1.30,o200k)``: a tiktoken count of the rendered content times an explicit
+  safety factor (no public Claude tokenizer exists, token-counting.md section 5);
+* ``anthropic:count_tokens(claude-…)`` / ``openai:responses.input_tokens(gpt-…)``: the providers'
+  count endpoints (``reference_impl.token_apis``), used only when configured.
+
+Per-message counts are memoized by ``Message.digest`` in a bounded LRU, so one request never encodes
+the same message twice and the next turn costs only its new messages.
+
+>>> counter = counter_for("openai-chat", "gpt-4o")
+>>> counter.name
+'tiktoken:o200k_base/openai-chat'
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
-from reference_impl.transcript import Message, ToolSpec, Transcript
+from reference_impl._encodings import (
+    OFFLINE_ENCODINGS,
+    EncodingChoice,
+    count_text,
+    encoding_for_model,
+    get_encoding,
+)
+from reference_impl._image_tokens import AnthropicImageRule, claude_version, openai_image_rule
+from reference_impl._message_costs import REPLY_PRIMING, EstimateRules, OpenAIRules, ToolConstants
+from reference_impl.errors import TokenCountError
+from reference_impl.transcript import SHAPE_NAMES, Message, ToolSpec, Transcript, canonical_json
 
-__all__ = ["TokenCount", "TokenCounter"]
+__all__ = [
+    "DEFAULT_SAFETY_FACTORS",
+    "MEMO_SIZE",
+    "AnthropicEstimateCounter",
+    "EstimateCounter",
+    "TiktokenCounter",
+    "TokenCount",
+    "TokenCounter",
+    "counter_for",
+    "encoding_for_model",
+]
+
+MEMO_SIZE: Final = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +62,8 @@ class TokenCount:
     tools: int
     overhead: int
     counter: str
+    encoding: str | None = None
+    """The local encoding behind the number (None for a provider count API)."""
 
 
 @runtime_checkable
@@ -43,3 +82,303 @@ class TokenCounter(Protocol):
     def count(self, transcript: Transcript) -> TokenCount:
         """Tokens of a whole request: messages + tools + fixed reply overhead."""
         ...
+
+
+# ------------------------------------------------------------------------------------- memo
+
+_K = TypeVar("_K")
+
+
+class _Memo(Generic[_K]):
+    """A thread-safe bounded LRU of ints (counts are small; 100k entries are a few MB)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[_K, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_compute(self, key: _K, compute: Callable[[], int]) -> int:
+        with self._lock:
+            found = self._data.get(key)
+            if found is not None:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
+        value = compute()  # outside the lock: encoding is the slow part
+        with self._lock:
+            self._data[key] = value
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class _MemoizedCounter:
+    """Shared plumbing: memoized message/tool counts and the whole-request sum."""
+
+    _memo: _Memo[str]
+    _tool_memo: _Memo[tuple[str, ...]]
+    _encoding_name: str
+
+    def __init__(self, memo_size: int) -> None:
+        self._memo = _Memo(memo_size)
+        self._tool_memo = _Memo(1024)
+
+    @property
+    def name(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def encoding(self) -> str:
+        return self._encoding_name
+
+    @property
+    def memo(self) -> _Memo[str]:
+        """The per-message memo (exposed for tests and benchmarks: ``hits``/``misses``)."""
+        return self._memo
+
+    def _message(self, message: Message) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _tools(self, tools: Sequence[ToolSpec]) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _overhead(self, transcript: Transcript) -> int:  # noqa: ARG002 - subclasses read it
+        return 0
+
+    def count_message(self, message: Message) -> int:
+        return self._memo.get_or_compute(message.digest, lambda: self._message(message))
+
+    def count_tools(self, tools: Sequence[ToolSpec]) -> int:
+        if not tools:
+            return 0
+        key = tuple(canonical_json([t.name, t.description, t.parameters]) for t in tools)
+        return self._tool_memo.get_or_compute(key, lambda: self._tools(tools))
+
+    def count(self, transcript: Transcript) -> TokenCount:
+        per_message = tuple(self.count_message(m) for m in transcript.messages)
+        tools = self.count_tools(transcript.tools)
+        overhead = self._overhead(transcript)
+        return TokenCount(
+            total=sum(per_message) + tools + overhead,
+            messages=per_message,
+            tools=tools,
+            overhead=overhead,
+            counter=self.name,
+            encoding=self._encoding_name,
+        )
+
+
+def _check_encoding(encoding: str) -> str:
+    if encoding not in OFFLINE_ENCODINGS:
+        raise TokenCountError(
+            f"encoding {encoding!r} is not available offline; use one of {', '.join(OFFLINE_ENCODINGS)}"
+        )
+    return encoding
+
+
+def _text_counter(encoding: str) -> Callable[[str], int]:
+    enc = get_encoding(encoding)
+    return functools.partial(count_text, enc)
+
+
+# --------------------------------------------------------------------------- OpenAI shapes
+
+
+class TiktokenCounter(_MemoizedCounter):
+    """OpenAI Chat Completions / Responses, counted locally with a tiktoken encoding.
+
+    Messages: the cookbook formula (3 per message, 1 per name, 3 reply priming). Tools: the
+    cookbook's ``num_tokens_for_tools`` constants. Images: the tile formula for gpt-4o class models,
+    the patch formula for the mini/nano class (picked from ``model``). Tool calls, tool results,
+    content arrays, reasoning items and files have no official rule: see ``OpenAIRules``.
+    """
+
+    def __init__(
+        self,
+        encoding: str = "o200k_base",
+        shape: str = "openai-chat",
+        *,
+        model: str | None = None,
+        memo_size: int = MEMO_SIZE,
+    ) -> None:
+        if shape not in ("openai-chat", "openai-responses"):
+            raise TokenCountError(
+                f"TiktokenCounter counts the OpenAI shapes, not {shape!r}; "
+                "use counter_for(shape) for an estimate counter"
+            )
+        super().__init__(memo_size)
+        self._encoding_name = _check_encoding(encoding)
+        self.shape = shape
+        self.model = model
+        self.rules = OpenAIRules(
+            text_tokens=_text_counter(encoding),
+            image_rule=openai_image_rule(model),
+            tool_constants=ToolConstants.for_encoding(encoding),
+            responses=shape == "openai-responses",
+        )
+
+    @property
+    def name(self) -> str:
+        return f"tiktoken:{self._encoding_name}/{self.shape}"
+
+    def _message(self, message: Message) -> int:
+        return self.rules.message(message)
+
+    def _tools(self, tools: Sequence[ToolSpec]) -> int:
+        return self.rules.tools(tools)
+
+    def _overhead(self, transcript: Transcript) -> int:
+        # Reply priming (cookbook). ``tool_choice``: litellm's constants ("none" 1, named 7 + name).
+        overhead = REPLY_PRIMING
+        choice = transcript.param("tool_choice")
+        if choice == "none":
+            overhead += 1
+        elif isinstance(choice, dict):
+            named = choice.get("name") or (choice.get("function") or {}).get("name")
+            if isinstance(named, str):
+                overhead += 7 + self.rules.text_tokens(named)
+        return overhead
+
+
+# ---------------------------------------------------------------------- estimate counters
+
+# Anthropic: [community] Claude 3.5 Sonnet vs GPT-4o is +16% (English), +21% (math), +30% (code)
+# (token-counting.md section 5); tool output is mostly code and JSON, so 1.30 covers all three.
+# Opus 4.7's tokenizer yields up to 1.35x more than earlier Claude models: 1.30 * 1.35 = 1.76.
+# Gemini and Bedrock (Nova, Llama, Claude): no published ratio; Bedrock Claude models get the
+# Anthropic factors, everything else 1.30 as well, and the calibration bench reports the error.
+DEFAULT_SAFETY_FACTORS: Final[dict[str, float]] = {
+    "anthropic": 1.30,
+    "anthropic-opus-4.7+": 1.76,
+    "gemini": 1.30,
+    "bedrock": 1.30,
+}
+_ESTIMATE_PROVIDER: Final[dict[str, str]] = {
+    "anthropic-messages": "anthropic",
+    "gemini": "gemini",
+    "bedrock-converse": "bedrock",
+}
+
+
+def default_safety_factor(shape: str, model: str | None = None) -> float:
+    """The factor ``counter_for`` uses for an estimate shape when none is given."""
+    provider = _ESTIMATE_PROVIDER.get(shape, "anthropic")
+    is_claude = provider == "anthropic" or "claude" in (model or "")
+    if is_claude and model and claude_version(model) >= (4, 7):
+        return DEFAULT_SAFETY_FACTORS["anthropic-opus-4.7+"]
+    return DEFAULT_SAFETY_FACTORS["anthropic" if is_claude else provider]
+
+
+class EstimateCounter(_MemoizedCounter):
+    """A local estimate for a shape without a public tokenizer: tiktoken count x ``safety_factor``.
+
+    Images use Anthropic's ``w*h/750`` rule (section 4c) for every estimate shape. The tool-use
+    system prompt a provider adds when tools are present (Anthropic: 159-530 tokens by model,
+    section 5) is not in the request and is not added here: it is the provider's, and the
+    calibration bench reports it as the documented reason for a shortfall.
+    """
+
+    def __init__(
+        self,
+        shape: str,
+        *,
+        safety_factor: float,
+        encoding: str = "o200k_base",
+        model: str | None = None,
+        memo_size: int = MEMO_SIZE,
+    ) -> None:
+        provider = _ESTIMATE_PROVIDER.get(shape)
+        if provider is None:
+            raise TokenCountError(
+                f"no estimate counter for shape {shape!r}; estimates exist for "
+                f"{', '.join(_ESTIMATE_PROVIDER)}"
+            )
+        if not safety_factor >= 1.0 or safety_factor > 10:
+            raise TokenCountError(
+                f"safety_factor must be between 1.0 and 10 (an estimate that may count low is "
+                f"not a safety margin), got {safety_factor!r}"
+            )
+        super().__init__(memo_size)
+        self._encoding_name = _check_encoding(encoding)
+        self.shape = shape
+        self.provider = provider
+        self.model = model
+        self.safety_factor = safety_factor
+        self.rules = EstimateRules(
+            text_tokens=_text_counter(encoding),
+            safety_factor=safety_factor,
+            image_rule=AnthropicImageRule.for_model(model),
+        )
+
+    @property
+    def name(self) -> str:
+        short = self._encoding_name.removesuffix("_base")
+        return f"estimate:{self.provider}(x{self.safety_factor:.2f},{short})"
+
+    def _message(self, message: Message) -> int:
+        return self.rules.message(message)
+
+    def _tools(self, tools: Sequence[ToolSpec]) -> int:
+        return self.rules.tools(tools)
+
+
+class AnthropicEstimateCounter(EstimateCounter):
+    """Anthropic Messages estimate with an explicit, configurable safety factor (default 1.30)."""
+
+    def __init__(
+        self,
+        safety_factor: float | None = None,
+        *,
+        encoding: str = "o200k_base",
+        model: str | None = None,
+        memo_size: int = MEMO_SIZE,
+    ) -> None:
+        factor = (
+            safety_factor
+            if safety_factor is not None
+            else default_safety_factor("anthropic-messages", model)
+        )
+        super().__init__(
+            "anthropic-messages",
+            safety_factor=factor,
+            encoding=encoding,
+            model=model,
+            memo_size=memo_size,
+        )
+
+
+# ------------------------------------------------------------------------------------ factory
+
+
+def counter_for(
+    shape: str, model: str | None = None, *, safety_factor: float | None = None
+) -> TokenCounter:
+    """The reference counter for ``shape`` (and ``model``): one instance per arguments per process,
+    so its memo carries over from one turn to the next.
+
+    OpenAI shapes get a ``TiktokenCounter`` with the model's encoding (token-counting.md section 1;
+    unknown models get o200k_base, see ``encoding_for_model(model).reason``). The other shapes get an
+    ``EstimateCounter`` with ``safety_factor`` or the documented default.
+    """
+    if shape not in SHAPE_NAMES:
+        raise TokenCountError(f"unknown shape {shape!r}; known shapes: {', '.join(SHAPE_NAMES)}")
+    if safety_factor is None and shape not in ("openai-chat", "openai-responses"):
+        safety_factor = default_safety_factor(shape, model)
+    return _cached_counter(shape, model, safety_factor)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_counter(shape: str, model: str | None, safety_factor: float | None) -> TokenCounter:
+    if shape in ("openai-chat", "openai-responses"):
+        choice: EncodingChoice = encoding_for_model(model)
+        return TiktokenCounter(choice.encoding, shape, model=model)
+    assert safety_factor is not None
+    if shape == "anthropic-messages":
+        return AnthropicEstimateCounter(safety_factor, model=model)
+    return EstimateCounter(shape, safety_factor=safety_factor, model=model)

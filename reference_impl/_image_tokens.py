@@ -1,0 +1,179 @@
+"""Image token formulas (token-counting.md section 4), each with its source.
+
+All functions take pixel sizes; ``None`` for an unknown size gives the formula's upper bound, because
+under-counting is a conformance failure and an image whose size we cannot read can be any size.
+Image counts are estimates in any case: forum measurements show billing and the published rules
+disagree at times (section 4b), so an assembler keeps a safety margin.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "AnthropicImageRule",
+    "PatchRule",
+    "TileRule",
+    "anthropic_image_tokens",
+    "claude_version",
+    "image_patches",
+    "openai_image_rule",
+    "patch_image_tokens",
+    "tile_image_tokens",
+]
+
+
+# ------------------------------------------------------------------------ OpenAI: tiles (4a)
+
+
+@dataclass(frozen=True, slots=True)
+class TileRule:
+    """GPT-4o class: ``base + tile * tiles``; ``detail: low`` costs ``base``."""
+
+    base: int = 85
+    tile: int = 170
+
+    @property
+    def label(self) -> str:
+        return f"tile({self.base},{self.tile})"
+
+
+def tile_image_tokens(
+    width: int | None, height: int | None, detail: str | None, rule: TileRule = TileRule()
+) -> int:
+    """[vendor] OpenAI vision guide via v2ex.com/t/1044688 and Azure OpenAI docs: ``low`` costs the
+    base; otherwise fit in 2048x2048, then shortest side to 768 (both only scale down, as litellm
+    and langchain-openai do), then count 512-px tiles. ``auto`` is counted as ``high`` (the model
+    may pick either; the larger one never under-counts)."""
+    if detail == "low":
+        return rule.base
+    if width is None or height is None or width <= 0 or height <= 0:
+        # Largest tile grid after scaling: 768 x 2048 -> 2 x 4 tiles.
+        return rule.base + rule.tile * 8
+    scale = min(1.0, 2048 / max(width, height), 768 / min(width, height))
+    w = math.floor(width * scale)
+    h = math.floor(height * scale)
+    return rule.base + rule.tile * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+# ---------------------------------------------------------------------- OpenAI: patches (4b)
+
+_PATCH: Final = 32
+_PATCH_BUDGET: Final = 1536
+
+
+@dataclass(frozen=True, slots=True)
+class PatchRule:
+    """gpt-4.1-mini/nano, o4-mini, gpt-5-mini/nano: 32-px patches (cap 1536) times a multiplier."""
+
+    multiplier: float
+
+    @property
+    def label(self) -> str:
+        return f"patch(x{self.multiplier:g})"
+
+
+def image_patches(width: int | None, height: int | None) -> int:
+    """[vendor, via the mintlify mirror of the OpenAI images guide and openai/openai-python#2851]:
+    ``ceil(w/32) * ceil(h/32)``; over 1536, shrink by ``sqrt(1536 * 32^2 / (w*h))``, adjust so whole
+    patches fit, and recount. 1024x1024 -> 1024; 1800x2400 -> 1452."""
+    if width is None or height is None or width <= 0 or height <= 0:
+        return _PATCH_BUDGET
+    patches = math.ceil(width / _PATCH) * math.ceil(height / _PATCH)
+    if patches <= _PATCH_BUDGET:
+        return patches
+    shrink = math.sqrt(_PATCH_BUDGET * _PATCH**2 / (width * height))
+    w_patches = width * shrink / _PATCH
+    h_patches = height * shrink / _PATCH
+    shrink *= min(math.floor(w_patches) / w_patches, math.floor(h_patches) / h_patches)
+    w = int(width * shrink)
+    h = int(height * shrink)
+    return min(_PATCH_BUDGET, math.ceil(w / _PATCH) * math.ceil(h / _PATCH))
+
+
+def patch_image_tokens(width: int | None, height: int | None, rule: PatchRule) -> int:
+    # Rounded up: a fractional token is still billed as a whole one somewhere.
+    return math.ceil(image_patches(width, height) * rule.multiplier)
+
+
+# Multipliers: [vendor] gpt-4.1-mini 1.62, gpt-4.1-nano 2.46 (OpenAI guide, section 4b);
+# [community] tokenlens#7: gpt-5-mini 1.62, gpt-5-nano 2.46, o4-mini 1.72.
+_PATCH_MODELS: Final[tuple[tuple[str, float], ...]] = (
+    ("gpt-4.1-mini", 1.62),
+    ("gpt-4.1-nano", 2.46),
+    ("gpt-5-mini", 1.62),
+    ("gpt-5-nano", 2.46),
+    ("o4-mini", 1.72),
+)
+# Tile constants: [lib] litellm 1.110.2 _TILE_IMAGE_TOKEN_COSTS (section 4a). Checked in order:
+# longer prefixes first so gpt-4o-mini does not fall under gpt-4o.
+_TILE_MODELS: Final[tuple[tuple[str, TileRule], ...]] = (
+    ("gpt-4o-mini", TileRule(2833, 5667)),
+    ("gpt-4o", TileRule(85, 170)),
+    ("chatgpt-4o", TileRule(85, 170)),
+    ("gpt-4.1", TileRule(85, 170)),
+    ("gpt-5", TileRule(70, 140)),
+    ("o1", TileRule(75, 150)),
+    ("o3", TileRule(75, 150)),
+)
+
+
+def openai_image_rule(model: str | None) -> TileRule | PatchRule:
+    """Pick the image formula by model name: patch class first, then tile constants, else 85/170."""
+    bare = (model or "").strip().rsplit("/", 1)[-1]
+    for prefix, multiplier in _PATCH_MODELS:
+        if bare.startswith(prefix):
+            return PatchRule(multiplier)
+    for prefix, rule in _TILE_MODELS:
+        if bare.startswith(prefix):
+            return rule
+    return TileRule()
+
+
+# ------------------------------------------------------------------------------ Anthropic (4c)
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicImageRule:
+    """``w*h/750`` after scaling down to ``max_long_edge`` and ``max_pixels``; capped at ``max_tokens``.
+
+    Standard tier: [vendor] docs.anthropic.com/en/docs/vision (1568 px long edge, ~1,600 tokens,
+    1.15 MP), constants as in litellm. High-res tier (Opus 4.7 and later; [community]
+    teamchong/pxpipe#26 and litellm's ``claude-high``): 2576 px, 4784 tokens.
+    """
+
+    max_long_edge: int = 1568
+    max_pixels: int = 1_150_000
+    max_tokens: int = 1600
+
+    @staticmethod
+    def for_model(model: str | None) -> AnthropicImageRule:
+        if model and claude_version(model) >= (4, 7):
+            return AnthropicImageRule(max_long_edge=2576, max_pixels=2576 * 2576, max_tokens=4784)
+        return AnthropicImageRule()
+
+
+def claude_version(model: str) -> tuple[int, int]:
+    """(major, minor) of names like ``claude-opus-4-7``, ``claude-sonnet-4-5-2025…``; (0, 0) else."""
+    parts = model.rsplit("/", 1)[-1].rsplit(".", maxsplit=1)[-1].split("-")
+    numbers = [p for p in parts if p.isdigit() and len(p) <= 2]
+    if not numbers:
+        return (0, 0)
+    major = int(numbers[0])
+    minor = int(numbers[1]) if len(numbers) > 1 else 0
+    return (major, minor)
+
+
+def anthropic_image_tokens(
+    width: int | None, height: int | None, rule: AnthropicImageRule = AnthropicImageRule()
+) -> int:
+    if width is None or height is None or width <= 0 or height <= 0:
+        return rule.max_tokens
+    scale = min(
+        1.0, rule.max_long_edge / max(width, height), math.sqrt(rule.max_pixels / (width * height))
+    )
+    w = math.floor(width * scale)
+    h = math.floor(height * scale)
+    return min(rule.max_tokens, math.ceil(w * h / 750))
