@@ -1,0 +1,205 @@
+"""Wire content that has no neutral part, kept beside the transcript so it is never lost.
+
+Some wire content has no neutral part: an Anthropic ``cache_control`` or ``citations`` field, a
+``tool_reference`` or ``server_tool_use`` block, a Bedrock ``cachePoint``, a Gemini
+``executableCode`` part, a server tool such as ``googleSearch``. Rather than drop it (or invent a
+part kind for each), a shape records it here and ``Extras.to_params`` stores it in
+``Transcript.params`` under ``"<shape>.extras"`` (a shape-private key: other shapes do not emit
+it, and ``Transcript.params`` compares by value, so round trips still hold).
+
+Extras are addressed by the **content digest** of the message they belong to plus its occurrence
+number among equal messages (``"<digest16>#<n>"``), not by its index: an assembler that drops older
+messages keeps the extras of the messages it kept. A message whose content changed is a new
+message and loses them; that is intended (a ``cache_control`` breakpoint on a block that no longer
+exists means nothing). When two messages have equal content the occurrence number tells them
+apart only while neither is dropped.
+
+Positions are *wire* positions: ``[i]`` is the i-th block of the message's content list as sent,
+``[i, j]`` the j-th block inside block i (a tool result's content). On render, raw blocks are
+re-inserted at their positions first, then fields are merged, so the rendered list equals the
+parsed one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+from reference_impl.errors import ParseError
+from reference_impl.shapes._wire import Wire
+from reference_impl.transcript import Message, Transcript, canonical_json
+
+__all__ = ["Extras", "MessageExtras", "canonical_of", "extra_members", "params_without"]
+
+
+def canonical_of(wire: Wire) -> str:
+    """The canonical JSON text of a wire value; a ParseError if it is not JSON (YAML dates...)."""
+    try:
+        return canonical_json(wire.value)
+    except (TypeError, ValueError) as exc:
+        raise ParseError(f"not a JSON value ({exc})", where=wire.where) from None
+
+
+def extra_members(wire: Wire, known: frozenset[str]) -> dict[str, Any]:
+    """Members outside ``known`` with a non-null value: kept as extras, never dropped."""
+    extra = {k: v for k, v in wire.obj().items() if k not in known and v is not None}
+    if extra:
+        canonical_of(Wire(extra, wire.path))
+    return extra
+
+
+def params_without(
+    body: Wire, consumed: frozenset[str], *, drop_null: bool = False
+) -> tuple[tuple[str, str], ...]:
+    """Top-level request options the shape does not map to messages/tools, as Transcript.params."""
+    out = []
+    for key, value in body.obj().items():
+        if key in consumed or (drop_null and value is None):
+            continue
+        out.append((str(key), canonical_of(body.get(str(key)))))
+    return tuple(sorted(out))
+
+
+# ------------------------------------------------------------------------------------ extras
+
+Position: TypeAlias = "tuple[int, ...]"
+
+
+@dataclass(slots=True)
+class MessageExtras:
+    """What one wire message carried beyond its neutral parts, by wire position."""
+
+    raw: list[tuple[Position, Any]] = field(default_factory=list)
+    fields: list[tuple[Position, dict[str, Any]]] = field(default_factory=list)
+
+    def add_raw(self, position: Position, block: Any) -> None:
+        self.raw.append((position, block))
+
+    def add_fields(self, position: Position, values: Mapping[str, Any]) -> None:
+        if values:
+            self.fields.append((position, dict(values)))
+
+    def __bool__(self) -> bool:
+        return bool(self.raw or self.fields)
+
+
+NestedList: TypeAlias = "Callable[[dict[str, Any]], list[Any] | None]"
+
+
+@dataclass(slots=True)
+class Extras:
+    """The extras of one transcript for one shape (see the module docstring)."""
+
+    shape: str
+    messages: dict[str, MessageExtras] = field(default_factory=dict)
+    tool_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    raw_tools: list[tuple[int, Any]] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+    """Shape-private scalars (Gemini's OpenAPI-schema tool names, for instance)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.shape}.extras"
+
+    # -- parse side ------------------------------------------------------------------------
+
+    def attach(self, messages: Sequence[Message], per_message: Sequence[MessageExtras]) -> None:
+        for address, extras in zip(_addresses(messages), per_message, strict=True):
+            if extras:
+                self.messages[address] = extras
+
+    def to_params(self, params: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        """``params`` plus this shape's extras entry when there is anything to keep."""
+        record: dict[str, Any] = {}
+        if self.messages:
+            record["messages"] = {
+                address: {
+                    **({"raw": [[list(p), b] for p, b in e.raw]} if e.raw else {}),
+                    **({"fields": [[list(p), f] for p, f in e.fields]} if e.fields else {}),
+                }
+                for address, e in self.messages.items()
+            }
+        if self.tool_fields:
+            record["tool_fields"] = self.tool_fields
+        if self.raw_tools:
+            record["raw_tools"] = [[i, t] for i, t in self.raw_tools]
+        record.update(self.values)
+        if not record:
+            return params
+        return tuple(sorted((*params, (self.key, canonical_json(record)))))
+
+    # -- render side -----------------------------------------------------------------------
+
+    @classmethod
+    def from_transcript(cls, shape: str, transcript: Transcript) -> Extras:
+        extras = cls(shape)
+        record = transcript.param(extras.key)
+        if not isinstance(record, dict):
+            return extras
+        for address, entry in (record.get("messages") or {}).items():
+            extras.messages[address] = MessageExtras(
+                raw=[(tuple(p), b) for p, b in entry.get("raw", [])],
+                fields=[(tuple(p), f) for p, f in entry.get("fields", [])],
+            )
+        extras.tool_fields = dict(record.get("tool_fields") or {})
+        extras.raw_tools = [(int(i), t) for i, t in record.get("raw_tools") or []]
+        extras.values = {
+            k: v for k, v in record.items() if k not in {"messages", "tool_fields", "raw_tools"}
+        }
+        return extras
+
+    def for_messages(self, messages: Sequence[Message]) -> Iterator[MessageExtras]:
+        """The extras of each message, in order (empty for messages that carried none)."""
+        for address in _addresses(messages):
+            yield self.messages.get(address) or MessageExtras()
+
+    @staticmethod
+    def apply(blocks: list[Any], extras: MessageExtras, nested: NestedList) -> list[Any]:
+        """Re-insert raw blocks and merge fields into a rendered wire list (in place)."""
+        for position, block in sorted(
+            (e for e in extras.raw if len(e[0]) == 1), key=lambda e: e[0]
+        ):
+            blocks.insert(min(position[0], len(blocks)), _copy(block))
+        for position, block in sorted(
+            (e for e in extras.raw if len(e[0]) == 2), key=lambda e: e[0]
+        ):
+            inner = _nested_at(blocks, position[0], nested)
+            if inner is not None:
+                inner.insert(min(position[1], len(inner)), _copy(block))
+        for position, values in extras.fields:
+            target: Any = None
+            if len(position) == 1 and position[0] < len(blocks):
+                target = blocks[position[0]]
+            elif len(position) == 2:
+                inner = _nested_at(blocks, position[0], nested)
+                if inner is not None and position[1] < len(inner):
+                    target = inner[position[1]]
+            if isinstance(target, dict):
+                target.update(_copy(values))
+        return blocks
+
+
+def _nested_at(blocks: list[Any], index: int, nested: NestedList) -> list[Any] | None:
+    if index >= len(blocks) or not isinstance(blocks[index], dict):
+        return None
+    return nested(blocks[index])
+
+
+def _copy(value: Any) -> Any:
+    copied: Any = json.loads(canonical_json(value))
+    return copied
+
+
+DIGEST_CHARS: Final = 16
+
+
+def _addresses(messages: Sequence[Message]) -> Iterator[str]:
+    """``<digest prefix>#<n>``: the n-th message (0-based) with that content in the transcript."""
+    seen: dict[str, int] = {}
+    for message in messages:
+        digest = message.digest[:DIGEST_CHARS]
+        n = seen.get(digest, 0)
+        seen[digest] = n + 1
+        yield f"{digest}#{n}"
