@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reference_impl.errors import ParseError
+from reference_impl.transcript import canonical_json
 
 __all__ = ["Wire", "type_name"]
 
@@ -80,8 +81,15 @@ class Wire:
     def has(self, key: str) -> bool:
         return key in self.obj()
 
-    def keys(self) -> tuple[str, ...]:
+    def key_names(self) -> tuple[str, ...]:
         return tuple(str(k) for k in self.obj())
+
+    def canonical(self) -> str:
+        """The value's canonical JSON text (sorted keys); a ParseError if it is not JSON data."""
+        try:
+            return canonical_json(self.value)
+        except (TypeError, ValueError) as exc:
+            raise self.fail(f"not JSON data: {exc}") from None
 
     def only_keys(self, allowed: Collection[str], what: str) -> None:
         """Reject keys the caller cannot represent, naming the first one (nothing is ignored)."""

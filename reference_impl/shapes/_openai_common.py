@@ -1,0 +1,191 @@
+"""What the two OpenAI shapes share: data URLs, text parts, function tools, top-level params.
+
+Function tools become :class:`ToolSpec` (name, description, canonical JSON ``parameters``). The
+fields a ``ToolSpec`` has no slot for (``strict`` above all) are not dropped: they travel in
+``Transcript.params`` under :data:`TOOL_EXTRAS_PARAM` as ``{tool name: {field: value}}`` and are
+put back on render, for the tools that are still offered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable
+from typing import Any, Final
+
+from reference_impl.errors import ParseError, TranscriptError, UnsupportedPartError
+from reference_impl.shapes._wire import Wire
+from reference_impl.transcript import (
+    Message,
+    Role,
+    SummaryPart,
+    TextPart,
+    ToolSpec,
+    Transcript,
+    canonical_json,
+)
+
+__all__ = [
+    "IMAGE_DETAILS",
+    "TOOL_EXTRAS_PARAM",
+    "build_message",
+    "build_transcript",
+    "data_url",
+    "parse_data_url",
+    "parse_params",
+    "parse_tool",
+    "render_params",
+    "render_tool",
+    "text_part",
+    "unsupported",
+]
+
+TOOL_EXTRAS_PARAM: Final = "ctxconf.tool_extras"
+"""Reserved ``Transcript.params`` key: per-tool wire fields beyond name/description/parameters."""
+
+IMAGE_DETAILS: Final = ("auto", "low", "high")
+_FUNCTION_FIELDS: Final = frozenset({"name", "description", "parameters"})
+
+
+# ------------------------------------------------------------------------------- data URLs
+
+
+def parse_data_url(url: str) -> tuple[str | None, str] | None:
+    """``data:<media type>;base64,<data>`` -> (media type or None, data); None for other URLs."""
+    if not url.startswith("data:"):
+        return None
+    head, sep, data = url[len("data:") :].partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    media_type = head[: -len(";base64")]
+    return (media_type or None, data)
+
+
+def data_url(media_type: str | None, data: str) -> str:
+    return f"data:{media_type or ''};base64,{data}"
+
+
+# ----------------------------------------------------------------------------------- parts
+
+
+def text_part(text: str, role: Role) -> TextPart | SummaryPart:
+    """A text block; a summary when it carries the summary markers and the role may hold one."""
+    if role in ("system", "developer", "user"):
+        summary = SummaryPart.from_wire_text(text)
+        if summary is not None:
+            return summary
+    return TextPart(text)
+
+
+def image_detail(w: Wire) -> Any:
+    """An image ``detail`` (``auto``/``low``/``high``) or None when absent."""
+    return None if w.is_null else w.choice(IMAGE_DETAILS, "image detail")
+
+
+def unsupported(shape: str, index: int, part_index: int | None, what: str) -> UnsupportedPartError:
+    """The error for something of neutral message ``index`` (part ``part_index``) a shape cannot carry."""
+    if part_index is None:
+        return UnsupportedPartError(
+            f"{shape} cannot carry {what} (message {index})", where=f"messages[{index}]"
+        )
+    return UnsupportedPartError(
+        f"{shape} cannot carry {what} (message {index}, part {part_index})",
+        where=f"messages[{index}].parts[{part_index}]",
+    )
+
+
+# ----------------------------------------------------------------------------- messages
+
+
+def build_message(w: Wire, **fields: Any) -> Message:
+    """A ``Message``, with a model-level refusal turned into a ParseError at the wire path."""
+    try:
+        return Message(**fields)
+    except TranscriptError as exc:
+        raise ParseError(exc.message, where=w.where) from None
+
+
+def build_transcript(
+    w: Wire,
+    messages: Iterable[Message],
+    tools: tuple[ToolSpec, ...],
+    model: str | None,
+    params: tuple[tuple[str, str], ...],
+) -> Transcript:
+    try:
+        return Transcript(messages=tuple(messages), tools=tools, model=model, params=params)
+    except TranscriptError as exc:
+        raise ParseError(exc.message, where=w.where) from None
+
+
+# ---------------------------------------------------------------------------------- tools
+
+
+def parse_tool(fn: Wire, extras: dict[str, dict[str, Any]], names: set[str]) -> ToolSpec:
+    """One function definition (``name``, ``description``, ``parameters``, extra fields)."""
+    name = fn.get("name").str_()
+    if name in names:
+        raise fn.get("name").fail(f"duplicate tool name {name!r}")
+    names.add(name)
+    schema = fn.get("parameters")
+    if not schema.is_null:
+        schema.obj()
+    parameters = '{"type":"object"}' if schema.is_null else schema.canonical()
+    kept = {k: v for k, v in fn.obj().items() if k not in _FUNCTION_FIELDS}
+    for key in kept:
+        fn.get(key).canonical()  # extras must be JSON data; they travel as canonical JSON
+    if kept:
+        extras[name] = kept
+    return ToolSpec(
+        name=name, description=fn.get("description").opt_str() or "", parameters=parameters
+    )
+
+
+def render_tool(tool: ToolSpec, extras: dict[str, Any]) -> dict[str, Any]:
+    """The function fields of one tool (the caller adds the shape's envelope)."""
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["parameters"] = json.loads(tool.parameters)
+    out.update(extras.get(tool.name, {}))
+    return out
+
+
+# --------------------------------------------------------------------------------- params
+
+
+def parse_params(
+    root: Wire, structural: Collection[str], extras: dict[str, dict[str, Any]]
+) -> tuple[tuple[str, str], ...]:
+    """Every top-level key that is not structural, as canonical JSON, plus the tool extras."""
+    params = {k: root.get(k).canonical() for k in root.key_names() if k not in structural}
+    if TOOL_EXTRAS_PARAM in params:
+        raise root.get(TOOL_EXTRAS_PARAM).fail(
+            f"{TOOL_EXTRAS_PARAM!r} is reserved for ctxconf and cannot appear in a request body"
+        )
+    if extras:
+        params[TOOL_EXTRAS_PARAM] = canonical_json(extras)
+    return tuple(sorted(params.items()))
+
+
+def render_params(
+    transcript: Transcript, shape: str, structural: Collection[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(top-level keys to emit, tool extras). A param that would overwrite structure is refused."""
+    body: dict[str, Any] = {}
+    extras: dict[str, Any] = {}
+    for key, text in transcript.params:
+        value = json.loads(text)
+        if key == TOOL_EXTRAS_PARAM:
+            if not isinstance(value, dict):
+                raise UnsupportedPartError(
+                    f"{TOOL_EXTRAS_PARAM} must map tool names to objects", where=f"params.{key}"
+                )
+            extras = value
+        elif key in structural:
+            raise UnsupportedPartError(
+                f"param {key!r} would overwrite the {shape} request structure",
+                where=f"params.{key}",
+            )
+        else:
+            body[key] = value
+    return body, extras
