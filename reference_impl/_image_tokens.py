@@ -137,21 +137,23 @@ def openai_image_rule(model: str | None) -> TileRule | PatchRule:
 
 @dataclass(frozen=True, slots=True)
 class AnthropicImageRule:
-    """``w*h/750`` after scaling down to ``max_long_edge`` and ``max_pixels``; capped at ``max_tokens``.
+    """``w*h/750`` after scaling down so the long edge is at most ``max_long_edge`` and the image
+    at most ``max_tokens`` (``max_tokens * 750`` pixels).
 
-    Standard tier: [vendor] docs.anthropic.com/en/docs/vision (1568 px long edge, ~1,600 tokens,
-    1.15 MP), constants as in litellm. High-res tier (Opus 4.7 and later; [community]
-    teamchong/pxpipe#26 and litellm's ``claude-high``): 2576 px, 4784 tokens.
+    Standard tier: [vendor] docs.anthropic.com/en/docs/vision: scaled down when the long edge is
+    over 1568 px "or your image is more than ~1,600 tokens"; the 1.15 MP figure there is a
+    recommendation (its own table charges 1092x1092 = 1.19 MP at ~1590), so it is not a cap here.
+    High-res tier (Opus 4.7 and later; [community] teamchong/pxpipe#26 and litellm's
+    ``claude-high``): 2576 px, 4784 tokens.
     """
 
     max_long_edge: int = 1568
-    max_pixels: int = 1_150_000
     max_tokens: int = 1600
 
     @staticmethod
     def for_model(model: str | None) -> AnthropicImageRule:
         if model and claude_version(model) >= (4, 7):
-            return AnthropicImageRule(max_long_edge=2576, max_pixels=2576 * 2576, max_tokens=4784)
+            return AnthropicImageRule(max_long_edge=2576, max_tokens=4784)
         return AnthropicImageRule()
 
 
@@ -172,7 +174,9 @@ def anthropic_image_tokens(
     if width is None or height is None or width <= 0 or height <= 0:
         return rule.max_tokens
     scale = min(
-        1.0, rule.max_long_edge / max(width, height), math.sqrt(rule.max_pixels / (width * height))
+        1.0,
+        rule.max_long_edge / max(width, height),
+        math.sqrt(rule.max_tokens * 750 / (width * height)),
     )
     w = math.floor(width * scale)
     h = math.floor(height * scale)
