@@ -1,0 +1,152 @@
+"""Provider count-API counters, offline: the real SDKs talk to an in-process mock transport.
+
+The answers mimic the documented bodies (token-counting.md sections 5 and 6):
+``{"input_tokens": N}`` and ``{"object": "response.input_tokens", "input_tokens": N}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from reference_impl.errors import TokenCountError
+from reference_impl.token_apis import AnthropicCountTokensCounter, OpenAIInputTokensCounter
+from reference_impl.tokens import TokenCounter
+from reference_impl.transcript import Message, TextPart, Transcript
+
+
+class Recorder:
+    def __init__(self, status: int, answer: Mapping[str, Any]) -> None:
+        self.status = status
+        self.answer = answer
+        self.requests: list[httpx2.Request] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        return httpx2.Response(self.status, json=dict(self.answer))
+
+    def body(self, index: int = -1) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.requests[index].content)
+        return loaded
+
+
+def _transcript() -> Transcript:
+    return Transcript(
+        (
+            Message("system", (TextPart("You are a scientist"),)),
+            Message("user", (TextPart("Hello, Claude"),)),
+        )
+    )
+
+
+def _anthropic_render(t: Transcript) -> dict[str, Any]:
+    # A minimal rendering so this test does not depend on the shape module.
+    return {
+        "system": t.messages[0].text,
+        "messages": [{"role": m.role, "content": m.text} for m in t.messages[1:]],
+    }
+
+
+def _responses_render(t: Transcript) -> dict[str, Any]:
+    return {
+        "instructions": t.messages[0].text,
+        "input": [{"role": m.role, "content": m.text} for m in t.messages[1:]],
+    }
+
+
+def test_anthropic_count_tokens_through_the_sdk() -> None:
+    recorder = Recorder(200, {"input_tokens": 14})  # the docs' basic example value
+    client = anthropic.Anthropic(
+        api_key="test-key",
+        base_url="http://anthropic.test",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
+    )
+    counter = AnthropicCountTokensCounter(client, "claude-sonnet-4-5", render=_anthropic_render)
+    assert isinstance(counter, TokenCounter)
+    result = counter.count(_transcript())
+    assert result.total == 14
+    assert result.counter == "anthropic:count_tokens(claude-sonnet-4-5)"
+    assert result.encoding is None
+    assert result.total == sum(result.messages) + result.tools + result.overhead
+    request = recorder.requests[0]
+    assert request.url.path == "/v1/messages/count_tokens"
+    assert recorder.body() == {
+        "model": "claude-sonnet-4-5",
+        "system": "You are a scientist",
+        "messages": [{"role": "user", "content": "Hello, Claude"}],
+    }
+    counter.count(_transcript())
+    assert len(recorder.requests) == 1  # the same view costs no second call
+
+
+def test_anthropic_count_tokens_failure_is_a_named_error() -> None:
+    recorder = Recorder(
+        400,
+        {"type": "error", "error": {"type": "invalid_request_error", "message": "bad model"}},
+    )
+    client = anthropic.Anthropic(
+        api_key="test-key",
+        base_url="http://anthropic.test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
+    )
+    counter = AnthropicCountTokensCounter(client, "claude-x", render=_anthropic_render)
+    with pytest.raises(TokenCountError, match=r"count_tokens failed \(HTTP 400"):
+        counter.count(_transcript())
+
+
+def test_openai_input_tokens_through_the_sdk() -> None:
+    recorder = Recorder(200, {"object": "response.input_tokens", "input_tokens": 51})
+    client = openai.OpenAI(
+        api_key="test-key",
+        base_url="http://openai.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
+    )
+    counter = OpenAIInputTokensCounter(client, "gpt-4.1-mini", render=_responses_render)
+    result = counter.count(_transcript())
+    assert result.total == 51
+    assert result.counter == "openai:responses.input_tokens(gpt-4.1-mini)"
+    assert recorder.requests[0].url.path == "/v1/responses/input_tokens"
+    assert recorder.body() == {
+        "model": "gpt-4.1-mini",
+        "instructions": "You are a scientist",
+        "input": [{"role": "user", "content": "Hello, Claude"}],
+    }
+    # per-message numbers are local (no call per message)
+    assert counter.count_message(_transcript().messages[1]) > 0
+    assert len(recorder.requests) == 1
+
+
+def test_openai_input_tokens_failure_is_a_named_error() -> None:
+    recorder = Recorder(500, {"error": {"message": "oops", "type": "server_error"}})
+    client = openai.OpenAI(
+        api_key="test-key",
+        base_url="http://openai.test/v1",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
+    )
+    counter = OpenAIInputTokensCounter(client, "gpt-4o", render=_responses_render)
+    with pytest.raises(TokenCountError, match="input_tokens failed"):
+        counter.count(_transcript())
+
+
+def test_default_render_uses_the_anthropic_shape() -> None:
+    pytest.importorskip("reference_impl.shapes.anthropic_messages")
+    recorder = Recorder(200, {"input_tokens": 20})
+    client = anthropic.Anthropic(
+        api_key="test-key",
+        base_url="http://anthropic.test",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
+    )
+    counter = AnthropicCountTokensCounter(client, "claude-sonnet-4-5")
+    assert counter.count(_transcript()).total == 20
+    body = recorder.body()
+    assert body["model"] == "claude-sonnet-4-5"
+    assert "max_tokens" not in body  # count_tokens has no max_tokens
+    assert body["messages"][0]["role"] == "user"
