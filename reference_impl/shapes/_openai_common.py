@@ -39,7 +39,7 @@ __all__ = [
     "unsupported",
 ]
 
-TOOL_EXTRAS_PARAM: Final = "ctxconf.tool_extras"
+TOOL_EXTRAS_PARAM: Final = "openai.tool_extras"
 """Reserved ``Transcript.params`` key: per-tool wire fields beyond name/description/parameters."""
 
 IMAGE_DETAILS: Final = ("auto", "low", "high")
@@ -160,7 +160,7 @@ def parse_params(
     params = {k: root.get(k).canonical() for k in root.key_names() if k not in structural}
     if TOOL_EXTRAS_PARAM in params:
         raise root.get(TOOL_EXTRAS_PARAM).fail(
-            f"{TOOL_EXTRAS_PARAM!r} is reserved for ctxconf and cannot appear in a request body"
+            f"{TOOL_EXTRAS_PARAM!r} is reserved for the tool fields of the OpenAI shapes and cannot appear in a request body"
         )
     if extras:
         params[TOOL_EXTRAS_PARAM] = canonical_json(extras)

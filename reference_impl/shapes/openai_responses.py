@@ -1,0 +1,547 @@
+"""OpenAI Responses API (``POST /v1/responses``): typed input items instead of chat messages.
+
+Mapping decisions (provider-rules.md section 2):
+
+* **Grouping.** Consecutive assistant-side items (assistant ``message``, ``reasoning``,
+  ``function_call``) form one neutral assistant message, parts in item order, so a ring keeps its
+  reasoning (R3/R4). Consecutive ``function_call_output`` items that answer that message's calls
+  form one neutral ``tool`` message (an output answering none of them starts its own, as in
+  openai-chat). On render each run of text parts becomes one ``message`` item.
+* **Item boundaries.** Two message items in a row cannot be told apart from one message with two
+  text parts, so a message item that directly follows another message item starts a new neutral
+  assistant message. An assistant item ``id`` (``msg_…``) is ``Message.wire_id`` and belongs to the
+  first message item of the group; a later message item with its own ``id`` starts a new group.
+* **Ids.** ``function_call.call_id`` is ``ToolCallPart.id`` and its ``fc_…`` id is ``item_id``;
+  a ``function_call_output`` ``id`` is ``ToolResultPart.item_id``. Arguments stay byte-exact.
+* **Reasoning.** A ``reasoning`` item is kept whole (id, summary, ``encrypted_content``) as
+  ``ReasoningPart(origin="openai-responses", data=canonical_json(item))``.
+* **instructions.** The top-level ``instructions`` string is the model's system message, so it
+  parses to a leading ``system`` message. On render a leading ``system`` message made of one text
+  (or summary) part, without a name or id, becomes ``instructions`` again. A body whose ``input``
+  starts with a system item therefore renders with ``instructions`` instead: the same request.
+* ``input`` given as a string is one user message. Everything else at the top level
+  (``reasoning``, ``include``, ``store``, ``previous_response_id``...) stays in ``params``.
+* The wire has no message names, no ``is_error`` flag, no tool-result names and no ``role: tool``
+  (R8): such parts raise ``UnsupportedPartError``/``ParseError`` naming where they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from reference_impl.errors import UnsupportedPartError
+from reference_impl.shapes._openai_common import (
+    build_message,
+    build_transcript,
+    data_url,
+    image_detail,
+    parse_data_url,
+    parse_params,
+    parse_tool,
+    render_params,
+    render_tool,
+    text_part,
+    unsupported,
+)
+from reference_impl.shapes._wire import Wire
+from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
+    Message,
+    Part,
+    ReasoningPart,
+    Role,
+    SummaryPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+)
+
+__all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
+
+SHAPE: Final = "openai-responses"
+
+CAPABILITIES: Final = ShapeCapabilities(
+    system_roles=frozenset({"system", "developer"}),
+    system_in_messages=True,
+    reasoning_origins=frozenset({"openai-responses"}),
+    raw_arguments=True,
+    tool_result_attachments=frozenset({"text", "image", "file"}),
+    user_attachments=frozenset({"text", "image", "file"}),
+    message_names=False,
+    tool_result_errors=False,
+)
+
+_STRUCTURAL: Final = frozenset({"input", "instructions", "tools", "model"})
+_ITEM_TYPES: Final = ("message", "function_call", "function_call_output", "reasoning")
+# R8: Chat-style ``role: tool`` is not an input role.
+_MESSAGE_ROLES: Final = ("user", "assistant", "system", "developer")
+_PART_TYPES: Final = ("input_text", "output_text", "input_image", "input_file")
+
+AttachmentPart = TextPart | SummaryPart | ImagePart | FilePart
+
+# ------------------------------------------------------------------------------ parse request
+
+
+def parse_request(body: Mapping[str, Any]) -> Transcript:
+    """A Responses request body -> transcript (``ParseError`` with a JSON path)."""
+    root = Wire.root(body)
+    root.obj()
+    model = root.get("model").opt_str()
+    extras: dict[str, dict[str, Any]] = {}
+    tools = _map_tools(root.get("tools"), extras)
+    messages: list[Message] = []
+    instructions = root.get("instructions")
+    if not instructions.is_null:
+        text = text_part(instructions.str_(), "system")
+        messages.append(build_message(instructions, role="system", parts=(text,)))
+    given = root.get("input")
+    if isinstance(given.value, str):
+        messages.append(build_message(given, role="user", parts=(text_part(given.value, "user"),)))
+    else:
+        messages.extend(_map_items(given.items()))
+    params = parse_params(root, _STRUCTURAL, extras)
+    return build_transcript(root, messages, tools, model, params)
+
+
+def _map_tools(w: Wire, extras: dict[str, dict[str, Any]]) -> tuple[ToolSpec, ...]:
+    if w.is_null:
+        return ()
+    names: set[str] = set()
+    out: list[ToolSpec] = []
+    for tool in w.items():
+        tool.get("type").choice(("function",), "tool type")
+        fields = {k: v for k, v in tool.obj().items() if k != "type"}
+        out.append(parse_tool(Wire(fields, tool.path), extras, names))
+    return tuple(out)
+
+
+class _Items:
+    """Folds a list of input items into neutral messages (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.out: list[Message] = []
+        self.ring_ids: frozenset[str] = frozenset()
+        self.group: list[Part] | None = None
+        self.group_at: Wire | None = None
+        self.group_wire_id: str | None = None
+        self.group_has_message = False
+        self.last_was_message = False
+        self.results: list[ToolResultPart] = []
+        self.results_at: Wire | None = None
+        self.results_in_ring = False
+
+    def close_group(self) -> None:
+        if self.group is not None and self.group_at is not None:
+            message = build_message(
+                self.group_at,
+                role="assistant",
+                parts=tuple(self.group),
+                wire_id=self.group_wire_id,
+            )
+            self.ring_ids = frozenset(c.id for c in message.tool_calls)
+            self.out.append(message)
+        self.group, self.group_at, self.group_wire_id = None, None, None
+        self.group_has_message = self.last_was_message = False
+
+    def close_results(self) -> None:
+        if self.results and self.results_at is not None:
+            parts = tuple(self.results)
+            self.out.append(build_message(self.results_at, role="tool", parts=parts))
+        self.results = []
+        self.results_at = None
+
+    def open_group(self, at: Wire) -> list[Part]:
+        self.close_results()
+        if self.group is None:
+            self.group, self.group_at = [], at
+        return self.group
+
+    def add_result(self, at: Wire, result: ToolResultPart) -> None:
+        self.close_group()
+        in_ring = result.call_id in self.ring_ids
+        if self.results and in_ring != self.results_in_ring:
+            self.close_results()
+        if not self.results:
+            self.results_at, self.results_in_ring = at, in_ring
+        self.results.append(result)
+
+    def add_assistant_message(self, at: Wire, parts: list[Part], wire_id: str | None) -> None:
+        # Two message items in a row, or an id that would not land on the group's first message
+        # item, cannot be rendered back inside one neutral message: start a new one.
+        if self.group is not None and (
+            self.last_was_message or (wire_id is not None and self.group_has_message)
+        ):
+            self.close_group()
+        group = self.open_group(at)
+        if wire_id is not None:
+            self.group_wire_id = wire_id
+        group.extend(parts)
+        self.group_has_message = self.last_was_message = True
+
+    def add_other(self, at: Wire, part: Part) -> None:
+        self.open_group(at).append(part)
+        self.last_was_message = False
+
+    def add_message(self, message: Message) -> None:
+        self.close_group()
+        self.close_results()
+        self.out.append(message)
+
+    def finish(self) -> list[Message]:
+        self.close_group()
+        self.close_results()
+        return self.out
+
+
+def _map_items(items: list[Wire]) -> list[Message]:
+    fold = _Items()
+    for item in items:
+        kind = _item_type(item)
+        if kind == "function_call_output":
+            fold.add_result(item, _map_function_call_output(item))
+        elif kind == "function_call":
+            fold.add_other(item, _map_function_call(item))
+        elif kind == "reasoning":
+            # Kept whole and byte-exact (R3, R4, R12): id, summary, encrypted_content.
+            fold.add_other(item, ReasoningPart(origin="openai-responses", data=item.canonical()))
+        else:
+            item.only_keys({"type", "role", "content", "id", "status"}, "a message item")
+            role: Role = item.get("role").choice(_MESSAGE_ROLES, "role")  # type: ignore[assignment]
+            wire_id = item.get("id").opt_str()
+            parts = _map_content(item.get("content"), role)
+            if role == "assistant":
+                fold.add_assistant_message(item, list(parts), wire_id)
+            else:
+                fold.add_message(build_message(item, role=role, parts=parts, wire_id=wire_id))
+    return fold.finish()
+
+
+def _item_type(item: Wire) -> str:
+    item.obj()
+    kind = item.get("type")
+    if kind.is_null:
+        if item.has("role"):
+            return "message"  # an "easy" input message: {"role", "content"}
+        raise kind.fail("an input item needs a type (or a role for a message)")
+    return kind.choice(_ITEM_TYPES, "input item type")
+
+
+def _map_content(w: Wire, role: Role) -> tuple[AttachmentPart, ...]:
+    if isinstance(w.value, str):
+        return (text_part(w.value, role),)
+    return tuple(_map_content_part(p, role) for p in w.items())
+
+
+def _map_content_part(w: Wire, role: Role) -> AttachmentPart:
+    kind = w.get("type").choice(_PART_TYPES, "content part type")
+    if kind in ("input_text", "output_text"):
+        w.only_keys({"type", "text", "annotations", "logprobs"}, f"an {kind} part")
+        for key in ("annotations", "logprobs"):
+            if w.get(key).value not in (None, []):
+                raise w.get(key).fail(f"{key} cannot be represented in the neutral transcript")
+        return text_part(w.get("text").str_(), role)
+    if role == "assistant":
+        raise w.get("type").fail(f"an assistant message cannot hold an {kind} part")
+    if kind == "input_image":
+        w.only_keys({"type", "image_url", "file_id", "detail"}, "an input_image part")
+        detail = image_detail(w.get("detail"))
+        if w.has("file_id"):
+            return ImagePart(source="file_id", data=w.get("file_id").str_(), detail=detail)
+        url = w.get("image_url").str_()
+        inline = parse_data_url(url)
+        if inline is not None:
+            return ImagePart(source="base64", data=inline[1], media_type=inline[0], detail=detail)
+        return ImagePart(source="url", data=url, detail=detail)
+    w.only_keys({"type", "file_id", "file_data", "file_url", "filename"}, "an input_file part")
+    filename = w.get("filename").opt_str()
+    if w.has("file_id"):
+        return FilePart(source="file_id", data=w.get("file_id").str_(), filename=filename)
+    if w.has("file_url"):
+        return FilePart(source="url", data=w.get("file_url").str_(), filename=filename)
+    raw = w.get("file_data").str_()
+    inline = parse_data_url(raw)
+    media_type, data = inline if inline is not None else (None, raw)
+    return FilePart(source="base64", data=data, media_type=media_type, filename=filename)
+
+
+def _map_function_call(item: Wire) -> ToolCallPart:
+    item.only_keys({"type", "call_id", "name", "arguments", "id", "status"}, "a function_call")
+    return ToolCallPart(
+        id=item.get("call_id").str_(),
+        name=item.get("name").str_(),
+        arguments=item.get("arguments").str_(),
+        item_id=item.get("id").opt_str(),
+    )
+
+
+def _map_function_call_output(item: Wire) -> ToolResultPart:
+    item.only_keys({"type", "call_id", "output", "id", "status"}, "a function_call_output")
+    call_id = item.get("call_id").str_()
+    content: list[TextPart | ImagePart | FilePart] = []
+    for part in _map_content(item.get("output"), "tool"):
+        assert not isinstance(part, SummaryPart)  # text_part() keeps summaries out of results
+        content.append(part)
+    return ToolResultPart(call_id=call_id, content=tuple(content), item_id=item.get("id").opt_str())
+
+
+# ----------------------------------------------------------------------------- render request
+
+
+def render_request(transcript: Transcript) -> dict[str, Any]:
+    """Transcript -> Responses body (``UnsupportedPartError`` for what it cannot carry)."""
+    params, extras = render_params(transcript, SHAPE, _STRUCTURAL)
+    body: dict[str, Any] = {}
+    if transcript.model is not None:
+        body["model"] = transcript.model
+    messages = transcript.messages
+    start = 0
+    if messages and _is_instructions(messages[0]):
+        only = messages[0].parts[0]
+        assert isinstance(only, TextPart | SummaryPart)
+        body["instructions"] = _text_of(only)
+        start = 1
+    items: list[dict[str, Any]] = []
+    for index in range(start, len(messages)):
+        items.extend(_render_message(messages[index], index))
+    body["input"] = items
+    if transcript.tools:
+        body["tools"] = [{"type": "function", **render_tool(t, extras)} for t in transcript.tools]
+    body.update(params)
+    return body
+
+
+def _is_instructions(message: Message) -> bool:
+    return (
+        message.role == "system"
+        and len(message.parts) == 1
+        and isinstance(message.parts[0], TextPart | SummaryPart)
+        and message.name is None
+        and message.wire_id is None
+    )
+
+
+def _text_of(part: TextPart | SummaryPart) -> str:
+    return part.wire_text() if isinstance(part, SummaryPart) else part.text
+
+
+def _render_message(message: Message, index: int) -> list[dict[str, Any]]:
+    if message.name is not None:
+        raise unsupported(SHAPE, index, None, f"a message name ({message.name!r})")
+    if message.empty_tool_calls:
+        raise unsupported(SHAPE, index, None, "an empty tool_calls list (a Chat wire artifact, C4)")
+    if message.role == "tool":
+        return _render_results(message, index)
+    if message.role == "assistant":
+        return _render_assistant(message, index, None)
+    out: dict[str, Any] = {"role": message.role}
+    parts = message.parts
+    if message.wire_id is None and len(parts) == 1 and isinstance(parts[0], TextPart | SummaryPart):
+        out["content"] = _text_of(parts[0])
+    else:
+        out["content"] = [_render_input_part(p, index, j) for j, p in enumerate(parts)]
+    if message.wire_id is not None:
+        out = {"type": "message", "id": message.wire_id, **out}
+    return [out]
+
+
+def _render_input_part(part: Part, index: int, j: int) -> dict[str, Any]:
+    if isinstance(part, TextPart | SummaryPart):
+        return {"type": "input_text", "text": _text_of(part)}
+    if isinstance(part, ImagePart):
+        image: dict[str, Any] = {"type": "input_image"}
+        if part.source == "file_id":
+            image["file_id"] = part.data
+        elif part.source == "url":
+            image["image_url"] = part.data
+        else:
+            image["image_url"] = data_url(part.media_type, part.data)
+        if part.detail is not None:
+            image["detail"] = part.detail
+        return image
+    if isinstance(part, FilePart):
+        file: dict[str, Any] = {"type": "input_file"}
+        if part.source == "file_id":
+            file["file_id"] = part.data
+        elif part.source == "url":
+            file["file_url"] = part.data
+        else:
+            file["file_data"] = data_url(part.media_type, part.data)
+        if part.filename is not None:
+            file["filename"] = part.filename
+        return file
+    raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in message content")
+
+
+def _render_assistant(
+    message: Message, index: int, response_id: Callable[[int], str] | None
+) -> list[dict[str, Any]]:
+    """Assistant parts -> items. ``response_id`` (response bodies) forces full output items."""
+    items: list[dict[str, Any]] = []
+    run: list[TextPart] = []
+    emitted = 0
+
+    def flush() -> None:
+        nonlocal emitted
+        if not run:
+            return
+        wire_id = message.wire_id if emitted == 0 else None
+        items.append(_message_item(run, wire_id, emitted, response_id))
+        emitted += 1
+        run.clear()
+
+    for j, part in enumerate(message.parts):
+        if isinstance(part, TextPart):
+            run.append(part)
+            continue
+        flush()
+        if isinstance(part, ReasoningPart):
+            value = part.value()
+            if part.origin != "openai-responses" or value.get("type") != "reasoning":
+                raise unsupported(SHAPE, index, j, f"a {part.origin!r} reasoning artifact")
+            items.append(value)
+        elif isinstance(part, ToolCallPart):
+            call: dict[str, Any] = {
+                "type": "function_call",
+                "call_id": part.id,
+                "name": part.name,
+                "arguments": part.arguments,
+            }
+            if part.item_id is not None:
+                call["id"] = part.item_id
+            if response_id is not None:
+                call["status"] = "completed"
+            items.append(call)
+        else:
+            raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in an assistant message")
+    flush()
+    if emitted == 0 and (message.wire_id is not None or not message.parts):
+        # An id without text (or an empty message) travels as an empty message item, first.
+        items.insert(0, _message_item([], message.wire_id, 0, response_id))
+    return items
+
+
+def _message_item(
+    texts: list[TextPart],
+    wire_id: str | None,
+    n: int,
+    response_id: Callable[[int], str] | None,
+) -> dict[str, Any]:
+    if response_id is None and wire_id is None and len(texts) == 1:
+        return {"role": "assistant", "content": texts[0].text}
+    item: dict[str, Any] = {"type": "message"}
+    if wire_id is None and response_id is not None:
+        wire_id = response_id(n)
+    if wire_id is not None:
+        item["id"] = wire_id
+    item["role"] = "assistant"
+    item["content"] = [{"type": "output_text", "text": t.text, "annotations": []} for t in texts]
+    if response_id is not None:
+        item["status"] = "completed"
+    return item
+
+
+def _render_results(message: Message, index: int) -> list[dict[str, Any]]:
+    if message.wire_id is not None:
+        raise unsupported(SHAPE, index, None, f"an id on a tool message ({message.wire_id!r})")
+    if not message.parts:
+        raise unsupported(SHAPE, index, None, "a tool message without results")
+    out: list[dict[str, Any]] = []
+    for j, part in enumerate(message.parts):
+        if not isinstance(part, ToolResultPart):
+            raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in a tool message")
+        if part.is_error:
+            raise unsupported(
+                SHAPE, index, j, "an is_error flag on a tool result (put it in the text)"
+            )
+        if part.name is not None:
+            raise unsupported(SHAPE, index, j, f"a tool result name ({part.name!r})")
+        content = part.content
+        output: str | list[dict[str, Any]]
+        if len(content) == 1 and isinstance(content[0], TextPart):
+            output = content[0].text
+        else:
+            output = [_render_input_part(p, index, j) for p in content]
+        item: dict[str, Any] = {"type": "function_call_output", "call_id": part.call_id}
+        if part.item_id is not None:
+            item["id"] = part.item_id
+        item["output"] = output
+        out.append(item)
+    return out
+
+
+# ----------------------------------------------------------------------------------- response
+
+
+def parse_response(body: Mapping[str, Any]) -> Message:
+    """A ``response`` object -> its output items as one assistant message."""
+    root = Wire.root(body)
+    output = root.get("output")
+    for item in output.items():
+        if _item_type(item) == "function_call_output" or (
+            item.get("role").value not in (None, "assistant")
+        ):
+            raise item.fail("a response output item must be assistant-side")
+    messages = _map_items(output.items())
+    if not messages:
+        return Message(role="assistant", parts=())
+    if len(messages) > 1:
+        raise output.fail(
+            "the output items do not form one assistant message (two message items in a row?)"
+        )
+    return messages[0]
+
+
+def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
+    """One assistant message -> a ``response`` object the ``openai`` SDK accepts."""
+    if message.role != "assistant":
+        raise UnsupportedPartError(
+            f"a response carries an assistant message, not {message.role!r}", where="message.role"
+        )
+    if message.name is not None or message.empty_tool_calls:
+        raise unsupported(SHAPE, 0, None, "a message name or an empty tool_calls list")
+
+    def response_id(n: int) -> str:
+        digest = hashlib.sha256(f"{meta.response_id}:{n}".encode()).hexdigest()
+        return f"msg_{digest[:40]}"
+
+    truncated = meta.stop_reason in ("length", "max_tokens", "max_output_tokens")
+    return {
+        "id": meta.response_id,
+        "object": "response",
+        "created_at": 0,
+        "model": meta.model,
+        "status": "incomplete" if truncated else "completed",
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if truncated else None,
+        "instructions": None,
+        "metadata": {},
+        "output": _render_assistant(message, 0, response_id),
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "usage": {
+            "input_tokens": meta.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": meta.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": meta.input_tokens + meta.output_tokens,
+        },
+    }
+
+
+ADAPTER: Final = ShapeAdapter(
+    name="openai-responses",
+    capabilities=CAPABILITIES,
+    parse_request=parse_request,
+    render_request=render_request,
+    parse_response=parse_response,
+    render_response=render_response,
+)
