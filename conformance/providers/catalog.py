@@ -1,0 +1,306 @@
+"""The provider rule catalog: every rule of ``provider-rules.md`` as data, and the profiles that use them.
+
+The data lives in ``rules.yaml`` next to this module and is validated against ``rules.schema.json``
+when it is first loaded, so a typo in the catalog fails loudly at import of the first caller, never
+as a wrong verdict later.
+
+Vocabulary (ARCHITECTURE.md section 2):
+
+* a **rule** is one acceptance rule with its id (``C1``, ``A13``, ``MI4`` ...), the condition in
+  prose, the HTTP status, the provider's error envelope (type, code, ``param`` in that provider's
+  index notation), a message template, an evidence class and a source;
+* a **profile** is the set of rules one provider enforces at one point in time or for one model
+  family (``anthropic-2024-strict-alternation`` vs ``anthropic-current``); a gateway **dialect** of a
+  shape is a profile family of its own (``mistral-default``).
+
+Profiles are written as ``extends`` + ``add``/``remove``/``replace`` so a profile's difference from
+its base is visible in the data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, cast
+
+import jsonschema
+import yaml
+
+from conformance.providers.verdict import Evidence
+from reference_impl.errors import CtxconfError
+
+__all__ = [
+    "SHAPES",
+    "Catalog",
+    "CatalogError",
+    "ErrorSpec",
+    "Profile",
+    "Rule",
+    "UnknownProfileError",
+    "list_profiles",
+    "load_catalog",
+    "resolve_profile",
+    "rules_for",
+]
+
+SHAPES = ("openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse")
+
+
+class CatalogError(CtxconfError, ValueError):
+    """The rule catalog data is inconsistent (unknown rule in a profile, cycle, schema error)."""
+
+    code = "rule_catalog_invalid"
+
+
+class UnknownProfileError(CtxconfError, ValueError):
+    """A shape, dialect or profile name that the catalog does not know, or that do not fit together."""
+
+    code = "unknown_profile"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSpec:
+    """What the provider puts in its error envelope besides the message (templates for ``param``)."""
+
+    type: str | None = None
+    code: str | int | None = None
+    param: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """An alternative wording of the same rule (for example A9 for ``user`` vs ``assistant``)."""
+
+    message: str
+    error: ErrorSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    shapes: tuple[str, ...]
+    dialect: str | None
+    title: str
+    condition: str
+    status: int
+    error: ErrorSpec
+    message: str
+    evidence: Evidence
+    source: str
+    judgeable: bool = True
+    not_judgeable_reason: str | None = None
+    check: str = ""  # the validator check that judges it; defaults to the rule id
+    envelope: str | None = None  # overrides the profile's envelope family (Ollama's native API)
+    variants: Mapping[str, Variant] = field(default_factory=dict)
+    overflow: bool = False  # a context-window rule, judged by token counts, not by structure
+    profiles: tuple[str, ...] = ()  # filled in at load: profiles that enforce it
+
+    @property
+    def check_name(self) -> str:
+        return self.check or self.id
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    id: str
+    shape: str
+    dialect: str | None
+    default: bool
+    envelope: str
+    description: str
+    rules: tuple[str, ...]
+    overflow: str | None
+    settings: Mapping[str, Any]
+    extends: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    version: int
+    rules: Mapping[str, Rule]
+    profiles: Mapping[str, Profile]
+
+    def rule(self, rule_id: str) -> Rule:
+        try:
+            return self.rules[rule_id]
+        except KeyError:
+            raise CatalogError(f"no rule {rule_id!r} in the catalog") from None
+
+
+def _read_resource(name: str) -> str:
+    return resources.files("conformance.providers").joinpath(name).read_text("utf-8")
+
+
+def _error_spec(raw: Mapping[str, Any] | None) -> ErrorSpec:
+    raw = raw or {}
+    return ErrorSpec(type=raw.get("type"), code=raw.get("code"), param=raw.get("param"))
+
+
+def _rule(raw: Mapping[str, Any], profiles: tuple[str, ...]) -> Rule:
+    variants = {
+        name: Variant(message=v["message"], error=_error_spec(v["error"]) if "error" in v else None)
+        for name, v in (raw.get("variants") or {}).items()
+    }
+    shapes = raw["shape"] if isinstance(raw["shape"], list) else [raw["shape"]]
+    return Rule(
+        id=raw["id"],
+        shapes=tuple(shapes),
+        dialect=raw.get("dialect"),
+        title=raw["title"],
+        condition=raw["condition"],
+        status=raw["status"],
+        error=_error_spec(raw.get("error")),
+        message=raw["message"],
+        evidence=cast("Evidence", raw["evidence"]),
+        source=raw["source"],
+        judgeable=raw.get("judgeable", True),
+        not_judgeable_reason=raw.get("not_judgeable_reason"),
+        check=raw.get("check", ""),
+        envelope=raw.get("envelope"),
+        variants=variants,
+        overflow=raw.get("overflow", False),
+        profiles=profiles,
+    )
+
+
+def _resolve_profiles(raw_profiles: list[dict[str, Any]], rule_ids: set[str]) -> dict[str, Profile]:
+    by_id = {p["id"]: p for p in raw_profiles}
+    if len(by_id) != len(raw_profiles):
+        raise CatalogError("duplicate profile ids in rules.yaml")
+    resolved: dict[str, Profile] = {}
+
+    def resolve(pid: str, seen: tuple[str, ...]) -> Profile:
+        if pid in resolved:
+            return resolved[pid]
+        if pid in seen:
+            raise CatalogError(f"profile {pid!r} extends itself through {' -> '.join(seen)}")
+        raw = by_id.get(pid)
+        if raw is None:
+            raise CatalogError(f"profile {seen[-1]!r} extends unknown profile {pid!r}")
+        base = resolve(raw["extends"], (*seen, pid)) if "extends" in raw else None
+        rules = list(base.rules) if base else []
+        rules += raw.get("rules", [])
+        for old, new in (raw.get("replace") or {}).items():
+            if old not in rules:
+                raise CatalogError(f"profile {pid!r} replaces {old!r}, which its base lacks")
+            rules[rules.index(old)] = new
+        rules = [r for r in rules if r not in set(raw.get("remove", []))]
+        rules += [r for r in raw.get("add", []) if r not in rules]
+        for rid in [*rules, raw.get("overflow")]:
+            if rid is not None and rid not in rule_ids:
+                raise CatalogError(f"profile {pid!r} names unknown rule {rid!r}")
+        settings = dict(base.settings) if base else {}
+        settings.update(raw.get("settings") or {})
+        profile = Profile(
+            id=pid,
+            shape=raw.get("shape", base.shape if base else ""),
+            dialect=raw.get("dialect", base.dialect if base else None),
+            default=raw.get("default", False),
+            envelope=raw.get("envelope", base.envelope if base else ""),
+            description=raw["description"],
+            rules=tuple(rules),
+            overflow=raw.get("overflow", base.overflow if base else None),
+            settings=settings,
+            extends=raw.get("extends"),
+        )
+        if profile.shape not in SHAPES:
+            raise CatalogError(f"profile {pid!r} has unknown shape {profile.shape!r}")
+        resolved[pid] = profile
+        return profile
+
+    for pid in by_id:
+        resolve(pid, ())
+    return resolved
+
+
+@cache
+def load_catalog() -> Catalog:
+    """Load and validate ``rules.yaml`` once per process."""
+    data = yaml.safe_load(_read_resource("rules.yaml"))
+    schema = json.loads(_read_resource("rules.schema.json"))
+    try:
+        jsonschema.validate(data, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        raise CatalogError(
+            f"rules.yaml does not match its schema: {exc.message}", where=where
+        ) from exc
+    raw_rules: list[dict[str, Any]] = data["rules"]
+    rule_ids = {r["id"] for r in raw_rules}
+    if len(rule_ids) != len(raw_rules):
+        raise CatalogError("duplicate rule ids in rules.yaml")
+    profiles = _resolve_profiles(data["profiles"], rule_ids)
+    users: dict[str, list[str]] = {}
+    for profile in profiles.values():
+        for rid in [*profile.rules, profile.overflow]:
+            if rid is not None:
+                users.setdefault(rid, []).append(profile.id)
+    rules = {r["id"]: _rule(r, tuple(users.get(r["id"], ()))) for r in raw_rules}
+    for profile in profiles.values():
+        for rid in profile.rules:
+            if profile.shape not in rules[rid].shapes:
+                raise CatalogError(
+                    f"profile {profile.id!r} ({profile.shape}) uses rule {rid!r} of {rules[rid].shapes}"
+                )
+    defaults = [(p.shape, p.dialect) for p in profiles.values() if p.default]
+    if len(set(defaults)) != len(defaults):
+        raise CatalogError("more than one default profile for one shape and dialect")
+    return Catalog(version=data["version"], rules=rules, profiles=profiles)
+
+
+def list_profiles(shape: str | None = None, dialect: str | None = None) -> tuple[Profile, ...]:
+    """Every profile, or those of one shape (and dialect), in catalog order."""
+    return tuple(
+        p
+        for p in load_catalog().profiles.values()
+        if (shape is None or p.shape == shape) and (dialect is None or p.dialect == dialect)
+    )
+
+
+def list_dialects(shape: str | None = None) -> tuple[str, ...]:
+    """Every gateway dialect named in the catalog (for one shape)."""
+    found = {p.dialect for p in list_profiles(shape) if p.dialect is not None}
+    return tuple(sorted(found))
+
+
+def resolve_profile(shape: str, dialect: str | None = None, profile: str | None = None) -> Profile:
+    """The profile to judge with: the named one (checked against shape/dialect) or the default."""
+    catalog = load_catalog()
+    if shape not in SHAPES:
+        raise UnknownProfileError(
+            f"unknown shape {shape!r}; expected one of {', '.join(SHAPES)}", where="shape"
+        )
+    if profile is not None:
+        found = catalog.profiles.get(profile)
+        if found is None or found.shape != shape:
+            names = ", ".join(p.id for p in list_profiles(shape))
+            raise UnknownProfileError(
+                f"no profile {profile!r} for shape {shape}; known: {names}", where="profile"
+            )
+        if dialect is not None and found.dialect != dialect:
+            raise UnknownProfileError(
+                f"profile {profile!r} belongs to dialect {found.dialect or 'none (the base shape)'}, "
+                f"not {dialect!r}",
+                where="profile",
+            )
+        return found
+    for candidate in catalog.profiles.values():
+        if candidate.shape == shape and candidate.dialect == dialect and candidate.default:
+            return candidate
+    known = ", ".join(list_dialects(shape)) or "none"
+    raise UnknownProfileError(
+        f"no dialect {dialect!r} for shape {shape}; known dialects: {known}", where="dialect"
+    )
+
+
+def rules_for(
+    shape: str, dialect: str | None = None, profile: str | None = None
+) -> tuple[Rule, ...]:
+    """The rules one profile enforces, in the order they are checked, with its overflow rule last."""
+    resolved = resolve_profile(shape, dialect, profile)
+    catalog = load_catalog()
+    ids = [*resolved.rules, *([resolved.overflow] if resolved.overflow else [])]
+    return tuple(catalog.rules[rid] for rid in ids)

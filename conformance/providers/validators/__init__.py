@@ -1,0 +1,25 @@
+"""Validators per shape (and gateway dialect): checks over wire bodies, registered by name.
+
+Importing this package registers every check; :mod:`conformance.providers.validation` composes them
+per profile. One module per shape, plus ``gateways`` for the OpenAI-compatible dialect rules.
+"""
+
+from __future__ import annotations
+
+from conformance.providers.validators import (  # noqa: F401 - imported to register their checks
+    anthropic_messages,
+    bedrock_converse,
+    gateways,
+    gemini,
+    openai_chat,
+    openai_responses,
+)
+from conformance.providers.validators._base import (
+    CHECKS,
+    STRUCTURE,
+    CheckFn,
+    Context,
+    Finding,
+)
+
+__all__ = ["CHECKS", "STRUCTURE", "CheckFn", "Context", "Finding"]

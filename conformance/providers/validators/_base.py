@@ -1,0 +1,116 @@
+"""What a validator check is, and the registry that maps check names to functions.
+
+A check reads the **wire body** directly (never the transcript: it must judge bodies that the shape
+parsers would refuse) and yields :class:`Finding` objects. A finding names the check that fired and
+the values its rule's message template needs; which rule (and therefore which wording) a check
+stands for is decided by the profile, so DeepSeek's DS1 and OpenAI's C1 share one check.
+
+Checks run only after the shape's structure check passed, so they may assume the top-level types
+(``messages`` is a list of objects ...). They still read nested fields defensively.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CHECKS",
+    "STRUCTURE",
+    "CheckFn",
+    "Context",
+    "Finding",
+    "StructureFn",
+    "check",
+    "structure",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The profile's knobs a check may read (``settings`` in rules.yaml) and who is judging."""
+
+    shape: str
+    profile: str
+    dialect: str | None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    rules: frozenset[str] = frozenset()  # rule ids active in the profile
+
+    def active(self, rule_id: str) -> bool:
+        return rule_id in self.rules
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One violation: ``check`` that fired, ``position`` to order findings, template ``values``.
+
+    ``rule`` pins a specific rule id when the check can tell two rules apart (C1 vs C1a); when that
+    rule is not active in the profile, the profile's rule for ``check`` is used instead.
+    """
+
+    check: str
+    position: tuple[int, ...]
+    values: Mapping[str, Any] = field(default_factory=dict)
+    rule: str | None = None
+    variant: str | None = None
+
+
+CheckFn = Callable[[Mapping[str, Any], Context], Iterable[Finding]]
+StructureFn = Callable[[Any, Context], "Finding | None"]
+
+# shape -> check name -> function
+CHECKS: dict[str, dict[str, CheckFn]] = {}
+# shape -> the body-shape check (C0, R0, A12, G0, B0) that runs before every other check
+STRUCTURE: dict[str, StructureFn] = {}
+
+
+def check(shape: str, *names: str) -> Callable[[CheckFn], CheckFn]:
+    """Register a check under one or more names for one or more shapes (``"a,b"`` for several)."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        for one_shape in shape.split(","):
+            for name in names:
+                CHECKS.setdefault(one_shape, {})[name] = fn
+        return fn
+
+    return register
+
+
+def structure(shape: str) -> Callable[[StructureFn], StructureFn]:
+    def register(fn: StructureFn) -> StructureFn:
+        STRUCTURE[shape] = fn
+        return fn
+
+    return register
+
+
+def type_name(value: Any) -> str:
+    """How OpenAI-style errors name a JSON type ('a string', 'an object', 'null' ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "an unsupported value"
+
+
+def is_list_of_objects(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}

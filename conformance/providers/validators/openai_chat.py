@@ -1,0 +1,263 @@
+"""OpenAI Chat Completions (``POST /v1/chat/completions``): rules C0-C11 over the wire body.
+
+Index notation follows the provider (provider-rules.md): pairing errors put ``messages.[3].role``
+in ``param`` and schema errors ``messages[3].name``; the templates in rules.yaml carry that, the
+checks only supply ``index``.
+"""
+
+# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from conformance.providers.validators._base import (
+    Context,
+    Finding,
+    as_dict,
+    as_list,
+    check,
+    structure,
+    type_name,
+)
+
+__all__ = ["chat_structure", "pending_calls"]
+
+SHAPE: Final = "openai-chat"
+ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]+$")  # C7
+TOOL_PARTS: Final = frozenset({"text", "image_url"})  # C6
+
+
+def _bad_type(path: str, expected: str, got: Any) -> Finding:
+    return Finding("C0", (), {"path": path, "expected": expected, "got": type_name(got)})
+
+
+def _missing(path: str) -> Finding:
+    return Finding("C0", (), {"path": path}, variant="missing")
+
+
+def _tool_call_structure(path: str, call: Any) -> Finding | None:
+    if not isinstance(call, dict):
+        return _bad_type(path, "an object", call)
+    if "id" not in call:
+        return _missing(f"{path}.id")
+    if not isinstance(call["id"], str):
+        return _bad_type(f"{path}.id", "a string", call["id"])
+    function = call.get("function")
+    if function is None:
+        return _missing(f"{path}.function")
+    if not isinstance(function, dict):
+        return _bad_type(f"{path}.function", "an object", function)
+    if not isinstance(function.get("name"), str):
+        return _bad_type(f"{path}.function.name", "a string", function.get("name"))
+    if "arguments" in function and not isinstance(function["arguments"], str):
+        return _bad_type(f"{path}.function.arguments", "a string", function["arguments"])
+    return None
+
+
+def _message_structure(i: int, message: Any) -> Finding | None:
+    path = f"messages[{i}]"
+    if not isinstance(message, dict):
+        return _bad_type(path, "an object", message)
+    role = message.get("role")
+    if role is None:
+        return _missing(f"{path}.role")
+    if not isinstance(role, str):
+        return _bad_type(f"{path}.role", "a string", role)
+    if role not in ROLES:
+        return Finding("C0", (), {"path": f"{path}.role", "got": role}, variant="role")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        return _bad_type(f"{path}.content", "one of a string or array of objects", content)
+    for j, part in enumerate(as_list(content)):
+        if not isinstance(part, dict):
+            return _bad_type(f"{path}.content[{j}]", "an object", part)
+    if "name" in message and not isinstance(message["name"], str):
+        return _bad_type(f"{path}.name", "a string", message["name"])
+    if "tool_calls" in message and message["tool_calls"] is not None:
+        calls = message["tool_calls"]
+        if not isinstance(calls, list):
+            return _bad_type(f"{path}.tool_calls", "an array", calls)
+        for j, call in enumerate(calls):
+            found = _tool_call_structure(f"{path}.tool_calls[{j}]", call)
+            if found is not None:
+                return found
+    if role == "tool":
+        if "tool_call_id" not in message:
+            return _missing(f"{path}.tool_call_id")
+        if not isinstance(message["tool_call_id"], str):
+            return _bad_type(f"{path}.tool_call_id", "a string", message["tool_call_id"])
+    return None
+
+
+@structure(SHAPE)
+def chat_structure(body: Any, ctx: Context) -> Finding | None:
+    """C0: the body is an object with ``messages``, an array of well-typed message objects."""
+    if not isinstance(body, dict):
+        return _bad_type("body", "an object", body)
+    if "messages" not in body:
+        return _missing("messages")
+    messages = body["messages"]
+    if not isinstance(messages, list):
+        return _bad_type("messages", "an array", messages)
+    for i, message in enumerate(messages):
+        found = _message_structure(i, message)
+        if found is not None:
+            return found
+    if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
+        return _bad_type("tools", "an array", body["tools"])
+    return None
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
+
+
+def call_ids(message: Mapping[str, Any]) -> list[str]:
+    return [str(as_dict(c).get("id")) for c in as_list(message.get("tool_calls"))]
+
+
+def pending_calls(messages: list[dict[str, Any]], i: int) -> tuple[list[str], int]:
+    """Ids of assistant ``i`` not answered by the tool run right after it, and where the run ends."""
+    pending = call_ids(messages[i])
+    j = i + 1
+    while j < len(messages) and messages[j].get("role") == "tool":
+        answered = messages[j].get("tool_call_id")
+        pending = [cid for cid in pending if cid != answered]
+        j += 1
+    return pending, j
+
+
+@check(SHAPE, "C1")
+def unanswered_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """C1 (and C1a): every tool_call_id answered before the next non-tool message."""
+    messages = _messages(body)
+    for i, message in enumerate(messages):
+        if message.get("role") != "assistant" or not as_list(message.get("tool_calls")):
+            continue
+        pending, end = pending_calls(messages, i)
+        if not pending:
+            continue
+        # The interrupting message, or the assistant itself when the request ends (inferred).
+        where = end if end < len(messages) else i
+        later = {m.get("tool_call_id") for m in messages[end:] if m.get("role") == "tool"}
+        interrupted = end < len(messages) and bool(later & set(pending))
+        yield Finding(
+            "C1",
+            (where,),
+            {"index": where, "ids": ", ".join(pending), "assistant": i},
+            rule="C1a" if interrupted else "C1",
+        )
+
+
+@check(SHAPE, "C2")
+def orphan_tool_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """C2: a tool message must answer a call of the assistant right before its tool run."""
+    messages = _messages(body)
+    non_system_before = 0
+    for j, message in enumerate(messages):
+        if message.get("role") == "tool":
+            k = j - 1
+            while k >= 0 and messages[k].get("role") == "tool":
+                k -= 1
+            anchor = messages[k] if k >= 0 else {}
+            if anchor.get("role") != "assistant" or message.get("tool_call_id") not in call_ids(
+                anchor
+            ):
+                yield Finding(
+                    "C2",
+                    (j,),
+                    {
+                        "index": j,
+                        "id": message.get("tool_call_id"),
+                        "content_index": non_system_before,  # G9 counts contents, not messages
+                    },
+                )
+        if message.get("role") not in {"system", "developer"}:
+            non_system_before += 1
+
+
+@check(SHAPE, "C3")
+def duplicate_tool_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    first_seen: dict[str, int] = {}
+    for j, message in enumerate(_messages(body)):
+        if message.get("role") != "tool":
+            continue
+        cid = str(message.get("tool_call_id"))
+        if cid in first_seen:
+            yield Finding("C3", (j,), {"index": j, "first": first_seen[cid], "id": cid})
+        else:
+            first_seen[cid] = j
+
+
+@check(SHAPE, "C4")
+def empty_tool_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        if message.get("tool_calls") == []:
+            yield Finding("C4", (i,), {"index": i})
+
+
+@check(SHAPE, "C5")
+def null_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        if "content" not in message or message["content"] is not None:
+            continue
+        carries_calls = message.get("role") == "assistant" and bool(
+            as_list(message.get("tool_calls"))
+        )
+        if not carries_calls:
+            yield Finding("C5", (i,), {"index": i})
+
+
+@check(SHAPE, "C6")
+def tool_content_parts(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        if message.get("role") != "tool":
+            continue
+        kinds = {as_dict(part).get("type") for part in as_list(message.get("content"))}
+        if kinds - TOOL_PARTS:
+            yield Finding("C6", (i,), {"index": i})
+
+
+@check(SHAPE, "C7")
+def name_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        name = message.get("name")
+        if isinstance(name, str) and not NAME_PATTERN.match(name):
+            yield Finding("C7", (i,), {"index": i, "name": name})
+
+
+@check(SHAPE, "C8")
+def unsupported_roles(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    refused = set(as_list(ctx.settings.get("unsupported_roles")))
+    for i, message in enumerate(_messages(body)):
+        if message.get("role") in refused:
+            yield Finding("C8", (i,), {"index": i, "role": message.get("role")})
+
+
+@check(SHAPE, "C9")
+def parallel_tool_calls_without_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    if "parallel_tool_calls" in body and not as_list(body.get("tools")):
+        yield Finding("C9", (-1,), {})
+
+
+def _string_lengths(message: Mapping[str, Any]) -> Iterator[int]:
+    content = message.get("content")
+    if isinstance(content, str):
+        yield len(content)
+    for part in as_list(content):
+        text = as_dict(part).get("text")
+        if isinstance(text, str):
+            yield len(text)
+
+
+@check(SHAPE, "C11")
+def string_too_long(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    limit = int(ctx.settings.get("max_string_length", 10485760))
+    for i, message in enumerate(_messages(body)):
+        longest = max(_string_lengths(message), default=0)
+        if longest > limit:
+            yield Finding("C11", (i,), {"index": i, "limit": limit, "length": longest})
