@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-from reference_impl.errors import ParseError
+from reference_impl.errors import ParseError, TranscriptError
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import Message, Transcript, canonical_json
 
@@ -136,15 +136,27 @@ class Extras:
     def from_transcript(cls, shape: str, transcript: Transcript) -> Extras:
         extras = cls(shape)
         record = transcript.param(extras.key)
-        if not isinstance(record, dict):
+        if record is None:
             return extras
-        for address, entry in (record.get("messages") or {}).items():
-            extras.messages[address] = MessageExtras(
-                raw=[(tuple(p), b) for p, b in entry.get("raw", [])],
-                fields=[(tuple(p), f) for p, f in entry.get("fields", [])],
-            )
-        extras.tool_fields = dict(record.get("tool_fields") or {})
-        extras.raw_tools = [(int(i), t) for i, t in record.get("raw_tools") or []]
+        try:
+            assert isinstance(record, dict)
+            for address, entry in (record.get("messages") or {}).items():
+                extras.messages[str(address)] = MessageExtras(
+                    raw=[(tuple(int(i) for i in p), b) for p, b in entry.get("raw", [])],
+                    fields=[
+                        (tuple(int(i) for i in p), dict(f)) for p, f in entry.get("fields", [])
+                    ],
+                )
+            extras.tool_fields = {
+                str(k): dict(v) for k, v in (record.get("tool_fields") or {}).items()
+            }
+            extras.raw_tools = [(int(i), t) for i, t in record.get("raw_tools") or []]
+        except (AssertionError, AttributeError, TypeError, ValueError):
+            raise TranscriptError(
+                "not an extras record written by this shape's parser; remove it or re-parse "
+                "the request",
+                where=f"params[{extras.key!r}]",
+            ) from None
         extras.values = {
             k: v for k, v in record.items() if k not in {"messages", "tool_fields", "raw_tools"}
         }
@@ -157,7 +169,7 @@ class Extras:
 
     @staticmethod
     def apply(blocks: list[Any], extras: MessageExtras, nested: NestedList) -> list[Any]:
-        """Re-insert raw blocks and merge fields into a rendered wire list (in place)."""
+        """Re-insert raw blocks and merge fields (deeply) into a rendered wire list, in place."""
         for position, block in sorted(
             (e for e in extras.raw if len(e[0]) == 1), key=lambda e: e[0]
         ):
@@ -177,8 +189,19 @@ class Extras:
                 if inner is not None and position[1] < len(inner):
                     target = inner[position[1]]
             if isinstance(target, dict):
-                target.update(_copy(values))
+                _merge(target, _copy(values))
         return blocks
+
+
+def _merge(target: dict[str, Any], values: Mapping[str, Any]) -> None:
+    """Merge ``values`` into ``target``, object members recursively (Gemini keeps unknown keys of
+    a ``functionResponse`` as ``{"functionResponse": {"willContinue": true}}``)."""
+    for key, value in values.items():
+        current = target.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            _merge(current, value)
+        else:
+            target[key] = value
 
 
 def _nested_at(blocks: list[Any], index: int, nested: NestedList) -> list[Any] | None:
