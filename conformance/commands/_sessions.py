@@ -1,0 +1,66 @@
+"""Loading a session or request body for a command: transcript files and bodies of any shape.
+
+Errors are one line naming the file and what is wrong (exit status 2, via ``_io.fail_input``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from conformance.commands._io import describe_error, fail_input, read_document
+from reference_impl.errors import CtxconfError, ShapeError
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SCHEMA_NAME, SHAPE_NAMES, Transcript, transcript_from_dict
+
+__all__ = ["SHAPE_CHOICE", "is_transcript_document", "load_request", "load_session"]
+
+SHAPE_CHOICE = click.Choice(list(SHAPE_NAMES))
+
+
+def is_transcript_document(document: object) -> bool:
+    """A ctxconf transcript file (``format: ctxconf.transcript``) rather than a provider body."""
+    return isinstance(document, Mapping) and document.get("format") == SCHEMA_NAME
+
+
+def load_request(path: str | Path, shape: str) -> Transcript:
+    """Parse a request body of ``shape``; a transcript file is accepted as well."""
+    document: Any = read_document(path)
+    if is_transcript_document(document):
+        return _transcript(path, document)
+    if not isinstance(document, Mapping):
+        fail_input(path, f"not a {shape} request body: expected a JSON object at the top")
+    try:
+        adapter = get_shape(shape)
+    except ShapeError as exc:
+        fail_input(path, describe_error(exc))
+    except ImportError as exc:
+        fail_input(path, f"the {shape} shape is not available in this build ({exc})")
+    try:
+        return adapter.parse_request(document)
+    except CtxconfError as exc:
+        fail_input(path, f"not a {shape} request body: {describe_error(exc)}")
+
+
+def load_session(path: str | Path, shape: str | None) -> Transcript:
+    """A transcript file, or (with ``shape``) a request body of that shape."""
+    if shape is not None:
+        return load_request(path, shape)
+    document: Any = read_document(path)
+    if not is_transcript_document(document):
+        fail_input(
+            path,
+            f'not a transcript file (expected "format": "{SCHEMA_NAME}"); '
+            "for a provider request body, pass --shape S",
+        )
+    return _transcript(path, document)
+
+
+def _transcript(path: str | Path, document: object) -> Transcript:
+    try:
+        return transcript_from_dict(document)
+    except CtxconfError as exc:
+        fail_input(path, f"not a valid transcript: {describe_error(exc)}")
