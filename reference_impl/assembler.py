@@ -1,0 +1,513 @@
+"""``assemble()``: turn a session into a view that fits the budget and never breaks pairing.
+
+::
+
+    load session -> validate pairing (reject or repair) -> protect prefix -> protect suffix
+    -> check buckets -> degrade attachments -> clear old results (mode) -> delete the middle by
+    tier -> summarize -> escalate or fail closed -> recount -> emit + observe
+
+The result is an ``Assembly``: the view (a ``Transcript``) and an ``AssemblyReport`` that says what
+happened, in ids and counts only. ``Assembly.render(shape)`` produces the wire body; for
+``anthropic-messages`` it also places up to four ``cache_control`` breakpoints on stable boundaries.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from reference_impl import shapes
+from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
+from reference_impl.config import AssemblyConfig
+from reference_impl.errors import ConfigError, ContextAssemblyError, ShapeError
+from reference_impl.ledger import Ledger
+from reference_impl.memory import MemoryItem, ledger_message, memory_messages
+from reference_impl.metrics import AssemblyMetrics, default_metrics
+from reference_impl.steps import (
+    AssemblyState,
+    check_buckets,
+    check_pairing,
+    classify_middle,
+    clear_tool_results,
+    degrade_attachments,
+    drop_middle_by_tier,
+    escalate,
+    load_units,
+    protect_prefix,
+    protect_suffix,
+    summarize_middle,
+)
+from reference_impl.summary import DeterministicSummarizer, Summarizer
+from reference_impl.tokens import TokenCounter, counter_for
+from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
+
+__all__ = ["Assembly", "AssemblyReport", "Decision", "assemble"]
+
+log = logging.getLogger("reference_impl")
+
+Decision = Literal["ok", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyReport:
+    """What one assembly did, in ids and counts (never message content)."""
+
+    decision: Decision
+    code: str | None
+    shape: str
+    strategy: str
+    counter: str
+    budget: BudgetPlan
+    tokens_before: BucketTokens
+    tokens_before_is_lower_bound: bool
+    """True when the old end of the middle was dropped without being counted (section 6)."""
+    tokens_after: BucketTokens | None
+    total_after: int | None
+    steps: tuple[str, ...]
+    dropped_ring_ids: tuple[str, ...] = ()
+    dropped_turn_ids: tuple[str, ...] = ()
+    cleared_result_ids: tuple[str, ...] = ()
+    degraded_attachment_ids: tuple[str, ...] = ()
+    repairs: tuple[str, ...] = ()
+    """Call ids that received a synthesized ``is_error`` result."""
+    summary_used: bool = False
+    summary_id: str | None = None
+    summarizer: str | None = None
+    summary_failed: bool = False
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+    session_digest: str = ""
+    """sha256 over the session's message digests: identifies the input without content."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision,
+            "code": self.code,
+            "shape": self.shape,
+            "strategy": self.strategy,
+            "counter": self.counter,
+            "budget": self.budget.to_dict(),
+            "tokens_before": self.tokens_before.to_dict(),
+            "tokens_before_is_lower_bound": self.tokens_before_is_lower_bound,
+            "tokens_after": None if self.tokens_after is None else self.tokens_after.to_dict(),
+            "total_after": self.total_after,
+            "steps": list(self.steps),
+            "dropped_ring_ids": list(self.dropped_ring_ids),
+            "dropped_turn_ids": list(self.dropped_turn_ids),
+            "cleared_result_ids": list(self.cleared_result_ids),
+            "degraded_attachment_ids": list(self.degraded_attachment_ids),
+            "repairs": list(self.repairs),
+            "summary_used": self.summary_used,
+            "summary_id": self.summary_id,
+            "summarizer": self.summarizer,
+            "summary_failed": self.summary_failed,
+            "notes": list(self.notes),
+            "seconds": self.seconds,
+            "session_digest": self.session_digest,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    """The view to send and the report of how it was made."""
+
+    view: Transcript
+    report: AssemblyReport
+    config: AssemblyConfig = field(repr=False)
+    injected_ids: tuple[str, ...] = field(default=(), repr=False)
+    prefix_ids: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def shape(self) -> str:
+        return self.report.shape
+
+    def session_after(self) -> Transcript:
+        """The view without memory/ledger injections: store it as the session for the next turn
+        so that a summary is reused and the request prefix stays byte-stable until the next
+        compaction."""
+        return self.view.with_messages(m for m in self.view if m.id not in self.injected_ids)
+
+    def render(
+        self, shape: ShapeName | None = None, *, dialect: str | None = None
+    ) -> dict[str, Any]:
+        """The request body in ``shape`` (the assembly's shape by default)."""
+        name = shape or self.report.shape
+        if dialect is not None:
+            get_dialect = getattr(shapes, "get_dialect", None)
+            if get_dialect is None:
+                raise ShapeError(f"no dialects are available for shape {name!r}")
+            body: dict[str, Any] = get_dialect(name, dialect).render_request(self.view)
+        else:
+            body = shapes.get_shape(name).render_request(self.view)
+        if name == "anthropic-messages" and self.config.anthropic_cache_breakpoints > 0:
+            body = _with_cache_breakpoints(self, body)
+        return body
+
+
+# ------------------------------------------------------------------------------ the pipeline
+
+
+def _session_digest(session: Transcript) -> str:
+    h = hashlib.sha256()
+    for m in session.messages:
+        h.update(m.digest.encode("ascii"))
+    return h.hexdigest()
+
+
+def assemble(
+    session: Transcript,
+    config: AssemblyConfig | None = None,
+    *,
+    shape: ShapeName = "openai-chat",
+    counter: TokenCounter | None = None,
+    summarizer: Summarizer | None = None,
+    ledger: Ledger | None = None,
+    memory: Sequence[MemoryItem] = (),
+    budget: BudgetSnapshot | int | None = None,
+    metrics: AssemblyMetrics | None = None,
+) -> Assembly:
+    """Assemble ``session`` into a view for ``shape`` within the budget, or raise
+    ``ContextAssemblyError`` (fail closed) with a ``context_assembly_*`` code."""
+    config = config if config is not None else AssemblyConfig()
+    if shape not in SHAPE_NAMES:
+        raise ConfigError(
+            f"unknown shape {shape!r}; known shapes: {', '.join(SHAPE_NAMES)}", where="shape"
+        )
+    counter = counter if counter is not None else counter_for(shape, session.model)
+    summarizer = summarizer if summarizer is not None else DeterministicSummarizer()
+    ledger = ledger if ledger is not None else Ledger()
+    metrics = metrics if metrics is not None else default_metrics()
+    plan = plan_budget(config, budget)
+    strategy = config.middle_delete_unit
+    started = time.perf_counter()
+    digest = _session_digest(session)
+    holder: list[AssemblyState] = []
+    try:
+        state = _run(
+            session=session,
+            config=config,
+            counter=counter,
+            summarizer=summarizer,
+            ledger=ledger,
+            memory=memory,
+            plan=plan,
+            holder=holder,
+        )
+    except ContextAssemblyError as exc:
+        seconds = time.perf_counter() - started
+        report = _report(
+            state=holder[0] if holder else None,
+            plan=plan,
+            config=config,
+            shape=shape,
+            counter=counter,
+            seconds=seconds,
+            digest=digest,
+            code=exc.code,
+        )
+        _observe(metrics, report, shape, strategy, holder[0] if holder else None)
+        exc.details["report"] = report.to_dict()
+        log.info(
+            "assembly rejected: session=%s code=%s steps=%s",
+            digest[:16],
+            exc.code,
+            ",".join(report.steps),
+        )
+        raise
+    seconds = time.perf_counter() - started
+    report = _report(
+        state=state,
+        plan=plan,
+        config=config,
+        shape=shape,
+        counter=counter,
+        seconds=seconds,
+        digest=digest,
+        code=None,
+    )
+    _observe(metrics, report, shape, strategy, state)
+    log.info(
+        "assembled: session=%s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
+        digest[:16],
+        len(session),
+        len(state.view()),
+        report.total_after,
+        plan.input_budget,
+        ",".join(report.steps),
+        len(report.dropped_ring_ids),
+    )
+    return Assembly(
+        view=state.view(),
+        report=report,
+        config=config,
+        injected_ids=tuple(u.id for u in state.units if u.kind == "injection"),
+        prefix_ids=tuple(u.id for u in state.units if u.kept and u.bucket == "prefix"),
+    )
+
+
+def _injections(
+    config: AssemblyConfig, ledger: Ledger, memory: Sequence[MemoryItem]
+) -> list[Message]:
+    out = list(memory_messages(memory, config.memory.max_items))
+    if config.pinned("side_effect_ledger"):
+        pinned = ledger_message(ledger)
+        if pinned is not None:
+            out.append(pinned)
+    return out
+
+
+def _run(
+    *,
+    session: Transcript,
+    config: AssemblyConfig,
+    counter: TokenCounter,
+    summarizer: Summarizer,
+    ledger: Ledger,
+    memory: Sequence[MemoryItem],
+    plan: BudgetPlan,
+    holder: list[AssemblyState],
+) -> AssemblyState:
+    # Pairing first, before anything else (issue 3 item 4).
+    checked, repairs = check_pairing(session, on_error=config.on_pairing_error, ledger=ledger)
+    state = AssemblyState(
+        config=config,
+        counter=counter,
+        ledger=ledger,
+        plan=plan,
+        units=load_units(checked, _injections(config, ledger, memory)),
+        tools=session.tools,
+        session=session,
+        repairs=repairs,
+    )
+    holder.append(state)
+    state.steps.append("load")
+    state.steps.append("synthesize_error_results" if repairs else "validate_pairing")
+    state.tools_cost = counter.count_tools(session.tools)
+    state.overhead = counter.count(
+        Transcript((), model=session.model, params=session.params)
+    ).overhead
+    protect_prefix(state)
+    protect_suffix(state)
+    check_buckets(state)
+    classify_middle(state)
+    degrade_attachments(state)
+    clear_tool_results(state)
+    drop_middle_by_tier(state)
+    summarize_middle(state, summarizer)
+    escalate(state)
+    _final_recount(state)
+    return state
+
+
+def _final_recount(state: AssemblyState) -> None:
+    """One memoized pass over the final view; if the whole-request count disagrees with the
+    running totals and is over, escalate once more, then fail closed."""
+    total = state.counter.count(state.view()).total
+    if total <= state.budget:
+        return
+    state.notes.append("final_recount_over_budget")
+    if state.config.on_still_over_budget == "drop_tools_schema_then_fail" and state.tools:
+        state.tools = ()
+        state.tools_cost = 0
+        state.record("drop_tools_schema")
+        total = state.counter.count(state.view()).total
+        if total <= state.budget:
+            return
+    raise ContextAssemblyError(
+        f"the assembled request counts {total} tokens, over the input budget of {state.budget}",
+        code="context_assembly_over_budget",
+        details={"budget": state.budget, "total": total},
+    )
+
+
+def _before(state: AssemblyState) -> tuple[BucketTokens, bool]:
+    """Tokens of the session as loaded; the middle is a lower bound when parts were not counted."""
+    middle = 0
+    lower = False
+    for u in state.units:
+        if u.bucket == "middle" and not u.created:
+            if u.original_cost is not None:
+                middle += u.original_cost
+            else:
+                lower = True
+    prefix = sum(u.original_cost or 0 for u in state.units if u.bucket == "prefix")
+    suffix = sum(u.original_cost or 0 for u in state.units if u.bucket == "suffix")
+    tools = state.counter.count_tools(state.session.tools)
+    return BucketTokens(prefix, tools, middle, suffix, state.overhead), lower
+
+
+def _report(
+    *,
+    state: AssemblyState | None,
+    plan: BudgetPlan,
+    config: AssemblyConfig,
+    shape: str,
+    counter: TokenCounter,
+    seconds: float,
+    digest: str,
+    code: str | None,
+) -> AssemblyReport:
+    if state is None:
+        before, lower = BucketTokens(), True
+        steps: tuple[str, ...] = ("load",)
+    else:
+        before, lower = _before(state)
+        steps = tuple(state.steps)
+    after = state.tokens() if state is not None and code is None else None
+    return AssemblyReport(
+        decision="ok" if code is None else "rejected",
+        code=code,
+        shape=shape,
+        strategy=config.middle_delete_unit,
+        counter=counter.name,
+        budget=plan,
+        tokens_before=before,
+        tokens_before_is_lower_bound=lower,
+        tokens_after=after,
+        total_after=None if after is None else after.total,
+        steps=steps,
+        dropped_ring_ids=tuple(state.dropped_ring_ids) if state else (),
+        dropped_turn_ids=tuple(state.dropped_turn_ids) if state else (),
+        cleared_result_ids=tuple(state.cleared_result_ids) if state else (),
+        degraded_attachment_ids=tuple(state.degraded_attachment_ids) if state else (),
+        repairs=tuple(state.repairs) if state else (),
+        summary_used=bool(state and state.summary_id),
+        summary_id=state.summary_id if state else None,
+        summarizer=state.summarizer_name if state else None,
+        summary_failed=bool(state and state.summary_failed),
+        notes=tuple(state.notes) if state else (),
+        seconds=seconds,
+        session_digest=digest,
+    )
+
+
+def _observe(
+    metrics: AssemblyMetrics,
+    report: AssemblyReport,
+    shape: str,
+    strategy: str,
+    state: AssemblyState | None,
+) -> None:
+    labels = {"shape": shape, "strategy": strategy}
+    metrics.seconds.labels(**labels).observe(report.seconds)
+    if report.total_after is not None:
+        metrics.tokens.labels(**labels).observe(report.total_after)
+    if report.dropped_ring_ids:
+        metrics.dropped_rings.labels(**labels).inc(len(report.dropped_ring_ids))
+    if report.summary_used:
+        metrics.summaries.labels(**labels).inc()
+    if state is not None and state.summary_failed:
+        metrics.summary_failures.labels(**labels).inc()
+    if report.repairs:
+        metrics.pairing_errors.labels(**labels, outcome="repaired").inc(len(report.repairs))
+    if report.code is not None:
+        metrics.rejects.labels(**labels, code=report.code).inc()
+        if report.code == "context_assembly_pairing_error":
+            metrics.pairing_errors.labels(**labels, outcome="rejected").inc()
+
+
+# ---------------------------------------------------------------- anthropic cache breakpoints
+
+_EPHEMERAL = {"type": "ephemeral"}
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def _count_existing(body: dict[str, Any]) -> int:
+    found = 0
+    blocks: list[Any] = []
+    if isinstance(body.get("system"), list):
+        blocks.extend(body["system"])
+    for m in body.get("messages", []):
+        if isinstance(m.get("content"), list):
+            blocks.extend(m["content"])
+    blocks.extend(body.get("tools", []) or [])
+    for b in blocks:
+        if isinstance(b, dict) and "cache_control" in b:
+            found += 1
+    return found
+
+
+def _mark_system(body: dict[str, Any]) -> bool:
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
+        return True
+    if isinstance(system, list) and system and isinstance(system[-1], dict):
+        if "cache_control" in system[-1]:
+            return False
+        system[-1]["cache_control"] = dict(_EPHEMERAL)
+        return True
+    return False
+
+
+def _mark_message(body: dict[str, Any], index: int, blocks: int) -> bool:
+    messages = body.get("messages", [])
+    if not 0 <= index < len(messages):
+        return False
+    message = messages[index]
+    content = message.get("content")
+    if isinstance(content, str):
+        if blocks != 1 or not content:
+            return False
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(_EPHEMERAL)}]
+        return True
+    if not isinstance(content, list):
+        return False
+    for position in range(min(blocks, len(content)) - 1, -1, -1):
+        block = content[position]
+        if isinstance(block, dict) and block.get("type") not in _UNCACHEABLE:
+            if "cache_control" in block:
+                return False
+            block["cache_control"] = dict(_EPHEMERAL)
+            return True
+    return False
+
+
+def _with_cache_breakpoints(assembly: Assembly, body: dict[str, Any]) -> dict[str, Any]:
+    """At most ``anthropic_cache_breakpoints`` (<= 4) breakpoints on stable boundaries: end of the
+    system text, end of the pinned prefix, end of the summary, and just before the newest turn.
+
+    A view index is mapped to the rendered body by rendering the view up to that message: the
+    render of a prefix is a prefix of the render, so its last message and block count say where
+    the boundary is, whatever the shape merged.
+    """
+    adapter = shapes.get_shape("anthropic-messages")
+    out = copy.deepcopy(body)
+    room = min(assembly.config.anthropic_cache_breakpoints, 4) - _count_existing(out)
+    if room <= 0:
+        return out
+    view = assembly.view.messages
+    boundaries: list[int] = []
+    prefix_positions = [i for i, m in enumerate(view) if m.id in assembly.prefix_ids]
+    non_system_prefix = [i for i in prefix_positions if view[i].role not in ("system", "developer")]
+    if non_system_prefix:
+        boundaries.append(non_system_prefix[-1])
+    if assembly.report.summary_id is not None:
+        boundaries.extend(i for i, m in enumerate(view) if m.id == assembly.report.summary_id)
+    users = [i for i, m in enumerate(view) if m.role == "user"]
+    if users and users[-1] > 0:
+        boundaries.append(users[-1] - 1)
+    if _mark_system(out):
+        room -= 1
+    for index in sorted(set(boundaries)):
+        if room <= 0:
+            break
+        if view[index].role in ("system", "developer"):
+            continue
+        try:
+            partial = adapter.render_request(assembly.view.with_messages(view[: index + 1]))
+        except ShapeError:
+            continue  # a prefix the shape cannot render on its own: no breakpoint there
+        rendered = partial.get("messages", [])
+        if not rendered:
+            continue
+        last = rendered[-1].get("content")
+        blocks = 1 if isinstance(last, str) else len(last) if isinstance(last, list) else 0
+        if _mark_message(out, len(rendered) - 1, blocks):
+            room -= 1
+    return out

@@ -1,0 +1,159 @@
+"""Bucket checks, summary replacement and the last resort (drop tool schemas, or fail closed)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from reference_impl.errors import ContextAssemblyError
+from reference_impl.steps.state import AssemblyState, Unit
+from reference_impl.summary import (
+    Summarizer,
+    SummaryBlock,
+    SummaryRequest,
+    redact_messages,
+    redact_secrets,
+    summary_depth,
+)
+
+__all__ = ["check_buckets", "escalate", "summarize_middle"]
+
+log = logging.getLogger("reference_impl")
+
+
+def _bucket_details(state: AssemblyState) -> dict[str, Any]:
+    return {
+        "budget": state.budget,
+        "budget_source": state.plan.source,
+        "tokens": {
+            "prefix": state.bucket_cost("prefix"),
+            "suffix": state.bucket_cost("suffix"),
+            "tools": state.tools_cost,
+            "overhead": state.overhead,
+        },
+    }
+
+
+def _drop_tools(state: AssemblyState) -> bool:
+    if state.config.on_still_over_budget != "drop_tools_schema_then_fail" or not state.tools:
+        return False
+    state.tools = ()
+    state.tools_cost = 0
+    state.record("drop_tools_schema")
+    return True
+
+
+def check_buckets(state: AssemblyState) -> None:
+    """Prefix and suffix are never cut for the middle: if they (with tools) cannot fit, refuse and
+    say which bucket overflowed (or drop tool schemas first when configured)."""
+    prefix = state.bucket_cost("prefix") + state.overhead
+    suffix = state.bucket_cost("suffix")
+    if prefix + suffix + state.tools_cost <= state.budget:
+        return
+    if prefix > state.budget:
+        bucket = "prefix"
+    elif prefix + suffix > state.budget:
+        bucket = "suffix"
+    else:
+        if _drop_tools(state):
+            return
+        bucket = "tools"
+    raise ContextAssemblyError(
+        f"the {bucket} bucket does not fit the input budget of {state.budget} tokens "
+        f"(prefix {prefix}, suffix {suffix}, tools {state.tools_cost}); the prefix and suffix "
+        "are never cut to make room",
+        code=f"context_assembly_{bucket}_over_budget",
+        details={**_bucket_details(state), "bucket": bucket},
+    )
+
+
+def _summary_id(text: str) -> str:
+    # Content-addressed: the same summary keeps the same id, so a reused summary is byte-stable.
+    return f"summary-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
+
+
+def summarize_middle(state: AssemblyState, summarizer: Summarizer) -> None:
+    """Replace what is left of the middle with one structured summary block.
+
+    Runs when the view is over budget or above ``summarize_trigger_ratio`` of it. A failed
+    summary is counted and the pipeline goes on to escalate; a summary that is not smaller than
+    what it replaces is not used.
+    """
+    config = state.config
+    if state.fits(state.budget * config.summarize_trigger_ratio):
+        return
+    middle = [u for u in state.units if u.kept and u.bucket == "middle"]
+    if not middle or all(u.kind == "summary" for u in middle):
+        return
+    old_depths = [summary_depth(u.messages[0].text) for u in middle if u.kind == "summary"]
+    depth = max(old_depths, default=0) + 1
+    source = middle
+    if depth > config.summary_max_depth:
+        # Bounded: older summary text is not folded in again. Side effects are not lost, since
+        # the summary's ledger section is written from the ledger itself every time.
+        depth = config.summary_max_depth
+        source = [u for u in middle if u.kind != "summary"]
+        state.notes.append("summary_depth_capped")
+    redact = getattr(summarizer, "redact", redact_secrets)
+    goal = next(
+        (
+            u.messages[0].text
+            for u in state.units
+            if u.kind == "turn" and u.messages[0].role == "user"
+        ),
+        "",
+    )
+    request = SummaryRequest(
+        messages=redact_messages([m for u in source for m in u.messages], redact),
+        ledger=state.ledger,
+        user_goal=redact(goal),
+        max_tokens=config.summary_max_tokens,
+        timeout_s=config.summary_timeout_ms / 1000,
+        depth=depth,
+    )
+    try:
+        block: object = summarizer.summarize(request)  # third-party code: check the type
+        if not isinstance(block, SummaryBlock) or not block.text.strip():
+            raise TypeError("summarizer returned no SummaryBlock")
+    except Exception as exc:  # noqa: BLE001 - a third-party summarizer may raise anything; escalate
+        state.summary_failed = True
+        state.steps.append("summary_failed")
+        log.warning(
+            "summary failed: summarizer=%s error=%s", type(summarizer).__name__, type(exc).__name__
+        )
+        return
+    message = block.message(_summary_id(block.text))
+    unit = Unit("summary", (message,), bucket="middle", tier="summary", created=True)
+    replaced = sum(state.cost(u) for u in middle)
+    if state.cost(unit) >= replaced:
+        state.notes.append("summary_not_smaller")
+        return
+    position = next(i for i, u in enumerate(state.units) if u.bucket == "middle")
+    for u in middle:
+        u.kept = False
+        (state.dropped_ring_ids if u.kind == "ring" else state.dropped_turn_ids).append(u.id)
+    state.units.insert(position, unit)
+    state.summary_id = message.id
+    state.summarizer_name = block.summarizer
+    state.record("summarize_middle")
+
+
+def escalate(state: AssemblyState) -> None:
+    """Still over budget: drop tool schemas when configured, else refuse (fail closed)."""
+    if state.fits():
+        return
+    if _drop_tools(state) and state.fits():
+        return
+    # A failed summary that left the view over budget is the reason for the refusal.
+    code = (
+        "context_assembly_summary_failed"
+        if state.summary_failed
+        else "context_assembly_over_budget"
+    )
+    raise ContextAssemblyError(
+        f"still over the input budget of {state.budget} tokens after every step "
+        f"({', '.join(state.steps)})",
+        code=code,
+        details=_bucket_details(state),
+    )

@@ -1,0 +1,164 @@
+"""The working state of one assembly: units in view order, their buckets, and running totals.
+
+A **unit** is what the policy keeps or drops as one piece: a ring (assistant with calls plus all of
+its results), one plain turn, one injection or the summary. Token costs are computed lazily and at
+most once per unit (the counter memoizes per message as well), and ``fits`` sums the middle from
+newest to oldest and stops as soon as the budget is exceeded, so the old end of a long session is
+never encoded when it is going to be dropped anyway (ARCHITECTURE section 6).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from reference_impl.budget import BucketTokens, BudgetPlan
+from reference_impl.config import AssemblyConfig
+from reference_impl.errors import ContextAssemblyError
+from reference_impl.ledger import Ledger
+from reference_impl.rings import validate
+from reference_impl.steps.pairing import violations_details
+from reference_impl.tokens import TokenCounter
+from reference_impl.transcript import Message, ToolSpec, Transcript
+
+__all__ = ["AssemblyState", "Bucket", "Tier", "Unit"]
+
+Bucket: TypeAlias = Literal["prefix", "middle", "suffix"]
+Tier: TypeAlias = Literal["summary", "error_ring", "plain_turn", "verbose_ring"]
+"""Middle tiers in keep order: earlier tiers are kept longest (issue 3 item 5)."""
+UnitKind: TypeAlias = Literal["ring", "turn", "injection", "summary"]
+
+
+@dataclass(slots=True)
+class Unit:
+    kind: UnitKind
+    messages: tuple[Message, ...]
+    bucket: Bucket = "middle"
+    tier: Tier = "plain_turn"
+    kept: bool = True
+    has_error_result: bool = False
+    created: bool = False
+    """True for what the assembler added itself (the new summary); not part of "tokens before"."""
+    original_cost: int | None = None
+    replaced: bool = False
+    """Content changed (degraded, cleared); the identity (first message id) is kept."""
+    cost_cache: int | None = None
+
+    @property
+    def id(self) -> str:
+        return self.messages[0].id
+
+    def replace_messages(self, messages: tuple[Message, ...]) -> None:
+        if self.original_cost is None and self.cost_cache is not None:
+            self.original_cost = self.cost_cache
+        self.messages = messages
+        self.cost_cache = None
+        self.replaced = True
+
+
+@dataclass(slots=True)
+class AssemblyState:
+    """Everything the steps read and change. Steps are functions ``(state) -> None``."""
+
+    config: AssemblyConfig
+    counter: TokenCounter
+    ledger: Ledger
+    plan: BudgetPlan
+    units: list[Unit]
+    tools: tuple[ToolSpec, ...]
+    session: Transcript
+    overhead: int = 0
+    tools_cost: int = 0
+    steps: list[str] = field(default_factory=list)
+    dropped_ring_ids: list[str] = field(default_factory=list)
+    dropped_turn_ids: list[str] = field(default_factory=list)
+    cleared_result_ids: list[str] = field(default_factory=list)
+    degraded_attachment_ids: list[str] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)
+    summary_id: str | None = None
+    summarizer_name: str | None = None
+    summary_failed: bool = False
+    notes: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+
+    # -- counting ---------------------------------------------------------------------------
+
+    def cost(self, unit: Unit) -> int:
+        if unit.cost_cache is None:
+            unit.cost_cache = sum(self.counter.count_message(m) for m in unit.messages)
+            if not unit.replaced:
+                unit.original_cost = unit.cost_cache
+        return unit.cost_cache
+
+    def counted(self, unit: Unit) -> bool:
+        return unit.cost_cache is not None
+
+    def kept(self, bucket: Bucket) -> list[Unit]:
+        return [u for u in self.units if u.kept and u.bucket == bucket]
+
+    def bucket_cost(self, bucket: Bucket) -> int:
+        return sum(self.cost(u) for u in self.kept(bucket))
+
+    @property
+    def fixed_cost(self) -> int:
+        """Everything that is never cut for the middle: prefix, suffix, tools, reply overhead."""
+        return (
+            self.bucket_cost("prefix")
+            + self.bucket_cost("suffix")
+            + self.tools_cost
+            + self.overhead
+        )
+
+    @property
+    def budget(self) -> int:
+        return self.plan.input_budget
+
+    def fits(self, limit: float | None = None) -> bool:
+        """Whether the kept units fit ``limit`` (the budget by default), counting lazily.
+
+        The middle is summed newest to oldest and the walk stops at the first unit that overflows.
+        """
+        room = (self.budget if limit is None else limit) - self.fixed_cost
+        if room < 0:
+            return False
+        used = 0
+        for unit in reversed(self.units):
+            if unit.kept and unit.bucket == "middle":
+                used += self.cost(unit)
+                if used > room:
+                    return False
+        return True
+
+    def tokens(self) -> BucketTokens:
+        """Per-bucket totals of what is kept (counts every kept unit)."""
+        return BucketTokens(
+            prefix=self.bucket_cost("prefix"),
+            tools=self.tools_cost,
+            middle=self.bucket_cost("middle"),
+            suffix=self.bucket_cost("suffix"),
+            overhead=self.overhead,
+        )
+
+    # -- the view ---------------------------------------------------------------------------
+
+    def view(self) -> Transcript:
+        messages = tuple(m for u in self.units if u.kept for m in u.messages)
+        return Transcript(
+            messages=messages,
+            tools=self.tools,
+            model=self.session.model,
+            params=self.session.params,
+        )
+
+    def record(self, step: str) -> None:
+        """Note a step that changed the view, then re-check pairing on the view (issue 3 item 4)."""
+        self.steps.append(step)
+        violations = validate(self.view())
+        if violations:  # a bug in a step, never the caller's input: refuse rather than send it
+            raise ContextAssemblyError(
+                f"step {step!r} produced a view with {len(violations)} pairing violation(s); "
+                "refusing to send it",
+                code="context_assembly_pairing_error",
+                details={"step": step, "violations": violations_details(violations)},
+            )

@@ -1,0 +1,186 @@
+"""Cutting the middle: degrade attachments, clear old results, then delete by tier.
+
+Keep priority inside the middle, highest kept longest (issue 3 item 5): an earlier summary; short
+error results (the newest ``keep_middle_error_results``); plain user/assistant turns; successful
+(verbose) tool rings, which go first. Within a tier the oldest unit goes first. A ring is always
+deleted as one unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Final
+
+from reference_impl.steps.state import AssemblyState, Tier, Unit
+from reference_impl.transcript import FilePart, ImagePart, Message, Part, TextPart, ToolResultPart
+
+__all__ = [
+    "CLEARED_RESULT_TEXT",
+    "classify_middle",
+    "clear_tool_results",
+    "degrade_attachments",
+    "drop_middle_by_tier",
+]
+
+# Fixed text, like Anthropic's server-side clear_tool_uses edit: ids and calls stay, content goes.
+CLEARED_RESULT_TEXT: Final = "[Old tool result content cleared to fit the context budget]"
+KEEP_ORDER: Final[tuple[Tier, ...]] = ("summary", "error_ring", "plain_turn", "verbose_ring")
+
+
+def classify_middle(state: AssemblyState) -> None:
+    """Give middle units their tier. Only the newest short error rings are raised above turns."""
+    left = state.config.keep_middle_error_results
+    for unit in reversed(state.units):
+        if unit.bucket != "middle":
+            continue
+        if unit.kind == "ring":
+            short = (
+                left > 0
+                and unit.has_error_result
+                and (state.cost(unit) <= state.config.short_error_max_tokens)
+            )
+            unit.tier = "error_ring" if short else "verbose_ring"
+            left -= short
+        elif unit.kind == "summary":
+            unit.tier = "summary"
+        else:
+            unit.tier = "plain_turn"
+
+
+def _attachment_name(part: ImagePart | FilePart) -> str:
+    if isinstance(part, FilePart) and part.filename:
+        return part.filename
+    if part.source == "base64":
+        digest = hashlib.sha256(part.data.encode("utf-8")).hexdigest()[:12]
+        return f"{part.media_type or part.kind} sha256:{digest}"
+    return part.data if len(part.data) <= 200 else part.data[:200] + "…"
+
+
+def _placeholder(part: ImagePart | FilePart) -> TextPart:
+    return TextPart(f"[{part.kind} omitted to fit the context budget: {_attachment_name(part)}]")
+
+
+def _degrade_message(message: Message) -> Message:
+    parts: list[Part] = []
+    for p in message.parts:
+        if isinstance(p, ImagePart | FilePart):
+            parts.append(_placeholder(p))
+        elif isinstance(p, ToolResultPart) and any(
+            isinstance(c, ImagePart | FilePart) for c in p.content
+        ):
+            content = tuple(
+                _placeholder(c) if isinstance(c, ImagePart | FilePart) else c for c in p.content
+            )
+            parts.append(replace(p, content=content))
+        else:
+            parts.append(p)
+    return replace(message, parts=tuple(parts))
+
+
+def _has_attachment(unit: Unit) -> bool:
+    return any(
+        isinstance(p, ImagePart | FilePart)
+        or (
+            isinstance(p, ToolResultPart)
+            and any(isinstance(c, ImagePart | FilePart) for c in p.content)
+        )
+        for m in unit.messages
+        for p in m.parts
+    )
+
+
+def degrade_attachments(state: AssemblyState) -> None:
+    """Replace images/files in the middle by a named placeholder, oldest first, before any text
+    of the middle is cut (issue 3 item 7)."""
+    if state.fits():
+        return
+    changed = False
+    for unit in state.units:
+        if not (unit.kept and unit.bucket == "middle" and _has_attachment(unit)):
+            continue
+        unit.replace_messages(tuple(_degrade_message(m) for m in unit.messages))
+        state.degraded_attachment_ids.append(unit.id)
+        changed = True
+        if state.fits():
+            break
+    if changed:
+        state.record("degrade_attachments")
+
+
+def _cleared(message: Message) -> Message:
+    parts = tuple(
+        replace(p, content=(TextPart(CLEARED_RESULT_TEXT),)) if isinstance(p, ToolResultPart) else p
+        for p in message.parts
+    )
+    return replace(message, parts=parts)
+
+
+def clear_tool_results(state: AssemblyState) -> None:
+    """``clear_tool_result`` mode: replace old successful results by a fixed placeholder, oldest
+    first, keeping calls and ids; a ring is cleared only when that wins ``clear_min_tokens_won``."""
+    if state.config.middle_delete_unit != "clear_tool_result" or state.fits():
+        return
+    changed = False
+    for unit in state.units:
+        if not (unit.kept and unit.bucket == "middle" and unit.tier == "verbose_ring"):
+            continue
+        before = state.cost(unit)
+        cleared = (unit.messages[0], *(_cleared(m) for m in unit.messages[1:]))
+        after = sum(state.counter.count_message(m) for m in cleared)
+        won = before - after
+        if won <= 0 or won < state.config.clear_min_tokens_won:
+            continue
+        unit.replace_messages(cleared)
+        state.cleared_result_ids.extend(r.call_id for m in cleared[1:] for r in m.tool_results)
+        changed = True
+        if state.fits():
+            break
+    if changed:
+        state.record("clear_tool_results")
+
+
+def drop_middle_by_tier(state: AssemblyState) -> None:
+    """Delete whole units of the middle in tier order until the rest fits the budget.
+
+    Implemented as a fill in keep order (newest first within a tier), which keeps exactly what
+    deleting oldest-first in drop order would keep, but encodes only what is kept plus one unit:
+    the old end of a long history is dropped without being counted.
+    """
+    if state.fits():
+        return
+    room = state.budget - state.fixed_cost
+    middle = [u for u in state.units if u.kept and u.bucket == "middle"]
+    exhausted = room < 0
+    dropped: dict[Tier, bool] = {}
+    for tier in KEEP_ORDER:
+        members = [u for u in middle if u.tier == tier]
+        for unit in reversed(members):
+            if not exhausted:
+                cost = state.cost(unit)
+                if cost <= room:
+                    room -= cost
+                    continue
+                exhausted = True
+            unit.kept = False
+            dropped[tier] = True
+            if unit.kind == "ring":
+                state.dropped_ring_ids.append(unit.id)
+            else:
+                state.dropped_turn_ids.append(unit.id)
+    for tier, step in (
+        ("verbose_ring", "drop_middle_rings"),
+        ("plain_turn", "drop_plain_turns"),
+        ("error_ring", "drop_error_rings"),
+        ("summary", "drop_old_summary"),
+    ):
+        if dropped.get(tier):
+            state.record(step)
+    state.dropped_ring_ids.sort(key=_order(state))
+    state.dropped_turn_ids.sort(key=_order(state))
+
+
+def _order(state: AssemblyState) -> Callable[[str], int]:
+    positions = {u.id: i for i, u in enumerate(state.units)}
+    return positions.__getitem__
