@@ -1,1 +1,298 @@
-"""stub"""
+# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A17.
+
+Paths in texts use Anthropic's notation ``messages.3.content.0`` (provider-rules.md). Profiles that
+no longer enforce strict alternation (A9 relaxed) merge consecutive same-role turns before the
+pairing checks, as the SDK docstring says the API does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from conformance.providers.validators._base import (
+    Context,
+    Finding,
+    as_dict,
+    as_list,
+    check,
+    structure,
+)
+
+__all__ = ["anthropic_structure"]
+
+SHAPE: Final = "anthropic-messages"
+TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")  # A6
+THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+
+
+def _shape_error(path: str) -> Finding:
+    return Finding("A12", (), {"path": path})
+
+
+def _block_structure(path: str, block: Any) -> Finding | None:
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return _shape_error(path)
+    kind = block["type"]
+    if kind == "tool_use" and not (
+        isinstance(block.get("id"), str)
+        and isinstance(block.get("name"), str)
+        and isinstance(block.get("input", {}), dict)
+    ):
+        return _shape_error(path)
+    if kind == "tool_result" and not isinstance(block.get("tool_use_id"), str):
+        return _shape_error(path)
+    if kind == "text" and not isinstance(block.get("text"), str):
+        return _shape_error(path)
+    return None
+
+
+@structure(SHAPE)
+def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
+    """A12: the body, every message and every content block have the expected shape (recorded)."""
+    if not isinstance(body, dict):
+        return _shape_error("body")
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return _shape_error("messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            return _shape_error(f"messages.{i}")
+        if message["role"] not in {"user", "assistant", "system"}:
+            return _shape_error(f"messages.{i}.role")
+        content = message.get("content")
+        if not isinstance(content, str | list):
+            return _shape_error(f"messages.{i}")
+        for j, block in enumerate(as_list(content)):
+            found = _block_structure(f"messages.{i}.content.{j}", block)
+            if found is not None:
+                return found
+    system = body.get("system")
+    if system is not None and not isinstance(system, str | list):
+        return _shape_error("system")
+    if "tools" in body and not isinstance(body["tools"], list):
+        return _shape_error("tools")
+    return None
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
+
+
+def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in as_list(content) if isinstance(b, dict)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """One turn after merging consecutive same-role messages; ``index`` of its first message."""
+
+    role: str
+    index: int
+    blocks: tuple[tuple[int, int, dict[str, Any]], ...]  # (message index, block index, block)
+
+
+def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
+    merge = not ctx.active("A9")  # A9 relaxed: consecutive turns are combined (SDK docstring)
+    turns: list[_Turn] = []
+    for i, message in enumerate(_messages(body)):
+        role = str(message.get("role"))
+        blocks = tuple((i, j, b) for j, b in enumerate(_blocks(message)))
+        if merge and turns and turns[-1].role == role and role != "system":
+            last = turns[-1]
+            turns[-1] = _Turn(role, last.index, last.blocks + blocks)
+        elif role != "system":
+            turns.append(_Turn(role, i, blocks))
+    return turns
+
+
+def _tool_use_ids(turn: _Turn) -> list[str]:
+    return [str(b.get("id")) for _, _, b in turn.blocks if b.get("type") == "tool_use"]
+
+
+@check(SHAPE, "A1")
+def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    turns = _turns(body, ctx)
+    for n, turn in enumerate(turns):
+        ids = _tool_use_ids(turn) if turn.role == "assistant" else []
+        if not ids:
+            continue
+        following = turns[n + 1] if n + 1 < len(turns) else None
+        answered = set()
+        if following is not None and following.role == "user":
+            answered = {
+                b.get("tool_use_id")
+                for _, _, b in following.blocks
+                if b.get("type") == "tool_result"
+            }
+        missing = [cid for cid in ids if cid not in answered]
+        if missing:
+            yield Finding("A1", (turn.index,), {"index": turn.index, "ids": ", ".join(missing)})
+
+
+@check(SHAPE, "A3")
+def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A3 (A3a on Bedrock): tool_result blocks first in the message that answers tool_use."""
+    turns = _turns(body, ctx)
+    for n in range(1, len(turns)):
+        previous, turn = turns[n - 1], turns[n]
+        ids = _tool_use_ids(previous) if previous.role == "assistant" else []
+        if not ids or turn.role != "user":
+            continue
+        kinds = [b.get("type") for _, _, b in turn.blocks]
+        leading = 0
+        while leading < len(kinds) and kinds[leading] == "tool_result":
+            leading += 1
+        if "tool_result" in kinds[leading:]:
+            late = [
+                str(b.get("tool_use_id"))
+                for _, _, b in turn.blocks[leading:]
+                if b.get("type") == "tool_result"
+            ]
+            yield Finding(
+                "A3",
+                (previous.index,),
+                {
+                    "index": previous.index,
+                    "next": turn.index,
+                    "ids": ", ".join(late),
+                    "count": len(ids),
+                },
+            )
+
+
+@check(SHAPE, "A2")
+def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    turns = _turns(body, ctx)
+    for n, turn in enumerate(turns):
+        if turn.role != "user":
+            continue
+        previous = turns[n - 1] if n > 0 else None
+        known = set(_tool_use_ids(previous)) if previous and previous.role == "assistant" else set()
+        for i, j, block in turn.blocks:
+            if block.get("type") == "tool_result" and block.get("tool_use_id") not in known:
+                yield Finding(
+                    "A2", (i, j), {"index": i, "block": j, "ids": block.get("tool_use_id")}
+                )
+                break
+
+
+@check(SHAPE, "A5")
+def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for i, message in enumerate(_messages(body)):
+        for j, block in enumerate(_blocks(message)):
+            if block.get("type") != "tool_use":
+                continue
+            if block.get("id") in seen:
+                yield Finding("A5", (i, j), {"index": i, "block": j, "id": block.get("id")})
+            seen.add(str(block.get("id")))
+
+
+@check(SHAPE, "A6")
+def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        for j, block in enumerate(_blocks(message)):
+            field = {"tool_use": "id", "tool_result": "tool_use_id"}.get(str(block.get("type")))
+            value = block.get(field) if field else None
+            if field and isinstance(value, str) and not TOOL_ID.match(value):
+                yield Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
+
+
+@check(SHAPE, "A7")
+def duplicate_tool_names(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    names = [as_dict(tool).get("name") for tool in as_list(body.get("tools"))]
+    if len(names) != len(set(names)):
+        yield Finding("A7", (-1,), {})
+
+
+@check(SHAPE, "A8")
+def first_message_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    messages = _messages(body)
+    if messages and messages[0].get("role") != "user":
+        yield Finding("A8", (-1,), {})
+
+
+@check(SHAPE, "A9")
+def strict_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    messages = _messages(body)
+    for i in range(1, len(messages)):
+        role = messages[i].get("role")
+        if role == messages[i - 1].get("role"):
+            yield Finding("A9", (-1, i), {"index": i, "role": role})
+            return
+
+
+@check(SHAPE, "A10")
+def system_in_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A10; on Opus 4.8 (A10a) a system message right after a user turn is allowed."""
+    allow_mid = bool(ctx.settings.get("mid_conversation_system"))
+    messages = _messages(body)
+    for i, message in enumerate(messages):
+        if message.get("role") != "system":
+            continue
+        if allow_mid and i > 0 and messages[i - 1].get("role") == "user":
+            continue
+        yield Finding("A10", (-1, i), {"index": i}, rule="A10")
+
+
+@check(SHAPE, "A11")
+def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    messages = _messages(body)
+    for i, message in enumerate(messages):
+        final_assistant = i == len(messages) - 1 and message.get("role") == "assistant"
+        if message.get("content") in ("", []) and not final_assistant:
+            yield Finding("A11", (i,), {"index": i})
+
+
+def _thinking_enabled(body: Mapping[str, Any]) -> bool:
+    return as_dict(body.get("thinking")).get("type") in {"enabled", "adaptive"}
+
+
+@check(SHAPE, "A13")
+def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    if not _thinking_enabled(body):
+        return
+    messages = _messages(body)
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return
+    blocks = _blocks(messages[last])
+    if any(b.get("type") == "tool_use" for b in blocks) and blocks[0].get("type") not in THINKING:
+        yield Finding("A13", (last,), {"index": last, "found": blocks[0].get("type")})
+
+
+@check(SHAPE, "A14")
+def thinking_while_disabled(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    if _thinking_enabled(body):
+        return
+    messages = _messages(body)
+    if not messages or messages[-1].get("role") != "assistant":
+        return
+    last = len(messages) - 1
+    for j, block in enumerate(_blocks(messages[-1])):
+        if block.get("type") in THINKING:
+            yield Finding("A14", (last, j), {"index": last, "block": j})
+            return
+
+
+def _cache_marks(value: Any) -> int:
+    if isinstance(value, dict):
+        own = 1 if "cache_control" in value else 0
+        return own + sum(_cache_marks(v) for k, v in value.items() if k != "cache_control")
+    if isinstance(value, list):
+        return sum(_cache_marks(v) for v in value)
+    return 0
+
+
+@check(SHAPE, "A17")
+def too_many_cache_breakpoints(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    count = sum(_cache_marks(body.get(key)) for key in ("system", "tools", "messages"))
+    if count > 4:
+        yield Finding("A17", (-1,), {"count": count})

@@ -1,1 +1,191 @@
-"""stub"""
+# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+"""AWS Bedrock Converse (``POST /model/{id}/converse``): rules B0-B11 and A3a.
+
+Errors are ``{"message": ...}`` with ``ValidationException`` (recorded body); paths read
+``messages.2.content``. Content blocks are single-key objects (``{"text": ...}``,
+``{"toolUse": {...}}``, ``{"toolResult": {...}}``, ``{"reasoningContent": {...}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from conformance.providers.validators._base import (
+    Context,
+    Finding,
+    as_dict,
+    as_list,
+    check,
+    structure,
+    type_name,
+)
+
+__all__ = ["converse_structure"]
+
+SHAPE: Final = "bedrock-converse"
+
+
+def _bad(path: str, expected: str, got: Any) -> Finding:
+    return Finding("B0", (), {"path": path, "expected": expected, "got": type_name(got)})
+
+
+@structure(SHAPE)
+def converse_structure(body: Any, ctx: Context) -> Finding | None:
+    """B0: ``messages`` is an array of ``{role, content: [block, ...]}`` objects."""
+    if not isinstance(body, dict):
+        return _bad("body", "an object", body)
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return _bad("messages", "a list", messages)
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return _bad(f"messages.{i}", "a structure", message)
+        if message.get("role") not in {"user", "assistant"}:
+            return _bad(f"messages.{i}.role", "one of [user, assistant]", message.get("role"))
+        content = message.get("content")
+        if not isinstance(content, list):
+            return _bad(f"messages.{i}.content", "a list", content)
+        for j, block in enumerate(content):
+            if not isinstance(block, dict):
+                return _bad(f"messages.{i}.content.{j}", "a structure", block)
+    return None
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
+
+
+def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [b for b in as_list(message.get("content")) if isinstance(b, dict)]
+
+
+def _uses(message: Mapping[str, Any]) -> list[str]:
+    return [str(as_dict(b["toolUse"]).get("toolUseId")) for b in _blocks(message) if "toolUse" in b]
+
+
+def _results(message: Mapping[str, Any]) -> list[str]:
+    return [
+        str(as_dict(b["toolResult"]).get("toolUseId"))
+        for b in _blocks(message)
+        if "toolResult" in b
+    ]
+
+
+@check(SHAPE, "B1")
+def too_many_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    messages = _messages(body)
+    for i, message in enumerate(messages):
+        results = _results(message)
+        if not results:
+            continue
+        uses = (
+            _uses(messages[i - 1]) if i > 0 and messages[i - 1].get("role") == "assistant" else []
+        )
+        if len(results) > len(uses) or not set(results) <= set(uses):
+            yield Finding("B1", (i,), {"index": i})
+
+
+@check(SHAPE, "B2")
+def results_in_next_message(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    messages = _messages(body)
+    for i, message in enumerate(messages):
+        uses = _uses(message) if message.get("role") == "assistant" else []
+        if not uses:
+            continue
+        answered = set(_results(messages[i + 1])) if i + 1 < len(messages) else set()
+        missing = [u for u in uses if u not in answered]
+        if missing:
+            yield Finding("B2", (i + 1,), {"index": i + 1, "ids": ", ".join(missing)})
+
+
+@check(SHAPE, "B3")
+def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    messages = _messages(body)
+    for i in range(1, len(messages)):
+        if messages[i].get("role") == messages[i - 1].get("role"):
+            yield Finding("B3", (i,), {"index": i})
+            return
+
+
+@check(SHAPE, "B4")
+def starts_with_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    messages = _messages(body)
+    if messages and messages[0].get("role") != "user":
+        yield Finding("B4", (-1,), {})
+
+
+@check(SHAPE, "B5")
+def tool_config_present(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    has_tool_blocks = any(_uses(m) or _results(m) for m in _messages(body))
+    if has_tool_blocks and not body.get("toolConfig"):
+        yield Finding("B5", (-1,), {})
+
+
+@check(SHAPE, "B6")
+def text_mixed_with_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        has_text = any("text" in b for b in _blocks(message))
+        kind = "use" if _uses(message) else "result" if _results(message) else None
+        if has_text and kind:
+            yield Finding("B6", (i,), {"index": i, "kind": kind})
+
+
+@check(SHAPE, "B7")
+def empty_error_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        for j, block in enumerate(_blocks(message)):
+            result = as_dict(block.get("toolResult"))
+            if result.get("status") == "error" and not as_list(result.get("content")):
+                yield Finding("B7", (i, j), {"index": i, "block": j})
+
+
+@check(SHAPE, "B8")
+def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        if message.get("content") == []:
+            yield Finding("B8", (i,), {"index": i})
+
+
+def _reasoning_enabled(body: Mapping[str, Any]) -> bool:
+    extra = as_dict(body.get("additionalModelRequestFields"))
+    thinking = as_dict(extra.get("thinking")) or as_dict(extra.get("reasoning_config"))
+    return thinking.get("type") in {"enabled", "adaptive"}
+
+
+@check(SHAPE, "B10")
+def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    if not _reasoning_enabled(body):
+        return
+    messages = _messages(body)
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    if last is None:
+        return
+    blocks = _blocks(messages[last])
+    if _uses(messages[last]) and blocks and "reasoningContent" not in blocks[0]:
+        yield Finding("B10", (last,), {"index": last})
+
+
+@check(SHAPE, "A3")
+def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A3a: Claude on Bedrock wants the toolResult blocks at the start of the next message."""
+    messages = _messages(body)
+    for i in range(1, len(messages)):
+        uses = _uses(messages[i - 1]) if messages[i - 1].get("role") == "assistant" else []
+        if not uses:
+            continue
+        blocks = _blocks(messages[i])
+        leading = 0
+        while leading < len(blocks) and "toolResult" in blocks[leading]:
+            leading += 1
+        if any("toolResult" in b for b in blocks[leading:]):
+            yield Finding("A3", (i,), {"index": i - 1, "next": i, "count": len(uses)})
+
+
+@check(SHAPE, "B11")
+def nova_document_in_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for i, message in enumerate(_messages(body)):
+        for j, block in enumerate(_blocks(message)):
+            content = as_list(as_dict(block.get("toolResult")).get("content"))
+            if any("document" in as_dict(part) for part in content):
+                yield Finding("B11", (i, j), {"index": i, "block": j})

@@ -1,1 +1,180 @@
-"""stub"""
+# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+"""OpenAI Responses (``POST /v1/responses``, ``/v1/responses/input_tokens``): rules R0-R10.
+
+Errors name items by id in the text and put ``input`` in ``param`` (recorded, R4). Pairing is by
+``call_id``; item ``id`` values (``rs_``, ``fc_``, ``msg_``) are server ids (R6, R9).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from conformance.providers.validators._base import (
+    Context,
+    Finding,
+    as_list,
+    check,
+    structure,
+    type_name,
+)
+
+__all__ = ["responses_structure"]
+
+SHAPE: Final = "openai-responses"
+ROLES: Final = frozenset({"user", "assistant", "system", "developer"})
+RESPONSE_ID: Final = re.compile(r"^[A-Za-z0-9_-]+$")  # R7a
+# Items a reasoning item may precede (R4): the output it was produced with.
+FOLLOWERS: Final = frozenset(
+    {"function_call", "custom_tool_call", "computer_call", "web_search_call", "file_search_call"}
+)
+
+
+def _bad_type(path: str, expected: str, got: Any) -> Finding:
+    return Finding("R0", (), {"path": path, "expected": expected, "got": type_name(got)})
+
+
+def _item_structure(i: int, item: Any) -> Finding | None:
+    path = f"input[{i}]"
+    if not isinstance(item, dict):
+        return _bad_type(path, "an object", item)
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind is None:
+        return Finding("R0", (), {"path": f"{path}.type"}, variant="missing")
+    if not isinstance(kind, str):
+        return _bad_type(f"{path}.type", "a string", kind)
+    if kind == "message":
+        if not isinstance(item.get("role"), str):
+            return _bad_type(f"{path}.role", "a string", item.get("role"))
+        content = item.get("content")
+        if not isinstance(content, str | list):
+            return _bad_type(f"{path}.content", "one of a string or array of objects", content)
+    if kind in {"function_call", "function_call_output"} and not isinstance(
+        item.get("call_id"), str
+    ):
+        return _bad_type(f"{path}.call_id", "a string", item.get("call_id"))
+    if kind == "function_call":
+        for key in ("name", "arguments"):
+            if not isinstance(item.get(key), str):
+                return _bad_type(f"{path}.{key}", "a string", item.get(key))
+    return None
+
+
+@structure(SHAPE)
+def responses_structure(body: Any, ctx: Context) -> Finding | None:
+    """R0: an object whose ``input`` is a string or an array of well-typed items."""
+    if not isinstance(body, dict):
+        return _bad_type("body", "an object", body)
+    items = body.get("input")
+    if items is None or isinstance(items, str):
+        return None
+    if not isinstance(items, list):
+        return _bad_type("input", "one of a string or array of objects", items)
+    for i, item in enumerate(items):
+        found = _item_structure(i, item)
+        if found is not None:
+            return found
+    return None
+
+
+def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [item for item in as_list(body.get("input")) if isinstance(item, dict)]
+
+
+def _kind(item: Mapping[str, Any]) -> str:
+    return str(item.get("type", "message" if "role" in item else ""))
+
+
+@check(SHAPE, "R1")
+def calls_without_output(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    items = _items(body)
+    outputs = {i.get("call_id") for i in items if _kind(i) == "function_call_output"}
+    for n, item in enumerate(items):
+        if _kind(item) == "function_call" and item.get("call_id") not in outputs:
+            yield Finding("R1", (n,), {"index": n, "id": item.get("call_id")})
+
+
+@check(SHAPE, "R2")
+def outputs_without_call(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    if body.get("previous_response_id"):
+        return  # the call may live in the stored response (server state: not judged)
+    items = _items(body)
+    calls = {i.get("call_id") for i in items if _kind(i) == "function_call"}
+    for n, item in enumerate(items):
+        if _kind(item) == "function_call_output" and item.get("call_id") not in calls:
+            yield Finding("R2", (n,), {"index": n, "id": item.get("call_id")})
+
+
+def _is_produced_output(item: Mapping[str, Any]) -> bool:
+    if _kind(item) in FOLLOWERS:
+        return True
+    # An output message item keeps its server id; a plain input message (no id) does not count:
+    # recorded 400 for reasoning followed by {"role": "assistant", "content": "..."}.
+    return _kind(item) == "message" and item.get("role") == "assistant" and "id" in item
+
+
+@check(SHAPE, "R4")
+def reasoning_without_follower(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    items = _items(body)
+    for n, item in enumerate(items):
+        if _kind(item) != "reasoning":
+            continue
+        k = n + 1
+        while k < len(items) and _kind(items[k]) == "reasoning":
+            k += 1
+        if k >= len(items) or not _is_produced_output(items[k]):
+            yield Finding("R4", (n,), {"index": n, "id": item.get("id")})
+
+
+@check(SHAPE, "R6")
+def duplicate_item_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for n, item in enumerate(_items(body)):
+        item_id = item.get("id")
+        if not isinstance(item_id, str):
+            continue
+        if item_id in seen:
+            yield Finding("R6", (n,), {"index": n, "id": item_id})
+        seen.add(item_id)
+
+
+@check(SHAPE, "R7a")
+def previous_response_id_format(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    value = body.get("previous_response_id")
+    if isinstance(value, str) and not RESPONSE_ID.match(value):
+        yield Finding("R7a", (-1,), {"id": value})
+
+
+@check(SHAPE, "R8")
+def chat_tool_role(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for n, item in enumerate(_items(body)):
+        if _kind(item) == "message" and item.get("role") not in ROLES:
+            yield Finding("R8", (n,), {"index": n, "role": item.get("role")})
+
+
+@check(SHAPE, "R9")
+def function_call_id_prefix(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    for n, item in enumerate(_items(body)):
+        item_id = item.get("id")
+        if (
+            _kind(item) == "function_call"
+            and isinstance(item_id, str)
+            and not item_id.startswith("fc")
+        ):
+            yield Finding("R9", (n,), {"index": n, "id": item_id})
+
+
+@check(SHAPE, "DS4")
+def deepseek_grouped_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """DS4: once a batch of function calls starts, only calls may come until its outputs."""
+    pending: list[str] = []
+    for n, item in enumerate(_items(body)):
+        kind = _kind(item)
+        if kind == "function_call":
+            pending.append(str(item.get("call_id")))
+        elif kind == "function_call_output":
+            pending = [cid for cid in pending if cid != item.get("call_id")]
+        elif pending:
+            yield Finding("DS4", (n,), {"index": n, "id": pending[0]})
+            return
