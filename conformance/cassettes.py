@@ -50,6 +50,7 @@ from reference_impl.errors import CtxconfError
 from reference_impl.transcript import canonical_json
 
 __all__ = [
+    "METADATA_KEY",
     "METADATA_VERSION",
     "SECRET_HEADERS",
     "SKELETON_VERSION",
@@ -64,6 +65,7 @@ __all__ = [
     "make_vcr",
     "model_family",
     "parse_record_mode",
+    "read_cassette",
     "request_skeleton",
     "scrub_request",
     "scrub_response",

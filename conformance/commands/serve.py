@@ -1,0 +1,63 @@
+"""``ctxconf serve``: the provider emulator behind uvicorn, for clients in any language.
+
+Point an SDK's base URL at it (``http://127.0.0.1:PORT/v1`` for OpenAI, ``http://127.0.0.1:PORT``
+for Anthropic). Every answer says ``x-ctxconf-provenance: emulated``. ``--port 0`` picks a free
+port; the first line on standard output names the address either way.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import click
+import uvicorn
+
+from conformance.commands._io import EXIT_BAD_INPUT
+from conformance.providers.emulator import EmulatorConfigError, create_app
+
+__all__ = ["command"]
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    help="Catalog profile (repeatable); each applies to its shape, others use their default.",
+)
+@click.option("--context-limit", type=click.IntRange(min=1), help="Input-token limit per request.")
+def command(host: str, port: int, profiles: tuple[str, ...], context_limit: int | None) -> None:
+    """Run the provider emulator (OpenAI, Anthropic, Gemini, Bedrock routes) on HOST:PORT."""
+    try:
+        app = create_app(profile=list(profiles) or None, context_limit=context_limit)
+    except EmulatorConfigError as exc:
+        click.echo(f"ctxconf: error: --profile: {exc.message}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    if not _is_loopback(host):
+        click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        click.echo(f"ctxconf: error: cannot listen on {host}:{port}: {exc.strerror}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    click.echo(f"ctxconf emulator listening on http://{shown}:{bound}", nl=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

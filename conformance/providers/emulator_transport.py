@@ -1,0 +1,135 @@
+"""Reaching the emulator: in process (an httpx/httpx2 transport) or on loopback (uvicorn).
+
+The official ``openai`` 3.x and ``anthropic`` 2.x SDKs speak ``httpx2``; Gemini and Bedrock are
+called with plain ``httpx``. Both libraries' ``MockTransport`` is patched by vcrpy, so a round
+trip through :func:`httpx2_transport` is recorded exactly like one over the network, without a
+port. :func:`serving` runs the same app with uvicorn on ``127.0.0.1`` for clients in other
+processes or languages (and for the live code path pointed at the emulator).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator, MutableMapping
+from typing import Any, Final
+
+import httpx
+import httpx2
+import uvicorn
+from starlette.types import ASGIApp
+
+__all__ = ["ServerStartError", "call_app", "httpx2_transport", "httpx_transport", "serving"]
+
+_START_TIMEOUT_S: Final = 10.0
+
+
+class ServerStartError(RuntimeError):
+    """uvicorn did not come up on loopback within the bounded wait."""
+
+
+async def _call(
+    app: ASGIApp,
+    method: str,
+    url: httpx.URL | httpx2.URL,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": url.scheme or "http",
+        "path": url.path,
+        "raw_path": url.raw_path.split(b"?")[0],
+        "query_string": url.query,
+        "root_path": "",
+        "headers": headers,
+        "server": (url.host or "emulator", url.port or 80),
+        "client": ("127.0.0.1", 0),
+    }
+    sent = False
+    status = 500
+    response_headers: list[tuple[bytes, bytes]] = []
+    chunks: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        nonlocal status, response_headers
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            response_headers = list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status, response_headers, b"".join(chunks)
+
+
+def call_app(
+    app: ASGIApp,
+    method: str,
+    url: httpx.URL | httpx2.URL,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One request through the ASGI app, synchronously (a fresh event loop per call)."""
+    return asyncio.run(_call(app, method, url, headers, body))
+
+
+def httpx2_transport(app: ASGIApp) -> httpx2.MockTransport:
+    """A transport for the ``openai``/``anthropic`` SDKs' ``httpx2.Client`` that runs ``app``."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        status, headers, content = call_app(
+            app, request.method, request.url, list(request.headers.raw), request.read()
+        )
+        return httpx2.Response(status, headers=headers, content=content)
+
+    return httpx2.MockTransport(handle)
+
+
+def httpx_transport(app: ASGIApp) -> httpx.MockTransport:
+    """The same for a plain ``httpx.Client`` (Gemini and Bedrock round trips)."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        status, headers, content = call_app(
+            app, request.method, request.url, list(request.headers.raw), request.read()
+        )
+        return httpx.Response(status, headers=headers, content=content)
+
+    return httpx.MockTransport(handle)
+
+
+@contextlib.contextmanager
+def serving(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Run ``app`` with uvicorn in a thread; yields its base URL; always stops it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    try:
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise ServerStartError(f"the emulator did not start on {host}:{bound_port}")
+            time.sleep(0.01)
+        yield f"http://{host}:{bound_port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=_START_TIMEOUT_S)
+        sock.close()

@@ -1,0 +1,256 @@
+"""Verdicts that a cassette recorded, looked up by request skeleton.
+
+:func:`recorded_verdict` answers "did a provider (or our emulator, recorded) accept a request of
+this structure?" for the conformance runner. The verdict's provenance says which:
+``recorded-live`` for a cassette recorded against a provider's official endpoint,
+``recorded-emulated`` for one recorded against the emulator. Cassettes recorded against another
+host (``custom:<host>``) are neither, so they never answer here (see :class:`CassetteLibrary`
+to read them anyway).
+
+>>> recorded_verdict({"model": "gpt-4o", "messages": []}, "openai-chat", root=Path("/nonexistent"))
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from vcr.request import Request as VcrRequest
+
+from conformance.cassettes import (
+    METADATA_KEY,
+    CassetteError,
+    CassetteMetadata,
+    read_cassette,
+    request_skeleton,
+    skeleton,
+    skeleton_digest,
+)
+from conformance.providers.catalog import load_catalog
+from conformance.providers.emulator_routes import RULE_HEADER
+from conformance.providers.verdict import Evidence, Verdict
+
+__all__ = [
+    "CASSETTES_ENV",
+    "CassetteLibrary",
+    "RecordedInteraction",
+    "default_cassette_root",
+    "recorded_verdict",
+    "reported_input_tokens",
+]
+
+CASSETTES_ENV: Final = "CTXCONF_CASSETTES"
+_EVIDENCE: Final = frozenset({"documented", "recorded", "observed", "inferred"})
+
+
+def default_cassette_root() -> Path:
+    """``$CTXCONF_CASSETTES``, else the ``cassettes/`` folder of the checkout."""
+    configured = os.environ.get(CASSETTES_ENV)
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parent.parent / "cassettes"
+
+
+def reported_input_tokens(shape: str, body: object) -> int | None:
+    """The input-token count a provider reported in a response body (``usage`` and kin)."""
+    if not isinstance(body, Mapping):
+        return None
+    paths: dict[str, tuple[tuple[str, ...], ...]] = {
+        "openai-chat": (("usage", "prompt_tokens"),),
+        "openai-responses": (("usage", "input_tokens"), ("input_tokens",)),
+        "anthropic-messages": (("usage", "input_tokens"), ("input_tokens",)),
+        "gemini": (("usageMetadata", "promptTokenCount"), ("totalTokens",)),
+        "bedrock-converse": (("usage", "inputTokens"),),
+    }
+    for path in paths.get(shape, ()):
+        value: object = body
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _rule_evidence(rule: str | None) -> Evidence | None:
+    if rule is None:
+        return None
+    found = load_catalog().rules.get(rule)
+    evidence = found.evidence if found is not None else None
+    return evidence if evidence in _EVIDENCE else None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedInteraction:
+    """One recorded request and its answer, with the cassette's metadata."""
+
+    path: Path
+    index: int
+    metadata: CassetteMetadata
+    skeleton: Mapping[str, Any]
+    digest: str
+    request_body: object
+    status: int
+    response_body: object
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def provenance(self) -> Literal["recorded-live", "recorded-emulated"] | None:
+        source = self.metadata.source
+        return (
+            "recorded-live"
+            if source == "live"
+            else "recorded-emulated"
+            if source == "emulator"
+            else None
+        )
+
+    @property
+    def shape(self) -> str:
+        return str(self.skeleton.get("shape") or self.metadata.shape)
+
+    @property
+    def input_tokens(self) -> int | None:
+        return reported_input_tokens(self.shape, self.response_body)
+
+    def verdict(self) -> Verdict:
+        """The recorded answer as a verdict, provenance from the metadata. A recording against a
+        custom host is neither a provider's nor the emulator's answer: it has no verdict."""
+        provenance = self.provenance
+        if provenance is None:
+            raise CassetteError(
+                f"{self.path}: recorded against {self.metadata.recorded_against}, "
+                "which is neither a provider nor the emulator; it carries no verdict"
+            )
+        accepted = 200 <= self.status < 300
+        rule = None if accepted else self.headers.get(RULE_HEADER)
+        error = None
+        if not accepted:
+            error = dict(self.response_body) if isinstance(self.response_body, Mapping) else {}
+        return Verdict(
+            verdict="accept" if accepted else "reject",
+            status=self.status,
+            provenance=provenance,
+            rule=rule,
+            evidence=_rule_evidence(rule),
+            error=error,
+            shape=self.shape,
+            dialect=self.skeleton.get("dialect"),
+            profile=self.metadata.profile,
+        )
+
+
+def _json_body(raw: object) -> object:
+    if isinstance(raw, Mapping) and "string" in raw:
+        raw = raw["string"]
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if isinstance(raw, str):
+        try:
+            loaded: object = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            return raw
+        return loaded
+    return raw
+
+
+def _interactions(path: Path) -> Iterator[RecordedInteraction]:
+    document = read_cassette(path)
+    metadata = CassetteMetadata.from_dict(document.get(METADATA_KEY), source=str(path))
+    for index, item in enumerate(document["interactions"]):
+        request = VcrRequest._from_dict(item["request"])  # noqa: SLF001 - vcrpy's own loader
+        response = item.get("response") or {}
+        headers = {
+            str(k).lower(): str(v[0] if isinstance(v, list) and v else v)
+            for k, v in (response.get("headers") or {}).items()
+        }
+        skel = request_skeleton(request)
+        yield RecordedInteraction(
+            path=path,
+            index=index,
+            metadata=metadata,
+            skeleton=skel,
+            digest=skeleton_digest(skel),
+            request_body=_json_body(item["request"].get("body")),
+            status=int((response.get("status") or {}).get("code", 0)),
+            response_body=_json_body(response.get("body")),
+            headers=headers,
+        )
+
+
+def _without_model(skel: Mapping[str, Any]) -> str:
+    return skeleton_digest({**skel, "model": None})
+
+
+class CassetteLibrary:
+    """Every interaction of every cassette under a folder, indexed by skeleton digest."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.interactions: list[RecordedInteraction] = []
+        for path in sorted(root.rglob("*.yaml")) if root.is_dir() else ():
+            self.interactions.extend(_interactions(path))
+        self._by_digest: dict[str, list[RecordedInteraction]] = {}
+        self._by_modelless: dict[str, list[RecordedInteraction]] = {}
+        for item in self.interactions:
+            self._by_digest.setdefault(item.digest, []).append(item)
+            self._by_modelless.setdefault(_without_model(item.skeleton), []).append(item)
+
+    def lookup(
+        self, skel: Mapping[str, Any], *, profile: str | None = None
+    ) -> list[RecordedInteraction]:
+        """Recorded interactions of this skeleton, live first. A skeleton without a model (the
+        caller did not know it) matches every model; an emulator recording must be of
+        ``profile`` when one is asked for."""
+        if skel.get("model") is None:
+            found = self._by_modelless.get(_without_model(skel), [])
+        else:
+            found = self._by_digest.get(skeleton_digest(skel), [])
+        usable = [
+            item
+            for item in found
+            if item.provenance is not None
+            and (
+                profile is None
+                or item.metadata.source == "live"
+                or item.metadata.profile == profile
+            )
+        ]
+        return sorted(usable, key=lambda i: (i.metadata.source != "live", str(i.path), i.index))
+
+
+@functools.lru_cache(maxsize=8)
+def _library(root: str, stamp: float) -> CassetteLibrary:
+    del stamp  # part of the cache key only: a re-recorded folder is read again
+    return CassetteLibrary(Path(root))
+
+
+def _stamp(root: Path) -> float:
+    if not root.is_dir():
+        return 0.0
+    return max((p.stat().st_mtime for p in root.rglob("*.yaml")), default=0.0)
+
+
+def recorded_verdict(
+    body: object,
+    shape: str,
+    *,
+    dialect: str | None = None,
+    profile: str | None = None,
+    model: str | None = None,
+    root: Path | None = None,
+) -> Verdict | None:
+    """The recorded verdict for a request of this body's skeleton, or ``None`` if none is recorded.
+
+    ``model`` is needed for shapes whose model is in the URL (Gemini, Bedrock); without it any
+    model of the same skeleton matches. Live recordings win over emulated ones.
+    """
+    base = root if root is not None else default_cassette_root()
+    library = _library(str(base.resolve()), _stamp(base))
+    skel = skeleton(body, shape=shape, dialect=dialect, model=model)
+    found = library.lookup(skel, profile=profile)
+    return found[0].verdict() if found else None

@@ -1,0 +1,399 @@
+"""Round trips through the real SDKs: send a request, parse the answer back, record or replay it.
+
+The ``openai`` SDK sends ``openai-chat`` and ``openai-responses`` requests, the ``anthropic`` SDK
+sends ``anthropic-messages``; Gemini and Bedrock Converse go through ``httpx`` (their SDKs are
+not dependencies). A :class:`Target` says where: the in-process emulator (no port), any base URL
+(``ctxconf serve`` on loopback, a gateway), or a provider's official endpoint with keys from the
+usual environment variables. The code path is the same for all three.
+
+Recording (:func:`record`) writes ``<out>/<shape>/<case-id>.yaml`` through vcrpy with the
+skeleton matcher and scrubbing of :mod:`conformance.cassettes`; what the cassette was recorded
+against is decided from the answers, never assumed (:func:`recorded_against`). Replay
+(:func:`replay`) sends the same requests with ``record_mode="none"``: the SDKs parse recorded
+answers, and a request whose skeleton was not recorded raises :class:`CassetteMissError`
+naming the closest recorded skeleton.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import quote, urlsplit
+
+import anthropic
+import httpx
+import httpx2
+import openai
+from starlette.types import ASGIApp
+from vcr.errors import CannotOverwriteExistingCassetteException
+
+from conformance.cassettes import (
+    CassetteError,
+    CassetteMetadata,
+    CassetteMissError,
+    ContentMode,
+    RecordMode,
+    closest_skeleton,
+    make_vcr,
+    request_skeleton,
+)
+from conformance.providers.emulator_routes import (
+    DIALECT_HEADER,
+    PROFILE_HEADER,
+    PROVENANCE_HEADER,
+    RULE_HEADER,
+)
+from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
+from conformance.providers.verdict import Provenance, Verdict
+from conformance.recorded_verdicts import reported_input_tokens
+from reference_impl.errors import CtxconfError
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import Message
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "OFFICIAL_ROOTS",
+    "Case",
+    "CredentialsError",
+    "Exchange",
+    "Target",
+    "record",
+    "recorded_against",
+    "replay",
+    "send",
+]
+
+DEFAULT_MODELS: Final[Mapping[str, str]] = {
+    "openai-chat": "gpt-4o-mini",
+    "openai-responses": "gpt-4o-mini",
+    "anthropic-messages": "claude-haiku-4-5",
+    "gemini": "gemini-2.5-flash",
+    "bedrock-converse": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+}
+OFFICIAL_ROOTS: Final[Mapping[str, str]] = {
+    "openai-chat": "https://api.openai.com",
+    "openai-responses": "https://api.openai.com",
+    "anthropic-messages": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "bedrock-converse": "https://bedrock-runtime.{region}.amazonaws.com",
+}
+_KEY_VARIABLES: Final[Mapping[str, tuple[str, ...]]] = {
+    "openai-chat": ("OPENAI_API_KEY",),
+    "openai-responses": ("OPENAI_API_KEY",),
+    "anthropic-messages": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    # Bedrock API keys are bearer tokens; SigV4 signing would need botocore, not a dependency.
+    "bedrock-converse": ("AWS_BEARER_TOKEN_BEDROCK",),
+}
+_PLACEHOLDER_KEY: Final = "test-key-not-secret"
+_EMULATOR_ROOT: Final = "http://emulator.invalid"
+_REPLAY_ROOT: Final = "http://replay.invalid"
+
+
+class CredentialsError(CtxconfError, LookupError):
+    """A live recording without the environment variable that holds the provider's key."""
+
+    code = "credentials_missing"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One request to send: a cassette id (scenario or probe), a label, the body, the dialect."""
+
+    cassette: str
+    label: str
+    body: Mapping[str, Any]
+    shape: str
+    dialect: str | None = None
+    model: str | None = None
+    """The model when it travels in the URL (Gemini, Bedrock); defaults to the body's."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """What came back for one :class:`Case`: status, body, headers, and the parsed message."""
+
+    case: Case
+    status: int
+    response_body: Any
+    headers: Mapping[str, str]
+    message: Message | None = None
+    parse_error: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def input_tokens(self) -> int | None:
+        return reported_input_tokens(self.case.shape, self.response_body)
+
+    def verdict(self, provenance: Provenance) -> Verdict:
+        rule = None if self.accepted else self.headers.get(RULE_HEADER)
+        error = None
+        if not self.accepted:
+            error = dict(self.response_body) if isinstance(self.response_body, Mapping) else {}
+        return Verdict(
+            verdict="accept" if self.accepted else "reject",
+            status=self.status,
+            provenance=provenance,
+            rule=rule,
+            error=error,
+            shape=self.case.shape,
+            dialect=self.case.dialect,
+            profile=self.headers.get(PROFILE_HEADER),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where requests go: an in-process app, or a root URL (``http://127.0.0.1:8080``)."""
+
+    root: str
+    app: ASGIApp | None = None
+    live: bool = False
+    """Read keys from the environment (a real provider or a gateway that needs them)."""
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @staticmethod
+    def emulator(app: ASGIApp) -> Target:
+        return Target(root=_EMULATOR_ROOT, app=app)
+
+    @staticmethod
+    def official(shape: str, env: Mapping[str, str] | None = None) -> Target:
+        values = dict(os.environ if env is None else env)
+        region = values.get("AWS_REGION") or values.get("AWS_DEFAULT_REGION") or "us-east-1"
+        return Target(root=OFFICIAL_ROOTS[shape].format(region=region), live=True, env=values)
+
+    def is_official(self, shape: str) -> bool:
+        host = urlsplit(self.root).hostname or ""
+        official = urlsplit(OFFICIAL_ROOTS[shape].format(region="x")).hostname or ""
+        if shape == "bedrock-converse":
+            return host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com")
+        return urlsplit(self.root).scheme == "https" and host == official
+
+    def key(self, shape: str) -> str:
+        if not self.live:
+            return _PLACEHOLDER_KEY
+        for name in _KEY_VARIABLES[shape]:
+            if self.env.get(name):
+                return self.env[name]
+        names = " or ".join(_KEY_VARIABLES[shape])
+        raise CredentialsError(f"recording {shape} live needs {names} in the environment")
+
+    def base(self, shape: str, dialect: str | None) -> str:
+        """The root plus the emulator's dialect prefix (only where the emulator answers)."""
+        root = self.root.rstrip("/")
+        if dialect and not self.is_official(shape):
+            root = f"{root}/dialect/{quote(dialect, safe='')}"
+        return root
+
+
+def _headers_of(raw: httpx2.Headers | httpx.Headers) -> dict[str, str]:
+    return {k.lower(): v for k, v in raw.items()}
+
+
+def _json(response: httpx2.Response | httpx.Response) -> Any:
+    try:
+        return response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text
+
+
+def _split(body: Mapping[str, Any], *named: str) -> tuple[list[Any], dict[str, Any]]:
+    return [body.get(k) for k in named], {k: v for k, v in body.items() if k not in named}
+
+
+def _send_openai(
+    case: Case, target: Target, client: httpx2.Client
+) -> tuple[int, Any, dict[str, str]]:
+    sdk = openai.OpenAI(
+        base_url=f"{target.base(case.shape, case.dialect)}/v1",
+        api_key=target.key(case.shape),
+        http_client=client,
+        max_retries=0,
+    )
+    try:
+        # .parse(): the SDK's own models must accept the answer.
+        if case.shape == "openai-chat":
+            (model, messages), rest = _split(case.body, "model", "messages")
+            chat = sdk.chat.completions.with_raw_response.create(
+                model=model, messages=messages, extra_body=rest
+            )
+            return chat.status_code, chat.parse().to_dict(mode="json"), _headers_of(chat.headers)
+        (model, items), rest = _split(case.body, "model", "input")
+        raw = sdk.responses.with_raw_response.create(model=model, input=items, extra_body=rest)
+        return raw.status_code, raw.parse().to_dict(mode="json"), _headers_of(raw.headers)
+    except openai.APIStatusError as exc:
+        return exc.status_code, _json(exc.response), _headers_of(exc.response.headers)
+
+
+def _send_anthropic(
+    case: Case, target: Target, client: httpx2.Client
+) -> tuple[int, Any, dict[str, str]]:
+    sdk = anthropic.Anthropic(
+        base_url=target.base(case.shape, case.dialect),
+        api_key=target.key(case.shape),
+        http_client=client,
+        max_retries=0,
+    )
+    (model, max_tokens, messages), rest = _split(case.body, "model", "max_tokens", "messages")
+    try:
+        raw = sdk.messages.with_raw_response.create(
+            model=model,
+            max_tokens=max_tokens if isinstance(max_tokens, int) else 1024,
+            messages=messages,
+            extra_body=rest,
+        )
+        parsed = raw.parse()
+        return raw.status_code, parsed.to_dict(mode="json"), _headers_of(raw.headers)
+    except anthropic.APIStatusError as exc:
+        return exc.status_code, _json(exc.response), _headers_of(exc.response.headers)
+
+
+def _send_httpx(
+    case: Case, target: Target, client: httpx.Client
+) -> tuple[int, Any, dict[str, str]]:
+    model = case.model or str(case.body.get("model") or DEFAULT_MODELS[case.shape])
+    base = target.base(case.shape, case.dialect)
+    headers = {"content-type": "application/json"}
+    if case.shape == "gemini":
+        url = f"{base}/v1beta/models/{quote(model, safe='')}:generateContent"
+        headers["x-goog-api-key"] = target.key(case.shape)
+    else:
+        url = f"{base}/model/{quote(model, safe='')}/converse"
+        headers["authorization"] = f"Bearer {target.key(case.shape)}"
+    if case.dialect:
+        headers[DIALECT_HEADER] = case.dialect
+    response = client.post(url, content=json.dumps(case.body).encode(), headers=headers)
+    return response.status_code, _json(response), _headers_of(response.headers)
+
+
+def send(case: Case, target: Target) -> Exchange:
+    """Send one case through its SDK and parse a 2xx answer back into a message."""
+    extra = {DIALECT_HEADER: case.dialect} if case.dialect else {}
+    if case.shape in ("openai-chat", "openai-responses", "anthropic-messages"):
+        transport2 = httpx2_transport(target.app) if target.app is not None else None
+        with httpx2.Client(transport=transport2, headers=extra, timeout=60.0) as client2:
+            sender = _send_anthropic if case.shape == "anthropic-messages" else _send_openai
+            status, body, headers = sender(case, target, client2)
+    else:
+        transport = httpx_transport(target.app) if target.app is not None else None
+        with httpx.Client(transport=transport, timeout=60.0) as client:
+            status, body, headers = _send_httpx(case, target, client)
+    message: Message | None = None
+    problem: str | None = None
+    if 200 <= status < 300:
+        try:
+            message = get_shape(case.shape).parse_response(body)
+        except CtxconfError as exc:
+            problem = str(exc)
+    return Exchange(case, status, body, headers, message, problem)
+
+
+def recorded_against(target: Target, shape: str, exchanges: Sequence[Exchange]) -> str:
+    """What the answers truthfully came from: ``live`` only for a provider's official endpoint;
+    ``emulator:<profile>`` when the answers say they are emulated; otherwise ``custom:<host>``."""
+    emulated = [e for e in exchanges if e.headers.get(PROVENANCE_HEADER) == "emulated"]
+    if exchanges and len(emulated) == len(exchanges):
+        profiles = sorted({e.headers.get(PROFILE_HEADER, "none") for e in emulated})
+        return f"emulator:{'+'.join(profiles)}"
+    if target.is_official(shape) and not emulated:
+        return "live"
+    return f"custom:{urlsplit(target.root).netloc or 'unknown'}"
+
+
+def _model_of(cases: Sequence[Case]) -> str:
+    for case in cases:
+        model = case.model or case.body.get("model")
+        if isinstance(model, str):
+            return model
+    return "unknown"
+
+
+def _grouped(cases: Sequence[Case]) -> Iterator[tuple[str, str, list[Case]]]:
+    groups: dict[tuple[str, str], list[Case]] = {}
+    for case in cases:
+        groups.setdefault((case.shape, case.cassette), []).append(case)
+    for (shape, cassette), items in groups.items():
+        yield shape, cassette, items
+
+
+def record(
+    cases: Sequence[Case],
+    target: Target,
+    out: Path,
+    *,
+    content: ContentMode = ContentMode.FULL,
+) -> list[tuple[Path, list[Exchange]]]:
+    """Send every case and write one cassette per (shape, cassette id), replacing old ones."""
+    written: list[tuple[Path, list[Exchange]]] = []
+    recorder = make_vcr(record_mode=RecordMode.ALL, content=content)
+    for shape, cassette_id, items in _grouped(cases):
+        path = out / shape / f"{cassette_id}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        with recorder.use_cassette(str(path)) as cassette:
+            exchanges = [send(case, target) for case in items]
+            metadata = CassetteMetadata(
+                recorded_against=recorded_against(target, shape, exchanges),
+                shape=shape,
+                model=_model_of(items),
+                scenario=cassette_id,
+                dialect=items[0].dialect,
+                content=content.value,
+            )
+            cassette.get_metadata("ctxconf", metadata.to_dict())
+        written.append((path, exchanges))
+    return written
+
+
+async def _refusing_app(scope: Any, receive: Any, send: Any) -> None:
+    del scope, receive, send
+    raise CassetteError("replay reached the network; the cassette should have answered")
+
+
+_MISSES: Final = (
+    openai.APIConnectionError,
+    anthropic.APIConnectionError,
+    CannotOverwriteExistingCassetteException,
+)
+
+
+def _replay_one(case: Case, target: Target, path: Path, cassette: Any) -> Exchange:
+    try:
+        return send(case, target)
+    except _MISSES as exc:
+        cause = exc if isinstance(exc, CannotOverwriteExistingCassetteException) else exc.__cause__
+        raise _miss(case, path, cassette.requests, cause) from None
+
+
+def replay(cases: Sequence[Case], root: Path) -> list[Exchange]:
+    """Send every case with ``record_mode="none"`` against ``<root>/<shape>/<id>.yaml``."""
+    recorder = make_vcr(record_mode=RecordMode.NONE)
+    target = Target(root=_REPLAY_ROOT, app=_refusing_app)
+    out: list[Exchange] = []
+    for shape, cassette_id, items in _grouped(cases):
+        path = root / shape / f"{cassette_id}.yaml"
+        if not path.is_file():
+            raise CassetteMissError(f"no cassette {path} for {shape} case {cassette_id!r}")
+        with recorder.use_cassette(str(path), allow_playback_repeats=True) as cassette:
+            out.extend(_replay_one(case, target, path, cassette) for case in items)
+    return out
+
+
+def _miss(case: Case, path: Path, recorded: Sequence[Any], cause: object) -> CassetteMissError:
+    wanted = None
+    if isinstance(cause, CannotOverwriteExistingCassetteException):
+        wanted = request_skeleton(cause.failed_request)
+    labelled = [(f"interaction {i}", request_skeleton(r)) for i, r in enumerate(recorded)]
+    nearest = closest_skeleton(wanted, labelled) if wanted is not None else None
+    hint = f"; closest recorded: {nearest[0]} ({nearest[1]})" if nearest else ""
+    return CassetteMissError(
+        f"{path}: no recorded request has the skeleton of case {case.label!r}{hint}",
+        where=f"{case.shape}/{case.cassette}",
+    )

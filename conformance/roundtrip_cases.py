@@ -1,0 +1,298 @@
+"""The requests that round trips send: built-in probes and the scenario corpus, per shape.
+
+Each session becomes up to two requests for one cassette: the reference assembler's request
+(what a conforming agent sends), and the session rendered as it is when assembly refuses it or
+changes it (so a cassette also records what the provider does with a broken structure; that is
+what :func:`conformance.recorded_verdicts.recorded_verdict` answers for). Requests of equal
+skeleton are sent once.
+
+The probes are small sessions with a hand-written expectation per shape, taken from
+provider-rules.md (C1, C2, A1, A2, A9, R1, R2, G2, G3, B1, B2, B3), so a replay can check the
+recorded verdicts against something written independently of the emulator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
+
+from conformance.cassettes import skeleton, skeleton_digest
+from conformance.roundtrip import DEFAULT_MODELS, Case
+from conformance.scenarios import Scenario
+from reference_impl.assembler import assemble
+from reference_impl.config import AssemblyConfig
+from reference_impl.errors import CtxconfError
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import (
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    canonical_json,
+)
+
+__all__ = ["PROBES", "Probe", "cases_for_session", "probe_cases", "scenario_cases"]
+
+Expect = Literal["accept", "reject"]
+
+_WEATHER: Final = ToolSpec(
+    name="get_weather",
+    description="Current weather for a city.",
+    parameters=canonical_json(
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    ),
+)
+_PARAMS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
+    # Anthropic requires max_tokens; the other shapes do not need a sampling parameter.
+    "anthropic-messages": (("max_tokens", "256"),),
+}
+
+
+def _user(text: str) -> Message:
+    return Message(role="user", parts=(TextPart(text),))
+
+
+def _calls(*ids: str) -> Message:
+    parts: tuple[Part, ...] = tuple(
+        ToolCallPart(id=i, name="get_weather", arguments=canonical_json({"city": f"City {i}"}))
+        for i in ids
+    )
+    return Message(role="assistant", parts=parts)
+
+
+def _results(*ids: str) -> Message:
+    parts: tuple[Part, ...] = tuple(
+        ToolResultPart(call_id=i, content=(TextPart(f"18C in City {i}"),), name="get_weather")
+        for i in ids
+    )
+    return Message(role="tool", parts=parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A small session and what each provider does with it (``None``: no firm evidence)."""
+
+    id: str
+    title: str
+    messages: tuple[Message, ...]
+    expect: Mapping[str, Expect | None]
+    calls_in_reply: int = 0
+    """Tool calls the emulator's directive script answers with (checked after parsing)."""
+    tools: tuple[ToolSpec, ...] = field(default=(_WEATHER,))
+
+    def session(self, shape: str, model: str) -> Transcript:
+        messages = self.messages if shape == "gemini" else tuple(map(_unnamed, self.messages))
+        return Transcript(
+            messages=messages, tools=self.tools, model=model, params=_PARAMS.get(shape, ())
+        )
+
+
+def _unnamed(message: Message) -> Message:
+    """Only Gemini carries a tool result's name (``functionResponse.name``); drop it elsewhere."""
+    parts = tuple(
+        replace(p, name=None) if isinstance(p, ToolResultPart) else p for p in message.parts
+    )
+    return replace(message, parts=parts)
+
+
+def _everywhere(expect: Expect) -> dict[str, Expect | None]:
+    return dict.fromkeys(DEFAULT_MODELS, expect)
+
+
+_SYSTEM: Final = Message(role="system", parts=(TextPart("You are a terse weather assistant."),))
+
+PROBES: Final[tuple[Probe, ...]] = (
+    Probe(
+        "probe-text",
+        "system and one user turn: a plain text reply",
+        (_SYSTEM, _user("Say hello.")),
+        _everywhere("accept"),
+    ),
+    Probe(
+        "probe-call-single",
+        "the reply is one tool call",
+        (_SYSTEM, _user("Weather in Paris? [emulator: call get_weather]")),
+        _everywhere("accept"),
+        calls_in_reply=1,
+    ),
+    Probe(
+        "probe-call-parallel",
+        "the reply is two parallel tool calls",
+        (_SYSTEM, _user("Weather in Paris and Rome? [emulator: call get_weather x2]")),
+        _everywhere("accept"),
+        calls_in_reply=2,
+    ),
+    Probe(
+        "probe-think",
+        "the reply carries a reasoning artifact before its tool call",
+        (_SYSTEM, _user("Weather in Oslo? [emulator: think] [emulator: call get_weather]")),
+        _everywhere("accept"),
+        calls_in_reply=1,
+    ),
+    Probe(
+        "probe-ring-followup",
+        "one complete ring, then the model answers in text",
+        (_SYSTEM, _user("Weather in Paris?"), _calls("call_p1"), _results("call_p1")),
+        _everywhere("accept"),
+    ),
+    Probe(
+        "probe-parallel-ring",
+        "a complete parallel ring and a follow-up user turn",
+        (
+            _SYSTEM,
+            _user("Weather in Paris and Rome?"),
+            _calls("call_p1", "call_p2"),
+            _results("call_p1", "call_p2"),
+            Message(role="assistant", parts=(TextPart("Paris 18C, Rome 18C."),)),
+            _user("Thanks."),
+        ),
+        _everywhere("accept"),
+    ),
+    Probe(
+        "probe-unanswered-call",
+        "a tool call without its result (C1, R1, A1, G3, B2)",
+        (_SYSTEM, _user("Weather in Paris?"), _calls("call_p1"), _user("And?")),
+        _everywhere("reject"),
+    ),
+    Probe(
+        "probe-orphan-result",
+        "a tool result without its call (C2, R2, A2, G2, B1)",
+        (_SYSTEM, _user("Weather in Paris?"), _results("call_p9")),
+        _everywhere("reject"),
+    ),
+    Probe(
+        "probe-consecutive-users",
+        "two user turns in a row (A9 old profile, B3 rejects; G4 contested)",
+        (_SYSTEM, _user("Hello."), _user("Weather in Paris?")),
+        {
+            "openai-chat": "accept",
+            "openai-responses": "accept",
+            "anthropic-messages": "accept",  # anthropic-current merges them (A9 relaxed)
+            "gemini": None,  # G4: contested evidence
+            "bedrock-converse": "reject",  # B3
+        },
+    ),
+)
+
+
+def _body(shape: str, transcript: Transcript) -> dict[str, object]:
+    return get_shape(shape).render_request(transcript)
+
+
+def cases_for_session(
+    cassette: str,
+    session: Transcript,
+    shape: str,
+    *,
+    config: AssemblyConfig | None = None,
+    budget: int | None = None,
+    dialect: str | None = None,
+    model: str | None = None,
+) -> list[Case]:
+    """The assembled request and the session as it is (when different), deduplicated.
+
+    A session the shape cannot carry (a part it has no wire form for) gives no case.
+    """
+    bodies: list[tuple[str, dict[str, object]]] = []
+    try:
+        assembly = assemble(session, config, shape=shape, budget=budget)  # type: ignore[arg-type]
+        bodies.append((f"assembled@{budget}" if budget else "assembled", assembly.render(shape)))  # type: ignore[arg-type]
+    except CtxconfError as exc:
+        bodies.append((f"assembly refused: {exc.code}", {}))
+    with contextlib.suppress(CtxconfError):
+        bodies.append(("session as is", _body(shape, session)))
+    out: list[Case] = []
+    seen: set[str] = set()
+    for label, body in bodies:
+        if not body:
+            continue
+        digest = skeleton_digest(skeleton(body, shape=shape, dialect=dialect, model=model))
+        if digest in seen:
+            continue
+        seen.add(digest)
+        out.append(Case(cassette, label, body, shape, dialect, model))
+    return out
+
+
+def probe_cases(
+    shape: str, *, model: str | None = None, probes: Sequence[Probe] = PROBES
+) -> list[Case]:
+    """Every probe in ``shape``, for ``model`` (the shape's default model otherwise)."""
+    chosen = model or DEFAULT_MODELS[shape]
+    in_url = shape in ("gemini", "bedrock-converse")
+    out: list[Case] = []
+    for probe in probes:
+        out.extend(
+            cases_for_session(
+                probe.id,
+                probe.session(shape, chosen),
+                shape,
+                model=chosen if in_url else None,
+            )
+        )
+    return out
+
+
+def scenario_cases(
+    scenarios: Sequence[Scenario], shape: str, *, model: str | None = None
+) -> list[Case]:
+    """The scenarios that apply to ``shape``: each session turn at each budget of the sweep."""
+    out: list[Case] = []
+    in_url = shape in ("gemini", "bedrock-converse")
+    for scenario in scenarios:
+        if shape not in scenario.shapes:
+            continue
+        chosen = model or scenario.models.get(shape) or DEFAULT_MODELS[shape]
+        try:
+            config = AssemblyConfig.from_mapping(dict(scenario.config))
+        except CtxconfError:
+            continue
+        params = tuple(
+            sorted((k, canonical_json(v)) for k, v in scenario.params.get(shape, {}).items())
+        )
+        for dialect in scenario.dialects:
+            if dialect is not None and shape != "openai-chat":
+                continue
+            cases: list[Case] = []
+            for session in scenario.sessions():
+                merged = dict(_PARAMS.get(shape, ()))
+                merged.update(dict(session.params))
+                merged.update(dict(params))
+                prepared = Transcript(
+                    messages=session.messages,
+                    tools=session.tools,
+                    model=chosen,
+                    params=tuple(sorted(merged.items())),
+                )
+                for budget in scenario.budget.for_shape(shape) or (None,):
+                    cases.extend(
+                        cases_for_session(
+                            scenario.id,
+                            prepared,
+                            shape,
+                            config=config,
+                            budget=budget,
+                            dialect=dialect,
+                            model=chosen if in_url else None,
+                        )
+                    )
+            out.extend(_unique(cases))
+    return out
+
+
+def _unique(cases: list[Case]) -> list[Case]:
+    seen: set[str] = set()
+    out: list[Case] = []
+    for case in cases:
+        digest = skeleton_digest(
+            skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
+        )
+        if digest not in seen:
+            seen.add(digest)
+            out.append(case)
+    return out
