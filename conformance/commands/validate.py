@@ -1,0 +1,83 @@
+"""``ctxconf validate REQUEST --shape S [--dialect D] [--profile P] [--format json|text] [--lint]``.
+
+Judges one request body with the provider rule catalog and prints the verdict as JSON::
+
+    {"verdict": "reject", "status": 400, "rule": "C1", "evidence": "observed",
+     "provenance": "emulated", "error": {...the provider's own error body...}, ...}
+
+``--lint`` prints every violation (a JSON array) instead of the first. Exit status: 0 accept,
+1 reject, 2 unreadable file or unknown shape/dialect/profile.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING, read_document
+from conformance.providers.catalog import SHAPES, UnknownProfileError
+from conformance.providers.validation import lint_request, validate_request
+from conformance.providers.verdict import Verdict
+
+__all__ = ["command"]
+
+
+def _text(verdict: Verdict) -> str:
+    if verdict.accepted:
+        return f"accept ({verdict.profile}, {verdict.provenance})"
+    error = json.dumps(verdict.error, ensure_ascii=False)
+    return (
+        f"reject {verdict.status} {verdict.rule} [{verdict.evidence}] "
+        f"({verdict.profile}, {verdict.provenance}): {error}"
+    )
+
+
+@click.command("validate")
+@click.argument("request", metavar="REQUEST")
+@click.option("--shape", type=click.Choice(SHAPES), required=True, help="Wire shape of REQUEST.")
+@click.option("--dialect", default=None, help="Gateway dialect (mistral, deepseek, ollama ...).")
+@click.option(
+    "--profile", default=None, help="Rule profile (e.g. anthropic-2024-strict-alternation)."
+)
+@click.option("--context-limit", type=int, default=None, help="Also apply the context-window rule.")
+@click.option("--input-tokens", type=int, default=None, help="Input tokens (else estimated).")
+@click.option("--lint", is_flag=True, help="List every violation, not only the first.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True
+)
+def command(
+    *,
+    request: str,
+    shape: str,
+    dialect: str | None,
+    profile: str | None,
+    context_limit: int | None,
+    input_tokens: int | None,
+    lint: bool,
+    fmt: str,
+) -> None:
+    """Judge REQUEST (a JSON/YAML request body) the way the provider would."""
+    body = read_document(request)
+    options = {
+        "dialect": dialect,
+        "profile": profile,
+        "context_limit": context_limit,
+        "input_tokens": input_tokens,
+    }
+    try:
+        if lint:
+            verdicts = lint_request(body, shape, **options)
+        else:
+            verdicts = (validate_request(body, shape, **options),)
+    except UnknownProfileError as exc:
+        click.echo(f"ctxconf: error: {exc}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    if fmt == "json":
+        payloads = [v.to_dict() for v in verdicts]
+        click.echo(json.dumps(payloads if lint else payloads[0], ensure_ascii=False))
+    else:
+        for verdict in verdicts:
+            click.echo(_text(verdict))
+    if not all(v.accepted for v in verdicts):
+        raise SystemExit(EXIT_FINDING)
