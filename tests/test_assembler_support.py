@@ -1,0 +1,132 @@
+"""Shared helpers for the assembler tests: a tiny transparent counter and session builders.
+
+The counter makes budgets easy to reason about by hand: a message costs 4 tokens plus one per
+whitespace-separated word of its text, arguments and results; an image or file costs 100; each tool
+schema costs 10; the reply overhead is 3. It records every message it really counts, so tests can
+prove that nothing is counted twice and that the old end of a long session is not counted at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from reference_impl import rings
+from reference_impl.tokens import TokenCount
+from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
+    Message,
+    SummaryPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+)
+
+
+class WordCounter:
+    def __init__(self) -> None:
+        self.memo: dict[str, int] = {}
+        self.encoded: list[str] = []  # message ids really counted, in order
+
+    @property
+    def name(self) -> str:
+        return "test:words"
+
+    def _words(self, message: Message) -> int:
+        n = 4
+        for p in message.parts:
+            if isinstance(p, TextPart | SummaryPart):
+                n += len(p.text.split())
+            elif isinstance(p, ToolCallPart):
+                n += 1 + len(p.arguments.split())
+            elif isinstance(p, ToolResultPart):
+                for c in p.content:
+                    n += len(c.text.split()) if isinstance(c, TextPart) else 100
+            elif isinstance(p, ImagePart | FilePart):
+                n += 100
+        return n
+
+    def count_message(self, message: Message) -> int:
+        if message.digest not in self.memo:
+            self.encoded.append(message.id)
+            self.memo[message.digest] = self._words(message)
+        return self.memo[message.digest]
+
+    def count_tools(self, tools: Sequence[ToolSpec]) -> int:
+        return 10 * len(tools)
+
+    def count(self, transcript: Transcript) -> TokenCount:
+        per = tuple(self.count_message(m) for m in transcript.messages)
+        tools = self.count_tools(transcript.tools)
+        return TokenCount(sum(per) + tools + 3, per, tools, 3, self.name)
+
+
+def words(n: int, word: str = "w") -> str:
+    return " ".join([word] * n)
+
+
+def system(text: str = "You are deploy-bot. Never run destructive tools.") -> Message:
+    return Message("system", (TextPart(text),))
+
+
+def user(text: str) -> Message:
+    return Message("user", (TextPart(text),))
+
+
+def assistant(text: str) -> Message:
+    return Message("assistant", (TextPart(text),))
+
+
+def ring(call_id: str, result: str, *, name: str = "get_status", error: bool = False,
+         extra_calls: Sequence[str] = ()) -> tuple[Message, Message]:
+    ids = (call_id, *extra_calls)
+    calls = tuple(ToolCallPart(i, name, '{"q": 1}') for i in ids)
+    results = tuple(ToolResultPart(i, (TextPart(result),), is_error=error) for i in ids)
+    return Message("assistant", calls), Message("tool", results)
+
+
+def session(*items: Message | tuple[Message, ...], tools: Sequence[ToolSpec] = ()) -> Transcript:
+    messages: list[Message] = []
+    for item in items:
+        messages.extend(item if isinstance(item, tuple) else (item,))
+    return Transcript(tuple(messages), tools=tuple(tools))
+
+
+def _fallback_validate(transcript: Transcript) -> tuple[rings.Violation, ...]:
+    """Only unanswered calls and orphan results: enough for these tests until rings.validate lands."""
+    out: list[rings.Violation] = []
+    calls: dict[str, int] = {}
+    for i, m in enumerate(transcript.messages):
+        for c in m.tool_calls:
+            calls[c.id] = i
+        for r in m.tool_results:
+            if r.call_id not in calls:
+                out.append(rings.Violation("orphan_result", i, (r.call_id,), ("C2",), "orphan"))
+    for e in rings.edges(transcript):
+        if e.result_index is None:
+            out.append(rings.Violation("unanswered_call", e.call_index, (e.call_id,), ("C1",), "x"))
+    return tuple(sorted(out, key=lambda v: v.message_index))
+
+
+def _validate_available() -> bool:
+    try:
+        rings.validate(Transcript(()))
+    except NotImplementedError:
+        return False
+    return True
+
+
+@pytest.fixture(autouse=True)
+def pairing_validator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Use the real rings.validate; fall back to a minimal one while it is still a stub."""
+    if _validate_available():
+        return
+    import reference_impl.steps.pairing as pairing
+    import reference_impl.steps.state as state
+
+    monkeypatch.setattr(pairing, "validate", _fallback_validate)
+    monkeypatch.setattr(state, "validate", _fallback_validate)
