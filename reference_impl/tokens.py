@@ -39,6 +39,7 @@ from reference_impl.errors import TokenCountError
 from reference_impl.transcript import SHAPE_NAMES, Message, ToolSpec, Transcript, canonical_json
 
 __all__ = [
+    "ANTHROPIC_TOOL_PROMPT_TOKENS",
     "DEFAULT_SAFETY_FACTORS",
     "MEMO_SIZE",
     "AnthropicEstimateCounter",
@@ -275,13 +276,19 @@ def default_safety_factor(shape: str, model: str | None = None) -> float:
     return DEFAULT_SAFETY_FACTORS["anthropic" if is_claude else provider]
 
 
+# [vendor] docs.anthropic.com tool-use pricing (token-counting.md section 5): with ``tools`` a hidden
+# tool-use system prompt is added: 159-530 tokens by model and tool_choice; we take the largest
+# documented value (Claude 3 Opus, auto) so the estimate does not fall short by it.
+ANTHROPIC_TOOL_PROMPT_TOKENS: Final = 530
+
+
 class EstimateCounter(_MemoizedCounter):
     """A local estimate for a shape without a public tokenizer: tiktoken count x ``safety_factor``.
 
-    Images use Anthropic's ``w*h/750`` rule (section 4c) for every estimate shape. The tool-use
-    system prompt a provider adds when tools are present (Anthropic: 159-530 tokens by model,
-    section 5) is not in the request and is not added here: it is the provider's, and the
-    calibration bench reports it as the documented reason for a shortfall.
+    Images use Anthropic's ``w*h/750`` rule (section 4c) for every estimate shape. For Claude models
+    (Anthropic, or Claude on Bedrock) a request with tools also carries the hidden tool-use system
+    prompt, ``ANTHROPIC_TOOL_PROMPT_TOKENS``, in ``overhead``. Other providers' hidden tool templates
+    are not published; the calibration bench reports that gap.
     """
 
     def __init__(
@@ -326,6 +333,10 @@ class EstimateCounter(_MemoizedCounter):
 
     def _tools(self, tools: Sequence[ToolSpec]) -> int:
         return self.rules.tools(tools)
+
+    def _overhead(self, transcript: Transcript) -> int:
+        is_claude = self.provider == "anthropic" or "claude" in (self.model or "")
+        return ANTHROPIC_TOOL_PROMPT_TOKENS if is_claude and transcript.tools else 0
 
 
 class AnthropicEstimateCounter(EstimateCounter):
