@@ -1,0 +1,186 @@
+"""Find a plug-in: ``reference``, ``module:attr``, or a name in the ``ctxconf.assemblers`` group.
+
+What a spec may resolve to:
+
+* an :class:`~conformance.protocol.Assembler` instance (one shape),
+* a class with a ``shape`` class attribute and an ``assemble`` method (instantiated without
+  arguments),
+* a list/tuple of assemblers (one per shape they speak),
+* a plain function ``f(messages, budget) -> messages``, wrapped for ``impl_shape``
+  (``openai-chat`` unless told otherwise).
+
+Every failure is a :class:`PluginLoadError` that says what was wrong and what to type instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Final
+
+from conformance.protocol import Assembler, MessageListAssembler
+from reference_impl.errors import CtxconfError
+from reference_impl.transcript import SHAPE_NAMES
+
+__all__ = ["ENTRY_POINT_GROUP", "Plugin", "PluginLoadError", "load_plugin"]
+
+ENTRY_POINT_GROUP: Final = "ctxconf.assemblers"
+
+
+class PluginLoadError(CtxconfError, ValueError):
+    """A ``--impl`` spec that does not name a usable assembler."""
+
+    code = "plugin_load_error"
+
+
+@dataclass(frozen=True, slots=True)
+class Plugin:
+    """A loaded plug-in: its name, the spec it came from, and one assembler per shape it speaks."""
+
+    name: str
+    spec: str
+    assemblers: Mapping[str, Assembler]
+
+    @property
+    def shapes(self) -> tuple[str, ...]:
+        return tuple(s for s in SHAPE_NAMES if s in self.assemblers)
+
+
+def load_plugin(spec: str, *, impl_shape: str | None = None) -> Plugin:
+    """Resolve ``spec`` to a :class:`Plugin`; a :class:`PluginLoadError` otherwise."""
+    if impl_shape is not None and impl_shape not in SHAPE_NAMES:
+        raise PluginLoadError(
+            f"--impl-shape {impl_shape!r} is not a shape; use one of {', '.join(SHAPE_NAMES)}"
+        )
+    if spec == "reference":
+        # Imported only when asked for: loading a third-party plug-in stays light.
+        from conformance.reference_plugin import reference_assemblers  # noqa: PLC0415
+
+        return Plugin("reference", spec, reference_assemblers())
+    target = _import_attr(spec) if ":" in spec else _from_entry_point(spec)
+    return Plugin(spec, spec, _as_assemblers(target, spec, impl_shape))
+
+
+def _import_attr(spec: str) -> object:
+    module_name, _, attr_path = spec.partition(":")
+    if not module_name or not attr_path:
+        raise PluginLoadError(
+            f"{spec!r} is not of the form module:attr; type for example mypkg.ctx:assemble"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or module_name
+        raise PluginLoadError(
+            f"cannot import module {module_name!r} (no module named {missing!r}); check that "
+            f"its folder is on PYTHONPATH (PYTHONPATH=src ctxconf run ...) or install it into "
+            f"this environment with `pip install -e .`"
+        ) from None
+    except Exception as exc:  # the plug-in's own import crashed; say so, not a traceback
+        raise PluginLoadError(
+            f"importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
+    target: object = module
+    walked = module_name
+    for attr in attr_path.split("."):
+        if not hasattr(target, attr):
+            names = [n for n in dir(target) if not n.startswith("_")]
+            close = difflib.get_close_matches(attr, names, n=3)
+            hint = (
+                f"did you mean {', '.join(f'{module_name}:{n}' for n in close)}?"
+                if close
+                else f"it defines: {', '.join(names[:12]) or 'nothing public'}"
+            )
+            raise PluginLoadError(f"{walked!r} has no attribute {attr!r}; {hint}")
+        target = getattr(target, attr)
+        walked = f"{walked}.{attr}"
+    return target
+
+
+def _from_entry_point(name: str) -> object:
+    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if name not in found:
+        known = sorted({"reference", *found})
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise PluginLoadError(
+            f"no assembler named {name!r} in the {ENTRY_POINT_GROUP!r} entry points; {hint}"
+            f"known: {', '.join(known)}; or pass module:attr (for example mypkg.ctx:assemble)"
+        )
+    try:
+        loaded: object = found[name].load()
+    except Exception as exc:  # a broken third-party package must not give a traceback
+        raise PluginLoadError(
+            f"entry point {name!r} ({found[name].value}) failed to load: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return loaded
+
+
+def _shape_of(obj: object, spec: str) -> str:
+    shape = getattr(obj, "shape", None)
+    if shape not in SHAPE_NAMES:
+        raise PluginLoadError(
+            f"{spec}: assembler {obj!r} declares shape {shape!r}; set the class attribute "
+            f"`shape` to one of {', '.join(SHAPE_NAMES)}"
+        )
+    assert isinstance(shape, str)
+    return shape
+
+
+def _as_assemblers(target: object, spec: str, impl_shape: str | None) -> dict[str, Assembler]:
+    if inspect.isclass(target):
+        if not callable(getattr(target, "assemble", None)):
+            raise PluginLoadError(
+                f"{spec} is a class without an assemble(request) method; implement "
+                f"conformance.protocol.Assembler or point at a function f(messages, budget)"
+            )
+        try:
+            target = target()
+        except TypeError as exc:
+            raise PluginLoadError(
+                f"{spec}: cannot instantiate {target.__name__} without arguments ({exc}); "
+                f"point --impl at a ready instance instead"
+            ) from exc
+    if isinstance(target, Sequence) and not isinstance(target, str | bytes):
+        out: dict[str, Assembler] = {}
+        for item in target:
+            out.update(_as_assemblers(item, spec, impl_shape))
+        if not out:
+            raise PluginLoadError(f"{spec} is an empty list; expected assemblers")
+        return out
+    if callable(getattr(target, "assemble", None)):
+        shape = _shape_of(target, spec)
+        if impl_shape is not None and impl_shape != shape:
+            raise PluginLoadError(
+                f"{spec} declares shape {shape!r} but --impl-shape is {impl_shape!r}; "
+                f"drop --impl-shape (it is for plain message functions)"
+            )
+        assert isinstance(target, Assembler)
+        return {shape: target}
+    if callable(target):
+        _check_message_function(target, spec)
+        shape = impl_shape or "openai-chat"
+        return {shape: MessageListAssembler(target, shape)}  # type: ignore[arg-type]
+    raise PluginLoadError(
+        f"{spec} is a {type(target).__name__}, not an assembler; point --impl at a function "
+        f"f(messages, budget) -> messages or an object with shape and assemble(request)"
+    )
+
+
+def _check_message_function(function: Any, spec: str) -> None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    try:
+        signature.bind([], 0)
+    except TypeError:
+        raise PluginLoadError(
+            f"{spec} has signature {signature}; a plain function must accept "
+            f"(messages: list[dict], budget: int)"
+        ) from None

@@ -1,0 +1,389 @@
+"""Scenarios as data: the model, the YAML loader, schema validation and the built-in corpus.
+
+A scenario file (``scenarios/<level>/<topic>.yaml``) holds ``version: 1`` and a list of
+scenarios; ``conformance/schemas/scenario.schema.json`` is its schema. Messages use the neutral
+transcript's full form (``{role, parts: [...]}``, as in ``reference_impl.transcript``) or this
+compact form, expanded on load::
+
+    {role: system, text: "..."}                       # also developer / user / assistant
+    {role: user, text: "...", images: [{url: ..., width: 1024, height: 1024, detail: high}]}
+    {role: user, summary: "..."}                      # a SummaryPart
+    {role: assistant, text: "...", reasoning: [{origin: anthropic-messages, data: {...}}],
+     calls: [{id: c1, name: get_status, args: {}}]}   # reasoning, then text, then calls
+    {role: tool, results: [{id: c1, text: "...", is_error: false}], text: "trailing"}
+
+Any ``text`` may be ``{repeat: "one line", times: 40}`` to build a long, deterministic payload
+without pasting it (budgets are chosen against the reference counters; see each ``notes``).
+
+Where the corpus is: ``--scenarios PATH``, else ``$CTXCONF_SCENARIOS``, else the ``scenarios/``
+folder next to the installed ``conformance`` package (a checkout or an editable install). A wheel
+does not carry the corpus; point one of the first two at a copy of the repository's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias, get_args
+
+import jsonschema
+import yaml
+
+from reference_impl.errors import CtxconfError, TranscriptError
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    Message,
+    ToolSpec,
+    Transcript,
+    canonical_json,
+    transcript_from_dict,
+)
+
+__all__ = [
+    "CORPUS_ENV",
+    "LEVELS",
+    "SCENARIO_FORMAT_VERSION",
+    "Budget",
+    "Expectation",
+    "Level",
+    "Outcome",
+    "Scenario",
+    "ScenarioError",
+    "default_corpus_path",
+    "expand_message",
+    "load_corpus",
+    "load_file",
+    "select",
+]
+
+SCENARIO_FORMAT_VERSION: Final = 1
+CORPUS_ENV: Final = "CTXCONF_SCENARIOS"
+Level: TypeAlias = Literal["must", "should", "may"]
+LEVELS: Final[tuple[Level, ...]] = get_args(Level)
+Outcome: TypeAlias = Literal["assembled", "refused", "either"]
+_SCHEMA_PATH: Final = Path(__file__).parent / "schemas" / "scenario.schema.json"
+
+
+class ScenarioError(CtxconfError, ValueError):
+    """A scenario file that cannot be used; ``where`` is ``file: json.path``."""
+
+    code = "scenario_invalid"
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Input-token budgets: one list for every shape, or a different one per shape."""
+
+    default: tuple[int, ...]
+    per_shape: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def for_shape(self, shape: str) -> tuple[int, ...]:
+        return self.per_shape.get(shape, self.default)
+
+    @property
+    def is_sweep(self) -> bool:
+        return any(len(v) > 1 for v in (self.default, *self.per_shape.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    outcome: Outcome
+    checks: tuple[str, ...] = ()
+    skip_checks: tuple[str, ...] = ()
+    refusal_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One declarative case; ``session`` holds the tools, ``turns`` later messages (multi-turn)."""
+
+    id: str
+    title: str
+    level: Level
+    source: str
+    session: Transcript
+    budget: Budget
+    expect: Expectation
+    tags: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = SHAPE_NAMES
+    dialects: tuple[str | None, ...] = (None,)
+    turns: tuple[tuple[Message, ...], ...] = ()
+    ledger: tuple[Mapping[str, Any], ...] = ()
+    memory: tuple[Mapping[str, Any], ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    models: Mapping[str, str] = field(default_factory=dict)
+    notes: str = ""
+    cassette: bool = False
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return self.session.tools
+
+    def sessions(self) -> tuple[Transcript, ...]:
+        """The session at each turn: the first, then each later turn appended to the previous."""
+        out = [self.session]
+        for extra in self.turns:
+            previous = out[-1]
+            # Ids are positional; clear them so the merged transcript numbers them afresh.
+            merged = [m.with_id("") for m in (*previous.messages, *extra)]
+            out.append(previous.with_messages(merged))
+        return tuple(out)
+
+
+# ------------------------------------------------------------------------------- compact form
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        join = str(value.get("join", "\n"))
+        return join.join([str(value["repeat"])] * int(value["times"]))
+    return str(value)
+
+
+def _attachment(kind: str, item: Mapping[str, Any]) -> dict[str, Any]:
+    source = next(s for s in ("url", "base64", "file_id") if s in item)
+    out: dict[str, Any] = {"kind": kind, "source": source, "data": item[source]}
+    keys = ("media_type", "detail", "width", "height") if kind == "image" else ("media_type",)
+    for key in (*keys, "filename") if kind == "file" else keys:
+        if key in item:
+            out[key] = item[key]
+    return out
+
+
+def expand_message(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One compact message to the transcript's full ``{role, parts}`` dict (full form passes)."""
+    out: dict[str, Any] = {"role": item["role"]}
+    for key in ("name", "id"):
+        if key in item:
+            out[key] = item[key]
+    if "parts" in item:
+        out["parts"] = list(item["parts"])
+        return out
+    parts: list[dict[str, Any]] = []
+    # Results first: a tool message's text may only follow its results (rule A3).
+    for result in item.get("results", ()):
+        entry: dict[str, Any] = {
+            "kind": "tool_result",
+            "call_id": result["id"],
+            "content": [{"kind": "text", "text": _text(result.get("text", ""))}],
+        }
+        for key in ("is_error", "name", "item_id"):
+            if key in result:
+                entry[key] = result[key]
+        parts.append(entry)
+    # Reasoning precedes what it produced (R3/R4, A13, G6).
+    parts.extend(
+        {"kind": "reasoning", "origin": r["origin"], "data": canonical_json(r["data"])}
+        for r in item.get("reasoning", ())
+    )
+    if "summary" in item:
+        parts.append({"kind": "summary", "text": item["summary"]})
+    if "text" in item:
+        parts.append({"kind": "text", "text": _text(item["text"])})
+    parts.extend(_attachment("image", a) for a in item.get("images", ()))
+    parts.extend(_attachment("file", a) for a in item.get("files", ()))
+    for call in item.get("calls", ()):
+        args = call.get("args", {})
+        entry = {
+            "kind": "tool_call",
+            "id": call["id"],
+            "name": call["name"],
+            "arguments": args if isinstance(args, str) else canonical_json(args),
+        }
+        if "item_id" in call:
+            entry["item_id"] = call["item_id"]
+        parts.append(entry)
+    out["parts"] = parts
+    return out
+
+
+# ------------------------------------------------------------------------------------ loading
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(_SCHEMA_PATH.read_text("utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator
+
+
+def _path_text(path: Iterable[Any]) -> str:
+    out = "$"
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return out
+
+
+def schema_errors(document: Any) -> list[str]:
+    """Every schema violation of one file as ``$.json.path: message`` lines (empty when valid)."""
+    errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
+    return [f"{_path_text(e.absolute_path)}: {e.message}" for e in errors]
+
+
+def _budget_values(value: Any) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,)
+    start, stop, step = value["sweep"]
+    return tuple(range(start, stop + 1, step))
+
+
+def _budget(value: Any) -> Budget:
+    if isinstance(value, Mapping) and "default" in value:
+        return Budget(
+            _budget_values(value["default"]),
+            {s: _budget_values(v) for s, v in value.get("per_shape", {}).items()},
+        )
+    return Budget(_budget_values(value))
+
+
+def _transcript(messages: Sequence[Any], tools: Sequence[Any], where: str) -> Transcript:
+    document = {
+        "messages": [expand_message(m) for m in messages],
+        "tools": [dict(t) for t in tools],
+    }
+    try:
+        return transcript_from_dict(document)
+    except TranscriptError as exc:
+        raise ScenarioError(
+            exc.message, where=f"{where}.{exc.where}" if exc.where else where
+        ) from None
+
+
+def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> Scenario:
+    session = _transcript(raw["session"], raw.get("tools", ()), f"{where}.session")
+    turns = tuple(
+        _transcript(turn, (), f"{where}.turns[{i}]").messages
+        for i, turn in enumerate(raw.get("turns", ()))
+    )
+    expect = raw["expect"]
+    declared = raw.get("level", level)
+    if declared != level:
+        raise ScenarioError(
+            f"scenario {raw['id']!r} declares level {declared!r} but lives in the {level!r} "
+            f"folder; move the file or fix the level (the folder encodes the level)",
+            where=where,
+        )
+    return Scenario(
+        id=raw["id"],
+        title=raw["title"],
+        level=level,
+        source=source,
+        session=session,
+        budget=_budget(raw["budget"]),
+        expect=Expectation(
+            outcome=expect["outcome"],
+            checks=tuple(expect.get("checks", ())),
+            skip_checks=tuple(expect.get("skip_checks", ())),
+            refusal_code=expect.get("refusal_code"),
+        ),
+        tags=tuple(raw.get("tags", ())),
+        shapes=tuple(s for s in SHAPE_NAMES if s in raw.get("shapes", SHAPE_NAMES)),
+        dialects=tuple(raw.get("dialects", (None,))),
+        turns=turns,
+        ledger=tuple(dict(e) for e in raw.get("ledger", ())),
+        memory=tuple(dict(m) for m in raw.get("memory", ())),
+        config=dict(raw.get("config", {})),
+        params={k: dict(v) for k, v in raw.get("params", {}).items()},
+        models=dict(raw.get("model", {})),
+        notes=str(raw.get("notes", "")).strip(),
+        cassette=bool(raw.get("cassette", False)),
+    )
+
+
+def _level_of(path: Path) -> Level:
+    for part in reversed(path.parts[:-1]):
+        if part in LEVELS:
+            return part  # type: ignore[return-value]
+    raise ScenarioError(
+        "a scenario file must live under a must/, should/ or may/ folder (the folder is its level)",
+        where=str(path),
+    )
+
+
+def load_file(path: Path) -> tuple[Scenario, ...]:
+    """Every scenario of one YAML file; a :class:`ScenarioError` naming the file and JSON path."""
+    try:
+        document = yaml.safe_load(path.read_text("utf-8"))
+    except OSError as exc:
+        raise ScenarioError(exc.strerror or str(exc), where=str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise ScenarioError(
+            f"not YAML ({getattr(exc, 'problem', exc)})", where=f"{path}{at}"
+        ) from None
+    errors = schema_errors(document)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ScenarioError(f"{errors[0]}{more}", where=str(path))
+    level = _level_of(path)
+    return tuple(
+        _scenario(raw, level, f"$.scenarios[{i}]", str(path))
+        for i, raw in enumerate(document["scenarios"])
+    )
+
+
+def default_corpus_path() -> Path:
+    """``$CTXCONF_SCENARIOS``, else the checkout's ``scenarios/`` folder; named error otherwise."""
+    env = os.environ.get(CORPUS_ENV)
+    if env:
+        return Path(env)
+    candidate = Path(__file__).resolve().parent.parent / "scenarios"
+    if candidate.is_dir():
+        return candidate
+    raise ScenarioError(
+        f"no built-in scenario corpus next to this install ({candidate} is missing); pass "
+        f"--scenarios PATH or set {CORPUS_ENV}=PATH to a copy of the repository's scenarios/ folder"
+    )
+
+
+def scenario_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise ScenarioError("no such file or folder", where=str(root))
+    return sorted(p for p in root.rglob("*.y*ml") if p.suffix in {".yaml", ".yml"})
+
+
+def load_corpus(root: Path | None = None) -> tuple[Scenario, ...]:
+    """All scenarios under ``root`` (default: the built-in corpus), ids unique, in file order."""
+    base = root if root is not None else default_corpus_path()
+    out: list[Scenario] = []
+    seen: dict[str, str] = {}
+    for path in scenario_files(base):
+        for scenario in load_file(path):
+            if scenario.id in seen:
+                raise ScenarioError(
+                    f"duplicate scenario id {scenario.id!r} (also in {seen[scenario.id]})",
+                    where=str(path),
+                )
+            seen[scenario.id] = str(path)
+            out.append(scenario)
+    order = {level: i for i, level in enumerate(LEVELS)}
+    return tuple(sorted(out, key=lambda s: order[s.level]))
+
+
+def select(
+    scenarios: Sequence[Scenario], *, selectors: Sequence[str] = (), level: Level | None = None
+) -> tuple[Scenario, ...]:
+    """Scenarios whose id or a tag is in ``selectors`` (all when empty), up to ``level``."""
+    top = LEVELS.index(level) if level is not None else len(LEVELS) - 1
+    wanted = set(selectors)
+    return tuple(
+        s
+        for s in scenarios
+        if LEVELS.index(s.level) <= top
+        and (not wanted or s.id in wanted or wanted.intersection(s.tags))
+    )
+
+
+def message_from_compact(item: Mapping[str, Any]) -> Message:
+    """A single compact message as a :class:`Message` (used by tests and fakes)."""
+    return _transcript([item], (), "$").messages[0]
