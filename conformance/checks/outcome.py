@@ -1,0 +1,65 @@
+"""What checks look at: the outcome of one case, turn by turn.
+
+The engine builds these; checks only read them. ``session`` is the session as the plug-in saw it
+(rendered into the case's shape and parsed back), so shape artifacts never count as changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from conformance.identity import IdentityMap
+from conformance.providers.verdict import Verdict
+from reference_impl.transcript import Transcript
+
+__all__ = ["CaseOutcome", "StepStatus", "TurnOutcome"]
+
+StepStatus: TypeAlias = Literal["assembled", "refused", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """One request of a case (a multi-turn scenario has one per turn)."""
+
+    turn: int
+    status: StepStatus
+    session: Transcript
+    input_body: Mapping[str, Any]
+    body: Mapping[str, Any] | None = None
+    view: Transcript | None = None
+    identity: IdentityMap | None = None
+    verdict: Verdict | None = None
+    tokens: int | None = None
+    refusal_code: str | None = None
+    reason: str | None = None
+    """Refusal message or error reason."""
+
+    @property
+    def assembled(self) -> bool:
+        return self.status == "assembled"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseOutcome:
+    shape: str
+    dialect: str | None
+    budget: int
+    counter: str
+    turns: tuple[TurnOutcome, ...]
+
+    @property
+    def last(self) -> TurnOutcome:
+        return self.turns[-1]
+
+    @property
+    def assembled_turns(self) -> tuple[TurnOutcome, ...]:
+        return tuple(t for t in self.turns if t.assembled)
+
+    @property
+    def error(self) -> str | None:
+        for t in self.turns:
+            if t.status == "error":
+                return f"turn {t.turn}: {t.reason}" if len(self.turns) > 1 else t.reason
+        return None

@@ -1,0 +1,322 @@
+"""``should`` checks: the policy of the seed (pins, recency, whole rings, ledger, budget, order)."""
+
+from __future__ import annotations
+
+from conformance.checks._helpers import (
+    call_ids_in,
+    complete_rings,
+    describe,
+    first_user_index,
+    has_summary,
+    knob,
+    last_user_index,
+    ledger_key,
+    side_effect_entries,
+    summary_text,
+    turn_label,
+)
+from conformance.checks.outcome import CaseOutcome
+from conformance.checks.registry import Failure, check
+from conformance.scenarios import Scenario
+from reference_impl.rings import Ring, segment
+from reference_impl.transcript import ReasoningPart
+
+
+@check(id="assembles_when_feasible", level="should")
+def assembles_when_feasible(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """A valid session that can fit the budget is assembled, not refused."""
+    if scenario.expect.outcome != "assembled":
+        return
+    for turn in outcome.turns:
+        if turn.status == "refused":
+            raise Failure(
+                "refused a session that fits",
+                f"{turn_label(outcome, turn)}refusal {turn.refusal_code}: {turn.reason}",
+            )
+
+
+@check(id="system_kept", level="should")
+def system_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Every system/developer text of the session is in the view, unchanged."""
+    for turn in outcome.assembled_turns:
+        assert turn.view is not None
+        view_text = [m.text for m in turn.view.messages if m.role in {"system", "developer"}]
+        for i, message in enumerate(turn.session.messages):
+            if message.role in {"system", "developer"} and not any(
+                message.text in text for text in view_text
+            ):
+                raise Failure(
+                    "system text lost",
+                    f"{turn_label(outcome, turn)}{describe(turn.session, i)} "
+                    f"{message.text[:60]!r} is not in the view",
+                )
+
+
+@check(id="latest_user_kept", level="should")
+def latest_user_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The latest user turn is in the view, unchanged."""
+    for turn in outcome.assembled_turns:
+        assert turn.identity is not None
+        i = last_user_index(turn.session)
+        if i is not None and turn.identity.sources[i] != "kept":
+            raise Failure(
+                "latest user turn not kept",
+                f"{turn_label(outcome, turn)}{describe(turn.session, i)} is "
+                f"{turn.identity.sources[i]} in the view",
+            )
+
+
+@check(id="first_user_goal_pinned", level="should")
+def first_user_goal_pinned(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The first user message (the goal) is pinned when the config pins it."""
+    if "first_user_message" not in knob(scenario, "pin"):
+        return
+    for turn in outcome.assembled_turns:
+        assert turn.identity is not None
+        i = first_user_index(turn.session)
+        if i is not None and turn.identity.sources[i] == "dropped":
+            raise Failure(
+                "first user goal dropped",
+                f"{turn_label(outcome, turn)}{describe(turn.session, i)} "
+                f"{turn.session.messages[i].text[:60]!r} is pinned but missing from the view",
+            )
+
+
+def _ring_text(ring: Ring) -> str:
+    return f"ring {ring.id} (messages[{ring.start}:{ring.stop}], calls {','.join(ring.call_ids)})"
+
+
+@check(id="whole_rings", level="should")
+def whole_rings(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Each ring (a call message and all its results) is kept whole or dropped whole."""
+    for turn in outcome.assembled_turns:
+        assert turn.identity is not None
+        for seg in segment(turn.session):
+            if not isinstance(seg, Ring):
+                continue
+            present = [i for i in seg.indices if turn.identity.present(i)]
+            if present and len(present) != len(seg.indices):
+                dropped = [i for i in seg.indices if i not in present]
+                raise Failure(
+                    "ring split",
+                    f"{turn_label(outcome, turn)}{_ring_text(seg)}: kept messages{present}, "
+                    f"dropped messages{dropped}",
+                )
+
+
+@check(id="recent_rings_kept", level="should")
+def recent_rings_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The last `recent_tool_rings` complete rings are kept (they are the suffix)."""
+    count = int(knob(scenario, "recent_tool_rings"))
+    for turn in outcome.assembled_turns:
+        assert turn.identity is not None
+        recent = complete_rings(turn.session)[-count:] if count else []
+        for ring in recent:
+            lost = [i for i in ring.indices if not turn.identity.present(i)]
+            if lost:
+                raise Failure(
+                    f"one of the last {count} rings dropped",
+                    f"{turn_label(outcome, turn)}{_ring_text(ring)}: messages{lost} missing",
+                )
+
+
+@check(id="ledger_pinned", level="should")
+def ledger_pinned(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Every side-effect ledger entry stays visible: its ring kept, or its key in the view's text."""
+    for turn in outcome.assembled_turns:
+        assert turn.view is not None
+        calls = call_ids_in(turn.view)
+        text = "\n".join(m.text for m in turn.view.messages)
+        for entry in side_effect_entries(scenario):
+            if entry["call_id"] not in calls and ledger_key(entry) not in text:
+                raise Failure(
+                    "side effect forgotten",
+                    f"{turn_label(outcome, turn)}ledger entry {entry['tool']} call "
+                    f"{entry['call_id']} (key {ledger_key(entry)}) was dropped and is neither in a "
+                    f"summary nor a pinned ledger note",
+                )
+
+
+@check(id="ledger_in_summary", level="should")
+def ledger_in_summary(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """A summary that replaced side-effecting rings lists their ledger entries."""
+    for turn in outcome.assembled_turns:
+        assert turn.view is not None
+        if not has_summary(turn.view):
+            continue
+        calls = call_ids_in(turn.view)
+        summary = summary_text(turn.view)
+        for entry in side_effect_entries(scenario):
+            if entry["call_id"] in calls:
+                continue
+            for needle in (str(entry["tool"]), ledger_key(entry)):
+                if needle not in summary:
+                    raise Failure(
+                        "ledger missing from the summary",
+                        f"{turn_label(outcome, turn)}call {entry['call_id']} was summarized away "
+                        f"but the summary does not name {needle!r}",
+                    )
+
+
+@check(id="within_budget", level="should")
+def within_budget(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The request fits the budget, counted with the reference counter (tools and overhead included)."""
+    for turn in outcome.assembled_turns:
+        if turn.tokens is not None and turn.tokens > outcome.budget:
+            raise Failure(
+                "over budget",
+                f"{turn_label(outcome, turn)}{turn.tokens} tokens by {outcome.counter} > budget "
+                f"{outcome.budget} (over by {turn.tokens - outcome.budget})",
+            )
+
+
+@check(id="order_preserved", level="should")
+def order_preserved(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Kept messages keep their session order, and results keep their calls' order."""
+    for turn in outcome.assembled_turns:
+        assert turn.identity is not None and turn.view is not None
+        last = -1
+        for link in turn.identity.links:
+            if link.source is None:
+                continue
+            if link.source < last:
+                raise Failure(
+                    "messages reordered",
+                    f"{turn_label(outcome, turn)}view messages[{link.index}] is "
+                    f"{describe(turn.session, link.source)} but comes after session "
+                    f"messages[{last}]",
+                )
+            last = link.source
+            given = [r.call_id for r in turn.view.messages[link.index].tool_results]
+            wanted = [r.call_id for r in turn.session.messages[link.source].tool_results]
+            if given and sorted(given) == sorted(wanted) and given != wanted:
+                raise Failure(
+                    "results reordered",
+                    f"{turn_label(outcome, turn)}view messages[{link.index}] answers "
+                    f"{','.join(given)}; the session order is {','.join(wanted)}",
+                )
+
+
+@check(id="reasoning_kept_with_ring", level="should")
+def reasoning_kept_with_ring(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """A kept ring keeps its reasoning artifacts byte-exact (R3/R4, A13-A16, G6)."""
+    for turn in outcome.assembled_turns:
+        assert turn.identity is not None and turn.view is not None
+        for link in turn.identity.links:
+            if link.source is None or link.status != "modified":
+                continue
+            original = turn.session.messages[link.source]
+            if not original.tool_calls:
+                continue
+            want = [p for p in original.parts if isinstance(p, ReasoningPart)]
+            got = [p for p in turn.view.messages[link.index].parts if isinstance(p, ReasoningPart)]
+            if want != got:
+                raise Failure(
+                    "reasoning detached from its ring",
+                    f"{turn_label(outcome, turn)}{describe(turn.session, link.source)} had "
+                    f"{len(want)} reasoning artifact(s); view messages[{link.index}] carries "
+                    f"{len(got)} (changed or missing)",
+                )
+
+
+# -- opt-in: scenarios name these in expect.checks --------------------------------------------
+
+
+@check(id="summary_used", level="should", default=False)
+def summary_used(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The middle was replaced by a summary block."""
+    final = outcome.last
+    if final.assembled and final.view is not None and not has_summary(final.view):
+        raise Failure(
+            "no summary",
+            f"the scenario requires summary replacement at budget {outcome.budget}; the view "
+            f"has {len(final.view.messages)} messages and no summary part",
+        )
+
+
+@check(id="tools_dropped", level="should", default=False)
+def tools_dropped(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Escalation dropped the tool schemas (drop_tools_schema_then_fail) instead of refusing."""
+    final = outcome.last
+    if final.assembled and final.view is not None and final.view.tools:
+        names = ", ".join(t.name for t in final.view.tools)
+        raise Failure(
+            "tool schemas still sent",
+            f"the scenario only fits without its tool schemas; the view still offers {names}",
+        )
+
+
+def _middle_rings(scenario: Scenario, outcome: CaseOutcome) -> list[Ring]:
+    count = int(knob(scenario, "recent_tool_rings"))
+    found = complete_rings(outcome.last.session)
+    return found[: len(found) - count] if count else found
+
+
+def _is_error_ring(outcome: CaseOutcome, ring: Ring) -> bool:
+    messages = outcome.last.session.messages
+    return any(r.is_error for i in ring.indices for r in messages[i].tool_results)
+
+
+@check(id="middle_error_results_kept", level="should", default=False)
+def middle_error_results_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Short error results in the middle outlive successful ones (up to keep_middle_error_results)."""
+    final = outcome.last
+    if not final.assembled or final.identity is None:
+        return
+    cap = int(knob(scenario, "keep_middle_error_results"))
+    errors = [r for r in _middle_rings(scenario, outcome) if _is_error_ring(outcome, r)]
+    kept = [r for r in errors if final.identity.present(r.start)]
+    if len(kept) < min(cap, len(errors)):
+        lost = [r.id for r in errors if r not in kept]
+        raise Failure(
+            "middle error results dropped",
+            f"{len(kept)} of {len(errors)} middle error rings kept (cap {cap}); dropped: "
+            f"{', '.join(lost)}",
+        )
+
+
+@check(id="oldest_rings_first", level="should", default=False)
+def oldest_rings_first(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Successful middle rings are dropped oldest first, and some were dropped."""
+    final = outcome.last
+    if not final.assembled or final.identity is None:
+        return
+    middle = [r for r in _middle_rings(scenario, outcome) if not _is_error_ring(outcome, r)]
+    state = [final.identity.present(r.start) for r in middle]
+    if middle and all(state):
+        raise Failure("no middle ring dropped", f"all {len(middle)} middle rings were kept")
+    for older, newer in zip(middle, middle[1:]):
+        if final.identity.present(older.start) and not final.identity.present(newer.start):
+            raise Failure(
+                "a newer ring dropped before an older one",
+                f"{_ring_text(newer)} dropped while the older {_ring_text(older)} was kept",
+            )
+
+
+@check(id="plain_turns_fifo", level="should", default=False)
+def plain_turns_fifo(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Older plain turns in the middle are dropped first in, first out."""
+    final = outcome.last
+    if not final.assembled or final.identity is None:
+        return
+    session = final.session
+    users = [i for i, m in enumerate(session.messages) if m.role == "user" and not m.has_tool_parts]
+    protected = int(knob(scenario, "recent_user_turns"))
+    suffix_start = users[-protected] if protected and len(users) >= protected else len(session)
+    pinned = first_user_index(session) if "first_user_message" in knob(scenario, "pin") else None
+    candidates = [
+        i
+        for i in range(suffix_start)
+        if i != pinned
+        and session.messages[i].role in {"user", "assistant"}
+        and not session.messages[i].has_tool_parts
+    ]
+    present = [final.identity.present(i) for i in candidates]
+    if candidates and all(present):
+        raise Failure("no plain turn dropped", f"all {len(candidates)} middle plain turns kept")
+    for a, b in zip(candidates, candidates[1:]):
+        if final.identity.present(a) and not final.identity.present(b):
+            raise Failure(
+                "plain turns not dropped oldest first",
+                f"{describe(session, b)} dropped while the older {describe(session, a)} was kept",
+            )

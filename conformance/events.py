@@ -1,0 +1,195 @@
+"""Events the engine emits and reporters consume, and the result of one case.
+
+The JSON-lines report is these events serialized (``header`` = :class:`RunStarted`, ``case`` =
+:class:`CaseFinished`, ``footer`` = :class:`RunFinished`); every other format is derived from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from conformance.checks.registry import CheckResult
+from conformance.scenarios import LEVELS, Level
+
+__all__ = [
+    "CaseFinished",
+    "CaseResult",
+    "CaseStarted",
+    "CaseStatus",
+    "Event",
+    "LevelTotals",
+    "RunFinished",
+    "RunStarted",
+    "level_totals",
+]
+
+CaseStatus: TypeAlias = Literal["pass", "fail", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """One scenario x shape x dialect x budget run of a plug-in, judged by its checks."""
+
+    index: int
+    scenario: str
+    title: str
+    level: Level
+    shape: str
+    dialect: str | None
+    budget: int
+    status: CaseStatus
+    outcome: Literal["assembled", "refused", "error"]
+    checks: tuple[CheckResult, ...] = ()
+    tags: tuple[str, ...] = ()
+    sweep: bool = False
+    turns: int = 1
+    verdict: Mapping[str, Any] | None = None
+    tokens: int | None = None
+    counter: str = ""
+    reason: str | None = None
+    refusal_code: str | None = None
+    seconds: float = 0.0
+    input: Mapping[str, Any] | None = None
+    output: Mapping[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        dialect = f"/{self.dialect}" if self.dialect else ""
+        return f"{self.scenario}[{self.shape}{dialect}@{self.budget}]"
+
+    def level_status(self, level: Level) -> CaseStatus | None:
+        """This case at one check level: None when no check of that level ran."""
+        if self.outcome == "error":
+            return "error" if level == "must" else None
+        ran = [c for c in self.checks if c.level == level]
+        if not ran:
+            return None
+        if any(c.status == "error" for c in ran):
+            return "error"
+        return "fail" if any(c.status == "fail" for c in ran) else "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "case",
+            "index": self.index,
+            "scenario": self.scenario,
+            "title": self.title,
+            "level": self.level,
+            "tags": list(self.tags),
+            "shape": self.shape,
+            "dialect": self.dialect,
+            "budget": self.budget,
+            "sweep": self.sweep,
+            "turns": self.turns,
+            "status": self.status,
+            "outcome": self.outcome,
+            "checks": [c.to_dict() for c in self.checks],
+            "verdict": dict(self.verdict) if self.verdict is not None else None,
+            "tokens": self.tokens,
+            "counter": self.counter,
+            "reason": self.reason,
+            "refusal_code": self.refusal_code,
+            "seconds": round(self.seconds, 6),
+        }
+        if self.input is not None:
+            out["input"] = self.input
+        if self.output is not None:
+            out["output"] = self.output
+        return out
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> CaseResult:
+        return CaseResult(
+            index=int(data["index"]),
+            scenario=str(data["scenario"]),
+            title=str(data.get("title", "")),
+            level=data["level"],
+            shape=str(data["shape"]),
+            dialect=data.get("dialect"),
+            budget=int(data["budget"]),
+            status=data["status"],
+            outcome=data["outcome"],
+            checks=tuple(
+                CheckResult(
+                    c["id"], c["level"], c["status"], c.get("title", ""), c.get("message", "")
+                )
+                for c in data.get("checks", ())
+            ),
+            tags=tuple(data.get("tags", ())),
+            sweep=bool(data.get("sweep", False)),
+            turns=int(data.get("turns", 1)),
+            verdict=data.get("verdict"),
+            tokens=data.get("tokens"),
+            counter=str(data.get("counter", "")),
+            reason=data.get("reason"),
+            refusal_code=data.get("refusal_code"),
+            seconds=float(data.get("seconds", 0.0)),
+            input=data.get("input"),
+            output=data.get("output"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LevelTotals:
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and self.errors == 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"pass": self.passed, "fail": self.failed, "error": self.errors}
+
+
+def level_totals(results: Iterable[CaseResult]) -> dict[Level, LevelTotals]:
+    counts: dict[Level, list[int]] = {level: [0, 0, 0] for level in LEVELS}
+    for result in results:
+        for level in LEVELS:
+            status = result.level_status(level)
+            if status is not None:
+                counts[level][("pass", "fail", "error").index(status)] += 1
+    return {level: LevelTotals(*c) for level, c in counts.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    plugin: str
+    shapes: tuple[str, ...]
+    level: Level
+    case_count: int
+    scenario_count: int
+    corpus: str
+    started: str
+    ctxconf_version: str
+    protocol_version: int
+    timeout: float
+    jobs: int
+    strict: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CaseStarted:
+    index: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaseFinished:
+    result: CaseResult
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    totals: Mapping[Level, LevelTotals]
+    statuses: Mapping[str, int]
+    seconds: float
+    abandoned_threads: int = 0
+    exit_status: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+Event: TypeAlias = "RunStarted | CaseStarted | CaseFinished | RunFinished"
