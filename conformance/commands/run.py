@@ -1,0 +1,209 @@
+"""``ctxconf run``: the main job. Runs a plug-in over the scenario corpus and writes the reports.
+
+Default: the built-in ``reference`` plug-in over the built-in corpus in every shape, recorded round
+trips replayed where a cassette matches. Exit status 0 only when every ``must`` case passes (and
+every ``should`` case too with ``--strict``); 2 for bad options or files.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import IO
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from conformance.commands._io import EXIT_BAD_INPUT
+from conformance.engine import DEFAULT_TIMEOUT, run_events
+from conformance.events import CaseFinished, Event, RunStarted
+from conformance.loading import load_plugin
+from conformance.reporting import (
+    JsonLinesWriter,
+    record_from_events,
+    render_html,
+    render_junit,
+    render_markdown,
+    render_terminal,
+)
+from conformance.scenarios import LEVELS, Level, Scenario, default_corpus_path, load_corpus, select
+from reference_impl.errors import CtxconfError
+from reference_impl.transcript import SHAPE_NAMES
+
+__all__ = ["command"]
+
+
+def _fail(what: str) -> None:
+    click.echo(f"ctxconf: error: {what}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], str]:
+    """``--scenarios`` is a path (file or folder) or comma-separated ids/tags of the built-in corpus."""
+    if spec is not None and Path(spec).exists():
+        root = Path(spec)
+        return select(load_corpus(root), level=level), str(root)
+    root = default_corpus_path()
+    selectors = [s.strip() for s in spec.split(",") if s.strip()] if spec else []
+    chosen = select(load_corpus(root), selectors=selectors, level=level)
+    if spec and not chosen:
+        _fail(
+            f"--scenarios {spec!r} is neither a file or folder nor an id or tag of the corpus at "
+            f"{root}; `ctxconf scenarios list` shows ids and tags"
+        )
+    return chosen, str(root)
+
+
+def _shapes(value: str | None) -> tuple[str, ...] | None:
+    if not value:
+        return None
+    names = tuple(s.strip() for s in value.split(",") if s.strip())
+    unknown = [n for n in names if n not in SHAPE_NAMES]
+    if unknown:
+        _fail(f"--shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}")
+    return names
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+
+
+@click.command(name="run")
+@click.option(
+    "--impl",
+    default="reference",
+    show_default=True,
+    help="Plug-in: 'reference', module:attr, or a name in the ctxconf.assemblers entry points.",
+)
+@click.option(
+    "--impl-shape",
+    type=click.Choice(SHAPE_NAMES),
+    default=None,
+    help="Shape of a plain f(messages, budget) function (default openai-chat).",
+)
+@click.option(
+    "--shapes",
+    default=None,
+    help="Comma-separated shapes to run (default: all the plug-in speaks).",
+)
+@click.option(
+    "--level",
+    type=click.Choice(LEVELS),
+    default="may",
+    show_default=True,
+    help="Run scenarios and checks up to this level.",
+)
+@click.option(
+    "--scenarios",
+    "scenarios_spec",
+    default=None,
+    help="A scenario file or folder, or comma-separated ids/tags of the built-in corpus.",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports"),
+    show_default=True,
+    help="Writes run.jsonl, report.md, report.html and junit.xml here.",
+)
+@click.option("--no-reports", is_flag=True, help="Write no report files.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "jsonl", "md"]),
+    default="table",
+    show_default=True,
+    help="What to print on standard output.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Worker processes (output order does not depend on it).",
+)
+@click.option("--strict", is_flag=True, help="Also fail (exit 1) on should failures.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.01, 3600),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds one plug-in call may take before the case is an error.",
+)
+def command(
+    impl: str,
+    impl_shape: str | None,
+    shapes: str | None,
+    level: Level,
+    scenarios_spec: str | None,
+    report_dir: Path,
+    no_reports: bool,
+    output_format: str,
+    jobs: int,
+    strict: bool,
+    timeout: float,
+) -> None:
+    """Run an assembler over the scenario corpus; print the matrix and write the reports."""
+    try:
+        plugin = load_plugin(impl, impl_shape=impl_shape)
+        chosen, corpus = _scenarios(scenarios_spec, level)
+    except CtxconfError as exc:
+        _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
+    wanted = _shapes(shapes)
+    if wanted is not None and not set(wanted) & set(plugin.shapes):
+        _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
+    events = run_events(
+        plugin,
+        chosen,
+        shapes=wanted,
+        level=level,
+        timeout=timeout,
+        jobs=jobs,
+        strict=strict,
+        corpus=corpus,
+    )
+    stdout: IO[str] = sys.stdout
+    printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
+    collected: list[Event] = []
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]ctxconf run"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task("", total=None)
+        for event in events:
+            collected.append(event)
+            if printer is not None:
+                printer(event)
+            if isinstance(event, RunStarted):
+                progress.update(task, total=event.case_count)
+            elif isinstance(event, CaseFinished):
+                progress.update(task, advance=1, description=event.result.scenario)
+    record = record_from_events(collected)
+    if not no_reports:
+        with (
+            (report_dir / "run.jsonl").open("w", encoding="utf-8")
+            if report_dir.mkdir(parents=True, exist_ok=True) is None
+            else open(report_dir / "run.jsonl", "w", encoding="utf-8") as stream
+        ):
+            writer = JsonLinesWriter(stream)
+            for event in collected:
+                writer(event)
+        _write(report_dir / "report.md", render_markdown(record))
+        _write(report_dir / "report.html", render_html(record))
+        _write(report_dir / "junit.xml", render_junit(record))
+    if output_format == "table":
+        render_terminal(record, Console())
+        if not no_reports:
+            click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
+    elif output_format == "md":
+        click.echo(render_markdown(record), nl=False)
+    raise SystemExit(record.exit_status)

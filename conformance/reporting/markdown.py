@@ -1,0 +1,51 @@
+"""Markdown for pull-request comments: totals, the matrix, and the problems folded away."""
+
+from __future__ import annotations
+
+from conformance.reporting.matrix import failing_cases, matrix_rows, problem_lines
+from conformance.reporting.record import RunRecord
+from conformance.scenarios import LEVELS
+
+__all__ = ["render_markdown"]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
+    header = record.header
+    out = [
+        f"## ctxconf conformance: `{header.get('plugin', '?')}`",
+        "",
+        f"{len(record.cases)} cases over {len(record.shapes)} shapes; exit status "
+        f"{record.exit_status}.",
+        "",
+        "| level | pass | fail | error | result |",
+        "|---|---:|---:|---:|---|",
+    ]
+    totals = record.totals
+    for level in LEVELS:
+        t = totals[level]
+        out.append(
+            f"| {level} | {t.passed} | {t.failed} | {t.errors} | {'ok' if t.ok else '**FAILED**'} |"
+        )
+    shapes = record.shapes
+    out += ["", "| level | scenario | " + " | ".join(shapes) + " |"]
+    out.append("|---|---|" + "|".join(":-:" for _ in shapes) + "|")
+    for row in matrix_rows(record.cases, shapes):
+        out.append(
+            f"| {row.level} | `{row.scenario}` | "
+            + " | ".join(_cell(c.text) for c in row.cells)
+            + " |"
+        )
+    problems = failing_cases(record.cases)
+    if problems:
+        out += ["", f"<details><summary>{len(problems)} problem case(s)</summary>", ""]
+        for case in problems[:max_problems]:
+            out.append(f"- `{case.key}`")
+            out += [f"  - {_cell(line)}" for line in problem_lines(case)]
+        if len(problems) > max_problems:
+            out.append(f"- ... and {len(problems) - max_problems} more (see report.html)")
+        out += ["", "</details>"]
+    return "\n".join(out) + "\n"

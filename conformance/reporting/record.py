@@ -1,0 +1,172 @@
+"""The JSON-lines run report: the source of truth every other format is derived from.
+
+Format ``ctxconf.run``, version 1, one JSON object per line::
+
+    {"type": "header", "format": "ctxconf.run", "version": 1, "plugin": ..., "shapes": [...], ...}
+    {"type": "case", "index": 0, "scenario": ..., "shape": ..., "status": "pass", "checks": [...]}
+    ...
+    {"type": "footer", "totals": {"must": {"pass": 10, "fail": 0, "error": 0}, ...}, ...}
+
+Case lines carry the input and output request bodies only for cases that did not pass (to keep a
+full run small); the verdict's provenance is in every case line that has a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+from conformance.events import (
+    CaseFinished,
+    CaseResult,
+    Event,
+    LevelTotals,
+    RunFinished,
+    RunStarted,
+    level_totals,
+)
+from conformance.scenarios import LEVELS
+from reference_impl.errors import CtxconfError
+
+__all__ = [
+    "REPORT_FORMAT",
+    "REPORT_VERSION",
+    "JsonLinesWriter",
+    "ReportFileError",
+    "RunRecord",
+    "read_jsonl",
+    "record_from_events",
+]
+
+REPORT_FORMAT: Final = "ctxconf.run"
+REPORT_VERSION: Final = 1
+
+
+class ReportFileError(CtxconfError, ValueError):
+    """A saved run that cannot be read; ``where`` is ``file:line``."""
+
+    code = "report_file_invalid"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    header: Mapping[str, Any]
+    cases: tuple[CaseResult, ...]
+    footer: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def shapes(self) -> tuple[str, ...]:
+        return tuple(self.header.get("shapes", ()))
+
+    @property
+    def totals(self) -> dict[str, LevelTotals]:
+        return dict(level_totals(self.cases))
+
+    @property
+    def exit_status(self) -> int:
+        return int(self.footer.get("exit_status", 0))
+
+
+def header_line(event: RunStarted) -> dict[str, Any]:
+    data = asdict(event)
+    data["shapes"] = list(event.shapes)
+    return {"type": "header", "format": REPORT_FORMAT, "version": REPORT_VERSION, **data}
+
+
+def footer_line(event: RunFinished) -> dict[str, Any]:
+    return {
+        "type": "footer",
+        "totals": {level: t.to_dict() for level, t in event.totals.items()},
+        "statuses": dict(event.statuses),
+        "seconds": round(event.seconds, 3),
+        "abandoned_threads": event.abandoned_threads,
+        "exit_status": event.exit_status,
+    }
+
+
+class JsonLinesWriter:
+    """Consumes events and writes one line per event that belongs in the report."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def __call__(self, event: Event) -> None:
+        line: dict[str, Any] | None = None
+        if isinstance(event, RunStarted):
+            line = header_line(event)
+        elif isinstance(event, CaseFinished):
+            line = event.result.to_dict()
+        elif isinstance(event, RunFinished):
+            line = footer_line(event)
+        if line is not None:
+            self.stream.write(json.dumps(line, ensure_ascii=False, sort_keys=False) + "\n")
+            self.stream.flush()
+
+
+def record_from_events(events: Iterable[Event]) -> RunRecord:
+    header: dict[str, Any] = {}
+    cases: list[CaseResult] = []
+    footer: dict[str, Any] = {}
+    for event in events:
+        if isinstance(event, RunStarted):
+            header = header_line(event)
+        elif isinstance(event, CaseFinished):
+            cases.append(event.result)
+        elif isinstance(event, RunFinished):
+            footer = footer_line(event)
+    return RunRecord(header, tuple(cases), footer)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise ReportFileError(exc.strerror or str(exc), where=str(path)) from None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield number, json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ReportFileError(f"not JSON ({exc.msg})", where=f"{path}:{number}") from None
+
+
+def read_jsonl(path: Path) -> RunRecord:
+    """Read a saved run; a named error with ``file:line`` for anything that is not one."""
+    header: dict[str, Any] | None = None
+    cases: list[CaseResult] = []
+    footer: dict[str, Any] = {}
+    for number, line in _lines(path):
+        where = f"{path}:{number}"
+        kind = line.get("type") if isinstance(line, dict) else None
+        if header is None:
+            if kind != "header" or line.get("format") != REPORT_FORMAT:
+                raise ReportFileError(
+                    f"the first line must be a {REPORT_FORMAT!r} header; is this a ctxconf run "
+                    f"report (reports/run.jsonl)?",
+                    where=where,
+                )
+            if line.get("version") != REPORT_VERSION:
+                raise ReportFileError(
+                    f"report version {line.get('version')!r}; this release reads version "
+                    f"{REPORT_VERSION}",
+                    where=where,
+                )
+            header = line
+        elif kind == "case":
+            try:
+                cases.append(CaseResult.from_dict(line))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ReportFileError(f"malformed case line ({exc!r})", where=where) from None
+            if cases[-1].level not in LEVELS:
+                raise ReportFileError(f"unknown level {cases[-1].level!r}", where=where)
+        elif kind == "footer":
+            footer = line
+        else:
+            raise ReportFileError(f"unknown line type {kind!r}", where=where)
+    if header is None:
+        raise ReportFileError("empty report", where=str(path))
+    return RunRecord(header, tuple(cases), footer)

@@ -1,0 +1,64 @@
+"""The terminal matrix: scenario x shape, per-level totals, then the first problems."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from conformance.reporting.matrix import failing_cases, matrix_rows, problem_lines
+from conformance.reporting.record import RunRecord
+from conformance.scenarios import LEVELS
+
+__all__ = ["render_terminal", "terminal_renderable"]
+
+_STYLE = {"pass": "green", "fail": "red", "error": "magenta", None: "dim"}
+
+
+def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> RenderableType:
+    shapes = record.shapes
+    matrix = Table(
+        title=f"ctxconf conformance: {record.header.get('plugin', '?')}", title_justify="left"
+    )
+    matrix.add_column("level")
+    matrix.add_column("scenario", no_wrap=True)
+    for shape in shapes:
+        matrix.add_column(shape, justify="center")
+    for row in matrix_rows(record.cases, shapes):
+        matrix.add_row(
+            row.level,
+            Text(row.scenario, style=_STYLE[row.status] if row.status != "pass" else ""),
+            *(Text(cell.text, style=_STYLE[cell.status]) for cell in row.cells),
+        )
+    totals = Table(title="totals by check level", title_justify="left")
+    for column in ("level", "pass", "fail", "error", "result"):
+        totals.add_column(column, justify="left" if column == "level" else "right")
+    record_totals = record.totals
+    for level in LEVELS:
+        t = record_totals[level]
+        verdict = Text("ok", style="green") if t.ok else Text("FAILED", style="bold red")
+        totals.add_row(level, str(t.passed), str(t.failed), str(t.errors), verdict)
+    parts: list[RenderableType] = [matrix, totals]
+    problems = failing_cases(record.cases)
+    if problems:
+        lines = Text()
+        for case in problems[:max_problems]:
+            lines.append(f"{case.key}\n", style="bold")
+            for line in problem_lines(case):
+                lines.append(f"  {line}\n")
+        if len(problems) > max_problems:
+            lines.append(f"... and {len(problems) - max_problems} more (see the reports)\n")
+        parts.append(lines)
+    footer = record.footer
+    summary = (
+        f"{len(record.cases)} cases, {footer.get('statuses', {}).get('pass', 0)} passed"
+        f" in {footer.get('seconds', 0)}s; exit status {record.exit_status}"
+    )
+    if footer.get("abandoned_threads"):
+        summary += f"; {footer['abandoned_threads']} hung plug-in call(s) abandoned"
+    parts.append(Text(summary))
+    return Group(*parts)
+
+
+def render_terminal(record: RunRecord, console: Console | None = None) -> None:
+    (console or Console()).print(terminal_renderable(record))
