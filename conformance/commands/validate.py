@@ -59,20 +59,20 @@ def command(
 ) -> None:
     """Judge REQUEST (a JSON/YAML request body) the way the provider would."""
     body = read_document(request)
-    options = {
-        "dialect": dialect,
-        "profile": profile,
-        "context_limit": context_limit,
-        "input_tokens": input_tokens,
-    }
+    judge = lint_request if lint else validate_request
     try:
-        if lint:
-            verdicts = lint_request(body, shape, **options)
-        else:
-            verdicts = (validate_request(body, shape, **options),)
+        result = judge(
+            body,
+            shape,
+            dialect=dialect,
+            profile=profile,
+            context_limit=context_limit,
+            input_tokens=input_tokens,
+        )
     except UnknownProfileError as exc:
         click.echo(f"ctxconf: error: {exc}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
+    verdicts = result if isinstance(result, tuple) else (result,)
     if fmt == "json":
         payloads = [v.to_dict() for v in verdicts]
         click.echo(json.dumps(payloads if lint else payloads[0], ensure_ascii=False))

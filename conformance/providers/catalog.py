@@ -20,6 +20,7 @@ its base is visible in the data.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -40,8 +41,11 @@ __all__ = [
     "Profile",
     "Rule",
     "UnknownProfileError",
+    "list_dialects",
     "list_profiles",
     "load_catalog",
+    "message_pattern",
+    "profile_for_model",
     "resolve_profile",
     "rules_for",
 ]
@@ -115,6 +119,7 @@ class Profile:
     overflow: str | None
     settings: Mapping[str, Any]
     extends: str | None = None
+    models: tuple[str, ...] = ()  # regexes of model names this profile describes
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +210,7 @@ def _resolve_profiles(raw_profiles: list[dict[str, Any]], rule_ids: set[str]) ->
             overflow=raw.get("overflow", base.overflow if base else None),
             settings=settings,
             extends=raw.get("extends"),
+            models=tuple(raw.get("models", ())),
         )
         if profile.shape not in SHAPES:
             raise CatalogError(f"profile {pid!r} has unknown shape {profile.shape!r}")
@@ -294,6 +300,23 @@ def resolve_profile(shape: str, dialect: str | None = None, profile: str | None 
     raise UnknownProfileError(
         f"no dialect {dialect!r} for shape {shape}; known dialects: {known}", where="dialect"
     )
+
+
+def profile_for_model(shape: str, dialect: str | None, model: str | None) -> Profile:
+    """The profile describing ``model`` (by its ``models`` patterns), else the default one."""
+    if model:
+        for candidate in list_profiles(shape):
+            if candidate.dialect == dialect and any(re.search(p, model) for p in candidate.models):
+                return candidate
+    return resolve_profile(shape, dialect)
+
+
+def message_pattern(rule: Rule, variant: str | None = None) -> re.Pattern[str]:
+    """A regex matching the rule's message with any value in each placeholder (calibration)."""
+    template = rule.variants[variant].message if variant else rule.message
+    parts = re.split(r"\{[a-z_]+\}", template)
+    body = ".+?".join(re.escape(" ".join(part.split())) for part in parts)
+    return re.compile(body.replace(r"\ ", r"\s+"), re.DOTALL)
 
 
 def rules_for(
