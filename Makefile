@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test check lint typecheck unit bench clean
+.PHONY: install run test check lint typecheck unit bench calibrate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,11 @@ unit: install
 test: check unit
 
 bench: install
+	$(BIN)/python -m pip install --quiet -e '.[dev,langchain]'
 	$(BIN)/python bench/assemble_bench.py
+
+calibrate: install
+	$(BIN)/python bench/calibrate_tokens.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis reports
