@@ -1,0 +1,114 @@
+"""Hypothesis properties of the reference assembler over generated sessions and budgets.
+
+Over valid sessions: the view is pairing-valid and renders in its shape; it fits the budget or
+the assembly is refused with a typed error; prefix and pins are kept; the latest user message and
+the last N complete rings are kept; every ring is kept whole or dropped whole; order is preserved;
+the same input gives byte-identical output. Over broken sessions, ``fail_closed`` always refuses.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+from test_assembler_support import WordCounter, _fallback_validate, _validate_available
+
+from conformance.strategies import broken_transcripts, transcripts
+from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl import rings as rings_module
+from reference_impl.rings import Ring, segment
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SHAPE_NAMES, Transcript
+
+settings.register_profile(
+    "assembler", max_examples=500, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+PROFILE = settings.get_profile("assembler")
+validate = rings_module.validate if _validate_available() else _fallback_validate
+
+CONFIGS = st.builds(
+    AssemblyConfig,
+    recent_tool_rings=st.integers(0, 3),
+    recent_user_turns=st.integers(0, 2),
+    middle_delete_unit=st.sampled_from(["tool_ring", "clear_tool_result"]),
+    keep_middle_error_results=st.integers(0, 2),
+    summarize_trigger_ratio=st.sampled_from([0.5, 0.8, 1.0]),
+    on_still_over_budget=st.sampled_from(["fail_closed", "drop_tools_schema_then_fail"]),
+    pin=st.just(("first_user_message", "side_effect_ledger", "security_system_prompt")),
+)
+
+
+@st.composite
+def cases(draw):
+    shape = draw(st.sampled_from(SHAPE_NAMES))
+    session = draw(transcripts(get_shape(shape).capabilities, max_messages=14))
+    full = WordCounter().count(session).total
+    budget = draw(st.integers(0, full + full // 5))
+    return shape, session, draw(CONFIGS), budget
+
+
+def run(shape, session, config, budget):
+    return assemble(session, config, shape=shape, counter=WordCounter(), budget=budget,
+                    metrics=AssemblyMetrics(CollectorRegistry()))
+
+
+def _protected(session: Transcript, config: AssemblyConfig) -> set[str]:
+    """Ids that must survive: leading system text, the first user message, the latest user
+    message and the last N complete rings (independently computed from the session)."""
+    messages = session.messages
+    keep: set[str] = set()
+    for m in messages:
+        if m.role not in ("system", "developer"):
+            break
+        keep.add(m.id)
+    users = [m for m in messages if m.role == "user"]
+    if users:
+        keep.add(users[0].id)
+        keep.add(users[-1].id)
+    complete = [s for s in segment(session) if isinstance(s, Ring) and s.complete]
+    for r in complete[len(complete) - config.recent_tool_rings:] if config.recent_tool_rings else []:
+        keep.update(messages[i].id for i in r.indices)
+    return keep
+
+
+@settings(PROFILE)
+@given(cases())
+def test_view_is_valid_within_budget_and_keeps_what_it_must(case):
+    shape, session, config, budget = case
+    try:
+        assembly = run(shape, session, config, budget)
+    except ContextAssemblyError as exc:
+        assert exc.code.startswith("context_assembly_")
+        assert exc.code != "context_assembly_pairing_error"  # the session is valid
+        return
+    view = assembly.view
+    assert validate(view) == ()
+    assert WordCounter().count(view).total <= budget
+    kept = [m.id for m in view]
+    kept_set = set(kept)
+    assert _protected(session, config) <= kept_set
+    for seg in segment(session):
+        if isinstance(seg, Ring):
+            present = [session.messages[i].id in kept_set for i in seg.indices]
+            assert all(present) or not any(present), "a ring was cut"
+    position = {m.id: i for i, m in enumerate(session.messages)}
+    from_session = [position[i] for i in kept if i in position]
+    assert from_session == sorted(from_session)
+    body = assembly.render()
+    again = run(shape, session, config, budget)
+    assert json.dumps(again.render(), sort_keys=True) == json.dumps(body, sort_keys=True)
+
+
+@settings(PROFILE)
+@given(broken_transcripts(max_messages=10), st.integers(0, 5000), st.sampled_from(SHAPE_NAMES))
+def test_fail_closed_always_rejects_broken_sessions(broken, budget, shape):
+    session, kind = broken
+    try:
+        run(shape, session, AssemblyConfig(), budget)
+    except ContextAssemblyError as exc:
+        assert exc.code == "context_assembly_pairing_error", kind
+    else:
+        raise AssertionError(f"a session with {kind} was assembled")
