@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 from vcr.request import Request as VcrRequest
 
@@ -32,7 +33,7 @@ from conformance.cassettes import (
     skeleton_digest,
 )
 from conformance.providers.catalog import load_catalog
-from conformance.providers.emulator_routes import RULE_HEADER
+from conformance.providers.emulator_routes import RULE_HEADER, endpoint_for_path
 from conformance.providers.verdict import Evidence, Verdict
 
 __all__ = [
@@ -97,6 +98,13 @@ class RecordedInteraction:
     status: int
     response_body: object
     headers: Mapping[str, str] = field(default_factory=dict)
+    uri: str = ""
+
+    @property
+    def url_model(self) -> str | None:
+        """The model named in the URL (Gemini, Bedrock), needed to send the request again."""
+        endpoint = endpoint_for_path(urlsplit(self.uri).path)
+        return endpoint.model if endpoint is not None else None
 
     @property
     def provenance(self) -> Literal["recorded-live", "recorded-emulated"] | None:
@@ -179,6 +187,7 @@ def _interactions(path: Path) -> Iterator[RecordedInteraction]:
             status=int((response.get("status") or {}).get("code", 0)),
             response_body=_json_body(response.get("body")),
             headers=headers,
+            uri=request.uri,
         )
 
 

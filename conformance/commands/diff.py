@@ -1,0 +1,249 @@
+"""``ctxconf diff OLD NEW``: did a provider's (or a profile's) acceptance change?
+
+Each side is a cassette folder or ``profile:NAME[,NAME]``, which sends a request set to the
+emulator with those profiles through the real SDKs. The request set is the other side's recorded
+requests when it is a folder, else the built-in probes (plus ``--scenarios``). Requests are paired
+by skeleton; a drift is a request newly rejected or newly accepted, a changed error (status, type,
+code or message), or a changed input-token count in ``usage``. Exit status 1 on any drift.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from conformance.cassettes import CassetteError, skeleton, skeleton_digest
+from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.providers.emulator import EmulatorConfigError, create_app
+from conformance.recorded_verdicts import CassetteLibrary, reported_input_tokens
+from conformance.roundtrip import Case, Exchange, Target, send
+from conformance.roundtrip_cases import probe_cases, scenario_cases
+from conformance.scenarios import Scenario, ScenarioError, load_corpus, select
+from reference_impl.transcript import SHAPE_NAMES
+
+__all__ = ["DIFF_FORMAT_VERSION", "Drift", "Observation", "command", "compare"]
+
+DIFF_FORMAT_VERSION: Final = 1
+_PROFILE_PREFIX: Final = "profile:"
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One request's answer on one side, reduced to what a drift is judged on."""
+
+    digest: str
+    shape: str
+    case: str
+    verdict: str
+    status: int
+    error_type: str | None
+    error_code: str | None
+    error_message: str | None
+    input_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    kind: str  # newly-rejected | newly-accepted | changed-error | token-drift
+    shape: str
+    case: str
+    detail: str
+    old: Observation
+    new: Observation
+
+
+def _error_fields(body: object, headers: Mapping[str, str]) -> tuple[str | None, ...]:
+    """(type, code, message) from any provider envelope (OpenAI, Anthropic, Gemini, Bedrock)."""
+    if not isinstance(body, Mapping):
+        return None, None, None if body is None else str(body)[:200]
+    inner = body.get("error")
+    if isinstance(inner, Mapping):
+        kind = inner.get("type") or inner.get("status")
+        code = inner.get("code")
+        message = inner.get("message")
+    else:  # Bedrock: {"message": ...} and the type in a header
+        kind, code, message = headers.get("x-amzn-errortype"), None, body.get("message")
+    return (
+        None if kind is None else str(kind),
+        None if code is None else str(code),
+        None if message is None else str(message),
+    )
+
+
+def _observation(  # noqa: PLR0917 - one flat record, built in two places
+    digest: str, shape: str, case: str, status: int, body: object, headers: Mapping[str, str]
+) -> Observation:
+    accepted = 200 <= status < 300
+    kind, code, message = (None, None, None) if accepted else _error_fields(body, headers)
+    return Observation(
+        digest=digest,
+        shape=shape,
+        case=case,
+        verdict="accept" if accepted else "reject",
+        status=status,
+        error_type=kind,
+        error_code=code,
+        error_message=message,
+        input_tokens=reported_input_tokens(shape, body),
+    )
+
+
+def _digest(case: Case) -> str:
+    return skeleton_digest(
+        skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
+    )
+
+
+def _from_exchange(exchange: Exchange) -> Observation:
+    case = exchange.case
+    label = f"{case.cassette} ({case.label})"
+    return _observation(
+        _digest(case), case.shape, label, exchange.status, exchange.response_body, exchange.headers
+    )
+
+
+def _folder_side(root: Path) -> tuple[dict[str, Observation], list[Case]]:
+    library = CassetteLibrary(root)
+    observations: dict[str, Observation] = {}
+    cases: list[Case] = []
+    for item in library.interactions:
+        label = f"{item.path.relative_to(root)}#{item.index}"
+        obs = _observation(
+            item.digest, item.shape, label, item.status, item.response_body, item.headers
+        )
+        observations.setdefault(item.digest, obs)
+        if isinstance(item.request_body, Mapping):
+            dialect = item.skeleton.get("dialect")
+            cases.append(
+                Case(item.path.stem, label, item.request_body, item.shape, dialect, item.url_model)
+            )
+    return observations, cases
+
+
+def _profile_side(names: str, cases: Sequence[Case]) -> dict[str, Observation]:
+    app = create_app(profile=names)
+    target = Target.emulator(app)
+    observations: dict[str, Observation] = {}
+    for case in cases:
+        obs = _from_exchange(send(case, target))
+        observations.setdefault(obs.digest, obs)
+    return observations
+
+
+def compare(old: Mapping[str, Observation], new: Mapping[str, Observation]) -> list[Drift]:
+    """Every drift between two sides, skeleton by skeleton, in a stable order."""
+    drifts: list[Drift] = []
+    for digest in sorted(set(old) & set(new), key=lambda d: (old[d].shape, old[d].case)):
+        a, b = old[digest], new[digest]
+        found: list[tuple[str, str]] = []
+        if a.verdict == "accept" and b.verdict == "reject":
+            found.append(("newly-rejected", f"now {b.status} {b.error_type}: {b.error_message}"))
+        elif a.verdict == "reject" and b.verdict == "accept":
+            found.append(("newly-accepted", f"was {a.status} {a.error_type}: {a.error_message}"))
+        elif a.verdict == "reject":
+            changed = [
+                f"{name} {x!r} -> {y!r}"
+                for name, x, y in (
+                    ("status", a.status, b.status),
+                    ("type", a.error_type, b.error_type),
+                    ("code", a.error_code, b.error_code),
+                    ("message", a.error_message, b.error_message),
+                )
+                if x != y
+            ]
+            if changed:
+                found.append(("changed-error", "; ".join(changed)))
+        if a.input_tokens != b.input_tokens and None not in (a.input_tokens, b.input_tokens):
+            found.append(("token-drift", f"input tokens {a.input_tokens} -> {b.input_tokens}"))
+        drifts.extend(Drift(kind, a.shape, a.case, detail, a, b) for kind, detail in found)
+    return drifts
+
+
+def _default_cases(shapes: Sequence[str], selectors: tuple[str, ...]) -> list[Case]:
+    cases: list[Case] = []
+    scenarios: tuple[Scenario, ...] = ()
+    if selectors:
+        try:
+            scenarios = select(load_corpus(), selectors=[s for s in selectors if s != "all"])
+        except ScenarioError as exc:
+            _fail(f"--scenarios: {exc}")
+    for shape in shapes:
+        cases += probe_cases(shape)
+        cases += scenario_cases(scenarios, shape)
+    return cases
+
+
+def _fail(what: str) -> None:
+    click.echo(f"ctxconf: error: {what}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _side(
+    spec: str, other_cases: Sequence[Case], default: Sequence[Case]
+) -> dict[str, Observation]:
+    if spec.startswith(_PROFILE_PREFIX):
+        try:
+            return _profile_side(spec[len(_PROFILE_PREFIX) :], other_cases or default)
+        except EmulatorConfigError as exc:
+            _fail(f"{spec}: {exc.message}")
+    path = Path(spec)
+    if not path.is_dir():
+        _fail(f"{spec}: not a cassette folder (or profile:NAME)")
+    try:
+        return _folder_side(path)[0]
+    except CassetteError as exc:
+        _fail(f"{spec}: {exc}")
+    return {}  # pragma: no cover - _fail exits
+
+
+def _table(drifts: Sequence[Drift], old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    lines = [f"compared {len(set(old) & set(new))} skeletons; {len(drifts)} drift(s)"]
+    lines += [f"{d.kind:15} {d.shape:20} {d.case}: {d.detail}" for d in drifts]
+    only_old, only_new = len(set(old) - set(new)), len(set(new) - set(old))
+    if only_old or only_new:
+        lines.append(f"not compared: {only_old} only in OLD, {only_new} only in NEW")
+    return "\n".join(lines)
+
+
+@click.command("diff")
+@click.argument("old")
+@click.argument("new")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--shape", "shapes", multiple=True, type=click.Choice(SHAPE_NAMES))
+@click.option("--scenarios", "selectors", multiple=True, help="Add scenarios (ids, tags, 'all').")
+def command(
+    old: str, new: str, fmt: str, shapes: tuple[str, ...], selectors: tuple[str, ...]
+) -> None:
+    """Compare two cassette folders or emulator profiles (profile:NAME) skeleton by skeleton."""
+    wanted = list(shapes) or list(SHAPE_NAMES)
+    folder_cases: list[Case] = []
+    for spec in (old, new):
+        if not spec.startswith(_PROFILE_PREFIX) and Path(spec).is_dir():
+            folder_cases = [c for c in _folder_side(Path(spec))[1] if c.shape in wanted]
+            break
+    default = [] if folder_cases else _default_cases(wanted, selectors)
+    left = _side(old, folder_cases, default)
+    right = _side(new, folder_cases, default)
+    left = {k: v for k, v in left.items() if v.shape in wanted}
+    right = {k: v for k, v in right.items() if v.shape in wanted}
+    drifts = compare(left, right)
+    if fmt == "json":
+        document = {
+            "version": DIFF_FORMAT_VERSION,
+            "old": old,
+            "new": new,
+            "compared": len(set(left) & set(right)),
+            "only_old": sorted(v.case for k, v in left.items() if k not in right),
+            "only_new": sorted(v.case for k, v in right.items() if k not in left),
+            "drift": [asdict(d) for d in drifts],
+        }
+        click.echo(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        click.echo(_table(drifts, left, right))
+    if drifts:
+        raise SystemExit(EXIT_FINDING)

@@ -1,0 +1,283 @@
+"""The emulator answers the official SDKs in their own schemas, judges by the rule catalog, and
+never answers bad input with a 500."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2
+import openai
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conformance.providers.emulator import EmulatorConfigError, create_app
+from conformance.providers.emulator_responses import EmulatorReply
+from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
+from reference_impl.shapes import get_shape
+
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+}
+ROUTES = (
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/responses/input_tokens",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/v1beta/models/gemini-2.5-flash:generateContent",
+    "/model/us.anthropic.claude-haiku-4-5-v1:0/converse",
+)
+APP = create_app()
+
+
+def _openai(app: Any = APP, prefix: str = "") -> openai.OpenAI:
+    client = httpx2.Client(transport=httpx2_transport(app))
+    return openai.OpenAI(
+        base_url=f"http://emulator.test{prefix}/v1",
+        api_key="test",
+        http_client=client,
+        max_retries=0,
+    )
+
+
+def _anthropic(app: Any = APP) -> anthropic.Anthropic:
+    client = httpx2.Client(transport=httpx2_transport(app))
+    return anthropic.Anthropic(
+        base_url="http://emulator.test", api_key="test", http_client=client, max_retries=0
+    )
+
+
+def _raw(app: Any = APP) -> httpx.Client:
+    return httpx.Client(transport=httpx_transport(app), base_url="http://emulator.test")
+
+
+# ------------------------------------------------------------------------------ SDKs parse it
+
+
+def test_openai_chat_text_reply_parses_in_the_sdk() -> None:
+    reply = _openai().chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "Hello"}]
+    )
+    assert reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].message.content
+    assert reply.usage is not None
+    assert reply.usage.prompt_tokens > 0
+
+
+def test_openai_chat_parallel_tool_calls_follow_the_directive() -> None:
+    reply = _openai().chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "go [emulator: call get_weather x3]"}],
+        tools=[WEATHER],  # type: ignore[list-item]
+    )
+    calls = reply.choices[0].message.tool_calls or []
+    assert [c.function.name for c in calls] == ["get_weather"] * 3  # type: ignore[union-attr]
+    assert len({c.id for c in calls}) == 3
+    assert all(c.id.startswith("call_") for c in calls)
+
+
+def test_openai_responses_reasoning_and_call_items_parse() -> None:
+    response = _openai().responses.create(
+        model="gpt-4o-mini", input="weather? [emulator: think] [emulator: call get_weather]"
+    )
+    kinds = [item.type for item in response.output]
+    assert kinds[0] == "reasoning"
+    assert "function_call" in kinds
+
+
+def test_anthropic_thinking_then_tool_use_parses_in_the_sdk() -> None:
+    message = _anthropic().messages.create(
+        model="claude-haiku-4-5",
+        max_tokens=100,
+        messages=[{"role": "user", "content": "[emulator: think] [emulator: call lookup x2]"}],
+    )
+    kinds = [block.type for block in message.content]
+    assert kinds == ["thinking", "tool_use", "tool_use"]
+    assert message.stop_reason == "tool_use"
+
+
+def test_count_endpoints_answer_through_the_sdks() -> None:
+    counted = _anthropic().messages.count_tokens(
+        model="claude-haiku-4-5", messages=[{"role": "user", "content": "Hello there"}]
+    )
+    assert counted.input_tokens > 0
+    tokens = _openai().responses.input_tokens.count(model="gpt-4o-mini", input="Hello there")
+    assert tokens.input_tokens > 0
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "/v1beta/models/gemini-2.5-flash:generateContent",
+            {"contents": [{"role": "user", "parts": [{"text": "hi [emulator: call f]"}]}]},
+        ),
+        (
+            "/model/us.anthropic.claude-haiku-4-5-v1:0/converse",
+            {"messages": [{"role": "user", "content": [{"text": "hi [emulator: call f]"}]}]},
+        ),
+    ],
+)
+def test_gemini_and_bedrock_replies_parse_back_into_the_transcript(
+    path: str, body: dict[str, Any]
+) -> None:
+    response = _raw().post(path, json=body)
+    assert response.status_code == 200, response.text
+    shape = "gemini" if "generateContent" in path else "bedrock-converse"
+    message = get_shape(shape).parse_response(response.json())
+    assert [c.name for c in message.tool_calls] == ["f"]
+
+
+# --------------------------------------------------------------------------- judging requests
+
+
+def test_C1_unanswered_call_is_rejected_with_the_openai_envelope_and_rule_header() -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        _openai().chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_a",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "user", "content": "and?"},
+            ],
+        )
+    response = caught.value.response
+    assert response.headers["x-ctxconf-rule"] == "C1"
+    assert response.headers["x-ctxconf-provenance"] == "emulated"
+    assert "call_a" in response.json()["error"]["message"]
+
+
+def test_A9_profiles_differ_on_consecutive_user_turns() -> None:
+    messages: Any = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    current = _anthropic().messages.create(
+        model="claude-haiku-4-5", max_tokens=10, messages=messages
+    )
+    assert current.content
+    strict = _anthropic(create_app(profile="anthropic-2024-strict-alternation"))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        strict.messages.create(model="claude-haiku-4-5", max_tokens=10, messages=messages)
+    headers = caught.value.response.headers
+    assert headers["x-ctxconf-rule"] == "A9"
+    assert headers["x-ctxconf-profile"] == "anthropic-2024-strict-alternation"
+
+
+def test_dialect_from_path_prefix_applies_mistral_id_rule_MI4() -> None:
+    body = {
+        "model": "mistral-large-latest",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "call_abc",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_abc", "content": "ok"},
+        ],
+    }
+    base = _raw().post("/v1/chat/completions", json=body)
+    assert base.status_code == 200
+    mistral = _raw().post("/dialect/mistral/v1/chat/completions", json=body)
+    assert mistral.status_code == 400
+    assert mistral.headers["x-ctxconf-rule"] == "MI4"
+    by_header = _raw().post(
+        "/v1/chat/completions", json=body, headers={"x-ctxconf-dialect": "mistral"}
+    )
+    assert by_header.headers.get("x-ctxconf-rule") == "MI4"
+
+
+def test_C10_context_limit_gives_the_overflow_error() -> None:
+    small = create_app(context_limit=20)
+    with pytest.raises(openai.BadRequestError) as caught:
+        _openai(small).chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "word " * 200}]
+        )
+    error = caught.value.response.json()["error"]
+    assert error["code"] == "context_length_exceeded"
+    assert "maximum context length is 20 tokens" in error["message"]
+    ok = _openai(small).chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert ok.choices
+
+
+def test_fixed_script_and_deterministic_ids() -> None:
+    app = create_app(script=EmulatorReply(text=None, calls=(("lookup", {"q": 1}),)))
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "anything"}]}
+    first = _raw(app).post("/v1/chat/completions", json=body).json()
+    again = _raw(app).post("/v1/chat/completions", json=body).json()
+    assert first == again
+    changed = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "system", "content": "x"}, *body["messages"]],
+    }  # type: ignore[list-item]
+    other = _raw(app).post("/v1/chat/completions", json=changed).json()
+    assert (
+        other["choices"][0]["message"]["tool_calls"][0]["id"]
+        != first["choices"][0]["message"]["tool_calls"][0]["id"]
+    )
+
+
+def test_unknown_profile_is_a_named_error() -> None:
+    with pytest.raises(EmulatorConfigError, match="no-such-profile"):
+        create_app(profile="no-such-profile")
+    with pytest.raises(EmulatorConfigError):
+        create_app(context_limit=0)
+
+
+def test_unknown_path_and_wrong_method_are_not_500() -> None:
+    assert _raw().post("/v2/whatever", json={}).status_code == 404
+    response = _raw().get("/v1/chat/completions")
+    assert response.status_code == 405
+    assert response.headers["x-ctxconf-provenance"] == "emulated"
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("path", ROUTES)
+@pytest.mark.parametrize("body", [b"", b"not json", b"{", b"\xff\xfe", b"[]", b"null", b"42"])
+def test_unparsable_or_non_object_bodies_get_a_provider_400(path: str, body: bytes) -> None:
+    response = _raw().post(path, content=body)
+    assert response.status_code == 400, response.text
+    assert response.headers["x-ctxconf-provenance"] == "emulated"
+    json.loads(response.text)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+_keys = st.sampled_from(["model", "messages", "input", "contents", "system", "tools", "max_tokens"])
+_bodies = st.dictionaries(_keys, _json, max_size=4) | _json
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(ROUTES), body=_bodies)
+def test_garbage_json_never_gets_a_500(path: str, body: Any) -> None:
+    response = _raw().post(path, json=body)
+    assert response.status_code < 500, (path, body, response.text)
+    assert response.headers["x-ctxconf-provenance"] == "emulated"
