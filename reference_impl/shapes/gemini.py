@@ -31,7 +31,9 @@ Mapping to the neutral transcript:
   as ``{"output": text}``. Images/files in a result travel as ``functionResponse.parts``
   (multimodal function responses) after the text; several text parts are joined, and a text part
   after an attachment is moved before it (Gemini has one response object per result).
-  ``name`` is required on the wire (G9); when a result has none it is taken from its call.
+  ``name`` is required on the wire (G9). ``ToolResultPart.name`` is kept only when it differs
+  from the name of the call it answers (else it is None, as in every other shape); render takes
+  it from the call. An empty ``output``/``error`` string is no text part.
 * Parts and fields without a neutral part (``executableCode``, ``codeExecutionResult``,
   ``videoMetadata``, unknown members of a ``functionCall``...) and non-function tools
   (``googleSearch``, ``codeExecution``...) are kept in ``params["gemini.extras"]``. Other top-level
@@ -152,16 +154,18 @@ class _Linker:
         n, self.call_n = self.call_n, self.call_n + 1
         return given if given is not None else f"{CALL_ID_PREFIX}{self.tag}-{n}"
 
-    def result_id(self, given: str | None, name: str | None) -> str:
+    def result_id(self, given: str | None, name: str | None) -> tuple[str, str | None]:
+        """``(call id, name to keep)``: the name is kept only when it differs from the call's."""
         n, self.result_n = self.result_n, self.result_n + 1
         if given is not None:
             self.answered.add(given)
-            return given
+            same = any(c.id == given and c.name == name for c in self.previous_calls)
+            return given, None if same else name
         for call in self.previous_calls:
             if call.id not in self.answered and call.name == name:
                 self.answered.add(call.id)
-                return call.id
-        return f"{RESULT_ID_PREFIX}{self.tag}-{n}"
+                return call.id, None
+        return f"{RESULT_ID_PREFIX}{self.tag}-{n}", name
 
 
 def _map_blob(data: Wire, key: str, extras: MessageExtras, at: int) -> ImagePart | FilePart:
@@ -197,7 +201,8 @@ def _map_response_content(
         is_error = key == "error"
         inner = value[key]
         if isinstance(inner, str):
-            content.append(TextPart(inner))
+            if inner:  # an empty output/error is no text at all
+                content.append(TextPart(inner))
         elif key == "error":
             content.append(TextPart(canonical_of(response.get(key))))
         else:
@@ -280,13 +285,9 @@ def _map_part(
         unknown = extra_members(data, frozenset({"id", "name", "response", "parts"}))
         if unknown:
             extras.add_fields((at,), {"functionResponse": unknown})
+        call_id, kept_name = linker.result_id(data.get("id").opt_str(), name)
         out.append(
-            ToolResultPart(
-                call_id=linker.result_id(data.get("id").opt_str(), name),
-                content=content,
-                is_error=is_error,
-                name=name,
-            )
+            ToolResultPart(call_id=call_id, content=content, is_error=is_error, name=kept_name)
         )
     return out
 
