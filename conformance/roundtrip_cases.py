@@ -155,9 +155,11 @@ PROBES: Final[tuple[Probe, ...]] = (
     ),
     Probe(
         "probe-unanswered-call",
-        "a tool call without its result (C1, R1, A1, G3, B2)",
+        "a tool call without its result (C1, R1, A1, B2)",
         (_SYSTEM, _user("Weather in Paris?"), _calls("call_p1"), _user("And?")),
-        _everywhere("reject"),
+        # Gemini: G2/G3 are worded for function *response* turns; no evidence shows a rejection
+        # of a call followed by plain user text, so no expectation is claimed.
+        {**_everywhere("reject"), "gemini": None},
     ),
     Probe(
         "probe-orphan-result",
