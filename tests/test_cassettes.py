@@ -249,7 +249,7 @@ def test_committed_cassette_holds_no_secret_and_honest_metadata(path: Path) -> N
         # Emulated answers say so; a cassette that claims otherwise would be dishonest.
         for interaction in document["interactions"]:
             assert interaction["response"]["headers"]["x-ctxconf-provenance"] == ["emulated"]
-    assert list(document)[0] == "ctxconf", "the metadata header comes first"
+    assert next(iter(document)) == "ctxconf", "the metadata header comes first"
 
 
 # --------------------------------------------------------------------------------- metadata
