@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from reference_impl.transcript import Message, SummaryPart, Transcript
+from reference_impl.transcript import FilePart, ImagePart, Message, SummaryPart, TextPart, Transcript
 
 __all__ = ["IdentityMap", "Link", "OutputStatus", "SourceStatus", "map_view"]
 
@@ -131,6 +131,17 @@ def _modified_source(message: Message, session: Transcript, claimed: set[int]) -
             overlap = len(ids & _ids(candidate))
             if overlap and (best is None or overlap > best[0]):
                 best = (overlap, i)
-        elif not candidate.has_tool_parts and message.text and candidate.text == message.text:
+        elif not candidate.has_tool_parts and _same_text(candidate, message):
             return i
     return best[1] if best is not None else None
+
+
+def _same_text(candidate: Message, message: Message) -> bool:
+    """Equal text, or every text part of ``candidate`` kept while its attachments were replaced
+    by placeholders (degraded): a changed message, not a new one."""
+    if message.text and candidate.text == message.text:
+        return True
+    kept = [p.text for p in message.parts if isinstance(p, TextPart)]
+    wanted = [p.text for p in candidate.parts if isinstance(p, TextPart)]
+    degraded = any(isinstance(p, ImagePart | FilePart) for p in candidate.parts)
+    return degraded and bool(wanted) and all(t in kept for t in wanted)

@@ -145,6 +145,17 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _expand_values(value: Any) -> Any:
+    """Tool-call arguments with ``{repeat, times}`` leaves expanded (for large payloads)."""
+    if isinstance(value, Mapping):
+        if set(value) in ({"repeat", "times"}, {"repeat", "times", "join"}):
+            return _text(value)
+        return {k: _expand_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_values(v) for v in value]
+    return value
+
+
 def _attachment(kind: str, item: Mapping[str, Any]) -> dict[str, Any]:
     source = next(s for s in ("url", "base64", "file_id") if s in item)
     out: dict[str, Any] = {"kind": kind, "source": source, "data": item[source]}
@@ -193,7 +204,7 @@ def expand_message(item: Mapping[str, Any]) -> dict[str, Any]:
             "kind": "tool_call",
             "id": call["id"],
             "name": call["name"],
-            "arguments": args if isinstance(args, str) else canonical_json(args),
+            "arguments": args if isinstance(args, str) else canonical_json(_expand_values(args)),
         }
         if "item_id" in call:
             entry["item_id"] = call["item_id"]
