@@ -42,8 +42,8 @@ def _error_parts(
     error = data.get("error", {})
     if not isinstance(error, Mapping):
         return "", str(error)
-    kind = error.get("status") if shape == "gemini" else error.get("type")
-    return str(kind or ""), str(error.get("message", ""))
+    error_kind = error.get("status") if shape == "gemini" else error.get("type")
+    return str(error_kind or ""), str(error.get("message", ""))
 
 
 def _param_code(body: object) -> tuple[object, object]:
