@@ -13,7 +13,7 @@ from reference_impl import AssemblyConfig, AssemblyMetrics, Ledger, LedgerEntry,
 
 def _common_prefix(a: list[str], b: list[str]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -30,11 +30,22 @@ def test_consecutive_requests_share_their_prefix_except_at_a_compaction(capsys):
     reused = total = compactions = 0
     for turn in range(30):
         stored = stored.with_messages(
-            [*stored.messages, *ring(f"t{turn}", words(25)), assistant(f"step {turn} done"),
-             user(f"continue with step {turn + 1}")]
+            [
+                *stored.messages,
+                *ring(f"t{turn}", words(25)),
+                assistant(f"step {turn} done"),
+                user(f"continue with step {turn + 1}"),
+            ]
         )
-        assembly = assemble(stored, config, shape="anthropic-messages", counter=counter,
-                            ledger=ledger, budget=600, metrics=metrics)
+        assembly = assemble(
+            stored,
+            config,
+            shape="anthropic-messages",
+            counter=counter,
+            ledger=ledger,
+            budget=600,
+            metrics=metrics,
+        )
         body = assembly.render()
         # cache_control markers are not content: compare the wire without them.
         wire = [json.dumps(_strip_cache(m), sort_keys=True) for m in body["messages"]]

@@ -9,7 +9,6 @@ from prometheus_client import CollectorRegistry
 from test_assembler_support import (
     WordCounter,
     assistant,
-    pairing_validator,  # noqa: F401  (autouse fixture)
     ring,
     session,
     system,
@@ -81,9 +80,11 @@ def test_prefix_and_suffix_survive_and_oldest_rings_go_first():
     a = run(s, budget=full - 60)  # one 55-token ring must go
     kept = ids(a)
     m = s.messages
-    assert kept[0] == m[0].id and kept[1] == m[1].id  # system and pinned goal
+    assert kept[0] == m[0].id
+    assert kept[1] == m[1].id
     assert kept[-1] == m[-1].id  # latest user message
-    assert m[2].id not in kept and m[3].id not in kept  # the oldest ring, both messages
+    assert m[2].id not in kept
+    assert m[3].id not in kept
     assert a.report.dropped_ring_ids == (m[2].id,)
     assert "drop_middle_rings" in a.report.steps
     assert a.report.total_after <= full - 60
@@ -119,7 +120,9 @@ def test_tools_over_budget_is_refused_or_tools_dropped_when_configured():
     with pytest.raises(ContextAssemblyError) as info:
         run(s, budget=100)
     assert info.value.code == "context_assembly_tools_over_budget"
-    a = run(s, NO_SUMMARY.with_changes(on_still_over_budget="drop_tools_schema_then_fail"), budget=100)
+    a = run(
+        s, NO_SUMMARY.with_changes(on_still_over_budget="drop_tools_schema_then_fail"), budget=100
+    )
     assert a.view.tools == ()
     assert "drop_tools_schema" in a.report.steps
 
@@ -189,18 +192,22 @@ def test_tier_order_verbose_rings_then_plain_turns_then_short_errors():
     # Enough pressure to drop both verbose rings but no plain turn.
     a = run(s, budget=full - 2 * 46)
     kept = set(ids(a))
-    assert m[5].id not in kept and m[8].id not in kept
+    assert m[5].id not in kept
+    assert m[8].id not in kept
     assert {m[4].id, m[7].id, m[2].id} <= kept
     # More pressure: plain turns go (oldest first) before the short error ring.
     a = run(s, budget=full - 2 * 46 - 24)
     kept = set(ids(a))
-    assert m[4].id not in kept and m[7].id in kept and m[2].id in kept
+    assert m[4].id not in kept
+    assert m[7].id in kept
+    assert m[2].id in kept
     assert a.report.steps.index("drop_middle_rings") < a.report.steps.index("drop_plain_turns")
 
 
 def test_error_rings_beyond_the_cap_are_treated_like_verbose_rings():
     s = session(
-        system(), user("goal"),
+        system(),
+        user("goal"),
         ring("e1", "denied", error=True),
         ring("e2", "denied", error=True),
         assistant(words(10, "plain")),
@@ -211,12 +218,14 @@ def test_error_rings_beyond_the_cap_are_treated_like_verbose_rings():
     a = run(s, config, budget=full - 5)
     kept = set(ids(a))
     assert s.messages[2].id not in kept  # the older error ring is beyond the cap
-    assert s.messages[4].id in kept and s.messages[6].id in kept
+    assert s.messages[4].id in kept
+    assert s.messages[6].id in kept
 
 
 def test_parallel_ring_is_dropped_whole():
-    s = session(system(), user("goal"), ring("p1", words(30), extra_calls=("p2", "p3")),
-                user("latest"))
+    s = session(
+        system(), user("goal"), ring("p1", words(30), extra_calls=("p2", "p3")), user("latest")
+    )
     a = run(s, NO_SUMMARY.with_changes(recent_tool_rings=0), budget=30)
     assert all(not m.has_tool_parts for m in a.view)
     assert a.report.dropped_ring_ids == (s.messages[2].id,)
@@ -227,23 +236,29 @@ def test_parallel_ring_is_dropped_whole():
 
 def test_attachments_in_the_middle_are_degraded_before_text_is_cut():
     img = ImagePart("base64", "aGVsbG8=", media_type="image/png")
-    s = session(system(), user("goal"), Message("user", (TextPart("see"), img)),
-                assistant("nice picture"), user("latest"))
+    s = session(
+        system(),
+        user("goal"),
+        Message("user", (TextPart("see"), img)),
+        assistant("nice picture"),
+        user("latest"),
+    )
     full = WordCounter().count(s).total
     a = run(s, budget=full - 50)
     assert "degrade_attachments" in a.report.steps
     assert "drop_plain_turns" not in a.report.steps
     degraded = a.view.messages[2]
     assert not any(isinstance(p, ImagePart) for p in degraded.parts)
-    assert "image omitted" in degraded.text and "image/png sha256:" in degraded.text
+    assert "image omitted" in degraded.text
+    assert "image/png sha256:" in degraded.text
     assert a.report.degraded_attachment_ids == (s.messages[2].id,)
 
 
 def test_clear_tool_result_keeps_calls_and_ids_and_respects_min_tokens_won():
-    s = session(system(), user("goal"), ring("c1", words(60)), ring("c2", words(5)),
-                user("latest"))
-    config = NO_SUMMARY.with_changes(middle_delete_unit="clear_tool_result", recent_tool_rings=0,
-                                     clear_min_tokens_won=20)
+    s = session(system(), user("goal"), ring("c1", words(60)), ring("c2", words(5)), user("latest"))
+    config = NO_SUMMARY.with_changes(
+        middle_delete_unit="clear_tool_result", recent_tool_rings=0, clear_min_tokens_won=20
+    )
     full = WordCounter().count(s).total
     a = run(s, config, budget=full - 30)
     assert a.report.cleared_result_ids == ("c1",)  # c2 would win fewer than 20 tokens
@@ -258,9 +273,13 @@ def test_clear_tool_result_keeps_calls_and_ids_and_respects_min_tokens_won():
 
 
 def test_memory_and_ledger_injections_are_labelled_capped_and_in_the_prefix():
-    ledger = Ledger((
-        LedgerEntry("notify_ops", "c1", "succeeded", idempotency_key="k-1", resource_id="msg_991"),
-    ))
+    ledger = Ledger(
+        (
+            LedgerEntry(
+                "notify_ops", "c1", "succeeded", idempotency_key="k-1", resource_id="msg_991"
+            ),
+        )
+    )
     memory = [MemoryItem(f"profile-{i}", f"fact {i}") for i in range(4)]
     config = NO_SUMMARY.with_changes(memory=MemoryConfig(max_items=2))
     a = run(long_session(), config, budget=10_000, ledger=ledger, memory=memory)
@@ -268,7 +287,8 @@ def test_memory_and_ledger_injections_are_labelled_capped_and_in_the_prefix():
     assert texts[0].startswith("[memory source: profile-0]")
     assert texts[1].startswith("[memory source: profile-1]")
     assert texts[2].startswith("[memory source: side_effect_ledger]")
-    assert "idempotency_key=k-1" in texts[2] and "resource_id=msg_991" in texts[2]
+    assert "idempotency_key=k-1" in texts[2]
+    assert "resource_id=msg_991" in texts[2]
     assert len(texts) == 3
     assert a.view.messages[1].id.startswith("inject-")  # right after the system text
     counter = WordCounter()
@@ -280,19 +300,22 @@ def test_memory_and_ledger_injections_are_labelled_capped_and_in_the_prefix():
 
 def test_budget_snapshot_lowers_the_budget_and_says_so():
     a = run(long_session(), budget=BudgetSnapshot(tokens_remaining=150))
-    assert a.report.budget.input_budget == 150 and a.report.budget.source == "run_tokens"
+    assert a.report.budget.input_budget == 150
+    assert a.report.budget.source == "run_tokens"
     b = run(long_session(), budget=BudgetSnapshot(cost_remaining=0.3, price_per_input_token=0.002))
-    assert b.report.budget.input_budget == 150 and b.report.budget.source == "run_cost"
-    c = run(long_session(), AssemblyConfig(model_input_limit=1000, output_reserve_tokens=100,
-                                          safety_margin_tokens=0),
-            budget=BudgetSnapshot(tokens_remaining=5000))
-    assert c.report.budget.input_budget == 900 and c.report.budget.source == "model"
+    assert b.report.budget.input_budget == 150
+    assert b.report.budget.source == "run_cost"
+    c = run(
+        long_session(),
+        AssemblyConfig(model_input_limit=1000, output_reserve_tokens=100, safety_margin_tokens=0),
+        budget=BudgetSnapshot(tokens_remaining=5000),
+    )
+    assert c.report.budget.input_budget == 900
+    assert c.report.budget.source == "model"
 
 
 def test_old_end_of_a_long_session_is_not_counted():
-    items: list = [system(), user("goal")]
-    for i in range(200):
-        items.append(ring(f"c{i}", words(20)))
+    items: list = [system(), user("goal"), *(ring(f"c{i}", words(20)) for i in range(200))]
     items.append(user("latest"))
     s = session(*items)
     counter = WordCounter()
@@ -309,9 +332,11 @@ def test_still_over_budget_fails_closed_with_over_budget():
     full = WordCounter().count(s).total
     with pytest.raises(ContextAssemblyError) as info:
         run(s, budget=full - 1)
-    assert info.value.code in {"context_assembly_suffix_over_budget",
-                               "context_assembly_prefix_over_budget",
-                               "context_assembly_over_budget"}
+    assert info.value.code in {
+        "context_assembly_suffix_over_budget",
+        "context_assembly_prefix_over_budget",
+        "context_assembly_over_budget",
+    }
     assert info.value.details["report"]["decision"] == "rejected"
 
 
@@ -321,3 +346,51 @@ def test_same_input_gives_byte_identical_output():
     b = run(s, AssemblyConfig(recent_tool_rings=1), budget=200)
     assert json.dumps(a.render("openai-chat")) == json.dumps(b.render("openai-chat"))
     assert [m.id for m in a.view] == [m.id for m in b.view]
+
+
+# ------------------------------------------------------------------------------- rendering
+
+
+def _cache_marks(body):
+    blocks = list(body["system"]) if isinstance(body.get("system"), list) else []
+    for m in body["messages"]:
+        if isinstance(m["content"], list):
+            blocks.extend(m["content"])
+    return [b for b in blocks if "cache_control" in b]
+
+
+def test_anthropic_render_places_at_most_four_breakpoints_on_stable_boundaries():
+    s = long_session()
+    config = AssemblyConfig(recent_tool_rings=1, recent_user_turns=1, summarize_trigger_ratio=0.3)
+    a = run(s, config, shape="anthropic-messages", budget=400)
+    assert a.report.summary_used
+    body = a.render()
+    marks = _cache_marks(body)
+    assert 1 <= len(marks) <= 4
+    assert "cache_control" in body["system"][-1]  # end of the system text
+    summary_blocks = [b for b in marks if "<context-summary>" in b.get("text", "")]
+    assert summary_blocks, "the summary block ends a cached prefix"
+    none = run(
+        s,
+        config.with_changes(anthropic_cache_breakpoints=0),
+        shape="anthropic-messages",
+        budget=400,
+    )
+    assert _cache_marks(none.render()) == []
+    assert "cache_control" not in json.dumps(a.render("openai-chat"))
+
+
+def test_render_in_every_shape_and_dialects_only_for_openai_chat():
+    a = run(long_session(), budget=10_000)
+    for shape in (
+        "openai-chat",
+        "openai-responses",
+        "anthropic-messages",
+        "gemini",
+        "bedrock-converse",
+    ):
+        assert isinstance(a.render(shape), dict)
+    from reference_impl.errors import ShapeError
+
+    with pytest.raises(ShapeError):
+        a.render("gemini", dialect="mistral")

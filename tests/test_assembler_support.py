@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pytest
-
-from reference_impl import rings
 from reference_impl.tokens import TokenCount
 from reference_impl.transcript import (
     FilePart,
@@ -81,8 +78,14 @@ def assistant(text: str) -> Message:
     return Message("assistant", (TextPart(text),))
 
 
-def ring(call_id: str, result: str, *, name: str = "get_status", error: bool = False,
-         extra_calls: Sequence[str] = ()) -> tuple[Message, Message]:
+def ring(
+    call_id: str,
+    result: str,
+    *,
+    name: str = "get_status",
+    error: bool = False,
+    extra_calls: Sequence[str] = (),
+) -> tuple[Message, Message]:
     ids = (call_id, *extra_calls)
     calls = tuple(ToolCallPart(i, name, '{"q": 1}') for i in ids)
     results = tuple(ToolResultPart(i, (TextPart(result),), is_error=error) for i in ids)
@@ -94,39 +97,3 @@ def session(*items: Message | tuple[Message, ...], tools: Sequence[ToolSpec] = (
     for item in items:
         messages.extend(item if isinstance(item, tuple) else (item,))
     return Transcript(tuple(messages), tools=tuple(tools))
-
-
-def _fallback_validate(transcript: Transcript) -> tuple[rings.Violation, ...]:
-    """Only unanswered calls and orphan results: enough for these tests until rings.validate lands."""
-    out: list[rings.Violation] = []
-    calls: dict[str, int] = {}
-    for i, m in enumerate(transcript.messages):
-        for c in m.tool_calls:
-            calls[c.id] = i
-        for r in m.tool_results:
-            if r.call_id not in calls:
-                out.append(rings.Violation("orphan_result", i, (r.call_id,), ("C2",), "orphan"))
-    for e in rings.edges(transcript):
-        if e.result_index is None:
-            out.append(rings.Violation("unanswered_call", e.call_index, (e.call_id,), ("C1",), "x"))
-    return tuple(sorted(out, key=lambda v: v.message_index))
-
-
-def _validate_available() -> bool:
-    try:
-        rings.validate(Transcript(()))
-    except NotImplementedError:
-        return False
-    return True
-
-
-@pytest.fixture(autouse=True)
-def pairing_validator(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Use the real rings.validate; fall back to a minimal one while it is still a stub."""
-    if _validate_available():
-        return
-    import reference_impl.steps.pairing as pairing
-    import reference_impl.steps.state as state
-
-    monkeypatch.setattr(pairing, "validate", _fallback_validate)
-    monkeypatch.setattr(state, "validate", _fallback_validate)

@@ -58,29 +58,76 @@ def test_root_is_optional_and_round_trips():
 @pytest.mark.parametrize(
     ("body", "where", "fragment"),
     [
-        ({"recent_tool_ring": 3}, "context_assembly.recent_tool_ring", "did you mean 'recent_tool_rings'"),
-        ({"memory": {"max_item": 3}}, "context_assembly.memory.max_item", "did you mean 'max_items'"),
-        ({"recent_tool_rings": "3"}, "context_assembly.recent_tool_rings", "expected an integer, got string"),
-        ({"recent_tool_rings": True}, "context_assembly.recent_tool_rings", "expected an integer, got boolean"),
+        (
+            {"recent_tool_ring": 3},
+            "context_assembly.recent_tool_ring",
+            "did you mean 'recent_tool_rings'",
+        ),
+        (
+            {"memory": {"max_item": 3}},
+            "context_assembly.memory.max_item",
+            "did you mean 'max_items'",
+        ),
+        (
+            {"recent_tool_rings": "3"},
+            "context_assembly.recent_tool_rings",
+            "expected an integer, got string",
+        ),
+        (
+            {"recent_tool_rings": True},
+            "context_assembly.recent_tool_rings",
+            "expected an integer, got boolean",
+        ),
         ({"recent_tool_rings": 2.5}, "context_assembly.recent_tool_rings", "expected an integer"),
-        ({"keep_middle_error_results": -1}, "context_assembly.keep_middle_error_results", "negative"),
+        (
+            {"keep_middle_error_results": -1},
+            "context_assembly.keep_middle_error_results",
+            "negative",
+        ),
         ({"memory": {"max_items": -2}}, "context_assembly.memory.max_items", "negative"),
         ({"memory": 5}, "context_assembly.memory", "expected a mapping"),
         ({"summarize_trigger_ratio": 0}, "context_assembly.summarize_trigger_ratio", "(0, 1]"),
         ({"summarize_trigger_ratio": 1.5}, "context_assembly.summarize_trigger_ratio", "(0, 1]"),
-        ({"summarize_trigger_ratio": "high"}, "context_assembly.summarize_trigger_ratio", "expected a number"),
-        ({"output_reserve_tokens": 128000}, "context_assembly.output_reserve_tokens", "must be smaller"),
-        ({"model_input_limit": 1000, "safety_margin_tokens": 600, "output_reserve_tokens": 400},
-         "context_assembly.output_reserve_tokens", "nothing would be left"),
-        ({"pin": ["first_user_mesage"]}, "context_assembly.pin[0]", "did you mean 'first_user_message'"),
+        (
+            {"summarize_trigger_ratio": "high"},
+            "context_assembly.summarize_trigger_ratio",
+            "expected a number",
+        ),
+        (
+            {"output_reserve_tokens": 128000},
+            "context_assembly.output_reserve_tokens",
+            "must be smaller",
+        ),
+        (
+            {"model_input_limit": 1000, "safety_margin_tokens": 600, "output_reserve_tokens": 400},
+            "context_assembly.output_reserve_tokens",
+            "nothing would be left",
+        ),
+        (
+            {"pin": ["first_user_mesage"]},
+            "context_assembly.pin[0]",
+            "did you mean 'first_user_message'",
+        ),
         ({"pin": "first_user_message"}, "context_assembly.pin", "expected a list"),
         ({"pin": ["first_user_message", "first_user_message"]}, "context_assembly.pin", "twice"),
         ({"middle_delete_unit": "ring"}, "context_assembly.middle_delete_unit", "is not one of"),
-        ({"on_pairing_error": "fail_close"}, "context_assembly.on_pairing_error", "did you mean 'fail_closed'"),
-        ({"on_still_over_budget": "ignore"}, "context_assembly.on_still_over_budget", "is not one of"),
+        (
+            {"on_pairing_error": "fail_close"},
+            "context_assembly.on_pairing_error",
+            "did you mean 'fail_closed'",
+        ),
+        (
+            {"on_still_over_budget": "ignore"},
+            "context_assembly.on_still_over_budget",
+            "is not one of",
+        ),
         ({"token_counter": "chars"}, "context_assembly.token_counter", "is not one of"),
         ({"max_retries": 3}, "context_assembly.max_retries", "at most 2"),
-        ({"anthropic_cache_breakpoints": 5}, "context_assembly.anthropic_cache_breakpoints", "at most 4"),
+        (
+            {"anthropic_cache_breakpoints": 5},
+            "context_assembly.anthropic_cache_breakpoints",
+            "at most 4",
+        ),
         ({"summary_max_depth": 0}, "context_assembly.summary_max_depth", "at least 1"),
         ({"summary_timeout_ms": 0}, "context_assembly.summary_timeout_ms", "positive"),
     ],
@@ -109,7 +156,12 @@ def test_budget_plan_takes_the_smaller_and_validates():
     assert plan_budget(config).input_budget == 118784
     assert plan_budget(config, 500).source == "override"
     assert plan_budget(config, 10**9).source == "model"
-    assert plan_budget(config, BudgetSnapshot(cost_remaining=1.0, price_per_input_token=0.0001)).input_budget == 10000
+    assert (
+        plan_budget(
+            config, BudgetSnapshot(cost_remaining=1.0, price_per_input_token=0.0001)
+        ).input_budget
+        == 10000
+    )
     with pytest.raises(ConfigError):
         plan_budget(config, -1)
     with pytest.raises(ConfigError):

@@ -10,7 +10,6 @@ from prometheus_client import CollectorRegistry, generate_latest
 from test_assembler_support import (
     WordCounter,
     assistant,
-    pairing_validator,  # noqa: F401  (autouse fixture)
     ring,
     session,
     system,
@@ -18,7 +17,14 @@ from test_assembler_support import (
     words,
 )
 
-from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, Ledger, LedgerEntry, assemble
+from reference_impl import (
+    AssemblyConfig,
+    AssemblyMetrics,
+    ContextAssemblyError,
+    Ledger,
+    LedgerEntry,
+    assemble,
+)
 from reference_impl.metrics import default_metrics
 
 NAMES = {
@@ -43,8 +49,13 @@ def test_every_metric_name_is_registered_in_its_own_registry():
     # prometheus_client strips _total from counter family names and adds it back on samples.
     assert {n if n.endswith(("tokens", "seconds")) else n + "_total" for n in names} == NAMES
     s = session(system(), user("goal"), ring("c1", words(80)), user("latest"))
-    assemble(s, AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=1.0),
-             counter=WordCounter(), metrics=a, budget=40)
+    assemble(
+        s,
+        AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=1.0),
+        counter=WordCounter(),
+        metrics=a,
+        budget=40,
+    )
     assert a.sample("context_assemble_dropped_rings_total", **LABELS) == 1
     assert a.sample("context_assemble_tokens_count", **LABELS) == 1
     assert a.sample("context_assemble_seconds_count", **LABELS) == 1
@@ -55,12 +66,22 @@ def test_rejections_and_summaries_are_counted():
     m = AssemblyMetrics(CollectorRegistry())
     call, _ = ring("c9", "x")
     with pytest.raises(ContextAssemblyError):
-        assemble(session(system(), user("goal"), call, user("latest")), counter=WordCounter(), metrics=m)
+        assemble(
+            session(system(), user("goal"), call, user("latest")), counter=WordCounter(), metrics=m
+        )
     assert m.sample("context_assemble_pairing_error_total", **LABELS, outcome="rejected") == 1
-    assert m.sample("context_assemble_reject_total", **LABELS, code="context_assembly_pairing_error") == 1
+    assert (
+        m.sample("context_assemble_reject_total", **LABELS, code="context_assembly_pairing_error")
+        == 1
+    )
     s = session(system(), user("goal"), ring("c1", words(40)), assistant("ok"), user("latest"))
-    assemble(s, AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=0.05),
-             counter=WordCounter(), metrics=m, budget=1000)
+    assemble(
+        s,
+        AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=0.05),
+        counter=WordCounter(),
+        metrics=m,
+        budget=1000,
+    )
     assert m.sample("context_assemble_summary_total", **LABELS) == 1
 
 
@@ -91,4 +112,5 @@ def test_logs_and_metrics_never_carry_message_content(caplog):
         assert secret not in record.getMessage()
     assert secret not in exposed(m)
     assert secret not in json.dumps(a.report.to_dict())
-    assert secret not in json.dumps(info.value.details) and secret not in str(info.value)
+    assert secret not in json.dumps(info.value.details)
+    assert secret not in str(info.value)

@@ -13,7 +13,6 @@ from prometheus_client import CollectorRegistry
 from test_assembler_support import (
     WordCounter,
     assistant,
-    pairing_validator,  # noqa: F401  (autouse fixture)
     ring,
     session,
     system,
@@ -38,10 +37,14 @@ from reference_impl import (
 from reference_impl.summary import NO_REPEAT_LINE, SummaryError, summary_depth
 from reference_impl.transcript import SummaryPart
 
-LEDGER = Ledger((
-    LedgerEntry("notify_ops", "c2", "succeeded", idempotency_key="idem-42", resource_id="msg_991"),
-    LedgerEntry("get_status", "c1", "succeeded", side_effect=False),
-))
+LEDGER = Ledger(
+    (
+        LedgerEntry(
+            "notify_ops", "c2", "succeeded", idempotency_key="idem-42", resource_id="msg_991"
+        ),
+        LedgerEntry("get_status", "c1", "succeeded", side_effect=False),
+    )
+)
 
 
 def request(messages=(), **kw):
@@ -91,9 +94,17 @@ def test_deterministic_block_shrinks_free_text_but_never_the_ledger():
 )
 def test_redaction_hook_removes_credentials(secret, kept):
     out = redact_secrets(f"before {secret} after")
-    assert "[REDACTED]" in out and kept in out
-    assert out.startswith("before ") and out.endswith(" after")
-    for piece in ("hunter2", "abcdefghijklmnop1234", "MIIBOgIBAAJBAK", "zzzzsecretzzzz", "ABCDEFGHIJKLMNOP"):
+    assert "[REDACTED]" in out
+    assert kept in out
+    assert out.startswith("before ")
+    assert out.endswith(" after")
+    for piece in (
+        "hunter2",
+        "abcdefghijklmnop1234",
+        "MIIBOgIBAAJBAK",
+        "zzzzsecretzzzz",
+        "ABCDEFGHIJKLMNOP",
+    ):
         assert piece not in out
 
 
@@ -111,7 +122,8 @@ class Spy:
 
 def compactable():
     return session(
-        system(), user("GOAL: ship password=hunter2hunter2"),
+        system(),
+        user("GOAL: ship password=hunter2hunter2"),
         ring("c1", words(40)),
         assistant("done"),
         ring("c2", words(40) + " token sk-proj-abcdefghijklmnop1234567890"),
@@ -123,13 +135,25 @@ def test_everything_sent_to_a_summarizer_is_redacted_and_the_summary_sits_after_
     spy = Spy()
     s = compactable()
     config = AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=0.5)
-    a = assemble(s, config, counter=WordCounter(), summarizer=spy,
-                 metrics=AssemblyMetrics(CollectorRegistry()), budget=200)
-    sent = json.dumps([m.text for m in spy.requests[0].messages] + [
-        r.text for m in spy.requests[0].messages for r in m.tool_results
-    ]) + spy.requests[0].user_goal
-    assert "hunter2" not in sent and "abcdefghijklmnop" not in sent
-    assert a.report.summary_used and a.report.summarizer == "spy"
+    a = assemble(
+        s,
+        config,
+        counter=WordCounter(),
+        summarizer=spy,
+        metrics=AssemblyMetrics(CollectorRegistry()),
+        budget=200,
+    )
+    sent = (
+        json.dumps(
+            [m.text for m in spy.requests[0].messages]
+            + [r.text for m in spy.requests[0].messages for r in m.tool_results]
+        )
+        + spy.requests[0].user_goal
+    )
+    assert "hunter2" not in sent
+    assert "abcdefghijklmnop" not in sent
+    assert a.report.summary_used
+    assert a.report.summarizer == "spy"
     assert a.view.messages[2].id == a.report.summary_id
     assert isinstance(a.view.messages[2].parts[0], SummaryPart)
     assert [m.id for m in a.view][:2] == [m.id for m in s.messages][:2]
@@ -140,9 +164,16 @@ def test_a_failed_summary_is_counted_and_the_pipeline_escalates():
     s = compactable()
     labels = {"shape": "openai-chat", "strategy": "tool_ring"}
     # Within budget but above the trigger: the failure is counted and the view is still sent.
-    a = assemble(s, AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=0.5),
-                 counter=WordCounter(), summarizer=Spy(fail=True), metrics=metrics, budget=150)
-    assert a.report.summary_failed and not a.report.summary_used
+    a = assemble(
+        s,
+        AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=0.5),
+        counter=WordCounter(),
+        summarizer=Spy(fail=True),
+        metrics=metrics,
+        budget=150,
+    )
+    assert a.report.summary_failed
+    assert not a.report.summary_used
     assert metrics.sample("context_assemble_summary_fail_total", **labels) == 1
     assert "summary_failed" in a.report.steps
 
@@ -153,20 +184,28 @@ def test_summary_failure_code_when_nothing_else_can_make_it_fit(monkeypatch):
     metrics = AssemblyMetrics(CollectorRegistry())
     monkeypatch.setattr(compact.AssemblyState, "fits", lambda self, limit=None: False)
     with pytest.raises(ContextAssemblyError) as info:
-        assemble(compactable(), AssemblyConfig(recent_tool_rings=0, recent_user_turns=1),
-                 counter=WordCounter(), summarizer=Spy(fail=True), metrics=metrics, budget=10_000)
+        assemble(
+            compactable(),
+            AssemblyConfig(recent_tool_rings=0, recent_user_turns=1),
+            counter=WordCounter(),
+            summarizer=Spy(fail=True),
+            metrics=metrics,
+            budget=10_000,
+        )
     assert info.value.code == "context_assembly_summary_failed"
 
 
 def test_summary_depth_is_bounded():
     s = compactable()
-    config = AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summary_max_depth=2,
-                            summarize_trigger_ratio=0.5)
+    config = AssemblyConfig(
+        recent_tool_rings=0, recent_user_turns=1, summary_max_depth=2, summarize_trigger_ratio=0.5
+    )
     counter = WordCounter()
     depths = []
     for _ in range(4):
-        a = assemble(s, config, counter=counter, metrics=AssemblyMetrics(CollectorRegistry()),
-                     budget=200)
+        a = assemble(
+            s, config, counter=counter, metrics=AssemblyMetrics(CollectorRegistry()), budget=200
+        )
         summary = next(m for m in a.view if m.id == a.report.summary_id)
         depths.append(summary_depth(summary.text))
         # The next turn: the compacted session plus a new exchange with a verbose ring.
@@ -179,14 +218,16 @@ def test_summary_depth_is_bounded():
 
 def fake_openai(handler):
     http = httpx.Client(transport=httpx.MockTransport(handler))
-    return openai.OpenAI(api_key="test-key", base_url="http://openai.test/v1", http_client=http,
-                         max_retries=0)
+    return openai.OpenAI(
+        api_key="test-key", base_url="http://openai.test/v1", http_client=http, max_retries=0
+    )
 
 
 def fake_anthropic(handler):
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
-    return anthropic.Anthropic(api_key="test-key", base_url="http://anthropic.test", http_client=http,
-                               max_retries=0)
+    return anthropic.Anthropic(
+        api_key="test-key", base_url="http://anthropic.test", http_client=http, max_retries=0
+    )
 
 
 def test_openai_summarizer_sends_redacted_text_with_limits_and_appends_the_ledger():
@@ -194,31 +235,54 @@ def test_openai_summarizer_sends_redacted_text_with_limits_and_appends_the_ledge
 
     def handler(req: httpx.Request) -> httpx.Response:
         seen["body"] = json.loads(req.content)
-        return httpx.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "User goal: ship\nDecisions:\n- go"}}],
-        })
+        return httpx.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "gpt-4o-mini",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {
+                            "role": "assistant",
+                            "content": "User goal: ship\nDecisions:\n- go",
+                        },
+                    }
+                ],
+            },
+        )
 
     s = OpenAISummarizer(fake_openai(handler), "gpt-4o-mini")
     block = s.summarize(request([user("my password=hunter2hunter2")], max_tokens=77))
     assert seen["body"]["model"] == "gpt-4o-mini"
     assert seen["body"]["max_tokens"] == 77
     assert "hunter2" not in json.dumps(seen["body"])
-    assert "idempotency_key=idem-42" in block.text and block.text.endswith(NO_REPEAT_LINE)
+    assert "idempotency_key=idem-42" in block.text
+    assert block.text.endswith(NO_REPEAT_LINE)
     assert block.summarizer == "openai:gpt-4o-mini"
 
 
 def test_anthropic_summarizer_and_failures_become_summary_errors():
     def ok(req: httpx2.Request) -> httpx2.Response:
         body = json.loads(req.content)
-        assert body["max_tokens"] == 64 and "hunter2" not in json.dumps(body)
-        return httpx2.Response(200, json={
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
-            "content": [{"type": "text", "text": "User goal: ship"}],
-            "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-        })
+        assert body["max_tokens"] == 64
+        assert "hunter2" not in json.dumps(body)
+        return httpx2.Response(
+            200,
+            json={
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "User goal: ship"}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        )
 
     block = AnthropicSummarizer(fake_anthropic(ok), "claude-x").summarize(
         request([user("password=hunter2hunter2")], max_tokens=64)
@@ -231,4 +295,6 @@ def test_anthropic_summarizer_and_failures_become_summary_errors():
     with pytest.raises(SummaryError):
         AnthropicSummarizer(fake_anthropic(boom), "claude-x").summarize(request())
     with pytest.raises(SummaryError):
-        OpenAISummarizer(fake_openai(lambda r: httpx.Response(500, json={})), "m").summarize(request())
+        OpenAISummarizer(fake_openai(lambda r: httpx.Response(500, json={})), "m").summarize(
+            request()
+        )
