@@ -254,6 +254,15 @@ def test_xai_accepts_name_only_on_user_messages() -> None:
     assert "Only messages of role 'user' can have a name." in str(info.value)
 
 
+def test_perplexity_wants_strict_alternation() -> None:
+    assert (BASE.strict_alternation, get_dialect("perplexity").strict_alternation) == (False, True)
+
+
+def test_litellm_and_gemini_openai_have_their_own_wording() -> None:
+    assert get_dialect("litellm").error_envelope == "litellm"
+    assert "Name cannot be empty." in (get_dialect("gemini-openai").error_text("C2") or "")
+
+
 def test_moonshot_lowercases_C1() -> None:
     assert (get_dialect("moonshot").error_text("C1") or "").startswith("an assistant message")
     assert (BASE.error_text("C1") or "").startswith("An assistant message")

@@ -49,7 +49,7 @@ __all__ = [
 
 EvidenceClass: TypeAlias = Literal["documented", "recorded", "observed", "inferred"]
 PairingCheck: TypeAlias = Literal["server", "template", "lenient"]
-ErrorEnvelope: TypeAlias = Literal["openai", "openrouter", "ollama", "dashscope"]
+ErrorEnvelope: TypeAlias = Literal["openai", "openrouter", "ollama", "dashscope", "litellm"]
 
 ALPHANUMERIC: Final = string.ascii_letters + string.digits
 
@@ -87,6 +87,9 @@ class Dialect:
     """``tool_calls: []`` is accepted (C4 says no for OpenAI)."""
     pairing: PairingCheck = "server"
     """Who enforces call/result pairing: the server, the model's chat template, or nobody."""
+    strict_alternation: bool = False
+    """User and assistant must alternate after the system messages (Perplexity). Data for the
+    validators: a renderer cannot fix an order, and ``render_for_dialect`` does not check it."""
     error_envelope: ErrorEnvelope = "openai"
     error_texts: tuple[tuple[str, str], ...] = ()
     """(rule, message text as seen): the dialect's wording of a rule, for validators."""
@@ -347,6 +350,7 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
         ),
         Dialect(
             name="lm-studio",
+            aliases=("lmstudio",),
             description="LM Studio's local server: refuses content null on assistant tool-call messages.",
             null_content_allowed=False,
             pairing="template",
@@ -366,7 +370,7 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
         ),
         Dialect(
             name="llama-cpp",
-            aliases=("llama.cpp",),
+            aliases=("llama.cpp", "llamacpp"),
             description="llama.cpp server: refuses content null; a tool call without type is a 500.",
             null_content_allowed=False,
             pairing="template",
@@ -503,6 +507,80 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
                     f"{_S6} Moonshot / Kimi C1",
                     "observed",
                     "github.com/MoonshotAI/kimi-cli/issues/2405",
+                ),
+            ),
+        ),
+        Dialect(
+            name="perplexity",
+            description="Perplexity: user and assistant roles must alternate after the system messages.",
+            strict_alternation=True,
+            error_texts=(
+                (
+                    "alternation",
+                    (
+                        "After the (optional) system message(s), user and assistant roles should be "
+                        "alternating."
+                    ),
+                ),
+            ),
+            evidence=(
+                Evidence(
+                    f"{_S6} Perplexity strict alternation",
+                    "observed",
+                    "github.com/FoundationAgents/OpenManus/issues/580",
+                ),
+            ),
+        ),
+        Dialect(
+            name="litellm",
+            description=(
+                "LiteLLM proxy/SDK: forwards the upstream provider's rules and wraps its errors "
+                '("code": "400" as a string); translates the developer role per backend.'
+            ),
+            error_envelope="litellm",
+            error_texts=(
+                (
+                    "C1",
+                    (
+                        "litellm.BadRequestError: OpenAIException - An assistant message with "
+                        "'tool_calls' must be followed by tool messages responding to each "
+                        "'tool_call_id'."
+                    ),
+                ),
+            ),
+            evidence=(
+                Evidence(
+                    f"{_S6} LiteLLM wraps upstream errors",
+                    "observed",
+                    "github.com/BerriAI/litellm/issues/10083",
+                ),
+                Evidence(
+                    f"{_S6} LiteLLM developer role",
+                    "documented",
+                    "docs.litellm.ai/docs/completion/developer_role",
+                ),
+            ),
+        ),
+        Dialect(
+            name="gemini-openai",
+            description=(
+                "Gemini's OpenAI-compatible endpoint: a tool message's function name is derived "
+                "from its tool_call_id, so an orphan result fails even with a name (G9)."
+            ),
+            error_texts=(
+                (
+                    "C2",
+                    (
+                        "GenerateContentRequest.contents[{index}].parts[0].function_response.name: "
+                        "Name cannot be empty."
+                    ),
+                ),
+            ),
+            evidence=(
+                Evidence(
+                    "provider-rules.md §4 G9; §6 closing notes",
+                    "observed",
+                    "github.com/xinnan-tech/xiaozhi-esp32-server/pull/3287",
                 ),
             ),
         ),
