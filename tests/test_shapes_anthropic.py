@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance.strategies import transcripts
+from reference_impl import rings
 from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.shapes.anthropic_messages import ADAPTER, CAPABILITIES
@@ -138,6 +139,7 @@ def test_text_before_tool_result_keeps_wire_order_for_a3() -> None:
     t = ADAPTER.parse_request(body)
     assert t.messages[2].role == "tool"
     assert [p.kind for p in t.messages[2].parts] == ["text", "tool_result"]
+    assert [v.kind for v in rings.validate(t)] == ["text_before_results"]
     assert ADAPTER.render_request(t)["messages"][2]["content"][0] == {
         "type": "text",
         "text": "here you go",
@@ -162,6 +164,7 @@ def test_results_split_over_two_user_messages_stay_two_messages_a4() -> None:
     t = ADAPTER.parse_request(body)
     assert [m.role for m in t.messages] == ["user", "assistant", "tool", "tool"]
     assert t.messages[2].parts == (ToolResultPart(call_id="a", content=()),)
+    assert [v.kind for v in rings.validate(t)] == ["results_split"]
     assert len(ADAPTER.render_request(t)["messages"]) == 4
 
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance.strategies import transcripts
+from reference_impl import rings
 from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.shapes.gemini import ADAPTER, CAPABILITIES
@@ -118,6 +119,8 @@ def test_results_link_by_name_when_the_order_differs() -> None:
         "gemini-call-2-0",
         "gemini-result-3-2",
     ]
+    orphans = [(v.kind, v.ids) for v in rings.validate(t)]
+    assert orphans == [("orphan_result", ("gemini-result-3-2",))]
     assert ADAPTER.render_request(t)["contents"] == body["contents"]
 
 
