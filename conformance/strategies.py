@@ -218,7 +218,9 @@ def _maybe_reasoning(draw: st.DrawFn, draft: _Draft) -> tuple[Part, ...]:
 
 
 def _ring(draw: st.DrawFn, draft: _Draft, *, min_calls: int = 1) -> _Block:
-    count = draw(st.integers(min_calls, max(min_calls, MAX_CALLS_PER_RING)))
+    # Mostly one to three calls, sometimes the full fan-out: keeps examples small and fast.
+    few = st.integers(min_calls, min_calls + 2)
+    count = draw(few | st.integers(min_calls, max(min_calls, MAX_CALLS_PER_RING)))
     calls = tuple(
         ToolCallPart(
             id=draft.fresh("call_"),
@@ -231,7 +233,7 @@ def _ring(draw: st.DrawFn, draft: _Draft, *, min_calls: int = 1) -> _Block:
     lead: tuple[Part, ...] = _maybe_reasoning(draw, draft)
     if draw(st.integers(0, 3)) == 0:
         lead += (TextPart(draw(_texts)),)
-    head = Message("assistant", (*lead, *calls))
+    head = Message("assistant", (*lead, *calls), wire_id=_wire_id(draft, lead))
     results = tuple(
         ToolResultPart(
             call_id=call.id,
@@ -254,9 +256,20 @@ def _user_turn(draw: st.DrawFn, draft: _Draft) -> _Block:
 
 
 def _assistant_turn(draw: st.DrawFn, draft: _Draft) -> _Block:
-    return _Block(
-        "turn", [Message("assistant", (*_maybe_reasoning(draw, draft), TextPart(draw(_texts))))]
-    )
+    parts = (*_maybe_reasoning(draw, draft), TextPart(draw(_texts)))
+    return _Block("turn", [Message("assistant", parts, wire_id=_wire_id(draft, parts))])
+
+
+def _wire_id(draft: _Draft, parts: tuple[Part, ...]) -> str | None:
+    """R4: text after a Responses reasoning item is the original output message, with its id."""
+    if (
+        len(parts) >= 2
+        and isinstance(parts[0], ReasoningPart)
+        and parts[0].origin == "openai-responses"
+        and isinstance(parts[1], TextPart)
+    ):
+        return draft.fresh("msg_")
+    return None
 
 
 def _draft(draw: st.DrawFn, caps: ShapeCapabilities) -> _Draft:
@@ -454,8 +467,10 @@ def _break_reasoning(site: _Site) -> None:
     elif variant == "alone":  # an assistant message holding only reasoning
         site.insert_turn(Message("assistant", (artifact,)))
     else:  # A13: the thinking block after text or a tool call instead of at the start
-        rest = [p for p in site.head.parts if not isinstance(p, ReasoningPart)]
+        rest: list[Part] = [p for p in site.head.parts if not isinstance(p, ReasoningPart)]
         last = rest.pop()
+        if not rest:  # one lone call: something must come before the thinking block
+            rest.append(TextPart(site.draw(_texts)))
         site.set(replace(site.head, parts=(*rest, artifact, last)), site.tool)
 
 
@@ -484,7 +499,7 @@ def broken_transcripts(
     kind: ViolationKind | None = None,
     capabilities: ShapeCapabilities | None = None,
     *,
-    max_messages: int = 12,
+    max_messages: int = 8,
 ) -> st.SearchStrategy[tuple[Transcript, ViolationKind]]:
     """Sessions broken in exactly one named way, with the kind: ``(transcript, kind)``.
 

@@ -11,12 +11,21 @@ violation with the message index, the ids involved, and the provider rule ids it
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
-from reference_impl.transcript import Message, Role, Transcript
+from reference_impl.transcript import (
+    Message,
+    ReasoningPart,
+    Role,
+    TextPart,
+    ToolResultPart,
+    Transcript,
+)
 
 __all__ = [
+    "VIOLATION_RULES",
     "Edge",
     "Ring",
     "Segment",
@@ -159,6 +168,292 @@ def edges(transcript: Transcript) -> tuple[Edge, ...]:
     return tuple(out)
 
 
+# ----------------------------------------------------------------------------------- validate
+
+VIOLATION_RULES: Final[Mapping[ViolationKind, tuple[str, ...]]] = {
+    # Rule ids of provider-rules.md; "Mistral"/"Qwen" name gateway rows that carry no id.
+    "unanswered_call": ("C1", "R1", "A1", "G3", "B2"),
+    "orphan_result": ("C2", "R2", "A2", "G2", "B1"),
+    "duplicate_id": ("C3", "A5", "R6"),
+    "result_before_call": ("C2", "A2", "R2"),
+    "results_split": ("A4", "B2", "G3"),
+    "interleaved": ("C1a", "A1", "G2", "Mistral"),
+    "text_before_results": ("A3", "A3a"),
+    "reasoning_detached": ("R4", "A13", "G6"),
+    "empty_tool_calls": ("C4", "Qwen"),
+}
+"""The provider rules each violation kind breaks, across shapes and dialects."""
+
+_KIND_ORDER: Final[dict[str, int]] = {k: i for i, k in enumerate(get_args(ViolationKind))}
+
+# Artifacts that must open an assistant message that carries tool calls (A13; Claude on Bedrock
+# relays the same rule, B10).
+_OPENS_ITS_MESSAGE: Final = frozenset({"anthropic-messages", "bedrock-converse"})
+
+
+def _violation(kind: ViolationKind, index: int, ids: Sequence[str], detail: str) -> Violation:
+    return Violation(kind, index, tuple(ids), VIOLATION_RULES[kind], detail)
+
+
+def _quoted(ids: Sequence[str]) -> str:
+    return ", ".join(repr(i) for i in ids)
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """Where every call id is made and answered (message indices, one entry per occurrence)."""
+
+    calls: Mapping[str, Sequence[int]]
+    results: Mapping[str, Sequence[int]]
+
+    @staticmethod
+    def of(messages: Sequence[Message]) -> _Index:
+        calls: dict[str, list[int]] = {}
+        results: dict[str, list[int]] = {}
+        for i, message in enumerate(messages):
+            for call in message.tool_calls:
+                calls.setdefault(call.id, []).append(i)
+            for result in message.tool_results:
+                results.setdefault(result.call_id, []).append(i)
+        return _Index(calls, results)
+
+    def first_result_after(self, call_id: str, index: int) -> int | None:
+        return next((k for k in self.results.get(call_id, ()) if k > index), None)
+
+
+def _duplicates(index: _Index) -> Iterator[Violation]:
+    """C3, A5, R6: a call id made twice, or answered twice."""
+    for call_id, where in index.calls.items():
+        for later in where[1:]:
+            place = "earlier in this message" if later == where[0] else f"at messages[{where[0]}]"
+            yield _violation(
+                "duplicate_id",
+                later,
+                [call_id],
+                f"The tool call id {call_id!r} is used again; it was first used {place}, "
+                "and call ids must be unique.",
+            )
+    for call_id, where in index.results.items():
+        for later in where[1:]:
+            place = "earlier in this message" if later == where[0] else f"at messages[{where[0]}]"
+            yield _violation(
+                "duplicate_id",
+                later,
+                [call_id],
+                f"The tool call {call_id!r} is answered a second time; its first result is "
+                f"{place}, and each call takes exactly one result.",
+            )
+
+
+def _ring_violations(messages: Sequence[Message], index: _Index, head: int) -> Iterator[Violation]:
+    """One assistant message with calls: every call answered, right after it, in one message."""
+    ids = list(dict.fromkeys(c.id for c in messages[head].tool_calls))
+    answered_at = {i: index.first_result_after(i, head) for i in ids}
+    unanswered = [i for i in ids if answered_at[i] is None]
+    if unanswered:
+        early = [i for i in unanswered if index.results.get(i)]
+        note = f" (the result of {_quoted(early)} comes before the call instead)" if early else ""
+        yield _violation(
+            "unanswered_call",
+            head,
+            unanswered,
+            f"The assistant message calls {_quoted(unanswered)} but no tool message after it "
+            f"answers {'it' if len(unanswered) == 1 else 'them'}{note}.",
+        )
+    places = sorted({k for k in answered_at.values() if k is not None})
+    if not places:
+        return
+    intruders = [j for j in range(head + 1, places[-1]) if j not in places]
+    if intruders:
+        first = intruders[0]
+        late = [i for i in ids if (answered_at[i] or 0) > first]
+        yield _violation(
+            "interleaved",
+            first,
+            late,
+            f"The {messages[first].role} message at messages[{first}] sits between the tool "
+            f"calls at messages[{head}] "
+            f"and their results at messages[{places[-1]}]; results must follow their calls "
+            "with nothing in between.",
+        )
+    if len(places) > 1:
+        spread = [i for i in ids if answered_at[i] not in (None, places[0])]
+        where = ", ".join(f"messages[{k}]" for k in places)
+        yield _violation(
+            "results_split",
+            places[1],
+            spread,
+            f"The results of the tool calls at messages[{head}] are spread over {len(places)} "
+            f"tool messages ({where}); all results of one assistant turn belong in one message.",
+        )
+
+
+def _tool_message_violations(message: Message, index: _Index, at: int) -> Iterator[Violation]:
+    """Orphans, results before their call, and text before the results (A3)."""
+    results = message.tool_results
+    if not results:
+        yield _violation(
+            "orphan_result",
+            at,
+            [],
+            "The tool message holds no tool result, so it answers no tool call.",
+        )
+        return
+    orphans: list[str] = []
+    premature: list[str] = []
+    for result in results:
+        made = index.calls.get(result.call_id, ())
+        if not made:
+            orphans.append(result.call_id)
+        elif min(made) > at:
+            premature.append(result.call_id)
+    if orphans:
+        yield _violation(
+            "orphan_result",
+            at,
+            orphans,
+            f"The tool message answers {_quoted(orphans)}, which no assistant message calls.",
+        )
+    if premature:
+        yield _violation(
+            "result_before_call",
+            at,
+            premature,
+            f"The tool message answers {_quoted(premature)} before the assistant message that "
+            "makes the call; a result must come after its call.",
+        )
+    first_other = next(
+        (j for j, p in enumerate(message.parts) if not isinstance(p, ToolResultPart)), None
+    )
+    if first_other is not None:
+        after = [
+            p.call_id for p in message.parts[first_other + 1 :] if isinstance(p, ToolResultPart)
+        ]
+        if after:
+            kind = message.parts[first_other].kind
+            yield _violation(
+                "text_before_results",
+                at,
+                after,
+                f"The {kind} part at parts[{first_other}] comes before the tool results for "
+                f"{_quoted(after)}; tool results must come first and other content after them.",
+            )
+
+
+def _reasoning_reasons(message: Message) -> Iterator[tuple[ReasoningPart, str]]:
+    parts = message.parts
+    for j, part in enumerate(parts):
+        if not isinstance(part, ReasoningPart):
+            continue
+        rest = parts[j + 1 :]
+        if not any(not isinstance(p, ReasoningPart) for p in rest):
+            yield (
+                part,
+                f"the {part.origin} reasoning at parts[{j}] has no part after it to belong to",
+            )
+        elif (
+            part.origin == "openai-responses"
+            and isinstance(rest[0], TextPart)
+            and message.wire_id is None
+        ):
+            # R4 (recorded 400): the message after a reasoning item must be the original output
+            # item, with its msg_ id; an id-less input message is not "its following item".
+            yield (
+                part,
+                (
+                    f"the openai-responses reasoning at parts[{j}] is followed by text without the "
+                    "original message item id (msg_...), so it has lost the item it preceded"
+                ),
+            )
+        elif part.origin == "gemini" and isinstance(rest[0], ReasoningPart) and _is_signature(part):
+            # G6: a thoughtSignature travels on the very part that follows it.
+            yield (
+                part,
+                f"the gemini thoughtSignature at parts[{j}] is not followed by the part it signs",
+            )
+        elif (
+            part.origin in _OPENS_ITS_MESSAGE
+            and message.tool_calls
+            and not isinstance(parts[0], ReasoningPart)
+        ):
+            yield (
+                part,
+                (
+                    f"the {part.origin} thinking block at parts[{j}] does not open the assistant "
+                    "message that carries the tool calls"
+                ),
+            )
+
+
+def _is_signature(part: ReasoningPart) -> bool:
+    try:
+        value = part.value()
+    except ValueError:
+        return False
+    return "thoughtSignature" in value and "thought" not in value
+
+
+def _reasoning_id(part: ReasoningPart) -> str | None:
+    try:
+        value = part.value()
+    except ValueError:
+        return None
+    item_id = value.get("id")
+    return item_id if isinstance(item_id, str) else None
+
+
+def _reasoning_violations(message: Message, at: int) -> Iterator[Violation]:
+    """R4, A13, G6: a reasoning artifact stays attached to what it was produced with."""
+    if message.parts and all(isinstance(p, ReasoningPart) for p in message.parts):
+        origins = sorted({p.origin for p in message.parts if isinstance(p, ReasoningPart)})
+        ids = [i for p in message.parts if isinstance(p, ReasoningPart) if (i := _reasoning_id(p))]
+        yield _violation(
+            "reasoning_detached",
+            at,
+            ids,
+            f"The assistant message holds only reasoning ({', '.join(origins)}) and nothing "
+            "it belongs to; keep reasoning with the text or tool calls it preceded.",
+        )
+        return
+    reasons = list(_reasoning_reasons(message))
+    if reasons:
+        ids = [i for part, _ in reasons if (i := _reasoning_id(part))]
+        text = "; ".join(reason for _, reason in reasons)
+        yield _violation(
+            "reasoning_detached",
+            at,
+            ids,
+            f"Reasoning is detached in this assistant message: {text}.",
+        )
+
+
 def validate(transcript: Transcript) -> tuple[Violation, ...]:
-    """Every pairing violation of the transcript, in message order (empty when valid)."""
-    raise NotImplementedError("rings.validate is being written")
+    """Every pairing violation of the transcript, in message order (empty when valid).
+
+    Each violation names the message index, the call ids involved and the provider rules it
+    breaks (:data:`VIOLATION_RULES`). The neutral model keeps all results of a ring in one
+    ``tool`` message, so two tool messages answering one assistant turn are ``results_split``
+    even though OpenAI Chat sends them as consecutive messages (its shape merges them on parse).
+    """
+    messages = transcript.messages
+    index = _Index.of(messages)
+    found: list[Violation] = list(_duplicates(index))
+    for at, message in enumerate(messages):
+        if message.empty_tool_calls:
+            found.append(
+                _violation(
+                    "empty_tool_calls",
+                    at,
+                    [],
+                    "The assistant message sends an empty tool_calls array; omit the field "
+                    "when there are no calls.",
+                )
+            )
+        if message.role == "assistant":
+            if message.tool_calls:
+                found.extend(_ring_violations(messages, index, at))
+            found.extend(_reasoning_violations(message, at))
+        elif message.role == "tool":
+            found.extend(_tool_message_violations(message, index, at))
+    found.sort(key=lambda v: (v.message_index, _KIND_ORDER[v.kind]))
+    return tuple(found)
