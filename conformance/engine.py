@@ -57,6 +57,7 @@ __all__ = [
     "judge",
     "plan_cases",
     "reference_counter",
+    "render_input",
     "run_case",
     "run_events",
 ]
@@ -149,7 +150,7 @@ def call_with_timeout(function: Callable[[], Any], timeout: float) -> CallResult
     return box[0]
 
 
-def _render_input(scenario: Scenario, session: Transcript, shape: str) -> dict[str, Any]:
+def render_input(scenario: Scenario, session: Transcript, shape: str) -> dict[str, Any]:
     from reference_impl.transcript import params_from_mapping
 
     prepared = replace(
@@ -165,7 +166,7 @@ def _turn(
 ) -> TurnOutcome:
     scenario, shape = case.scenario, case.shape
     adapter = get_shape(shape)
-    input_body = _render_input(scenario, session, shape)
+    input_body = render_input(scenario, session, shape)
     baseline = adapter.parse_request(input_body)
     model = scenario.models.get(shape, DEFAULT_MODELS[shape])
     counter = reference_counter(shape, model)

@@ -1,0 +1,70 @@
+"""``ctxconf scenarios list|validate``: show the corpus, or check the corpus itself.
+
+``validate`` checks every file against the schema, that ids are unique, that every check a
+scenario names exists, that every scenario renders in every shape it lists, that a scenario
+expecting refusal really is broken or over budget there, and that declared cassettes exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from reference_impl.errors import CtxconfError
+
+from conformance.checks import REGISTRY
+from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.corpus_lint import corpus_problems
+from conformance.scenarios import Scenario, ScenarioError, default_corpus_path, load_corpus
+
+__all__ = ["command"]
+
+
+def _load(path: Path | None) -> tuple[tuple[Scenario, ...], Path]:
+    try:
+        root = path if path is not None else default_corpus_path()
+        return load_corpus(root), root
+    except ScenarioError as exc:
+        click.echo(f"ctxconf: error: {exc}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+
+
+@click.group(name="scenarios")
+def command() -> None:
+    """List or validate the scenario corpus."""
+
+
+@command.command(name="list")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+def list_scenarios(path: Path | None) -> None:
+    """One line per scenario: level, id, shapes, budgets, tags, title."""
+    scenarios, _ = _load(path)
+    for s in scenarios:
+        budgets = sorted({b for shape in s.shapes for b in s.budget.for_shape(shape)})
+        span = str(budgets[0]) if len(budgets) == 1 else f"{budgets[0]}..{budgets[-1]}"
+        dialects = f"/{','.join(d for d in s.dialects if d)}" if any(s.dialects) else ""
+        click.echo(
+            f"{s.level:6} {s.id:38} {len(s.shapes)} shape(s){dialects:9} budget {span:10} "
+            f"[{', '.join(s.tags)}] {s.title}"
+        )
+    click.echo(f"{len(scenarios)} scenarios")
+
+
+@command.command(name="validate")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--cassettes", type=click.Path(path_type=Path), default=None,
+              help="Cassette root for scenarios that declare `cassette: true` (default: cassettes/).")
+def validate_scenarios(path: Path | None, cassettes: Path | None) -> None:
+    """Schema, unique ids, known checks, renderable in each shape, declared cassettes present."""
+    scenarios, root = _load(path)
+    try:
+        problems = corpus_problems(scenarios, cassette_root=cassettes, known_checks=set(REGISTRY))
+    except CtxconfError as exc:
+        click.echo(f"ctxconf: error: {exc}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    for problem in problems:
+        click.echo(problem)
+    click.echo(f"{len(scenarios)} scenarios in {root}: {len(problems)} problem(s)")
+    if problems:
+        raise SystemExit(EXIT_FINDING)

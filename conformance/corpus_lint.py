@@ -1,0 +1,65 @@
+"""Checks on the scenario corpus itself (beyond its schema), for ``ctxconf scenarios validate``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+from pathlib import Path
+
+from reference_impl.errors import CtxconfError
+from reference_impl.rings import validate as pairing_violations
+from reference_impl.shapes import get_shape
+
+from conformance.engine import DEFAULT_MODELS, reference_counter, render_input
+from conformance.scenarios import Scenario
+
+__all__ = ["corpus_problems"]
+
+
+def _cassette_root(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    return Path(__file__).resolve().parent.parent / "cassettes"
+
+
+def corpus_problems(
+    scenarios: Sequence[Scenario], *, known_checks: Set[str], cassette_root: Path | None = None
+) -> list[str]:
+    """``scenario-id [shape]: what is wrong`` for every problem found (empty when clean)."""
+    problems: list[str] = []
+    root = _cassette_root(cassette_root)
+    for s in scenarios:
+        for check_id in (*s.expect.checks, *s.expect.skip_checks):
+            if check_id not in known_checks:
+                problems.append(f"{s.id}: unknown check {check_id!r} in expect ({s.source})")
+        if any(s.dialects) and s.shapes != ("openai-chat",):
+            problems.append(f"{s.id}: dialects apply to openai-chat only; set shapes: [openai-chat]")
+        for shape in s.shapes:
+            problems.extend(f"{s.id} [{shape}]: {p}" for p in _shape_problems(s, shape))
+            if s.cassette and not any((root / shape).glob(f"{s.id}*.yaml")):
+                problems.append(
+                    f"{s.id} [{shape}]: declares cassette: true but {root / shape}/{s.id}*.yaml "
+                    f"is missing; record it with `ctxconf record --shape {shape}`"
+                )
+    return problems
+
+
+def _shape_problems(scenario: Scenario, shape: str) -> list[str]:
+    adapter = get_shape(shape)
+    try:
+        sessions = [adapter.parse_request(render_input(scenario, t, shape)) for t in scenario.sessions()]
+    except CtxconfError as exc:
+        return [f"cannot be rendered: {exc}; drop the shape from `shapes`"]
+    if scenario.expect.outcome != "refused":
+        return []
+    session = sessions[-1]
+    if pairing_violations(session):
+        return []
+    counter = reference_counter(shape, scenario.models.get(shape, DEFAULT_MODELS[shape]))
+    total = counter.count(session).total
+    smallest = min(scenario.budget.for_shape(shape))
+    if total > smallest:
+        return []  # over budget: whether the protected part fits is the assembler's to judge
+    return [
+        f"expects refusal but the session is valid and fits ({total} <= {smallest} tokens); "
+        f"break it or lower the budget"
+    ]
