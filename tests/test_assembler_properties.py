@@ -32,8 +32,8 @@ PROFILE = settings.get_profile("assembler")
 
 CONFIGS = st.builds(
     AssemblyConfig,
-    recent_tool_rings=st.integers(0, 3),
-    recent_user_turns=st.integers(0, 2),
+    recent_tool_rings=st.integers(0, 2),
+    recent_user_turns=st.integers(0, 1),
     middle_delete_unit=st.sampled_from(["tool_ring", "clear_tool_result"]),
     keep_middle_error_results=st.integers(0, 2),
     summarize_trigger_ratio=st.sampled_from([0.5, 0.8, 1.0]),
@@ -45,10 +45,16 @@ CONFIGS = st.builds(
 @st.composite
 def cases(draw):
     shape = draw(st.sampled_from(SHAPE_NAMES))
-    session = draw(transcripts(get_shape(shape).capabilities, max_messages=14))
+    session = draw(transcripts(get_shape(shape).capabilities, min_messages=4, max_messages=16))
+    config = draw(CONFIGS)
     full = WordCounter().count(session).total
-    budget = draw(st.integers(0, full + full // 5))
-    return shape, session, draw(CONFIGS), budget
+    # What can never be cut (prefix, suffix, tools), from a run with room to spare: most budgets
+    # are drawn between that floor and the whole session, where trimming decides; some anywhere.
+    probe = run(shape, session, config.with_changes(summarize_trigger_ratio=1.0), full + 1).report
+    floor = probe.tokens_before.total - probe.tokens_before.middle
+    near = st.integers(max(0, floor - 5), full + full // 5)
+    budget = draw(st.one_of(st.integers(0, full), near, near, near))
+    return shape, session, config, budget
 
 
 def run(shape, session, config, budget):
