@@ -138,10 +138,11 @@ class Assembly:
         """The request body in ``shape`` (the assembly's shape by default)."""
         name = shape or self.report.shape
         if dialect is not None:
-            get_dialect = getattr(shapes, "get_dialect", None)
-            if get_dialect is None:
-                raise ShapeError(f"no dialects are available for shape {name!r}")
-            body: dict[str, Any] = get_dialect(name, dialect).render_request(self.view)
+            if name != "openai-chat":
+                raise ShapeError(f"dialects are variations of openai-chat, not of {name!r}")
+            from reference_impl.shapes.dialects import render_for_dialect  # noqa: PLC0415 - optional
+
+            body: dict[str, Any] = render_for_dialect(self.view, dialect)
         else:
             body = shapes.get_shape(name).render_request(self.view)
         if name == "anthropic-messages" and self.config.anthropic_cache_breakpoints > 0:
