@@ -58,7 +58,9 @@ def params_without(
     for key, value in body.obj().items():
         if key in consumed or (drop_null and value is None):
             continue
-        out.append((str(key), canonical_of(body.get(str(key)))))
+        out.append(
+            (str(key), canonical_of(Wire(value, f"{body.path}.{key}" if body.path else str(key))))
+        )
     return tuple(sorted(out))
 
 
@@ -164,6 +166,10 @@ class Extras:
 
     def for_messages(self, messages: Sequence[Message]) -> Iterator[MessageExtras]:
         """The extras of each message, in order (empty for messages that carried none)."""
+        if not self.messages:  # the common case: no digests to compute
+            for _ in messages:
+                yield MessageExtras()
+            return
         for address in _addresses(messages):
             yield self.messages.get(address) or MessageExtras()
 
