@@ -101,10 +101,18 @@ def _digest(case: Case) -> str:
 
 def _from_exchange(exchange: Exchange) -> Observation:
     case = exchange.case
-    label = f"{case.cassette} ({case.label})"
+    # Cases taken from a cassette folder are labelled ``file#index`` already; keep that label so
+    # both sides of a folder-vs-profile diff pair the same request.
+    label = case.label if "#" in case.label else f"{case.cassette} ({case.label})"
     return _observation(
         _digest(case), case.shape, label, exchange.status, exchange.response_body, exchange.headers
     )
+
+
+def _key(obs: Observation) -> str:
+    """Sides pair by skeleton *and* request label: requests of one skeleton recorded in several
+    cassettes are each compared (a drift in one of them must not hide behind another)."""
+    return f"{obs.digest}:{obs.case}"
 
 
 def _folder_side(root: Path) -> tuple[dict[str, Observation], list[Case]]:
@@ -116,7 +124,7 @@ def _folder_side(root: Path) -> tuple[dict[str, Observation], list[Case]]:
         obs = _observation(
             item.digest, item.shape, label, item.status, item.response_body, item.headers
         )
-        observations.setdefault(item.digest, obs)
+        observations.setdefault(_key(obs), obs)
         if isinstance(item.request_body, Mapping):
             dialect = item.skeleton.get("dialect")
             cases.append(
@@ -131,7 +139,7 @@ def _profile_side(names: str, cases: Sequence[Case]) -> dict[str, Observation]:
     observations: dict[str, Observation] = {}
     for case in cases:
         obs = _from_exchange(send(case, target))
-        observations.setdefault(obs.digest, obs)
+        observations.setdefault(_key(obs), obs)
     return observations
 
 
@@ -202,7 +210,9 @@ def _side(
 
 
 def _table(drifts: Sequence[Drift], old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    lines = [f"compared {len(set(old) & set(new))} skeletons; {len(drifts)} drift(s)"]
+    paired = set(old) & set(new)
+    skeletons = len({old[k].digest for k in paired})
+    lines = [f"compared {len(paired)} requests ({skeletons} skeletons); {len(drifts)} drift(s)"]
     lines += [f"{d.kind:15} {d.shape:20} {d.case}: {d.detail}" for d in drifts]
     only_old, only_new = len(set(old) - set(new)), len(set(new) - set(old))
     if only_old or only_new:
@@ -238,6 +248,7 @@ def command(
             "old": old,
             "new": new,
             "compared": len(set(left) & set(right)),
+            "skeletons": len({left[k].digest for k in set(left) & set(right)}),
             "only_old": sorted(v.case for k, v in left.items() if k not in right),
             "only_new": sorted(v.case for k, v in right.items() if k not in left),
             "drift": [asdict(d) for d in drifts],

@@ -1,0 +1,197 @@
+"""Recorded round trips replay offline through the real SDKs; recorded verdicts are served with
+their provenance; the live code path, pointed at the emulator, labels its cassettes truthfully."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from conformance.cassettes import CassetteMissError
+from conformance.cli import cli
+from conformance.providers.emulator import create_app
+from conformance.providers.emulator_transport import serving
+from conformance.providers.validation import validate_request
+from conformance.recorded_verdicts import recorded_verdict
+from conformance.roundtrip import Case, Exchange, Target, recorded_against, replay
+from conformance.roundtrip_cases import PROBES, probe_cases
+from reference_impl.transcript import SHAPE_NAMES
+
+CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
+EXPECT = {probe.id: probe for probe in PROBES}
+
+
+@pytest.fixture(scope="module", params=SHAPE_NAMES)
+def replayed(request: pytest.FixtureRequest) -> tuple[str, list[Exchange]]:
+    shape: str = request.param
+    return shape, replay(probe_cases(shape), CASSETTES)
+
+
+def test_replay_parses_every_recorded_answer_through_the_sdks(
+    replayed: tuple[str, list[Exchange]],
+) -> None:
+    _, exchanges = replayed
+    assert {e.case.cassette for e in exchanges} == set(EXPECT)
+    for exchange in exchanges:
+        probe = EXPECT[exchange.case.cassette]
+        if exchange.accepted:
+            assert exchange.parse_error is None
+            assert exchange.message is not None
+            assert len(exchange.message.tool_calls) == probe.calls_in_reply, exchange.case.label
+        assert exchange.input_tokens is None or exchange.input_tokens > 0
+
+
+def test_recorded_verdicts_match_the_hand_written_expectations(
+    replayed: tuple[str, list[Exchange]],
+) -> None:
+    shape, exchanges = replayed
+    for exchange in exchanges:
+        expected = EXPECT[exchange.case.cassette].expect.get(shape)
+        if expected is None:
+            continue  # no firm evidence either way (G4, Gemini after an unanswered call)
+        got = "accept" if exchange.accepted else "reject"
+        assert got == expected, (shape, exchange.case.cassette, exchange.case.label)
+
+
+def test_recorded_verdicts_agree_with_the_validators_now(
+    replayed: tuple[str, list[Exchange]],
+) -> None:
+    """A drift here means the catalog changed since recording: re-record (ctxconf record)."""
+    shape, exchanges = replayed
+    for exchange in exchanges:
+        recorded = exchange.verdict("recorded-emulated")
+        now = validate_request(exchange.case.body, shape, profile=recorded.profile)
+        assert (recorded.verdict, recorded.rule) == (now.verdict, now.rule), exchange.case.label
+
+
+def test_recorded_verdict_api_serves_recordings_with_provenance() -> None:
+    case = next(c for c in probe_cases("openai-chat") if c.cassette == "probe-unanswered-call")
+    verdict = recorded_verdict(case.body, "openai-chat", root=CASSETTES)
+    assert verdict is not None
+    assert verdict.provenance == "recorded-emulated"
+    assert (verdict.verdict, verdict.rule, verdict.evidence) == ("reject", "C1", "observed")
+    # Same structure, other content and ids: the same recorded verdict applies.
+    body = json.loads(json.dumps(case.body).replace("call_p1", "call_zz9").replace("Paris", "Oslo"))
+    again = recorded_verdict(body, "openai-chat", root=CASSETTES)
+    assert again is not None
+    assert again.rule == "C1"
+    # A structure never recorded has no recorded verdict.
+    assert (
+        recorded_verdict({"model": "gpt-4o", "messages": []}, "openai-chat", root=CASSETTES) is None
+    )
+    # Gemini: the model is in the URL; without it any model of the skeleton matches.
+    gemini = next(c for c in probe_cases("gemini") if c.cassette == "probe-text")
+    found = recorded_verdict(gemini.body, "gemini", root=CASSETTES)
+    assert found is not None
+    assert found.accepted
+    assert recorded_verdict(gemini.body, "gemini", model="gemini-9-ultra", root=CASSETTES) is None
+
+
+def test_recorded_verdict_respects_the_profile() -> None:
+    case = next(c for c in probe_cases("anthropic-messages") if c.cassette == "probe-text")
+    assert recorded_verdict(
+        case.body, "anthropic-messages", profile="anthropic-current", root=CASSETTES
+    )
+    assert (
+        recorded_verdict(
+            case.body,
+            "anthropic-messages",
+            profile="anthropic-2024-strict-alternation",
+            root=CASSETTES,
+        )
+        is None
+    )
+
+
+def test_a_replay_miss_names_the_closest_recorded_skeleton() -> None:
+    case = next(c for c in probe_cases("openai-chat") if c.cassette == "probe-ring-followup")
+    messages = [*case.body["messages"], {"role": "user", "content": "one more"}]
+    changed = Case(case.cassette, "extra turn", {**case.body, "messages": messages}, case.shape)
+    with pytest.raises(CassetteMissError, match=r"closest recorded: interaction 0 \(.*messages"):
+        replay([changed], CASSETTES)
+
+
+def test_recorded_against_is_decided_from_the_answers() -> None:
+    case = Case("x", "x", {}, "openai-chat")
+    emulated = Exchange(
+        case, 200, {}, {"x-ctxconf-provenance": "emulated", "x-ctxconf-profile": "openai-2024"}
+    )
+    plain = Exchange(case, 200, {}, {})
+    official = Target.official("openai-chat", env={})
+    assert recorded_against(official, "openai-chat", [plain]) == "live"
+    assert recorded_against(official, "openai-chat", [emulated]) == "emulator:openai-2024"
+    gateway = Target(root="https://gateway.example:8443", live=True)
+    assert recorded_against(gateway, "openai-chat", [plain]) == "custom:gateway.example:8443"
+    plain_http = Target(root="http://api.openai.com", live=True)
+    assert recorded_against(plain_http, "openai-chat", [plain]).startswith("custom:")
+    bedrock = Target.official("bedrock-converse", env={"AWS_REGION": "eu-west-1"})
+    assert bedrock.root == "https://bedrock-runtime.eu-west-1.amazonaws.com"
+    assert recorded_against(bedrock, "bedrock-converse", [plain]) == "live"
+
+
+def test_live_path_pointed_at_the_emulator_records_it_as_emulated(tmp_path: Path) -> None:
+    """``record --live --base-url``: the same code path as a live recording, labelled truthfully."""
+    env = {
+        "OPENAI_API_KEY": "sk-proj-thisisnotarealkey1234567",
+        "ANTHROPIC_API_KEY": "sk-ant-fake-key-123456",
+    }
+    with serving(create_app(profile="anthropic-2024-strict-alternation")) as url:
+        result = CliRunner().invoke(
+            cli,
+            [
+                "record",
+                "--live",
+                "--base-url",
+                url,
+                "--shape",
+                "openai-chat",
+                "--shape",
+                "anthropic-messages",
+                "--out",
+                str(tmp_path),
+            ],
+            env=env,
+        )
+    assert result.exit_code == 0, result.output
+    written = sorted(tmp_path.rglob("*.yaml"))
+    assert len(written) == 2 * len(PROBES)
+    for path in written:
+        document = yaml.safe_load(path.read_text("utf-8"))
+        assert document["ctxconf"]["recorded_against"].startswith("emulator:")
+        text = path.read_text("utf-8")
+        assert "sk-proj" not in text
+        assert "sk-ant" not in text
+    strict = yaml.safe_load(
+        (tmp_path / "anthropic-messages" / "probe-consecutive-users.yaml").read_text()
+    )
+    assert strict["ctxconf"]["recorded_against"] == "emulator:anthropic-2024-strict-alternation"
+    assert strict["interactions"][0]["response"]["status"]["code"] == 400
+
+
+def test_live_without_a_key_is_a_one_line_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["record", "--live", "--shape", "gemini", "--out", str(tmp_path)],
+        env={"GEMINI_API_KEY": "", "GOOGLE_API_KEY": ""},
+    )
+    assert result.exit_code == 2
+    assert "GEMINI_API_KEY or GOOGLE_API_KEY" in result.output
+
+
+def test_record_then_replay_in_a_fresh_folder(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["record", "--shape", "bedrock-converse", "--out", str(tmp_path), "--hash-content"]
+    )
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "bedrock-converse" / "probe-text.yaml").read_text()
+    assert "Say hello" not in text
+    assert "content: hashed" in text
+    exchanges = replay(probe_cases("bedrock-converse"), tmp_path)
+    assert len(exchanges) == len(PROBES)
+    shutil.rmtree(tmp_path / "bedrock-converse")
+    with pytest.raises(CassetteMissError, match="no cassette"):
+        replay(probe_cases("bedrock-converse"), tmp_path)
