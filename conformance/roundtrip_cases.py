@@ -25,6 +25,7 @@ from reference_impl.assembler import assemble
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
+from reference_impl.shapes.dialects import render_for_dialect
 from reference_impl.transcript import (
     Message,
     Part,
@@ -203,9 +204,16 @@ def cases_for_session(
     bodies: list[tuple[str, dict[str, object]]] = []
     try:
         assembly = assemble(session, config, shape=shape, budget=budget)  # type: ignore[arg-type]
-        bodies.append((f"assembled@{budget}" if budget else "assembled", assembly.render(shape)))  # type: ignore[arg-type]
+        view = assembly.view
+        # A gateway dialect renders the view its own way (Ollama's "" for null, Mistral's ids).
+        rendered = (
+            render_for_dialect(view, dialect) if dialect else assembly.render(shape)  # type: ignore[arg-type]
+        )
+        bodies.append((f"assembled@{budget}" if budget else "assembled", rendered))
     except CtxconfError as exc:
         bodies.append((f"assembly refused: {exc.code}", {}))
+    # The session as a naive client would send it (base shape), to record the provider's verdict
+    # on the unassembled structure too.
     with contextlib.suppress(CtxconfError):
         bodies.append(("session as is", _body(shape, session)))
     out: list[Case] = []

@@ -100,8 +100,8 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
     content = ContentMode.HASHED if hash_content else ContentMode.FULL
     for shape in names:
         cases = probe_cases(shape, model=model) if probes else []
-        if selectors or corpus is not None:
-            cases += _scenario_cases(selectors, corpus, shape, model)
+        # Without --scenarios: the scenarios that declare a cassette (``cassette: true``).
+        cases += _scenario_cases(selectors, corpus, shape, model)
         if not cases:
             click.echo(f"{shape}: nothing to record", err=True)
             continue
