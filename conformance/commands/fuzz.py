@@ -1,0 +1,142 @@
+"""``ctxconf fuzz``: the ``must`` checks over generated sessions and budgets, shrunk to a scenario.
+
+Prints the shrunk failing session as a scenario file (format version 1) and, with ``--out``,
+writes it where ``ctxconf run --scenarios FILE`` replays it. The runner takes a scenario's level
+from its folder, so a file that is not under a ``must/`` folder is written into one (``--out
+found.yaml`` writes ``must/found.yaml``) and the command says where.
+
+Exit status: 0 when nothing failed in the examples tried, 1 when a failing case was found, 2 for
+bad options.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.engine import DEFAULT_TIMEOUT
+from conformance.fuzzing import DEFAULT_EXAMPLES, finding_document, fuzz, scenario_yaml
+from conformance.loading import load_plugin
+from reference_impl.errors import CtxconfError
+from reference_impl.transcript import SHAPE_NAMES
+
+__all__ = ["command", "replayable_path"]
+
+
+def _fail(what: str) -> None:
+    click.echo(f"ctxconf: error: {what}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def replayable_path(out: Path) -> Path:
+    """``out`` itself when a parent folder is ``must``; otherwise ``out``'s folder + ``must/``."""
+    if "must" in out.parent.parts:
+        return out
+    return out.parent / "must" / out.name
+
+
+@click.command(name="fuzz")
+@click.option(
+    "--impl",
+    default="reference",
+    show_default=True,
+    help="Plug-in: 'reference', module:attr, or a name in the ctxconf.assemblers entry points.",
+)
+@click.option(
+    "--impl-shape",
+    type=click.Choice(SHAPE_NAMES),
+    default=None,
+    help="Shape of a plain f(messages, budget) function (default openai-chat).",
+)
+@click.option(
+    "--shapes", default=None, help="Comma-separated shapes to fuzz (default: all it speaks)."
+)
+@click.option(
+    "--examples",
+    type=click.IntRange(1, 100_000),
+    default=DEFAULT_EXAMPLES,
+    show_default=True,
+    help="Generated cases to try before giving up.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=None,
+    help="Seed for the search (default: random, printed so the run can be repeated).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the scenario file here (under a must/ folder).",
+)
+@click.option(
+    "--valid-only", is_flag=True, help="Generate valid sessions only (no broken pairing)."
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.01, 3600),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds one plug-in call may take before the case is an error.",
+)
+def command(
+    impl: str,
+    impl_shape: str | None,
+    shapes: str | None,
+    examples: int,
+    seed: int | None,
+    out: Path | None,
+    valid_only: bool,
+    timeout: float,
+) -> None:
+    """Run the must checks over generated sessions and budgets; print the shrunk failing case."""
+    try:
+        plugin = load_plugin(impl, impl_shape=impl_shape)
+    except CtxconfError as exc:
+        _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
+    wanted = [s.strip() for s in shapes.split(",") if s.strip()] if shapes else None
+    if wanted is not None:
+        unknown = [s for s in wanted if s not in SHAPE_NAMES]
+        if unknown:
+            _fail(f"--shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}")
+        if not set(wanted) & set(plugin.shapes):
+            _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
+    report = fuzz(
+        plugin, shapes=wanted, examples=examples, seed=seed, timeout=timeout, broken=not valid_only
+    )
+    shown = ", ".join(report.shapes)
+    if not report.found:
+        click.echo(
+            f"ctxconf fuzz: {impl}: no must failure in {examples} generated cases ({shown}); "
+            f"seed {report.seed}",
+            err=True,
+        )
+        return
+    finding = report.finding
+    assert finding is not None
+    click.echo(
+        f"ctxconf fuzz: {impl}: must failure found and shrunk (seed {report.seed}, {shown})",
+        err=True,
+    )
+    click.echo(finding.describe(), err=True)
+    if report.replayed is False:
+        click.echo(
+            "warning: the scenario below, loaded back, did not fail the same way (a flaky "
+            "plug-in, or a session detail the scenario format cannot hold)",
+            err=True,
+        )
+    text = scenario_yaml(finding_document(report))
+    click.echo(text, nl=False)
+    if out is not None:
+        target = replayable_path(out)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, "utf-8")
+        shape_flag = f" --impl-shape {impl_shape}" if impl_shape else ""
+        click.echo(
+            f"wrote {target}; replay: ctxconf run --impl {impl}{shape_flag} --scenarios {target}",
+            err=True,
+        )
+    raise SystemExit(EXIT_FINDING)

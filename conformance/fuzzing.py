@@ -1,0 +1,355 @@
+"""Fuzzing any assembler: the ``must`` checks over generated sessions and budgets, shrunk.
+
+:func:`fuzz` draws a shape the plug-in speaks, a session for it (valid, or broken in one of the
+ways ``rings.validate`` knows, from :mod:`conformance.strategies`) and a budget around the
+session's own size, wraps them into a one-case :class:`~conformance.scenarios.Scenario`, and runs
+it through the engine exactly as ``ctxconf run`` would (same rendering, timeout, verdicts and
+checks, ``must`` level only). Hypothesis shrinks the first failure it finds to a small session;
+:func:`scenario_document` turns that into a scenario file (format version 1) that
+``ctxconf run --scenarios FILE`` replays, and :func:`fuzz` checks that the replay fails the same
+way before it returns.
+
+What a generated case expects: a session whose rendered form still breaks pairing must be
+refused (``refuses_broken_input``); any other session may be assembled or refused (refusing a
+valid session is a ``should`` matter, not a ``must`` one), but what is assembled must be accepted
+by the provider's validators (``provider_valid``) and invent nothing (``nothing_invented``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from conformance.checks import CheckResult, checks_for
+from conformance.engine import DEFAULT_MODELS, DEFAULT_TIMEOUT, Case, reference_counter, run_case
+from conformance.events import CaseResult
+from conformance.loading import Plugin
+from conformance.scenarios import (
+    SCENARIO_FORMAT_VERSION,
+    Budget,
+    Expectation,
+    Scenario,
+    expand_message,
+    load_file,
+)
+from conformance.strategies import VIOLATION_KINDS, broken_transcripts, transcripts
+from reference_impl.errors import CtxconfError
+from reference_impl.rings import validate as pairing_violations
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import Message, Transcript, message_to_dict
+
+__all__ = [
+    "DEFAULT_EXAMPLES",
+    "FuzzFinding",
+    "FuzzReport",
+    "fuzz",
+    "scenario_document",
+    "scenario_yaml",
+]
+
+DEFAULT_EXAMPLES: Final = 200
+# The scenario format has no field for these two wire details (a Responses output-message id and a
+# wire ``tool_calls: []``), so sessions holding them could not be written out for replay.
+_UNSUPPORTED_KINDS: Final = frozenset({"empty_tool_calls"})
+_BROKEN_KINDS: Final = tuple(k for k in VIOLATION_KINDS if k not in _UNSUPPORTED_KINDS)
+
+
+@dataclass(frozen=True, slots=True)
+class FuzzFinding:
+    """The shrunk failing case: its scenario, what the generator meant, and what failed."""
+
+    scenario: Scenario
+    shape: str
+    budget: int
+    generated_as: str
+    """``valid`` or the violation kind the session was broken with."""
+    result: CaseResult
+
+    @property
+    def failures(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.result.checks if c.status != "pass")
+
+    def describe(self) -> str:
+        """One line per failed check (or the error), naming indices, ids and provenance."""
+        if self.result.status == "error":
+            return f"error: {self.result.reason}"
+        return "\n".join(f"{c.id} ({c.level}, {c.status}): {c.title}: {c.message}" for c in self.failures)
+
+
+@dataclass(frozen=True, slots=True)
+class FuzzReport:
+    plugin: str
+    seed: int
+    examples: int
+    shapes: tuple[str, ...]
+    finding: FuzzFinding | None
+    replayed: bool | None = None
+    """Whether the written scenario, loaded back from YAML, failed the same checks again."""
+
+    @property
+    def found(self) -> bool:
+        return self.finding is not None
+
+
+class _Found(AssertionError):  # noqa: N818 - hypothesis needs an exception to shrink on
+    def __init__(self, finding: FuzzFinding) -> None:
+        super().__init__(finding.describe())
+        self.finding = finding
+
+
+# ----------------------------------------------------------------------------- the scenario
+
+
+def _expressible(session: Transcript) -> bool:
+    return not any(m.wire_id is not None or m.empty_tool_calls for m in session.messages)
+
+
+def _compact(message: Message) -> dict[str, Any]:
+    """The compact scenario form when it expands back to exactly this message, else full form."""
+    full = message_to_dict(message, with_id=False)
+    compact: dict[str, Any] = {"role": message.role}
+    if message.name is not None:
+        compact["name"] = message.name
+    kinds = [p["kind"] for p in full["parts"]]
+    texts = [p for p in full["parts"] if p["kind"] == "text"]
+    if kinds.count("text") <= 1 and kinds.count("summary") <= 1 and all(
+        k in {"text", "summary", "tool_call", "tool_result", "reasoning"} for k in kinds
+    ):
+        for part in full["parts"]:
+            if part["kind"] == "tool_result":
+                content = part["content"]
+                if len(content) != 1 or content[0]["kind"] != "text":
+                    break
+                result: dict[str, Any] = {"id": part["call_id"], "text": content[0]["text"]}
+                for key in ("is_error", "name", "item_id"):
+                    if key in part:
+                        result[key] = part[key]
+                compact.setdefault("results", []).append(result)
+            elif part["kind"] == "tool_call":
+                call: dict[str, Any] = {"id": part["id"], "name": part["name"]}
+                call["args"] = part["arguments"]
+                if "item_id" in part:
+                    call["item_id"] = part["item_id"]
+                compact.setdefault("calls", []).append(call)
+            elif part["kind"] == "reasoning":
+                reasoning = {"origin": part["origin"], "data": json.loads(part["data"])}
+                compact.setdefault("reasoning", []).append(reasoning)
+            elif part["kind"] == "summary":
+                compact["summary"] = part["text"]
+        else:
+            if texts:
+                compact["text"] = texts[0]["text"]
+            expanded = expand_message(compact)
+            if expanded.get("parts") == full["parts"] and set(compact) - {"role", "name"}:
+                return compact
+    return {k: v for k, v in full.items() if k in {"role", "name", "parts"}}
+
+
+def scenario_document(
+    session: Transcript,
+    *,
+    scenario_id: str,
+    title: str,
+    shape: str,
+    budget: int,
+    outcome: str,
+    notes: str = "",
+) -> dict[str, Any]:
+    """A scenario file (format version 1, one ``must`` scenario) holding ``session`` as data."""
+    tools = []
+    for tool in session.tools:
+        entry: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            entry["description"] = tool.description
+        entry["parameters"] = tool.parameters_value()
+        if tool.side_effect:
+            entry["side_effect"] = True
+        tools.append(entry)
+    scenario: dict[str, Any] = {
+        "id": scenario_id,
+        "title": title,
+        "level": "must",
+        "tags": ["fuzz"],
+    }
+    if notes:
+        scenario["notes"] = notes
+    scenario |= {
+        "shapes": [shape],
+        "tools": tools,
+        "session": [_compact(m) for m in session.messages],
+        "budget": budget,
+        "expect": {"outcome": outcome},
+    }
+    return {"version": SCENARIO_FORMAT_VERSION, "topic": "fuzz finding", "scenarios": [scenario]}
+
+
+def scenario_yaml(document: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, width=100)
+
+
+def _scenario(session: Transcript, shape: str, budget: int, outcome: str) -> Scenario:
+    """The in-memory twin of what :func:`scenario_document` writes (same session, same knobs)."""
+    return Scenario(
+        id="fuzz-case",
+        title="generated by ctxconf fuzz",
+        level="must",
+        source="<fuzz>",
+        session=session,
+        budget=Budget((budget,)),
+        expect=Expectation(outcome=outcome),  # type: ignore[arg-type]
+        tags=("fuzz",),
+        shapes=(shape,),
+    )
+
+
+# --------------------------------------------------------------------------------- the search
+
+
+def _judge_one(
+    plugin: Plugin, shape: str, session: Transcript, budget: int, timeout: float
+) -> tuple[Scenario, CaseResult] | None:
+    """Run one generated case; None when the shape cannot carry the session (not a finding)."""
+    adapter = get_shape(shape)
+    try:
+        as_seen = adapter.parse_request(adapter.render_request(session))
+    except CtxconfError:
+        return None
+    # Judge by what the plug-in will see: a break that the shape's rendering repairs is no break.
+    outcome = "refused" if pairing_violations(as_seen) else "either"
+    scenario = _scenario(session, shape, budget, outcome)
+    case = Case(0, scenario, shape, None, budget)
+    result = run_case(case, plugin.assemblers[shape], checks_for(scenario, level="must"), timeout)
+    return scenario, result
+
+
+def _session_strategy(shape: str, broken: bool) -> st.SearchStrategy[tuple[Transcript, str]]:
+    caps = get_shape(shape).capabilities
+    valid = transcripts(caps, min_messages=2, max_messages=12).map(lambda t: (t, "valid"))
+    if not broken:
+        return valid
+    kinds = st.sampled_from(_BROKEN_KINDS)
+    damaged = kinds.flatmap(lambda k: broken_transcripts(k, caps, max_messages=8))
+    # Mostly valid sessions: budget pressure on real rings is where trimmers break.
+    return st.one_of(valid, valid, valid, damaged.map(lambda pair: (pair[0], str(pair[1]))))
+
+
+def _full_size(shape: str, session: Transcript) -> int:
+    counter = reference_counter(shape, DEFAULT_MODELS[shape])
+    try:
+        return counter.count(get_shape(shape).parse_request(get_shape(shape).render_request(session))).total
+    except CtxconfError:
+        return 0
+
+
+def fuzz(
+    plugin: Plugin,
+    *,
+    shapes: Sequence[str] | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    broken: bool = True,
+    replay: bool = True,
+) -> FuzzReport:
+    """Search for a session and budget on which ``plugin`` fails a ``must`` check; shrink it."""
+    chosen = tuple(s for s in plugin.shapes if shapes is None or s in shapes)
+    if not chosen:
+        raise ValueError(f"the plug-in speaks {', '.join(plugin.shapes)}; none of {shapes} chosen")
+    used_seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+
+    @st.composite
+    def cases(draw: st.DrawFn) -> tuple[str, Transcript, str, int]:
+        shape = draw(st.sampled_from(chosen))
+        session, generated_as = draw(_session_strategy(shape, broken))
+        size = _full_size(shape, session)
+        # Around the session's own size: below it the plug-in must cut, above it nothing to do.
+        # Budgets start at 1: the scenario format has no zero budget.
+        low, high = max(1, size), max(1, size) * 2 + 64
+        budget = draw(st.integers(1, low) | st.integers(low, high) | st.just(low))
+        return shape, session, generated_as, budget
+
+    @hypothesis_seed(used_seed)
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(cases())
+    def search(case: tuple[str, Transcript, str, int]) -> None:
+        shape, session, generated_as, budget = case
+        assume(_expressible(session))
+        judged = _judge_one(plugin, shape, session, budget, timeout)
+        assume(judged is not None)
+        assert judged is not None
+        scenario, result = judged
+        if result.status != "pass":
+            raise _Found(FuzzFinding(scenario, shape, budget, generated_as, result))
+
+    try:
+        search()
+    except _Found as found:
+        finding = found.finding
+        return FuzzReport(
+            plugin.name,
+            used_seed,
+            examples,
+            chosen,
+            finding,
+            replayed=_replays(plugin, finding, timeout) if replay else None,
+        )
+    return FuzzReport(plugin.name, used_seed, examples, chosen, None)
+
+
+def finding_document(report: FuzzReport) -> dict[str, Any]:
+    """The scenario file for a report's finding (call only when ``report.found``)."""
+    finding = report.finding
+    assert finding is not None
+    failed = ", ".join(c.id for c in finding.failures) or "error"
+    notes = (
+        f"Found by `ctxconf fuzz --impl {report.plugin} --seed {report.seed} "
+        f"--examples {report.examples}` and shrunk by hypothesis. Generated as: "
+        f"{finding.generated_as}. Failed: {failed}.\n{finding.describe()}"
+    )
+    return scenario_document(
+        finding.scenario.session,
+        scenario_id=f"fuzz-{report.seed}",
+        title=f"fuzz finding ({finding.generated_as} session, {finding.shape} at {finding.budget})",
+        shape=finding.shape,
+        budget=finding.budget,
+        outcome=finding.scenario.expect.outcome,
+        notes=notes,
+    )
+
+
+def _replays(plugin: Plugin, finding: FuzzFinding, timeout: float) -> bool:
+    """Load the written scenario back through the runner's loader and run it again."""
+    report = FuzzReport(plugin.name, 0, 0, (finding.shape,), finding)
+    text = scenario_yaml(finding_document(report))
+    with tempfile.TemporaryDirectory(prefix="ctxconf-fuzz-") as folder:
+        path = Path(folder) / "must" / "finding.yaml"
+        path.parent.mkdir()
+        path.write_text(text, "utf-8")
+        try:
+            (loaded,) = load_file(path)
+        except CtxconfError:
+            return False
+    case = Case(0, loaded, finding.shape, None, finding.budget)
+    again = run_case(case, plugin.assemblers[finding.shape], checks_for(loaded, level="must"), timeout)
+    before = {c.id for c in finding.failures}
+    after = {c.id for c in again.checks if c.status != "pass"}
+    return again.status == finding.result.status and before == after
