@@ -88,7 +88,7 @@ class Wire:
         """The value's canonical JSON text (sorted keys); a ParseError if it is not JSON data."""
         try:
             return canonical_json(self.value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise self.fail(f"not JSON data: {exc}") from None
 
     def only_keys(self, allowed: Collection[str], what: str) -> None:
