@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
-
-from reference_impl.errors import CtxconfError
-from reference_impl.rings import validate as pairing_violations
-from reference_impl.shapes import get_shape
 
 from conformance.engine import DEFAULT_MODELS, reference_counter, render_input
 from conformance.scenarios import Scenario
+from reference_impl.errors import CtxconfError
+from reference_impl.rings import validate as pairing_violations
+from reference_impl.shapes import get_shape
 
 __all__ = ["corpus_problems"]
 
@@ -22,17 +22,24 @@ def _cassette_root(given: Path | None) -> Path:
 
 
 def corpus_problems(
-    scenarios: Sequence[Scenario], *, known_checks: Set[str], cassette_root: Path | None = None
+    scenarios: Sequence[Scenario],
+    *,
+    known_checks: AbstractSet[str],
+    cassette_root: Path | None = None,
 ) -> list[str]:
     """``scenario-id [shape]: what is wrong`` for every problem found (empty when clean)."""
     problems: list[str] = []
     root = _cassette_root(cassette_root)
     for s in scenarios:
-        for check_id in (*s.expect.checks, *s.expect.skip_checks):
-            if check_id not in known_checks:
-                problems.append(f"{s.id}: unknown check {check_id!r} in expect ({s.source})")
+        problems.extend(
+            f"{s.id}: unknown check {check_id!r} in expect ({s.source})"
+            for check_id in (*s.expect.checks, *s.expect.skip_checks)
+            if check_id not in known_checks
+        )
         if any(s.dialects) and s.shapes != ("openai-chat",):
-            problems.append(f"{s.id}: dialects apply to openai-chat only; set shapes: [openai-chat]")
+            problems.append(
+                f"{s.id}: dialects apply to openai-chat only; set shapes: [openai-chat]"
+            )
         for shape in s.shapes:
             problems.extend(f"{s.id} [{shape}]: {p}" for p in _shape_problems(s, shape))
             if s.cassette and not any((root / shape).glob(f"{s.id}*.yaml")):
@@ -46,7 +53,9 @@ def corpus_problems(
 def _shape_problems(scenario: Scenario, shape: str) -> list[str]:
     adapter = get_shape(shape)
     try:
-        sessions = [adapter.parse_request(render_input(scenario, t, shape)) for t in scenario.sessions()]
+        sessions = [
+            adapter.parse_request(render_input(scenario, t, shape)) for t in scenario.sessions()
+        ]
     except CtxconfError as exc:
         return [f"cannot be rendered: {exc}; drop the shape from `shapes`"]
     if scenario.expect.outcome != "refused":
@@ -60,6 +69,8 @@ def _shape_problems(scenario: Scenario, shape: str) -> list[str]:
     if total > smallest:
         return []  # over budget: whether the protected part fits is the assembler's to judge
     return [
-        f"expects refusal but the session is valid and fits ({total} <= {smallest} tokens); "
-        f"break it or lower the budget"
+        (
+            f"expects refusal but the session is valid and fits ({total} <= {smallest} tokens); "
+            f"break it or lower the budget"
+        )
     ]

@@ -21,7 +21,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from reference_impl.transcript import FilePart, ImagePart, Message, SummaryPart, TextPart, Transcript
+from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
+    Message,
+    SummaryPart,
+    TextPart,
+    Transcript,
+)
 
 __all__ = ["IdentityMap", "Link", "OutputStatus", "SourceStatus", "map_view"]
 

@@ -143,7 +143,7 @@ def _as_assemblers(target: object, spec: str, impl_shape: str | None) -> dict[st
             target = target()
         except TypeError as exc:
             raise PluginLoadError(
-                f"{spec}: cannot instantiate {target.__name__} without arguments ({exc}); "
+                f"{spec}: cannot instantiate {getattr(target, '__name__', target)!s} without arguments ({exc}); "
                 f"point --impl at a ready instance instead"
             ) from exc
     if isinstance(target, Sequence) and not isinstance(target, str | bytes):
@@ -165,7 +165,7 @@ def _as_assemblers(target: object, spec: str, impl_shape: str | None) -> dict[st
     if callable(target):
         _check_message_function(target, spec)
         shape = impl_shape or "openai-chat"
-        return {shape: MessageListAssembler(target, shape)}  # type: ignore[arg-type]
+        return {shape: MessageListAssembler(target, shape)}
     raise PluginLoadError(
         f"{spec} is a {type(target).__name__}, not an assembler; point --impl at a function "
         f"f(messages, budget) -> messages or an object with shape and assemble(request)"

@@ -125,7 +125,8 @@ class MessageListAssembler:
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
         key = MESSAGE_KEYS.get(request.shape, "messages")
-        returned = self.function(request.messages, request.budget)
+        # Typed as object: third-party code returns whatever it returns; checked below.
+        returned: object = self.function(request.messages, request.budget)
         if isinstance(returned, str | bytes) or not isinstance(returned, Sequence):
             raise TypeError(
                 f"{self.name} returned {type(returned).__name__}; a message function must "

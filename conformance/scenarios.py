@@ -311,7 +311,7 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
 def _level_of(path: Path) -> Level:
     for part in reversed(path.parts[:-1]):
         if part in LEVELS:
-            return part  # type: ignore[return-value]
+            return part
     raise ScenarioError(
         "a scenario file must live under a must/, should/ or may/ folder (the folder is its level)",
         where=str(path),

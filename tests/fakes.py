@@ -10,11 +10,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from reference_impl.tokens import TokenCount
-from reference_impl.transcript import Message, TextPart, ToolSpec, Transcript
-
 from conformance.protocol import AssemblyRequest
 from conformance.reference_plugin import ReferenceAssembler
+from reference_impl.tokens import TokenCount
+from reference_impl.transcript import Message, TextPart, ToolSpec, Transcript
 
 _REFERENCE = ReferenceAssembler("openai-chat")
 
@@ -58,9 +57,7 @@ class DropSystem(_Fake):
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
         body = self.good(request)
-        return _with(
-            body, [m for m in _messages(body) if m["role"] != "system" or _injected(m)]
-        )
+        return _with(body, [m for m in _messages(body) if m["role"] != "system" or _injected(m)])
 
 
 class OrphanResult(_Fake):
@@ -148,7 +145,9 @@ class TextOnlyCounting(_Fake):
     """The reference pipeline fed a counter that sees only text, so tool payloads overflow."""
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        blind = AssemblyRequest(**{**_fields(request), "counter": _TextOnlyCounter(request.counter)})
+        blind = AssemblyRequest(
+            **{**_fields(request), "counter": _TextOnlyCounter(request.counter)}
+        )
         return self.good(blind)
 
 
@@ -163,7 +162,8 @@ class LoseLedgerInSummary(_Fake):
             text = m.get("content")
             if isinstance(text, str) and "<context-summary>" in text:
                 m["content"] = "\n".join(
-                    line for line in text.splitlines()
+                    line
+                    for line in text.splitlines()
                     if not any(k in line for k in keys) and "tool=" not in line
                 )
         return _with(body, messages)
@@ -214,3 +214,15 @@ class Garbage(_Fake):
 def plain_trimmer(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
     """A plain f(messages, budget) that keeps everything: fine when the budget is large."""
     return messages
+
+
+ERROR_TEXT = "not callable"
+
+
+class WrongShape:
+    """Declares a shape that does not exist (for the loader's error message)."""
+
+    shape = "klingon"
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        return dict(request.body)

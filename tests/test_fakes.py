@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import cache
 
+import fakes
 import pytest
 
 from conformance.engine import run_events
 from conformance.events import CaseFinished, CaseResult
 from conformance.loading import Plugin
 from conformance.scenarios import load_corpus
-import fakes
 
 ERROR = "<plug-in error>"
 
@@ -61,7 +61,9 @@ EXPECTED: dict[str, tuple[str, dict[str, str]]] = {
     "LoseLedgerInSummary": ("ledger_in_summary", {}),
     "InventMessage": (
         "nothing_invented",
-        {"within_budget": "the invented message costs tokens the reference had planned to the limit"},
+        {
+            "within_budget": "the invented message costs tokens the reference had planned to the limit"
+        },
     ),
     "Crash": (ERROR, {}),
     "Garbage": (ERROR, {}),
@@ -92,7 +94,9 @@ def test_fake_is_caught_by_the_intended_check(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_nothing_else_fails_the_fake(name: str) -> None:
     intended, necessary = EXPECTED[name]
-    unexpected = {k: sorted(v)[:3] for k, v in failures(name).items() if k != intended and k not in necessary}
+    unexpected = {
+        k: sorted(v)[:3] for k, v in failures(name).items() if k != intended and k not in necessary
+    }
     assert not unexpected, f"{name} also failed {unexpected}"
 
 
@@ -101,7 +105,9 @@ def test_hang_becomes_an_error_result_and_the_run_goes_on() -> None:
     scenarios = [s for s in load_corpus() if s.id in {"single-tool", "parallel-tools-2"}]
     try:
         results = [
-            e.result for e in run_events(plugin, scenarios, timeout=0.2) if isinstance(e, CaseFinished)
+            e.result
+            for e in run_events(plugin, scenarios, timeout=0.2)
+            if isinstance(e, CaseFinished)
         ]
     finally:
         fakes.release_hung()

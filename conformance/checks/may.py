@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from conformance.checks._helpers import describe, knob, summary_text
 from conformance.checks.outcome import CaseOutcome, TurnOutcome
 from conformance.checks.registry import Failure, check
@@ -15,11 +17,12 @@ def _dropped(turn: TurnOutcome) -> set[int]:
 
 
 @check(id="prefix_stable", level="may", default=False)
-def prefix_stable(scenario: Scenario, outcome: CaseOutcome) -> None:
+def prefix_stable(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Consecutive turns share their request prefix, except at a compaction (cache hits)."""
     turns = outcome.assembled_turns
-    for before, after in zip(turns, turns[1:]):
-        assert before.view is not None and after.view is not None
+    for before, after in itertools.pairwise(turns):
+        assert before.view is not None
+        assert after.view is not None
         compacted = _dropped(after) - _dropped(before) or summary_text(after.view) != summary_text(
             before.view
         )
@@ -28,7 +31,8 @@ def prefix_stable(scenario: Scenario, outcome: CaseOutcome) -> None:
         old = [m.digest for m in before.view.messages]
         new = [m.digest for m in after.view.messages]
         shared = next(
-            (i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new))
+            (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+            min(len(old), len(new)),
         )
         if shared < len(old) or before.view.tools != after.view.tools:
             where = "tool schemas" if shared >= len(old) else f"view messages[{shared}]"
@@ -44,7 +48,7 @@ def _has_attachment(message: Message) -> bool:
 
 
 @check(id="attachments_degraded_first", level="may", default=False)
-def attachments_degraded_first(scenario: Scenario, outcome: CaseOutcome) -> None:
+def attachments_degraded_first(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Attachments in the middle are degraded (placeholder) before middle text is cut."""
     final = outcome.last
     if not final.assembled or final.identity is None:

@@ -10,7 +10,7 @@ from reference_impl.rings import validate as pairing_violations
 
 
 @check(id="provider_valid", level="must")
-def provider_valid(scenario: Scenario, outcome: CaseOutcome) -> None:
+def provider_valid(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """The provider (or its faithful emulation) accepts the assembled request."""
     for turn in outcome.assembled_turns:
         verdict = turn.verdict
@@ -19,7 +19,7 @@ def provider_valid(scenario: Scenario, outcome: CaseOutcome) -> None:
         if verdict.accepted:
             continue
         error = verdict.error or {}
-        inner = error.get("error", error) if isinstance(error, dict) else {}
+        inner = error.get("error", error)
         text = inner.get("message") if isinstance(inner, dict) else None
         dialect = f" ({verdict.dialect})" if verdict.dialect else ""
         raise Failure(
@@ -45,10 +45,11 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="nothing_invented", level="must")
-def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
+def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, or a labelled injection."""
     for turn in outcome.assembled_turns:
-        assert turn.identity is not None and turn.view is not None
+        assert turn.identity is not None
+        assert turn.view is not None
         invented = turn.identity.of_status("invented")
         if invented:
             parts = []

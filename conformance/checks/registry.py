@@ -33,7 +33,7 @@ CheckFunction: TypeAlias = Callable[[Scenario, CaseOutcome], None]
 CheckStatus: TypeAlias = Literal["pass", "fail", "error"]
 
 
-class Failure(AssertionError):
+class Failure(AssertionError):  # noqa: N818 - schemathesis' name; a failed check is not an error
     """A check failed: ``title`` is one line, ``message`` says where (indices, ids) and why."""
 
     def __init__(self, title: str, message: str) -> None:
@@ -70,7 +70,10 @@ REGISTRY: dict[str, CheckSpec] = {}
 
 
 def check(
-    *, id: str, level: Level, default: bool = True
+    *,
+    id: str,  # noqa: A002 - `id` is the public keyword of @check
+    level: Level,
+    default: bool = True,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register ``function`` under ``id`` at ``level``; the docstring's first line is its title."""
     if level not in LEVELS:
@@ -106,9 +109,9 @@ def run_checks(
     for spec in specs:
         try:
             spec.function(scenario, outcome)
-        except Failure as failure:
+        except Failure as failure:  # noqa: PERF203 - one try per check is the point
             results.append(CheckResult(spec.id, spec.level, "fail", failure.title, failure.message))
-        except Exception as exc:  # a crashing check is an error result, never a stopped run
+        except Exception as exc:  # noqa: BLE001 - a crashing check is an error result, not a stopped run
             results.append(
                 CheckResult(
                     spec.id,

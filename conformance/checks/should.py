@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from conformance.checks._helpers import (
     call_ids_in,
     complete_rings,
@@ -36,7 +38,7 @@ def assembles_when_feasible(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="system_kept", level="should")
-def system_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
+def system_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every system/developer text of the session is in the view, unchanged."""
     for turn in outcome.assembled_turns:
         assert turn.view is not None
@@ -53,7 +55,7 @@ def system_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="latest_user_kept", level="should")
-def latest_user_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
+def latest_user_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """The latest user turn is in the view, unchanged."""
     for turn in outcome.assembled_turns:
         assert turn.identity is not None
@@ -87,7 +89,7 @@ def _ring_text(ring: Ring) -> str:
 
 
 @check(id="whole_rings", level="should")
-def whole_rings(scenario: Scenario, outcome: CaseOutcome) -> None:
+def whole_rings(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Each ring (a call message and all its results) is kept whole or dropped whole."""
     for turn in outcome.assembled_turns:
         assert turn.identity is not None
@@ -159,7 +161,7 @@ def ledger_in_summary(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="within_budget", level="should")
-def within_budget(scenario: Scenario, outcome: CaseOutcome) -> None:
+def within_budget(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """The request fits the budget, counted with the reference counter (tools and overhead included)."""
     for turn in outcome.assembled_turns:
         if turn.tokens is not None and turn.tokens > outcome.budget:
@@ -171,10 +173,11 @@ def within_budget(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="order_preserved", level="should")
-def order_preserved(scenario: Scenario, outcome: CaseOutcome) -> None:
+def order_preserved(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Kept messages keep their session order, and results keep their calls' order."""
     for turn in outcome.assembled_turns:
-        assert turn.identity is not None and turn.view is not None
+        assert turn.identity is not None
+        assert turn.view is not None
         last = -1
         for link in turn.identity.links:
             if link.source is None:
@@ -198,10 +201,11 @@ def order_preserved(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="reasoning_kept_with_ring", level="should")
-def reasoning_kept_with_ring(scenario: Scenario, outcome: CaseOutcome) -> None:
+def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """A kept ring keeps its reasoning artifacts byte-exact (R3/R4, A13-A16, G6)."""
     for turn in outcome.assembled_turns:
-        assert turn.identity is not None and turn.view is not None
+        assert turn.identity is not None
+        assert turn.view is not None
         for link in turn.identity.links:
             if link.source is None or link.status != "modified":
                 continue
@@ -223,7 +227,7 @@ def reasoning_kept_with_ring(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="summary_used", level="should", default=False)
-def summary_used(scenario: Scenario, outcome: CaseOutcome) -> None:
+def summary_used(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """The middle was replaced by a summary block."""
     final = outcome.last
     if final.assembled and final.view is not None and not has_summary(final.view):
@@ -235,7 +239,7 @@ def summary_used(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="tools_dropped", level="should", default=False)
-def tools_dropped(scenario: Scenario, outcome: CaseOutcome) -> None:
+def tools_dropped(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Escalation dropped the tool schemas (drop_tools_schema_then_fail) instead of refusing."""
     final = outcome.last
     if final.assembled and final.view is not None and final.view.tools:
@@ -285,7 +289,7 @@ def oldest_rings_first(scenario: Scenario, outcome: CaseOutcome) -> None:
     state = [final.identity.present(r.start) for r in middle]
     if middle and all(state):
         raise Failure("no middle ring dropped", f"all {len(middle)} middle rings were kept")
-    for older, newer in zip(middle, middle[1:]):
+    for older, newer in itertools.pairwise(middle):
         if final.identity.present(older.start) and not final.identity.present(newer.start):
             raise Failure(
                 "a newer ring dropped before an older one",
@@ -314,7 +318,7 @@ def plain_turns_fifo(scenario: Scenario, outcome: CaseOutcome) -> None:
     present = [final.identity.present(i) for i in candidates]
     if candidates and all(present):
         raise Failure("no plain turn dropped", f"all {len(candidates)} middle plain turns kept")
-    for a, b in zip(candidates, candidates[1:]):
+    for a, b in itertools.pairwise(candidates):
         if final.identity.present(a) and not final.identity.present(b):
             raise Failure(
                 "plain turns not dropped oldest first",

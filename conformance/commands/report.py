@@ -22,10 +22,19 @@ _RENDERERS = {"md": render_markdown, "html": render_html, "junit": render_junit}
 
 @click.command(name="report")
 @click.argument("run_file", type=click.Path(path_type=Path))
-@click.option("--format", "output_format", type=click.Choice(sorted(_RENDERERS)), default="md",
-              show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write here instead of standard output.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(sorted(_RENDERERS)),
+    default="md",
+    show_default=True,
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write here instead of standard output.",
+)
 def command(run_file: Path, output_format: str, out: Path | None) -> None:
     """Re-render a saved JSON-lines run (reports/run.jsonl) as md, html or junit."""
     try:

@@ -133,6 +133,7 @@ def _write(path: Path, text: str) -> None:
     help="Seconds one plug-in call may take before the case is an error.",
 )
 def command(
+    *,
     impl: str,
     impl_shape: str | None,
     shapes: str | None,
@@ -189,11 +190,8 @@ def command(
                 progress.update(task, advance=1, description=event.result.scenario)
     record = record_from_events(collected)
     if not no_reports:
-        with (
-            (report_dir / "run.jsonl").open("w", encoding="utf-8")
-            if report_dir.mkdir(parents=True, exist_ok=True) is None
-            else open(report_dir / "run.jsonl", "w", encoding="utf-8") as stream
-        ):
+        report_dir.mkdir(parents=True, exist_ok=True)
+        with (report_dir / "run.jsonl").open("w", encoding="utf-8") as stream:
             writer = JsonLinesWriter(stream)
             for event in collected:
                 writer(event)

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import click
 
-from reference_impl.errors import CtxconfError
-
 from conformance.checks import REGISTRY
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
 from conformance.corpus_lint import corpus_problems
 from conformance.scenarios import Scenario, ScenarioError, default_corpus_path, load_corpus
+from reference_impl.errors import CtxconfError
 
 __all__ = ["command"]
 
@@ -53,8 +52,12 @@ def list_scenarios(path: Path | None) -> None:
 
 @command.command(name="validate")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--cassettes", type=click.Path(path_type=Path), default=None,
-              help="Cassette root for scenarios that declare `cassette: true` (default: cassettes/).")
+@click.option(
+    "--cassettes",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Cassette root for scenarios that declare `cassette: true` (default: cassettes/).",
+)
 def validate_scenarios(path: Path | None, cassettes: Path | None) -> None:
     """Schema, unique ids, known checks, renderable in each shape, declared cassettes present."""
     scenarios, root = _load(path)

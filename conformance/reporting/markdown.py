@@ -18,8 +18,10 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
     out = [
         f"## ctxconf conformance: `{header.get('plugin', '?')}`",
         "",
-        f"{len(record.cases)} cases over {len(record.shapes)} shapes; exit status "
-        f"{record.exit_status}.",
+        (
+            f"{len(record.cases)} cases over {len(record.shapes)} shapes; exit status "
+            f"{record.exit_status}."
+        ),
         "",
         "| level | pass | fail | error | result |",
         "|---|---:|---:|---:|---|",

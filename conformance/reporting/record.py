@@ -28,7 +28,7 @@ from conformance.events import (
     RunStarted,
     level_totals,
 )
-from conformance.scenarios import LEVELS
+from conformance.scenarios import LEVELS, Level
 from reference_impl.errors import CtxconfError
 
 __all__ = [
@@ -62,7 +62,7 @@ class RunRecord:
         return tuple(self.header.get("shapes", ()))
 
     @property
-    def totals(self) -> dict[str, LevelTotals]:
+    def totals(self) -> dict[Level, LevelTotals]:
         return dict(level_totals(self.cases))
 
     @property

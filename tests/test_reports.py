@@ -1,0 +1,215 @@
+"""Reports derived from a small fixed run: snapshots for terminal, markdown and junit; the JSON
+lines round trip; the HTML page is self-contained; ``ctxconf report`` re-renders a saved run."""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from conformance.checks.registry import CheckResult
+from conformance.cli import cli
+from conformance.events import CaseResult
+from conformance.reporting import (
+    JsonLinesWriter,
+    ReportFileError,
+    RunRecord,
+    read_jsonl,
+    render_html,
+    render_junit,
+    render_markdown,
+    terminal_renderable,
+)
+from conformance.reporting.record import REPORT_FORMAT, REPORT_VERSION
+
+SHAPES = ("openai-chat", "anthropic-messages")
+
+
+def _case(
+    index: int,
+    scenario: str,
+    shape: str,
+    budget: int,
+    *,
+    fail: str | None = None,
+    error: str | None = None,
+) -> CaseResult:
+    checks = (
+        CheckResult("provider_valid", "must", "pass"),
+        CheckResult(
+            "within_budget",
+            "should",
+            "fail" if fail else "pass",
+            "over budget" if fail else "",
+            fail or "",
+        ),
+    )
+    return CaseResult(
+        index=index,
+        scenario=scenario,
+        title=f"title of {scenario}",
+        level="must",
+        shape=shape,
+        dialect=None,
+        budget=budget,
+        status="error" if error else "fail" if fail else "pass",
+        outcome="error" if error else "assembled",
+        checks=() if error else checks,
+        sweep=scenario == "sweep",
+        verdict=None if error else {"verdict": "accept", "status": 200, "provenance": "emulated"},
+        tokens=None if error else budget - 10,
+        counter="tiktoken:o200k_base/openai-chat",
+        reason=error,
+        seconds=0.001,
+        input={"messages": [{"role": "user", "content": "<hi & bye>"}]}
+        if (fail or error)
+        else None,
+        output={"messages": []} if fail else None,
+    )
+
+
+@pytest.fixture
+def record() -> RunRecord:
+    cases = (
+        _case(0, "single-tool", "openai-chat", 4000),
+        _case(
+            1,
+            "single-tool",
+            "anthropic-messages",
+            4000,
+            error="the plug-in raised RuntimeError: boom",
+        ),
+        _case(
+            2, "sweep", "openai-chat", 300, fail="410 tokens by tiktoken > budget 300 (over by 110)"
+        ),
+        _case(3, "sweep", "openai-chat", 400),
+        _case(4, "sweep", "anthropic-messages", 300),
+    )
+    header = {
+        "type": "header",
+        "format": REPORT_FORMAT,
+        "version": REPORT_VERSION,
+        "plugin": "fixed",
+        "shapes": list(SHAPES),
+        "started": "2026-01-01T00:00:00+00:00",
+        "ctxconf_version": "0.0",
+        "protocol_version": 1,
+    }
+    footer = {
+        "type": "footer",
+        "statuses": {"pass": 3, "fail": 1, "error": 1},
+        "seconds": 1.5,
+        "abandoned_threads": 0,
+        "exit_status": 1,
+    }
+    return RunRecord(header, cases, footer)
+
+
+def test_terminal_matrix_snapshot(record: RunRecord, snapshot) -> None:  # type: ignore[no-untyped-def]
+    console = Console(file=io.StringIO(), width=110, color_system=None, force_terminal=False)
+    console.print(terminal_renderable(record))
+    assert console.file.getvalue() == snapshot  # type: ignore[attr-defined]
+
+
+def test_markdown_snapshot(record: RunRecord, snapshot) -> None:  # type: ignore[no-untyped-def]
+    assert render_markdown(record) == snapshot
+
+
+def test_junit_snapshot(record: RunRecord, snapshot) -> None:  # type: ignore[no-untyped-def]
+    text = render_junit(record)
+    assert text == snapshot
+    root = ET.fromstring(text.split("\n", 1)[1])
+    suites = {s.get("name"): s for s in root}
+    assert suites["openai-chat"].get("failures") == "1"
+    assert suites["anthropic-messages"].get("errors") == "1"
+
+
+def test_level_totals_count_plugin_errors_as_must(record: RunRecord) -> None:
+    totals = record.totals
+    assert (totals["must"].passed, totals["must"].errors) == (4, 1)
+    assert (totals["should"].passed, totals["should"].failed) == (3, 1)
+
+
+def test_jsonl_round_trip_through_the_writer(tmp_path: Path) -> None:
+    from conformance.engine import run_events
+    from conformance.loading import load_plugin
+    from conformance.scenarios import load_corpus
+
+    scenarios = [s for s in load_corpus() if s.id in {"single-tool", "broken-orphan-result"}]
+    events = list(run_events(load_plugin("reference"), scenarios, shapes=["openai-chat"]))
+    stream = io.StringIO()
+    writer = JsonLinesWriter(stream)
+    for event in events:
+        writer(event)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line["type"] for line in lines] == ["header", "case", "case", "footer"]
+    assert lines[0]["protocol_version"] == 1
+    assert lines[0]["version"] == REPORT_VERSION
+    path = tmp_path / "run.jsonl"
+    path.write_text(stream.getvalue())
+    record = read_jsonl(path)
+    assert [c.scenario for c in record.cases] == ["broken-orphan-result", "single-tool"]
+    assert all(c.verdict is None or c.verdict["provenance"] for c in record.cases)
+
+
+def test_jsonl_round_trip(record: RunRecord, tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    lines = [json.dumps(dict(record.header))] + [json.dumps(c.to_dict()) for c in record.cases]
+    path.write_text("\n".join([*lines, json.dumps(dict(record.footer))]) + "\n")
+    again = read_jsonl(path)
+    assert again.cases == record.cases
+    assert again.exit_status == 1
+
+
+def test_html_is_self_contained(record: RunRecord) -> None:
+    page = render_html(record)
+    assert "<script src" not in page
+    assert "<link" not in page
+    assert "@import" not in page
+    assert "&lt;hi &amp; bye&gt;" in page  # bodies escaped, shown side by side
+    assert 'id="f-level"' in page
+    assert 'id="f-shape"' in page
+    assert 'id="f-status"' in page
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json\n", "not JSON"),
+        ('{"type": "case"}\n', "must be a 'ctxconf.run' header"),
+        (
+            json.dumps({"type": "header", "format": REPORT_FORMAT, "version": 99}) + "\n",
+            "report version 99",
+        ),
+    ],
+)
+def test_read_jsonl_names_the_problem(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(ReportFileError, match=message) as info:
+        read_jsonl(path)
+    assert str(path) in (info.value.where or "")
+
+
+def test_report_command_rerenders_a_saved_run(record: RunRecord, tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    lines = [json.dumps(dict(record.header))] + [json.dumps(c.to_dict()) for c in record.cases]
+    path.write_text("\n".join([*lines, json.dumps(dict(record.footer))]) + "\n")
+    runner = CliRunner()
+    out = runner.invoke(cli, ["report", str(path), "--format", "md"])
+    assert out.exit_code == 0
+    assert out.output == render_markdown(read_jsonl(path))
+    html = tmp_path / "r.html"
+    assert (
+        runner.invoke(cli, ["report", str(path), "--format", "html", "--out", str(html)]).exit_code
+        == 0
+    )
+    assert html.read_text().startswith("<!DOCTYPE html>")
+    bad = runner.invoke(cli, ["report", str(tmp_path / "missing.jsonl")])
+    assert bad.exit_code == 2
+    assert "missing.jsonl" in bad.output

@@ -1,0 +1,211 @@
+"""Engine, plug-in loading and ``ctxconf run``: errors become results, output order is fixed."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import cli
+from conformance.engine import DEFAULT_MODELS, call_with_timeout, plan_cases, run_events
+from conformance.events import CaseFinished, RunFinished, RunStarted
+from conformance.loading import PluginLoadError, load_plugin
+from conformance.protocol import PROTOCOL_VERSION, Assembler, MessageListAssembler
+from conformance.scenarios import load_corpus
+
+
+def _pick(*ids: str):  # type: ignore[no-untyped-def]
+    return [s for s in load_corpus() if s.id in ids]
+
+
+def test_default_models_match_the_recorded_round_trips() -> None:
+    # Cassettes are matched by skeleton, which includes the model family.
+    from conformance.roundtrip import DEFAULT_MODELS as RECORDED
+
+    assert dict(DEFAULT_MODELS) == dict(RECORDED)
+
+
+def test_reference_plugin_has_one_assembler_per_shape() -> None:
+    plugin = load_plugin("reference")
+    assert len(plugin.shapes) == 5
+    assert all(isinstance(a, Assembler) and a.shape == s for s, a in plugin.assemblers.items())
+
+
+def test_plain_function_is_wrapped_for_the_named_shape() -> None:
+    plugin = load_plugin("fakes:plain_trimmer", impl_shape="anthropic-messages")
+    (assembler,) = plugin.assemblers.values()
+    assert isinstance(assembler, MessageListAssembler)
+    assert assembler.shape == "anthropic-messages"
+    results = [
+        e.result
+        for e in run_events(plugin, _pick("single-tool", "broken-orphan-result"))
+        if isinstance(e, CaseFinished)
+    ]
+    by_id = {r.scenario: r for r in results}
+    assert by_id["single-tool"].status == "pass"
+    # A pass-through function sends the broken session: caught, not crashed.
+    failed = {c.id for c in by_id["broken-orphan-result"].checks if c.status == "fail"}
+    assert {"refuses_broken_input", "provider_valid"} <= failed
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_module_xyz:f", "PYTHONPATH"),
+        ("fakes:DropSystm", "did you mean fakes:DropSystem"),
+        ("fakes:WrongShape", "declares shape 'klingon'"),
+        ("fakes:ERROR_TEXT", "not an assembler"),
+        ("nosuchname", "ctxconf.assemblers"),
+        ("fakes:", "module:attr"),
+    ],
+)
+def test_loading_errors_say_what_to_type(spec: str, message: str) -> None:
+    with pytest.raises(PluginLoadError, match=message):
+        load_plugin(spec)
+
+
+def test_wrong_signature_is_refused_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bad_plugin.py").write_text("def trim(messages):\n    return messages\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginLoadError, match=r"\(messages: list\[dict\], budget: int\)"):
+        load_plugin("bad_plugin:trim")
+    sys.modules.pop("bad_plugin", None)
+
+
+def test_call_with_timeout_abandons_a_hung_call() -> None:
+    import threading
+
+    gate = threading.Event()
+    try:
+        assert call_with_timeout(lambda: gate.wait(30), 0.05) == ("timeout", None)
+    finally:
+        gate.set()
+    kind, value = call_with_timeout(lambda: 1 / 0, 1.0)
+    assert kind == "raised"
+    assert isinstance(value, ZeroDivisionError)
+    assert call_with_timeout(lambda: 7, 1.0) == ("returned", 7)
+
+
+def test_garbage_return_is_an_error_result() -> None:
+    plugin = load_plugin("fakes:Garbage")
+    (result,) = [
+        e.result for e in run_events(plugin, _pick("single-tool")) if isinstance(e, CaseFinished)
+    ]
+    assert result.status == "error"
+    assert (
+        result.reason == "malformed return: list, expected a openai-chat request body (a mapping)"
+    )
+
+
+def test_jobs_do_not_change_the_output() -> None:
+    scenarios = _pick("sweep-parallel-ring-mid-deletion", "single-tool", "broken-duplicate-id")
+    plugin = load_plugin("reference")
+
+    def run(jobs: int) -> list[tuple[str, str, int, str]]:
+        return [
+            (e.result.scenario, e.result.shape, e.result.budget, e.result.status)
+            for e in run_events(plugin, scenarios, shapes=["openai-chat", "gemini"], jobs=jobs)
+            if isinstance(e, CaseFinished)
+        ]
+
+    assert run(1) == run(2)
+
+
+def test_plan_orders_scenarios_then_shapes_then_budgets() -> None:
+    (sweep,) = _pick("sweep-parallel-ring-mid-deletion")
+    cases = plan_cases([sweep], ["gemini", "openai-chat"])
+    shapes = [c.shape for c in cases]
+    assert shapes == sorted(shapes, key=["openai-chat", "gemini"].index)
+    chat = [c.budget for c in cases if c.shape == "openai-chat"]
+    assert chat == sorted(chat)
+    assert chat[0] == 300
+    assert chat[-1] == 800
+
+
+def test_events_frame_the_run() -> None:
+    events = list(
+        run_events(load_plugin("reference"), _pick("single-tool"), shapes=["openai-chat"])
+    )
+    assert isinstance(events[0], RunStarted)
+    assert events[0].protocol_version == PROTOCOL_VERSION
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].exit_status == 0
+
+
+def test_run_command_exit_status_and_reports(tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(
+        cli,
+        [
+            "run",
+            "--scenarios",
+            "single-tool,parallel-tools-2",
+            "--shapes",
+            "openai-chat",
+            "--report-dir",
+            str(tmp_path),
+        ],
+    )
+    assert ok.exit_code == 0, ok.output
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "run.jsonl",
+        "report.md",
+        "report.html",
+        "junit.xml",
+    }
+    bad = runner.invoke(
+        cli, ["run", "--impl", "fakes:OrphanResult", "--scenarios", "single-tool", "--no-reports"]
+    )
+    assert bad.exit_code == 1
+    assert "provider_valid" in bad.output
+    should_only = [
+        "run",
+        "--impl",
+        "fakes:DropSystem",
+        "--scenarios",
+        "single-tool",
+        "--no-reports",
+    ]
+    assert runner.invoke(cli, should_only).exit_code == 0
+    assert runner.invoke(cli, [*should_only, "--strict"]).exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenarios", "no-such-tag-or-path"], "neither a file or folder"),
+        (["--shapes", "openai-chatt"], "unknown shape"),
+        (["--impl", "nope_mod:f"], "PYTHONPATH"),
+    ],
+)
+def test_run_command_bad_options_exit_2(args: list[str], message: str) -> None:
+    out = CliRunner().invoke(cli, ["run", "--no-reports", *args])
+    assert out.exit_code == 2
+    assert message in out.output
+
+
+def test_run_accepts_a_scenario_file(tmp_path: Path) -> None:
+    folder = tmp_path / "must"
+    folder.mkdir()
+    (folder / "one.yaml").write_text(
+        textwrap.dedent("""\
+        version: 1
+        scenarios:
+          - id: tiny
+            title: tiny
+            shapes: [openai-chat]
+            session: [{role: user, text: hi}]
+            budget: 100
+            expect: {outcome: assembled}
+        """)
+    )
+    out = CliRunner().invoke(
+        cli, ["run", "--scenarios", str(tmp_path), "--no-reports", "--format", "jsonl"]
+    )
+    assert out.exit_code == 0, out.output
+    assert '"scenario": "tiny"' in out.output

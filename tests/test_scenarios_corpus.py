@@ -1,0 +1,208 @@
+"""The scenario corpus: schema, coverage of issue 5's topics, realistic budgets, and the format."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.checks import REGISTRY
+from conformance.cli import cli
+from conformance.corpus_lint import corpus_problems
+from conformance.engine import DEFAULT_MODELS, reference_counter, render_input
+from conformance.scenarios import (
+    ScenarioError,
+    expand_message,
+    load_corpus,
+    load_file,
+    schema_errors,
+)
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SHAPE_NAMES, transcript_from_dict
+
+CORPUS = load_corpus()
+
+# Issue 5 item 2: every topic must be covered by at least one scenario tagged with it.
+TOPICS = [
+    "single-tool",
+    "parallel-tools",
+    "follow-up",
+    "mid-ring-deletion",
+    "summary",
+    "unanswered-call",
+    "orphan-result",
+    "duplicate-id",
+    "result-before-call",
+    "interleaved",
+    "text-between-results",
+    "results-split",
+    "reasoning-detached",
+    "first-user-goal",
+    "ledger",
+    "error-results",
+    "plain-turns",
+    "refusal",
+    "tool-schemas",
+    "recent-rings",
+    "attachments",
+    "memory",
+    "reasoning",
+    "prompt-cache",
+    "mistral",
+    "ollama",
+    "budget-sweep",
+]
+
+
+def test_at_least_forty_scenarios_with_unique_ids() -> None:
+    ids = [s.id for s in CORPUS]
+    assert len(ids) >= 40
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_every_topic_is_covered(topic: str) -> None:
+    assert any(topic in s.tags for s in CORPUS), f"no scenario tagged {topic!r}"
+
+
+def test_parallel_rings_of_two_four_and_eight() -> None:
+    widths = {len(m.tool_calls) for s in CORPUS for m in s.session.messages}
+    assert {2, 4, 8} <= widths
+
+
+def test_corpus_validates_clean() -> None:
+    assert corpus_problems(CORPUS, known_checks=set(REGISTRY)) == []
+    out = CliRunner().invoke(cli, ["scenarios", "validate"])
+    assert out.exit_code == 0, out.output
+
+
+def test_scenarios_list_names_every_scenario() -> None:
+    out = CliRunner().invoke(cli, ["scenarios", "list"])
+    assert out.exit_code == 0
+    assert all(s.id in out.output for s in CORPUS)
+
+
+TRIMMING = {
+    "oldest_rings_first",
+    "plain_turns_fifo",
+    "summary_used",
+    "tools_dropped",
+    "middle_error_results_kept",
+    "attachments_degraded_first",
+}
+
+
+@pytest.mark.parametrize(
+    "scenario", [s for s in CORPUS if TRIMMING & set(s.expect.checks)], ids=lambda s: s.id
+)
+def test_budgets_force_the_step_they_test(scenario) -> None:  # type: ignore[no-untyped-def]
+    """A scenario about trimming must be over budget in every shape, by the reference counter."""
+    for shape in scenario.shapes:
+        body = render_input(scenario, scenario.sessions()[-1], shape)
+        counter = reference_counter(shape, scenario.models.get(shape, DEFAULT_MODELS[shape]))
+        total = counter.count(get_shape(shape).parse_request(body)).total
+        assert total > max(scenario.budget.for_shape(shape)), (shape, total)
+
+
+def _write(tmp_path: Path, body: str, level: str = "must") -> Path:
+    folder = tmp_path / level
+    folder.mkdir(exist_ok=True)
+    path = folder / "t.yaml"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_schema_error_names_file_and_json_path(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """\
+        version: 1
+        scenarios:
+          - id: x
+            title: x
+            session: [{role: wizard, text: hi}]
+            budget: 10
+            expect: {outcome: assembled}
+        """,
+    )
+    with pytest.raises(ScenarioError, match=r"\$\.scenarios\[0\]\.session\[0\]\.role") as info:
+        load_file(path)
+    assert info.value.where == str(path)
+
+
+def test_level_must_match_the_folder(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """\
+        version: 1
+        scenarios:
+          - {id: x, title: x, level: may, session: [{role: user, text: hi}], budget: 10,
+             expect: {outcome: assembled}}
+        """,
+    )
+    with pytest.raises(ScenarioError, match="lives in the 'must' folder"):
+        load_file(path)
+
+
+def test_validate_reports_unknown_checks_and_unrenderable_shapes(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        """\
+        version: 1
+        scenarios:
+          - id: x
+            title: x
+            shapes: [openai-chat]
+            session: [{role: tool, results: [{id: c1, text: r, is_error: true}]}]
+            budget: 10
+            expect: {outcome: assembled, checks: [no_such_check]}
+        """,
+    )
+    out = CliRunner().invoke(cli, ["scenarios", "validate", str(tmp_path)])
+    assert out.exit_code == 1
+    assert "unknown check 'no_such_check'" in out.output
+    assert "x [openai-chat]: cannot be rendered" in out.output
+
+
+def test_version_is_required() -> None:
+    assert schema_errors({"scenarios": []})
+
+
+texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=texts,
+    calls=st.lists(
+        st.tuples(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True), texts),
+        max_size=3,
+        unique_by=lambda c: c[0],
+    ),
+)
+def test_compact_form_expands_to_the_transcript_model(
+    text: str, calls: list[tuple[str, str]]
+) -> None:
+    compact = [
+        {"role": "user", "text": text},
+        {
+            "role": "assistant",
+            "text": "ok",
+            "calls": [{"id": i, "name": "f", "args": {"q": a}} for i, a in calls],
+        },
+    ]
+    if calls:
+        compact.append({"role": "tool", "results": [{"id": i, "text": a} for i, a in calls]})
+    transcript = transcript_from_dict({"messages": [expand_message(m) for m in compact]})
+    assert transcript.messages[0].text == text
+    assert [c.id for c in transcript.messages[1].tool_calls] == [i for i, _ in calls]
+    if calls:
+        assert [r.call_id for r in transcript.messages[2].tool_results] == [i for i, _ in calls]
+
+
+def test_every_shape_is_used() -> None:
+    assert {shape for s in CORPUS for shape in s.shapes} == set(SHAPE_NAMES)
