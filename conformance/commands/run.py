@@ -199,7 +199,8 @@ def command(
         _write(report_dir / "report.html", render_html(record))
         _write(report_dir / "junit.xml", render_junit(record))
     if output_format == "table":
-        render_terminal(record, Console())
+        # A pipe or CI log gets a fixed width wide enough for five shape columns.
+        render_terminal(record, Console(width=None if sys.stdout.isatty() else 120))
         if not no_reports:
             click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
     elif output_format == "md":

@@ -12,18 +12,27 @@ from conformance.scenarios import LEVELS
 
 __all__ = ["render_terminal", "terminal_renderable"]
 
+# Short column labels so the matrix fits an 80-column terminal; the legend line names them.
+_SHORT = {
+    "openai-chat": "chat",
+    "openai-responses": "responses",
+    "anthropic-messages": "anthropic",
+    "gemini": "gemini",
+    "bedrock-converse": "bedrock",
+}
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta", None: "dim"}
 
 
 def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> RenderableType:
     shapes = record.shapes
     matrix = Table(
-        title=f"ctxconf conformance: {record.header.get('plugin', '?')}", title_justify="left"
+        title=f"ctxconf conformance: {record.header.get('plugin', '?')}",
+        title_justify="left",
     )
     matrix.add_column("level")
     matrix.add_column("scenario", no_wrap=True)
     for shape in shapes:
-        matrix.add_column(shape, justify="center")
+        matrix.add_column(_SHORT.get(shape, shape), justify="center")
     for row in matrix_rows(record.cases, shapes):
         matrix.add_row(
             row.level,
@@ -38,7 +47,8 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         t = record_totals[level]
         verdict = Text("ok", style="green") if t.ok else Text("FAILED", style="bold red")
         totals.add_row(level, str(t.passed), str(t.failed), str(t.errors), verdict)
-    parts: list[RenderableType] = [matrix, totals]
+    legend = Text("✓ pass (n: budgets of a sweep)  ✗ k/n failed  E error  · not applicable")
+    parts: list[RenderableType] = [matrix, legend, totals]
     problems = failing_cases(record.cases)
     if problems:
         lines = Text()
