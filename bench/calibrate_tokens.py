@@ -11,6 +11,7 @@ A recording that cannot be compared says why; nothing is adjusted to fit.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.recordings import RecordedInteraction, iter_recordings
+from reference_impl._openai_costs import is_harmony_model
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.tokens import counter_for, encoding_for_model
@@ -89,12 +91,11 @@ def _known_gap(shape: str, interaction: RecordedInteraction) -> str:
         "unknown"
     ):
         return "not an OpenAI model: its tokenizer and chat template are not tiktoken's; left out of the median"
-    if (
-        shape in OPENAI_SHAPES
-        and has_tools
-        and str(body.get("model", "")).startswith(("gpt-5", "o"))
-    ):
-        return "reasoning model with tools: hidden tool preamble, no published formula (section 2)"
+    if shape in OPENAI_SHAPES and has_tools and is_harmony_model(_model(interaction)):
+        return (
+            "reasoning model with tools: the hosted system message that comes with tools has no "
+            "published size and is not counted (kept in the median; see growth below)"
+        )
     if shape == "bedrock-converse" and has_tools:
         return "tools present: the model's tool prompt template is hidden input"
     if shape == "openai-responses" and isinstance(body.get("input"), list):
@@ -140,6 +141,22 @@ def openai_median_sample(rows: list[Calibration]) -> list[float]:
     ]
 
 
+def request_growth(rows: list[Calibration]) -> Iterator[tuple[Calibration, Calibration]]:
+    """Consecutive compared requests of one recording whose later one carries a hidden-input note:
+    the difference of their counts leaves out whatever hidden input both share."""
+    for earlier, later in itertools.pairwise(rows):
+        if (
+            earlier.file == later.file
+            and earlier.model == later.model
+            and later.note
+            and earlier.local is not None
+            and later.local is not None
+            and earlier.reported
+            and later.reported
+        ):
+            yield earlier, later
+
+
 def main(argv: list[str]) -> int:
     directory = Path(argv[1]) if len(argv) > 1 else DEFAULT_DIR
     if not directory.is_dir():
@@ -157,11 +174,22 @@ def main(argv: list[str]) -> int:
             f"{local:>6} {row.reported or '-':>6} {error:>7}  {row.counter}"
             + (f"  [{row.note}]" if row.note else "")
         )
+    growth = list(request_growth(rows))
+    if growth:
+        print("\nGrowth between consecutive requests of one recording (a hidden preamble cancels):")
+        for earlier, later in growth:
+            grew = (later.local or 0) - (earlier.local or 0)
+            billed = (later.reported or 0) - (earlier.reported or 0)
+            print(
+                f"  {later.file}#{earlier.interaction}->#{later.interaction}: "
+                f"local +{grew}, usage +{billed} ({grew - billed:+d} tokens)"
+            )
     openai_errors = openai_median_sample(rows)
     if openai_errors:
         print(
             f"OpenAI shapes: median |error| {statistics.median(openai_errors):.2%} "
-            f"over {len(openai_errors)} requests"
+            f"over {len(openai_errors)} requests (excluded: other tokenizers, "
+            f"{sum(1 for r in rows if r.note.startswith('not an OpenAI model'))} requests)"
         )
     return 0
 

@@ -34,7 +34,8 @@ from reference_impl._encodings import (
     get_encoding,
 )
 from reference_impl._image_tokens import AnthropicImageRule, claude_version, openai_image_rule
-from reference_impl._message_costs import REPLY_PRIMING, EstimateRules, OpenAIRules, ToolConstants
+from reference_impl._message_costs import EstimateRules
+from reference_impl._openai_costs import OpenAIRules, is_harmony_model
 from reference_impl.errors import TokenCountError
 from reference_impl.transcript import SHAPE_NAMES, Message, ToolSpec, Transcript, canonical_json
 
@@ -56,7 +57,12 @@ MEMO_SIZE: Final = 100_000
 
 @dataclass(frozen=True, slots=True)
 class TokenCount:
-    """Tokens of one request: per message (overhead included), tool schemas, fixed overhead."""
+    """Tokens of one request: per message (overhead included), tool schemas, fixed overhead.
+
+    ``overhead`` is request-level: reply priming, ``tool_choice``, hidden prompts, and adjustments
+    that depend on the whole request (ChatML tools sharing a system message: -4), so it can be
+    negative; ``total`` is always the sum of the three.
+    """
 
     total: int
     messages: tuple[int, ...]
@@ -194,10 +200,11 @@ def _text_counter(encoding: str) -> Callable[[str], int]:
 class TiktokenCounter(_MemoizedCounter):
     """OpenAI Chat Completions / Responses, counted locally with a tiktoken encoding.
 
-    Messages: the cookbook formula (3 per message, 1 per name, 3 reply priming). Tools: the
-    cookbook's ``num_tokens_for_tools`` constants. Images: the tile formula for gpt-4o class models,
-    the patch formula for the mini/nano class (picked from ``model``). Tool calls, tool results,
-    content arrays, reasoning items and files have no official rule: see ``OpenAIRules``.
+    Messages: the cookbook formula (3 per message, 1 per name, 3 reply priming), or the harmony
+    format for reasoning models. Tools: the TypeScript-namespace rendering. Images: the tile
+    formula for gpt-4o class models, the patch formula for the mini/nano class (picked from
+    ``model``). Tool calls, tool results and reasoning items: see ``reference_impl._openai_costs``,
+    which says which parts are documented and which are calibrated on the public recordings.
     """
 
     def __init__(
@@ -218,9 +225,9 @@ class TiktokenCounter(_MemoizedCounter):
         self.shape = shape
         self.model = model
         self.rules = OpenAIRules(
-            text_tokens=_text_counter(encoding),
-            image_rule=openai_image_rule(model),
-            tool_constants=ToolConstants.for_encoding(encoding),
+            _text_counter(encoding),
+            openai_image_rule(model),
+            harmony=is_harmony_model(model),
             responses=shape == "openai-responses",
         )
 
@@ -235,8 +242,9 @@ class TiktokenCounter(_MemoizedCounter):
         return self.rules.tools(tools)
 
     def _overhead(self, transcript: Transcript) -> int:
-        # Reply priming (cookbook). ``tool_choice``: litellm's constants ("none" 1, named 7 + name).
-        overhead = REPLY_PRIMING
+        # Reply priming (cookbook; harmony for reasoning models) and the tools' share of a system
+        # message. ``tool_choice``: litellm's constants ("none" 1, named 7 + name).
+        overhead = self.rules.overhead(transcript.messages, transcript.tools)
         choice = transcript.param("tool_choice")
         if choice == "none":
             overhead += 1

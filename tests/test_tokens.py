@@ -470,23 +470,6 @@ def test_estimate_counts_thinking_and_tool_parts() -> None:
     assert richer > bare + 40
 
 
-def test_chat_tool_result_messages_cost_more_than_their_text() -> None:
-    counter = TiktokenCounter("o200k_base", "openai-chat")
-    one = Message("tool", (ToolResultPart("call_1", (TextPart("42"),)),))
-    two = Message(
-        "tool",
-        (ToolResultPart("call_1", (TextPart("42"),)), ToolResultPart("call_2", (TextPart("42"),))),
-    )
-    # each result is its own wire message: 3 + "tool" + call id + content (OpenAIRules docstring)
-    enc = get_encoding("o200k_base")
-
-    def wire(call_id: str) -> int:
-        return 3 + len(enc.encode_ordinary("tool")) + len(enc.encode_ordinary(call_id)) + 1
-
-    assert counter.count_message(one) == wire("call_1")
-    assert counter.count_message(two) == wire("call_1") + wire("call_2")
-
-
 def test_memo_encodes_each_message_once() -> None:
     counter = TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o")
     transcript = _ring_transcript()

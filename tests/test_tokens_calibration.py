@@ -14,6 +14,7 @@ import importlib.util
 import statistics
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -29,7 +30,7 @@ if not RECORDINGS.is_dir():
     )
 
 
-def _bench():  # type: ignore[no-untyped-def]
+def _bench() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         "calibrate_tokens", REPO / "bench" / "calibrate_tokens.py"
     )
@@ -52,16 +53,28 @@ def test_every_recording_with_usage_is_compared(rows) -> None:  # type: ignore[n
         assert row.local is not None or row.note.startswith("not compared"), row
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="median |error| is 7.5% on the public recordings: tool-call/tool-result histories, "
-    "gpt-5 tool preambles and Responses function_call items have no published formula "
-    "(token-counting.md section 2); see bench/calibrate_tokens.py for the per-recording table",
-)
 def test_openai_median_error_within_3_percent(rows) -> None:  # type: ignore[no-untyped-def]
+    # Issue 2 must-hold. Only requests to non-OpenAI models (other tokenizers) are left out;
+    # reasoning requests with an unpublished hidden system message stay in the sample.
     errors = _bench().openai_median_sample(rows)
     assert len(errors) >= 5
     assert statistics.median(errors) <= 0.03, sorted(errors)
+
+
+def test_openai_growth_of_a_request_is_counted_where_a_hidden_preamble_cancels(rows) -> None:  # type: ignore[no-untyped-def]
+    # gpt-5-mini with tools carries a hidden system message of unpublished size; the growth from
+    # one request to the next (a call and its result, harmony format) must still be close.
+    bench = _bench()
+    pairs = [
+        (a, b)
+        for a, b in bench.request_growth(rows)
+        if b.shape in bench.OPENAI_SHAPES and not b.note.startswith("not an OpenAI model")
+    ]
+    assert pairs, "expected a reasoning request with tools that grows between interactions"
+    for earlier, later in pairs:
+        local = later.local - earlier.local
+        reported = later.reported - earlier.reported
+        assert abs(local - reported) <= max(3, 0.05 * reported), (earlier, later)
 
 
 def test_anthropic_estimate_is_not_short_beyond_its_factor(rows) -> None:  # type: ignore[no-untyped-def]

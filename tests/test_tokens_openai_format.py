@@ -1,0 +1,314 @@
+"""The OpenAI prompt-format model behind ``TiktokenCounter`` (reference_impl/_openai_costs.py).
+
+Expected numbers are computed independently of the implementation: each test writes the prompt
+the model would read *as text*, in the format of openai-cookbook ``articles/openai-harmony.md``
+(``<|start|>{header}<|message|>{content}<|end|>``), and tokenizes the whole string with an
+``o200k_harmony``-like encoding built here (o200k ranks plus the harmony special tokens, each one
+token). The implementation instead adds up cached pieces per message; both must agree.
+"""
+
+from __future__ import annotations
+
+import json
+
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_impl._encodings import get_encoding
+from reference_impl._tool_namespace import render_namespace
+from reference_impl.tokens import TiktokenCounter, counter_for
+from reference_impl.transcript import (
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    canonical_json,
+)
+
+_BASE = get_encoding("o200k_base")
+# openai-harmony.md "Special Tokens" table (token ids as published there).
+_HARMONY = tiktoken.Encoding(
+    name="o200k_harmony_test",
+    pat_str=_BASE._pat_str,
+    mergeable_ranks=_BASE._mergeable_ranks,
+    special_tokens={
+        "<|start|>": 200006,
+        "<|end|>": 200007,
+        "<|message|>": 200008,
+        "<|channel|>": 200005,
+        "<|constrain|>": 200003,
+        "<|return|>": 200002,
+        "<|call|>": 200012,
+    },
+)
+
+
+def prompt_tokens(prompt: str) -> int:
+    return len(_HARMONY.encode(prompt, allowed_special="all"))
+
+
+def chatml(*messages: tuple[str, str]) -> str:
+    """ChatML messages as the cookbook describes them (3-token frame) plus the 3-token primer."""
+    body = "".join(f"<|start|>{header}<|message|>{content}<|end|>" for header, content in messages)
+    return body + "<|start|>assistant<|message|>"
+
+
+# ----------------------------------------------------------------------------- ChatML
+
+
+def test_single_call_is_a_message_to_the_function_and_its_result_is_authored_by_it() -> None:
+    counter = TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o")
+    transcript = Transcript(
+        (
+            Message("system", (TextPart("You are deploy-bot."),)),
+            Message("user", (TextPart("Status of staging?"),)),
+            Message("assistant", (ToolCallPart("call_a1B2", "get_status", '{"env": "staging"}'),)),
+            Message("tool", (ToolResultPart("call_a1B2", (TextPart("healthy"),)),)),
+        )
+    )
+    expected = chatml(
+        ("system", "You are deploy-bot."),
+        ("user", "Status of staging?"),
+        ("assistant to=functions.get_status", '{"env": "staging"}'),  # arguments verbatim
+        ("functions.get_status", "healthy"),  # no tool_call_id on the model's side
+    )
+    assert counter.count(transcript).total == prompt_tokens(expected)
+
+
+def test_parallel_calls_are_one_multi_tool_use_call_with_compact_arguments() -> None:
+    counter = TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o-mini")
+    transcript = Transcript(
+        (
+            Message("user", (TextPart("Weather in Oslo and Rome?"),)),
+            Message(
+                "assistant",
+                (
+                    ToolCallPart("c1", "weather", '{"city": "Oslo"}'),
+                    ToolCallPart("c2", "weather", '{ "city" : "Rome" }'),
+                ),
+            ),
+            Message(
+                "tool",
+                (
+                    ToolResultPart("c1", (TextPart("-3C"),)),
+                    ToolResultPart("c2", (TextPart("18C"),)),
+                ),
+            ),
+        )
+    )
+    wrapper = (
+        '{"tool_uses":[{"recipient_name":"functions.weather","parameters":{"city":"Oslo"}},'
+        '{"recipient_name":"functions.weather","parameters":{"city":"Rome"}}]}'
+    )
+    expected = chatml(
+        ("user", "Weather in Oslo and Rome?"),
+        ("assistant to=multi_tool_use.parallel", wrapper),
+        ("functions.weather", "-3C"),
+        ("functions.weather", "18C"),
+    )
+    assert counter.count(transcript).total == prompt_tokens(expected)
+
+
+def test_tool_result_header_is_charged_to_the_call_ring_attribution() -> None:
+    counter = TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o")
+    result = Message("tool", (ToolResultPart("call_1", (TextPart("42"),)),))
+    two = Message(
+        "tool",
+        (ToolResultPart("call_1", (TextPart("42"),)), ToolResultPart("call_2", (TextPart("42"),))),
+    )
+    # a tool message costs its frames and outputs; the ids are not rendered, so they cost nothing
+    assert counter.count_message(result) == 3 + 1
+    assert counter.count_message(two) == 2 * (3 + 1)
+    long_id = Message("tool", (ToolResultPart("call_" + "x" * 40, (TextPart("42"),)),))
+    assert counter.count_message(long_id) == counter.count_message(result)
+
+
+def test_tool_message_trailing_text_is_a_user_message() -> None:
+    counter = TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o")
+    message = Message("tool", (ToolResultPart("c", (TextPart("ok"),)), TextPart("Continue.")))
+    frames = prompt_tokens("<|start|><|message|>ok<|end|><|start|>user<|message|>Continue.<|end|>")
+    assert counter.count_message(message) == frames
+
+
+def test_tools_namespace_shares_the_system_message() -> None:
+    counter = counter_for("openai-chat", "gpt-4o")
+    tool = ToolSpec("get_status", "Status of an environment.", canonical_json({"type": "object"}))
+    namespace = "namespace functions {\n\n// Status of an environment.\ntype get_status = () => any;\n\n} // namespace functions"
+    alone = Transcript((Message("user", (TextPart("hi"),)),), tools=(tool,))
+    with_system = Transcript(
+        (Message("system", (TextPart("Be brief."),)), Message("user", (TextPart("hi"),))),
+        tools=(tool,),
+    )
+    n = len(_BASE.encode_ordinary(namespace))
+    # litellm / hmarr: +9 for the tools' own message, 4 fewer when a system message is present
+    assert counter.count(alone).total == prompt_tokens(chatml(("user", "hi"))) + n + 9
+    assert counter.count(with_system).total == (
+        prompt_tokens(chatml(("system", "Be brief."), ("user", "hi"))) + n + 9 - 4
+    )
+
+
+# ---------------------------------------------------------------------------- harmony
+
+
+def test_harmony_history_and_primer_for_reasoning_models() -> None:
+    counter = counter_for("openai-responses", "gpt-5")
+    tool = ToolSpec(
+        "get_weather",
+        "Get the current weather for a city.",
+        canonical_json(
+            {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+        ),
+    )
+    transcript = Transcript(
+        (
+            Message("user", (TextPart("Paris?"),)),
+            Message("assistant", (ToolCallPart("call_9", "get_weather", '{"city":"Paris"}'),)),
+            Message("tool", (ToolResultPart("call_9", (TextPart("Sunny, 22C"),)),)),
+            Message("assistant", (TextPart("It is sunny."),)),
+            Message("user", (TextPart("Thanks"),)),
+        ),
+        tools=(tool,),
+    )
+    namespace = (
+        "namespace functions {\n\n// Get the current weather for a city.\n"
+        "type get_weather = (_: {\ncity: string,\n}) => any;\n\n} // namespace functions"
+    )
+    prompt = (
+        f"<|start|>developer<|message|># Tools\n\n## functions\n\n{namespace}<|end|>"
+        "<|start|>user<|message|>Paris?<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather<|message|>"
+        '{"city":"Paris"}<|call|>'
+        "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"
+        "Sunny, 22C<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>It is sunny.<|end|>"
+        "<|start|>user<|message|>Thanks<|end|>"
+        "<|start|>assistant"
+    )
+    assert counter.count(transcript).total == prompt_tokens(prompt)
+
+
+def test_which_models_use_harmony() -> None:
+    assert (
+        counter_for("openai-chat", "gpt-5-mini")
+        .count(Transcript((Message("user", (TextPart("x"),)),)))
+        .overhead
+        == 2
+    )
+    for model in ("gpt-4o", "gpt-4.1-mini", "gpt-3.5-turbo", "gpt-5-chat-latest", None):
+        assert (
+            counter_for("openai-chat", model)
+            .count(Transcript((Message("user", (TextPart("x"),)),)))
+            .overhead
+            == 3
+        ), model
+
+
+# ----------------------------------------------------------------------- tool namespace
+
+
+def test_namespace_reproduces_the_harmony_guide_example() -> None:
+    # openai-cookbook articles/openai-harmony.md, "Defining available tools": the schemas of the
+    # guide's renderer example and the namespace text it shows for them.
+    fmt = {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}
+    tools = [
+        ToolSpec("get_location", "Gets the location of the user.", json.dumps({})),
+        ToolSpec(
+            "get_current_weather",
+            "Gets the current weather in the provided location.",
+            json.dumps(  # the guide's key order (canonical_json would sort "format" first)
+                {
+                    "type": "object",
+                    "properties": {
+                        "location": {
+                            "type": "string",
+                            "description": "The city and state, e.g. San Francisco, CA",
+                        },
+                        "format": fmt,
+                    },
+                    "required": ["location"],
+                }
+            ),
+        ),
+        ToolSpec(
+            "get_multiple_weathers",
+            "Gets the current weather in the provided list of locations.",
+            json.dumps(
+                {
+                    "type": "object",
+                    "properties": {
+                        "locations": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": 'List of city and state, e.g. ["San Francisco, CA", "New York, NY"]',
+                        },
+                        "format": fmt,
+                    },
+                    "required": ["locations"],
+                }
+            ),
+        ),
+    ]
+    expected = """namespace functions {
+
+// Gets the location of the user.
+type get_location = () => any;
+
+// Gets the current weather in the provided location.
+type get_current_weather = (_: {
+// The city and state, e.g. San Francisco, CA
+location: string,
+format?: "celsius" | "fahrenheit", // default: celsius
+}) => any;
+
+// Gets the current weather in the provided list of locations.
+type get_multiple_weathers = (_: {
+// List of city and state, e.g. ["San Francisco, CA", "New York, NY"]
+locations: string[],
+format?: "celsius" | "fahrenheit", // default: celsius
+}) => any;
+
+} // namespace functions"""
+    assert render_namespace(tools) == expected
+
+
+def test_schema_keywords_the_model_never_sees_are_free() -> None:
+    counter = counter_for("openai-chat", "gpt-4o")
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    plain = ToolSpec("f", "d", canonical_json(schema))
+    strict = ToolSpec("f", "d", canonical_json({**schema, "additionalProperties": False}))
+    assert counter.count_tools([plain]) == counter.count_tools([strict])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.recursive(
+        st.sampled_from(
+            [{"type": t} for t in ("string", "integer", "number", "boolean", "null", "object")]
+        )
+        | st.builds(lambda e: {"enum": e}, st.lists(st.text(max_size=5), min_size=1, max_size=3)),
+        lambda inner: (
+            st.builds(lambda i: {"type": "array", "items": i}, inner)
+            | st.builds(
+                lambda props: {
+                    "type": "object",
+                    "properties": props,
+                    "required": sorted(props)[:1],
+                },
+                st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), inner, max_size=3),
+            )
+            | st.builds(lambda xs: {"anyOf": xs}, st.lists(inner, min_size=1, max_size=3))
+        ),
+        max_leaves=12,
+    )
+    | st.just([1, 2])
+    | st.just("not a schema"),
+)
+def test_any_schema_renders_and_counts(schema: object) -> None:
+    tool = ToolSpec("tool_x", "A tool.", canonical_json(schema))
+    text = render_namespace([tool])
+    assert text.startswith("namespace functions {")
+    assert "tool_x" in text
+    assert counter_for("openai-chat", "gpt-4o").count_tools([tool]) > 0
