@@ -694,3 +694,23 @@ def _outcome(parse: Any, body: Any) -> object:
 
 def test_registry_returns_this_adapter() -> None:
     assert get_shape("anthropic-messages") is ADAPTER
+
+
+def test_json_nested_deeper_than_python_can_walk_is_a_parse_error() -> None:
+    deep: dict[str, Any] = {}
+    level = deep
+    for _ in range(5000):
+        level["a"] = {}
+        level = level["a"]
+    with pytest.raises(ParseError) as info:
+        ADAPTER.parse_request(
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "x", "name": "f", "input": deep}],
+                    }
+                ]
+            }
+        )
+    assert info.value.where == "messages.0.content.0.input"

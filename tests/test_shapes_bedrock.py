@@ -444,3 +444,23 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
 
 def test_registry_returns_this_adapter() -> None:
     assert get_shape("bedrock-converse") is ADAPTER
+
+
+def test_json_nested_deeper_than_python_can_walk_is_a_parse_error() -> None:
+    deep: dict[str, Any] = {}
+    level = deep
+    for _ in range(5000):
+        level["a"] = {}
+        level = level["a"]
+    with pytest.raises(ParseError) as info:
+        ADAPTER.parse_request(
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": [{"toolUse": {"toolUseId": "x", "name": "f", "input": deep}}],
+                    }
+                ]
+            }
+        )
+    assert info.value.where == "messages.0.content.0.toolUse.input"

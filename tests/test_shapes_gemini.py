@@ -598,3 +598,20 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
 
 def test_registry_returns_this_adapter() -> None:
     assert get_shape("gemini") is ADAPTER
+
+
+def test_json_nested_deeper_than_python_can_walk_is_a_parse_error() -> None:
+    deep: dict[str, Any] = {}
+    level = deep
+    for _ in range(5000):
+        level["a"] = {}
+        level = level["a"]
+    with pytest.raises(ParseError) as info:
+        ADAPTER.parse_request(
+            {
+                "contents": [
+                    {"role": "model", "parts": [{"functionCall": {"name": "f", "args": deep}}]}
+                ]
+            }
+        )
+    assert info.value.where == "contents[0].parts[0].functionCall.args"

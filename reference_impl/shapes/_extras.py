@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-from reference_impl.errors import ParseError, TranscriptError
+from reference_impl.errors import TranscriptError
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import Message, Transcript, canonical_json
 
@@ -35,11 +35,9 @@ __all__ = ["Extras", "MessageExtras", "canonical_of", "extra_members", "params_w
 
 
 def canonical_of(wire: Wire) -> str:
-    """The canonical JSON text of a wire value; a ParseError if it is not JSON (YAML dates...)."""
-    try:
-        return canonical_json(wire.value)
-    except (TypeError, ValueError) as exc:
-        raise ParseError(f"not a JSON value ({exc})", where=wire.where) from None
+    """The canonical JSON text of a wire value; a ParseError if it is not JSON data (YAML dates,
+    mixed key types, nesting deeper than the interpreter can walk)."""
+    return wire.canonical()
 
 
 def extra_members(wire: Wire, known: frozenset[str]) -> dict[str, Any]:
