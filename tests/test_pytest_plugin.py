@@ -1,0 +1,147 @@
+"""The pytest plug-in, run through ``pytester``: items per scenario x shape x budget, -k, markers, xdist.
+
+The assemblers and scenarios live in the pytester folder, so the expected item counts follow from
+this file alone (not from the built-in corpus, which other work changes).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+# Imported here so that pytester's in-process runs (which restore sys.modules after each run) reuse
+# them instead of importing the engine, tokenizers and validators again for every run.
+import conformance.adapters._budget
+import conformance.checks
+import conformance.engine
+import conformance.loading
+import conformance.providers.validation
+import conformance.recorded_verdicts  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+FAKES = '''
+from conformance.adapters._budget import count_chat_messages
+
+
+def keep_all(messages, budget):
+    """Sends the session unchanged: valid whatever the budget (must level)."""
+    return messages
+
+
+def cut_oldest_two(messages, budget):
+    """Over budget: drops the two oldest non-system messages, whatever they are (the seeded bug)."""
+    if count_chat_messages(messages) <= budget:
+        return messages
+    head = [m for m in messages if m["role"] == "system"]
+    rest = [m for m in messages if m["role"] != "system"]
+    return head + rest[2:]
+'''
+
+SESSION = """
+    tools: [{name: get_status, description: "Read the rollout status"}]
+    session:
+      - {role: system, text: "You are deploy-bot."}
+      - {role: user, text: "GOAL: roll out checkout v2."}
+      - {role: assistant, calls: [{id: call_a1, name: get_status, args: {service: checkout}}]}
+      - {role: tool, results: [{id: call_a1, text: "checkout v1 healthy, 12/12 pods"}]}
+      - {role: user, text: "Next step?"}
+"""
+
+
+def _scenario(sid: str, budget: str) -> str:
+    return (
+        f"  - id: {sid}\n    title: {sid}\n    shapes: [openai-chat]\n"
+        + textwrap.indent(textwrap.dedent(SESSION).strip(), "    ")
+        + f"\n    budget: {budget}\n    expect: {{outcome: either}}\n"
+    )
+
+
+@pytest.fixture
+def corpus(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(ptfakes=FAKES)
+    pytester.syspathinsert()
+    (pytester.path / "corpus" / "must").mkdir(parents=True)
+    (pytester.path / "corpus" / "should").mkdir()
+    must = "version: 1\nscenarios:\n" + _scenario("pt-roomy", "4000")
+    must += _scenario("pt-tight", "{sweep: [40, 50, 10]}")
+    (pytester.path / "corpus" / "must" / "cases.yaml").write_text(must)
+    should = "version: 1\nscenarios:\n" + _scenario("pt-policy", "4000")
+    (pytester.path / "corpus" / "should" / "cases.yaml").write_text(should)
+    return pytester
+
+
+def _args(impl: str, *extra: str) -> list[str]:
+    return [
+        f"--ctxconf-impl=ptfakes:{impl}",
+        "--ctxconf-scenarios=corpus",
+        "-p",
+        "no:cacheprovider",
+        *extra,
+    ]
+
+
+def test_passing_items_one_per_scenario_shape_and_budget(corpus: pytest.Pytester) -> None:
+    result = corpus.runpytest(*_args("keep_all", "--ctxconf-level=must", "-v"))
+    # pt-roomy at 4000, pt-tight at 40 and 50; the should scenario is above --ctxconf-level.
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*ctxconf::pt-roomy?openai-chat@4000? PASSED*",
+            "*ctxconf::pt-tight?openai-chat@40? PASSED*",
+            "*ctxconf::pt-tight?openai-chat@50? PASSED*",
+        ]
+    )
+
+
+def test_failing_items_carry_the_check_failure(corpus: pytest.Pytester) -> None:
+    result = corpus.runpytest(*_args("cut_oldest_two", "--ctxconf-level=must"))
+    result.assert_outcomes(passed=1, failed=2)
+    text = result.stdout.str()
+    # The orphaned result is rejected by OpenAI's rule C2; the message says where it came from.
+    assert "pt-tight[openai-chat@40]: fail" in text
+    assert "provider_valid (must, fail)" in text
+    assert "rule C2" in text
+    assert "provenance" in text
+    assert "cases.yaml" in text
+    assert "Traceback" not in text
+
+
+def test_k_selects_by_scenario_id_and_m_by_level(corpus: pytest.Pytester) -> None:
+    by_k = corpus.runpytest(*_args("cut_oldest_two", "-k", "roomy"))
+    by_k.assert_outcomes(passed=1, deselected=3)
+    by_budget = corpus.runpytest(*_args("cut_oldest_two", "-k", "tight and 50"))
+    by_budget.assert_outcomes(failed=1, deselected=3)
+    by_marker = corpus.runpytest(*_args("keep_all", "--strict-markers", "-m", "ctxconf_should"))
+    by_marker.assert_outcomes(passed=1, deselected=3)
+
+
+@pytest.mark.slow
+def test_xdist_workers_collect_the_same_items(corpus: pytest.Pytester) -> None:
+    result = corpus.runpytest_subprocess(
+        *_args("cut_oldest_two", "--ctxconf-level=must", "-n", "2")
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    assert "provider_valid (must, fail)" in result.stdout.str()
+
+
+def test_bad_impl_is_a_usage_error(corpus: pytest.Pytester) -> None:
+    result = corpus.runpytest(*_args("no_such_function"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*has no attribute 'no_such_function'*"])
+
+
+def test_idle_without_the_option_and_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_light="""
+        import sys
+
+        def test_light(pytestconfig):
+            assert pytestconfig.pluginmanager.has_plugin("ctxconf")
+            assert "conformance.engine" not in sys.modules
+            assert "reference_impl" not in sys.modules
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
