@@ -1,0 +1,323 @@
+"""Baselines for regression gating: what passed last time, so CI blocks only what got worse.
+
+A baseline file is JSON (format ``ctxconf.baseline``, version :data:`BASELINE_VERSION`) keyed by
+case id, the same key the reports use: ``scenario[shape/dialect@budget]``::
+
+    {"format": "ctxconf.baseline", "version": 1, "plugin": "mypkg.ctx:assemble",
+     "level": "may", "ctxconf_version": "0.1.0", "created": "2026-...",
+     "cases": {"parallel-tools-2[openai-chat@4000]": {"status": "pass", "level": "must"},
+               "sweep-...[openai-chat@500]": {"status": "fail", "level": "must",
+                                             "failed": ["provider_valid"]}}}
+
+Keys are sorted so that a baseline committed to a repository diffs line by line.
+
+:func:`compare_to_baseline` sorts every case into regressions (passed before, fails or errors
+now), new passes (failed or errored before, passes now), still failing, new cases and removed
+cases. :func:`gate` is what ``ctxconf run --baseline FILE`` calls: it prints the comparison and
+returns the exit status (1 on any regression, else 0).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Final, TypeAlias
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from conformance.events import CaseResult
+from conformance.reporting.record import RunRecord, read_jsonl
+from reference_impl.errors import CtxconfError
+
+__all__ = [
+    "BASELINE_FORMAT",
+    "BASELINE_VERSION",
+    "Baseline",
+    "BaselineCase",
+    "BaselineDiff",
+    "BaselineError",
+    "CaseChange",
+    "compare_to_baseline",
+    "gate",
+    "read_baseline",
+    "to_baseline",
+    "write_baseline",
+]
+
+BASELINE_FORMAT: Final = "ctxconf.baseline"
+BASELINE_VERSION: Final = 1
+
+Results: TypeAlias = "RunRecord | Iterable[CaseResult] | Path | str"
+"""A run: its record, its case results, or the path of its ``run.jsonl``."""
+
+
+class BaselineError(CtxconfError, ValueError):
+    """A baseline file that cannot be read; ``where`` is ``file`` or ``file: $.json.path``."""
+
+    code = "baseline_invalid"
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineCase:
+    status: str
+    level: str
+    failed: tuple[str, ...] = ()
+    """Ids of the checks that failed or errored (empty for a pass or a plug-in error)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "level": self.level}
+        if self.failed:
+            out["failed"] = list(self.failed)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    cases: Mapping[str, BaselineCase]
+    plugin: str = ""
+    level: str = ""
+    ctxconf_version: str = ""
+    created: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": BASELINE_FORMAT,
+            "version": BASELINE_VERSION,
+            "plugin": self.plugin,
+            "level": self.level,
+            "ctxconf_version": self.ctxconf_version,
+            "created": self.created,
+            "cases": {key: self.cases[key].to_dict() for key in sorted(self.cases)},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CaseChange:
+    key: str
+    before: str | None
+    after: str | None
+    failed: tuple[str, ...] = ()
+    """Checks failing now (for regressions and still-failing cases)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineDiff:
+    regressions: tuple[CaseChange, ...] = ()
+    new_passes: tuple[CaseChange, ...] = ()
+    still_failing: tuple[CaseChange, ...] = ()
+    new_cases: tuple[CaseChange, ...] = ()
+    removed_cases: tuple[CaseChange, ...] = ()
+    unchanged_passes: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """No case that passed in the baseline fails or errors now."""
+        return not self.regressions
+
+    @property
+    def exit_status(self) -> int:
+        return 0 if self.ok else 1
+
+
+# ---------------------------------------------------------------------------------- building
+
+
+def _record(results: Results) -> tuple[tuple[CaseResult, ...], Mapping[str, Any]]:
+    if isinstance(results, str | Path):
+        record = read_jsonl(Path(results))
+        return record.cases, record.header
+    if isinstance(results, RunRecord):
+        return results.cases, results.header
+    return tuple(results), {}
+
+
+def _failed_checks(result: CaseResult) -> tuple[str, ...]:
+    return tuple(c.id for c in result.checks if c.status != "pass")
+
+
+def to_baseline(results: Results) -> Baseline:
+    """A :class:`Baseline` of a run (record, case results, or ``run.jsonl`` path)."""
+    cases, header = _record(results)
+    entries: dict[str, BaselineCase] = {}
+    for result in cases:
+        if result.key in entries:
+            raise BaselineError(
+                f"case {result.key!r} appears twice in one run; a baseline needs unique case ids"
+            )
+        entries[result.key] = BaselineCase(result.status, result.level, _failed_checks(result))
+    return Baseline(
+        entries,
+        plugin=str(header.get("plugin", "")),
+        level=str(header.get("level", "")),
+        ctxconf_version=str(header.get("ctxconf_version", "")),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def write_baseline(results: Results, path: Path | str) -> Baseline:
+    """Write the baseline of a run to ``path`` (JSON, sorted keys); returns what was written."""
+    baseline = to_baseline(results)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    return baseline
+
+
+def read_baseline(path: Path | str) -> Baseline:
+    """Read a baseline file; a :class:`BaselineError` naming the file and JSON path otherwise."""
+    source = Path(path)
+    try:
+        data = json.loads(source.read_text("utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(
+            "no such baseline file; create one with `ctxconf run --write-baseline FILE`",
+            where=str(source),
+        ) from None
+    except OSError as exc:
+        raise BaselineError(exc.strerror or str(exc), where=str(source)) from None
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"not JSON ({exc.msg} at line {exc.lineno})", where=str(source)
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
+        raise BaselineError(
+            f"$.format must be {BASELINE_FORMAT!r}; is this a file written by "
+            f"`ctxconf run --write-baseline`?",
+            where=str(source),
+        )
+    if data.get("version") != BASELINE_VERSION:
+        raise BaselineError(
+            f"$.version is {data.get('version')!r}; this release reads version "
+            f"{BASELINE_VERSION} (re-create it with `ctxconf run --write-baseline`)",
+            where=str(source),
+        )
+    raw_cases = data.get("cases")
+    if not isinstance(raw_cases, dict):
+        raise BaselineError("$.cases must be an object keyed by case id", where=str(source))
+    cases: dict[str, BaselineCase] = {}
+    for key, entry in raw_cases.items():
+        at = f"{source}: $.cases[{json.dumps(key)}]"
+        if not isinstance(entry, dict) or entry.get("status") not in {"pass", "fail", "error"}:
+            raise BaselineError("needs a status of pass, fail or error", where=at)
+        failed = entry.get("failed", [])
+        if not isinstance(failed, list) or not all(isinstance(f, str) for f in failed):
+            raise BaselineError("failed must be a list of check ids", where=at)
+        cases[key] = BaselineCase(entry["status"], str(entry.get("level", "")), tuple(failed))
+    return Baseline(
+        cases,
+        plugin=str(data.get("plugin", "")),
+        level=str(data.get("level", "")),
+        ctxconf_version=str(data.get("ctxconf_version", "")),
+        created=str(data.get("created", "")),
+    )
+
+
+# --------------------------------------------------------------------------------- comparing
+
+
+def compare_to_baseline(
+    current: Results | Baseline, baseline: Baseline | Path | str
+) -> BaselineDiff:
+    """How a run compares to a baseline, case by case."""
+    now = current if isinstance(current, Baseline) else to_baseline(current)
+    before = baseline if isinstance(baseline, Baseline) else read_baseline(baseline)
+    regressions: list[CaseChange] = []
+    new_passes: list[CaseChange] = []
+    still_failing: list[CaseChange] = []
+    new_cases: list[CaseChange] = []
+    unchanged = 0
+    for key in sorted(now.cases):
+        case = now.cases[key]
+        old = before.cases.get(key)
+        change = CaseChange(key, old.status if old else None, case.status, case.failed)
+        if old is None:
+            new_cases.append(change)
+        elif old.status == "pass" and case.status != "pass":
+            regressions.append(change)
+        elif old.status != "pass" and case.status == "pass":
+            new_passes.append(change)
+        elif case.status != "pass":
+            still_failing.append(change)
+        else:
+            unchanged += 1
+    removed = tuple(
+        CaseChange(key, before.cases[key].status, None)
+        for key in sorted(set(before.cases) - set(now.cases))
+    )
+    notes = []
+    if before.plugin and now.plugin and before.plugin != now.plugin:
+        notes.append(
+            f"the baseline was written for plug-in {before.plugin!r}, this run is {now.plugin!r}"
+        )
+    if before.level and now.level and before.level != now.level:
+        notes.append(f"the baseline ran up to level {before.level!r}, this run up to {now.level!r}")
+    return BaselineDiff(
+        tuple(regressions),
+        tuple(new_passes),
+        tuple(still_failing),
+        tuple(new_cases),
+        removed,
+        unchanged,
+        tuple(notes),
+    )
+
+
+# ------------------------------------------------------------------------------------ output
+
+_SHOWN: Final = 30
+
+
+def _table(title: str, changes: tuple[CaseChange, ...], style: str) -> Table:
+    table = Table(title=f"{title} ({len(changes)})", title_style=style, title_justify="left")
+    table.add_column("case", overflow="fold")
+    table.add_column("before")
+    table.add_column("now")
+    table.add_column("failing checks", overflow="fold")
+    for change in changes[:_SHOWN]:
+        table.add_row(
+            escape(change.key), change.before or "-", change.after or "-", ", ".join(change.failed)
+        )
+    if len(changes) > _SHOWN:
+        table.add_row(f"... and {len(changes) - _SHOWN} more", "", "", "")
+    return table
+
+
+def print_diff(diff: BaselineDiff, console: Console) -> None:
+    """The comparison as rich tables: regressions first, then new passes, new and removed cases."""
+    for note in diff.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    if diff.regressions:
+        console.print(
+            _table("regressions: passed in the baseline, fail now", diff.regressions, "bold red")
+        )
+    if diff.new_passes:
+        console.print(
+            _table("new passes: update the baseline to lock them in", diff.new_passes, "bold green")
+        )
+    if diff.new_cases:
+        console.print(_table("new cases (not in the baseline)", diff.new_cases, "cyan"))
+    if diff.removed_cases:
+        console.print(_table("removed cases (only in the baseline)", diff.removed_cases, "dim"))
+    verdict = "[bold red]FAIL[/]" if diff.regressions else "[bold green]OK[/]"
+    console.print(
+        f"baseline: {verdict} {len(diff.regressions)} regression(s), {len(diff.new_passes)} new "
+        f"pass(es), {len(diff.still_failing)} still failing, {diff.unchanged_passes} unchanged "
+        f"pass(es), {len(diff.new_cases)} new, {len(diff.removed_cases)} removed case(s)"
+    )
+
+
+def gate(results: Results, baseline_path: Path | str, *, console: Console | None = None) -> int:
+    """Compare a run with the baseline file, print the summary, return the exit status.
+
+    0 when no case regressed (known failures recorded in the baseline do not fail the gate), 1 on
+    any regression. Raises :class:`BaselineError` for an unreadable baseline file.
+    """
+    diff = compare_to_baseline(results, baseline_path)
+    print_diff(diff, console or Console(stderr=True))
+    return diff.exit_status
