@@ -83,7 +83,9 @@ class FuzzFinding:
         """One line per failed check (or the error), naming indices, ids and provenance."""
         if self.result.status == "error":
             return f"error: {self.result.reason}"
-        return "\n".join(f"{c.id} ({c.level}, {c.status}): {c.title}: {c.message}" for c in self.failures)
+        return "\n".join(
+            f"{c.id} ({c.level}, {c.status}): {c.title}: {c.message}" for c in self.failures
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +124,10 @@ def _compact(message: Message) -> dict[str, Any]:
         compact["name"] = message.name
     kinds = [p["kind"] for p in full["parts"]]
     texts = [p for p in full["parts"] if p["kind"] == "text"]
-    if kinds.count("text") <= 1 and kinds.count("summary") <= 1 and all(
-        k in {"text", "summary", "tool_call", "tool_result", "reasoning"} for k in kinds
+    if (
+        kinds.count("text") <= 1
+        and kinds.count("summary") <= 1
+        and all(k in {"text", "summary", "tool_call", "tool_result", "reasoning"} for k in kinds)
     ):
         for part in full["parts"]:
             if part["kind"] == "tool_result":
@@ -246,7 +250,9 @@ def _session_strategy(shape: str, broken: bool) -> st.SearchStrategy[tuple[Trans
 def _full_size(shape: str, session: Transcript) -> int:
     counter = reference_counter(shape, DEFAULT_MODELS[shape])
     try:
-        return counter.count(get_shape(shape).parse_request(get_shape(shape).render_request(session))).total
+        return counter.count(
+            get_shape(shape).parse_request(get_shape(shape).render_request(session))
+        ).total
     except CtxconfError:
         return 0
 
@@ -349,7 +355,9 @@ def _replays(plugin: Plugin, finding: FuzzFinding, timeout: float) -> bool:
         except CtxconfError:
             return False
     case = Case(0, loaded, finding.shape, None, finding.budget)
-    again = run_case(case, plugin.assemblers[finding.shape], checks_for(loaded, level="must"), timeout)
+    again = run_case(
+        case, plugin.assemblers[finding.shape], checks_for(loaded, level="must"), timeout
+    )
     before = {c.id for c in finding.failures}
     after = {c.id for c in again.checks if c.status != "pass"}
     return again.status == finding.result.status and before == after

@@ -83,6 +83,7 @@ def replayable_path(out: Path) -> Path:
     help="Seconds one plug-in call may take before the case is an error.",
 )
 def command(
+    *,
     impl: str,
     impl_shape: str | None,
     shapes: str | None,
