@@ -1,0 +1,160 @@
+"""Moving a parsed request from one shape to another, saying what could not come along.
+
+``parse`` keeps every top-level request option in ``Transcript.params`` under that shape's own
+names, and provider item ids (``fc_…``, ``msg_…``) on parts. Those mean nothing to another provider,
+so ``convert`` maps the generation options every shape has (output cap, temperature, top-p, stop
+sequences) to the target's names and takes the rest out, listing each in ``Conversion.dropped``.
+Nothing is dropped silently: callers print the list (``ctxconf convert`` writes it to stderr), and
+a part the target cannot carry at all still raises ``UnsupportedPartError`` at render time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from reference_impl.transcript import (
+    Message,
+    Part,
+    ShapeName,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    canonical_json,
+)
+
+__all__ = ["Conversion", "convert"]
+
+# option -> where each shape keeps it: a top-level key, or (container key, nested key).
+_OPTION_PLACES: Final[Mapping[str, Mapping[str, str | tuple[str, str]]]] = {
+    "max_output": {
+        "openai-chat": "max_tokens",
+        "openai-responses": "max_output_tokens",
+        "anthropic-messages": "max_tokens",
+        "gemini": ("generationConfig", "maxOutputTokens"),
+        "bedrock-converse": ("inferenceConfig", "maxTokens"),
+    },
+    "temperature": {
+        "openai-chat": "temperature",
+        "openai-responses": "temperature",
+        "anthropic-messages": "temperature",
+        "gemini": ("generationConfig", "temperature"),
+        "bedrock-converse": ("inferenceConfig", "temperature"),
+    },
+    "top_p": {
+        "openai-chat": "top_p",
+        "openai-responses": "top_p",
+        "anthropic-messages": "top_p",
+        "gemini": ("generationConfig", "topP"),
+        "bedrock-converse": ("inferenceConfig", "topP"),
+    },
+    "stop": {
+        "openai-chat": "stop",
+        "anthropic-messages": "stop_sequences",
+        "gemini": ("generationConfig", "stopSequences"),
+        "bedrock-converse": ("inferenceConfig", "stopSequences"),
+    },
+}
+# Chat Completions also names the output cap ``max_completion_tokens`` (o-series models).
+_ALIASES: Final[Mapping[str, Mapping[str, str]]] = {
+    "openai-chat": {"max_completion_tokens": "max_output"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """The converted transcript and what did not come along (``params.temperature``, ``item ids``...)."""
+
+    transcript: Transcript
+    dropped: tuple[str, ...]
+
+
+def _read_options(params: dict[str, Any], source: str) -> tuple[dict[str, Any], set[str]]:
+    """The portable options found in ``params`` and the param keys (or sub-keys) they used."""
+    found: dict[str, Any] = {}
+    used: set[str] = set()
+    for option, places in _OPTION_PLACES.items():
+        place = places.get(source)
+        if isinstance(place, str) and place in params:
+            found[option] = params[place]
+            used.add(place)
+        elif isinstance(place, tuple):
+            container = params.get(place[0])
+            if isinstance(container, dict) and place[1] in container:
+                found[option] = container[place[1]]
+                used.add(f"{place[0]}.{place[1]}")
+    for key, option in _ALIASES.get(source, {}).items():
+        if key in params and option not in found:
+            found[option] = params[key]
+            used.add(key)
+    return found, used
+
+
+def _leftovers(params: dict[str, Any], used: set[str]) -> list[str]:
+    out: list[str] = []
+    for key, value in params.items():
+        if key in used:
+            continue
+        if isinstance(value, dict) and any(f"{key}.{sub}" in used for sub in value):
+            out.extend(f"{key}.{sub}" for sub in value if f"{key}.{sub}" not in used)
+            continue
+        out.append(key)
+    return out
+
+
+def _write_options(options: Mapping[str, Any], target: str) -> tuple[dict[str, Any], list[str]]:
+    out: dict[str, Any] = {}
+    unplaced: list[str] = []
+    for option, value in options.items():
+        place = _OPTION_PLACES[option].get(target)
+        if place is None:
+            unplaced.append(option)
+        elif isinstance(place, str):
+            out[place] = value
+        else:
+            out.setdefault(place[0], {})[place[1]] = value
+    return out, unplaced
+
+
+def _strip_ids(message: Message) -> tuple[Message, bool]:
+    changed = message.wire_id is not None
+    parts: list[Part] = []
+    for part in message.parts:
+        if isinstance(part, ToolCallPart | ToolResultPart) and part.item_id is not None:
+            parts.append(replace(part, item_id=None))
+            changed = True
+        else:
+            parts.append(part)
+    if not changed:
+        return message, False
+    return replace(message, parts=tuple(parts), wire_id=None), True
+
+
+def convert(transcript: Transcript, source: ShapeName, target: ShapeName) -> Conversion:
+    """Prepare ``transcript`` (parsed from ``source``) for rendering as ``target``."""
+    if source == target:
+        return Conversion(transcript, ())
+    params = {key: json.loads(value) for key, value in transcript.params}
+    options, used = _read_options(params, source)
+    dropped = [f"params.{key}" for key in _leftovers(params, used)]
+    new_params, unplaced = _write_options(options, target)
+    dropped.extend(f"params.{option} (no {target} equivalent)" for option in unplaced)
+    messages: list[Message] = []
+    stripped = 0
+    for message in transcript.messages:
+        clean, changed = _strip_ids(message)
+        stripped += changed
+        messages.append(clean)
+    if stripped:
+        dropped.append(f"provider item ids on {stripped} message(s)")
+    converted = replace(
+        transcript,
+        messages=tuple(messages),
+        params=tuple(sorted((k, canonical_json(v)) for k, v in new_params.items())),
+        model=transcript.model if target not in ("gemini", "bedrock-converse") else None,
+    )
+    if transcript.model is not None and converted.model is None:
+        dropped.append(f"model {transcript.model!r} ({target} names the model in the URL)")
+    return Conversion(converted, tuple(dropped))
