@@ -54,7 +54,11 @@ class AssemblyConfig:
     output_reserve_tokens: int = 8192
     safety_margin_tokens: int = 1024
     recent_tool_rings: int = 3
+    """Suffix range: the last N complete rings and everything after the oldest of them are never
+    cut. With 0 (or no complete ring) the range is everything after the last ring."""
     recent_user_turns: int = 2
+    """The latest N plain user messages (at least the latest one) are never cut, each on its own:
+    the rings and turns *between* them stay in the middle and may be deleted."""
     middle_delete_unit: MiddleDeleteUnit = "tool_ring"
     keep_middle_error_results: int = 5
     summarize_trigger_ratio: float = 0.8

@@ -3,8 +3,19 @@
 * prefix: the leading system/developer text (the security prompt), memory and ledger injections
   (labelled, capped by ``memory.max_items``), the pinned first user message, and, with the
   ``security_system_prompt`` pin, system/developer text found later in the session;
-* suffix: the latest user message, the last ``recent_tool_rings`` complete rings, the latest
-  ``recent_user_turns`` user turns, and everything after the earliest of those.
+* suffix, defined exactly (ARCHITECTURE section 2: "the latest user message, the last
+  ``recent_tool_rings`` complete rings, and everything after"):
+
+  1. a **range**: the last ``recent_tool_rings`` complete rings and every unit after the oldest of
+     them. With ``recent_tool_rings: 0`` or no complete ring, the range is every unit after the
+     last ring; in a session without rings it starts at the latest user message;
+  2. **single messages**: the latest user message, and the latest ``recent_user_turns`` user
+     messages (at least the latest one), each protected on its own. The units *between* them stay
+     in the middle: in a long agent loop the latest user message is the task and many rings follow
+     it, and only the newest rings are protected, not every ring since the task was given.
+
+  "User message" means a plain ``user`` turn (no tool results). A unit already in the prefix stays
+  there.
 
 Everything else is the middle. Order never changes: units stay in session order, injections go
 right after the leading system text.
@@ -18,7 +29,13 @@ from reference_impl.rings import Ring, segment
 from reference_impl.steps.state import AssemblyState, Unit
 from reference_impl.transcript import Message, SummaryPart, Transcript
 
-__all__ = ["load_units", "protect_prefix", "protect_suffix"]
+__all__ = [
+    "latest_user_positions",
+    "load_units",
+    "protect_prefix",
+    "protect_suffix",
+    "suffix_start",
+]
 
 
 def _is_summary(message: Message) -> bool:
@@ -74,24 +91,44 @@ def protect_prefix(state: AssemblyState) -> None:
 
 
 def protect_suffix(state: AssemblyState) -> None:
+    """Mark the suffix (see the module docstring for the exact definition)."""
     config = state.config
     units = state.units
-    starts: list[int] = []
-    user_positions = [
-        i for i, u in enumerate(units) if u.kind == "turn" and u.messages[0].role == "user"
-    ]
-    if user_positions:
-        starts.append(user_positions[-1])  # the latest user message, always
-        if config.recent_user_turns > 0:
-            starts.append(user_positions[-min(config.recent_user_turns, len(user_positions))])
-    complete_rings = [i for i, u in enumerate(units) if u.kind == "ring" and _complete(u)]
-    if config.recent_tool_rings > 0 and complete_rings:
-        starts.append(complete_rings[-min(config.recent_tool_rings, len(complete_rings))])
-    start = min(starts) if starts else len(units)
+    start = suffix_start(units, config.recent_tool_rings)
     for unit in units[start:]:
         if unit.bucket != "prefix":
             unit.bucket = "suffix"
+    for i in latest_user_positions(units, config.recent_user_turns):
+        if units[i].bucket != "prefix":
+            units[i].bucket = "suffix"
     state.steps.append("protect_suffix")
+
+
+def suffix_start(units: Sequence[Unit], recent_tool_rings: int) -> int:
+    """Where the suffix range starts: the oldest of the last ``recent_tool_rings`` complete rings;
+    else just after the last ring; else the latest user message; else the end."""
+    rings = [i for i, u in enumerate(units) if u.kind == "ring"]
+    complete = [i for i in rings if _complete(units[i])]
+    if recent_tool_rings > 0 and complete:
+        return complete[-min(recent_tool_rings, len(complete))]
+    if rings:
+        return rings[-1] + 1
+    users = latest_user_positions(units, 1)
+    return users[0] if users else len(units)
+
+
+def latest_user_positions(units: Sequence[Unit], recent_user_turns: int) -> list[int]:
+    """Positions of the latest ``max(1, recent_user_turns)`` plain user turns, oldest first."""
+    wanted = max(1, recent_user_turns)
+    found: list[int] = []
+    for i in range(len(units) - 1, -1, -1):
+        unit = units[i]
+        if unit.kind == "turn" and unit.messages[0].role == "user":
+            found.append(i)
+            if len(found) == wanted:
+                break
+    found.reverse()
+    return found
 
 
 def _complete(unit: Unit) -> bool:
