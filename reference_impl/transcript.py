@@ -250,7 +250,7 @@ class Message:
 
     @property
     def digest(self) -> str:
-        """A content hash (sha256 of the canonical JSON without the id), computed once."""
+        """A content hash (sha256 over the fields, id excluded; ``message_digest``), computed once."""
         if not self._digest:
             object.__setattr__(self, "_digest", message_digest(self))
         return self._digest
@@ -273,7 +273,10 @@ class Message:
         return any(isinstance(p, ToolCallPart | ToolResultPart) for p in self.parts)
 
     def with_id(self, message_id: str) -> Message:
-        return replace(self, id=message_id)
+        renamed = replace(self, id=message_id)
+        if self._digest:  # the id is not part of the digest: keep the one already computed
+            object.__setattr__(renamed, "_digest", self._digest)
+        return renamed
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,10 +419,65 @@ def message_to_dict(message: Message, *, with_id: bool = True) -> dict[str, Any]
     return out
 
 
+def _digest_field(out: list[bytes], value: str | None) -> None:
+    # Tagged and length-prefixed, so no two different field sequences give the same bytes.
+    if value is None:
+        out.append(b"N")
+        return
+    raw = value.encode("utf-8", "surrogatepass")
+    out.append(b"S%d:" % len(raw))
+    out.append(raw)
+
+
+def _digest_parts(out: list[bytes], parts: Sequence[Part]) -> None:
+    out.append(b"P%d:" % len(parts))
+    value: str | None
+    for part in parts:
+        match part:
+            case TextPart(text=text):
+                out.append(b"text")
+                _digest_field(out, text)
+            case ImagePart():
+                out.append(b"image")
+                for value in (part.source, part.data, part.media_type, part.detail):
+                    _digest_field(out, value)
+                # Sizes are not compared but change the token count, so they are in the digest.
+                out.append(b"W%r,H%r" % (part.width, part.height))
+            case FilePart():
+                out.append(b"file")
+                for value in (part.source, part.data, part.media_type, part.filename):
+                    _digest_field(out, value)
+            case ToolCallPart():
+                out.append(b"tool_call")
+                for value in (part.id, part.name, part.arguments, part.item_id):
+                    _digest_field(out, value)
+            case ToolResultPart():
+                out.append(b"tool_result!" if part.is_error else b"tool_result")
+                for value in (part.call_id, part.name, part.item_id):
+                    _digest_field(out, value)
+                _digest_parts(out, part.content)
+            case ReasoningPart():
+                out.append(b"reasoning")
+                _digest_field(out, part.origin)
+                _digest_field(out, part.data)
+            case SummaryPart(text=text):
+                out.append(b"summary")
+                _digest_field(out, text)
+            case _:
+                assert_never(part)
+
+
 def message_digest(message: Message) -> str:
-    """sha256 of the message's canonical JSON, id excluded: equal content, equal digest."""
-    text = canonical_json(message_to_dict(message, with_id=False))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """sha256 over the message's fields, id excluded: equal content, equal digest.
+
+    Every field is tagged and length-prefixed (no JSON is built: hashing the text once is all the
+    work, which matters for a counter that digests every message of a long session).
+    """
+    out: list[bytes] = [b"ctxconf.message/2", b"T" if message.empty_tool_calls else b"F"]
+    for text in (message.role, message.name, message.wire_id):
+        _digest_field(out, text)
+    _digest_parts(out, message.parts)
+    return hashlib.sha256(b"".join(out)).hexdigest()
 
 
 def transcript_to_dict(transcript: Transcript) -> dict[str, Any]:
