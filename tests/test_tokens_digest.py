@@ -1,0 +1,92 @@
+"""``Message.digest``, the key of the token memo: equal content, equal digest; different content,
+different digest; the id never matters; computed once per object (also across ``with_id``)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
+    Message,
+    ReasoningPart,
+    SummaryPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    message_to_dict,
+)
+
+# Small alphabets so that near-equal messages (one field moved to another) are generated often.
+_text = st.text(alphabet='ab{}":,\x00é', max_size=4)
+_opt = st.none() | _text
+_attachment = (
+    st.builds(TextPart, _text)
+    | st.builds(
+        ImagePart,
+        st.sampled_from(["url", "base64"]),
+        _text,
+        _opt,
+        st.sampled_from([None, "low", "high"]),
+        st.none() | st.integers(1, 3),
+        st.none() | st.integers(1, 3),
+    )
+    | st.builds(FilePart, st.sampled_from(["url", "base64"]), _text, _opt, _opt)
+)
+_assistant = st.builds(
+    Message,
+    st.just("assistant"),
+    st.lists(
+        st.builds(TextPart, _text)
+        | st.builds(ToolCallPart, _text, _text, _text, _opt)
+        | st.builds(
+            ReasoningPart, st.sampled_from(["deepseek", "gemini"]), st.sampled_from(["{}", "[]"])
+        ),
+        max_size=3,
+    ).map(tuple),
+    _opt,
+    _opt,
+    st.booleans(),
+)
+_tool = st.builds(
+    Message,
+    st.just("tool"),
+    st.lists(
+        st.builds(
+            ToolResultPart, _text, st.lists(_attachment, max_size=2).map(tuple), st.booleans(), _opt
+        ),
+        max_size=3,
+    ).map(tuple),
+)
+_user = st.builds(
+    Message,
+    st.sampled_from(["user", "system"]),
+    st.lists(st.builds(TextPart, _text) | st.builds(SummaryPart, _text), max_size=3).map(tuple),
+    _opt,
+)
+_messages = _assistant | _tool | _user
+
+
+@settings(max_examples=400, deadline=None)
+@given(_messages, _messages)
+def test_digest_equal_exactly_when_content_equal(a: Message, b: Message) -> None:
+    same = message_to_dict(a, with_id=False) == message_to_dict(b, with_id=False)
+    assert (a.digest == b.digest) == same
+
+
+@settings(max_examples=100, deadline=None)
+@given(_messages, _text)
+def test_id_is_not_part_of_the_digest_and_with_id_keeps_it(message: Message, new_id: str) -> None:
+    digest = message.digest
+    renamed = message.with_id("id-" + new_id)
+    assert renamed.digest == digest
+    assert renamed._digest == digest  # carried over, not recomputed
+
+
+def test_one_moved_boundary_changes_the_digest() -> None:
+    # Length prefixes keep field boundaries: "ab" + "c" differs from "a" + "bc".
+    one = Message("assistant", (ToolCallPart("ab", "c", "{}"),))
+    two = Message("assistant", (ToolCallPart("a", "bc", "{}"),))
+    assert one.digest != two.digest
+    assert Message("user", (TextPart(""),)).digest != Message("user", ()).digest
