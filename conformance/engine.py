@@ -6,6 +6,11 @@ returned back into the transcript, asks for a verdict (a recorded round trip whe
 matches the request's skeleton, else the validators: the verdict says which), counts the view with
 the reference counter, maps the view back to the session by content identity, and runs the checks.
 
+Cassettes: the library under ``cassettes/`` (or ``$CTXCONF_CASSETTES``) is read once per run
+(:func:`conformance.recorded_verdicts.load_library`) and each verdict is a dictionary lookup by
+skeleton; the validators run too, so a recorded verdict they contradict is a stale cassette
+(a ``provider_valid`` failure saying so), never silently overruled.
+
 Hung plug-ins: the call runs in a daemon worker thread and the engine waits ``timeout`` seconds.
 A Python thread cannot be killed, so a hung call is *abandoned*: the case becomes an ``error``
 result ("timed out"), the worker stays blocked in the background until the process exits (daemon
@@ -46,9 +51,7 @@ from conformance.events import (
 from conformance.identity import map_view
 from conformance.loading import Plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest
-from conformance.providers.validation import validate_request
-from conformance.providers.verdict import Verdict
-from conformance.recorded_verdicts import recorded_verdict
+from conformance.recorded_verdicts import CassetteLibrary, Judgement, judge_request, load_library
 from conformance.scenarios import Level, Scenario
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
@@ -64,6 +67,7 @@ __all__ = [
     "DEFAULT_MODELS",
     "DEFAULT_TIMEOUT",
     "Case",
+    "assembly_request",
     "judge",
     "plan_cases",
     "reference_counter",
@@ -127,13 +131,17 @@ def reference_counter(shape: str, model: str) -> TokenCounter:
 
 
 def judge(
-    body: Mapping[str, Any], shape: str, dialect: str | None, model: str | None = None
-) -> Verdict:
-    """A recorded verdict when a cassette holds a request of this skeleton, else the validators."""
-    recorded = recorded_verdict(body, shape, dialect=dialect, model=model)
-    if recorded is not None:
-        return recorded
-    return validate_request(body, shape, dialect=dialect)
+    body: Mapping[str, Any],
+    shape: str,
+    dialect: str | None,
+    model: str | None = None,
+    *,
+    library: CassetteLibrary | None = None,
+) -> Judgement:
+    """A recorded verdict when a cassette holds a request of this skeleton, else the validators;
+    both when they disagree (a stale cassette)."""
+    chosen = library if library is not None else load_library()
+    return judge_request(body, shape, dialect=dialect, model=model, library=chosen)
 
 
 # ----------------------------------------------------------------------------- calling a plug-in
@@ -198,27 +206,43 @@ def render_input(scenario: Scenario, session: Transcript, shape: str) -> dict[st
     return get_shape(shape).render_request(prepared)
 
 
-def _turn(
-    case: Case, assembler: Assembler, turn: int, session: Transcript, timeout: float
-) -> TurnOutcome:
+def assembly_request(case: Case, turn: int, session: Transcript) -> AssemblyRequest:
+    """What the plug-in receives for one turn of a case (``ctxconf record`` builds the reference
+    assembler's requests through this too, so the cassettes hold exactly what a run sends)."""
     scenario, shape = case.scenario, case.shape
-    adapter = get_shape(shape)
     input_body = render_input(scenario, session, shape)
-    baseline = adapter.parse_request(input_body)
     model = scenario.models.get(shape, DEFAULT_MODELS[shape])
-    counter = reference_counter(shape, model)
-    request = AssemblyRequest(
+    return AssemblyRequest(
         scenario_id=scenario.id,
         shape=shape,
-        body=copy.deepcopy(input_body),
+        body=input_body,
         budget=case.budget,
-        counter=counter,
+        counter=reference_counter(shape, model),
         ledger=tuple(dict(e) for e in scenario.ledger),
         memory=tuple(dict(m) for m in scenario.memory),
         config=dict(scenario.config),
         dialect=case.dialect,
         turn=turn,
     )
+
+
+def _turn(
+    case: Case,
+    assembler: Assembler,
+    turn: int,
+    session: Transcript,
+    timeout: float,
+    *,
+    library: CassetteLibrary | None,
+) -> TurnOutcome:
+    scenario, shape = case.scenario, case.shape
+    adapter = get_shape(shape)
+    prepared = assembly_request(case, turn, session)
+    input_body = prepared.body
+    baseline = adapter.parse_request(input_body)
+    model = scenario.models.get(shape, DEFAULT_MODELS[shape])
+    counter = prepared.counter
+    request = replace(prepared, body=copy.deepcopy(input_body))
     base = TurnOutcome(turn=turn, status="error", session=baseline, input_body=input_body)
     kind, value = call_with_timeout(lambda: assembler.assemble(request), timeout)
     if kind == "timeout":
@@ -249,26 +273,48 @@ def _turn(
         )
     except (TypeError, ValueError) as exc:
         return replace(base, body=value, reason=f"malformed return: not JSON data ({exc})")
+    judgement = judge(body, shape, case.dialect, model, library=library)
     return replace(
         base,
         status="assembled",
         body=body,
         view=view,
         identity=map_view(baseline, view, ledger=scenario.ledger, memory=scenario.memory),
-        verdict=judge(body, shape, case.dialect, model),
+        verdict=judgement.verdict,
+        judgement=judgement,
         tokens=counter.count(view).total,
     )
 
 
+def _reported_turn(turns: Sequence[TurnOutcome]) -> TurnOutcome | None:
+    """The turn whose verdict a case reports: a stale one first, then one judged by the
+    validators now (a case counts as recorded only when every turn was), else the last."""
+    judged = [(t, t.judgement) for t in turns if t.judgement is not None]
+    stale = [t for t, j in judged if j.stale]
+    computed = [t for t, j in judged if j.verdict.provenance == "emulated"]
+    for found in (stale, computed):
+        if found:
+            return found[0]
+    return judged[-1][0] if judged else None
+
+
 def run_case(
-    case: Case, assembler: Assembler, specs: Sequence[CheckSpec], timeout: float
+    case: Case,
+    assembler: Assembler,
+    specs: Sequence[CheckSpec],
+    timeout: float,
+    *,
+    library: CassetteLibrary | None = None,
 ) -> CaseResult:
-    """One case, every turn, judged; never raises for anything the plug-in does."""
+    """One case, every turn, judged; never raises for anything the plug-in does. Without
+    ``library`` the default cassette folder is used (read once, see ``load_library``)."""
     started = time.perf_counter()
     turns: list[TurnOutcome] = []
+    if library is None:
+        library = load_library()
     for number, session in enumerate(case.scenario.sessions()):
         try:
-            outcome = _turn(case, assembler, number, session, timeout)
+            outcome = _turn(case, assembler, number, session, timeout, library=library)
         except CtxconfError as exc:  # the corpus, not the plug-in: `scenarios validate` says so
             outcome = TurnOutcome(
                 turn=number,
@@ -297,7 +343,7 @@ def run_case(
     else:
         status = "fail" if any(c.status == "fail" for c in checks) else "pass"
     last = result.last
-    judged = next((t for t in reversed(turns) if t.verdict is not None), None)
+    judged = _reported_turn(turns)
     return CaseResult(
         index=case.index,
         scenario=case.scenario.id,
@@ -312,7 +358,7 @@ def run_case(
         tags=case.scenario.tags,
         sweep=case.scenario.budget.is_sweep,
         turns=len(case.scenario.turns) + 1,
-        verdict=judged.verdict.to_dict() if judged and judged.verdict else None,
+        verdict=judged.judgement.to_dict() if judged and judged.judgement else None,
         tokens=last.tokens,
         counter=result.counter,
         reason=error or last.reason,
@@ -342,7 +388,13 @@ _WORKER: dict[str, Any] = {}
 def _worker_case(index: int) -> CaseResult:
     case: Case = _WORKER["cases"][index]
     assembler = _WORKER["plugin"].assemblers[case.shape]
-    return run_case(case, assembler, _WORKER["specs"][case.scenario.id], _WORKER["timeout"])
+    return run_case(
+        case,
+        assembler,
+        _WORKER["specs"][case.scenario.id],
+        _WORKER["timeout"],
+        library=_WORKER["library"],
+    )
 
 
 def _results(
@@ -350,13 +402,21 @@ def _results(
     plugin: Plugin,
     specs: Mapping[str, Sequence[CheckSpec]],
     timeout: float,
+    *,
     jobs: int,
+    library: CassetteLibrary,
 ) -> Iterator[CaseResult]:
     if jobs <= 1 or len(cases) < 2:
         for case in cases:
-            yield run_case(case, plugin.assemblers[case.shape], specs[case.scenario.id], timeout)
+            yield run_case(
+                case,
+                plugin.assemblers[case.shape],
+                specs[case.scenario.id],
+                timeout,
+                library=library,
+            )
         return
-    _WORKER.update(cases=cases, plugin=plugin, specs=specs, timeout=timeout)
+    _WORKER.update(cases=cases, plugin=plugin, specs=specs, timeout=timeout, library=library)
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         yield from pool.map(_worker_case, range(len(cases)), chunksize=8)
@@ -380,11 +440,17 @@ def run_events(
     jobs: int = 1,
     strict: bool = False,
     corpus: str = "",
+    library: CassetteLibrary | None = None,
 ) -> Iterator[Event]:
-    """Plan and run every case; yield RunStarted, CaseStarted/CaseFinished pairs, RunFinished."""
+    """Plan and run every case; yield RunStarted, CaseStarted/CaseFinished pairs, RunFinished.
+
+    The cassette library is loaded once here (forked workers inherit it)."""
     cases = plan_cases(scenarios, plugin.shapes, shapes)
     specs = {s.id: checks_for(s, level=level) for s in scenarios}
     clock = time.perf_counter()
+    loading = time.perf_counter()
+    cassettes = library if library is not None else load_library()
+    loading = time.perf_counter() - loading
     yield RunStarted(
         plugin=plugin.name,
         shapes=tuple(s for s in SHAPE_NAMES if s in plugin.shapes and (not shapes or s in shapes)),
@@ -400,7 +466,7 @@ def run_events(
         strict=strict,
     )
     results: list[CaseResult] = []
-    for result in _results(cases, plugin, specs, timeout, jobs):
+    for result in _results(cases, plugin, specs, timeout, jobs=jobs, library=cassettes):
         yield CaseStarted(result.index, cases[result.index].key)
         results.append(result)
         yield CaseFinished(result)
@@ -413,4 +479,12 @@ def run_events(
         seconds=time.perf_counter() - clock,
         abandoned_threads=sum(1 for r in results if (r.reason or "").startswith("timed out")),
         exit_status=0 if all(totals[g].ok for g in gate) else 1,
+        extra={
+            "cassettes": {
+                "root": str(cassettes.root),
+                "files": cassettes.files,
+                "interactions": len(cassettes),
+                "load_seconds": round(loading, 3),
+            }
+        },
     )

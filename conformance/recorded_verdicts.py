@@ -7,6 +7,12 @@ this structure?" for the conformance runner. The verdict's provenance says which
 host (``custom:<host>``) are neither, so they never answer here (see :class:`CassetteLibrary`
 to read them anyway).
 
+The runner loads the library once per run (:func:`load_library`, cached by root path and the
+files' ``mtime``/size, so a re-recorded folder is read again) and asks :func:`judge_request` for
+every assembled request: a dictionary lookup by skeleton digest, then the validators, so that a
+recorded verdict that the validators contradict is reported as a **stale cassette** instead of
+one of them being silently preferred.
+
 >>> recorded_verdict({"model": "gpt-4o", "messages": []}, "openai-chat", root=Path("/nonexistent"))
 """
 
@@ -32,20 +38,27 @@ from conformance.cassettes import (
     skeleton,
     skeleton_digest,
 )
-from conformance.providers.catalog import load_catalog
+from conformance.providers.catalog import load_catalog, resolve_profile
 from conformance.providers.emulator_routes import RULE_HEADER, endpoint_for_path
+from conformance.providers.validation import validate_request
 from conformance.providers.verdict import Evidence, Verdict
 
 __all__ = [
     "CASSETTES_ENV",
+    "RERECORD_COMMAND",
     "CassetteLibrary",
+    "Judgement",
     "RecordedInteraction",
     "default_cassette_root",
+    "judge_request",
+    "load_library",
     "recorded_verdict",
     "reported_input_tokens",
 ]
 
 CASSETTES_ENV: Final = "CTXCONF_CASSETTES"
+RERECORD_COMMAND: Final = "ctxconf record --shape all --prune"
+"""What re-records every probe and scenario cassette against the emulator (see ``ctxconf record``)."""
 _EVIDENCE: Final = frozenset({"documented", "recorded", "observed", "inferred"})
 
 
@@ -195,19 +208,49 @@ def _without_model(skel: Mapping[str, Any]) -> str:
     return skeleton_digest({**skel, "model": None})
 
 
+def _cassette_files(root: Path) -> list[Path]:
+    """``<root>/**/*.yaml`` in a stable order (``os.scandir``: far cheaper than ``rglob``)."""
+    found: list[Path] = []
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                pending.append(Path(entry.path))
+            elif entry.name.endswith(".yaml") and entry.is_file():
+                found.append(Path(entry.path))
+    return sorted(found)
+
+
 class CassetteLibrary:
     """Every interaction of every cassette under a folder, indexed by skeleton digest."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, files: list[Path] | None = None) -> None:
         self.root = root
         self.interactions: list[RecordedInteraction] = []
-        for path in sorted(root.rglob("*.yaml")) if root.is_dir() else ():
+        for path in _cassette_files(root) if files is None else files:
             self.interactions.extend(_interactions(path))
         self._by_digest: dict[str, list[RecordedInteraction]] = {}
         self._by_modelless: dict[str, list[RecordedInteraction]] = {}
         for item in self.interactions:
             self._by_digest.setdefault(item.digest, []).append(item)
             self._by_modelless.setdefault(_without_model(item.skeleton), []).append(item)
+        self.files = len({item.path for item in self.interactions})
+
+    def __len__(self) -> int:
+        return len(self.interactions)
+
+    def label(self, item: RecordedInteraction) -> str:
+        """``openai-chat/some-scenario.yaml#2``: where an interaction is, relative to the root."""
+        try:
+            where = item.path.relative_to(self.root).as_posix()
+        except ValueError:
+            where = str(item.path)
+        return f"{where}#{item.index}"
 
     def lookup(
         self, skel: Mapping[str, Any], *, profile: str | None = None
@@ -232,16 +275,32 @@ class CassetteLibrary:
         return sorted(usable, key=lambda i: (i.metadata.source != "live", str(i.path), i.index))
 
 
+Stamp = tuple[tuple[str, int, int], ...]
+
+
+def _stamp(files: list[Path]) -> Stamp:
+    """Name, ``mtime_ns`` and size of every cassette: any re-recording changes it."""
+    out: list[tuple[str, int, int]] = []
+    for path in files:
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        out.append((str(path), info.st_mtime_ns, info.st_size))
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=8)
-def _library(root: str, stamp: float) -> CassetteLibrary:
-    del stamp  # part of the cache key only: a re-recorded folder is read again
-    return CassetteLibrary(Path(root))
+def _library(root: str, stamp: Stamp) -> CassetteLibrary:
+    return CassetteLibrary(Path(root), [Path(name) for name, _, _ in stamp])
 
 
-def _stamp(root: Path) -> float:
-    if not root.is_dir():
-        return 0.0
-    return max((p.stat().st_mtime for p in root.rglob("*.yaml")), default=0.0)
+def load_library(root: Path | None = None) -> CassetteLibrary:
+    """The library under ``root`` (default :func:`default_cassette_root`), read once: later calls
+    cost one directory walk and a ``stat`` per file, and read the folder again only when a file
+    was added, removed or rewritten."""
+    base = (root if root is not None else default_cassette_root()).resolve()
+    return _library(str(base), _stamp(_cassette_files(base)))
 
 
 def recorded_verdict(
@@ -252,14 +311,102 @@ def recorded_verdict(
     profile: str | None = None,
     model: str | None = None,
     root: Path | None = None,
+    library: CassetteLibrary | None = None,
 ) -> Verdict | None:
     """The recorded verdict for a request of this body's skeleton, or ``None`` if none is recorded.
 
     ``model`` is needed for shapes whose model is in the URL (Gemini, Bedrock); without it any
-    model of the same skeleton matches. Live recordings win over emulated ones.
+    model of the same skeleton matches. Live recordings win over emulated ones. Pass ``library``
+    (from :func:`load_library`) to skip even the directory walk.
     """
-    base = root if root is not None else default_cassette_root()
-    library = _library(str(base.resolve()), _stamp(base))
+    chosen = library if library is not None else load_library(root)
     skel = skeleton(body, shape=shape, dialect=dialect, model=model)
-    found = library.lookup(skel, profile=profile)
+    found = chosen.lookup(skel, profile=profile)
     return found[0].verdict() if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The verdict a run reports for one request, where it came from, and any contradiction.
+
+    ``verdict`` is the recorded one when a cassette matches (provenance ``recorded-live`` or
+    ``recorded-emulated``), else the validators' (``emulated``). ``contradiction`` is the
+    validators' verdict when it disagrees with the recorded one: a stale cassette (or, for a live
+    recording, a catalog that no longer matches the provider). Neither side is preferred silently.
+    """
+
+    verdict: Verdict
+    cassette: str | None = None
+    contradiction: Verdict | None = None
+
+    @property
+    def stale(self) -> bool:
+        return self.contradiction is not None
+
+    def stale_message(self) -> str:
+        """One sentence naming both verdicts, the cassette and what to do."""
+        now = self.contradiction
+        if now is None:
+            return ""
+        fix = (
+            f"re-record with `{RERECORD_COMMAND}`"
+            if self.verdict.provenance == "recorded-emulated"
+            else "the provider answered this way live: fix the rule catalog"
+        )
+        return (
+            f"stale cassette {self.cassette}: recorded {_said(self.verdict)} "
+            f"({self.verdict.provenance}, profile {self.verdict.profile}) but the validators now "
+            f"say {_said(now)}; {fix}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as the JSON-lines report stores it, plus ``cassette`` and ``stale_cassette``."""
+        out = self.verdict.to_dict()
+        out["cassette"] = self.cassette
+        out["stale_cassette"] = (
+            None
+            if self.contradiction is None
+            else {"message": self.stale_message(), "validators": self.contradiction.to_dict()}
+        )
+        return out
+
+
+def _said(verdict: Verdict) -> str:
+    if verdict.accepted:
+        return f"accept ({verdict.status})"
+    return f"reject {verdict.status} rule {verdict.rule or '?'}"
+
+
+def _disagree(recorded: Verdict, now: Verdict) -> bool:
+    if recorded.verdict != now.verdict:
+        return True
+    if recorded.accepted:
+        return False
+    # A live provider names no catalog rule; the emulator does, and must name the same one.
+    if recorded.rule is not None and recorded.rule != now.rule:
+        return True
+    return recorded.status != now.status
+
+
+def judge_request(
+    body: Mapping[str, Any],
+    shape: str,
+    *,
+    dialect: str | None = None,
+    model: str | None = None,
+    library: CassetteLibrary,
+) -> Judgement:
+    """The recorded verdict for this request's skeleton when one exists, checked against the
+    validators (default profile of the shape and dialect); the validators' verdict otherwise."""
+    now = validate_request(body, shape, dialect=dialect)
+    if not library.interactions:
+        return Judgement(now)
+    profile = resolve_profile(shape, dialect).id
+    found = library.lookup(
+        skeleton(body, shape=shape, dialect=dialect, model=model), profile=profile
+    )
+    if not found:
+        return Judgement(now)
+    item = found[0]
+    recorded = item.verdict()
+    return Judgement(recorded, library.label(item), now if _disagree(recorded, now) else None)

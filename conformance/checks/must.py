@@ -11,11 +11,19 @@ from reference_impl.rings import validate as pairing_violations
 
 @check(id="provider_valid", level="must")
 def provider_valid(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """The provider (or its faithful emulation) accepts the assembled request."""
+    """The provider (or its faithful emulation) accepts the assembled request, and a recorded
+    verdict is not contradicted by the validators (a stale cassette fails loudly, whichever
+    side accepts)."""
     for turn in outcome.assembled_turns:
         verdict = turn.verdict
         if verdict is None:
             raise RuntimeError("no verdict was computed for an assembled request")
+        judgement = turn.judgement
+        if judgement is not None and judgement.stale:
+            raise Failure(
+                "stale cassette: the recorded verdict and the validators disagree",
+                f"{turn_label(outcome, turn)}{judgement.stale_message()}",
+            )
         if verdict.accepted:
             continue
         error = verdict.error or {}
@@ -25,7 +33,8 @@ def provider_valid(_scenario: Scenario, outcome: CaseOutcome) -> None:
         raise Failure(
             f"{outcome.shape}{dialect} rejects the request (rule {verdict.rule})",
             f"{turn_label(outcome, turn)}HTTP {verdict.status}: {text or error}; "
-            f"evidence {verdict.evidence}, provenance {verdict.provenance}",
+            f"evidence {verdict.evidence}, provenance {verdict.provenance}"
+            + (f" ({judgement.cassette})" if judgement and judgement.cassette else ""),
         )
 
 

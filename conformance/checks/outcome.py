@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 from conformance.identity import IdentityMap
 from conformance.providers.verdict import Verdict
+from conformance.recorded_verdicts import Judgement
 from reference_impl.transcript import Transcript
 
 __all__ = ["CaseOutcome", "StepStatus", "TurnOutcome"]
@@ -31,6 +32,8 @@ class TurnOutcome:
     view: Transcript | None = None
     identity: IdentityMap | None = None
     verdict: Verdict | None = None
+    judgement: Judgement | None = None
+    """Where ``verdict`` came from (a cassette or the validators) and any contradiction."""
     tokens: int | None = None
     refusal_code: str | None = None
     reason: str | None = None
