@@ -12,7 +12,7 @@ from reference_impl.errors import CtxconfError
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import get_shape
 
-__all__ = ["corpus_problems"]
+__all__ = ["corpus_problems", "recording_problems"]
 
 
 def _cassette_root(given: Path | None) -> Path:
@@ -48,6 +48,22 @@ def corpus_problems(
                     f"is missing; record it with `ctxconf record --shape {shape}`"
                 )
     return problems
+
+
+def recording_problems(
+    scenarios: Sequence[Scenario], cassette_root: Path | None = None
+) -> list[str]:
+    """Every scenario x shape x dialect whose cassette is missing, or whose reference-assembler
+    requests have a skeleton no cassette recorded (stale since the assembler or the scenario
+    changed); each line says how to re-record."""
+    # Imported here: the round-trip machinery loads the SDKs, which the other checks do not need.
+    from conformance.recorded_verdicts import load_library  # noqa: PLC0415
+    from conformance.roundtrip_cases import scenario_cases, unrecorded  # noqa: PLC0415
+    from reference_impl.transcript import SHAPE_NAMES  # noqa: PLC0415
+
+    library = load_library(_cassette_root(cassette_root))
+    cases = [case for shape in SHAPE_NAMES for case in scenario_cases(scenarios, shape)]
+    return unrecorded(cases, library)
 
 
 def _shape_problems(scenario: Scenario, shape: str) -> list[str]:

@@ -8,7 +8,8 @@ usual environment variables. The code path is the same for all three.
 
 Recording (:func:`record`) writes ``<out>/<shape>/<case-id>.yaml`` through vcrpy with the
 skeleton matcher and scrubbing of :mod:`conformance.cassettes`; what the cassette was recorded
-against is decided from the answers, never assumed (:func:`recorded_against`). Replay
+against is decided from the answers, never assumed (:func:`recorded_against`). Re-recording is
+idempotent: a cassette whose interactions did not change keeps its bytes (and its date). Replay
 (:func:`replay`) sends the same requests with ``record_mode="none"``: the SDKs parse recorded
 answers, and a request whose skeleton was not recorded raises :class:`CassetteMissError`
 naming the closest recorded skeleton.
@@ -32,6 +33,7 @@ from starlette.types import ASGIApp
 from vcr.errors import CannotOverwriteExistingCassetteException
 
 from conformance.cassettes import (
+    METADATA_KEY,
     CassetteError,
     CassetteMetadata,
     CassetteMissError,
@@ -39,6 +41,7 @@ from conformance.cassettes import (
     RecordMode,
     closest_skeleton,
     make_vcr,
+    read_cassette,
     request_skeleton,
 )
 from conformance.providers.emulator_routes import (
@@ -60,6 +63,7 @@ __all__ = [
     "Case",
     "CredentialsError",
     "Exchange",
+    "RecordedCassette",
     "Target",
     "record",
     "recorded_against",
@@ -323,32 +327,69 @@ def _grouped(cases: Sequence[Case]) -> Iterator[tuple[str, str, list[Case]]]:
         yield shape, cassette, items
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedCassette:
+    """One cassette that :func:`record` wrote (``changed``) or left byte-identical."""
+
+    path: Path
+    exchanges: list[Exchange]
+    changed: bool
+
+
+# Header fields that say *when* and *with which client versions*: a re-recording whose
+# interactions and other header fields are equal keeps the old file byte for byte.
+_VOLATILE_HEADER: Final = frozenset({"date", "sdk"})
+
+
+def _comparable(path: Path) -> object:
+    try:
+        document = read_cassette(path)
+    except CassetteError:
+        return None
+    header = document.get(METADATA_KEY)
+    if isinstance(header, Mapping):
+        document[METADATA_KEY] = {k: v for k, v in header.items() if k not in _VOLATILE_HEADER}
+    return document
+
+
 def record(
     cases: Sequence[Case],
     target: Target,
     out: Path,
     *,
     content: ContentMode = ContentMode.FULL,
-) -> list[tuple[Path, list[Exchange]]]:
-    """Send every case and write one cassette per (shape, cassette id), replacing old ones."""
-    written: list[tuple[Path, list[Exchange]]] = []
+) -> list[RecordedCassette]:
+    """Send every case and write one cassette per (shape, cassette id).
+
+    Idempotent: each cassette is recorded to a temporary file first; when only its date and SDK
+    versions differ from the cassette already there, the old file is kept untouched, otherwise
+    the new one replaces it.
+    """
+    written: list[RecordedCassette] = []
     recorder = make_vcr(record_mode=RecordMode.ALL, content=content)
     for shape, cassette_id, items in _grouped(cases):
         path = out / shape / f"{cassette_id}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        with recorder.use_cassette(str(path)) as cassette:
-            exchanges = [send(case, target) for case in items]
-            metadata = CassetteMetadata(
-                recorded_against=recorded_against(target, shape, exchanges),
-                shape=shape,
-                model=_model_of(items),
-                scenario=cassette_id,
-                dialect=items[0].dialect,
-                content=content.value,
-            )
-            cassette.get_metadata("ctxconf", metadata.to_dict())
-        written.append((path, exchanges))
+        fresh = path.with_name(f".{path.name}.recording")
+        fresh.unlink(missing_ok=True)
+        try:
+            with recorder.use_cassette(str(fresh)) as cassette:
+                exchanges = [send(case, target) for case in items]
+                metadata = CassetteMetadata(
+                    recorded_against=recorded_against(target, shape, exchanges),
+                    shape=shape,
+                    model=_model_of(items),
+                    scenario=cassette_id,
+                    dialect=items[0].dialect,
+                    content=content.value,
+                )
+                cassette.get_metadata("ctxconf", metadata.to_dict())
+            changed = not path.is_file() or _comparable(fresh) != _comparable(path)
+            if changed:
+                os.replace(fresh, path)
+        finally:
+            fresh.unlink(missing_ok=True)
+        written.append(RecordedCassette(path, exchanges, changed))
     return written
 
 

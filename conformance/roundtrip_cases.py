@@ -6,6 +6,10 @@ changes it (so a cassette also records what the provider does with a broken stru
 what :func:`conformance.recorded_verdicts.recorded_verdict` answers for). Requests of equal
 skeleton are sent once.
 
+Scenario requests (:func:`scenario_cases`) are built by the engine exactly as ``ctxconf run``
+builds them, one cassette per scenario, shape and dialect; :func:`unrecorded` lists the requests
+that no cassette holds (the staleness test and ``ctxconf scenarios validate`` use it).
+
 The probes are small sessions with a hand-written expectation per shape, taken from
 provider-rules.md (C1, C2, A1, A2, A9, R1, R2, G2, G3, B1, B2, B3), so a replay can check the
 recorded verdicts against something written independently of the emulator.
@@ -19,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from conformance.cassettes import skeleton, skeleton_digest
+from conformance.providers.catalog import resolve_profile
+from conformance.recorded_verdicts import RERECORD_COMMAND, CassetteLibrary
 from conformance.roundtrip import DEFAULT_MODELS, Case
 from conformance.scenarios import Scenario
 from reference_impl.assembler import assemble
@@ -37,7 +43,15 @@ from reference_impl.transcript import (
     canonical_json,
 )
 
-__all__ = ["PROBES", "Probe", "cases_for_session", "probe_cases", "scenario_cases"]
+__all__ = [
+    "PROBES",
+    "Probe",
+    "cases_for_session",
+    "cassette_name",
+    "probe_cases",
+    "scenario_cases",
+    "unrecorded",
+]
 
 Expect = Literal["accept", "reject"]
 
@@ -248,61 +262,96 @@ def probe_cases(
     return out
 
 
+def cassette_name(scenario_id: str, dialect: str | None) -> str:
+    """A scenario's cassette id in ``cassettes/<shape>/``: ``<id>``, or ``<id>@<dialect>``."""
+    return f"{scenario_id}@{dialect}" if dialect else scenario_id
+
+
+def _with_model(scenario: Scenario, shape: str, model: str | None) -> Scenario:
+    if model is None:
+        return scenario
+    return replace(scenario, models={**scenario.models, shape: model})
+
+
 def scenario_cases(
     scenarios: Sequence[Scenario], shape: str, *, model: str | None = None
 ) -> list[Case]:
-    """The scenarios that apply to ``shape``: each session turn at each budget of the sweep."""
-    out: list[Case] = []
+    """The requests ``ctxconf run`` sends for the scenarios that apply to ``shape``.
+
+    Each case of the run's plan (scenario x dialect x budget) and each turn is built by the
+    engine itself (:func:`conformance.engine.assembly_request`) and assembled by the reference
+    plug-in, so a cassette holds exactly the skeletons a default run looks up. The session as the
+    plug-in received it is added too (what a pass-through assembler sends). One cassette per
+    scenario and dialect (:func:`cassette_name`); equal skeletons are sent once.
+    """
+    # Imported here: the engine pulls in the checks and reporters, which record does not need
+    # for probes alone.
+    from conformance.engine import DEFAULT_MODELS as RUN_MODELS  # noqa: PLC0415
+    from conformance.engine import assembly_request, plan_cases  # noqa: PLC0415
+    from conformance.reference_plugin import ReferenceAssembler  # noqa: PLC0415
+
+    chosen = [_with_model(s, shape, model) for s in scenarios if shape in s.shapes]
+    assembler = ReferenceAssembler(shape)
     in_url = shape in ("gemini", "bedrock-converse")
-    for scenario in scenarios:
-        if shape not in scenario.shapes:
-            continue
-        chosen = model or scenario.models.get(shape) or DEFAULT_MODELS[shape]
-        try:
-            config = AssemblyConfig.from_mapping(dict(scenario.config))
-        except CtxconfError:
-            continue
-        params = tuple(
-            sorted((k, canonical_json(v)) for k, v in scenario.params.get(shape, {}).items())
-        )
-        for dialect in scenario.dialects:
-            if dialect is not None and shape != "openai-chat":
-                continue
-            cases: list[Case] = []
-            for session in scenario.sessions():
-                merged = dict(_PARAMS.get(shape, ()))
-                merged.update(dict(session.params))
-                merged.update(dict(params))
-                prepared = Transcript(
-                    messages=session.messages,
-                    tools=session.tools,
-                    model=chosen,
-                    params=tuple(sorted(merged.items())),
-                )
-                for budget in scenario.budget.for_shape(shape) or (None,):
-                    cases.extend(
-                        cases_for_session(
-                            scenario.id,
-                            prepared,
-                            shape,
-                            config=config,
-                            budget=budget,
-                            dialect=dialect,
-                            model=chosen if in_url else None,
-                        )
-                    )
-            out.extend(_unique(cases))
-    return out
+    grouped: dict[str, list[Case]] = {}
+    for case in plan_cases(chosen, [shape], [shape]):
+        name = cassette_name(case.scenario.id, case.dialect)
+        url_model = case.scenario.models.get(shape, RUN_MODELS[shape]) if in_url else None
+        for turn, session in enumerate(case.scenario.sessions()):
+            try:
+                request = assembly_request(case, turn, session)
+            except CtxconfError:
+                continue  # not renderable in this shape: `ctxconf scenarios validate` says so
+            where = f"turn {turn} @{case.budget}"
+            bodies: list[tuple[str, Mapping[str, object]]] = []
+            with contextlib.suppress(CtxconfError):  # refused: nothing assembled to send
+                bodies.append((f"{where}: assembled", assembler.assemble(request)))
+            bodies.append((f"{where}: session as received", request.body))
+            grouped.setdefault(name, []).extend(
+                Case(name, label, dict(body), shape, case.dialect, url_model)
+                for label, body in bodies
+            )
+    return [case for cases in grouped.values() for case in _unique(cases)]
+
+
+def _digest(case: Case) -> str:
+    return skeleton_digest(
+        skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
+    )
 
 
 def _unique(cases: list[Case]) -> list[Case]:
     seen: set[str] = set()
     out: list[Case] = []
     for case in cases:
-        digest = skeleton_digest(
-            skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
-        )
+        digest = _digest(case)
         if digest not in seen:
             seen.add(digest)
             out.append(case)
     return out
+
+
+def unrecorded(
+    cases: Sequence[Case], library: CassetteLibrary, *, command: str = RERECORD_COMMAND
+) -> list[str]:
+    """``shape/cassette: what is missing`` for every case without a recording: no cassette file,
+    or no recorded interaction of its skeleton (the assembler or the scenario changed since the
+    recording). Each line ends with the command that re-records."""
+    files = {(i.path.parent.name, i.path.stem) for i in library.interactions}
+    problems: list[str] = []
+    for case in cases:
+        where = f"{case.shape}/{case.cassette}"
+        if (case.shape, case.cassette) not in files:
+            problems.append(
+                f"{where}: no cassette {library.root / case.shape / case.cassette}.yaml; "
+                f"record it with `{command}`"
+            )
+            continue
+        profile = resolve_profile(case.shape, case.dialect).id
+        skel = skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
+        if not library.lookup(skel, profile=profile):
+            problems.append(
+                f"{where}: no recorded request has the skeleton of {case.label!r} (the reference "
+                f"assembler or the scenario changed since recording); re-record with `{command}`"
+            )
+    return list(dict.fromkeys(problems))

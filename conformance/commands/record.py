@@ -5,6 +5,16 @@ server instead (``ctxconf serve``, a gateway); ``--live`` reads the provider's k
 environment variable and, without ``--base-url``, uses the provider's official endpoint. The
 cassette says what answered: ``live`` only for an official endpoint, ``emulator:<profile>`` when
 the answers say they are emulated, ``custom:<host>`` otherwise.
+
+The default set is every probe and every scenario of the corpus in every shape (and gateway
+dialect) it applies to, with exactly the requests ``ctxconf run`` sends for the reference
+assembler: ``cassettes/<shape>/<scenario-id>[@<dialect>].yaml``. Re-recording rewrites only the
+cassettes whose interactions changed. ``--prune`` removes cassettes that the recorded set no
+longer produces (a renamed scenario, a shape a scenario dropped).
+
+Re-record whenever the reference assembler's output structure or the corpus changes::
+
+    ctxconf record --shape all --prune
 """
 
 from __future__ import annotations
@@ -49,9 +59,17 @@ def _scenario_cases(
         _fail(f"--corpus: {exc}")
         return []
     chosen = select(scenarios, selectors=[s for s in selectors if s != "all"])
-    if not selectors:
-        chosen = tuple(s for s in chosen if s.cassette)
+    if selectors and not chosen:
+        _fail(f"--scenarios {', '.join(selectors)}: no scenario has that id or tag")
     return scenario_cases(chosen, shape, model=model)
+
+
+def _prune(folder: Path, shape: str, kept: set[Path]) -> list[Path]:
+    """Cassettes in ``<folder>/<shape>/`` that this recording did not produce, deleted."""
+    removed = [p for p in sorted((folder / shape).glob("*.yaml")) if p.resolve() not in kept]
+    for path in removed:
+        path.unlink()
+    return removed
 
 
 def _target(live: bool, base_url: str | None, shape: str, app_options: dict[str, object]) -> Target:
@@ -80,6 +98,11 @@ def _target(live: bool, base_url: str | None, shape: str, app_options: dict[str,
 @click.option("--profile", "profiles", multiple=True, help="Emulator profile (repeatable).")
 @click.option("--context-limit", type=click.IntRange(min=1), help="Emulator input-token limit.")
 @click.option("--hash-content", is_flag=True, help="Store content strings as sha256 hashes.")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Delete cassettes of the recorded shapes that this recording no longer produces.",
+)
 def command(  # noqa: PLR0917 - click passes each option as a parameter
     shapes: tuple[str, ...],
     live: bool,
@@ -92,15 +115,19 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
     profiles: tuple[str, ...],
     context_limit: int | None,
     hash_content: bool,
+    prune: bool,
 ) -> None:
-    """Send probes and scenarios through the real SDKs and write cassettes/<shape>/<id>.yaml."""
+    """Send probes and scenarios through the real SDKs and write cassettes/<shape>/<id>.yaml.
+
+    Without --scenarios: every probe and every scenario of the corpus."""
+    if prune and (selectors or not probes):
+        _fail("--prune needs the full set: drop --scenarios and --no-probes")
     folder = out if out is not None else default_cassette_root()
     names = list(SHAPE_NAMES) if "all" in shapes else list(dict.fromkeys(shapes))
     options: dict[str, object] = {"profile": list(profiles) or None, "context_limit": context_limit}
     content = ContentMode.HASHED if hash_content else ContentMode.FULL
     for shape in names:
         cases = probe_cases(shape, model=model) if probes else []
-        # Without --scenarios: the scenarios that declare a cassette (``cassette: true``).
         cases += _scenario_cases(selectors, corpus, shape, model)
         if not cases:
             click.echo(f"{shape}: nothing to record", err=True)
@@ -114,8 +141,19 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
         except (openai.APIConnectionError, anthropic.APIConnectionError, httpx.HTTPError) as exc:
             _fail(f"{shape}: cannot reach {target.root}: {exc}")
             return
-        for path, exchanges in written:
-            statuses = ",".join(str(e.status) for e in exchanges)
-            against = recorded_against(target, shape, exchanges)
-            model_used = model or DEFAULT_MODELS[shape]
-            click.echo(f"{path}  {against}  {model_used}  status {statuses}")
+        model_used = model or DEFAULT_MODELS[shape]
+        for item in written:
+            if not item.changed:
+                continue
+            statuses = ",".join(str(e.status) for e in item.exchanges)
+            against = recorded_against(target, shape, item.exchanges)
+            click.echo(f"{item.path}  {against}  {model_used}  status {statuses}")
+        removed = _prune(folder, shape, {w.path.resolve() for w in written}) if prune else []
+        for path in removed:
+            click.echo(f"{path}  removed (no longer recorded)")
+        changed = sum(1 for w in written if w.changed)
+        click.echo(
+            f"{shape}: {len(written)} cassette(s), {changed} written, "
+            f"{len(written) - changed} unchanged, {len(removed)} removed",
+            err=True,
+        )

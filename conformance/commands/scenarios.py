@@ -2,7 +2,10 @@
 
 ``validate`` checks every file against the schema, that ids are unique, that every check a
 scenario names exists, that every scenario renders in every shape it lists, that a scenario
-expecting refusal really is broken or over budget there, and that declared cassettes exist.
+expecting refusal really is broken or over budget there, and that the recorded round trips
+are present: for the built-in corpus (or with ``--cassettes``) every scenario x shape x dialect
+has its cassette and every request the reference assembler sends now is recorded in one (else:
+re-record with ``ctxconf record --shape all --prune``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import click
 
 from conformance.checks import REGISTRY
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
-from conformance.corpus_lint import corpus_problems
+from conformance.corpus_lint import corpus_problems, recording_problems
 from conformance.scenarios import Scenario, ScenarioError, default_corpus_path, load_corpus
 from reference_impl.errors import CtxconfError
 
@@ -56,13 +59,16 @@ def list_scenarios(path: Path | None) -> None:
     "--cassettes",
     type=click.Path(path_type=Path),
     default=None,
-    help="Cassette root for scenarios that declare `cassette: true` (default: cassettes/).",
+    help="Cassette root to check every scenario's recordings against (default: cassettes/ for "
+    "the built-in corpus; a corpus given as PATH is checked only when this is given).",
 )
 def validate_scenarios(path: Path | None, cassettes: Path | None) -> None:
-    """Schema, unique ids, known checks, renderable in each shape, declared cassettes present."""
+    """Schema, unique ids, known checks, renderable in each shape, cassettes present and current."""
     scenarios, root = _load(path)
     try:
         problems = corpus_problems(scenarios, cassette_root=cassettes, known_checks=set(REGISTRY))
+        if path is None or cassettes is not None:
+            problems += recording_problems(scenarios, cassettes)
     except CtxconfError as exc:
         click.echo(f"ctxconf: error: {exc}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
