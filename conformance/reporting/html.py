@@ -11,7 +11,13 @@ from html import escape
 from typing import Any, Final
 
 from conformance.events import CaseResult
-from conformance.reporting.matrix import matrix_rows, problem_lines
+from conformance.reporting.matrix import (
+    matrix_rows,
+    problem_lines,
+    provenance_summary,
+    stale_cases,
+    stale_warning,
+)
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
 
@@ -25,7 +31,7 @@ td.l{text-align:left}.pass{background:#e6f4ea}.fail{background:#fde2e1}.error{ba
 .na{color:#999}pre{white-space:pre-wrap;word-break:break-all;background:#f7f7f7;padding:6px;
 max-height:32em;overflow:auto;margin:0}.side{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 details{margin:.4em 0;border:1px solid #ddd;padding:4px 8px}summary{cursor:pointer}
-.filters label{margin-right:1em}
+.filters label{margin-right:1em}.stale{border:2px solid #c00;background:#fde2e1;padding:6px 10px}
 """
 
 _JS: Final = """
@@ -54,8 +60,23 @@ def _json(value: Any) -> str:
     return escape(json.dumps(value, indent=2, ensure_ascii=False)) if value is not None else "—"
 
 
+def _stale_block(record: RunRecord) -> str:
+    warning = stale_warning(record.cases)
+    if not warning:
+        return ""
+    items = "".join(
+        f"<li><b>{escape(c.key)}</b>: "
+        f"{escape(str((c.verdict or {})['stale_cassette'].get('message', '')))}</li>"
+        for c in stale_cases(record.cases)
+    )
+    return f'<div class="stale"><b>{escape(warning)}</b><ul>{items}</ul></div>'
+
+
 def _case_block(case: CaseResult) -> str:
     provenance = (case.verdict or {}).get("provenance", "n/a")
+    cassette = (case.verdict or {}).get("cassette")
+    if cassette:
+        provenance = f"{provenance} from {cassette}"
     problems = "".join(f"<li>{escape(line)}</li>" for line in problem_lines(case))
     return (
         f'<details data-case data-level="{case.level}" data-shape="{escape(case.shape)}" '
@@ -100,6 +121,8 @@ def render_html(record: RunRecord) -> str:
 <p>{len(record.cases)} cases over {len(shapes)} shapes; exit status {record.exit_status}.
 Started {escape(str(record.header.get("started", "?")))}, ctxconf {escape(str(record.header.get("ctxconf_version", "?")))}, plug-in protocol {escape(str(record.header.get("protocol_version", "?")))}.</p>
 <table><tr><th>level</th><th>pass</th><th>fail</th><th>error</th><th>result</th></tr>{total_rows}</table>
+<p>{escape(provenance_summary(record.cases).capitalize())}.</p>
+{_stale_block(record)}
 <div class="filters">{_select("level", "level", list(LEVELS))}{_select("shape", "shape", shapes)}{_select("status", "status", ["pass", "fail", "error"])}</div>
 <h2>Matrix</h2>
 <table><tr><th>level</th><th>scenario</th>{head}</tr>{"".join(rows)}</table>

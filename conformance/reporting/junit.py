@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any
 
-from conformance.reporting.matrix import problem_lines
+from conformance.reporting.matrix import problem_lines, provenance_counts
 from conformance.reporting.record import RunRecord
 
 __all__ = ["render_junit"]
+
+
+def _verdict_properties(element: ET.Element, verdict: Mapping[str, Any] | None) -> None:
+    """``verdict_provenance`` (and the cassette, and a stale-cassette message) per test case."""
+    if not verdict:
+        return
+    properties = ET.SubElement(element, "properties")
+    named = {
+        "verdict": verdict.get("verdict"),
+        "verdict_provenance": verdict.get("provenance"),
+        "verdict_cassette": verdict.get("cassette"),
+        "stale_cassette": (verdict.get("stale_cassette") or {}).get("message"),
+    }
+    for name, value in named.items():
+        if value:
+            ET.SubElement(properties, "property", name=name, value=str(value))
 
 
 def render_junit(record: RunRecord) -> str:
@@ -23,6 +41,9 @@ def render_junit(record: RunRecord) -> str:
             errors=str(sum(1 for c in cases if c.status == "error")),
             time=f"{sum(c.seconds for c in cases):.3f}",
         )
+        counts = ET.SubElement(suite, "properties")
+        for source, count in provenance_counts(cases).items():
+            ET.SubElement(counts, "property", name=f"verdicts.{source}", value=str(count))
         for case in cases:
             dialect = f"/{case.dialect}" if case.dialect else ""
             element = ET.SubElement(
@@ -32,6 +53,7 @@ def render_junit(record: RunRecord) -> str:
                 name=f"{shape}{dialect}@{case.budget}",
                 time=f"{case.seconds:.3f}",
             )
+            _verdict_properties(element, case.verdict)
             if case.status == "pass":
                 continue
             lines = problem_lines(case)

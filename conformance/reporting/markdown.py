@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from conformance.reporting.matrix import failing_cases, matrix_rows, problem_lines
+from conformance.reporting.matrix import (
+    failing_cases,
+    matrix_rows,
+    problem_lines,
+    provenance_summary,
+    stale_cases,
+    stale_warning,
+)
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
 
@@ -32,6 +39,15 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
         out.append(
             f"| {level} | {t.passed} | {t.failed} | {t.errors} | {'ok' if t.ok else '**FAILED**'} |"
         )
+    out += ["", provenance_summary(record.cases).capitalize() + "."]
+    warning = stale_warning(record.cases)
+    if warning:
+        out += ["", f"> **{_cell(warning)}**", ""]
+        out += [
+            f"> - `{c.key}`: {_cell(str(c.verdict['stale_cassette'].get('message', '')))}"
+            for c in stale_cases(record.cases)[:max_problems]
+            if c.verdict
+        ]
     shapes = record.shapes
     out += ["", "| level | scenario | " + " | ".join(shapes) + " |"]
     out.append("|---|---|" + "|".join(":-:" for _ in shapes) + "|")

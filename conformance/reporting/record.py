@@ -84,6 +84,7 @@ def footer_line(event: RunFinished) -> dict[str, Any]:
         "seconds": round(event.seconds, 3),
         "abandoned_threads": event.abandoned_threads,
         "exit_status": event.exit_status,
+        **dict(event.extra),
     }
 
 

@@ -6,7 +6,13 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from conformance.reporting.matrix import failing_cases, matrix_rows, problem_lines
+from conformance.reporting.matrix import (
+    failing_cases,
+    matrix_rows,
+    problem_lines,
+    provenance_summary,
+    stale_warning,
+)
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
 
@@ -48,7 +54,10 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         verdict = Text("ok", style="green") if t.ok else Text("FAILED", style="bold red")
         totals.add_row(level, str(t.passed), str(t.failed), str(t.errors), verdict)
     legend = Text("✓ pass (n: budgets of a sweep)  ✗ k/n failed  E error  · not applicable")
-    parts: list[RenderableType] = [matrix, legend, totals]
+    parts: list[RenderableType] = [matrix, legend, totals, Text(provenance_summary(record.cases))]
+    warning = stale_warning(record.cases)
+    if warning:
+        parts.append(Text(warning, style="bold red"))
     problems = failing_cases(record.cases)
     if problems:
         lines = Text()
