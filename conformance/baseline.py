@@ -312,12 +312,14 @@ def print_diff(diff: BaselineDiff, console: Console) -> None:
     )
 
 
-def gate(results: Results, baseline_path: Path | str, *, console: Console | None = None) -> int:
-    """Compare a run with the baseline file, print the summary, return the exit status.
+def gate(
+    results: Results, baseline: Baseline | Path | str, *, console: Console | None = None
+) -> int:
+    """Compare a run with a baseline (or its file), print the summary, return the exit status.
 
     0 when no case regressed (known failures recorded in the baseline do not fail the gate), 1 on
     any regression. Raises :class:`BaselineError` for an unreadable baseline file.
     """
-    diff = compare_to_baseline(results, baseline_path)
+    diff = compare_to_baseline(results, baseline)
     print_diff(diff, console or Console(stderr=True))
     return diff.exit_status
