@@ -3,12 +3,15 @@
 ::
 
     load session -> validate pairing (reject or repair) -> protect prefix -> protect suffix
-    -> check buckets -> degrade attachments -> clear old results (mode) -> delete the middle by
-    tier -> summarize -> escalate or fail closed -> recount -> emit + observe
+    -> anchor a user message first -> check buckets -> degrade attachments -> clear old results
+    (mode) -> delete the middle by tier -> drop leading non-user units -> summarize -> escalate
+    or fail closed -> normalize for the shape (alternation) -> recount -> emit + observe
 
 The result is an ``Assembly``: the view (a ``Transcript``) and an ``AssemblyReport`` that says what
-happened, in ids and counts only. ``Assembly.render(shape)`` produces the wire body; for
-``anthropic-messages`` it also places up to four ``cache_control`` breakpoints on stable boundaries.
+happened, in ids and counts only. ``Assembly.render(shape)`` produces the wire body, valid for that
+shape's default profile: the view is normalized for the shape it is rendered in (same-side turns
+merged where the shape requires alternation, ``steps.normalize``); for ``anthropic-messages`` it also
+places up to four ``cache_control`` breakpoints on stable boundaries.
 """
 
 from __future__ import annotations
@@ -30,14 +33,18 @@ from reference_impl.memory import MemoryItem, ledger_message, memory_messages
 from reference_impl.metrics import AssemblyMetrics, default_metrics
 from reference_impl.steps import (
     AssemblyState,
+    anchor_first_user,
     check_buckets,
     check_pairing,
     classify_middle,
     clear_tool_results,
     degrade_attachments,
+    drop_leading_non_user,
     drop_middle_by_tier,
+    drop_tool_schemas,
     escalate,
     load_units,
+    normalize_view,
     protect_prefix,
     protect_suffix,
     summarize_middle,
@@ -75,6 +82,10 @@ class AssemblyReport:
     degraded_attachment_ids: tuple[str, ...] = ()
     repairs: tuple[str, ...] = ()
     """Call ids that received a synthesized ``is_error`` result."""
+    merged_ids: tuple[str, ...] = ()
+    """Messages merged into a same-side neighbour because the shape requires alternation."""
+    dropped_tool_names: tuple[str, ...] = ()
+    """Tool schemas dropped by ``drop_tools_schema_then_fail`` (schemas used by kept rings stay)."""
     summary_used: bool = False
     summary_id: str | None = None
     summarizer: str | None = None
@@ -102,6 +113,8 @@ class AssemblyReport:
             "cleared_result_ids": list(self.cleared_result_ids),
             "degraded_attachment_ids": list(self.degraded_attachment_ids),
             "repairs": list(self.repairs),
+            "merged_ids": list(self.merged_ids),
+            "dropped_tool_names": list(self.dropped_tool_names),
             "summary_used": self.summary_used,
             "summary_id": self.summary_id,
             "summarizer": self.summarizer,
@@ -114,13 +127,18 @@ class AssemblyReport:
 
 @dataclass(frozen=True, slots=True)
 class Assembly:
-    """The view to send and the report of how it was made."""
+    """The view to send and the report of how it was made.
+
+    ``view`` is normalized for the assembly's shape; ``base_view`` is the same selection before
+    normalization (what ``session_after`` stores, and what other shapes are rendered from).
+    """
 
     view: Transcript
     report: AssemblyReport
     config: AssemblyConfig = field(repr=False)
     injected_ids: tuple[str, ...] = field(default=(), repr=False)
     prefix_ids: tuple[str, ...] = field(default=(), repr=False)
+    base_view: Transcript | None = field(default=None, repr=False)
 
     @property
     def shape(self) -> str:
@@ -129,24 +147,33 @@ class Assembly:
     def session_after(self) -> Transcript:
         """The view without memory/ledger injections: store it as the session for the next turn
         so that a summary is reused and the request prefix stays byte-stable until the next
-        compaction."""
-        return self.view.with_messages(m for m in self.view if m.id not in self.injected_ids)
+        compaction. Unmerged: a shape's alternation merges are redone at every render."""
+        base = self.base_view if self.base_view is not None else self.view
+        return base.with_messages(m for m in base if m.id not in self.injected_ids)
+
+    def view_for(self, shape: str) -> Transcript:
+        """The view normalized for ``shape`` (the assembly's own view for its own shape)."""
+        if shape == self.report.shape or self.base_view is None:
+            return self.view
+        messages, _ = normalize_view(self.base_view.messages, shape)
+        return self.base_view.with_messages(messages)
 
     def render(
         self, shape: ShapeName | None = None, *, dialect: str | None = None
     ) -> dict[str, Any]:
         """The request body in ``shape`` (the assembly's shape by default)."""
         name = shape or self.report.shape
+        view = self.view_for(name)
         if dialect is not None:
             if name != "openai-chat":
                 raise ShapeError(f"dialects are variations of openai-chat, not of {name!r}")
             from reference_impl.shapes.dialects import render_for_dialect  # noqa: PLC0415 - optional
 
-            body: dict[str, Any] = render_for_dialect(self.view, dialect)
+            body: dict[str, Any] = render_for_dialect(view, dialect)
         else:
-            body = shapes.get_shape(name).render_request(self.view)
+            body = shapes.get_shape(name).render_request(view)
         if name == "anthropic-messages" and self.config.anthropic_cache_breakpoints > 0:
-            body = _with_cache_breakpoints(self, body)
+            body = _with_cache_breakpoints(self, view, body)
         return body
 
 
@@ -197,6 +224,7 @@ def assemble(
             ledger=ledger,
             memory=memory,
             plan=plan,
+            shape=shape,
             holder=holder,
         )
     except ContextAssemblyError as exc:
@@ -242,12 +270,14 @@ def assemble(
         ",".join(report.steps),
         len(report.dropped_ring_ids),
     )
+    base = state.view()
     return Assembly(
-        view=state.view(),
+        view=state.final_view if state.final_view is not None else base,
         report=report,
         config=config,
         injected_ids=tuple(u.id for u in state.units if u.kind == "injection"),
         prefix_ids=tuple(u.id for u in state.units if u.kept and u.bucket == "prefix"),
+        base_view=base,
     )
 
 
@@ -271,6 +301,7 @@ def _run(
     ledger: Ledger,
     memory: Sequence[MemoryItem],
     plan: BudgetPlan,
+    shape: str,
     holder: list[AssemblyState],
 ) -> AssemblyState:
     # Pairing first, before anything else (issue 3 item 4).
@@ -283,40 +314,52 @@ def _run(
         units=load_units(checked, _injections(config, ledger, memory)),
         tools=session.tools,
         session=session,
+        shape=shape,
         repairs=repairs,
     )
     holder.append(state)
     state.steps.append("load")
     state.steps.append("synthesize_error_results" if repairs else "validate_pairing")
     state.tools_cost = counter.count_tools(session.tools)
-    state.overhead = counter.count(
-        Transcript((), model=session.model, params=session.params)
-    ).overhead
+    state.refresh_overhead()
     protect_prefix(state)
     protect_suffix(state)
+    anchor_first_user(state)
     check_buckets(state)
     classify_middle(state)
     degrade_attachments(state)
     clear_tool_results(state)
     drop_middle_by_tier(state)
+    drop_leading_non_user(state)
     summarize_middle(state, summarizer)
     escalate(state)
+    _normalize(state)
     _final_recount(state)
     return state
+
+
+def _normalize(state: AssemblyState) -> None:
+    """Merge same-side neighbours where the shape requires alternation (steps.normalize)."""
+    view = state.view()
+    messages, merged = normalize_view(view.messages, state.shape)
+    state.merged_ids = merged
+    state.final_view = view.with_messages(messages) if merged else view
+    if merged:
+        state.steps.append("normalize")
 
 
 def _final_recount(state: AssemblyState) -> None:
     """One memoized pass over the final view; if the whole-request count disagrees with the
     running totals and is over, escalate once more, then fail closed."""
-    total = state.counter.count(state.view()).total
+    assert state.final_view is not None
+    total = state.counter.count(state.final_view).total
     if total <= state.budget:
         return
     state.notes.append("final_recount_over_budget")
-    if state.config.on_still_over_budget == "drop_tools_schema_then_fail" and state.tools:
-        state.tools = ()
-        state.tools_cost = 0
-        state.record("drop_tools_schema")
-        total = state.counter.count(state.view()).total
+    if drop_tool_schemas(state):
+        _normalize(state)
+        assert state.final_view is not None
+        total = state.counter.count(state.final_view).total
         if total <= state.budget:
             return
     raise ContextAssemblyError(
@@ -377,6 +420,8 @@ def _report(
         cleared_result_ids=tuple(state.cleared_result_ids) if state else (),
         degraded_attachment_ids=tuple(state.degraded_attachment_ids) if state else (),
         repairs=tuple(state.repairs) if state else (),
+        merged_ids=tuple(state.merged_ids) if state else (),
+        dropped_tool_names=tuple(state.dropped_tool_names) if state else (),
         summary_used=bool(state and state.summary_id),
         summary_id=state.summary_id if state else None,
         summarizer=state.summarizer_name if state else None,
@@ -469,7 +514,9 @@ def _mark_message(body: dict[str, Any], index: int, blocks: int) -> bool:
     return False
 
 
-def _with_cache_breakpoints(assembly: Assembly, body: dict[str, Any]) -> dict[str, Any]:
+def _with_cache_breakpoints(
+    assembly: Assembly, rendered: Transcript, body: dict[str, Any]
+) -> dict[str, Any]:
     """At most ``anthropic_cache_breakpoints`` (<= 4) breakpoints on stable boundaries: end of the
     system text, end of the pinned prefix, end of the summary, and just before the newest turn.
 
@@ -482,7 +529,7 @@ def _with_cache_breakpoints(assembly: Assembly, body: dict[str, Any]) -> dict[st
     room = min(assembly.config.anthropic_cache_breakpoints, 4) - _count_existing(out)
     if room <= 0:
         return out
-    view = assembly.view.messages
+    view = rendered.messages
     boundaries: list[int] = []
     prefix_positions = [i for i, m in enumerate(view) if m.id in assembly.prefix_ids]
     non_system_prefix = [i for i in prefix_positions if view[i].role not in ("system", "developer")]
@@ -501,14 +548,14 @@ def _with_cache_breakpoints(assembly: Assembly, body: dict[str, Any]) -> dict[st
         if view[index].role in ("system", "developer"):
             continue
         try:
-            partial = adapter.render_request(assembly.view.with_messages(view[: index + 1]))
+            partial = adapter.render_request(rendered.with_messages(view[: index + 1]))
         except ShapeError:
             continue  # a prefix the shape cannot render on its own: no breakpoint there
-        rendered = partial.get("messages", [])
-        if not rendered:
+        wire = partial.get("messages", [])
+        if not wire:
             continue
-        last = rendered[-1].get("content")
+        last = wire[-1].get("content")
         blocks = 1 if isinstance(last, str) else len(last) if isinstance(last, list) else 0
-        if _mark_message(out, len(rendered) - 1, blocks):
+        if _mark_message(out, len(wire) - 1, blocks):
             room -= 1
     return out

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from test_assembler_support import WordCounter
 
+from conformance.providers.validation import validate_request
 from conformance.strategies import broken_transcripts, transcripts
 from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl.errors import ShapeError
 from reference_impl.rings import Ring, segment, validate
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES, Transcript
@@ -106,7 +108,10 @@ def test_view_is_valid_within_budget_and_keeps_what_it_must(case):
     view = assembly.view
     assert validate(view) == ()
     assert WordCounter().count(view).total <= budget
-    kept = [m.id for m in view]
+    # Normalization (alternation merges) moves parts between messages, never loses or adds any.
+    base = assembly.base_view
+    assert [p for m in view for p in m.parts] == [p for m in base for p in m.parts]
+    kept = [m.id for m in base]
     kept_set = set(kept)
     assert _protected(session, config) <= kept_set
     for seg in segment(session):
@@ -117,6 +122,16 @@ def test_view_is_valid_within_budget_and_keeps_what_it_must(case):
     from_session = [position[i] for i in kept if i in position]
     assert from_session == sorted(from_session)
     body = assembly.render()
+    for other in SHAPE_NAMES:  # its own shape, and every other shape that can carry the view
+        try:
+            sent = assembly.render(other)
+            given = get_shape(other).render_request(session)
+        except ShapeError:
+            continue  # a part the other shape cannot carry (drawn for this shape only)
+        if not validate_request(given, other).accepted:
+            continue  # the session itself breaks a non-pairing rule there (A14 ...): not ours
+        verdict = validate_request(sent, other)
+        assert verdict.accepted, (shape, other, verdict.rule, verdict.error)
     again = run(shape, session, config, budget)
     assert json.dumps(again.render(), sort_keys=True) == json.dumps(body, sort_keys=True)
 

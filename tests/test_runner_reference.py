@@ -15,53 +15,43 @@ from conformance.events import CaseFinished, CaseResult
 from conformance.loading import load_plugin
 from conformance.scenarios import load_corpus
 
-HIDDEN_PROMPT = (
-    "the assembler's running totals omit the hidden tool-use system prompt that "
-    "TokenCounter.count adds for anthropic/bedrock (count_tools does not), so it plans as if it "
-    "fits and then fails its final recount"
+MERGED_TURNS = (
+    "bedrock-converse needs strict alternation (B3), so the reference merges same-side neighbours "
+    "(a ring's results and the next user message, the pinned goal and the next user message) "
+    "into one wire turn; conformance.identity does not yet map a merged message back to its "
+    "session messages, so latest_user_kept/first_user_goal_pinned/nothing_invented misread it"
 )
-BEDROCK_B3 = (
-    "bedrock-converse renders a toolResult user message followed by a user text message as two "
-    "user turns (B3 strict alternation); they must be merged"
+SUMMARY_BUDGET = (
+    "the anthropic budget (1000) was calibrated while the hidden tool-use prompt (530) was not "
+    "counted; counted, the middle left after trimming is smaller than the summary block"
 )
-GEMINI_G1 = (
-    "gemini renders an assistant text turn followed by an assistant functionCall turn as two model "
-    "turns (G1)"
-)
-# (scenario, shape) -> reason; a None shape means every shape listed below for it.
+# (scenario, shape) -> reason
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     **{
-        (s, shape): HIDDEN_PROMPT
+        (s, "bedrock-converse"): MERGED_TURNS
         for s in (
-            "reasoning-anthropic-thinking",
-            "mid-ring-deletion",
-            "middle-error-results-kept",
             "clear-tool-result-mode",
             "first-user-goal-pinned",
-            "system-text-kept",
-            "recent-rings-protected",
             "ledger-pinned-after-ring-drop",
-            "prefix-stable-under-pressure",
-        )
-        for shape in ("anthropic-messages", "bedrock-converse")
-    },
-    ("reasoning-bedrock-content", "bedrock-converse"): HIDDEN_PROMPT,
-    **{
-        (s, "bedrock-converse"): BEDROCK_B3
-        for s in (
-            "single-tool",
+            "ledger-survives-summary",
+            "mid-ring-deletion",
+            "middle-error-results-kept",
             "parallel-tools-2",
             "parallel-tools-4",
             "parallel-tools-8",
-            "assistant-text-then-call",
-            "sweep-mixed-session",
-            "summary-replacement",
-            "ledger-survives-summary",
-            "tool-payload-counted",
             "prefix-stable-multi-turn",
+            "prefix-stable-under-pressure",
+            "reasoning-bedrock-content",
+            "recent-rings-protected",
+            "single-tool",
+            "summary-replacement",
+            "sweep-mixed-session",
+            "sweep-parallel-ring-mid-deletion",
+            "tool-payload-counted",
         )
     },
-    ("assistant-text-then-call", "gemini"): GEMINI_G1,
+    ("summary-replacement", "anthropic-messages"): SUMMARY_BUDGET,
+    ("ledger-survives-summary", "anthropic-messages"): SUMMARY_BUDGET,
 }
 
 

@@ -210,8 +210,10 @@ def test_summary_depth_is_bounded():
         depths.append(summary_depth(summary.text))
         # The next turn: the compacted session plus a new exchange with a verbose ring.
         n = len(depths)
+        # Explicit ids: position-derived ids of a compacted session can collide with new ones.
+        new = [*ring(f"n{n}", words(40)), assistant("ok"), user(f"q{n}")]
         s = a.session_after().with_messages(
-            [*a.session_after().messages, *ring(f"n{n}", words(40)), assistant("ok"), user(f"q{n}")]
+            [*a.session_after().messages, *(m.with_id(f"t{n}-{i}") for i, m in enumerate(new))]
         )
     assert depths == [1, 2, 2, 2]
 

@@ -1,8 +1,8 @@
 """The assembly pipeline, one small named function per step, always in this order::
 
-    load -> validate_pairing -> protect_prefix -> protect_suffix -> check_buckets
-    -> degrade_attachments -> clear_tool_results -> drop_middle_by_tier -> summarize_middle
-    -> escalate
+    load -> validate_pairing -> protect_prefix -> protect_suffix -> anchor_first_user
+    -> check_buckets -> degrade_attachments -> clear_tool_results -> drop_middle_by_tier
+    -> drop_leading_non_user -> summarize_middle -> escalate -> normalize (per shape)
 
 Each step reads and changes an ``AssemblyState``; a step that changes the view records its name and
 the view is re-validated for pairing right away.
@@ -10,7 +10,18 @@ the view is re-validated for pairing right away.
 
 from __future__ import annotations
 
-from reference_impl.steps.compact import check_buckets, escalate, summarize_middle
+from reference_impl.steps.compact import (
+    check_buckets,
+    drop_tool_schemas,
+    escalate,
+    summarize_middle,
+)
+from reference_impl.steps.normalize import (
+    ALTERNATING_SHAPES,
+    anchor_first_user,
+    drop_leading_non_user,
+    normalize_view,
+)
 from reference_impl.steps.pairing import (
     SYNTHESIZED_RESULT_TEXT,
     check_pairing,
@@ -28,20 +39,25 @@ from reference_impl.steps.trim import (
 )
 
 __all__ = [
+    "ALTERNATING_SHAPES",
     "CLEARED_RESULT_TEXT",
     "SYNTHESIZED_RESULT_TEXT",
     "AssemblyState",
     "Bucket",
     "Tier",
     "Unit",
+    "anchor_first_user",
     "check_buckets",
     "check_pairing",
     "classify_middle",
     "clear_tool_results",
     "degrade_attachments",
+    "drop_leading_non_user",
     "drop_middle_by_tier",
+    "drop_tool_schemas",
     "escalate",
     "load_units",
+    "normalize_view",
     "protect_prefix",
     "protect_suffix",
     "summarize_middle",

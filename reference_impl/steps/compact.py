@@ -17,7 +17,7 @@ from reference_impl.summary import (
     summary_depth,
 )
 
-__all__ = ["check_buckets", "escalate", "summarize_middle"]
+__all__ = ["check_buckets", "drop_tool_schemas", "escalate", "summarize_middle"]
 
 log = logging.getLogger("reference_impl")
 
@@ -35,13 +35,48 @@ def _bucket_details(state: AssemblyState) -> dict[str, Any]:
     }
 
 
-def _drop_tools(state: AssemblyState) -> bool:
+def drop_tool_schemas(state: AssemblyState) -> bool:
+    """``drop_tools_schema_then_fail``: stop offering the tool schemas no protected ring uses.
+
+    Bedrock requires ``toolConfig`` whenever the history holds toolUse/toolResult blocks (B5), and
+    a ring without its tool's schema is a call to an unknown tool. So the schemas of tools called
+    by rings in the prefix or suffix are kept; every other schema is dropped, and so is every
+    middle ring that calls a dropped tool (rings go whole, never flattened). All schemas go only
+    when no ring remains. Returns False when nothing could be dropped.
+    """
     if state.config.on_still_over_budget != "drop_tools_schema_then_fail" or not state.tools:
         return False
-    state.tools = ()
-    state.tools_cost = 0
+    needed = {
+        call.name
+        for u in state.units
+        if u.kept and u.kind == "ring" and u.bucket != "middle"
+        for call in u.messages[0].tool_calls
+    }
+    keep = tuple(t for t in state.tools if t.name in needed)
+    if len(keep) == len(state.tools):
+        return False
+    gone = {t.name for t in state.tools} - needed
+    state.dropped_tool_names.extend(t.name for t in state.tools if t.name in gone)
+    state.tools = keep
+    state.tools_cost = state.counter.count_tools(keep)
+    state.refresh_overhead()
+    for unit in state.units:
+        if (
+            unit.kept
+            and unit.kind == "ring"
+            and unit.bucket == "middle"
+            and any(c.name in gone for c in unit.messages[0].tool_calls)
+        ):
+            unit.kept = False
+            state.dropped_ring_ids.append(unit.id)
+    if keep:
+        state.notes.append("tool_schemas_kept_for_rings")
     state.record("drop_tools_schema")
     return True
+
+
+def _fixed_fits(state: AssemblyState) -> bool:
+    return state.fixed_cost <= state.budget
 
 
 def check_buckets(state: AssemblyState) -> None:
@@ -56,7 +91,7 @@ def check_buckets(state: AssemblyState) -> None:
     elif prefix + suffix > state.budget:
         bucket = "suffix"
     else:
-        if _drop_tools(state):
+        if drop_tool_schemas(state) and _fixed_fits(state):
             return
         bucket = "tools"
     raise ContextAssemblyError(
@@ -143,7 +178,7 @@ def escalate(state: AssemblyState) -> None:
     """Still over budget: drop tool schemas when configured, else refuse (fail closed)."""
     if state.fits():
         return
-    if _drop_tools(state) and state.fits():
+    if drop_tool_schemas(state) and state.fits():
         return
     # A failed summary that left the view over budget is the reason for the refusal.
     code = (

@@ -68,6 +68,7 @@ class AssemblyState:
     units: list[Unit]
     tools: tuple[ToolSpec, ...]
     session: Transcript
+    shape: str = "openai-chat"
     overhead: int = 0
     tools_cost: int = 0
     steps: list[str] = field(default_factory=list)
@@ -76,10 +77,15 @@ class AssemblyState:
     cleared_result_ids: list[str] = field(default_factory=list)
     degraded_attachment_ids: list[str] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
+    merged_ids: list[str] = field(default_factory=list)
+    """Messages merged into a same-side neighbour for the shape's alternation (B3, G1/G4)."""
+    dropped_tool_names: list[str] = field(default_factory=list)
     summary_id: str | None = None
     summarizer_name: str | None = None
     summary_failed: bool = False
     notes: list[str] = field(default_factory=list)
+    final_view: Transcript | None = None
+    """The view normalized for ``shape`` (set by the last step before the final recount)."""
     started: float = field(default_factory=time.perf_counter)
 
     # -- counting ---------------------------------------------------------------------------
@@ -90,6 +96,14 @@ class AssemblyState:
             if not unit.replaced:
                 unit.original_cost = unit.cost_cache
         return unit.cost_cache
+
+    def refresh_overhead(self) -> None:
+        """The request's fixed overhead for the tools offered now. It depends on them: Claude
+        counters add the hidden tool-use system prompt whenever tools are sent."""
+        empty = Transcript(
+            (), tools=self.tools, model=self.session.model, params=self.session.params
+        )
+        self.overhead = self.counter.count(empty).overhead
 
     def counted(self, unit: Unit) -> bool:
         return unit.cost_cache is not None

@@ -1,0 +1,172 @@
+"""Make the view acceptable to the target shape without losing or inventing content.
+
+Two invariants of provider-rules.md section 7 that trimming can break:
+
+* **A user message comes first** (section 7.2; Bedrock B4, Gemini G1, old Anthropic A8). After
+  trimming, the first message after the system text must be a ``user`` message.
+  ``anchor_first_user`` protects, up front, the nearest user message before a protected
+  assistant/ring that would otherwise open the conversation, and ``drop_leading_non_user`` drops
+  middle units that are left in front of the first user message after trimming. Applied for every
+  shape (harmless where it is not required), so a view renders validly in any shape.
+* **Roles alternate** where the shape requires it. Deleting a unit between two turns of one side
+  leaves two messages of that side in a row, and a summary inserted after the pinned goal is a
+  second ``user`` message. ``normalize_view`` merges such neighbours, deterministically, as the
+  last step before the final recount (and again when an assembly is rendered in another shape).
+  What each shape requires (``MERGE_POLICY``):
+
+  - ``bedrock-converse``: strict user/assistant alternation (B3): every pair below is merged;
+  - ``gemini``: a functionCall turn must follow a user or functionResponse turn (G1), so only a
+    plain model turn followed by a ring's model turn is merged. Full alternation (G4) is contested
+    (an adk-go maintainer says it is not an API requirement) and the default profile does not
+    enforce it, so user turns are left apart, byte-identical to the session;
+  - ``anthropic-messages``: the current API merges consecutive same-role turns itself (A9 is the
+    old profile), OpenAI shapes have no such rule: nothing is merged.
+
+  The merges:
+
+  - plain ``user`` + plain ``user`` (a summary included): one user message, parts in order;
+  - plain ``assistant`` + plain ``assistant``: one assistant message;
+  - a ring's ``tool`` message + a plain ``user`` message: the user's parts go *after* the
+    results, in the same wire turn (results first, rule A3). The ring stays whole and first;
+  - plain ``assistant`` + a ring's assistant message: the plain parts go *before* the calls,
+    unless the ring's message opens with a thinking/reasoning block that must stay first
+    (A13, B10); then the pair is left as it is.
+
+  Never merged: two rings, anything placed between a ring's calls and its results, tool parts
+  turned into text.
+
+The merged message keeps the id of the message that carries the identity: the earlier one, or the
+ring's assistant message. Merging is a pure function of the messages, so consecutive requests stay
+byte-stable wherever their unmerged views are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Final, Literal, TypeAlias
+
+from reference_impl.steps.state import AssemblyState, Unit
+from reference_impl.transcript import Message, ReasoningPart
+
+__all__ = [
+    "ALTERNATING_SHAPES",
+    "MERGE_POLICY",
+    "MergePolicy",
+    "anchor_first_user",
+    "drop_leading_non_user",
+    "needs_alternation",
+    "normalize_view",
+]
+
+MergePolicy: TypeAlias = Literal["strict", "function_call_turns"]
+MERGE_POLICY: Final[dict[str, MergePolicy]] = {
+    "bedrock-converse": "strict",  # B3
+    "gemini": "function_call_turns",  # G1 (G4 contested, not enforced by the default profile)
+}
+ALTERNATING_SHAPES: Final = frozenset(MERGE_POLICY)
+"""Shapes whose default profile rejects some same-side turns in a row."""
+
+_SYSTEM_ROLES: Final = frozenset({"system", "developer"})
+_WIRE_SIDE: Final = {"user": "user", "tool": "user", "assistant": "assistant"}
+# Reasoning that must open the assistant message carrying tool calls (A13; relayed by Bedrock, B10).
+_OPENING_REASONING: Final = frozenset({"anthropic-messages", "bedrock-converse"})
+_TOOL_MESSAGE_KINDS: Final = frozenset({"tool_result", "text", "image", "file"})
+
+
+def needs_alternation(shape: str) -> bool:
+    return shape in ALTERNATING_SHAPES
+
+
+def _opens_with_pinned_reasoning(message: Message) -> bool:
+    first = message.parts[0] if message.parts else None
+    return isinstance(first, ReasoningPart) and first.origin in _OPENING_REASONING
+
+
+def _merge(earlier: Message, later: Message, policy: MergePolicy) -> Message | None:
+    """The two messages as one wire turn, or None when they must (or need not) stay apart."""
+    if policy == "function_call_turns" and not (
+        earlier.role == "assistant" and not earlier.tool_calls and later.tool_calls
+    ):
+        return None
+    side = _WIRE_SIDE.get(earlier.role)
+    if side is None or side != _WIRE_SIDE.get(later.role):
+        return None
+    if later.role == "tool" or earlier.name != later.name:
+        return None
+    if earlier.role == "tool":  # a ring's results, then a plain user message (A3: results first)
+        if later.role != "user" or any(p.kind not in _TOOL_MESSAGE_KINDS for p in later.parts):
+            return None
+        return replace(earlier, parts=earlier.parts + later.parts)
+    if earlier.tool_calls:  # a ring's assistant message is always followed by its results
+        return None
+    if later.tool_calls:  # plain assistant text, then a ring: the text goes before the calls
+        if _opens_with_pinned_reasoning(later) or earlier.empty_tool_calls:
+            return None
+        return replace(later, parts=earlier.parts + later.parts)
+    return replace(earlier, parts=earlier.parts + later.parts)
+
+
+def normalize_view(
+    messages: Sequence[Message], shape: str
+) -> tuple[tuple[Message, ...], list[str]]:
+    """``messages`` with same-side neighbours merged where ``shape`` requires alternation, and the
+    ids of the messages that were merged into a neighbour (empty when nothing changed)."""
+    policy = MERGE_POLICY.get(shape)
+    if policy is None:
+        return tuple(messages), []
+    out: list[Message] = []
+    absorbed: list[str] = []
+    for message in messages:
+        previous = out[-1] if out else None
+        if previous is not None and previous.role not in _SYSTEM_ROLES:
+            merged = _merge(previous, message, policy)
+            if merged is not None:
+                absorbed.append(message.id if merged.id == previous.id else previous.id)
+                out[-1] = merged
+                continue
+        out.append(message)
+    return tuple(out), absorbed
+
+
+# ------------------------------------------------------------------------ a user message first
+
+
+def _opens_as_user(unit: Unit) -> bool:
+    return unit.messages[0].role == "user"
+
+
+def _conversational(unit: Unit) -> bool:
+    return unit.kind != "injection" and unit.messages[0].role not in _SYSTEM_ROLES
+
+
+def anchor_first_user(state: AssemblyState) -> None:
+    """Protect the nearest user message before a protected unit that would open the conversation
+    without one (section 7.2). Nothing to do when the first user message is pinned."""
+    units = state.units
+    first = next(
+        (i for i, u in enumerate(units) if _conversational(u) and u.bucket != "middle"), None
+    )
+    if first is None or _opens_as_user(units[first]):
+        return
+    for i in range(first - 1, -1, -1):
+        unit = units[i]
+        if unit.kind == "turn" and unit.messages[0].role == "user":
+            unit.bucket = "suffix"
+            state.notes.append("first_user_anchor_protected")
+            return
+
+
+def drop_leading_non_user(state: AssemblyState) -> None:
+    """Drop kept middle units that would open the conversation before any user message."""
+    dropped = False
+    for unit in state.units:
+        if not (unit.kept and _conversational(unit)):
+            continue
+        if _opens_as_user(unit) or unit.bucket != "middle":
+            break
+        unit.kept = False
+        (state.dropped_ring_ids if unit.kind == "ring" else state.dropped_turn_ids).append(unit.id)
+        dropped = True
+    if dropped:
+        state.record("drop_leading_non_user")
