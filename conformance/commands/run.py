@@ -8,6 +8,7 @@ every ``should`` case too with ``--strict``); 2 for bad options or files.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -15,6 +16,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from conformance.baseline import BaselineError, gate, read_baseline, write_baseline
 from conformance.commands._io import EXIT_BAD_INPUT
 from conformance.engine import DEFAULT_TIMEOUT, run_events
 from conformance.events import CaseFinished, Event, RunStarted
@@ -27,6 +29,7 @@ from conformance.reporting import (
     render_markdown,
     render_terminal,
 )
+from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS, Level, Scenario, default_corpus_path, load_corpus, select
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import SHAPE_NAMES
@@ -126,6 +129,20 @@ def _write(path: Path, text: str) -> None:
 )
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) on should failures.")
 @click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Gate on this baseline: exit 1 only on regressions (passed there, fail now).",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write this run's case statuses as a baseline file.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(0.01, 3600),
     default=DEFAULT_TIMEOUT,
@@ -144,6 +161,8 @@ def command(
     output_format: str,
     jobs: int,
     strict: bool,
+    baseline_file: Path | None,
+    write_baseline_file: Path | None,
     timeout: float,
 ) -> None:
     """Run an assembler over the scenario corpus; print the matrix and write the reports."""
@@ -152,6 +171,12 @@ def command(
         chosen, corpus = _scenarios(scenarios_spec, level)
     except CtxconfError as exc:
         _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
+    baseline = None
+    if baseline_file is not None:
+        try:
+            baseline = read_baseline(baseline_file)
+        except BaselineError as exc:
+            _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
     wanted = _shapes(shapes)
     if wanted is not None and not set(wanted) & set(plugin.shapes):
         _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
@@ -167,6 +192,29 @@ def command(
     )
     stdout: IO[str] = sys.stdout
     printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
+    collected = _collect(events, printer)
+    record = record_from_events(collected)
+    if not no_reports:
+        _write_reports(report_dir, collected, record)
+    if output_format == "table":
+        # A pipe or CI log gets a fixed width wide enough for five shape columns.
+        render_terminal(record, Console(width=None if sys.stdout.isatty() else 120))
+        if not no_reports:
+            click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
+    elif output_format == "md":
+        click.echo(render_markdown(record), nl=False)
+    status = record.exit_status
+    if write_baseline_file is not None:
+        write_baseline(record, write_baseline_file)
+        click.echo(f"baseline: wrote {write_baseline_file}", err=True)
+    if baseline is not None:
+        # With a baseline, known failures do not fail the run; regressions do (issue 6, item 2).
+        status = gate(record, baseline, console=Console(stderr=True))
+    raise SystemExit(status)
+
+
+def _collect(events: Iterable[Event], printer: JsonLinesWriter | None) -> list[Event]:
+    """Consume the run's events, echoing JSON lines if asked; a progress bar on a terminal only."""
     collected: list[Event] = []
     console = Console(stderr=True)
     with Progress(
@@ -188,21 +236,15 @@ def command(
                 progress.update(task, total=event.case_count)
             elif isinstance(event, CaseFinished):
                 progress.update(task, advance=1, description=event.result.scenario)
-    record = record_from_events(collected)
-    if not no_reports:
-        report_dir.mkdir(parents=True, exist_ok=True)
-        with (report_dir / "run.jsonl").open("w", encoding="utf-8") as stream:
-            writer = JsonLinesWriter(stream)
-            for event in collected:
-                writer(event)
-        _write(report_dir / "report.md", render_markdown(record))
-        _write(report_dir / "report.html", render_html(record))
-        _write(report_dir / "junit.xml", render_junit(record))
-    if output_format == "table":
-        # A pipe or CI log gets a fixed width wide enough for five shape columns.
-        render_terminal(record, Console(width=None if sys.stdout.isatty() else 120))
-        if not no_reports:
-            click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
-    elif output_format == "md":
-        click.echo(render_markdown(record), nl=False)
-    raise SystemExit(record.exit_status)
+    return collected
+
+
+def _write_reports(report_dir: Path, collected: list[Event], record: RunRecord) -> None:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    with (report_dir / "run.jsonl").open("w", encoding="utf-8") as stream:
+        writer = JsonLinesWriter(stream)
+        for event in collected:
+            writer(event)
+    _write(report_dir / "report.md", render_markdown(record))
+    _write(report_dir / "report.html", render_html(record))
+    _write(report_dir / "junit.xml", render_junit(record))
