@@ -32,10 +32,14 @@ def _import_litellm_trim() -> Callable[..., Any]:
 def make_trimmer(
     *, model: str = "gpt-4o", trim_ratio: float = 1.0
 ) -> Callable[[ChatMessages, int], ChatMessages]:
-    """A plug-in function running litellm's trimmer with ``max_tokens = budget * trim_ratio``."""
+    """A plug-in function running litellm's trimmer with ``max_tokens = budget * trim_ratio``.
+
+    litellm is imported here, when the plug-in is loaded, not inside the first timed call: its import
+    takes many seconds and would otherwise eat the first case's timeout.
+    """
+    litellm_trim = _import_litellm_trim()
 
     def trim(messages: ChatMessages, budget: int) -> ChatMessages:
-        litellm_trim = _import_litellm_trim()
         result = litellm_trim(messages, model=model, max_tokens=int(budget * trim_ratio))
         if isinstance(result, tuple):  # return_response_tokens=True form
             result = result[0]
