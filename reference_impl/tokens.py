@@ -121,6 +121,25 @@ class _Memo(Generic[_K]):
                 self._data.popitem(last=False)
         return value
 
+    def lookup_all(self, keys: Sequence[_K]) -> list[int | None]:
+        """The memoized values of ``keys`` (None where absent), under one lock."""
+        data = self._data
+        with self._lock:
+            found = [data.get(key) for key in keys]
+            for key, value in zip(keys, found, strict=True):
+                if value is not None:
+                    data.move_to_end(key)
+            hits = len(keys) - found.count(None)
+            self.hits += hits
+            self.misses += len(keys) - hits
+        return found
+
+    def store_all(self, items: Sequence[tuple[_K, int]]) -> None:
+        with self._lock:
+            self._data.update(items)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -168,7 +187,22 @@ class _MemoizedCounter:
         return self._tool_memo.get_or_compute(key, lambda: self._tools(tools))
 
     def count(self, transcript: Transcript) -> TokenCount:
-        per_message = tuple(self.count_message(m) for m in transcript.messages)
+        # One memo lookup for all messages and one store for the new ones (two lock round trips
+        # per request, not two per message); known messages cost a digest read and a dict hit.
+        messages = transcript.messages
+        digests = [m.digest for m in messages]
+        found = self._memo.lookup_all(digests)
+        new: dict[str, int] = {}
+        for i, known in enumerate(found):
+            if known is None:
+                digest = digests[i]
+                counted = new.get(digest)  # the same content twice in one request: encode once
+                if counted is None:
+                    counted = new[digest] = self._message(messages[i])
+                found[i] = counted
+        if new:
+            self._memo.store_all(list(new.items()))
+        per_message = tuple(v for v in found if v is not None)
         tools = self.count_tools(transcript.tools)
         overhead = self._overhead(transcript)
         return TokenCount(
