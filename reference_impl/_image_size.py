@@ -11,10 +11,28 @@ import base64
 import binascii
 import struct
 
-__all__ = ["image_size", "image_size_from_base64"]
+from reference_impl.transcript import ImagePart
+
+__all__ = ["image_size", "image_size_from_base64", "part_size"]
 
 # Enough base64 for any header we read (JPEG may put EXIF/ICC segments before its SOF marker).
 _HEAD_CHARS = 64 * 1024
+
+
+def part_size(part: ImagePart) -> tuple[int | None, int | None]:
+    """The size the formulas should use: given on the part, else read from inline bytes."""
+    if part.width is not None and part.height is not None:
+        return part.width, part.height
+    if part.source == "base64":
+        size = image_size_from_base64(part.data)
+        if size is not None:
+            return size
+    elif part.source == "url" and part.data.startswith("data:"):
+        _, _, payload = part.data.partition(",")
+        size = image_size_from_base64(payload)
+        if size is not None:
+            return size
+    return part.width, part.height
 
 
 def image_size_from_base64(data: str) -> tuple[int, int] | None:

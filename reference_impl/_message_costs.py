@@ -20,6 +20,7 @@ from typing import Final
 
 from typing_extensions import assert_never
 
+from reference_impl._image_size import part_size
 from reference_impl._image_tokens import (
     AnthropicImageRule,
     anthropic_image_tokens,
@@ -105,7 +106,7 @@ class EstimateRules:
             case SummaryPart():
                 return self.text_tokens(part.wire_text()), 0
             case ImagePart():
-                return 0, anthropic_image_tokens(part.width, part.height, self.image_rule)
+                return 0, anthropic_image_tokens(*part_size(part), self.image_rule)
             case FilePart():
                 return file_tokens(part, self.text_tokens), 0
             case _:

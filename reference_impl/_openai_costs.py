@@ -59,6 +59,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from reference_impl._image_size import part_size
 from reference_impl._image_tokens import PatchRule, TileRule, patch_image_tokens, tile_image_tokens
 from reference_impl._message_costs import (
     REPLY_PRIMING,
@@ -161,8 +162,8 @@ class OpenAIRules:
 
     def image(self, part: ImagePart) -> int:
         if isinstance(self.image_rule, PatchRule):
-            return patch_image_tokens(part.width, part.height, self.image_rule)
-        return tile_image_tokens(part.width, part.height, part.detail, self.image_rule)
+            return patch_image_tokens(*part_size(part), self.image_rule)
+        return tile_image_tokens(*part_size(part), part.detail, self.image_rule)
 
     def _content(self, part: Part) -> int:
         if isinstance(part, TextPart):

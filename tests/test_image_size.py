@@ -90,3 +90,21 @@ def test_large_image_is_not_decoded_whole() -> None:
     assert image_size_from_base64(encoded) == (4000, 3000)
     # Only the head is decoded: a truncated copy of the same data gives the same answer.
     assert image_size_from_base64(encoded[:4096]) == (4000, 3000)
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "detail", "expected"),
+    # token-counting.md section 4a (cookbook tile formula, gpt-4o class): 765, 1105, 85
+    [(1024, 1024, "high", 765), (2048, 4096, "high", 1105), (1024, 1024, "low", 85)],
+)
+def test_inline_image_reaches_the_tile_formula_golden_vectors(
+    width: int, height: int, detail: str, expected: int
+) -> None:
+    from reference_impl.tokens import counter_for
+    from reference_impl.transcript import ImagePart, Message, TextPart
+
+    counter = counter_for("openai-chat", "gpt-4o")
+    image = ImagePart("base64", base64.b64encode(_png(width, height)).decode(), "image/png", detail)  # type: ignore[arg-type]
+    with_image = Message("user", (TextPart("x"), image))
+    without = Message("user", (TextPart("x"),))
+    assert counter.count_message(with_image) - counter.count_message(without) == expected
