@@ -208,22 +208,34 @@ def _without_model(skel: Mapping[str, Any]) -> str:
     return skeleton_digest({**skel, "model": None})
 
 
-def _cassette_files(root: Path) -> list[Path]:
-    """``<root>/**/*.yaml`` in a stable order (``os.scandir``: far cheaper than ``rglob``)."""
-    found: list[Path] = []
-    pending = [root]
+Stamp = tuple[tuple[str, int, int], ...]
+
+
+def _scan(root: Path) -> Stamp:
+    """Path, ``mtime_ns`` and size of every ``<root>/**/*.yaml`` in a stable order: any
+    re-recording changes it. ``os.scandir`` with plain strings: a run without an explicit library
+    pays this per case, so it must stay well under a millisecond for a few hundred cassettes."""
+    found: list[tuple[str, int, int]] = []
+    pending = [str(root)]
     while pending:
         folder = pending.pop()
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue  # hidden, and record's temporary ``.<name>.recording`` files
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.name.endswith(".yaml"):
+                        info = entry.stat()
+                        found.append((entry.path, info.st_mtime_ns, info.st_size))
         except OSError:
             continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
-                pending.append(Path(entry.path))
-            elif entry.name.endswith(".yaml") and entry.is_file():
-                found.append(Path(entry.path))
-    return sorted(found)
+    return tuple(sorted(found))
+
+
+def _cassette_files(root: Path) -> list[Path]:
+    return [Path(name) for name, _, _ in _scan(root)]
 
 
 class CassetteLibrary:
@@ -275,21 +287,6 @@ class CassetteLibrary:
         return sorted(usable, key=lambda i: (i.metadata.source != "live", str(i.path), i.index))
 
 
-Stamp = tuple[tuple[str, int, int], ...]
-
-
-def _stamp(files: list[Path]) -> Stamp:
-    """Name, ``mtime_ns`` and size of every cassette: any re-recording changes it."""
-    out: list[tuple[str, int, int]] = []
-    for path in files:
-        try:
-            info = path.stat()
-        except OSError:
-            continue
-        out.append((str(path), info.st_mtime_ns, info.st_size))
-    return tuple(out)
-
-
 @functools.lru_cache(maxsize=8)
 def _library(root: str, stamp: Stamp) -> CassetteLibrary:
     return CassetteLibrary(Path(root), [Path(name) for name, _, _ in stamp])
@@ -300,7 +297,7 @@ def load_library(root: Path | None = None) -> CassetteLibrary:
     cost one directory walk and a ``stat`` per file, and read the folder again only when a file
     was added, removed or rewritten."""
     base = (root if root is not None else default_cassette_root()).resolve()
-    return _library(str(base), _stamp(_cassette_files(base)))
+    return _library(str(base), _scan(base))
 
 
 def recorded_verdict(

@@ -75,6 +75,13 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
     )
     if footer.get("abandoned_threads"):
         summary += f"; {footer['abandoned_threads']} hung plug-in call(s) abandoned"
+    cassettes = footer.get("cassettes")
+    if isinstance(cassettes, dict):
+        summary += (
+            f"; cassettes: {cassettes.get('files', 0)} file(s), "
+            f"{cassettes.get('interactions', 0)} interaction(s) loaded in "
+            f"{cassettes.get('load_seconds', 0)}s"
+        )
     parts.append(Text(summary))
     return Group(*parts)
 
