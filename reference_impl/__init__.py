@@ -13,6 +13,7 @@ from reference_impl.assembler import Assembly, AssemblyReport, assemble
 from reference_impl.budget import BucketTokens, BudgetSnapshot
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import ConfigError, ContextAssemblyError
+from reference_impl.incremental import SessionAssembler
 from reference_impl.ledger import Ledger, LedgerEntry
 from reference_impl.memory import MemoryItem
 from reference_impl.metrics import AssemblyMetrics
@@ -42,6 +43,7 @@ __all__ = [
     "LedgerEntry",
     "MemoryItem",
     "OpenAISummarizer",
+    "SessionAssembler",
     "Summarizer",
     "SummaryBlock",
     "SummaryRequest",

@@ -20,7 +20,7 @@ import copy
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -93,7 +93,7 @@ class AssemblyReport:
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
     session_digest: str = ""
-    """sha256 over the session's message digests: identifies the input without content."""
+    """sha256 over the session's message ids in order: identifies the input without content."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,9 +181,16 @@ class Assembly:
 
 
 def _session_digest(session: Transcript) -> str:
+    return session_digest_of(m.id for m in session.messages)
+
+
+def session_digest_of(ids: Iterable[str]) -> str:
+    """sha256 over the message ids in order: identifies the input in logs without reading (or
+    hashing) any content, so messages that are never counted are never serialized either."""
     h = hashlib.sha256()
-    for m in session.messages:
-        h.update(m.digest.encode("ascii"))
+    for message_id in ids:
+        h.update(message_id.encode("utf-8"))
+        h.update(b"\n")
     return h.hexdigest()
 
 

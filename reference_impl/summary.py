@@ -171,9 +171,16 @@ def _first_sentence(text: str, limit: int = 200) -> str:
     return cut if len(cut) <= limit else cut[: limit - 1] + "…"
 
 
+# A question starts at the beginning or right after a sentence end. Anchoring the start keeps the
+# scan linear: the unanchored pattern retried from every character of a long question-free text.
+_QUESTION = re.compile(r"(?:^|(?<=[.!?。！？]))[^.!?。！？]*[?？]")
+
+
 def _questions(text: str) -> list[str]:
+    if "?" not in text and "？" not in text:
+        return []
     line = " ".join(text.split())
-    return [q.strip() for q in re.findall(r"[^.!?。！？]*[?？]", line) if q.strip()]
+    return [q.strip() for q in _QUESTION.findall(line) if q.strip()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,19 +202,24 @@ class DeterministicSummarizer:
         return "deterministic"
 
     def summarize(self, request: SummaryRequest) -> SummaryBlock:
+        # Only the newest items are kept: walk from the newest message and stop once both
+        # sections are full, so a long middle is not scanned to its old end.
         decisions: list[str] = []
         questions: list[str] = []
-        for m in request.messages:
-            for p in m.parts:
-                if isinstance(p, SummaryPart):
-                    decisions.extend(_carried_decisions(p.text))
+        for m in reversed(request.messages):
+            if len(decisions) >= self.max_decisions and len(questions) >= self.max_questions:
+                break
             text = "".join(p.text for p in m.parts if isinstance(p, TextPart))
-            if not text.strip():
-                continue
-            if m.role == "assistant":
-                decisions.append(_first_sentence(text))
-            if m.role in ("user", "assistant"):
-                questions.extend(_first_sentence(q) for q in _questions(text))
+            if text.strip():
+                if m.role in ("user", "assistant"):
+                    questions.extend(reversed([_first_sentence(q) for q in _questions(text)]))
+                if m.role == "assistant":
+                    decisions.append(_first_sentence(text))
+            for p in reversed(m.parts):
+                if isinstance(p, SummaryPart):
+                    decisions.extend(reversed(_carried_decisions(p.text)))
+        decisions.reverse()
+        questions.reverse()
         ledger = ledger_lines(request.ledger)
         budget_chars = int(request.max_tokens * self.chars_per_token)
         keep_d, keep_q = decisions[-self.max_decisions :], questions[-self.max_questions :]

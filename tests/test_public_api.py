@@ -21,6 +21,7 @@ EXPECTED = [
     "LedgerEntry",
     "MemoryItem",
     "OpenAISummarizer",
+    "SessionAssembler",
     "Summarizer",
     "SummaryBlock",
     "SummaryRequest",

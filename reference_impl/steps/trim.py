@@ -14,19 +14,59 @@ from dataclasses import replace
 from typing import Final
 
 from reference_impl.steps.state import AssemblyState, Tier, Unit
-from reference_impl.transcript import FilePart, ImagePart, Message, Part, TextPart, ToolResultPart
+from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 
 __all__ = [
+    "CHARS_PER_TOKEN_CEILING",
     "CLEARED_RESULT_TEXT",
     "classify_middle",
     "clear_tool_results",
     "degrade_attachments",
     "drop_middle_by_tier",
+    "is_short_error_ring",
+    "unit_chars",
 ]
 
 # Fixed text, like Anthropic's server-side clear_tool_uses edit: ids and calls stay, content goes.
 CLEARED_RESULT_TEXT: Final = "[Old tool result content cleared to fit the context budget]"
 KEEP_ORDER: Final[tuple[Tier, ...]] = ("summary", "error_ring", "plain_turn", "verbose_ring")
+
+
+CHARS_PER_TOKEN_CEILING: Final = 8
+"""An error ring with more than this many characters per allowed token is long without being
+encoded: ordinary text runs 3-5 characters a token and only long repeated runs compress further,
+which are not the short error messages this tier is for. It keeps the old end of a long session
+unencoded (ARCHITECTURE section 6)."""
+
+
+def unit_chars(unit: Unit) -> int:
+    """Characters of text, arguments and result text in a unit (attachments count as 0)."""
+    n = 0
+    for m in unit.messages:
+        for p in m.parts:
+            if isinstance(p, TextPart):
+                n += len(p.text)
+            elif isinstance(p, ToolCallPart):
+                n += len(p.name) + len(p.arguments)
+            elif isinstance(p, ToolResultPart):
+                n += sum(len(c.text) for c in p.content if isinstance(c, TextPart))
+    return n
+
+
+def is_short_error_ring(state: AssemblyState, unit: Unit) -> bool:
+    """An error ring within ``short_error_max_tokens`` (encoded only when it may be that short)."""
+    limit = state.config.short_error_max_tokens
+    if not unit.has_error_result or unit_chars(unit) > limit * CHARS_PER_TOKEN_CEILING:
+        return False
+    return state.cost(unit) <= limit
 
 
 def classify_middle(state: AssemblyState) -> None:
@@ -36,11 +76,7 @@ def classify_middle(state: AssemblyState) -> None:
         if unit.bucket != "middle":
             continue
         if unit.kind == "ring":
-            short = (
-                left > 0
-                and unit.has_error_result
-                and (state.cost(unit) <= state.config.short_error_max_tokens)
-            )
+            short = left > 0 and is_short_error_ring(state, unit)
             unit.tier = "error_ring" if short else "verbose_ring"
             left -= short
         elif unit.kind == "summary":

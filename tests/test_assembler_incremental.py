@@ -1,0 +1,157 @@
+"""``SessionAssembler`` gives the same result as ``assemble()`` turn after turn, and answers a
+turn that only appends messages without looking at the old ones again."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+from test_assembler_support import WordCounter, assistant, ring, session, system, user, words
+
+from conformance.strategies import transcripts
+from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl.incremental import SessionAssembler
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SHAPE_NAMES
+
+CONFIGS = st.builds(
+    AssemblyConfig,
+    recent_tool_rings=st.integers(0, 2),
+    recent_user_turns=st.integers(0, 2),
+    middle_delete_unit=st.sampled_from(
+        ["tool_ring", "tool_ring", "tool_ring", "clear_tool_result"]
+    ),
+    keep_middle_error_results=st.integers(0, 2),
+    summarize_trigger_ratio=st.sampled_from([0.5, 1.0, 1.0, 1.0]),
+    pin=st.sampled_from(
+        [
+            ("first_user_message", "side_effect_ledger", "security_system_prompt"),
+            ("first_user_message",),
+            (),
+        ]
+    ),
+)
+
+
+def outcome(run):
+    """What an assembly decided, without timings and the lower-bound ``tokens_before.middle``."""
+    try:
+        a = run()
+    except ContextAssemblyError as exc:
+        return ("rejected", exc.code)
+    report = a.report.to_dict()
+    for key in ("seconds", "tokens_before", "tokens_before_is_lower_bound"):
+        report.pop(key)
+    return (
+        [(m.id, m.role, m.parts) for m in a.view],
+        [m.id for m in a.base_view],
+        a.view.tools,
+        a.injected_ids,
+        a.prefix_ids,
+        json.dumps(report, sort_keys=True),
+        a.report.tokens_before.prefix,
+        a.report.tokens_before.suffix,
+    )
+
+
+@st.composite
+def growing_sessions(draw):
+    shape = draw(st.sampled_from(SHAPE_NAMES))
+    caps = get_shape(shape).capabilities
+    if draw(st.booleans()):  # text only, half the time: attachments send trimming the long way
+        caps = replace(
+            caps,
+            tool_result_attachments=frozenset({"text"}),
+            user_attachments=frozenset({"text"}),
+        )
+    full = draw(transcripts(caps, min_messages=3, max_messages=24))
+    cuts = sorted(set(draw(st.lists(st.integers(1, len(full)), min_size=1, max_size=6))))
+    if cuts[-1] != len(full):
+        cuts.append(len(full))
+    config = draw(CONFIGS)
+    total = WordCounter().count(full).total
+    # Budgets between what can never be cut and the whole session, where trimming decides.
+    probe = assemble(
+        full,
+        config.with_changes(summarize_trigger_ratio=1.0, middle_delete_unit="tool_ring"),
+        shape=shape,
+        counter=WordCounter(),
+        budget=total + 1,
+        metrics=AssemblyMetrics(CollectorRegistry()),
+    ).report
+    floor = probe.tokens_before.total - probe.tokens_before.middle
+    budget = draw(st.integers(max(0, floor - 5), total + 20))
+    return shape, full, cuts, config, budget
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(growing_sessions())
+def test_each_turn_equals_the_stateless_assembly(case):
+    shape, full, cuts, config, budget = case
+    metrics = AssemblyMetrics(CollectorRegistry())
+    assembler = SessionAssembler(config, shape=shape, counter=WordCounter(), metrics=metrics)
+    for cut in cuts:
+        turn = full.with_messages(full.messages[:cut])  # the very same message objects
+        got = outcome(lambda t=turn: assembler.assemble(t, budget=budget))
+        want = outcome(
+            lambda t=turn: assemble(
+                t, config, shape=shape, counter=WordCounter(), budget=budget, metrics=metrics
+            )
+        )
+        assert got == want, cut
+
+
+def agent_session(rings: int):
+    items = [system(), user("GOAL: audit"), user("start")]
+    for i in range(rings):
+        items.extend(ring(f"c{i}", words(30)))
+    return session(*items)
+
+
+def test_the_next_turn_counts_only_new_messages_and_uses_the_fast_path():
+    config = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=2)
+    counter = WordCounter()
+    assembler = SessionAssembler(
+        config, counter=counter, metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    s = agent_session(200)
+    first = assembler.assemble(s, budget=600)
+    assert first.report.dropped_ring_ids
+    counted = len(counter.encoded)
+    assert counted < 60  # what is kept plus one unit, not the 400 messages of the session
+    s2 = s.with_messages((*s.messages, *ring("new", words(30))))
+    second = assembler.assemble(s2, budget=600)
+    assert assembler.fast_turns == 2
+    assert len(counter.encoded) - counted <= 3  # the new ring (2 messages), and one older unit
+    cold = assemble(s2, config, counter=WordCounter(), budget=600)
+    assert [m.id for m in second.view] == [m.id for m in cold.view]
+    assert second.report.dropped_ring_ids == cold.report.dropped_ring_ids
+
+
+def test_a_session_that_is_not_an_extension_starts_afresh():
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    a = assembler.assemble(agent_session(5), budget=10_000)
+    other = session(system(), user("another task"), assistant("ok"), user("go"))
+    b = assembler.assemble(other, budget=10_000)
+    assert [m.id for m in b.view] == [m.id for m in other]
+    assert a.report.session_digest != b.report.session_digest
+
+
+def test_a_broken_new_message_is_refused_like_assemble_does():
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    s = agent_session(3)
+    assembler.assemble(s, budget=10_000)
+    call, _ = ring("c1", "again")  # reuses an old call id (C3, A5)
+    with pytest.raises(ContextAssemblyError) as info:
+        assembler.assemble(s.with_messages((*s.messages, call)), budget=10_000)
+    assert info.value.code == "context_assembly_pairing_error"
