@@ -12,6 +12,7 @@ import random
 
 from reference_impl.transcript import (
     Message,
+    Role,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -148,7 +149,7 @@ def long_session(messages: int, *, seed: int = 7) -> Transcript:
                 )
             )
         else:
-            role = "user" if out[-1].role != "user" else "assistant"
+            role: Role = "user" if out[-1].role != "user" else "assistant"
             out.append(Message(role, (TextPart(_prose(rng, rng.randint(20, 200))),)))
     out.append(Message("user", (TextPart("What should we do next? " + _prose(rng, 20)),)))
     return Transcript(tuple(out), tools=TOOLS, model="gpt-4o")
