@@ -51,7 +51,7 @@ from reference_impl.steps.normalize import normalize_view
 from reference_impl.steps.state import Unit
 from reference_impl.steps.trim import CHARS_PER_TOKEN_CEILING, unit_chars
 from reference_impl.summary import DeterministicSummarizer, Summarizer
-from reference_impl.tokens import TokenCounter, counter_for
+from reference_impl.tokens import TokenCounter, _MemoizedCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, SummaryPart, Transcript
 
 __all__ = ["SessionAssembler"]
@@ -83,6 +83,9 @@ class _Index:
     """System/developer turns after the leading ones (pinned by ``security_system_prompt``)."""
     summaries: list[int] = field(default_factory=list)
     attachments: list[int] = field(default_factory=list)
+    short_errors: list[int] = field(default_factory=list)
+    classified: int = 0
+    """Error rings decided short or not so far (``short_errors`` holds the short ones)."""
     counted_cost: int = 0
     counted_units: int = 0
     """Sum and number of the units counted so far (for ``tokens_before``)."""
@@ -220,6 +223,7 @@ class SessionAssembler:
         self.metrics = metrics if metrics is not None else default_metrics()
         self._index: _Index | None = None
         self._settings: _Settings | None = None
+        self._fixed: tuple[_Settings, tuple[int, int, int]] | None = None
         self.fast_turns = 0
         """Turns answered by the incremental path (the rest ran the full pipeline)."""
         self.last_path = ""
@@ -293,6 +297,22 @@ class SessionAssembler:
 
     # ----------------------------------------------------------------------------- fast path
 
+    def _fixed_costs(self, session: Transcript, settings: _Settings) -> tuple[int, int, int]:
+        """Injections, tool schemas and the request overhead: fixed while the settings are."""
+        cached = self._fixed
+        if cached is not None and cached[0] == settings:
+            return cached[1]
+        counter = self.counter
+        assert counter is not None
+        empty = Transcript((), tools=session.tools, model=session.model, params=session.params)
+        costs = (
+            sum(counter.count_message(m) for m in settings.injections),
+            counter.count_tools(session.tools),
+            counter.count(empty).overhead,
+        )
+        self._fixed = (settings, costs)
+        return costs
+
     def _fallback(self, why: str) -> Assembly | None:
         """Leave this turn to the full pipeline, saying why (``last_path``)."""
         self.last_path = f"full:{why}"
@@ -354,11 +374,7 @@ class SessionAssembler:
         if conversational and units[min(conversational)].messages[0].role != "user":
             return self._fallback("anchor")
         injections = settings.injections
-        injection_cost = sum(counter.count_message(m) for m in injections)
-        tools_cost = counter.count_tools(session.tools)
-        overhead = counter.count(
-            Transcript((), tools=session.tools, model=session.model, params=session.params)
-        ).overhead
+        injection_cost, tools_cost, overhead = self._fixed_costs(session, settings)
         prefix_cost = sum(self._cost(index, i) for i in prefix) + injection_cost
         suffix_cost = sum(self._cost(index, i) for i in suffix_set)
         fixed = prefix_cost + suffix_cost + tools_cost + overhead
@@ -368,15 +384,15 @@ class SessionAssembler:
         # the middle, newest first, in tier order (steps.trim.drop_middle_by_tier)
         cut = bisect.bisect_left
 
-        errors: list[int] = []
+        # Short error rings: a fixed property of a unit, decided once per ring (O(new) a turn).
         left = config.keep_middle_error_results
+        errors: list[int] = []
         if left > 0:
-            for i in reversed(index.error_rings[: cut(index.error_rings, start)]):
+            for i in index.error_rings[index.classified :]:
                 if self._short_error(index, i):
-                    errors.append(i)
-                    if len(errors) == left:
-                        break
-        errors.sort()
+                    index.short_errors.append(i)
+            index.classified = len(index.error_rings)
+            errors = index.short_errors[: cut(index.short_errors, start)][-left:]
         error_set = set(errors)
         kept_middle: list[int] = []
         dropped_tiers: set[str] = set()
@@ -390,7 +406,9 @@ class SessionAssembler:
                 if i in protected or i in skip:
                     continue
                 if not exhausted:
-                    cost = self._cost(index, i)
+                    cost = units[i].cost_cache
+                    if cost is None:
+                        cost = self._cost(index, i)
                     if used + cost <= room:
                         used += cost
                         kept_middle.append(i)
@@ -448,15 +466,17 @@ class SessionAssembler:
             base_messages.extend(units[i].messages)
         if not placed:
             base_messages.extend(injections)
-        base = Transcript(
-            tuple(base_messages), tools=session.tools, model=session.model, params=session.params
-        )
+        base = _trusted_view(tuple(base_messages), session)
         final, merged = normalize_view(base.messages, self.shape)
-        view = base.with_messages(final) if merged else base
+        view = _trusted_view(final, session) if merged else base
         if merged:
             steps.append("normalize")
-        total = counter.count(view).total
-        if total > budget:
+        # The final recount of the full pipeline. Skipped only when it cannot differ from the
+        # running totals: nothing merged (every message cost is the memoized per-message count)
+        # and one of our counters, whose request overhead never grows with the messages.
+        if (merged or not isinstance(counter, _MemoizedCounter)) and (
+            counter.count(view).total > budget
+        ):
             return self._fallback("final_recount")
         # Dropped ids by position with set operations and itemgetter (C speed): this list is
         # as long as the old end of the session, the one part of the report that grows with it.
@@ -467,7 +487,7 @@ class SessionAssembler:
         turn_ids = _ids(index.ids, sorted(others - keep_set))
         dropped_rings = ring_ids + _ids(index.ids, [i for i in leading if units[i].kind == "ring"])
         dropped_turns = turn_ids + _ids(index.ids, [i for i in leading if units[i].kind != "ring"])
-        kept_cost = sum(self._cost(index, i) for i in kept_middle_set)
+        kept_cost = used
         after = BucketTokens(prefix_cost, tools_cost, kept_cost, suffix_cost, overhead)
         # tokens before: every unit counted so far, on any turn (a lower bound when some of the
         # middle was never counted)
@@ -527,3 +547,14 @@ def _ids(ids: list[str], positions: list[int]) -> tuple[str, ...]:
         return (ids[positions[0]],)
     found: tuple[str, ...] = operator.itemgetter(*positions)(ids)
     return found
+
+
+def _trusted_view(messages: tuple[Message, ...], session: Transcript) -> Transcript:
+    """A view of messages taken from a validated session (unique ids, all set): built without
+    ``Transcript``'s per-message checks, which would make every turn cost the whole view."""
+    view = object.__new__(Transcript)
+    object.__setattr__(view, "messages", messages)
+    object.__setattr__(view, "tools", session.tools)
+    object.__setattr__(view, "model", session.model)
+    object.__setattr__(view, "params", session.params)
+    return view
