@@ -89,7 +89,7 @@ def growing_sessions(draw):
 
 
 @settings(
-    max_examples=300,
+    max_examples=500,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
