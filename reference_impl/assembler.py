@@ -267,17 +267,17 @@ def assemble(
         code=None,
     )
     _observe(metrics, report, shape, strategy, state)
+    base = state.view()
     log.info(
         "assembled: session=%s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
         digest[:16],
         len(session),
-        len(state.view()),
+        len(base),
         report.total_after,
         plan.input_budget,
         ",".join(report.steps),
         len(report.dropped_ring_ids),
     )
-    base = state.view()
     return Assembly(
         view=state.final_view if state.final_view is not None else base,
         report=report,
