@@ -6,14 +6,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test check lint typecheck unit bench calibrate clean
+.PHONY: install run test check lint typecheck unit bench calibrate adapters-table clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The adapter extras are installed too, so the tests of the ready adapters run rather than skip.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,langchain,litellm]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -36,8 +37,10 @@ unit: install
 test: check unit
 
 bench: install
-	$(BIN)/python -m pip install --quiet -e '.[dev,langchain]'
 	$(BIN)/python bench/assemble_bench.py
+
+adapters-table: install
+	$(BIN)/python bench/adapters_table.py
 
 calibrate: install
 	$(BIN)/python bench/calibrate_tokens.py

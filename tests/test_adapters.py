@@ -67,9 +67,13 @@ TRAILING_RING = """
 """
 
 
+_EXTRA = {"langchain_core": "langchain", "litellm": "litellm"}
+
+
 def _needs(module: str) -> None:
     if importlib.util.find_spec(module) is None:
-        pytest.skip(f"{module} is not installed; install the extra: pip install -e '.[{module}]'")
+        extra = _EXTRA.get(module, module)
+        pytest.skip(f"{module} is not installed; install the extra: pip install -e '.[{extra}]'")
 
 
 @pytest.fixture(scope="module")
