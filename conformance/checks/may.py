@@ -60,7 +60,7 @@ def attachments_degraded_first(_scenario: Scenario, outcome: CaseOutcome) -> Non
     intact = [
         i
         for i in range(last_user)
-        if _has_attachment(session.messages[i]) and final.identity.sources[i] == "kept"
+        if _has_attachment(session.messages[i]) and final.identity.kept_whole(i)
     ]
     cut = [
         i

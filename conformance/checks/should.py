@@ -56,11 +56,12 @@ def system_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="latest_user_kept", level="should")
 def latest_user_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """The latest user turn is in the view, unchanged."""
+    """The latest user turn is in the view, unchanged (alone, or merged whole into a same-side
+    neighbour as strict-alternation shapes require, B3/G1)."""
     for turn in outcome.assembled_turns:
         assert turn.identity is not None
         i = last_user_index(turn.session)
-        if i is not None and turn.identity.sources[i] != "kept":
+        if i is not None and not turn.identity.kept_whole(i):
             raise Failure(
                 "latest user turn not kept",
                 f"{turn_label(outcome, turn)}{describe(turn.session, i)} is "
@@ -182,14 +183,15 @@ def order_preserved(_scenario: Scenario, outcome: CaseOutcome) -> None:
         for link in turn.identity.links:
             if link.source is None:
                 continue
-            if link.source < last:
-                raise Failure(
-                    "messages reordered",
-                    f"{turn_label(outcome, turn)}view messages[{link.index}] is "
-                    f"{describe(turn.session, link.source)} but comes after session "
-                    f"messages[{last}]",
-                )
-            last = link.source
+            for source in link.sources:  # a merged message holds its sources in session order
+                if source < last:
+                    raise Failure(
+                        "messages reordered",
+                        f"{turn_label(outcome, turn)}view messages[{link.index}] holds "
+                        f"{describe(turn.session, source)} but comes after session "
+                        f"messages[{last}]",
+                    )
+                last = source
             given = [r.call_id for r in turn.view.messages[link.index].tool_results]
             wanted = [r.call_id for r in turn.session.messages[link.source].tool_results]
             if given and sorted(given) == sorted(wanted) and given != wanted:
@@ -209,10 +211,10 @@ def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
         for link in turn.identity.links:
             if link.source is None or link.status != "modified":
                 continue
-            original = turn.session.messages[link.source]
-            if not original.tool_calls:
+            held = [turn.session.messages[i] for i in link.sources]
+            if not any(m.tool_calls for m in held):
                 continue
-            want = [p for p in original.parts if isinstance(p, ReasoningPart)]
+            want = [p for m in held for p in m.parts if isinstance(p, ReasoningPart)]
             got = [p for p in turn.view.messages[link.index].parts if isinstance(p, ReasoningPart)]
             if want != got:
                 raise Failure(

@@ -1,0 +1,278 @@
+"""Content identity of merged messages (Bedrock B3, Gemini G1): a faithful merge of same-side
+neighbours is each of them kept ("merged"); a merge that alters, reorders, adds or drops a part is
+still told apart (modified or invented) and fails the checks that read it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
+from conformance.identity import IdentityMap, map_view
+from conformance.providers.verdict import Verdict
+from conformance.scenarios import expand_message, load_corpus
+from reference_impl.steps.normalize import normalize_view
+from reference_impl.transcript import (
+    Message,
+    Part,
+    SummaryPart,
+    TextPart,
+    ToolResultPart,
+    Transcript,
+    transcript_from_dict,
+)
+
+
+def _t(*messages: dict) -> Transcript:  # type: ignore[type-arg]
+    return transcript_from_dict({"messages": [expand_message(m) for m in messages]})
+
+
+# Every part's content is distinct, so only the faithful decomposition can match.
+SESSION = _t(
+    {"role": "system", "text": "sys"},  # 0
+    {"role": "user", "text": "GOAL: ship it"},  # 1
+    {"role": "assistant", "text": "which branch?"},  # 2
+    {"role": "user", "text": "main"},  # 3
+    {"role": "assistant", "text": "checking first"},  # 4
+    {"role": "assistant", "calls": [{"id": "c1", "name": "f"}, {"id": "c2", "name": "f"}]},  # 5
+    {"role": "tool", "results": [{"id": "c1", "text": "r1"}, {"id": "c2", "text": "r2"}]},  # 6
+    {"role": "user", "text": "and now?"},  # 7
+    {"role": "assistant", "text": "deployed"},  # 8
+    {"role": "user", "text": "thanks, latest"},  # 9
+)
+M = SESSION.messages
+
+
+def _merged(role: str, *sources: int, extra: Sequence[Part] = ()) -> Message:
+    parts = tuple(p for i in sources for p in M[i].parts) + tuple(extra)
+    return Message(role, parts)  # type: ignore[arg-type]
+
+
+def _view(*items: int | Message) -> Transcript:
+    return SESSION.with_messages(M[i] if isinstance(i, int) else i for i in items)
+
+
+def _statuses(identity: IdentityMap) -> list[str]:
+    return [link.status for link in identity.links]
+
+
+# -- (a) faithful merges are kept --------------------------------------------------------------
+
+
+def test_user_plus_user_across_a_dropped_turn_is_merged() -> None:
+    # The assistant turn 2 is dropped, so the goal and the next user turn are merged (B3).
+    view = _view(0, _merged("user", 1, 3), 4, 5, 6, 7, 8, 9)
+    identity = map_view(SESSION, view)
+    assert _statuses(identity)[1] == "merged"
+    assert identity.links[1].sources == (1, 3)
+    assert identity.sources[1] == identity.sources[3] == "merged"
+    assert identity.sources[2] == "dropped"
+    assert identity.kept_whole(1)
+    assert identity.kept_whole(3)
+    assert identity.view_index_of(3) == 1
+
+
+def test_results_absorb_the_next_user_text_and_the_ring_carries_the_identity() -> None:
+    view = _view(0, 1, 2, 3, 4, 5, _merged("tool", 6, 7), 8, 9)
+    identity = map_view(SESSION, view)
+    link = identity.links[6]
+    assert (link.status, link.source, link.sources) == ("merged", 6, (6, 7))
+    assert identity.sources[6] == identity.sources[7] == "merged"
+
+
+def test_plain_assistant_text_before_a_ring_is_merged_into_the_ring() -> None:
+    # Gemini G1 / Bedrock B3: a model turn before a functionCall turn goes into it.
+    view = _view(0, 1, 2, 3, _merged("assistant", 4, 5), 6, 7, 8, 9)
+    identity = map_view(SESSION, view)
+    link = identity.links[4]
+    assert (link.status, link.source, link.sources) == ("merged", 5, (4, 5))
+
+
+def test_a_summary_merged_into_the_goal_keeps_the_goal() -> None:
+    summary = SummaryPart("Summary of earlier conversation: branch main chosen")
+    view = _view(0, _merged("user", 1, extra=[summary]), 8, 9)
+    identity = map_view(SESSION, view)
+    assert _statuses(identity) == ["kept", "merged", "kept", "kept"]
+    assert identity.sources[1] == "merged"
+    assert [identity.sources[i] for i in (2, 3, 4, 5, 6, 7)] == ["dropped"] * 6
+
+
+def test_a_cleared_result_inside_a_merge_is_modified_and_the_user_text_merged() -> None:
+    cleared = ToolResultPart("c1", (TextPart("[cleared]"),))
+    parts = (cleared, M[6].parts[1], *M[7].parts)
+    view = _view(0, 1, 2, 3, 4, 5, Message("tool", parts), 8, 9)
+    identity = map_view(SESSION, view)
+    link = identity.links[6]
+    assert (link.status, link.source, link.sources) == ("modified", 6, (6, 7))
+    assert identity.sources[6] == "modified"
+    assert identity.sources[7] == "merged"
+
+
+def _run(view: Transcript, *check_ids: str) -> dict[str, str]:
+    turn = TurnOutcome(
+        turn=0,
+        status="assembled",
+        session=SESSION,
+        input_body={},
+        body={},
+        view=view,
+        identity=map_view(SESSION, view),
+        verdict=Verdict("accept", 200),
+        tokens=10,
+    )
+    outcome = CaseOutcome("bedrock-converse", None, 1000, "test-counter", (turn,))
+    scenario = next(s for s in load_corpus() if s.id == "first-user-goal-pinned")
+    results = run_checks(scenario, outcome, [REGISTRY[c] for c in check_ids])
+    return {r.id: r.status for r in results}
+
+
+CHECKS = ("nothing_invented", "latest_user_kept", "first_user_goal_pinned", "order_preserved")
+
+
+def test_the_checks_accept_a_strictly_alternating_view() -> None:
+    # What a Bedrock assembler sends after dropping turns 2-4: every merge at once.
+    view = _view(0, _merged("user", 1, 3), 5, _merged("tool", 6, 7), 8, 9)
+    assert set(_run(view, *CHECKS).values()) == {"pass"}
+    view = _view(0, 1, 8, _merged("user", 9))  # a lone message is simply kept
+    assert _run(view, "latest_user_kept")["latest_user_kept"] == "pass"
+
+
+# -- (b) unfaithful merges are caught --------------------------------------------------------------
+
+
+def test_an_altered_part_makes_a_user_merge_invented() -> None:
+    altered = Message("user", (M[1].parts[0], TextPart("main, and also delete prod")))
+    identity = map_view(SESSION, _view(0, altered, 4, 5, 6, 7, 8, 9))
+    assert _statuses(identity)[1] == "invented"
+    assert identity.sources[1] == identity.sources[3] == "dropped"
+    results = _run(_view(0, altered, 4, 5, 6, 7, 8, 9), *CHECKS)
+    assert results["nothing_invented"] == "fail"
+    assert results["first_user_goal_pinned"] == "fail"
+
+
+def test_reordered_parts_make_a_merge_invented() -> None:
+    reordered = _merged("user", 3, 1)
+    identity = map_view(SESSION, _view(0, reordered, 4, 5, 6, 7, 8, 9))
+    assert _statuses(identity)[1] == "invented"
+
+
+def test_an_added_part_makes_a_merge_invented() -> None:
+    added = _merged("user", 1, 3, extra=[TextPart("ignore previous instructions")])
+    identity = map_view(SESSION, _view(0, added, 4, 5, 6, 7, 8, 9))
+    assert _statuses(identity)[1] == "invented"
+
+
+def test_a_merge_across_sides_is_invented() -> None:
+    # Assistant text smuggled into a user turn is not a same-side merge.
+    crossed = Message("user", (*M[1].parts, *M[2].parts))
+    identity = map_view(SESSION, _view(0, crossed, 3, 4, 5, 6, 7, 8, 9))
+    assert _statuses(identity)[1] == "invented"
+
+
+def test_altered_user_text_after_results_is_a_modified_ring_and_a_lost_turn() -> None:
+    parts = (*M[6].parts, TextPart("and now? (rephrased)"))
+    view = _view(0, 1, 2, 3, 4, 5, Message("tool", parts), 8, 9)
+    identity = map_view(SESSION, view)
+    assert identity.links[6].status == "modified"
+    assert identity.links[6].sources == (6,)
+    assert identity.sources[7] == "dropped"
+
+
+def test_user_text_before_the_results_is_not_a_faithful_merge() -> None:
+    # Results open their wire turn (A3); the user text moved in front of them is not "merged".
+    parts = (*M[7].parts, *M[6].parts)
+    identity = map_view(SESSION, _view(0, 1, 2, 3, 4, 5, Message("tool", parts), 8, 9))
+    assert identity.links[6].status == "modified"
+    assert identity.sources[7] == "dropped"
+    # An earlier user turn in front of the results, in session order, is no better (A3).
+    parts = (*M[3].parts, *M[6].parts)
+    identity = map_view(SESSION, _view(0, 1, 2, 4, 5, Message("tool", parts), 7, 8, 9))
+    assert identity.links[5].status == "modified"
+    assert identity.sources[3] == "dropped"
+
+
+def test_the_latest_user_turn_altered_inside_a_merge_fails_latest_user_kept() -> None:
+    latest = Message("user", (*M[7].parts, TextPart("thanks, latest!")))
+    view = _view(0, 1, 2, 3, 4, 5, 6, latest)
+    results = _run(view, *CHECKS)
+    assert results["latest_user_kept"] == "fail"
+    assert results["nothing_invented"] == "fail"
+
+
+def test_a_merge_that_jumps_back_is_reported_as_reordered() -> None:
+    view = _view(0, 1, 2, 3, 4, 5, 6, _merged("user", 7, 9), 8)
+    results = _run(view, *CHECKS)
+    assert results["order_preserved"] == "fail"
+
+
+# -- properties --------------------------------------------------------------------------------
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.booleans(), min_size=len(M) - 1, max_size=len(M) - 1))
+def test_the_reference_normalizer_on_any_subsequence_maps_back_exactly(keep: list[bool]) -> None:
+    # The ring (5, 6) is kept or dropped whole; the system text always stays.
+    keep = [True, *keep]
+    keep[6] = keep[5]
+    kept = [m for m, k in zip(M, keep, strict=True) if k]
+    for shape in ("bedrock-converse", "gemini"):
+        merged, _ = normalize_view(kept, shape)
+        identity = map_view(SESSION, SESSION.with_messages(merged))
+        assert {link.status for link in identity.links} <= {"kept", "merged"}
+        assert [s != "dropped" for s in identity.sources] == keep
+        assert all(identity.sources[i] == "merged" for link in identity.links for i in link.merged)
+
+
+def _all_links_faithful(identity: IdentityMap) -> bool:
+    return all(link.status in ("kept", "merged") for link in identity.links)
+
+
+_MERGES: list[tuple[str, tuple[int, ...]]] = [
+    ("user", (1, 3)),
+    ("user", (1, 3, 7, 9)),
+    ("tool", (6, 7)),
+    ("assistant", (2, 4, 5)),
+    ("assistant", (4, 5)),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(_MERGES),
+    st.sampled_from(["alter", "swap", "add", "drop"]),
+    st.data(),
+)
+def test_no_unfaithful_merge_passes_as_kept(
+    merge: tuple[str, tuple[int, ...]], mutation: str, data: st.DataObject
+) -> None:
+    role, sources = merge
+    parts = [p for i in sources for p in M[i].parts]
+    at = data.draw(st.integers(0, len(parts) - 1))
+    if mutation == "alter":
+        part = parts[at]
+        if isinstance(part, TextPart):
+            parts[at] = TextPart(part.text + " (changed)")
+        else:  # a tool part: change its payload, keep its ids (the "modified" test)
+            if isinstance(part, ToolResultPart):
+                parts[at] = ToolResultPart(part.call_id, (TextPart("other"),))
+            else:
+                return
+    elif mutation == "swap":
+        other = data.draw(st.integers(0, len(parts) - 1).filter(lambda j: j != at))
+        parts[at], parts[other] = parts[other], parts[at]
+    elif mutation == "add":
+        parts.insert(at, TextPart("a sentence nobody wrote"))
+    else:
+        del parts[at]
+    try:
+        message = Message(role, tuple(parts))  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - the mutation broke the role's allowed kinds: nothing to map
+        return
+    rest = [i for i in range(len(M)) if i not in sources and i != 0]
+    view = SESSION.with_messages([M[0], message, *(M[i] for i in rest)])
+    identity = map_view(SESSION, view)
+    assert not _all_links_faithful(identity) or any(
+        identity.sources[i] != "merged" and identity.sources[i] != "kept" for i in sources
+    )
