@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
-from conformance.engine import DEFAULT_MODELS, reference_counter, render_input
+from conformance.engine import reference_counter, render_input
 from conformance.scenarios import Scenario
 from reference_impl.errors import CtxconfError
 from reference_impl.rings import validate as pairing_violations
@@ -79,7 +79,7 @@ def _shape_problems(scenario: Scenario, shape: str) -> list[str]:
     session = sessions[-1]
     if pairing_violations(session):
         return []
-    counter = reference_counter(shape, scenario.models.get(shape, DEFAULT_MODELS[shape]))
+    counter = reference_counter(shape, scenario.model_for(shape))
     total = counter.count(session).total
     smallest = min(scenario.budget.for_shape(shape))
     if total > smallest:

@@ -52,7 +52,7 @@ from conformance.identity import map_view
 from conformance.loading import Plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest
 from conformance.recorded_verdicts import CassetteLibrary, Judgement, judge_request, load_library
-from conformance.scenarios import Level, Scenario
+from conformance.scenarios import DEFAULT_MODELS, Level, Scenario
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.tokens import TokenCounter, counter_for
@@ -77,16 +77,6 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT: Final = 10.0
-# The model a case names when its scenario does not; it picks the reference counter's encoding.
-DEFAULT_MODELS: Final[Mapping[str, str]] = {
-    # Equal to conformance.roundtrip.DEFAULT_MODELS (a test pins it): cassettes match by skeleton,
-    # which includes the model family, so a replayed verdict needs the same model.
-    "openai-chat": "gpt-4o-mini",
-    "openai-responses": "gpt-4o-mini",
-    "anthropic-messages": "claude-haiku-4-5",
-    "gemini": "gemini-2.5-flash",
-    "bedrock-converse": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
-}
 _COUNTERS: dict[tuple[str, str], TokenCounter] = {}
 _COUNTERS_LOCK = threading.Lock()
 
@@ -200,7 +190,7 @@ def call_with_timeout(function: Callable[[], Any], timeout: float) -> CallResult
 def render_input(scenario: Scenario, session: Transcript, shape: str) -> dict[str, Any]:
     prepared = replace(
         session,
-        model=scenario.models.get(shape, DEFAULT_MODELS[shape]),
+        model=scenario.model_for(shape),
         params=params_from_mapping(scenario.params.get(shape, {})),
     )
     return get_shape(shape).render_request(prepared)
@@ -211,7 +201,7 @@ def assembly_request(case: Case, turn: int, session: Transcript) -> AssemblyRequ
     assembler's requests through this too, so the cassettes hold exactly what a run sends)."""
     scenario, shape = case.scenario, case.shape
     input_body = render_input(scenario, session, shape)
-    model = scenario.models.get(shape, DEFAULT_MODELS[shape])
+    model = scenario.model_for(shape)
     return AssemblyRequest(
         scenario_id=scenario.id,
         shape=shape,
@@ -240,7 +230,7 @@ def _turn(
     prepared = assembly_request(case, turn, session)
     input_body = prepared.body
     baseline = adapter.parse_request(input_body)
-    model = scenario.models.get(shape, DEFAULT_MODELS[shape])
+    model = scenario.model_for(shape)
     counter = prepared.counter
     request = replace(prepared, body=copy.deepcopy(input_body))
     base = TurnOutcome(turn=turn, status="error", session=baseline, input_body=input_body)
@@ -326,7 +316,7 @@ def run_case(
         turns.append(outcome)
         if outcome.status == "error":
             break
-    model = case.scenario.models.get(case.shape, DEFAULT_MODELS[case.shape])
+    model = case.scenario.model_for(case.shape)
     result = CaseOutcome(
         case.shape,
         case.dialect,

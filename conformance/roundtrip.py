@@ -53,6 +53,7 @@ from conformance.providers.emulator_routes import (
 from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
 from conformance.providers.verdict import Provenance, Verdict
 from conformance.recorded_verdicts import reported_input_tokens
+from conformance.scenarios import DEFAULT_MODELS
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import Message
@@ -71,13 +72,6 @@ __all__ = [
     "send",
 ]
 
-DEFAULT_MODELS: Final[Mapping[str, str]] = {
-    "openai-chat": "gpt-4o-mini",
-    "openai-responses": "gpt-4o-mini",
-    "anthropic-messages": "claude-haiku-4-5",
-    "gemini": "gemini-2.5-flash",
-    "bedrock-converse": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
-}
 OFFICIAL_ROOTS: Final[Mapping[str, str]] = {
     "openai-chat": "https://api.openai.com",
     "openai-responses": "https://api.openai.com",

@@ -25,8 +25,8 @@ from typing import Final, Literal
 from conformance.cassettes import skeleton, skeleton_digest
 from conformance.providers.catalog import resolve_profile
 from conformance.recorded_verdicts import RERECORD_COMMAND, CassetteLibrary
-from conformance.roundtrip import DEFAULT_MODELS, Case
-from conformance.scenarios import Scenario
+from conformance.roundtrip import Case
+from conformance.scenarios import DEFAULT_MODELS, Scenario
 from reference_impl.assembler import assemble
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError
@@ -286,7 +286,6 @@ def scenario_cases(
     """
     # Imported here: the engine pulls in the checks and reporters, which record does not need
     # for probes alone.
-    from conformance.engine import DEFAULT_MODELS as RUN_MODELS  # noqa: PLC0415
     from conformance.engine import assembly_request, plan_cases  # noqa: PLC0415
     from conformance.reference_plugin import ReferenceAssembler  # noqa: PLC0415
 
@@ -296,7 +295,7 @@ def scenario_cases(
     grouped: dict[str, list[Case]] = {}
     for case in plan_cases(chosen, [shape], [shape]):
         name = cassette_name(case.scenario.id, case.dialect)
-        url_model = case.scenario.models.get(shape, RUN_MODELS[shape]) if in_url else None
+        url_model = case.scenario.model_for(shape) if in_url else None
         for turn, session in enumerate(case.scenario.sessions()):
             try:
                 request = assembly_request(case, turn, session)

@@ -45,6 +45,7 @@ from reference_impl.transcript import (
 
 __all__ = [
     "CORPUS_ENV",
+    "DEFAULT_MODELS",
     "LEVELS",
     "SCENARIO_FORMAT_VERSION",
     "Budget",
@@ -66,6 +67,16 @@ Level: TypeAlias = Literal["must", "should", "may"]
 LEVELS: Final[tuple[Level, ...]] = get_args(Level)
 Outcome: TypeAlias = Literal["assembled", "refused", "either"]
 _SCHEMA_PATH: Final = Path(__file__).parent / "schemas" / "scenario.schema.json"
+DEFAULT_MODELS: Final[Mapping[str, str]] = {
+    # The model a case names when its scenario does not (``models``): it picks the reference
+    # counter's encoding, and it is part of a request's skeleton, so the runner and the recorder
+    # (roundtrip) must share this one table for a replayed verdict to match.
+    "openai-chat": "gpt-4o-mini",
+    "openai-responses": "gpt-4o-mini",
+    "anthropic-messages": "claude-haiku-4-5",
+    "gemini": "gemini-2.5-flash",
+    "bedrock-converse": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+}
 
 
 class ScenarioError(CtxconfError, ValueError):
@@ -122,7 +133,12 @@ class Scenario:
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
+        """The tool schemas the session offers."""
         return self.session.tools
+
+    def model_for(self, shape: str) -> str:
+        """The model this scenario names for ``shape``, else the shape's :data:`DEFAULT_MODELS`."""
+        return self.models.get(shape, DEFAULT_MODELS[shape])
 
     def sessions(self) -> tuple[Transcript, ...]:
         """The session at each turn: the first, then each later turn appended to the previous."""

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conformance.checks import REGISTRY
 from conformance.cli import cli
 from conformance.corpus_lint import corpus_problems
-from conformance.engine import DEFAULT_MODELS, reference_counter, render_input
+from conformance.engine import reference_counter, render_input
 from conformance.scenarios import (
     ScenarioError,
     expand_message,
@@ -103,7 +103,7 @@ def test_budgets_force_the_step_they_test(scenario) -> None:  # type: ignore[no-
     """A scenario about trimming must be over budget in every shape, by the reference counter."""
     for shape in scenario.shapes:
         body = render_input(scenario, scenario.sessions()[-1], shape)
-        counter = reference_counter(shape, scenario.models.get(shape, DEFAULT_MODELS[shape]))
+        counter = reference_counter(shape, scenario.model_for(shape))
         total = counter.count(get_shape(shape).parse_request(body)).total
         assert total > max(scenario.budget.for_shape(shape)), (shape, total)
 
@@ -206,3 +206,16 @@ def test_compact_form_expands_to_the_transcript_model(
 
 def test_every_shape_is_used() -> None:
     assert {shape for s in CORPUS for shape in s.shapes} == set(SHAPE_NAMES)
+
+
+def test_model_for_prefers_the_scenario_then_the_shared_default() -> None:
+    from dataclasses import replace
+
+    from conformance.scenarios import DEFAULT_MODELS
+
+    scenario = CORPUS[0]
+    plain = replace(scenario, models={})
+    assert plain.model_for("gemini") == DEFAULT_MODELS["gemini"] == "gemini-2.5-flash"
+    named = replace(scenario, models={"gemini": "gemini-2.5-pro"})
+    assert named.model_for("gemini") == "gemini-2.5-pro"
+    assert named.model_for("openai-chat") == DEFAULT_MODELS["openai-chat"]
