@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from checks_support import assembled_outcome, transcript
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, checks_for, run_checks
+from conformance.checks import REGISTRY, CaseOutcome, checks_for, run_checks
 from conformance.checks.registry import Failure
 from conformance.identity import map_view
 from conformance.providers.verdict import Verdict
-from conformance.scenarios import expand_message, load_corpus
-from reference_impl.transcript import Message, TextPart, Transcript, transcript_from_dict
+from conformance.scenarios import load_corpus
+from reference_impl.transcript import Message, TextPart, Transcript
 
-
-def _t(*messages: dict) -> Transcript:  # type: ignore[type-arg]
-    return transcript_from_dict({"messages": [expand_message(m) for m in messages]})
-
-
-SESSION = _t(
+SESSION = transcript(
     {"role": "system", "text": "sys"},
     {"role": "user", "text": "goal"},
     {"role": "assistant", "calls": [{"id": "c1", "name": "f"}, {"id": "c2", "name": "f"}]},
@@ -41,7 +37,7 @@ def test_a_subsequence_is_kept_and_dropped_exactly(keep: list[bool]) -> None:
 
 
 def test_changed_results_are_modified_and_new_text_is_invented() -> None:
-    reordered = _t(
+    reordered = transcript(
         {"role": "tool", "results": [{"id": "c2", "text": "r2"}, {"id": "c1", "text": "r1"}]}
     )
     invented = Message("assistant", (TextPart("I made this up"),))
@@ -65,18 +61,7 @@ def test_changed_results_are_modified_and_new_text_is_invented() -> None:
 
 
 def _outcome(view: Transcript, tokens: int = 10, budget: int = 100) -> CaseOutcome:
-    turn = TurnOutcome(
-        turn=0,
-        status="assembled",
-        session=SESSION,
-        input_body={},
-        body={},
-        view=view,
-        identity=map_view(SESSION, view),
-        verdict=Verdict("accept", 200),
-        tokens=tokens,
-    )
-    return CaseOutcome("openai-chat", None, budget, "test-counter", (turn,))
+    return assembled_outcome(SESSION, view, budget=budget, tokens=tokens)
 
 
 SCENARIO = next(s for s in load_corpus() if s.id == "single-tool")
@@ -143,3 +128,32 @@ def test_opt_in_checks_run_only_where_named() -> None:
     summary = next(s for s in load_corpus() if s.id == "summary-replacement")
     assert "summary_used" in {c.id for c in checks_for(summary)}
     assert all(c.level == "must" for c in checks_for(summary, level="must"))
+
+
+def test_failures_in_a_multi_turn_case_name_the_turn() -> None:
+    view = SESSION.with_messages(m.with_id("") for i, m in enumerate(SESSION.messages) if i != 3)
+    single = _outcome(view)
+    first = _outcome(SESSION).turns[0]  # kept whole: passes
+    outcome = replace(single, turns=(first, replace(single.turns[0], turn=1)))
+    (result,) = run_checks(SCENARIO, outcome, [REGISTRY["whole_rings"]])
+    assert result.status == "fail"
+    assert result.message.startswith("turn 1: ring ")
+    (alone,) = run_checks(SCENARIO, single, [REGISTRY["whole_rings"]])
+    assert alone.message.startswith("ring ")
+
+
+def test_nothing_invented_names_the_view_message_its_role_and_ids() -> None:
+    invented = Message("assistant", (TextPart("I made this up"),))
+    view = SESSION.with_messages([*SESSION.messages, invented.with_id("x")])
+    (result,) = run_checks(SCENARIO, _outcome(view), [REGISTRY["nothing_invented"]])
+    assert result.status == "fail"
+    assert result.title == "1 message(s) match nothing in the session"
+    assert result.message == "view messages[6] (assistant): 'I made this up'"
+
+
+def test_an_assembled_turn_without_its_identity_map_is_an_error_not_a_pass() -> None:
+    outcome = _outcome(SESSION)
+    broken = replace(outcome, turns=(replace(outcome.turns[0], identity=None),))
+    per_turn = run_checks(SCENARIO, broken, [REGISTRY["whole_rings"], REGISTRY["system_kept"]])
+    assert [r.status for r in per_turn] == ["error", "error"]
+    assert "no view or identity map" in per_turn[0].message

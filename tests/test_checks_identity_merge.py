@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from checks_support import assembled_outcome, transcript
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
+from conformance.checks import REGISTRY, run_checks
 from conformance.identity import IdentityMap, map_view
-from conformance.providers.verdict import Verdict
-from conformance.scenarios import expand_message, load_corpus
+from conformance.scenarios import load_corpus
 from reference_impl.steps.normalize import normalize_view
 from reference_impl.transcript import (
     Message,
@@ -21,16 +21,10 @@ from reference_impl.transcript import (
     TextPart,
     ToolResultPart,
     Transcript,
-    transcript_from_dict,
 )
 
-
-def _t(*messages: dict) -> Transcript:  # type: ignore[type-arg]
-    return transcript_from_dict({"messages": [expand_message(m) for m in messages]})
-
-
 # Every part's content is distinct, so only the faithful decomposition can match.
-SESSION = _t(
+SESSION = transcript(
     {"role": "system", "text": "sys"},  # 0
     {"role": "user", "text": "GOAL: ship it"},  # 1
     {"role": "assistant", "text": "which branch?"},  # 2
@@ -111,18 +105,7 @@ def test_a_cleared_result_inside_a_merge_is_modified_and_the_user_text_merged() 
 
 
 def _run(view: Transcript, *check_ids: str) -> dict[str, str]:
-    turn = TurnOutcome(
-        turn=0,
-        status="assembled",
-        session=SESSION,
-        input_body={},
-        body={},
-        view=view,
-        identity=map_view(SESSION, view),
-        verdict=Verdict("accept", 200),
-        tokens=10,
-    )
-    outcome = CaseOutcome("bedrock-converse", None, 1000, "test-counter", (turn,))
+    outcome = assembled_outcome(SESSION, view, shape="bedrock-converse", budget=1000)
     scenario = next(s for s in load_corpus() if s.id == "first-user-goal-pinned")
     results = run_checks(scenario, outcome, [REGISTRY[c] for c in check_ids])
     return {r.id: r.status for r in results}

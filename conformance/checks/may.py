@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import itertools
 
-from conformance.checks._helpers import describe, knob, summary_text
-from conformance.checks.outcome import CaseOutcome, TurnOutcome
+from conformance.checks._helpers import (
+    Assembled,
+    assembled_turns,
+    describe,
+    final_assembled,
+    knob,
+    summary_text,
+)
+from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
 from reference_impl.transcript import FilePart, ImagePart, Message
 
 
-def _dropped(turn: TurnOutcome) -> set[int]:
-    assert turn.identity is not None
+def _dropped(turn: Assembled) -> set[int]:
+    """Session indices the turn's view left out."""
     return {i for i, s in enumerate(turn.identity.sources) if s == "dropped"}
 
 
 @check(id="prefix_stable", level="may", default=False)
 def prefix_stable(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Consecutive turns share their request prefix, except at a compaction (cache hits)."""
-    turns = outcome.assembled_turns
-    for before, after in itertools.pairwise(turns):
-        assert before.view is not None
-        assert after.view is not None
+    for before, after in itertools.pairwise(assembled_turns(outcome)):
         compacted = _dropped(after) - _dropped(before) or summary_text(after.view) != summary_text(
             before.view
         )
@@ -38,20 +42,21 @@ def prefix_stable(_scenario: Scenario, outcome: CaseOutcome) -> None:
             where = "tool schemas" if shared >= len(old) else f"view messages[{shared}]"
             raise Failure(
                 "request prefix changed without a compaction",
-                f"turn {after.turn} differs from turn {before.turn} at {where} "
+                f"turn {after.turn.turn} differs from turn {before.turn.turn} at {where} "
                 f"({shared} of {len(old)} earlier messages reused)",
             )
 
 
 def _has_attachment(message: Message) -> bool:
+    """Whether the message carries an image or a file."""
     return any(isinstance(p, ImagePart | FilePart) for p in message.parts)
 
 
 @check(id="attachments_degraded_first", level="may", default=False)
 def attachments_degraded_first(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Attachments in the middle are degraded (placeholder) before middle text is cut."""
-    final = outcome.last
-    if not final.assembled or final.identity is None:
+    final = final_assembled(outcome)
+    if final is None:
         return
     session = final.session
     last_user = max(
@@ -80,8 +85,8 @@ def attachments_degraded_first(_scenario: Scenario, outcome: CaseOutcome) -> Non
 @check(id="memory_labelled", level="may", default=False)
 def memory_labelled(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Memory items are injected (up to memory.max_items), each labelled with its source."""
-    final = outcome.last
-    if not final.assembled or final.view is None:
+    final = final_assembled(outcome)
+    if final is None:
         return
     cap = int((knob(scenario, "memory") or {}).get("max_items", 5))
     found = 0

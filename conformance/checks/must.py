@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.checks._helpers import turn_label
+from conformance.checks._helpers import assembled_turns, describe, turn_label
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
@@ -56,20 +56,14 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="nothing_invented", level="must")
 def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, or a labelled injection."""
-    for turn in outcome.assembled_turns:
-        assert turn.identity is not None
-        assert turn.view is not None
+    for turn in assembled_turns(outcome):
         invented = turn.identity.of_status("invented")
         if invented:
-            parts = []
-            for link in invented[:3]:
-                message = turn.view.messages[link.index]
-                ids = [c.id for c in message.tool_calls] + [r.call_id for r in message.tool_results]
-                parts.append(
-                    f"view messages[{link.index}] ({message.role}"
-                    f"{', ids ' + ','.join(ids) if ids else ''}): {message.text[:60]!r}"
-                )
-            raise Failure(
-                f"{len(invented)} message(s) match nothing in the session",
-                f"{turn_label(outcome, turn)}" + "; ".join(parts),
+            named = (
+                f"{describe(turn.view, link.index, where='view')}: "
+                f"{turn.view.messages[link.index].text[:60]!r}"
+                for link in invented[:3]
+            )
+            raise turn.failure(
+                f"{len(invented)} message(s) match nothing in the session", "; ".join(named)
             )
