@@ -159,3 +159,16 @@ def test_malformed_json_verdict() -> None:
 )
 def test_empty_object_does_not_crash(shape: str) -> None:
     assert validate_request({}, shape).status in {200, 400}
+
+
+def test_validator_readers_skip_non_objects_and_count_leading_runs() -> None:
+    from conformance.providers.validators._base import last_index, leading, messages_of, objects
+
+    body = {"messages": [{"role": "user"}, "junk", {"role": "assistant"}, {"role": "user"}]}
+    assert messages_of(body) == [{"role": "user"}, {"role": "assistant"}, {"role": "user"}]
+    assert objects("not an array") == []
+    assert last_index(messages_of(body), "assistant") == 1
+    assert last_index(messages_of(body), "tool") is None
+    assert leading([1, 1, 2, 1], lambda x: x == 1) == 2
+    assert leading([], lambda x: True) == 0
+    assert leading([1, 1], lambda x: x == 1) == 2

@@ -11,7 +11,7 @@ Checks run only after the shape's structure check passed, so they may assume the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +22,16 @@ __all__ = [
     "Context",
     "Finding",
     "StructureFn",
+    "as_dict",
+    "as_list",
     "check",
+    "is_list_of_objects",
+    "last_index",
+    "leading",
+    "messages_of",
+    "objects",
     "structure",
+    "type_name",
 ]
 
 
@@ -78,6 +86,8 @@ def check(shape: str, *names: str) -> Callable[[CheckFn], CheckFn]:
 
 
 def structure(shape: str) -> Callable[[StructureFn], StructureFn]:
+    """Register the body-shape check of ``shape`` (one per shape; it runs first)."""
+
     def register(fn: StructureFn) -> StructureFn:
         STRUCTURE[shape] = fn
         return fn
@@ -105,12 +115,38 @@ def type_name(value: Any) -> str:
 
 
 def is_list_of_objects(value: Any) -> bool:
+    """Whether ``value`` is a JSON array whose items are all objects."""
     return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
 def as_list(value: Any) -> list[Any]:
+    """``value`` when it is an array, else an empty one (checks read nested fields defensively)."""
     return value if isinstance(value, list) else []
 
 
 def as_dict(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is an object, else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def objects(value: Any) -> list[dict[str, Any]]:
+    """The object items of an array (``messages``, ``content``, ``input``...); others skipped."""
+    return [item for item in as_list(value) if isinstance(item, dict)]
+
+
+def messages_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The message objects of a body's ``messages`` (Chat, Anthropic, Converse, gateways)."""
+    return objects(body.get("messages"))
+
+
+def last_index(messages: Sequence[Mapping[str, Any]], role: str) -> int | None:
+    """The index of the last message with ``role``, if any."""
+    return max((i for i, m in enumerate(messages) if m.get("role") == role), default=None)
+
+
+def leading(items: Sequence[Any], predicate: Callable[[Any], bool]) -> int:
+    """How many items at the start satisfy ``predicate`` (A3: results must come first)."""
+    count = 0
+    while count < len(items) and predicate(items[count]):
+        count += 1
+    return count

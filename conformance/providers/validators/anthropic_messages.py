@@ -19,6 +19,10 @@ from conformance.providers.validators._base import (
     as_dict,
     as_list,
     check,
+    last_index,
+    leading,
+    messages_of,
+    objects,
     structure,
 )
 
@@ -78,15 +82,11 @@ def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
     return None
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
-
-
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return [b for b in as_list(content) if isinstance(b, dict)]
+    return objects(content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ class _Turn:
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
     merge = not ctx.active("A9")  # A9 relaxed: consecutive turns are combined (SDK docstring)
     turns: list[_Turn] = []
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         role = str(message.get("role"))
         blocks = tuple((i, j, b) for j, b in enumerate(_blocks(message)))
         if merge and turns and turns[-1].role == role and role != "system":
@@ -146,13 +146,11 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
         if not ids or turn.role != "user":
             continue
         kinds = [b.get("type") for _, _, b in turn.blocks]
-        leading = 0
-        while leading < len(kinds) and kinds[leading] == "tool_result":
-            leading += 1
-        if "tool_result" in kinds[leading:]:
+        first = leading(kinds, lambda kind: kind == "tool_result")
+        if "tool_result" in kinds[first:]:
             late = [
                 str(b.get("tool_use_id"))
-                for _, _, b in turn.blocks[leading:]
+                for _, _, b in turn.blocks[first:]
                 if b.get("type") == "tool_result"
             ]
             yield Finding(
@@ -186,7 +184,7 @@ def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 @check(SHAPE, "A5")
 def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         for j, block in enumerate(_blocks(message)):
             if block.get("type") != "tool_use":
                 continue
@@ -197,7 +195,7 @@ def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Fi
 
 @check(SHAPE, "A6")
 def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         for j, block in enumerate(_blocks(message)):
             field = {"tool_use": "id", "tool_result": "tool_use_id"}.get(str(block.get("type")))
             value = block.get(field) if field else None
@@ -214,14 +212,14 @@ def duplicate_tool_names(body: Mapping[str, Any], ctx: Context) -> Iterator[Find
 
 @check(SHAPE, "A8")
 def first_message_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     if messages and messages[0].get("role") != "user":
         yield Finding("A8", (-1,), {})
 
 
 @check(SHAPE, "A9")
 def strict_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     for i in range(1, len(messages)):
         role = messages[i].get("role")
         if role == messages[i - 1].get("role"):
@@ -233,7 +231,7 @@ def strict_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 def system_in_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A10; on Opus 4.8 (A10a) a system message right after a user turn is allowed."""
     allow_mid = bool(ctx.settings.get("mid_conversation_system"))
-    messages = _messages(body)
+    messages = messages_of(body)
     for i, message in enumerate(messages):
         if message.get("role") != "system":
             continue
@@ -244,7 +242,7 @@ def system_in_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 
 @check(SHAPE, "A11")
 def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     for i, message in enumerate(messages):
         final_assistant = i == len(messages) - 1 and message.get("role") == "assistant"
         if message.get("content") in ("", []) and not final_assistant:
@@ -259,8 +257,8 @@ def _thinking_enabled(body: Mapping[str, Any]) -> bool:
 def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if not _thinking_enabled(body):
         return
-    messages = _messages(body)
-    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    messages = messages_of(body)
+    last = last_index(messages, "assistant")
     if last is None:
         return
     blocks = _blocks(messages[last])
@@ -272,7 +270,7 @@ def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 def thinking_while_disabled(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if _thinking_enabled(body):
         return
-    messages = _messages(body)
+    messages = messages_of(body)
     if not messages or messages[-1].get("role") != "assistant":
         return
     last = len(messages) - 1

@@ -17,6 +17,10 @@ from conformance.providers.validators._base import (
     as_dict,
     as_list,
     check,
+    last_index,
+    leading,
+    messages_of,
+    objects,
     structure,
     type_name,
 )
@@ -52,12 +56,8 @@ def converse_structure(body: Any, ctx: Context) -> Finding | None:
     return None
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
-
-
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [b for b in as_list(message.get("content")) if isinstance(b, dict)]
+    return objects(message.get("content"))
 
 
 def _uses(message: Mapping[str, Any]) -> list[str]:
@@ -74,7 +74,7 @@ def _results(message: Mapping[str, Any]) -> list[str]:
 
 @check(SHAPE, "B1")
 def too_many_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     for i, message in enumerate(messages):
         results = _results(message)
         if not results:
@@ -88,7 +88,7 @@ def too_many_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
 
 @check(SHAPE, "B2")
 def results_in_next_message(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     for i, message in enumerate(messages):
         uses = _uses(message) if message.get("role") == "assistant" else []
         if not uses:
@@ -101,7 +101,7 @@ def results_in_next_message(body: Mapping[str, Any], ctx: Context) -> Iterator[F
 
 @check(SHAPE, "B3")
 def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     for i in range(1, len(messages)):
         if messages[i].get("role") == messages[i - 1].get("role"):
             yield Finding("B3", (i,), {"index": i})
@@ -110,21 +110,21 @@ def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 
 @check(SHAPE, "B4")
 def starts_with_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     if messages and messages[0].get("role") != "user":
         yield Finding("B4", (-1,), {})
 
 
 @check(SHAPE, "B5")
 def tool_config_present(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    has_tool_blocks = any(_uses(m) or _results(m) for m in _messages(body))
+    has_tool_blocks = any(_uses(m) or _results(m) for m in messages_of(body))
     if has_tool_blocks and not body.get("toolConfig"):
         yield Finding("B5", (-1,), {})
 
 
 @check(SHAPE, "B6")
 def text_mixed_with_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         has_text = any("text" in b for b in _blocks(message))
         kind = "use" if _uses(message) else "result" if _results(message) else None
         if has_text and kind:
@@ -133,7 +133,7 @@ def text_mixed_with_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Fin
 
 @check(SHAPE, "B7")
 def empty_error_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         for j, block in enumerate(_blocks(message)):
             result = as_dict(block.get("toolResult"))
             if result.get("status") == "error" and not as_list(result.get("content")):
@@ -142,7 +142,7 @@ def empty_error_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 
 @check(SHAPE, "B8")
 def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if message.get("content") == []:
             yield Finding("B8", (i,), {"index": i})
 
@@ -157,8 +157,8 @@ def _reasoning_enabled(body: Mapping[str, Any]) -> bool:
 def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if not _reasoning_enabled(body):
         return
-    messages = _messages(body)
-    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    messages = messages_of(body)
+    last = last_index(messages, "assistant")
     if last is None:
         return
     blocks = _blocks(messages[last])
@@ -169,22 +169,20 @@ def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator
 @check(SHAPE, "A3")
 def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A3a: Claude on Bedrock wants the toolResult blocks at the start of the next message."""
-    messages = _messages(body)
+    messages = messages_of(body)
     for i in range(1, len(messages)):
         uses = _uses(messages[i - 1]) if messages[i - 1].get("role") == "assistant" else []
         if not uses:
             continue
         blocks = _blocks(messages[i])
-        leading = 0
-        while leading < len(blocks) and "toolResult" in blocks[leading]:
-            leading += 1
-        if any("toolResult" in b for b in blocks[leading:]):
+        first = leading(blocks, lambda block: "toolResult" in block)
+        if any("toolResult" in b for b in blocks[first:]):
             yield Finding("A3", (i,), {"index": i - 1, "next": i, "count": len(uses)})
 
 
 @check(SHAPE, "B11")
 def nova_document_in_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         for j, block in enumerate(_blocks(message)):
             content = as_list(as_dict(block.get("toolResult")).get("content"))
             if any("document" in as_dict(part) for part in content):

@@ -13,7 +13,14 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from conformance.providers.validators._base import Context, Finding, as_dict, as_list, check
+from conformance.providers.validators._base import (
+    Context,
+    Finding,
+    as_dict,
+    as_list,
+    check,
+    messages_of,
+)
 from conformance.providers.validators.openai_chat import call_ids
 
 __all__: list[str] = []
@@ -22,13 +29,9 @@ SHAPE: Final = "openai-chat"
 MISTRAL_ID: Final = re.compile(r"^[a-zA-Z0-9]{9}$")  # MI4
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
-
-
 @check(SHAPE, "MI1")
 def mistral_user_after_tool(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     for i in range(1, len(messages)):
         if messages[i].get("role") == "user" and messages[i - 1].get("role") == "tool":
             yield Finding("MI1", (i,), {"index": i})
@@ -36,7 +39,7 @@ def mistral_user_after_tool(body: Mapping[str, Any], ctx: Context) -> Iterator[F
 
 @check(SHAPE, "MI2")
 def mistral_tool_after_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     for i in range(1, len(messages)):
         if messages[i].get("role") == "tool" and messages[i - 1].get("role") == "user":
             yield Finding("MI2", (i,), {"index": i})
@@ -44,7 +47,7 @@ def mistral_tool_after_user(body: Mapping[str, Any], ctx: Context) -> Iterator[F
 
 @check(SHAPE, "MI3")
 def mistral_call_result_count(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     calls = sorted(cid for m in messages if m.get("role") == "assistant" for cid in call_ids(m))
     results = sorted(str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool")
     if calls != results:
@@ -53,7 +56,7 @@ def mistral_call_result_count(body: Mapping[str, Any], ctx: Context) -> Iterator
 
 @check(SHAPE, "MI4")
 def mistral_tool_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         ids = call_ids(message) if message.get("role") == "assistant" else []
         if message.get("role") == "tool":
             ids = [str(message.get("tool_call_id"))]
@@ -65,7 +68,7 @@ def mistral_tool_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
 
 @check(SHAPE, "MI5")
 def mistral_last_role(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = _messages(body)
+    messages = messages_of(body)
     if not messages:
         return
     last = messages[-1]
@@ -93,14 +96,14 @@ def _alternates(messages: list[dict[str, Any]], skip_all_system: bool) -> int | 
 @check(SHAPE, "VL1")
 def vllm_mistral_template(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     # The Mistral chat template drops one optional system message, then demands strict turns.
-    where = _alternates(_messages(body), skip_all_system=False)
+    where = _alternates(messages_of(body), skip_all_system=False)
     if where is not None:
         yield Finding("VL1", (where,), {"index": where})
 
 
 @check(SHAPE, "PP1")
 def perplexity_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    where = _alternates(_messages(body), skip_all_system=True)
+    where = _alternates(messages_of(body), skip_all_system=True)
     if where is not None:
         yield Finding("PP1", (where,), {"index": where})
 
@@ -108,7 +111,7 @@ def perplexity_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Fi
 @check(SHAPE, "OL1")
 def ollama_unknown_tool_call_id(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if message.get("role") == "assistant":
             seen.update(call_ids(message))
         elif message.get("role") == "tool" and message.get("tool_call_id") not in seen:
@@ -119,21 +122,21 @@ def ollama_unknown_tool_call_id(body: Mapping[str, Any], ctx: Context) -> Iterat
 def content_null_anywhere(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """OL2, LC1: local servers refuse ``content: null`` even beside tool calls."""
     name = "OL2" if ctx.active("OL2") else "LC1"
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if "content" in message and message["content"] is None:
             yield Finding(name, (i,), {"index": i})
 
 
 @check(SHAPE, "LM1")
 def lmstudio_null_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if "content" in message and message["content"] is None:
             yield Finding("LM1", (i,), {"index": i})
 
 
 @check(SHAPE, "LC2")
 def llamacpp_tool_call_type(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         for call in as_list(message.get("tool_calls")):
             if "type" not in as_dict(call):
                 yield Finding("LC2", (i,), {"index": i})
@@ -142,7 +145,7 @@ def llamacpp_tool_call_type(body: Mapping[str, Any], ctx: Context) -> Iterator[F
 
 @check(SHAPE, "XA1")
 def xai_name_only_on_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if "name" in message and message.get("role") != "user":
             yield Finding("XA1", (i,), {"index": i})
 
@@ -150,7 +153,7 @@ def xai_name_only_on_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Fin
 @check(SHAPE, "DS3")
 def deepseek_reasoning_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     # An empty string is accepted (recorded); only a missing field is refused.
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if (
             message.get("role") == "assistant"
             and as_list(message.get("tool_calls"))

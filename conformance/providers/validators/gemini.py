@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from conformance.providers.validators._base import Context, Finding, as_list, check, structure
+from conformance.providers.validators._base import (
+    Context,
+    Finding,
+    check,
+    objects,
+    structure,
+)
 
 __all__ = ["gemini_structure"]
 
@@ -57,11 +63,11 @@ def gemini_structure(body: Any, ctx: Context) -> Finding | None:
 
 
 def _contents(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [c for c in as_list(body.get("contents")) if isinstance(c, dict)]
+    return objects(body.get("contents"))
 
 
 def _parts(content: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [p for p in as_list(content.get("parts")) if isinstance(p, dict)]
+    return objects(content.get("parts"))
 
 
 def _calls(content: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from conformance.providers.validators._base import (
     as_dict,
     as_list,
     check,
+    messages_of,
     structure,
     type_name,
 )
@@ -112,10 +113,6 @@ def chat_structure(body: Any, ctx: Context) -> Finding | None:
     return None
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in as_list(body.get("messages")) if isinstance(m, dict)]
-
-
 def call_ids(message: Mapping[str, Any]) -> list[str]:
     return [str(as_dict(c).get("id")) for c in as_list(message.get("tool_calls"))]
 
@@ -134,7 +131,7 @@ def pending_calls(messages: list[dict[str, Any]], i: int) -> tuple[list[str], in
 @check(SHAPE, "C1")
 def unanswered_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """C1 (and C1a): every tool_call_id answered before the next non-tool message."""
-    messages = _messages(body)
+    messages = messages_of(body)
     for i, message in enumerate(messages):
         if message.get("role") != "assistant" or not as_list(message.get("tool_calls")):
             continue
@@ -156,7 +153,7 @@ def unanswered_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
 @check(SHAPE, "C2")
 def orphan_tool_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """C2: a tool message must answer a call of the assistant right before its tool run."""
-    messages = _messages(body)
+    messages = messages_of(body)
     non_system_before = 0
     for j, message in enumerate(messages):
         if message.get("role") == "tool":
@@ -183,7 +180,7 @@ def orphan_tool_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Find
 @check(SHAPE, "C3")
 def duplicate_tool_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     first_seen: dict[str, int] = {}
-    for j, message in enumerate(_messages(body)):
+    for j, message in enumerate(messages_of(body)):
         if message.get("role") != "tool":
             continue
         cid = str(message.get("tool_call_id"))
@@ -195,14 +192,14 @@ def duplicate_tool_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Fi
 
 @check(SHAPE, "C4")
 def empty_tool_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if message.get("tool_calls") == []:
             yield Finding("C4", (i,), {"index": i})
 
 
 @check(SHAPE, "C5")
 def null_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if "content" not in message or message["content"] is not None:
             continue
         carries_calls = message.get("role") == "assistant" and bool(
@@ -214,7 +211,7 @@ def null_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 
 @check(SHAPE, "C6")
 def tool_content_parts(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if message.get("role") != "tool":
             continue
         kinds = {as_dict(part).get("type") for part in as_list(message.get("content"))}
@@ -224,7 +221,7 @@ def tool_content_parts(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 
 @check(SHAPE, "C7")
 def name_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         name = message.get("name")
         if isinstance(name, str) and not NAME_PATTERN.match(name):
             yield Finding("C7", (i,), {"index": i, "name": name})
@@ -233,7 +230,7 @@ def name_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 @check(SHAPE, "C8")
 def unsupported_roles(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     refused = set(as_list(ctx.settings.get("unsupported_roles")))
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         if message.get("role") in refused:
             yield Finding("C8", (i,), {"index": i, "role": message.get("role")})
 
@@ -257,7 +254,7 @@ def _string_lengths(message: Mapping[str, Any]) -> Iterator[int]:
 @check(SHAPE, "C11")
 def string_too_long(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     limit = int(ctx.settings.get("max_string_length", 10485760))
-    for i, message in enumerate(_messages(body)):
+    for i, message in enumerate(messages_of(body)):
         longest = max(_string_lengths(message), default=0)
         if longest > limit:
             yield Finding("C11", (i,), {"index": i, "limit": limit, "length": longest})

@@ -14,8 +14,8 @@ from typing import Any, Final
 from conformance.providers.validators._base import (
     Context,
     Finding,
-    as_list,
     check,
+    objects,
     structure,
     type_name,
 )
@@ -79,7 +79,7 @@ def responses_structure(body: Any, ctx: Context) -> Finding | None:
 
 
 def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [item for item in as_list(body.get("input")) if isinstance(item, dict)]
+    return objects(body.get("input"))
 
 
 def _kind(item: Mapping[str, Any]) -> str:
