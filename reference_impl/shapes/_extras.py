@@ -31,7 +31,14 @@ from reference_impl.errors import TranscriptError
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import Message, Transcript, canonical_json
 
-__all__ = ["Extras", "MessageExtras", "canonical_of", "extra_members", "params_without"]
+__all__ = [
+    "Extras",
+    "MessageExtras",
+    "body_params",
+    "canonical_of",
+    "extra_members",
+    "params_without",
+]
 
 
 def canonical_of(wire: Wire) -> str:
@@ -60,6 +67,16 @@ def params_without(
             (str(key), canonical_of(Wire(value, f"{body.path}.{key}" if body.path else str(key))))
         )
     return tuple(sorted(out))
+
+
+def body_params(transcript: Transcript, consumed: frozenset[str]) -> dict[str, Any]:
+    """The inverse of :func:`params_without`: the top-level options to put back in a body.
+    Dotted keys (``"<shape>.extras"``) are shape-private and never sent."""
+    return {
+        key: json.loads(value)
+        for key, value in transcript.params
+        if "." not in key and key not in consumed
+    }
 
 
 # ------------------------------------------------------------------------------------ extras
@@ -130,6 +147,12 @@ class Extras:
             return params
         return tuple(sorted((*params, (self.key, canonical_json(record)))))
 
+    def keep_tool_fields(self, name: str, spec: Wire, known: frozenset[str]) -> None:
+        """Keep the members of tool ``name``'s spec outside ``known`` (``cache_control``...)."""
+        fields = extra_members(spec, known)
+        if fields:
+            self.tool_fields[name] = fields
+
     # -- render side -----------------------------------------------------------------------
 
     @classmethod
@@ -170,6 +193,12 @@ class Extras:
             return
         for address in _addresses(messages):
             yield self.messages.get(address) or MessageExtras()
+
+    def insert_raw_tools(self, tools: list[Any]) -> list[Any]:
+        """Put the tools kept raw (server tools) back at their wire positions, in place."""
+        for position, raw in sorted(self.raw_tools, key=lambda e: e[0]):
+            tools.insert(min(position, len(tools)), raw)
+        return tools
 
     @staticmethod
     def apply(blocks: list[Any], extras: MessageExtras, nested: NestedList) -> list[Any]:

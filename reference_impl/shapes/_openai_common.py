@@ -1,4 +1,5 @@
-"""What the two OpenAI shapes share: data URLs, text parts, function tools, top-level params.
+"""What the two OpenAI shapes share: data URLs, attachments, tool results, function tools,
+top-level params.
 
 Function tools become :class:`ToolSpec` (name, description, canonical JSON ``parameters``). The
 fields a ``ToolSpec`` has no slot for (``strict`` above all) are not dropped: they travel in
@@ -9,16 +10,18 @@ put back on render, for the tools that are still offered.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any, Final
 
 from reference_impl.errors import ParseError, TranscriptError, UnsupportedPartError
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
     Message,
-    Role,
     SummaryPart,
     TextPart,
+    ToolResultPart,
     ToolSpec,
     Transcript,
     canonical_json,
@@ -30,12 +33,16 @@ __all__ = [
     "build_message",
     "build_transcript",
     "data_url",
+    "file_from_data",
+    "image_detail",
+    "image_from_url",
     "parse_data_url",
     "parse_params",
     "parse_tool",
     "render_params",
     "render_tool",
-    "text_part",
+    "text_of",
+    "tool_results",
     "unsupported",
 ]
 
@@ -61,19 +68,31 @@ def parse_data_url(url: str) -> tuple[str | None, str] | None:
 
 
 def data_url(media_type: str | None, data: str) -> str:
+    """The inverse of :func:`parse_data_url` (an unknown media type is left empty)."""
     return f"data:{media_type or ''};base64,{data}"
 
 
 # ----------------------------------------------------------------------------------- parts
 
 
-def text_part(text: str, role: Role) -> TextPart | SummaryPart:
-    """A text block; a summary when it carries the summary markers and the role may hold one."""
-    if role in ("system", "developer", "user"):
-        summary = SummaryPart.from_wire_text(text)
-        if summary is not None:
-            return summary
-    return TextPart(text)
+def text_of(part: TextPart | SummaryPart) -> str:
+    """The wire text of a text or summary part."""
+    return part.wire_text() if isinstance(part, SummaryPart) else part.text
+
+
+def image_from_url(url: str, detail: Any) -> ImagePart:
+    """An image given by URL: inline (base64) for a data URL, else by reference."""
+    inline = parse_data_url(url)
+    if inline is not None:
+        return ImagePart(source="base64", data=inline[1], media_type=inline[0], detail=detail)
+    return ImagePart(source="url", data=url, detail=detail)
+
+
+def file_from_data(raw: str, filename: str | None) -> FilePart:
+    """A ``file_data`` value: a data URL, or bare base64 whose media type is unknown."""
+    inline = parse_data_url(raw)
+    media_type, data = inline if inline is not None else (None, raw)
+    return FilePart(source="base64", data=data, media_type=media_type, filename=filename)
 
 
 def image_detail(w: Wire) -> Any:
@@ -91,6 +110,21 @@ def unsupported(shape: str, index: int, part_index: int | None, what: str) -> Un
         f"{shape} cannot carry {what} (message {index}, part {part_index})",
         where=f"messages[{index}].parts[{part_index}]",
     )
+
+
+def tool_results(shape: str, message: Message, index: int) -> Iterator[tuple[int, ToolResultPart]]:
+    """``(part index, result)`` of a tool message; refuses an empty one, a part that is not a
+    result, and an ``is_error`` flag (neither OpenAI wire has one: put it in the text)."""
+    if not message.parts:
+        raise unsupported(shape, index, None, "a tool message without results")
+    for j, part in enumerate(message.parts):
+        if not isinstance(part, ToolResultPart):
+            raise unsupported(shape, index, j, f"a {part.kind!r} part in a tool message")
+        if part.is_error:
+            raise unsupported(
+                shape, index, j, "an is_error flag on a tool result (put it in the text)"
+            )
+        yield j, part
 
 
 # ----------------------------------------------------------------------------- messages

@@ -40,9 +40,16 @@ from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
+    body_params,
     canonical_of,
     extra_members,
     params_without,
+)
+from reference_impl.shapes._mapping import (
+    call_arguments,
+    leading_system_count,
+    unsupported_part,
+    with_summaries,
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
@@ -230,17 +237,6 @@ def _map_block(block: Wire, role: str, extras: MessageExtras, at: int) -> Part |
     raise block.get("type").fail(f"unhandled block type {kind!r}")  # pragma: no cover
 
 
-def _with_summaries(parts: list[Part], role: Role) -> tuple[Part, ...]:
-    """Text in the summary markers is a summary where the role can hold one (user, system)."""
-    if role not in {"user", "system"}:
-        return tuple(parts)
-    out: list[Part] = []
-    for part in parts:
-        summary = SummaryPart.from_wire_text(part.text) if isinstance(part, TextPart) else None
-        out.append(summary or part)
-    return tuple(out)
-
-
 def _map_content(
     content: Wire, role: str, *, system_text_only: bool = False
 ) -> tuple[list[Part], MessageExtras]:
@@ -264,7 +260,7 @@ def _map_message(wire: Wire) -> tuple[Message, MessageExtras]:
     neutral: Role = role  # type: ignore[assignment]
     if role == "user" and any(isinstance(p, ToolResultPart) for p in parts):
         neutral = "tool"
-    return Message(role=neutral, parts=_with_summaries(parts, neutral)), extras
+    return Message(role=neutral, parts=with_summaries(parts, neutral)), extras
 
 
 def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
@@ -280,9 +276,7 @@ def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
         schema.obj()
         description = tool.get("description").opt_str() or ""
         out.append(ToolSpec(name=name, description=description, parameters=canonical_of(schema)))
-        fields = extra_members(tool, frozenset({"name", "description", "input_schema"}))
-        if fields:
-            extras.tool_fields[name] = fields
+        extras.keep_tool_fields(name, tool, frozenset({"name", "description", "input_schema"}))
     return tuple(out)
 
 
@@ -296,7 +290,7 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     system = root.get("system")
     if not system.is_null and system.value not in ("", []):
         parts, system_extras = _map_content(system, "system", system_text_only=True)
-        messages.append(Message(role="system", parts=_with_summaries(parts, "system")))
+        messages.append(Message(role="system", parts=with_summaries(parts, "system")))
         per_message.append(system_extras)
     for wire in root.get("messages").items():
         message, message_extras = _map_message(wire)
@@ -336,8 +330,7 @@ def parse_response(body: Mapping[str, Any]) -> Message:
 
 
 def _unsupported(what: str, i: int, j: int | None = None) -> UnsupportedPartError:
-    where = f"messages[{i}]" if j is None else f"messages[{i}].parts[{j}]"
-    return UnsupportedPartError(f"{what} (shape {SHAPE})", where=where)
+    return unsupported_part(SHAPE, what, i, j)
 
 
 def _render_source(part: ImagePart | FilePart, i: int, j: int) -> dict[str, Any]:
@@ -368,22 +361,7 @@ def _render_part(part: Part, i: int, j: int) -> dict[str, Any]:
         case SummaryPart():
             return {"type": "text", "text": part.wire_text()}
         case ToolCallPart():
-            try:
-                arguments = json.loads(part.arguments) if part.arguments.strip() else {}
-            except json.JSONDecodeError:
-                raise _unsupported(
-                    f"tool call {part.id!r} has arguments that are not JSON; tool_use.input "
-                    "must be an object",
-                    i,
-                    j,
-                ) from None
-            if not isinstance(arguments, dict):
-                raise _unsupported(
-                    f"tool call {part.id!r} arguments are JSON {type(arguments).__name__}, "
-                    "but tool_use.input must be an object",
-                    i,
-                    j,
-                )
+            arguments = call_arguments(part, SHAPE, i, j, field="tool_use.input", object_only=True)
             return {"type": "tool_use", "id": part.id, "name": part.name, "input": arguments}
         case ToolResultPart():
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id}
@@ -444,9 +422,7 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     extras = Extras.from_transcript(SHAPE, transcript)
     per_message = list(extras.for_messages(transcript.messages))
     messages = transcript.messages
-    lead = 0
-    while lead < len(messages) and messages[lead].role in {"system", "developer"}:
-        lead += 1
+    lead = leading_system_count(messages)
     system: list[Any] = []
     for i in range(lead):
         system.extend(_render_blocks(messages[i], i, per_message[i]))
@@ -461,14 +437,10 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
         for i, m in enumerate(messages)
         if i >= lead
     ]
-    tools: list[Any] = [_render_tool(t, extras) for t in transcript.tools]
-    for position, raw in sorted(extras.raw_tools, key=lambda e: e[0]):
-        tools.insert(min(position, len(tools)), raw)
+    tools = extras.insert_raw_tools([_render_tool(t, extras) for t in transcript.tools])
     if tools:
         body["tools"] = tools
-    for key, value in transcript.params:
-        if "." not in key and key not in _BODY_KEYS:  # "<shape>.extras" keys are private
-            body[key] = json.loads(value)
+    body.update(body_params(transcript, _BODY_KEYS))
     return body
 
 

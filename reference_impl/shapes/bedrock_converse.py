@@ -42,9 +42,16 @@ from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
+    body_params,
     canonical_of,
     extra_members,
     params_without,
+)
+from reference_impl.shapes._mapping import (
+    call_arguments,
+    leading_system_count,
+    unsupported_part,
+    with_summaries,
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
@@ -234,15 +241,6 @@ def _map_block(block: Wire, role: str, extras: MessageExtras, at: int) -> Part |
     return _map_result(value, extras, at)
 
 
-def _with_summaries(parts: list[Part], role: Role) -> tuple[Part, ...]:
-    if role not in {"user", "system"}:
-        return tuple(parts)
-    return tuple(
-        (SummaryPart.from_wire_text(p.text) if isinstance(p, TextPart) else None) or p
-        for p in parts
-    )
-
-
 def _map_blocks(content: Wire, role: str) -> tuple[list[Part], MessageExtras]:
     extras = MessageExtras()
     parts: list[Part] = []
@@ -260,7 +258,7 @@ def _map_message(wire: Wire) -> tuple[Message, MessageExtras]:
     neutral: Role = "assistant" if role == "assistant" else "user"
     if neutral == "user" and any(isinstance(p, ToolResultPart) for p in parts):
         neutral = "tool"
-    return Message(role=neutral, parts=_with_summaries(parts, neutral)), extras
+    return Message(role=neutral, parts=with_summaries(parts, neutral)), extras
 
 
 def _map_system(system: Wire) -> tuple[Message, MessageExtras]:
@@ -272,7 +270,7 @@ def _map_system(system: Wire) -> tuple[Message, MessageExtras]:
             parts.append(TextPart(block.get("text").str_()))
         else:
             extras.add_raw((j,), json.loads(canonical_of(block)))
-    return Message(role="system", parts=_with_summaries(parts, "system")), extras
+    return Message(role="system", parts=with_summaries(parts, "system")), extras
 
 
 def _map_tool_config(config: Wire, extras: Extras) -> tuple[tuple[ToolSpec, ...], Any]:
@@ -295,9 +293,7 @@ def _map_tool_config(config: Wire, extras: Extras) -> tuple[tuple[ToolSpec, ...]
                 parameters=canonical_of(schema),
             )
         )
-        fields = extra_members(spec, frozenset({"name", "description", "inputSchema"}))
-        if fields:
-            extras.tool_fields[name] = fields
+        extras.keep_tool_fields(name, spec, frozenset({"name", "description", "inputSchema"}))
     rest = {k: v for k, v in config.obj().items() if k != "tools"}
     return tuple(specs), (json.loads(canonical_of(Wire(rest, config.path))) if rest else None)
 
@@ -351,8 +347,7 @@ def parse_response(body: Mapping[str, Any]) -> Message:
 
 
 def _unsupported(what: str, i: int, j: int | None = None) -> UnsupportedPartError:
-    where = f"messages[{i}]" if j is None else f"messages[{i}].parts[{j}]"
-    return UnsupportedPartError(f"{what} (shape {SHAPE})", where=where)
+    return unsupported_part(SHAPE, what, i, j)
 
 
 def _format_of(part: ImagePart | FilePart, i: int, j: int) -> str:
@@ -412,15 +407,7 @@ def _render_part(part: Part, i: int, j: int) -> dict[str, Any]:
         case ImagePart() | FilePart():
             return _render_media(part, i, j)
         case ToolCallPart():
-            try:
-                value = json.loads(part.arguments) if part.arguments.strip() else {}
-            except json.JSONDecodeError:
-                raise _unsupported(
-                    f"tool call {part.id!r} has arguments that are not JSON; toolUse.input is a "
-                    "JSON document",
-                    i,
-                    j,
-                ) from None
+            value = call_arguments(part, SHAPE, i, j, field="toolUse.input", object_only=False)
             return {"toolUse": {"toolUseId": part.id, "name": part.name, "input": value}}
         case ToolResultPart():
             result: dict[str, Any] = {
@@ -467,8 +454,7 @@ def _render_tool_config(transcript: Transcript, extras: Extras) -> dict[str, Any
         spec["inputSchema"] = {"json": tool.parameters_value()}
         spec.update(extras.tool_fields.get(tool.name, {}))
         tools.append({"toolSpec": spec})
-    for position, raw in sorted(extras.raw_tools, key=lambda e: e[0]):
-        tools.insert(min(position, len(tools)), raw)
+    extras.insert_raw_tools(tools)
     rest = transcript.param("toolConfig")
     if not tools and rest is None:
         return None
@@ -484,11 +470,10 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     per_message = list(extras.for_messages(transcript.messages))
     messages = transcript.messages
     body: dict[str, Any] = {}
-    lead = 0
+    lead = leading_system_count(messages)
     system: list[Any] = []
-    while lead < len(messages) and messages[lead].role in {"system", "developer"}:
-        system.extend(_render_blocks(messages[lead], lead, per_message[lead]))
-        lead += 1
+    for i in range(lead):
+        system.extend(_render_blocks(messages[i], i, per_message[i]))
     wire_messages: list[Any] = []
     for i in range(lead, len(messages)):
         message = messages[i]
@@ -506,9 +491,7 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     config = _render_tool_config(transcript, extras)
     if config is not None:
         body["toolConfig"] = config
-    for key, value in transcript.params:
-        if "." not in key and key not in _BODY_KEYS:
-            body[key] = json.loads(value)
+    body.update(body_params(transcript, _BODY_KEYS))
     return body
 
 

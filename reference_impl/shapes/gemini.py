@@ -56,9 +56,16 @@ from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
+    body_params,
     canonical_of,
     extra_members,
     params_without,
+)
+from reference_impl.shapes._mapping import (
+    call_arguments,
+    leading_system_count,
+    unsupported_part,
+    with_summaries,
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
@@ -116,6 +123,9 @@ _DATA_KEYS: Final[dict[str, str]] = {
 }
 _RAW_DATA: Final = frozenset({"executableCode", "codeExecutionResult", "toolCall", "toolResponse"})
 _SIGNATURE_KEYS: Final = ("thoughtSignature", "thought_signature")
+_DECLARATION_KEYS: Final = frozenset(
+    {"name", "description", "parameters", "parametersJsonSchema", "parameters_json_schema"}
+)
 
 CAPABILITIES: Final = ShapeCapabilities(
     system_roles=frozenset({"system"}),
@@ -292,15 +302,6 @@ def _map_part(
     return out
 
 
-def _with_summaries(parts: list[Part], role: Role) -> tuple[Part, ...]:
-    if role not in {"user", "system"}:
-        return tuple(parts)
-    return tuple(
-        (SummaryPart.from_wire_text(p.text) if isinstance(p, TextPart) else None) or p
-        for p in parts
-    )
-
-
 def _map_content(content: Wire, role: Role, linker: _Linker) -> tuple[Message, MessageExtras]:
     extras = MessageExtras()
     parts: list[Part] = []
@@ -308,7 +309,7 @@ def _map_content(content: Wire, role: Role, linker: _Linker) -> tuple[Message, M
         parts.extend(_map_part(part, role, linker, extras, j))
     if role == "user" and any(isinstance(p, ToolResultPart) for p in parts):
         role = "tool"
-    return Message(role=role, parts=_with_summaries(parts, role)), extras
+    return Message(role=role, parts=with_summaries(parts, role)), extras
 
 
 _ROLES: Final[dict[str, Role]] = {"user": "user", "model": "assistant", "function": "user"}
@@ -343,10 +344,7 @@ def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
                     parameters=parameters,
                 )
             )
-            known = {"name", "description", "parameters", "parametersJsonSchema"}
-            fields = extra_members(declaration, frozenset({*known, "parameters_json_schema"}))
-            if fields:
-                extras.tool_fields[name] = fields
+            extras.keep_tool_fields(name, declaration, _DECLARATION_KEYS)
     if schema_keys:
         extras.values["schema_keys"] = schema_keys
     return tuple(out)
@@ -373,7 +371,7 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
                 raise part.fail("systemInstruction parts hold text")
             system_extras.add_fields((j,), extra_members(part, frozenset({"text"})))
             parts.append(TextPart(text.str_()))
-        messages.append(Message(role="system", parts=_with_summaries(parts, "system")))
+        messages.append(Message(role="system", parts=with_summaries(parts, "system")))
         per_message.append(system_extras)
     previous: list[ToolCallPart] = []
     for content in root.get("contents").items():
@@ -431,8 +429,7 @@ def parse_response(body: Mapping[str, Any]) -> Message:
 
 
 def _unsupported(what: str, i: int, j: int | None = None) -> UnsupportedPartError:
-    where = f"messages[{i}]" if j is None else f"messages[{i}].parts[{j}]"
-    return UnsupportedPartError(f"{what} (shape {SHAPE})", where=where)
+    return unsupported_part(SHAPE, what, i, j)
 
 
 def _is_synthetic(call_id: str) -> bool:
@@ -516,14 +513,7 @@ def _render_part(part: Part, names: Mapping[str, str], i: int, j: int) -> dict[s
         case ImagePart() | FilePart():
             return _render_blob(part, i, j)
         case ToolCallPart():
-            try:
-                args = json.loads(part.arguments) if part.arguments.strip() else {}
-            except json.JSONDecodeError:
-                raise _unsupported(
-                    f"tool call {part.id!r} has arguments that are not JSON", i, j
-                ) from None
-            if not isinstance(args, dict):
-                raise _unsupported(f"tool call {part.id!r}: functionCall.args is an object", i, j)
+            args = call_arguments(part, SHAPE, i, j, field="functionCall.args", object_only=True)
             call: dict[str, Any] = {"name": part.name, "args": args}
             if not _is_synthetic(part.id):
                 call["id"] = part.id
@@ -588,9 +578,7 @@ def _render_tools(transcript: Transcript, extras: Extras) -> list[Any]:
         declaration.update(extras.tool_fields.get(tool.name, {}))
         declarations.append(declaration)
     tools: list[Any] = [{"functionDeclarations": declarations}] if declarations else []
-    for position, raw in sorted(extras.raw_tools, key=lambda e: e[0]):
-        tools.insert(min(position, len(tools)), raw)
-    return tools
+    return extras.insert_raw_tools(tools)
 
 
 def _call_names(messages: Sequence[Message]) -> dict[str, str]:
@@ -604,12 +592,12 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     names = _call_names(transcript.messages)
     messages = transcript.messages
     body: dict[str, Any] = {}
-    lead = 0
+    lead = leading_system_count(messages)
     system: list[Any] = []
-    while lead < len(messages) and messages[lead].role in {"system", "developer"}:
-        parts = _render_parts(messages[lead], names, lead)
-        system.extend(Extras.apply(parts, per_message[lead], _nested_parts))
-        lead += 1
+    for i in range(lead):
+        system.extend(
+            Extras.apply(_render_parts(messages[i], names, i), per_message[i], _nested_parts)
+        )
     if lead:
         instruction: dict[str, Any] = {"parts": system}
         if "system_role" in extras.values:
@@ -631,9 +619,7 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     tools = _render_tools(transcript, extras)
     if tools:
         body["tools"] = tools
-    for key, value in transcript.params:
-        if "." not in key and key not in _BODY_KEYS:
-            body[key] = json.loads(value)
+    body.update(body_params(transcript, _BODY_KEYS))
     return body
 
 

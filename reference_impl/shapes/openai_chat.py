@@ -28,17 +28,20 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from reference_impl.errors import ShapeError, UnsupportedPartError
+from reference_impl.shapes._mapping import text_part
 from reference_impl.shapes._openai_common import (
     build_message,
     build_transcript,
     data_url,
+    file_from_data,
     image_detail,
-    parse_data_url,
+    image_from_url,
     parse_params,
     parse_tool,
     render_params,
     render_tool,
-    text_part,
+    text_of,
+    tool_results,
     unsupported,
 )
 from reference_impl.shapes._wire import Wire
@@ -204,10 +207,7 @@ def _map_content_part(
         image.only_keys({"url", "detail"}, "image_url")
         url = image.get("url").str_()
         detail = image_detail(image.get("detail"))
-        inline = parse_data_url(url)
-        if inline is not None:
-            return ImagePart(source="base64", data=inline[1], media_type=inline[0], detail=detail)
-        return ImagePart(source="url", data=url, detail=detail)
+        return image_from_url(url, detail)
     w.only_keys({"type", "file"}, "a file part")
     file = w.get("file")
     file.only_keys({"file_id", "file_data", "filename"}, "file")
@@ -215,9 +215,7 @@ def _map_content_part(
     if file.has("file_id"):
         return FilePart(source="file_id", data=file.get("file_id").str_(), filename=filename)
     raw = file.get("file_data").str_()
-    inline = parse_data_url(raw)
-    media_type, data = inline if inline is not None else (None, raw)
-    return FilePart(source="base64", data=data, media_type=media_type, filename=filename)
+    return file_from_data(raw, filename)
 
 
 def _map_assistant(item: Wire) -> Message:
@@ -311,17 +309,13 @@ def _render_message(message: Message, index: int) -> list[dict[str, Any]]:
 
 def _render_content(parts: tuple[Part, ...], index: int) -> str | list[dict[str, Any]]:
     if len(parts) == 1 and isinstance(parts[0], TextPart | SummaryPart):
-        return _text_of(parts[0])
+        return text_of(parts[0])
     return [_render_content_part(p, index, j) for j, p in enumerate(parts)]
-
-
-def _text_of(part: TextPart | SummaryPart) -> str:
-    return part.wire_text() if isinstance(part, SummaryPart) else part.text
 
 
 def _render_content_part(part: Part, index: int, j: int) -> dict[str, Any]:
     if isinstance(part, TextPart | SummaryPart):
-        return {"type": "text", "text": _text_of(part)}
+        return {"type": "text", "text": text_of(part)}
     if isinstance(part, ImagePart):
         if part.source == "file_id":
             raise unsupported(SHAPE, index, j, "an image by file id (use a URL or base64)")
@@ -400,16 +394,8 @@ def _render_tool_message(message: Message, index: int) -> list[dict[str, Any]]:
         raise unsupported(
             SHAPE, index, None, "a name on a merged tool message (names go on results)"
         )
-    if not message.parts:
-        raise unsupported(SHAPE, index, None, "a tool message without results")
     out: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if not isinstance(part, ToolResultPart):
-            raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in a tool message")
-        if part.is_error:
-            raise unsupported(
-                SHAPE, index, j, "an is_error flag on a tool result (put it in the text)"
-            )
+    for j, part in tool_results(SHAPE, message, index):
         if part.item_id is not None:
             raise unsupported(SHAPE, index, j, f"a tool result item id ({part.item_id!r})")
         if any(isinstance(a, FilePart) for a in part.content):

@@ -32,17 +32,20 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from reference_impl.errors import UnsupportedPartError
+from reference_impl.shapes._mapping import text_part
 from reference_impl.shapes._openai_common import (
     build_message,
     build_transcript,
     data_url,
+    file_from_data,
     image_detail,
-    parse_data_url,
+    image_from_url,
     parse_params,
     parse_tool,
     render_params,
     render_tool,
-    text_part,
+    text_of,
+    tool_results,
     unsupported,
 )
 from reference_impl.shapes._wire import Wire
@@ -254,10 +257,7 @@ def _map_content_part(w: Wire, role: Role) -> AttachmentPart:
         if w.has("file_id"):
             return ImagePart(source="file_id", data=w.get("file_id").str_(), detail=detail)
         url = w.get("image_url").str_()
-        inline = parse_data_url(url)
-        if inline is not None:
-            return ImagePart(source="base64", data=inline[1], media_type=inline[0], detail=detail)
-        return ImagePart(source="url", data=url, detail=detail)
+        return image_from_url(url, detail)
     w.only_keys({"type", "file_id", "file_data", "file_url", "filename"}, "an input_file part")
     filename = w.get("filename").opt_str()
     if w.has("file_id"):
@@ -265,9 +265,7 @@ def _map_content_part(w: Wire, role: Role) -> AttachmentPart:
     if w.has("file_url"):
         return FilePart(source="url", data=w.get("file_url").str_(), filename=filename)
     raw = w.get("file_data").str_()
-    inline = parse_data_url(raw)
-    media_type, data = inline if inline is not None else (None, raw)
-    return FilePart(source="base64", data=data, media_type=media_type, filename=filename)
+    return file_from_data(raw, filename)
 
 
 def _map_function_call(item: Wire) -> ToolCallPart:
@@ -304,7 +302,7 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     if messages and _is_instructions(messages[0]):
         only = messages[0].parts[0]
         assert isinstance(only, TextPart | SummaryPart)
-        body["instructions"] = _text_of(only)
+        body["instructions"] = text_of(only)
         start = 1
     items: list[dict[str, Any]] = []
     for index in range(start, len(messages)):
@@ -326,10 +324,6 @@ def _is_instructions(message: Message) -> bool:
     )
 
 
-def _text_of(part: TextPart | SummaryPart) -> str:
-    return part.wire_text() if isinstance(part, SummaryPart) else part.text
-
-
 def _render_message(message: Message, index: int) -> list[dict[str, Any]]:
     if message.name is not None:
         raise unsupported(SHAPE, index, None, f"a message name ({message.name!r})")
@@ -342,7 +336,7 @@ def _render_message(message: Message, index: int) -> list[dict[str, Any]]:
     out: dict[str, Any] = {"role": message.role}
     parts = message.parts
     if message.wire_id is None and len(parts) == 1 and isinstance(parts[0], TextPart | SummaryPart):
-        out["content"] = _text_of(parts[0])
+        out["content"] = text_of(parts[0])
     else:
         out["content"] = [_render_input_part(p, index, j) for j, p in enumerate(parts)]
     if message.wire_id is not None:
@@ -352,7 +346,7 @@ def _render_message(message: Message, index: int) -> list[dict[str, Any]]:
 
 def _render_input_part(part: Part, index: int, j: int) -> dict[str, Any]:
     if isinstance(part, TextPart | SummaryPart):
-        return {"type": "input_text", "text": _text_of(part)}
+        return {"type": "input_text", "text": text_of(part)}
     if isinstance(part, ImagePart):
         image: dict[str, Any] = {"type": "input_image"}
         if part.source == "file_id":
@@ -449,16 +443,8 @@ def _message_item(
 def _render_results(message: Message, index: int) -> list[dict[str, Any]]:
     if message.wire_id is not None:
         raise unsupported(SHAPE, index, None, f"an id on a tool message ({message.wire_id!r})")
-    if not message.parts:
-        raise unsupported(SHAPE, index, None, "a tool message without results")
     out: list[dict[str, Any]] = []
-    for j, part in enumerate(message.parts):
-        if not isinstance(part, ToolResultPart):
-            raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in a tool message")
-        if part.is_error:
-            raise unsupported(
-                SHAPE, index, j, "an is_error flag on a tool result (put it in the text)"
-            )
+    for j, part in tool_results(SHAPE, message, index):
         if part.name is not None:
             raise unsupported(SHAPE, index, j, f"a tool result name ({part.name!r})")
         content = part.content
