@@ -62,6 +62,8 @@ _WEATHER: Final = ToolSpec(
         {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     ),
 )
+# Gemini and Bedrock carry the model in the URL, so it is part of what a cassette matches.
+_MODEL_IN_URL: Final = frozenset({"gemini", "bedrock-converse"})
 _PARAMS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
     # Anthropic requires max_tokens; the other shapes do not need a sampling parameter.
     "anthropic-messages": (("max_tokens", "256"),),
@@ -216,7 +218,7 @@ def cases_for_session(
     A session the shape cannot carry (a part it has no wire form for) gives no case.
     """
     bodies: list[tuple[str, dict[str, object]]] = []
-    try:
+    with contextlib.suppress(CtxconfError):  # refused: nothing assembled to send
         assembly = assemble(session, config, shape=shape, budget=budget)  # type: ignore[arg-type]
         view = assembly.view
         # A gateway dialect renders the view its own way (Ollama's "" for null, Mistral's ids).
@@ -224,23 +226,13 @@ def cases_for_session(
             render_for_dialect(view, dialect) if dialect else assembly.render(shape)  # type: ignore[arg-type]
         )
         bodies.append((f"assembled@{budget}" if budget else "assembled", rendered))
-    except CtxconfError as exc:
-        bodies.append((f"assembly refused: {exc.code}", {}))
     # The session as a naive client would send it (base shape), to record the provider's verdict
     # on the unassembled structure too.
     with contextlib.suppress(CtxconfError):
         bodies.append(("session as is", _body(shape, session)))
-    out: list[Case] = []
-    seen: set[str] = set()
-    for label, body in bodies:
-        if not body:
-            continue
-        digest = skeleton_digest(skeleton(body, shape=shape, dialect=dialect, model=model))
-        if digest in seen:
-            continue
-        seen.add(digest)
-        out.append(Case(cassette, label, body, shape, dialect, model))
-    return out
+    return _unique(
+        [Case(cassette, label, body, shape, dialect, model) for label, body in bodies if body]
+    )
 
 
 def probe_cases(
@@ -248,7 +240,7 @@ def probe_cases(
 ) -> list[Case]:
     """Every probe in ``shape``, for ``model`` (the shape's default model otherwise)."""
     chosen = model or DEFAULT_MODELS[shape]
-    in_url = shape in ("gemini", "bedrock-converse")
+    in_url = shape in _MODEL_IN_URL
     out: list[Case] = []
     for probe in probes:
         out.extend(
@@ -291,7 +283,7 @@ def scenario_cases(
 
     chosen = [_with_model(s, shape, model) for s in scenarios if shape in s.shapes]
     assembler = ReferenceAssembler(shape)
-    in_url = shape in ("gemini", "bedrock-converse")
+    in_url = shape in _MODEL_IN_URL
     grouped: dict[str, list[Case]] = {}
     for case in plan_cases(chosen, [shape], [shape]):
         name = cassette_name(case.scenario.id, case.dialect)
@@ -313,21 +305,13 @@ def scenario_cases(
     return [case for cases in grouped.values() for case in _unique(cases)]
 
 
-def _digest(case: Case) -> str:
-    return skeleton_digest(
-        skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
-    )
-
-
 def _unique(cases: list[Case]) -> list[Case]:
-    seen: set[str] = set()
-    out: list[Case] = []
+    """The first case of each skeleton: a request of equal skeleton is sent once."""
+    by_skeleton: dict[str, Case] = {}
     for case in cases:
-        digest = _digest(case)
-        if digest not in seen:
-            seen.add(digest)
-            out.append(case)
-    return out
+        skel = skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
+        by_skeleton.setdefault(skeleton_digest(skel), case)
+    return list(by_skeleton.values())
 
 
 def unrecorded(
