@@ -10,6 +10,12 @@ from typing import Any, NoReturn
 import click
 import yaml
 
+from reference_impl._documents import (
+    DocumentTooDeepError,
+    DuplicateKeyError,
+    load_json_strict,
+    load_yaml_strict,
+)
 from reference_impl.errors import CtxconfError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FINDING", "EXIT_REFUSED", "fail_input", "read_document"]
@@ -38,14 +44,22 @@ def read_document(path: str | Path) -> Any:
     except OSError as exc:
         fail_input(path, exc.strerror or str(exc))
     try:
-        return json.loads(text)
+        return load_json_strict(text)
+    except (DuplicateKeyError, DocumentTooDeepError) as exc:
+        fail_input(path, f"JSON {exc}")
     except json.JSONDecodeError as json_exc:
         try:
-            value = yaml.safe_load(text)
+            value = load_yaml_strict(text)
+        except DocumentTooDeepError as exc:
+            fail_input(path, f"YAML {exc}")
         except yaml.YAMLError as yaml_exc:
             mark = getattr(yaml_exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            fail_input(path, f"neither JSON ({json_exc.msg}) nor YAML{where}")
+            problem = getattr(yaml_exc, "problem", None)
+            if problem and str(problem).startswith("duplicate key"):
+                fail_input(path, f"YAML{where}: {problem}")
+            detail = f": {problem}" if problem else ""
+            fail_input(path, f"neither JSON ({json_exc.msg}) nor YAML{where}{detail}")
         if not isinstance(value, dict | list):
             fail_input(
                 path,
