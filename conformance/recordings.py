@@ -149,7 +149,8 @@ def _construct_python_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node)
 _CassetteLoader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_python_tag)
 
 
-def _load_document(path: Path) -> object:
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when they are gzip (``.gz`` or not): the same for every format."""
     name = str(path)
     try:
         raw = path.read_bytes()
@@ -160,6 +161,12 @@ def _load_document(path: Path) -> object:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as exc:
             raise RecordingError(f"corrupt gzip file: {exc}", file=name) from None
+    return raw
+
+
+def _load_document(path: Path) -> object:
+    name = str(path)
+    raw = _read_bytes(path)
     stem = path.name.removesuffix(".gz")
     try:
         text = raw.decode("utf-8")
@@ -269,6 +276,12 @@ def _as_text(
     )
 
 
+def _json_or_text(text: str | None) -> object | None:
+    """A response body: its JSON value when it is JSON, else the text as recorded."""
+    parsed = _json_or_none(text)
+    return parsed if parsed is not None else text
+
+
 def _json_or_none(text: str | None) -> object | None:
     if text is None or not text.strip():
         return None
@@ -297,19 +310,8 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
     if not isinstance(url, str) or not url:
         raise RecordingError("missing the request uri", file=file, index=index, where="request.uri")
     method = str(request.get("method") or "POST").upper()
-    request_headers = _headers(
-        request.get("headers"), file=file, index=index, where="request.headers"
-    )
-    request_text: str | None = None
-    request_body: object | None
-    if "parsed_body" in request:  # pydantic-ai's serializer
-        request_body = request["parsed_body"]
-    else:
-        encoding = (request_headers.get("content-encoding") or (None,))[0]
-        request_text = _as_text(
-            request.get("body"), encoding, file=file, index=index, where="request.body"
-        )
-        request_body = _json_or_none(request_text)
+    request_headers, request_text, parsed = _side(request, "request", file=file, index=index)
+    request_body = parsed if request_text is None else _json_or_none(request_text)
 
     response = raw.get("response")
     if response is None:
@@ -323,23 +325,9 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
             index=index,
             where="response",
         )
-    response_headers = _headers(
-        response.get("headers"), file=file, index=index, where="response.headers"
-    )
+    response_headers, response_text, parsed = _side(response, "response", file=file, index=index)
     status = _status(response.get("status"), file=file, index=index)
-    response_text: str | None = None
-    response_body: object | None
-    if "parsed_body" in response:
-        response_body = response["parsed_body"]
-    else:
-        body = response.get("body")
-        content = body.get("string") if isinstance(body, Mapping) else body
-        encoding = (response_headers.get("content-encoding") or (None,))[0]
-        response_text = _as_text(
-            content, encoding, file=file, index=index, where="response.body.string"
-        )
-        parsed = _json_or_none(response_text)
-        response_body = parsed if parsed is not None else response_text
+    response_body = parsed if response_text is None else _json_or_text(response_text)
     return RecordedInteraction(
         file=file,
         index=index,
@@ -353,6 +341,25 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
         raw_response_text=response_text,
         raw_request_text=request_text,
     )
+
+
+def _side(
+    section: Mapping[str, Any], side: str, *, file: str, index: int
+) -> tuple[dict[str, tuple[str, ...]], str | None, object | None]:
+    """One side of an interaction: its headers, and its body as text (decompressed) or, from
+    pydantic-ai's serializer, as the ``parsed_body`` it stored (then the text is ``None``).
+    vcrpy keeps a response body under ``body.string``; a request body is the text itself."""
+    headers = _headers(section.get("headers"), file=file, index=index, where=f"{side}.headers")
+    if "parsed_body" in section:  # pydantic-ai's serializer
+        return headers, None, section["parsed_body"]
+    body = section.get("body")
+    where = f"{side}.body"
+    if side == "response":
+        where += ".string"
+        body = body.get("string") if isinstance(body, Mapping) else body
+    encoding = (headers.get("content-encoding") or (None,))[0]
+    text = _as_text(body, encoding, file=file, index=index, where=where)
+    return headers, text, None
 
 
 def _status(value: object, *, file: str, index: int) -> int | None:
@@ -407,12 +414,7 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
     """
     path = Path(path)
     name = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise RecordingError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
-    if raw[:2] == _GZIP_MAGIC:
-        raw = gzip.decompress(raw)
+    raw = _read_bytes(path)
     out: list[RecordedInteraction] = []
     for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines()):
         if not line.strip():
@@ -455,8 +457,7 @@ def _log_record(record: object, *, file: str, index: int) -> RecordedInteraction
     if isinstance(body, str):
         body = _json_or_none(body)
     if isinstance(response_body, str):
-        parsed = _json_or_none(response_body)
-        response_body = parsed if parsed is not None else response_body
+        response_body = _json_or_text(response_body)
     return RecordedInteraction(
         file=file,
         index=index,

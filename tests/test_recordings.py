@@ -416,6 +416,32 @@ def test_jsonl_log_names_the_bad_line(tmp_path: Path) -> None:
     assert isinstance(info.value, ValueError)
 
 
+def test_corrupt_gzip_log_is_a_recording_error_like_a_corrupt_cassette(tmp_path: Path) -> None:
+    # Truncated gzip: the JSON-lines reader used to let gzip's own exception escape.
+    broken = gzip.compress(b'{"messages": []}\n')[:12]
+    for name in ("log.jsonl.gz", "cassette.json.gz"):
+        path = tmp_path / name
+        path.write_bytes(broken)
+        with pytest.raises(RecordingError, match="corrupt gzip file") as info:
+            read_recording(path)
+        assert info.value.file == str(path)
+
+
+def test_response_text_that_is_not_json_stays_text_and_request_text_is_kept(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "text.yaml"
+    path.write_text(
+        "interactions:\n- request: {uri: 'http://x/v1/chat/completions', body: 'not json'}\n"
+        "  response: {status: {code: 502}, body: {string: 'Bad Gateway'}}\n"
+    )
+    (interaction,) = read_cassette(path)
+    assert interaction.request_body is None
+    assert interaction.raw_request_text == "not json"
+    assert interaction.response_body == "Bad Gateway"
+    assert interaction.raw_response_text == "Bad Gateway"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
