@@ -149,6 +149,10 @@ class ToolCallPart:
                 f"tool call arguments are not valid JSON ({exc.msg} at char {exc.pos})",
                 where=f"tool call {self.id!r}",
             ) from None
+        except RecursionError:
+            raise TranscriptError(
+                "tool call arguments are nested too deeply to decode", where=f"tool call {self.id!r}"
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,6 +85,13 @@ def call_arguments(
             i,
             j,
         ) from None
+    except RecursionError:
+        raise unsupported_part(
+            shape,
+            f"tool call {part.id!r} has arguments nested too deeply to decode into {field}",
+            i,
+            j,
+        ) from None
     if object_only and not isinstance(value, dict):
         raise unsupported_part(
             shape,
