@@ -151,7 +151,8 @@ class ToolCallPart:
             ) from None
         except RecursionError:
             raise TranscriptError(
-                "tool call arguments are nested too deeply to decode", where=f"tool call {self.id!r}"
+                "tool call arguments are nested too deeply to decode",
+                where=f"tool call {self.id!r}",
             ) from None
 
 
