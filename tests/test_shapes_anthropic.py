@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shape_support import (
+    assert_transcript_or_parse_error,
+    needs_recordings,
+    recorded_requests,
+    sorted_json,
+    vocabulary_json,
+)
 
 from conformance.strategies import transcripts
 from reference_impl import rings
@@ -32,17 +38,6 @@ from reference_impl.transcript import (
     ToolResultPart,
     Transcript,
 )
-
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
-needs_recordings = pytest.mark.skipif(
-    not RECORDINGS.is_dir(),
-    reason=f"{RECORDINGS} is absent: the public recordings live next to the repo in ../shared/recordings",
-)
-
-
-def sorted_json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
 
 TOOL_LOOP: dict[str, Any] = {
     "model": "claude-sonnet-4-5",
@@ -569,17 +564,11 @@ def _meaning(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _recorded(folder: str) -> list[Any]:
-    from conformance.recordings import iter_recordings
-
-    return [i for i in iter_recordings(RECORDINGS / folder) if isinstance(i.request_body, dict)]
-
-
 @needs_recordings
 @pytest.mark.recordings
 def test_every_recorded_request_renders_back_equal_in_meaning() -> None:
     checked = 0
-    for interaction in _recorded("anthropic"):
+    for interaction in recorded_requests("anthropic"):
         body = interaction.request_body
         if interaction.status == 400 and "Input does not match" in str(interaction.response_body):
             with pytest.raises(ParseError) as info:  # A12: the provider rejected it too
@@ -598,7 +587,7 @@ def test_every_recorded_request_renders_back_equal_in_meaning() -> None:
 @pytest.mark.recordings
 def test_every_recorded_response_parses_and_the_sdk_accepts_our_rendering() -> None:
     checked = 0
-    for interaction in _recorded("anthropic"):
+    for interaction in recorded_requests("anthropic"):
         response = interaction.response_body
         if interaction.status != 200 or not isinstance(response, dict) or "content" not in response:
             continue
@@ -622,7 +611,7 @@ def test_round_trip_parse_render_over_generated_transcripts(t: Transcript) -> No
     assert ADAPTER.parse_request(ADAPTER.render_request(t)) == t
 
 
-_VOCABULARY = st.sampled_from(
+_json = vocabulary_json(
     [
         "role",
         "content",
@@ -648,20 +637,8 @@ _VOCABULARY = st.sampled_from(
         "tool_result",
         "image",
         "document",
-    ]
-)
-_json = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False)
-    | st.text(max_size=5)
-    | _VOCABULARY,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(_VOCABULARY | st.text(max_size=3), inner, max_size=5)
-    ),
-    max_leaves=30,
+    ],
+    floats=True,
 )
 
 
@@ -675,21 +652,7 @@ _json = st.recursive(
     )
 )
 def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    for parse in (ADAPTER.parse_request, ADAPTER.parse_response):
-        outcome = _outcome(parse, body)
-        if isinstance(outcome, ParseError):
-            assert outcome.where
-        else:
-            assert isinstance(outcome, Transcript | Message)
-
-
-def _outcome(parse: Any, body: Any) -> object:
-    """The parse result, or the ParseError it raised; anything else propagates and fails."""
-    try:
-        result: object = parse(body)
-    except ParseError as exc:
-        return exc
-    return result
+    assert_transcript_or_parse_error(ADAPTER, body)
 
 
 def test_registry_returns_this_adapter() -> None:

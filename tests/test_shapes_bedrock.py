@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shape_support import (
+    assert_transcript_or_parse_error,
+    needs_recordings,
+    recorded_requests,
+    vocabulary_json,
+)
 
 from conformance.strategies import transcripts
 from reference_impl.errors import ParseError, UnsupportedPartError
@@ -29,12 +34,6 @@ from reference_impl.transcript import (
     ToolCallPart,
     ToolResultPart,
     Transcript,
-)
-
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
-needs_recordings = pytest.mark.skipif(
-    not RECORDINGS.is_dir(),
-    reason=f"{RECORDINGS} is absent: the public recordings live next to the repo in ../shared/recordings",
 )
 
 REASONING = {"reasoningContent": {"reasoningText": {"text": "Think…", "signature": "c2ln+/=="}}}
@@ -314,12 +313,6 @@ def test_parts_converse_cannot_carry_raise_unsupported(transcript: Transcript, w
 # -------------------------------------------------------------------------------- recordings
 
 
-def _recorded() -> list[Any]:
-    from conformance.recordings import iter_recordings
-
-    return [i for i in iter_recordings(RECORDINGS / "bedrock") if isinstance(i.request_body, dict)]
-
-
 def _meaning(body: dict[str, Any]) -> dict[str, Any]:
     """``system: []`` is the same as no system (Converse API reference: system is optional)."""
     return {k: v for k, v in body.items() if not (k == "system" and v == [])}
@@ -329,7 +322,7 @@ def _meaning(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.recordings
 def test_every_recorded_request_renders_back_equal_in_meaning() -> None:
     checked = 0
-    for interaction in _recorded():
+    for interaction in recorded_requests("bedrock"):
         body = interaction.request_body
         t = ADAPTER.parse_request(body)
         rendered = ADAPTER.render_request(t)
@@ -343,7 +336,7 @@ def test_every_recorded_request_renders_back_equal_in_meaning() -> None:
 @pytest.mark.recordings
 def test_every_recorded_response_parses_and_renders_back() -> None:
     checked = 0
-    for interaction in _recorded():
+    for interaction in recorded_requests("bedrock"):
         response = interaction.response_body
         if interaction.status != 200 or not isinstance(response, dict):
             continue
@@ -373,7 +366,7 @@ def test_round_trip_parse_render_over_generated_transcripts(t: Transcript) -> No
     assert ADAPTER.parse_request(ADAPTER.render_request(t)) == t
 
 
-_VOCABULARY = st.sampled_from(
+_json = vocabulary_json(
     [
         "role",
         "content",
@@ -404,23 +397,6 @@ _VOCABULARY = st.sampled_from(
         "inputSchema",
     ]
 )
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5) | _VOCABULARY,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(_VOCABULARY | st.text(max_size=3), inner, max_size=5)
-    ),
-    max_leaves=30,
-)
-
-
-def _outcome(parse: Any, body: Any) -> object:
-    """The parse result, or the ParseError it raised; anything else propagates and fails."""
-    try:
-        result: object = parse(body)
-    except ParseError as exc:
-        return exc
-    return result
 
 
 @settings(max_examples=300, deadline=None)
@@ -434,12 +410,7 @@ def _outcome(parse: Any, body: Any) -> object:
     )
 )
 def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    for parse in (ADAPTER.parse_request, ADAPTER.parse_response):
-        outcome = _outcome(parse, body)
-        if isinstance(outcome, ParseError):
-            assert outcome.where
-        else:
-            assert isinstance(outcome, Transcript | Message)
+    assert_transcript_or_parse_error(ADAPTER, body)
 
 
 def test_registry_returns_this_adapter() -> None:

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shape_support import (
+    assert_transcript_or_parse_error,
+    needs_recordings,
+    recorded_requests,
+    vocabulary_json,
+)
 
 from conformance.strategies import transcripts
 from reference_impl import rings
@@ -30,12 +35,6 @@ from reference_impl.transcript import (
     ToolCallPart,
     ToolResultPart,
     Transcript,
-)
-
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
-needs_recordings = pytest.mark.skipif(
-    not RECORDINGS.is_dir(),
-    reason=f"{RECORDINGS} is absent: the public recordings live next to the repo in ../shared/recordings",
 )
 
 
@@ -470,17 +469,11 @@ def _meaning(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _recorded() -> list[Any]:
-    from conformance.recordings import iter_recordings
-
-    return [i for i in iter_recordings(RECORDINGS / "gemini") if isinstance(i.request_body, dict)]
-
-
 @needs_recordings
 @pytest.mark.recordings
 def test_every_recorded_request_renders_back_equal_in_meaning() -> None:
     checked = 0
-    for interaction in _recorded():
+    for interaction in recorded_requests("gemini"):
         body = interaction.request_body
         if "Please use a valid role" in str(interaction.response_body):
             with pytest.raises(ParseError) as info:  # G7: the provider rejected it too
@@ -503,7 +496,7 @@ def test_every_recorded_request_renders_back_equal_in_meaning() -> None:
 @pytest.mark.recordings
 def test_every_recorded_response_parses_with_its_signature_first() -> None:
     checked = 0
-    for interaction in _recorded():
+    for interaction in recorded_requests("gemini"):
         response = interaction.response_body
         if interaction.status != 200 or not isinstance(response, dict):
             continue
@@ -528,7 +521,7 @@ def test_round_trip_parse_render_over_generated_transcripts(t: Transcript) -> No
     assert ADAPTER.parse_request(ADAPTER.render_request(t)) == t
 
 
-_VOCABULARY = st.sampled_from(
+_json = vocabulary_json(
     [
         "role",
         "parts",
@@ -558,23 +551,6 @@ _VOCABULARY = st.sampled_from(
         "error",
     ]
 )
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5) | _VOCABULARY,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(_VOCABULARY | st.text(max_size=3), inner, max_size=5)
-    ),
-    max_leaves=30,
-)
-
-
-def _outcome(parse: Any, body: Any) -> object:
-    """The parse result, or the ParseError it raised; anything else propagates and fails."""
-    try:
-        result: object = parse(body)
-    except ParseError as exc:
-        return exc
-    return result
 
 
 @settings(max_examples=300, deadline=None)
@@ -588,12 +564,7 @@ def _outcome(parse: Any, body: Any) -> object:
     )
 )
 def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    for parse in (ADAPTER.parse_request, ADAPTER.parse_response):
-        outcome = _outcome(parse, body)
-        if isinstance(outcome, ParseError):
-            assert outcome.where
-        else:
-            assert isinstance(outcome, Transcript | Message)
+    assert_transcript_or_parse_error(ADAPTER, body)
 
 
 def test_registry_returns_this_adapter() -> None:

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
+from shape_support import (
+    RECORDINGS,
+    needs_recordings,
+    parse_outcome,
+    plain_json,
+    wireish_json,
+)
 
 from conformance.strategies import transcripts
 from reference_impl.errors import ParseError, ShapeError, UnsupportedPartError
@@ -44,12 +49,6 @@ from reference_impl.transcript import (
     ToolSpec,
     Transcript,
     canonical_json,
-)
-
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
-needs_recordings = pytest.mark.skipif(
-    not RECORDINGS.is_dir(),
-    reason=f"{RECORDINGS} is absent: the public recordings live next to the repo in ../shared/recordings",
 )
 
 
@@ -584,70 +583,51 @@ def test_round_trip_parse_render_is_identity(transcript: Transcript) -> None:
     assert parse_request(render_request(transcript)) == transcript
 
 
-def _outcome(parse: Callable[[Any], object], body: Any) -> object:
-    """The parse result, or the ParseError it raised (anything else propagates and fails)."""
-    try:
-        return parse(body)
-    except ParseError as exc:
-        return exc
-
-
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-_keys = st.sampled_from(
-    [
-        "messages",
-        "role",
-        "content",
-        "tool_calls",
-        "function",
-        "arguments",
-        "id",
-        "type",
-        "tool_call_id",
-        "name",
-        "text",
-        "image_url",
-        "url",
-        "file",
-        "reasoning_content",
-        "tools",
-        "choices",
-        "message",
-        "parameters",
-        "detail",
-        "model",
-    ]
-)
-_roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "x"])
+_keys = [
+    "messages",
+    "role",
+    "content",
+    "tool_calls",
+    "function",
+    "arguments",
+    "id",
+    "type",
+    "tool_call_id",
+    "name",
+    "text",
+    "image_url",
+    "url",
+    "file",
+    "reasoning_content",
+    "tools",
+    "choices",
+    "message",
+    "parameters",
+    "detail",
+    "model",
+]
+_roles = ["system", "developer", "user", "assistant", "tool", "x"]
 # Garbage needs fewer examples than the round trip: most draws die at the first wrong type.
 FUZZ_EXAMPLES = 150
 
-_wireish = st.recursive(
-    _json | _roles,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_keys, inner, max_size=5),
-    max_leaves=30,
-)
+_wireish = wireish_json(_keys, _roles)
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(
-    st.one_of(_json, _wireish, st.fixed_dictionaries({"messages": st.lists(_wireish, max_size=4)}))
+    st.one_of(
+        plain_json, _wireish, st.fixed_dictionaries({"messages": st.lists(_wireish, max_size=4)})
+    )
 )
 def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    outcome = _outcome(parse_request, body)
+    outcome = parse_outcome(parse_request, body)
     assert isinstance(outcome, Transcript) or (isinstance(outcome, ParseError) and outcome.where)
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(
     st.one_of(
-        _json,
+        plain_json,
         _wireish,
         st.fixed_dictionaries(
             {"choices": st.lists(st.fixed_dictionaries({"message": _wireish}), max_size=2)}
@@ -655,5 +635,5 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
     )
 )
 def test_arbitrary_json_gives_a_reply_or_a_parse_error(body: Any) -> None:
-    outcome = _outcome(parse_response, body)
+    outcome = parse_outcome(parse_response, body)
     assert isinstance(outcome, Message) or (isinstance(outcome, ParseError) and outcome.where)

@@ -7,14 +7,19 @@ recordings). The recording round trip compares a skeleton computed from the raw 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response
+from shape_support import (
+    RECORDINGS,
+    needs_recordings,
+    parse_outcome,
+    plain_json,
+    wireish_json,
+)
 
 from conformance.strategies import transcripts
 from reference_impl.errors import ParseError, UnsupportedPartError
@@ -38,12 +43,6 @@ from reference_impl.transcript import (
     ToolResultPart,
     Transcript,
     canonical_json,
-)
-
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
-needs_recordings = pytest.mark.skipif(
-    not RECORDINGS.is_dir(),
-    reason=f"{RECORDINGS} is absent: the public recordings live next to the repo in ../shared/recordings",
 )
 
 REASONING = {
@@ -483,84 +482,67 @@ def test_round_trip_parse_render_is_identity(transcript: Transcript) -> None:
     assert parse_request(render_request(transcript)) == transcript
 
 
-def _outcome(parse: Callable[[Any], object], body: Any) -> object:
-    """The parse result, or the ParseError it raised (anything else propagates and fails)."""
-    try:
-        return parse(body)
-    except ParseError as exc:
-        return exc
-
-
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-_keys = st.sampled_from(
-    [
-        "input",
-        "instructions",
-        "type",
-        "role",
-        "content",
-        "id",
-        "call_id",
-        "name",
-        "arguments",
-        "output",
-        "text",
-        "annotations",
-        "image_url",
-        "file_id",
-        "file_data",
-        "detail",
-        "tools",
-        "parameters",
-        "summary",
-        "status",
-    ]
-)
-_atoms = st.sampled_from(
-    [
-        "message",
-        "function_call",
-        "function_call_output",
-        "reasoning",
-        "input_text",
-        "output_text",
-        "input_image",
-        "input_file",
-        "user",
-        "assistant",
-        "system",
-        "developer",
-        "tool",
-        "function",
-    ]
-)
+_keys = [
+    "input",
+    "instructions",
+    "type",
+    "role",
+    "content",
+    "id",
+    "call_id",
+    "name",
+    "arguments",
+    "output",
+    "text",
+    "annotations",
+    "image_url",
+    "file_id",
+    "file_data",
+    "detail",
+    "tools",
+    "parameters",
+    "summary",
+    "status",
+]
+_atoms = [
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "input_text",
+    "output_text",
+    "input_image",
+    "input_file",
+    "user",
+    "assistant",
+    "system",
+    "developer",
+    "tool",
+    "function",
+]
 # Garbage needs fewer examples than the round trip: most draws die at the first wrong type.
 FUZZ_EXAMPLES = 150
 
-_wireish = st.recursive(
-    _json | _atoms,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_keys, inner, max_size=5),
-    max_leaves=30,
-)
+_wireish = wireish_json(_keys, _atoms)
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
-@given(st.one_of(_json, _wireish, st.fixed_dictionaries({"input": st.lists(_wireish, max_size=4)})))
+@given(
+    st.one_of(
+        plain_json, _wireish, st.fixed_dictionaries({"input": st.lists(_wireish, max_size=4)})
+    )
+)
 def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    outcome = _outcome(parse_request, body)
+    outcome = parse_outcome(parse_request, body)
     assert isinstance(outcome, Transcript) or (isinstance(outcome, ParseError) and outcome.where)
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(
-    st.one_of(_json, _wireish, st.fixed_dictionaries({"output": st.lists(_wireish, max_size=4)}))
+    st.one_of(
+        plain_json, _wireish, st.fixed_dictionaries({"output": st.lists(_wireish, max_size=4)})
+    )
 )
 def test_arbitrary_json_gives_a_reply_or_a_parse_error(body: Any) -> None:
-    outcome = _outcome(parse_response, body)
+    outcome = parse_outcome(parse_response, body)
     assert isinstance(outcome, Message) or (isinstance(outcome, ParseError) and outcome.where)
