@@ -33,6 +33,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 import jsonschema
 import yaml
 
+from reference_impl._documents import DocumentTooDeepError, load_yaml_strict
 from reference_impl.errors import CtxconfError, TranscriptError
 from reference_impl.transcript import (
     SHAPE_NAMES,
@@ -337,9 +338,13 @@ def _level_of(path: Path) -> Level:
 def load_file(path: Path) -> tuple[Scenario, ...]:
     """Every scenario of one YAML file; a :class:`ScenarioError` naming the file and JSON path."""
     try:
-        document = yaml.safe_load(path.read_text("utf-8"))
+        document = load_yaml_strict(path.read_text("utf-8"))
     except OSError as exc:
         raise ScenarioError(exc.strerror or str(exc), where=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
+    except DocumentTooDeepError as exc:
+        raise ScenarioError(f"not a scenario file: {exc}", where=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""

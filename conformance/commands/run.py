@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from conformance.baseline import BaselineError, gate, read_baseline, write_baseline
+from conformance.checks import REGISTRY
 from conformance.commands._io import EXIT_BAD_INPUT
 from conformance.engine import DEFAULT_TIMEOUT, run_events
 from conformance.events import CaseFinished, Event, RunStarted
@@ -46,7 +47,15 @@ def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], st
     """``--scenarios`` is a path (file or folder) or comma-separated ids/tags of the built-in corpus."""
     if spec is not None and Path(spec).exists():
         root = Path(spec)
-        return select(load_corpus(root), level=level), str(root)
+        loaded = load_corpus(root)
+        if not loaded:
+            # Zero cases would "pass" a CI gate while testing nothing.
+            _fail(f"{root}: no scenario files (*.yaml under must/, should/ or may/) found")
+        chosen_here = select(loaded, level=level)
+        if not chosen_here:
+            _fail(f"{root}: no scenario at --level {level} or below")
+        _check_ids_known(chosen_here)
+        return chosen_here, str(root)
     root = default_corpus_path()
     selectors = [s.strip() for s in spec.split(",") if s.strip()] if spec else []
     chosen = select(load_corpus(root), selectors=selectors, level=level)
@@ -55,7 +64,19 @@ def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], st
             f"--scenarios {spec!r} is neither a file or folder nor an id or tag of the corpus at "
             f"{root}; `ctxconf scenarios list` shows ids and tags"
         )
+    _check_ids_known(chosen)
     return chosen, str(root)
+
+
+def _check_ids_known(scenarios: Iterable[Scenario]) -> None:
+    """A check id the registry does not know would be skipped silently: refuse it up front."""
+    for s in scenarios:
+        for check_id in (*s.expect.checks, *s.expect.skip_checks):
+            if check_id not in REGISTRY:
+                _fail(
+                    f"{s.source}: scenario {s.id!r}: unknown check {check_id!r} in expect; "
+                    f"`ctxconf scenarios validate` lists the corpus problems"
+                )
 
 
 def _shapes(value: str | None) -> tuple[str, ...] | None:

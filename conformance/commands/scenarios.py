@@ -26,10 +26,17 @@ __all__ = ["command"]
 def _load(path: Path | None) -> tuple[tuple[Scenario, ...], Path]:
     try:
         root = path if path is not None else default_corpus_path()
-        return load_corpus(root), root
+        loaded = load_corpus(root)
     except ScenarioError as exc:
         click.echo(f"ctxconf: error: {exc}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
+    if not loaded:
+        click.echo(
+            f"ctxconf: error: {root}: no scenario files (*.yaml under must/, should/ or may/) found",
+            err=True,
+        )
+        raise SystemExit(EXIT_BAD_INPUT)
+    return loaded, root
 
 
 @click.group(name="scenarios")
