@@ -234,6 +234,11 @@ def _scan(root: Path) -> Stamp:
     return tuple(sorted(found))
 
 
+def _answer_order(item: RecordedInteraction) -> tuple[bool, str, int]:
+    """Live recordings answer first; then by cassette path and position (deterministic)."""
+    return (item.metadata.source != "live", str(item.path), item.index)
+
+
 def _cassette_files(root: Path) -> list[Path]:
     return [Path(name) for name, _, _ in _scan(root)]
 
@@ -248,7 +253,8 @@ class CassetteLibrary:
             self.interactions.extend(_interactions(path))
         self._by_digest: dict[str, list[RecordedInteraction]] = {}
         self._by_modelless: dict[str, list[RecordedInteraction]] = {}
-        for item in self.interactions:
+        # Indexed in answer order (live first, then by place), once: lookups only filter.
+        for item in sorted(self.interactions, key=_answer_order):
             self._by_digest.setdefault(item.digest, []).append(item)
             self._by_modelless.setdefault(_without_model(item.skeleton), []).append(item)
         self.files = len({item.path for item in self.interactions})
@@ -274,7 +280,7 @@ class CassetteLibrary:
             found = self._by_modelless.get(_without_model(skel), [])
         else:
             found = self._by_digest.get(skeleton_digest(skel), [])
-        usable = [
+        return [
             item
             for item in found
             if item.provenance is not None
@@ -284,7 +290,6 @@ class CassetteLibrary:
                 or item.metadata.profile == profile
             )
         ]
-        return sorted(usable, key=lambda i: (i.metadata.source != "live", str(i.path), i.index))
 
 
 @functools.lru_cache(maxsize=8)

@@ -93,6 +93,22 @@ def test_library_is_read_once_and_again_after_a_rewrite(tmp_path: Path) -> None:
     assert load_library(tmp_path / "absent").interactions == []
 
 
+def test_a_live_recording_answers_before_an_emulated_one_of_the_same_skeleton(
+    tmp_path: Path,
+) -> None:
+    emulated = _copy(tmp_path)
+    live = emulated.with_name("zz-live-copy.yaml")  # sorts after: path order alone would lose
+    document = yaml.safe_load(emulated.read_text("utf-8"))
+    document["ctxconf"]["recorded_against"] = "live"
+    live.write_text(yaml.safe_dump(document, sort_keys=False), "utf-8")
+    library = CassetteLibrary(tmp_path)
+    skel = library.interactions[0].skeleton
+    found = library.lookup(skel, profile="openai-default")
+    assert [i.path.name for i in found] == ["zz-live-copy.yaml", emulated.name]
+    assert found[0].verdict().provenance == "recorded-live"
+    assert found[1].verdict().provenance == "recorded-emulated"
+
+
 def test_judgement_uses_the_recording_with_its_provenance_and_cassette() -> None:
     library = load_library(CASSETTES)
     item = next(

@@ -95,6 +95,7 @@ def _reject(rule: Rule, profile: Profile, finding: Finding, seed: str) -> Verdic
 
 
 def accept_verdict(profile: Profile) -> Verdict:
+    """The profile's ``accept`` (200), computed now: provenance ``emulated``."""
     return Verdict(
         verdict="accept",
         status=200,
@@ -129,11 +130,19 @@ def _structure_finding(body: Any, profile: Profile, ctx: Context) -> Verdict | N
     return _reject(rule, profile, finding, _seed(body))
 
 
-def _findings(body: Mapping[str, Any], profile: Profile, ctx: Context) -> list[Finding]:
+def _rules_by_check(profile: Profile) -> dict[str, str]:
+    """Check name -> the profile's first rule judged by that check (its wording wins)."""
+    rules = load_catalog().rules
     by_check: dict[str, str] = {}
-    catalog = load_catalog()
     for rid in profile.rules:
-        by_check.setdefault(catalog.rules[rid].check_name, rid)
+        by_check.setdefault(rules[rid].check_name, rid)
+    return by_check
+
+
+def _findings(
+    body: Mapping[str, Any], profile: Profile, ctx: Context, by_check: Mapping[str, str]
+) -> list[Finding]:
+    catalog = load_catalog()
     registry = CHECKS.get(profile.shape, {})
     found: list[Finding] = []
     seen_functions: set[int] = set()
@@ -171,15 +180,14 @@ def _judge(
     shape_error = _structure_finding(body, profile, ctx)
     if shape_error is not None:
         return [shape_error]
-    by_check: dict[str, str] = {}
-    for rid in profile.rules:
-        by_check.setdefault(load_catalog().rules[rid].check_name, rid)
+    by_check = _rules_by_check(profile)
     verdicts: list[Verdict] = []
-    seed = _seed(body)
-    for finding in _findings(body, profile, ctx):
+    seed: str | None = None  # serialized only for a rejection (most requests are accepted)
+    for finding in _findings(body, profile, ctx, by_check):
         rule = _rule_for(finding, profile, by_check)
         if rule is None:
             continue
+        seed = _seed(body) if seed is None else seed
         verdicts.append(_reject(rule, profile, finding, seed))
         if first_only:
             return verdicts
