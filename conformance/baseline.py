@@ -181,6 +181,10 @@ def read_baseline(path: Path | str) -> Baseline:
         ) from None
     except OSError as exc:
         raise BaselineError(exc.strerror or str(exc), where=str(source)) from None
+    except UnicodeDecodeError as exc:
+        raise BaselineError(f"not UTF-8 text (byte {exc.start})", where=str(source)) from None
+    except RecursionError:
+        raise BaselineError("not a baseline: JSON nested too deeply", where=str(source)) from None
     except json.JSONDecodeError as exc:
         raise BaselineError(
             f"not JSON ({exc.msg} at line {exc.lineno})", where=str(source)

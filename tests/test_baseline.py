@@ -21,7 +21,7 @@ from conformance.baseline import (
     write_baseline,
 )
 from conformance.checks import CheckResult
-from conformance.events import CaseFinished, CaseResult, RunStarted
+from conformance.events import CaseFinished, CaseResult, Event, RunFinished, RunStarted
 from conformance.reporting.record import JsonLinesWriter, read_jsonl, record_from_events
 
 
@@ -116,10 +116,11 @@ def test_file_is_versioned_keyed_by_case_id_and_sorted(tmp_path: Path) -> None:
 
 def test_from_a_saved_jsonl_run(tmp_path: Path) -> None:
     run = tmp_path / "run.jsonl"
-    events = [
+    events: list[Event] = [
         RunStarted("mypkg:trim", ("openai-chat",), "may", 2, 2, "scenarios", "t", "0", 1, 10.0, 1),
         CaseFinished(BEFORE[0]),
         CaseFinished(BEFORE[2]),
+        RunFinished(totals={}, statuses={}, seconds=0.1),  # a saved run is complete
     ]
     with run.open("w") as stream:
         writer = JsonLinesWriter(stream)

@@ -7,6 +7,7 @@ every ``should`` case too with ``--strict``); 2 for bad options or files.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -198,6 +199,11 @@ def command(
             baseline = read_baseline(baseline_file)
         except BaselineError as exc:
             _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
+    # Output places are checked before the run, so a long run is never lost to a bad path.
+    if not no_reports:
+        _prepare_dir(report_dir, "--report-dir")
+    if write_baseline_file is not None:
+        _prepare_dir(write_baseline_file.parent, "--write-baseline")
     wanted = _shapes(shapes)
     if wanted is not None and not set(wanted) & set(plugin.shapes):
         _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
@@ -216,7 +222,10 @@ def command(
     collected = _collect(events, printer)
     record = record_from_events(collected)
     if not no_reports:
-        _write_reports(report_dir, collected, record)
+        try:
+            _write_reports(report_dir, collected, record)
+        except OSError as exc:
+            _fail(f"--report-dir {report_dir}: cannot write the reports ({exc.strerror or exc})")
     if output_format == "table":
         # A pipe or CI log gets a fixed width wide enough for five shape columns.
         render_terminal(record, Console(width=None if sys.stdout.isatty() else 120))
@@ -226,12 +235,24 @@ def command(
         click.echo(render_markdown(record), nl=False)
     status = record.exit_status
     if write_baseline_file is not None:
-        write_baseline(record, write_baseline_file)
+        try:
+            write_baseline(record, write_baseline_file)
+        except OSError as exc:
+            _fail(f"--write-baseline {write_baseline_file}: cannot write ({exc.strerror or exc})")
         click.echo(f"baseline: wrote {write_baseline_file}", err=True)
     if baseline is not None:
         # With a baseline, known failures do not fail the run; regressions do (issue 6, item 2).
         status = gate(record, baseline, console=Console(stderr=True))
     raise SystemExit(status)
+
+
+def _prepare_dir(directory: Path, option: str) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"{option} {directory}: cannot create the folder ({exc.strerror or exc})")
+    if not os.access(directory, os.W_OK):
+        _fail(f"{option} {directory}: the folder is not writable")
 
 
 def _collect(events: Iterable[Event], printer: JsonLinesWriter | None) -> list[Event]:

@@ -126,6 +126,8 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise ReportFileError(exc.strerror or str(exc), where=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ReportFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -133,6 +135,8 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
             yield number, json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ReportFileError(f"not JSON ({exc.msg})", where=f"{path}:{number}") from None
+        except RecursionError:
+            raise ReportFileError("JSON nested too deeply", where=f"{path}:{number}") from None
 
 
 def read_jsonl(path: Path) -> RunRecord:
@@ -170,4 +174,13 @@ def read_jsonl(path: Path) -> RunRecord:
             raise ReportFileError(f"unknown line type {kind!r}", where=where)
     if header is None:
         raise ReportFileError("empty report", where=str(path))
+    if not footer:
+        # A run cut short (killed, disk full, truncated copy) must not render as a clean result.
+        expected = header.get("case_count")
+        of = f" of {expected}" if isinstance(expected, int) else ""
+        raise ReportFileError(
+            f"no footer line: the run was cut short ({len(cases)}{of} case(s) recorded); "
+            f"re-run `ctxconf run` to get a complete report",
+            where=str(path),
+        )
     return RunRecord(header, tuple(cases), footer)
