@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -175,6 +178,82 @@ def test_html_is_self_contained(record: RunRecord) -> None:
     assert 'id="f-level"' in page
     assert 'id="f-shape"' in page
     assert 'id="f-status"' in page
+
+
+def test_html_loads_nothing_from_outside(record: RunRecord) -> None:
+    page = render_html(record)
+    for external in ("src=", "href=", "url(", "@import", "<link", "<iframe", "<img"):
+        assert external not in page, external
+
+
+class _Elements(HTMLParser):
+    """The elements the page's filter script touches, with their data attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[dict[str, object]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        data = {k.removeprefix("data-"): v or "" for k, v in attrs if k.startswith("data-")}
+        if data or tag == "select":
+            self.found.append({"tag": tag, "id": dict(attrs).get("id") or "", "data": data})
+
+
+# A minimal DOM for the selectors the script uses; prints each element's display after a filter.
+_DOM_STUB = """
+const els = JSON.parse(process.argv[1]), values = JSON.parse(process.argv[2]);
+els.forEach(e => { e.dataset = e.data; e.style = {display: ''}; e.value = values[e.id] || '';
+                   e.addEventListener = () => {}; });
+const match = (sel, e) => sel === '[data-case]' ? 'case' in e.data
+  : sel === 'tr[data-row]' ? e.tag === 'tr' && 'row' in e.data
+  : sel === '[data-col]' ? 'col' in e.data
+  : sel === '.filters select' ? e.tag === 'select' : false;
+global.document = {
+  getElementById: id => els.find(e => e.id === id),
+  querySelectorAll: sel => els.filter(e => match(sel, e)),
+};
+eval(process.argv[3]);
+console.log(JSON.stringify(els.filter(e => e.tag !== 'select').map(
+  e => [e.tag, e.data.scenario || e.data.col || e.data.shape || '', e.style.display])));
+"""
+
+
+def _displayed(page: str, **values: str) -> dict[tuple[str, str], list[str]]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the HTML filter script cannot be executed")
+    parser = _Elements()
+    parser.feed(page)
+    script = page.split("<script>")[1].split("</script>", maxsplit=1)[0]
+    ids = {f"f-{k}": v for k, v in values.items()}
+    out = subprocess.run(
+        [node, "-e", _DOM_STUB, json.dumps(parser.found), json.dumps(ids), script],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown: dict[tuple[str, str], list[str]] = {}
+    for tag, name, display in json.loads(out.stdout):
+        shown.setdefault((tag, name), []).append(display)
+    return shown
+
+
+def test_html_filters_hide_what_does_not_match(record: RunRecord) -> None:
+    page = render_html(record)  # rows: single-tool, then sweep
+    everything = _displayed(page)
+    assert all(d == "" for displays in everything.values() for d in displays)
+    # A fail in openai-chat: only the sweep row, the chat column, and the failing case stay.
+    failing_chat = _displayed(page, status="fail", shape="openai-chat")
+    rows = failing_chat[("tr", "")]
+    assert rows == ["none", ""]  # single-tool has no failing chat case; sweep has one
+    assert failing_chat[("th", "openai-chat")] == [""]
+    assert failing_chat[("th", "anthropic-messages")] == ["none"]
+    assert failing_chat[("details", "openai-chat")] == [""]
+    assert failing_chat[("details", "anthropic-messages")] == ["none"]
+    # Errors happened only in anthropic-messages: filtering them in openai-chat shows no row.
+    assert set(_displayed(page, status="error", shape="openai-chat")[("tr", "")]) == {"none"}
+    assert _displayed(page, status="error")[("tr", "")] == ["", "none"]
+    assert set(_displayed(page, level="may")[("tr", "")]) == {"none"}
 
 
 @pytest.mark.parametrize(

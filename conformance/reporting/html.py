@@ -12,11 +12,13 @@ from typing import Any, Final
 
 from conformance.events import CaseResult
 from conformance.reporting.matrix import (
+    failing_cases,
     matrix_rows,
     problem_lines,
     provenance_summary,
     stale_cases,
     stale_warning,
+    verdict_line,
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
@@ -34,6 +36,9 @@ details{margin:.4em 0;border:1px solid #ddd;padding:4px 8px}summary{cursor:point
 .filters label{margin-right:1em}.stale{border:2px solid #c00;background:#fde2e1;padding:6px 10px}
 """
 
+# Problem cases match on level, shape and status. A matrix row carries ``shape:status`` per case
+# (data-cells), so "shape X and status Y" keeps the rows with a Y case *in X*; the other shapes'
+# columns (data-col) are hidden. Run once at load: browsers restore the selects on reload.
 _JS: Final = """
 function applyFilters(){
   const lv=document.getElementById('f-level').value, sh=document.getElementById('f-shape').value,
@@ -43,11 +48,18 @@ function applyFilters(){
     el.style.display=ok?'':'none';
   });
   document.querySelectorAll('tr[data-row]').forEach(function(el){
-    const ok=(!lv||el.dataset.level===lv)&&(!st||el.dataset.statuses.split(' ').includes(st));
-    el.style.display=ok?'':'none';
+    const hit=el.dataset.cells.split(' ').some(function(c){
+      const i=c.lastIndexOf(':');
+      return (!sh||c.slice(0,i)===sh)&&(!st||c.slice(i+1)===st);
+    });
+    el.style.display=(!lv||el.dataset.level===lv)&&hit?'':'none';
+  });
+  document.querySelectorAll('[data-col]').forEach(function(el){
+    el.style.display=(!sh||el.dataset.col===sh)?'':'none';
   });
 }
 document.querySelectorAll('.filters select').forEach(function(s){s.addEventListener('change',applyFilters)});
+applyFilters();
 """
 
 
@@ -73,17 +85,13 @@ def _stale_block(record: RunRecord) -> str:
 
 
 def _case_block(case: CaseResult) -> str:
-    provenance = (case.verdict or {}).get("provenance", "n/a")
-    cassette = (case.verdict or {}).get("cassette")
-    if cassette:
-        provenance = f"{provenance} from {cassette}"
     problems = "".join(f"<li>{escape(line)}</li>" for line in problem_lines(case))
     return (
         f'<details data-case data-level="{case.level}" data-shape="{escape(case.shape)}" '
         f'data-status="{case.status}" class="{case.status}"><summary>'
-        f"<b>{escape(case.key)}</b> — {case.status} ({case.outcome}; verdict provenance "
-        f"{escape(str(provenance))}; {case.tokens if case.tokens is not None else '?'} tokens "
-        f"by {escape(case.counter)})</summary><ul>{problems}</ul>"
+        f"<b>{escape(case.key)}</b> — {case.status} ({case.outcome}; "
+        f"{case.tokens if case.tokens is not None else '?'} tokens by {escape(case.counter)})"
+        f"</summary><ul>{problems}<li>{escape(verdict_line(case.verdict))}</li></ul>"
         f'<div class="side"><div><b>input (session as the plug-in received it)</b>'
         f"<pre>{_json(case.input)}</pre></div><div><b>output (what it returned)</b>"
         f"<pre>{_json(case.output)}</pre></div></div></details>"
@@ -102,18 +110,19 @@ def render_html(record: RunRecord) -> str:
     )
     rows = []
     for row in matrix_rows(record.cases, shapes):
-        statuses = " ".join(sorted({c.status for cell in row.cells for c in cell.cases}))
+        tokens = sorted({f"{c.shape}:{c.status}" for cell in row.cells for c in cell.cases})
         cells = "".join(
-            f'<td class="{cell.status or "na"}">{escape(cell.text)}</td>' for cell in row.cells
+            f'<td data-col="{escape(shape)}" class="{cell.status or "na"}">{escape(cell.text)}</td>'
+            for shape, cell in zip(shapes, row.cells, strict=True)
         )
         rows.append(
-            f'<tr data-row data-level="{row.level}" data-statuses="{statuses}">'
+            f'<tr data-row data-level="{row.level}" data-cells="{escape(" ".join(tokens))}">'
             f'<td class="l">{row.level}</td><td class="l" title="{escape(row.title)}">'
             f"{escape(row.scenario)}</td>{cells}</tr>"
         )
-    problems = [c for c in record.cases if c.status != "pass"]
+    problems = failing_cases(record.cases)
     blocks = "".join(_case_block(c) for c in problems) or "<p>Every case passed.</p>"
-    head = "".join(f"<th>{escape(s)}</th>" for s in shapes)
+    head = "".join(f'<th data-col="{escape(s)}">{escape(s)}</th>' for s in shapes)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ctxconf conformance: {plugin}</title>
 <style>{_CSS}</style></head><body>

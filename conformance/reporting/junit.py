@@ -6,20 +6,23 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.reporting.matrix import problem_lines, provenance_counts
+from conformance.reporting.matrix import problem_lines, provenance_counts, verdict_line
 from conformance.reporting.record import RunRecord
 
 __all__ = ["render_junit"]
 
 
 def _verdict_properties(element: ET.Element, verdict: Mapping[str, Any] | None) -> None:
-    """``verdict_provenance`` (and the cassette, and a stale-cassette message) per test case."""
+    """``verdict_provenance`` (and the rule with its evidence class, the cassette, and a
+    stale-cassette message) per test case."""
     if not verdict:
         return
     properties = ET.SubElement(element, "properties")
     named = {
         "verdict": verdict.get("verdict"),
         "verdict_provenance": verdict.get("provenance"),
+        "verdict_rule": verdict.get("rule"),
+        "verdict_evidence": verdict.get("evidence") if verdict.get("rule") else None,
         "verdict_cassette": verdict.get("cassette"),
         "stale_cassette": (verdict.get("stale_cassette") or {}).get("message"),
     }
@@ -59,10 +62,7 @@ def render_junit(record: RunRecord) -> str:
             lines = problem_lines(case)
             tag = "error" if case.status == "error" else "failure"
             child = ET.SubElement(element, tag, message=lines[0] if lines else case.status)
-            provenance = (case.verdict or {}).get("provenance")
-            child.text = "\n".join(lines) + (
-                f"\nverdict provenance: {provenance}" if provenance else ""
-            )
+            child.text = "\n".join((*lines, verdict_line(case.verdict)))
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

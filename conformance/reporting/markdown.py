@@ -9,6 +9,7 @@ from conformance.reporting.matrix import (
     provenance_summary,
     stale_cases,
     stale_warning,
+    verdict_line,
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
@@ -62,7 +63,9 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
         out += ["", f"<details><summary>{len(problems)} problem case(s)</summary>", ""]
         for case in problems[:max_problems]:
             out.append(f"- `{case.key}`")
-            out += [f"  - {_cell(line)}" for line in problem_lines(case)]
+            out += [
+                f"  - {_cell(line)}" for line in (*problem_lines(case), verdict_line(case.verdict))
+            ]
         if len(problems) > max_problems:
             out.append(f"- ... and {len(problems) - max_problems} more (see report.html)")
         out += ["", "</details>"]

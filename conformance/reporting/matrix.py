@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from conformance.events import CaseResult, CaseStatus
 from conformance.recorded_verdicts import RERECORD_COMMAND
@@ -13,11 +13,14 @@ __all__ = [
     "PROVENANCES",
     "Cell",
     "Row",
+    "failing_cases",
     "matrix_rows",
+    "problem_lines",
     "provenance_counts",
     "provenance_summary",
     "stale_cases",
     "stale_warning",
+    "verdict_line",
 ]
 
 # Strongest evidence first: a live provider's recorded answer, a recording against the emulator,
@@ -27,10 +30,13 @@ PROVENANCES: Final = ("recorded-live", "recorded-emulated", "emulated")
 
 @dataclass(frozen=True, slots=True)
 class Cell:
+    """The cases of one scenario in one shape (several for a budget sweep or dialects)."""
+
     cases: tuple[CaseResult, ...]
 
     @property
     def status(self) -> CaseStatus | None:
+        """The worst status of the cell's cases (error, fail, pass); ``None`` when empty."""
         if not self.cases:
             return None
         statuses = {c.status for c in self.cases}
@@ -51,6 +57,8 @@ class Cell:
 
 @dataclass(frozen=True, slots=True)
 class Row:
+    """One scenario: its level, title and a cell per shape, in the run's shape order."""
+
     scenario: str
     title: str
     level: str
@@ -58,6 +66,7 @@ class Row:
 
     @property
     def status(self) -> CaseStatus | None:
+        """The worst status over the row's cells; ``None`` when no shape applies."""
         statuses = {c.status for c in self.cells if c.status}
         if not statuses:
             return None
@@ -65,6 +74,7 @@ class Row:
 
 
 def matrix_rows(cases: Sequence[CaseResult], shapes: Sequence[str]) -> list[Row]:
+    """One row per scenario, in the order the cases first name them."""
     order: list[str] = []
     grouped: dict[str, list[CaseResult]] = {}
     for case in cases:
@@ -81,6 +91,7 @@ def matrix_rows(cases: Sequence[CaseResult], shapes: Sequence[str]) -> list[Row]
 
 
 def failing_cases(cases: Sequence[CaseResult]) -> list[CaseResult]:
+    """The cases that did not pass (failed or errored), in run order."""
     return [c for c in cases if c.status != "pass"]
 
 
@@ -93,6 +104,23 @@ def problem_lines(case: CaseResult) -> list[str]:
         for c in case.checks
         if c.status != "pass"
     ]
+
+
+def verdict_line(verdict: Mapping[str, Any] | None) -> str:
+    """The verdict of a case in one line, always with its provenance, and the rule's evidence
+    class when a rule is named: ``verdict: reject 400 rule C1 (evidence recorded; provenance
+    recorded-emulated, openai-chat/x.yaml#1)``."""
+    if not verdict:
+        return "verdict: none (nothing was assembled to judge)"
+    said = f"{verdict.get('verdict', '?')} {verdict.get('status', '?')}"
+    notes = []
+    if verdict.get("rule"):
+        said += f" rule {verdict['rule']}"
+        notes.append(f"evidence {verdict.get('evidence') or 'unknown'}")
+    where = f", {verdict['cassette']}" if verdict.get("cassette") else ""
+    notes.append(f"provenance {verdict.get('provenance') or 'unknown'}{where}")
+    stale = " [STALE CASSETTE]" if verdict.get("stale_cassette") else ""
+    return f"verdict: {said} ({'; '.join(notes)}){stale}"
 
 
 def provenance_counts(cases: Sequence[CaseResult]) -> dict[str, int]:

@@ -12,6 +12,7 @@ from conformance.reporting.matrix import (
     problem_lines,
     provenance_summary,
     stale_warning,
+    verdict_line,
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
@@ -63,7 +64,7 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         lines = Text()
         for case in problems[:max_problems]:
             lines.append(f"{case.key}\n", style="bold")
-            for line in problem_lines(case):
+            for line in (*problem_lines(case), verdict_line(case.verdict)):
                 lines.append(f"  {line}\n")
         if len(problems) > max_problems:
             lines.append(f"... and {len(problems) - max_problems} more (see the reports)\n")
