@@ -179,8 +179,12 @@ def _load_document(path: Path) -> object:
             raise RecordingError(
                 f"not JSON: {exc.msg}", file=name, where=f"line {exc.lineno} column {exc.colno}"
             ) from None
+        except RecursionError:
+            raise RecordingError("JSON nested too deeply", file=name) from None
     try:
         return yaml.load(text, Loader=_CassetteLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise RecordingError("YAML nested too deeply", file=name) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else None
@@ -396,7 +400,15 @@ def read_cassette(path: str | Path) -> list[RecordedInteraction]:
     interactions = document["interactions"]
     if not isinstance(interactions, list):
         raise RecordingError("'interactions' must be a list", file=name, where="interactions")
-    return [_interaction(item, file=name, index=i) for i, item in enumerate(interactions)]
+    out: list[RecordedInteraction] = []
+    try:
+        for item in interactions:
+            out.append(_interaction(item, file=name, index=len(out)))
+    except RecursionError:
+        raise RecordingError(
+            "a body is nested too deeply to read", file=name, index=len(out)
+        ) from None
+    return out
 
 
 # ------------------------------------------------------------------------------ JSON lines
@@ -425,7 +437,14 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
             raise RecordingError(
                 f"line {lineno + 1} is not JSON: {exc.msg} (column {exc.colno})", file=name
             ) from None
-        out.append(_log_record(record, file=name, index=lineno))
+        except RecursionError:
+            raise RecordingError(f"line {lineno + 1}: JSON nested too deeply", file=name) from None
+        try:
+            out.append(_log_record(record, file=name, index=lineno))
+        except RecursionError:
+            raise RecordingError(
+                f"line {lineno + 1}: the body is nested too deeply to read", file=name
+            ) from None
     return out
 
 
