@@ -50,6 +50,7 @@ class StrictYamlLoader(_BaseLoader):  # type: ignore[misc]
     """A safe YAML loader that refuses a mapping with the same key twice."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A mapping, refusing a key given twice (YAML would keep the last silently)."""
         seen: dict[Hashable, yaml.Mark] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG:

@@ -36,6 +36,7 @@ def part_size(part: ImagePart) -> tuple[int | None, int | None]:
 
 
 def image_size_from_base64(data: str) -> tuple[int, int] | None:
+    """``(width, height)`` read from the header of base64 image data; None when not a known format."""
     head = data[: _HEAD_CHARS - (_HEAD_CHARS % 4)]
     try:
         raw = base64.b64decode(head + "=" * (-len(head) % 4), validate=False)

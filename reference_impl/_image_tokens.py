@@ -37,6 +37,7 @@ class TileRule:
 
     @property
     def label(self) -> str:
+        """The rule as it is named in reports (``tile(base,tile)``)."""
         return f"tile({self.base},{self.tile})"
 
 
@@ -72,6 +73,7 @@ class PatchRule:
 
     @property
     def label(self) -> str:
+        """The rule as it is named in reports (``patch(xmultiplier)``)."""
         return f"patch(x{self.multiplier:g})"
 
 
@@ -94,6 +96,7 @@ def image_patches(width: int | None, height: int | None) -> int:
 
 
 def patch_image_tokens(width: int | None, height: int | None, rule: PatchRule) -> int:
+    """Tokens of an image under a patch rule: its 32-pixel patches times the model's multiplier."""
     # Rounded up: a fractional token is still billed as a whole one somewhere.
     return math.ceil(image_patches(width, height) * rule.multiplier)
 
@@ -152,6 +155,7 @@ class AnthropicImageRule:
 
     @staticmethod
     def for_model(model: str | None) -> AnthropicImageRule:
+        """The image limits of a Claude model (larger for 4.7 and later)."""
         if model and claude_version(model) >= (4, 7):
             return AnthropicImageRule(max_long_edge=2576, max_tokens=4784)
         return AnthropicImageRule()
@@ -171,6 +175,8 @@ def claude_version(model: str) -> tuple[int, int]:
 def anthropic_image_tokens(
     width: int | None, height: int | None, rule: AnthropicImageRule = AnthropicImageRule()
 ) -> int:
+    """Tokens of an image for Claude (width x height / 750 after scaling to the limits); the cap
+    when the size is unknown."""
     if width is None or height is None or width <= 0 or height <= 0:
         return rule.max_tokens
     scale = min(

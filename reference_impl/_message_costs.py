@@ -64,6 +64,8 @@ _TEXT_MEDIA = ("text/", "application/json", "application/xml", "application/x-ya
 
 
 def file_tokens(part: FilePart, text_tokens: TextTokens) -> int:
+    """Estimated tokens of a file part (decoded text for text media, a per-page figure for
+    documents)."""
     media = part.media_type or ""
     if part.source != "base64":
         return PDF_TOKENS_PER_PAGE
@@ -126,6 +128,8 @@ class EstimateRules:
         return ""
 
     def message(self, message: Message) -> int:
+        """Estimated tokens of one message: text, tool parts, attachments and the per-message
+        overhead."""
         counted = TOKENS_PER_MESSAGE + self.text_tokens(message.role)
         provider = 0
         for part in message.parts:

@@ -158,9 +158,11 @@ class OpenAIRules:
 
     @property
     def reply_priming(self) -> int:
+        """Tokens the reply's priming adds once per request (Harmony models prime differently)."""
         return HARMONY_REPLY_PRIMING if self.harmony else REPLY_PRIMING
 
     def image(self, part: ImagePart) -> int:
+        """Tokens of one image under the model's tile or patch rule."""
         if isinstance(self.image_rule, PatchRule):
             return patch_image_tokens(*part_size(part), self.image_rule)
         return tile_image_tokens(*part_size(part), part.detail, self.image_rule)
@@ -262,6 +264,7 @@ class OpenAIRules:
         return tokens
 
     def message(self, message: Message) -> int:
+        """Tokens of one message as OpenAI counts it, per-message overhead included."""
         parts = message.parts
         role = message.role
         if role == "tool":

@@ -96,6 +96,7 @@ class AssemblyReport:
     """sha256 over the session's message ids in order: identifies the input without content."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON data (the log line and the CLI output)."""
         return {
             "decision": self.decision,
             "code": self.code,
@@ -142,6 +143,7 @@ class Assembly:
 
     @property
     def shape(self) -> str:
+        """The wire shape the view was assembled for."""
         return self.report.shape
 
     def session_after(self) -> Transcript:

@@ -40,6 +40,7 @@ class BudgetSnapshot:
                 )
 
     def token_limits(self) -> list[tuple[int, BudgetSource]]:
+        """Each limit the snapshot sets on input tokens, with its source."""
         out: list[tuple[int, BudgetSource]] = []
         if self.tokens_remaining is not None:
             out.append((self.tokens_remaining, "run_tokens"))
@@ -58,6 +59,7 @@ class BudgetPlan:
     source: BudgetSource
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON data (for the report)."""
         return {
             "input_budget": self.input_budget,
             "model_budget": self.model_budget,
@@ -77,9 +79,11 @@ class BucketTokens:
 
     @property
     def total(self) -> int:
+        """Tokens of the whole request."""
         return self.prefix + self.tools + self.middle + self.suffix + self.overhead
 
     def to_dict(self) -> dict[str, int]:
+        """The per-bucket totals as JSON data (for the report)."""
         return {
             "prefix": self.prefix,
             "tools": self.tools,

@@ -43,6 +43,8 @@ ANTHROPIC_BREAKPOINT_CAP: Final = 4  # Anthropic accepts at most 4 cache_control
 
 @dataclass(frozen=True, slots=True)
 class MemoryConfig:
+    """Memory injections: how many labelled items may be pinned at most."""
+
     max_items: int = 5
 
 
@@ -96,6 +98,7 @@ class AssemblyConfig:
         return self.model_input_limit - self.output_reserve_tokens - self.safety_margin_tokens
 
     def pinned(self, name: PinName) -> bool:
+        """Whether the pin ``name`` is switched on."""
         return name in self.pin
 
     def with_changes(self, **changes: Any) -> AssemblyConfig:
@@ -103,6 +106,7 @@ class AssemblyConfig:
         return replace(self, **changes)
 
     def to_mapping(self) -> dict[str, Any]:
+        """The config as plain data, in the YAML file's field names."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)

@@ -31,6 +31,7 @@ class LedgerEntry:
     side_effect: bool = True
 
     def to_dict(self) -> dict[str, Any]:
+        """The entry as JSON data (absent fields left out)."""
         out: dict[str, Any] = {"tool": self.tool, "call_id": self.call_id, "status": self.status}
         if self.idempotency_key is not None:
             out["idempotency_key"] = self.idempotency_key
@@ -43,6 +44,8 @@ class LedgerEntry:
 
 @dataclass(frozen=True, slots=True)
 class Ledger:
+    """The execution layer's record of tool calls, in call order."""
+
     entries: tuple[LedgerEntry, ...] = ()
 
     def __iter__(self) -> Iterator[LedgerEntry]:
@@ -52,6 +55,7 @@ class Ledger:
         return len(self.entries)
 
     def for_call(self, call_id: str) -> LedgerEntry | None:
+        """The entry of tool call ``call_id``, or None."""
         for entry in self.entries:
             if entry.call_id == call_id:
                 return entry
@@ -59,9 +63,11 @@ class Ledger:
 
     @property
     def side_effects(self) -> tuple[LedgerEntry, ...]:
+        """The entries of side-effecting calls (pinned by ``side_effect_ledger``)."""
         return tuple(e for e in self.entries if e.side_effect)
 
     def to_list(self) -> list[dict[str, Any]]:
+        """The entries as JSON data."""
         return [e.to_dict() for e in self.entries]
 
     @staticmethod

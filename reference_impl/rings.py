@@ -51,14 +51,17 @@ class Ring:
 
     @property
     def indices(self) -> range:
+        """Message indices the ring spans."""
         return range(self.start, self.stop)
 
     @property
     def complete(self) -> bool:
+        """Whether every call of the ring has its result."""
         return set(self.call_ids) <= set(self.answered_ids) and len(self.call_ids) > 0
 
     @property
     def kind(self) -> Literal["ring"]:
+        """Always ``ring`` (tells segments apart)."""
         return "ring"
 
 
@@ -72,10 +75,12 @@ class Turn:
 
     @property
     def indices(self) -> range:
+        """The one message index of the turn."""
         return range(self.index, self.index + 1)
 
     @property
     def kind(self) -> Literal["turn"]:
+        """Always ``turn`` (tells segments apart)."""
         return "turn"
 
 
@@ -151,6 +156,7 @@ def segment(transcript: Transcript) -> tuple[Segment, ...]:
 
 
 def rings(transcript: Transcript) -> tuple[Ring, ...]:
+    """The rings of a transcript, in order."""
     return tuple(s for s in segment(transcript) if isinstance(s, Ring))
 
 

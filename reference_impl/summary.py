@@ -110,12 +110,17 @@ class SummaryBlock:
     depth: int = 1
 
     def message(self, message_id: str) -> Message:
+        """The summary as a user message with id ``message_id``."""
         return Message("user", (SummaryPart(self.text),), id=message_id)
 
 
 @runtime_checkable
 class Summarizer(Protocol):
-    def summarize(self, request: SummaryRequest) -> SummaryBlock: ...
+    """Turns the middle of a session into a structured summary (or raises SummaryError)."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryBlock:
+        """The summary of ``request.messages``."""
+        ...
 
 
 _DEPTH = re.compile(r"^Summary of earlier conversation \(depth (\d+)\b", re.MULTILINE)
@@ -199,9 +204,11 @@ class DeterministicSummarizer:
 
     @property
     def name(self) -> str:
+        """How reports name this summarizer."""
         return "deterministic"
 
     def summarize(self, request: SummaryRequest) -> SummaryBlock:
+        """The newest decisions and open questions, read from the messages without a model."""
         # Only the newest items are kept: walk from the newest message and stop once both
         # sections are full, so a long middle is not scanned to its old end.
         decisions: list[str] = []
@@ -315,9 +322,11 @@ class OpenAISummarizer:
 
     @property
     def name(self) -> str:
+        """How reports name this summarizer."""
         return f"openai:{self.model}"
 
     def summarize(self, request: SummaryRequest) -> SummaryBlock:
+        """A summary written by an OpenAI Chat model; SummaryError when the call fails."""
         try:
             response = self.client.chat.completions.create(
                 model=self.model,
@@ -346,9 +355,11 @@ class AnthropicSummarizer:
 
     @property
     def name(self) -> str:
+        """How reports name this summarizer."""
         return f"anthropic:{self.model}"
 
     def summarize(self, request: SummaryRequest) -> SummaryBlock:
+        """A summary written by a Claude model; SummaryError when the call fails."""
         try:
             response = self.client.messages.create(
                 model=self.model,

@@ -112,6 +112,7 @@ class AnthropicCountTokensCounter(_ProviderCounter):
 
     @property
     def name(self) -> str:
+        """How reports name this counter."""
         return f"anthropic:count_tokens({self.model})"
 
     def _call(self, body: Mapping[str, Any]) -> int:
@@ -157,6 +158,7 @@ class OpenAIInputTokensCounter(_ProviderCounter):
 
     @property
     def name(self) -> str:
+        """How reports name this counter."""
         return f"openai:responses.input_tokens({self.model})"
 
     def _call(self, body: Mapping[str, Any]) -> int:

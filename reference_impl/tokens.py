@@ -75,8 +75,12 @@ class TokenCount:
 
 @runtime_checkable
 class TokenCounter(Protocol):
+    """Counts the input tokens of a request for one shape (see the module docstring)."""
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """How reports name this counter (method and encoding)."""
+        ...
 
     def count_message(self, message: Message) -> int:
         """Tokens of one message including its per-message overhead (memoized by content hash)."""
@@ -267,6 +271,7 @@ class TiktokenCounter(_MemoizedCounter):
 
     @property
     def name(self) -> str:
+        """How reports name this counter."""
         return f"tiktoken:{self._encoding_name}/{self.shape}"
 
     def _message(self, message: Message) -> int:
@@ -367,6 +372,7 @@ class EstimateCounter(_MemoizedCounter):
 
     @property
     def name(self) -> str:
+        """How reports name this counter."""
         short = self._encoding_name.removesuffix("_base")
         return f"estimate:{self.provider}(x{self.safety_factor:.2f},{short})"
 

@@ -93,6 +93,8 @@ def canonical_json(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TextPart:
+    """Plain text."""
+
     text: str
     kind: Literal["text"] = "text"
 
@@ -169,6 +171,7 @@ class ToolResultPart:
 
     @property
     def text(self) -> str:
+        """The result's text parts, concatenated."""
         return "".join(p.text for p in self.content if isinstance(p, TextPart))
 
 
@@ -181,6 +184,7 @@ class ReasoningPart:
     kind: Literal["reasoning"] = "reasoning"
 
     def value(self) -> dict[str, Any]:
+        """The provider's artifact as JSON data (parsed from ``data``)."""
         loaded = json.loads(self.data)
         if not isinstance(loaded, dict):  # pragma: no cover - guarded in __post_init__ of Message
             raise TranscriptError("reasoning data must be a JSON object")
@@ -195,10 +199,12 @@ class SummaryPart:
     kind: Literal["summary"] = "summary"
 
     def wire_text(self) -> str:
+        """The summary as wire text, between the summary markers."""
         return f"{SUMMARY_OPEN}{self.text}{SUMMARY_CLOSE}"
 
     @staticmethod
     def from_wire_text(text: str) -> SummaryPart | None:
+        """The summary in wire text between the markers; None for other text."""
         if text.startswith(SUMMARY_OPEN) and text.endswith(SUMMARY_CLOSE):
             return SummaryPart(text[len(SUMMARY_OPEN) : len(text) - len(SUMMARY_CLOSE)])
         return None
@@ -262,10 +268,12 @@ class Message:
 
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        """The message's tool calls, in order."""
         return tuple(p for p in self.parts if isinstance(p, ToolCallPart))
 
     @property
     def tool_results(self) -> tuple[ToolResultPart, ...]:
+        """The message's tool results, in order."""
         return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
 
     @property
@@ -275,9 +283,11 @@ class Message:
 
     @property
     def has_tool_parts(self) -> bool:
+        """Whether the message holds a tool call or a tool result."""
         return any(isinstance(p, ToolCallPart | ToolResultPart) for p in self.parts)
 
     def with_id(self, message_id: str) -> Message:
+        """The same message with another id (ids are not part of equality)."""
         renamed = replace(self, id=message_id)
         if self._digest:  # the id is not part of the digest: keep the one already computed
             object.__setattr__(renamed, "_digest", self._digest)
@@ -294,6 +304,7 @@ class ToolSpec:
     side_effect: bool = field(default=False, compare=False)
 
     def parameters_value(self) -> dict[str, Any]:
+        """The JSON schema of the parameters as data."""
         loaded = json.loads(self.parameters)
         if not isinstance(loaded, dict):
             raise TranscriptError(
@@ -347,6 +358,7 @@ class Transcript:
         return len(self.messages)
 
     def param(self, key: str) -> object | None:
+        """The value of param ``key`` as data, or None when absent."""
         for k, v in self.params:
             if k == key:
                 value: object = json.loads(v)
@@ -354,6 +366,7 @@ class Transcript:
         return None
 
     def with_messages(self, messages: Iterable[Message]) -> Transcript:
+        """The same transcript with other messages (tools, model and params kept)."""
         return replace(self, messages=tuple(messages))
 
 
@@ -486,6 +499,7 @@ def message_digest(message: Message) -> str:
 
 
 def transcript_to_dict(transcript: Transcript) -> dict[str, Any]:
+    """The transcript as the session file's JSON data (versioned)."""
     out: dict[str, Any] = {"format": SCHEMA_NAME, "version": SCHEMA_VERSION}
     if transcript.model is not None:
         out["model"] = transcript.model
@@ -506,6 +520,7 @@ def transcript_to_dict(transcript: Transcript) -> dict[str, Any]:
 
 
 def transcript_to_json(transcript: Transcript, *, indent: int | None = 2) -> str:
+    """The transcript as session file text."""
     return json.dumps(transcript_to_dict(transcript), indent=indent, ensure_ascii=False)
 
 
@@ -694,6 +709,7 @@ def transcript_from_dict(value: object) -> Transcript:
 
 
 def transcript_from_json(text: str, *, source: str = "<string>") -> Transcript:
+    """A transcript from session file text (TranscriptError with the path on bad input)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:

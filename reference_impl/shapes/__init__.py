@@ -33,6 +33,7 @@ _MODULES: Final[dict[str, str]] = {
 
 
 def shape_names() -> tuple[ShapeName, ...]:
+    """The names of every wire shape, in registry order."""
     return SHAPE_NAMES  # type: ignore[return-value]
 
 

@@ -92,9 +92,12 @@ class MessageExtras:
     fields: list[tuple[Position, dict[str, Any]]] = field(default_factory=list)
 
     def add_raw(self, position: Position, block: Any) -> None:
+        """Keep a whole block that has no neutral part, at its wire position."""
         self.raw.append((position, block))
 
     def add_fields(self, position: Position, values: Mapping[str, Any]) -> None:
+        """Keep members of the block at ``position`` that no neutral part holds (nothing when
+        empty)."""
         if values:
             self.fields.append((position, dict(values)))
 
@@ -118,11 +121,13 @@ class Extras:
 
     @property
     def key(self) -> str:
+        """The ``Transcript.params`` key of this shape's extras."""
         return f"{self.shape}.extras"
 
     # -- parse side ------------------------------------------------------------------------
 
     def attach(self, messages: Sequence[Message], per_message: Sequence[MessageExtras]) -> None:
+        """Address each message's extras by its content (see the module docstring)."""
         for address, extras in zip(_addresses(messages), per_message, strict=True):
             if extras:
                 self.messages[address] = extras
@@ -157,6 +162,7 @@ class Extras:
 
     @classmethod
     def from_transcript(cls, shape: str, transcript: Transcript) -> Extras:
+        """The extras a parser of ``shape`` stored in the transcript's params."""
         extras = cls(shape)
         record = transcript.param(extras.key)
         if record is None:

@@ -145,6 +145,7 @@ def build_transcript(
     model: str | None,
     params: tuple[tuple[str, str], ...],
 ) -> Transcript:
+    """A ``Transcript``, with a model-level refusal turned into a ParseError at the wire path."""
     try:
         return Transcript(messages=tuple(messages), tools=tools, model=model, params=params)
     except TranscriptError as exc:

@@ -53,18 +53,22 @@ class Wire:
 
     @staticmethod
     def root(value: object, *, dotted: bool = False) -> Wire:
+        """The whole body, at the root path."""
         return Wire(value, "", dotted=dotted)
 
     @property
     def where(self) -> str:
+        """The JSON path for errors (``$`` for the root)."""
         return self.path or "$"
 
     def fail(self, what: str) -> ParseError:
+        """A ParseError at this value's path (the caller raises it)."""
         return ParseError(what, where=self.where)
 
     # -- containers ------------------------------------------------------------------------
 
     def obj(self) -> Mapping[str, Any]:
+        """The value as an object, or a ParseError."""
         if not isinstance(self.value, Mapping):
             what = "missing" if not self.present else f"got {type_name(self.value)}"
             raise self.fail(f"expected an object, {what}")
@@ -79,9 +83,11 @@ class Wire:
         return Wire(None, path, present=False, dotted=self.dotted)
 
     def has(self, key: str) -> bool:
+        """Whether the object has ``key`` (null counts as present)."""
         return key in self.obj()
 
     def key_names(self) -> tuple[str, ...]:
+        """The object's keys, in wire order."""
         return tuple(str(k) for k in self.obj())
 
     def canonical(self) -> str:
@@ -101,6 +107,7 @@ class Wire:
                 )
 
     def items(self) -> list[Wire]:
+        """The array's items, each with its path."""
         if not isinstance(self.value, list):
             what = "missing" if not self.present else f"got {type_name(self.value)}"
             raise self.fail(f"expected an array, {what}")
@@ -112,6 +119,7 @@ class Wire:
     # -- scalars ---------------------------------------------------------------------------
 
     def str_(self) -> str:
+        """The value as a string, or a ParseError."""
         if not isinstance(self.value, str):
             what = "missing" if not self.present else f"got {type_name(self.value)}"
             raise self.fail(f"expected a string, {what}")
@@ -122,6 +130,7 @@ class Wire:
         return None if self.value is None else self.str_()
 
     def bool_(self, default: bool = False) -> bool:
+        """The value as a boolean; ``default`` when absent or null."""
         if self.value is None:
             return default
         if not isinstance(self.value, bool):
@@ -129,12 +138,14 @@ class Wire:
         return self.value
 
     def int_(self) -> int:
+        """The value as an integer (not a boolean), or a ParseError."""
         if isinstance(self.value, bool) or not isinstance(self.value, int):
             what = "missing" if not self.present else f"got {type_name(self.value)}"
             raise self.fail(f"expected an integer, {what}")
         return self.value
 
     def choice(self, options: Sequence[str], what: str = "value") -> str:
+        """The value as one of ``options``, or a ParseError listing them."""
         text = self.str_()
         if text not in options:
             raise self.fail(f"unknown {what} {text!r}; expected one of {', '.join(options)}")

@@ -48,6 +48,8 @@ class ResponseMeta:
 
 @dataclass(frozen=True, slots=True)
 class ShapeAdapter:
+    """One wire shape: its capabilities and its four mapping functions (see the module docstring)."""
+
     name: ShapeName
     capabilities: ShapeCapabilities
     parse_request: Callable[[Mapping[str, Any]], Transcript]

@@ -110,6 +110,7 @@ class Dialect:
         return chars + count
 
     def accepts_tool_id(self, call_id: str) -> bool:
+        """Whether the gateway accepts ``call_id`` as a tool call id."""
         pattern = self.tool_id_pattern
         return pattern is None or re.fullmatch(pattern, call_id) is not None
 
@@ -591,6 +592,7 @@ _ALIASES: Final[Mapping[str, str]] = {a: d.name for d in DIALECTS.values() for a
 
 
 def dialect_names() -> tuple[str, ...]:
+    """The names of every dialect, in registry order."""
     return tuple(DIALECTS)
 
 

@@ -75,6 +75,7 @@ _TOOL_MESSAGE_KINDS: Final = frozenset({"tool_result", "text", "image", "file"})
 
 
 def needs_alternation(shape: str) -> bool:
+    """Whether the shape's default profile requires user/assistant alternation (B3, G1)."""
     return shape in ALTERNATING_SHAPES
 
 

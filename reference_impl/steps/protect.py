@@ -75,6 +75,7 @@ def load_units(session: Transcript, injections: Sequence[Message]) -> list[Unit]
 
 
 def protect_prefix(state: AssemblyState) -> None:
+    """Move the pinned units (system text, first user message, memory, ledger) to the prefix."""
     config = state.config
     first_user_done = False
     for unit in state.units:

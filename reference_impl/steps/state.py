@@ -32,6 +32,8 @@ UnitKind: TypeAlias = Literal["ring", "turn", "injection", "summary"]
 
 @dataclass(slots=True)
 class Unit:
+    """What the policy keeps or drops as one piece (see the module docstring)."""
+
     kind: UnitKind
     messages: tuple[Message, ...]
     bucket: Bucket = "middle"
@@ -47,9 +49,11 @@ class Unit:
 
     @property
     def id(self) -> str:
+        """The id of the unit's first message (stable through degrading and clearing)."""
         return self.messages[0].id
 
     def replace_messages(self, messages: tuple[Message, ...]) -> None:
+        """Swap in changed content (degraded, cleared), keeping the cost before the change."""
         if self.original_cost is None and self.cost_cache is not None:
             self.original_cost = self.cost_cache
         self.messages = messages
@@ -91,6 +95,7 @@ class AssemblyState:
     # -- counting ---------------------------------------------------------------------------
 
     def cost(self, unit: Unit) -> int:
+        """Tokens of a unit, counted once and cached on it."""
         if unit.cost_cache is None:
             unit.cost_cache = sum(self.counter.count_message(m) for m in unit.messages)
             if not unit.replaced:
@@ -106,12 +111,15 @@ class AssemblyState:
         self.overhead = self.counter.count(empty).overhead
 
     def counted(self, unit: Unit) -> bool:
+        """Whether the unit's cost is known (it has been encoded)."""
         return unit.cost_cache is not None
 
     def kept(self, bucket: Bucket) -> list[Unit]:
+        """The kept units of ``bucket``, in view order."""
         return [u for u in self.units if u.kept and u.bucket == bucket]
 
     def bucket_cost(self, bucket: Bucket) -> int:
+        """Tokens of the kept units of ``bucket``."""
         return sum(self.cost(u) for u in self.kept(bucket))
 
     @property
@@ -126,6 +134,7 @@ class AssemblyState:
 
     @property
     def budget(self) -> int:
+        """The input-token budget of the plan."""
         return self.plan.input_budget
 
     def fits(self, limit: float | None = None) -> bool:
@@ -157,6 +166,7 @@ class AssemblyState:
     # -- the view ---------------------------------------------------------------------------
 
     def view(self) -> Transcript:
+        """The transcript of the kept units, as it stands now."""
         messages = tuple(m for u in self.units if u.kept for m in u.messages)
         return Transcript(
             messages=messages,
