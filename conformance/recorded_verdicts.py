@@ -374,9 +374,13 @@ class Judgement:
 
 
 def _said(verdict: Verdict) -> str:
+    """``accept (200)`` or ``reject 400 rule C1 (evidence recorded)``: a named rule always
+    carries its evidence class."""
     if verdict.accepted:
         return f"accept ({verdict.status})"
-    return f"reject {verdict.status} rule {verdict.rule or '?'}"
+    if verdict.rule is None:  # a live provider names no catalog rule
+        return f"reject {verdict.status}"
+    return f"reject {verdict.status} rule {verdict.rule} (evidence {verdict.evidence or 'unknown'})"
 
 
 def _disagree(recorded: Verdict, now: Verdict) -> bool:

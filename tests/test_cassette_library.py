@@ -23,6 +23,7 @@ from rich.console import Console
 from conformance.cli import cli
 from conformance.engine import run_events
 from conformance.loading import load_plugin
+from conformance.providers.catalog import load_catalog
 from conformance.providers.validation import validate_request
 from conformance.recorded_verdicts import (
     RERECORD_COMMAND,
@@ -184,6 +185,9 @@ def test_a_stale_cassette_fails_loudly_in_the_check_and_every_report(tmp_path: P
     assert case.verdict is not None
     assert case.verdict["provenance"] == "recorded-emulated"
     assert case.verdict["stale_cassette"]["validators"]["verdict"] == "accept"
+    # The doctored recording names rule C1: its evidence class is stated with it.
+    c1 = load_catalog().rules["C1"]
+    assert f"rule C1 (evidence {c1.evidence})" in case.verdict["stale_cassette"]["message"]
 
     stream = io.StringIO()
     writer = JsonLinesWriter(stream)

@@ -180,6 +180,27 @@ def test_html_is_self_contained(record: RunRecord) -> None:
     assert 'id="f-status"' in page
 
 
+def test_verdict_line_states_provenance_and_the_evidence_of_a_named_rule() -> None:
+    from conformance.reporting.matrix import verdict_line
+
+    rejected = {
+        "verdict": "reject",
+        "status": 400,
+        "rule": "A1",
+        "evidence": "documented",
+        "provenance": "recorded-emulated",
+        "cassette": "anthropic-messages/x.yaml#1",
+        "stale_cassette": {"message": "..."},
+    }
+    assert verdict_line(rejected) == (
+        "verdict: reject 400 rule A1 (evidence documented; provenance recorded-emulated, "
+        "anthropic-messages/x.yaml#1) [STALE CASSETTE]"
+    )
+    accepted = {"verdict": "accept", "status": 200, "rule": None, "provenance": "recorded-live"}
+    assert verdict_line(accepted) == "verdict: accept 200 (provenance recorded-live)"
+    assert verdict_line(None) == "verdict: none (nothing was assembled to judge)"
+
+
 def test_html_loads_nothing_from_outside(record: RunRecord) -> None:
     page = render_html(record)
     for external in ("src=", "href=", "url(", "@import", "<link", "<iframe", "<img"):
