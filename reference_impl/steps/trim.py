@@ -213,8 +213,9 @@ def drop_middle_by_tier(state: AssemblyState) -> None:
     ):
         if dropped.get(tier):
             state.record(step)
-    state.dropped_ring_ids.sort(key=_order(state))
-    state.dropped_turn_ids.sort(key=_order(state))
+    position = _order(state)
+    state.dropped_ring_ids.sort(key=position)
+    state.dropped_turn_ids.sort(key=position)
 
 
 def _order(state: AssemblyState) -> Callable[[str], int]:
