@@ -1,6 +1,11 @@
-"""The plug-in contract: what a third-party context assembler implements (protocol version 1).
+"""The plug-in contract: what a third-party context assembler implements.
 
-An assembler declares the wire shape it speaks and turns one :class:`AssemblyRequest` into the
+This module *is* the contract, at protocol version :data:`PROTOCOL_VERSION` (1). Everything in
+``__all__`` is covered by it; nothing else in ``conformance`` is.
+
+**What a plug-in is.** An object with a ``shape`` (the wire shape it consumes and produces, one
+of ``openai-chat``, ``openai-responses``, ``anthropic-messages``, ``gemini``,
+``bedrock-converse``) and an ``assemble`` method that turns one :class:`AssemblyRequest` into the
 request body it would send to the provider::
 
     class MyAssembler:
@@ -11,16 +16,32 @@ request body it would send to the provider::
             body["messages"] = trim(body["messages"], request.budget, request.counter)
             return body
 
-To *refuse* (the right answer when the session is broken or cannot fit), raise :class:`Refusal`
-(or ``reference_impl.errors.ContextAssemblyError``, which it extends). Any other exception, a
-hang past the case timeout, or a return value that is not a request body of the declared shape
-becomes an ``error`` result for that case; the run goes on.
+A plain function ``f(messages: list[dict], budget: int) -> list[dict]`` over one shape's message
+list is accepted too (:class:`MessageListAssembler` wraps it). ``ctxconf run --impl`` loads a
+plug-in by ``module:attr`` or by name from the ``ctxconf.assemblers`` entry-point group (see
+:mod:`conformance.loading` for every form a spec may take).
 
-A plain function ``f(messages: list[dict], budget: int) -> list[dict]`` over OpenAI Chat messages
-(or the message list of another shape, see :class:`MessageListAssembler`) is accepted as is.
+**What the plug-in must do, per call.**
 
-The contract is versioned by :data:`PROTOCOL_VERSION`; a change that breaks existing plug-ins
-bumps it, and the run report records the version it ran with.
+* Return the request body, a JSON-serializable mapping in the plug-in's declared shape (same
+  keys as ``request.body``: model, system, tools and the message list). The body it returns is
+  what is judged: provider validity, budget (counted with ``request.counter``), pins, rings.
+* Or refuse, by raising :class:`Refusal` (or ``reference_impl.errors.ContextAssemblyError``,
+  which it extends) with a ``code``. Refusal is the right answer when the session is broken or
+  cannot fit; scenarios say when it is expected.
+* Anything else (another exception, a hang past the case timeout, a value that is not a body
+  of the declared shape) becomes an ``error`` result for that case; the run goes on.
+* ``request.body`` is the plug-in's own deep copy: it may be mutated. Calls come from a worker
+  thread, one at a time per process, except that a call abandoned at its timeout may still be
+  running when the next starts; ``--jobs N`` runs N forked processes.
+
+**Versioning.** Within one protocol version the harness only *adds*: new optional fields of
+:class:`AssemblyRequest` with defaults, new shapes, new refusal codes. A plug-in must ignore what
+it does not know (extra ``config`` keys included). Removing or renaming a field, changing a
+field's meaning or type, or changing what a return value or an exception means bumps
+:data:`PROTOCOL_VERSION`. Each request carries the version it was built for
+(``request.protocol_version``), and every run report records it in its header, so a plug-in can
+refuse a version it was not written for and a report says which contract it judged.
 """
 
 from __future__ import annotations
@@ -43,9 +64,8 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION: Final = 1
+"""The version of this contract; bumped by any change that can break an existing plug-in."""
 
-# Where each shape keeps its message list; the rest of a body (system, tools, model) is context
-# that a plain message function never sees and the wrapper puts back unchanged.
 MESSAGE_KEYS: Final[Mapping[str, str]] = {
     "openai-chat": "messages",
     "openai-responses": "input",
@@ -53,6 +73,8 @@ MESSAGE_KEYS: Final[Mapping[str, str]] = {
     "gemini": "contents",
     "bedrock-converse": "messages",
 }
+"""Where each shape keeps its message list; the rest of a body (system, tools, model) is context
+that a plain message function never sees and the wrapper puts back unchanged."""
 
 
 class Refusal(ContextAssemblyError):  # noqa: N818 - a refusal is an answer, not a fault
@@ -76,16 +98,28 @@ class AssemblyRequest:
     """
 
     scenario_id: str
+    """The scenario this case comes from (for the plug-in's logs)."""
     shape: str
+    """The wire shape of ``body`` and of the expected return value (the plug-in's own)."""
     body: Mapping[str, Any]
+    """The whole session as a request body in ``shape``, as if nothing had to be cut."""
     budget: int
+    """Input-token budget of the request, counted as ``counter`` counts."""
     counter: TokenCounter
+    """The reference counter for ``shape``: ``counter.count(transcript).total`` is what the
+    ``within_budget`` check compares with ``budget``."""
     ledger: tuple[Mapping[str, Any], ...] = ()
+    """Side-effect records of the execution layer (``LedgerEntry.to_dict`` form)."""
     memory: tuple[Mapping[str, Any], ...] = ()
+    """Memory items offered for injection, each ``{"source": ..., "text": ...}``."""
     config: Mapping[str, Any] = field(default_factory=dict)
+    """The scenario's knobs in ``AssemblyConfig`` key names; unknown keys are to be ignored."""
     dialect: str | None = None
+    """The gateway dialect the body is judged against (``mistral``, ``ollama`` ...), if any."""
     turn: int = 0
+    """0 for the first request of a multi-turn scenario, then 1, 2 ... (same session, grown)."""
     protocol_version: int = PROTOCOL_VERSION
+    """The contract version this request was built for (:data:`PROTOCOL_VERSION`)."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -106,6 +140,7 @@ class Assembler(Protocol):
 
 
 MessageFunction = Callable[[list[dict[str, Any]], int], Sequence[Mapping[str, Any]]]
+"""``f(messages, budget) -> messages``: the plain-function form of a plug-in."""
 
 
 class MessageListAssembler:
@@ -124,6 +159,7 @@ class MessageListAssembler:
         self.shape = shape  # type: ignore[misc]
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        """Call the function on ``request.messages`` and put its list back into the body."""
         key = MESSAGE_KEYS.get(request.shape, "messages")
         # Typed as object: third-party code returns whatever it returns; checked below.
         returned: object = self.function(request.messages, request.budget)
