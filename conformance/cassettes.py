@@ -521,14 +521,17 @@ class CassetteMetadata:
 
     @property
     def source(self) -> Literal["live", "emulator", "custom"]:
+        """``live``, ``emulator`` or ``custom``: the head of ``recorded_against``."""
         head = self.recorded_against.split(":", 1)[0]
         return "live" if head == "live" else "emulator" if head == "emulator" else "custom"
 
     @property
     def profile(self) -> str | None:
+        """The emulator profile a cassette was recorded against (``None`` unless emulated)."""
         return self.recorded_against.split(":", 1)[1] if self.source == "emulator" else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``ctxconf:`` mapping as written into a cassette."""
         return {
             "version": self.version,
             "recorded_against": self.recorded_against,
@@ -543,6 +546,8 @@ class CassetteMetadata:
 
     @staticmethod
     def from_dict(value: object, *, source: str = "cassette") -> CassetteMetadata:
+        """Read and validate a cassette's ``ctxconf:`` mapping; a :class:`CassetteError` naming
+        ``source`` otherwise."""
         if not isinstance(value, Mapping):
             raise CassetteError(f"{source}: no '{METADATA_KEY}:' mapping", where=METADATA_KEY)
         if value.get("version") != METADATA_VERSION:
@@ -645,8 +650,18 @@ def read_cassette(path: Path) -> dict[str, Any]:
     """A cassette document as written (``ctxconf`` header at the top); named errors otherwise."""
     try:
         data = yaml.load(path.read_text("utf-8"), Loader=_FAST_LOADER)  # noqa: S506 - a safe loader
-    except (OSError, yaml.YAMLError) as exc:
-        raise CassetteError(f"{path}: cannot read cassette ({exc})") from None
+    except OSError as exc:
+        raise CassetteError(f"{path}: cannot read cassette ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise CassetteError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise CassetteError(f"{path}: not a cassette: YAML nested too deeply") from None
+    except yaml.YAMLError as exc:
+        # One line: the problem and where (str(exc) spans several lines).
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CassetteError(f"{path}: not YAML{at}: {problem}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"{path}: not a vcrpy cassette (no 'interactions' list)")
     return data

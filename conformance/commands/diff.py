@@ -202,11 +202,20 @@ def _side(
     path = Path(spec)
     if not path.is_dir():
         _fail(f"{spec}: not a cassette folder (or profile:NAME)")
+    return _read_folder(path)[0]
+
+
+def _read_folder(path: Path) -> tuple[dict[str, Observation], list[Case]]:
+    """A cassette folder's side; a named exit-2 error when unreadable or empty (an empty side
+    would report "0 drift(s)" and pass an upgrade check that compared nothing)."""
     try:
-        return _folder_side(path)[0]
+        side = _folder_side(path)
     except CassetteError as exc:
-        _fail(f"{spec}: {exc}")
-    return {}  # pragma: no cover - _fail exits
+        _fail(f"{path}: {exc}")
+        raise  # pragma: no cover - _fail exits
+    if not side[0]:
+        _fail(f"{path}: no cassette interactions found (expected <shape>/<name>.yaml files)")
+    return side
 
 
 def _table(drifts: Sequence[Drift], old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
@@ -234,7 +243,7 @@ def command(
     folder_cases: list[Case] = []
     for spec in (old, new):
         if not spec.startswith(_PROFILE_PREFIX) and Path(spec).is_dir():
-            folder_cases = [c for c in _folder_side(Path(spec))[1] if c.shape in wanted]
+            folder_cases = [c for c in _read_folder(Path(spec))[1] if c.shape in wanted]
             break
     default = [] if folder_cases else _default_cases(wanted, selectors)
     left = _side(old, folder_cases, default)

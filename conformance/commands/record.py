@@ -123,6 +123,11 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
     if prune and (selectors or not probes):
         _fail("--prune needs the full set: drop --scenarios and --no-probes")
     folder = out if out is not None else default_cassette_root()
+    try:  # checked before any request is sent, so no round trip is recorded and then lost
+        for shape in SHAPE_NAMES if "all" in shapes else shapes:
+            (folder / shape).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"--out {folder}: cannot create the cassette folder ({exc.strerror or exc})")
     names = list(SHAPE_NAMES) if "all" in shapes else list(dict.fromkeys(shapes))
     options: dict[str, object] = {"profile": list(profiles) or None, "context_limit": context_limit}
     content = ContentMode.HASHED if hash_content else ContentMode.FULL
