@@ -9,7 +9,9 @@ Exit statuses: 0 success, 1 a verdict/drift/failure the command exists to report
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from pathlib import Path
 from typing import Final
 
 import click
@@ -86,5 +88,28 @@ def cli() -> None:
     """Prove that an LLM agent's context assembly is safe: budgets kept, tool pairing never broken."""
 
 
+EXIT_INTERNAL: Final = 70  # EX_SOFTWARE: a bug in ctxconf, not in the user's input
+
+
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="ctxconf")
+    """The ``ctxconf`` console-script entry point.
+
+    Known bad input is reported by the loader or command that owns it (exit 2, one line naming
+    the file). This is only the last resort for a bug: one line and exit 70 instead of a
+    traceback (``CTXCONF_TRACEBACK=1`` shows it).
+    """
+    try:
+        cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="ctxconf")
+    except Exception as exc:  # last resort: known errors never get here
+        if os.environ.get("CTXCONF_TRACEBACK"):
+            raise
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+        click.echo(
+            f"ctxconf: internal error: {type(exc).__name__}: {exc}{where}; please report it "
+            "(CTXCONF_TRACEBACK=1 shows the traceback)",
+            err=True,
+        )
+        raise SystemExit(EXIT_INTERNAL) from None
