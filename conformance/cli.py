@@ -3,7 +3,7 @@
 Each command lives in its own module under ``conformance.commands`` and is imported only when it
 runs, so ``ctxconf --help`` stays fast and a broken optional dependency affects one command only.
 Exit statuses: 0 success, 1 a verdict/drift/failure the command exists to report, 2 bad input
-(file, option), 3 assembly refused.
+(file, option), 3 assembly refused, 70 an internal error (a bug: please report it).
 """
 
 from __future__ import annotations

@@ -45,8 +45,13 @@ def load_request(path: str | Path, shape: str) -> Transcript:
         fail_input(path, f"not a {shape} request body: {describe_error(exc)}")
 
 
-def load_session(path: str | Path, shape: str | None) -> Transcript:
-    """A transcript file, or (with ``shape``) a request body of that shape."""
+def load_session(
+    path: str | Path, shape: str | None, *, shape_option: str = "--shape"
+) -> Transcript:
+    """A transcript file, or (with ``shape``) a request body of that shape.
+
+    ``shape_option`` is the option that names the body's shape in the calling command (the hint
+    must say what to type: ``assemble`` uses ``--from``)."""
     if shape is not None:
         return load_request(path, shape)
     document: Any = read_document(path)
@@ -54,7 +59,7 @@ def load_session(path: str | Path, shape: str | None) -> Transcript:
         fail_input(
             path,
             f'not a transcript file (expected "format": "{SCHEMA_NAME}"); '
-            "for a provider request body, pass --shape S",
+            f"for a provider request body, pass {shape_option} S",
         )
     return _transcript(path, document)
 

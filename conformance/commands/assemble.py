@@ -110,7 +110,7 @@ def command(
 ) -> None:
     """Assemble SESSION into a request for --shape within the budget; print request and report."""
     config = _config(config_path)
-    transcript = load_session(session, from_shape)
+    transcript = load_session(session, from_shape, shape_option="--from")
     ledger = _ledger(session) if from_shape is None else Ledger()
     try:
         assembly = assemble(transcript, config, shape=shape, ledger=ledger, budget=budget)  # type: ignore[arg-type]
