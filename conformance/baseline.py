@@ -64,12 +64,15 @@ class BaselineError(CtxconfError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class BaselineCase:
+    """One case of a baseline: its status and level, and the checks that did not pass."""
+
     status: str
     level: str
     failed: tuple[str, ...] = ()
     """Ids of the checks that failed or errored (empty for a pass or a plug-in error)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The case as the baseline file stores it (``failed`` only when non-empty)."""
         out: dict[str, Any] = {"status": self.status, "level": self.level}
         if self.failed:
             out["failed"] = list(self.failed)
@@ -78,6 +81,8 @@ class BaselineCase:
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
+    """The accepted state of a run, case key -> :class:`BaselineCase`, with where it came from."""
+
     cases: Mapping[str, BaselineCase]
     plugin: str = ""
     level: str = ""
@@ -85,6 +90,7 @@ class Baseline:
     created: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The baseline file's document (format, version, provenance, cases by key)."""
         return {
             "format": BASELINE_FORMAT,
             "version": BASELINE_VERSION,
@@ -98,6 +104,8 @@ class Baseline:
 
 @dataclass(frozen=True, slots=True)
 class CaseChange:
+    """How one case moved between the baseline and this run (statuses before and after)."""
+
     key: str
     before: str | None
     after: str | None
@@ -107,6 +115,8 @@ class CaseChange:
 
 @dataclass(frozen=True, slots=True)
 class BaselineDiff:
+    """This run against a baseline: regressions, new passes, still failing, added, removed."""
+
     regressions: tuple[CaseChange, ...] = ()
     new_passes: tuple[CaseChange, ...] = ()
     still_failing: tuple[CaseChange, ...] = ()
@@ -122,6 +132,7 @@ class BaselineDiff:
 
     @property
     def exit_status(self) -> int:
+        """1 when a case regressed, else 0 (what ``ctxconf run --baseline`` exits with)."""
         return 0 if self.ok else 1
 
 

@@ -83,6 +83,9 @@ _COUNTERS_LOCK = threading.Lock()
 
 @dataclass(frozen=True, slots=True)
 class Case:
+    """One planned case: a scenario in one shape, dialect and budget; ``index`` is its place in the
+    run."""
+
     index: int
     scenario: Scenario
     shape: str
@@ -91,6 +94,7 @@ class Case:
 
     @property
     def key(self) -> str:
+        """``scenario[shape/dialect@budget]``: the case's stable name in reports and baselines."""
         dialect = f"/{self.dialect}" if self.dialect else ""
         return f"{self.scenario.id}[{self.shape}{dialect}@{self.budget}]"
 
@@ -188,6 +192,7 @@ def call_with_timeout(function: Callable[[], Any], timeout: float) -> CallResult
 
 
 def render_input(scenario: Scenario, session: Transcript, shape: str) -> dict[str, Any]:
+    """The session rendered as a request body in ``shape``, with the scenario's model and params."""
     prepared = replace(
         session,
         model=scenario.model_for(shape),

@@ -56,6 +56,7 @@ class CaseResult:
 
     @property
     def key(self) -> str:
+        """``scenario[shape/dialect@budget]``, as :attr:`conformance.engine.Case.key`."""
         dialect = f"/{self.dialect}" if self.dialect else ""
         return f"{self.scenario}[{self.shape}{dialect}@{self.budget}]"
 
@@ -71,6 +72,7 @@ class CaseResult:
         return "fail" if any(c.status == "fail" for c in ran) else "pass"
 
     def to_dict(self) -> dict[str, Any]:
+        """The case line of the JSON-lines report."""
         out: dict[str, Any] = {
             "type": "case",
             "index": self.index,
@@ -101,6 +103,7 @@ class CaseResult:
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> CaseResult:
+        """Read a case line of the JSON-lines report back."""
         return CaseResult(
             index=int(data["index"]),
             scenario=str(data["scenario"]),
@@ -133,19 +136,24 @@ class CaseResult:
 
 @dataclass(frozen=True, slots=True)
 class LevelTotals:
+    """Cases passed, failed and errored at one check level."""
+
     passed: int = 0
     failed: int = 0
     errors: int = 0
 
     @property
     def ok(self) -> bool:
+        """No case failed or errored at this level."""
         return self.failed == 0 and self.errors == 0
 
     def to_dict(self) -> dict[str, int]:
+        """``{pass, fail, error}`` as the report footer stores them."""
         return {"pass": self.passed, "fail": self.failed, "error": self.errors}
 
 
 def level_totals(results: Iterable[CaseResult]) -> dict[Level, LevelTotals]:
+    """Per level, how many cases passed, failed or errored (a case counts where it has checks)."""
     counts: dict[Level, list[int]] = {level: [0, 0, 0] for level in LEVELS}
     for result in results:
         for level in LEVELS:
@@ -157,6 +165,8 @@ def level_totals(results: Iterable[CaseResult]) -> dict[Level, LevelTotals]:
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
+    """The first event of a run: plug-in, shapes, level, plan size and versions (the report header)."""
+
     plugin: str
     shapes: tuple[str, ...]
     level: Level
@@ -173,17 +183,23 @@ class RunStarted:
 
 @dataclass(frozen=True, slots=True)
 class CaseStarted:
+    """A case is about to be reported (``index`` in the plan, its ``key``)."""
+
     index: int
     key: str
 
 
 @dataclass(frozen=True, slots=True)
 class CaseFinished:
+    """A case's result."""
+
     result: CaseResult
 
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
+    """The last event: totals, statuses, time, abandoned calls and the exit status (the footer)."""
+
     totals: Mapping[Level, LevelTotals]
     statuses: Mapping[str, int]
     seconds: float

@@ -77,6 +77,7 @@ class FuzzFinding:
 
     @property
     def failures(self) -> tuple[CheckResult, ...]:
+        """The checks of the finding's case that did not pass."""
         return tuple(c for c in self.result.checks if c.status != "pass")
 
     def describe(self) -> str:
@@ -90,6 +91,8 @@ class FuzzFinding:
 
 @dataclass(frozen=True, slots=True)
 class FuzzReport:
+    """What a fuzz run did (plug-in, seed, examples, shapes) and the smallest failing case, if any."""
+
     plugin: str
     seed: int
     examples: int
@@ -100,6 +103,7 @@ class FuzzReport:
 
     @property
     def found(self) -> bool:
+        """Whether the fuzzer found a failing case."""
         return self.finding is not None
 
 
@@ -198,6 +202,7 @@ def scenario_document(
 
 
 def scenario_yaml(document: Mapping[str, Any]) -> str:
+    """A scenario document as YAML, in the corpus's key order, ready to drop into ``scenarios/``."""
     return yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, width=100)
 
 

@@ -74,10 +74,13 @@ class Link:
 
 @dataclass(frozen=True, slots=True)
 class IdentityMap:
+    """How a view maps back to its session: a link per view message, a status per session message."""
+
     links: tuple[Link, ...]
     sources: tuple[SourceStatus, ...]
 
     def view_index_of(self, session_index: int) -> int | None:
+        """The view index holding session message ``session_index``, if any."""
         for link in self.links:
             if session_index in link.sources:
                 return link.index
@@ -88,6 +91,7 @@ class IdentityMap:
         return self.sources[session_index] != "dropped"
 
     def of_status(self, status: OutputStatus) -> tuple[Link, ...]:
+        """The links (view messages) with ``status``."""
         return tuple(link for link in self.links if link.status == status)
 
     def kept_whole(self, session_index: int) -> bool:

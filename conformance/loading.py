@@ -47,6 +47,7 @@ class Plugin:
 
     @property
     def shapes(self) -> tuple[str, ...]:
+        """The shapes the plug-in speaks, in catalog order."""
         return tuple(s for s in SHAPE_NAMES if s in self.assemblers)
 
 

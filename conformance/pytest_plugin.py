@@ -112,6 +112,7 @@ class CtxconfItem(pytest.Item):
         self.extra_keyword_matches.update(words)
 
     def runtest(self) -> None:
+        """Run the case; raise with the failing checks' text when it does not pass."""
         from conformance.engine import run_case  # noqa: PLC0415 - lazy: see module docstring
 
         result = run_case(self.case, self.assembler, self.specs, self.timeout)
@@ -134,11 +135,13 @@ class CtxconfItem(pytest.Item):
         excinfo: pytest.ExceptionInfo[BaseException],
         style: Any = None,
     ) -> str:
+        """The failing checks (or the error) as the pytest failure text."""
         if isinstance(excinfo.value, CtxconfCaseError):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where pytest reports the item: the scenario file and the case key."""
         return self.path, None, f"ctxconf {self.case.key}"
 
 

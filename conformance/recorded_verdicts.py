@@ -121,6 +121,7 @@ class RecordedInteraction:
 
     @property
     def provenance(self) -> Literal["recorded-live", "recorded-emulated"] | None:
+        """``recorded-live`` or ``recorded-emulated`` from the metadata; ``None`` for a custom host."""
         source = self.metadata.source
         return (
             "recorded-live"
@@ -132,10 +133,12 @@ class RecordedInteraction:
 
     @property
     def shape(self) -> str:
+        """The shape of the recorded request."""
         return str(self.skeleton.get("shape") or self.metadata.shape)
 
     @property
     def input_tokens(self) -> int | None:
+        """The input tokens the recorded answer reported, if any."""
         return reported_input_tokens(self.shape, self.response_body)
 
     def verdict(self) -> Verdict:
@@ -343,6 +346,7 @@ class Judgement:
 
     @property
     def stale(self) -> bool:
+        """Whether the validators contradict the recorded verdict."""
         return self.contradiction is not None
 
     def stale_message(self) -> str:

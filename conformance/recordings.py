@@ -98,21 +98,26 @@ class RecordedInteraction:
 
     @property
     def shape(self) -> ShapeName | None:
+        """The wire shape, told from the URL (else the body's keys)."""
         return detect_shape(self.url, self.request_body)
 
     @property
     def dialect(self) -> str | None:
+        """The gateway dialect, told from the host, if any."""
         return detect_dialect(self.url)
 
     @property
     def is_token_count(self) -> bool:
+        """Whether this is a token-count call rather than a generation."""
         return is_token_count_url(self.url)
 
     def request_header(self, name: str) -> str | None:
+        """The first value of a request header (case-insensitive), if present."""
         values = self.request_headers.get(name.lower())
         return values[0] if values else None
 
     def response_header(self, name: str) -> str | None:
+        """The first value of a response header (case-insensitive), if present."""
         values = self.response_headers.get(name.lower())
         return values[0] if values else None
 

@@ -32,6 +32,8 @@ class ReferenceAssembler:
         self.shape = shape  # type: ignore[misc]  # instance attribute shadows the ClassVar
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        """Assemble with ``reference_impl.assemble`` and render in the request's shape (and
+        dialect)."""
         session = get_shape(self.shape).parse_request(request.body)
         assembly = assemble(
             session,
@@ -51,4 +53,5 @@ class ReferenceAssembler:
 
 
 def reference_assemblers() -> dict[str, Assembler]:
+    """One :class:`ReferenceAssembler` per shape (the ``reference`` plug-in)."""
     return {shape: ReferenceAssembler(shape) for shape in SHAPE_NAMES}

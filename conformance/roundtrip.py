@@ -124,13 +124,16 @@ class Exchange:
 
     @property
     def accepted(self) -> bool:
+        """Whether the answer was a 2xx."""
         return 200 <= self.status < 300
 
     @property
     def input_tokens(self) -> int | None:
+        """The input tokens the answer reported, if any."""
         return reported_input_tokens(self.case.shape, self.response_body)
 
     def verdict(self, provenance: Provenance) -> Verdict:
+        """The answer as a verdict with ``provenance``; the rule from the emulator's header."""
         rule = None if self.accepted else self.headers.get(RULE_HEADER)
         error = None
         if not self.accepted:
@@ -159,15 +162,18 @@ class Target:
 
     @staticmethod
     def emulator(app: ASGIApp) -> Target:
+        """The in-process emulator ``app`` (no port, placeholder keys)."""
         return Target(root=_EMULATOR_ROOT, app=app)
 
     @staticmethod
     def official(shape: str, env: Mapping[str, str] | None = None) -> Target:
+        """The provider's official endpoint for ``shape``, keys from ``env``."""
         values = dict(os.environ if env is None else env)
         region = values.get("AWS_REGION") or values.get("AWS_DEFAULT_REGION") or "us-east-1"
         return Target(root=OFFICIAL_ROOTS[shape].format(region=region), live=True, env=values)
 
     def is_official(self, shape: str) -> bool:
+        """Whether the root is the official host of ``shape`` (what makes a recording ``live``)."""
         host = urlsplit(self.root).hostname or ""
         official = urlsplit(OFFICIAL_ROOTS[shape].format(region="x")).hostname or ""
         if shape == "bedrock-converse":
@@ -175,6 +181,8 @@ class Target:
         return urlsplit(self.root).scheme == "https" and host == official
 
     def key(self, shape: str) -> str:
+        """The API key for ``shape``: a placeholder unless live; :class:`CredentialsError` when
+        missing."""
         if not self.live:
             return _PLACEHOLDER_KEY
         for name in _KEY_VARIABLES[shape]:

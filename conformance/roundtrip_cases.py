@@ -103,6 +103,8 @@ class Probe:
     tools: tuple[ToolSpec, ...] = field(default=(_WEATHER,))
 
     def session(self, shape: str, model: str) -> Transcript:
+        """The probe as a transcript for ``shape`` and ``model`` (tool-result names only for
+        Gemini)."""
         messages = self.messages if shape == "gemini" else tuple(map(_unnamed, self.messages))
         return Transcript(
             messages=messages, tools=self.tools, model=model, params=_PARAMS.get(shape, ())

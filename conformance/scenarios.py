@@ -94,15 +94,19 @@ class Budget:
     per_shape: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def for_shape(self, shape: str) -> tuple[int, ...]:
+        """The budgets of ``shape`` (its own list, else the default one)."""
         return self.per_shape.get(shape, self.default)
 
     @property
     def is_sweep(self) -> bool:
+        """Whether any shape has more than one budget."""
         return any(len(v) > 1 for v in (self.default, *self.per_shape.values()))
 
 
 @dataclass(frozen=True, slots=True)
 class Expectation:
+    """What a scenario expects: the outcome, extra and skipped checks, a refusal code."""
+
     outcome: Outcome
     checks: tuple[str, ...] = ()
     skip_checks: tuple[str, ...] = ()

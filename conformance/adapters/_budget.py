@@ -19,6 +19,7 @@ _COUNTER: TokenCounter | None = None
 
 
 def reference_counter() -> TokenCounter:
+    """The counter the adapters' probes use (OpenAI Chat, gpt-4o), built once per process."""
     global _COUNTER  # noqa: PLW0603 - one memoized counter per process keeps repeated probes cheap
     if _COUNTER is None:
         _COUNTER = counter_for("openai-chat", "gpt-4o")

@@ -41,11 +41,14 @@ class TurnOutcome:
 
     @property
     def assembled(self) -> bool:
+        """Whether the plug-in returned a request body for this turn."""
         return self.status == "assembled"
 
 
 @dataclass(frozen=True, slots=True)
 class CaseOutcome:
+    """Everything the checks read about one case: shape, dialect, budget, counter, turns."""
+
     shape: str
     dialect: str | None
     budget: int
@@ -54,14 +57,18 @@ class CaseOutcome:
 
     @property
     def last(self) -> TurnOutcome:
+        """The last turn (the one a case's final state is judged on)."""
         return self.turns[-1]
 
     @property
     def assembled_turns(self) -> tuple[TurnOutcome, ...]:
+        """The turns for which the plug-in returned a request body."""
         return tuple(t for t in self.turns if t.assembled)
 
     @property
     def error(self) -> str | None:
+        """The first plug-in error of the case (prefixed with its turn in a multi-turn case), if
+        any."""
         for t in self.turns:
             if t.status == "error":
                 return f"turn {t.turn}: {t.reason}" if len(self.turns) > 1 else t.reason

@@ -44,6 +44,8 @@ class Failure(AssertionError):  # noqa: N818 - schemathesis' name; a failed chec
 
 @dataclass(frozen=True, slots=True)
 class CheckSpec:
+    """A registered check: id, level, function, whether it runs by default, and its title."""
+
     id: str
     level: Level
     function: CheckFunction
@@ -53,6 +55,8 @@ class CheckSpec:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
+    """The result of one check on one case: ``pass``, or ``fail``/``error`` with title and message."""
+
     id: str
     level: Level
     status: CheckStatus
@@ -60,6 +64,7 @@ class CheckResult:
     message: str = ""
 
     def to_dict(self) -> dict[str, str]:
+        """The result as the JSON-lines report stores it (title and message only when not passed)."""
         out = {"id": self.id, "level": self.level, "status": self.status}
         if self.status != "pass":
             out |= {"title": self.title, "message": self.message}
@@ -105,6 +110,7 @@ def checks_for(scenario: Scenario, *, level: Level = "may") -> tuple[CheckSpec, 
 def run_checks(
     scenario: Scenario, outcome: CaseOutcome, specs: Iterable[CheckSpec]
 ) -> list[CheckResult]:
+    """Run ``specs`` in order; a failure or a crash of one check never stops the others."""
     results: list[CheckResult] = []
     for spec in specs:
         try:

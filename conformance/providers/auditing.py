@@ -39,6 +39,7 @@ class AuditRow:
     url: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as ``ctxconf audit --json`` prints it."""
         return {
             "file": self.file,
             "interaction": self.interaction,

@@ -84,6 +84,8 @@ class Variant:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One provider acceptance rule: id, shapes, status and error, message template, evidence class."""
+
     id: str
     shapes: tuple[str, ...]
     dialect: str | None
@@ -104,11 +106,14 @@ class Rule:
 
     @property
     def check_name(self) -> str:
+        """The validator check that judges the rule (its id unless ``check`` names another)."""
         return self.check or self.id
 
 
 @dataclass(frozen=True, slots=True)
 class Profile:
+    """A provider's rule set at one point in time or model family (which rules, which envelope)."""
+
     id: str
     shape: str
     dialect: str | None
@@ -124,11 +129,14 @@ class Profile:
 
 @dataclass(frozen=True, slots=True)
 class Catalog:
+    """Every rule and profile of ``rules.yaml``, by id."""
+
     version: int
     rules: Mapping[str, Rule]
     profiles: Mapping[str, Profile]
 
     def rule(self, rule_id: str) -> Rule:
+        """The rule ``rule_id``; a :class:`CatalogError` when the catalog has none."""
         try:
             return self.rules[rule_id]
         except KeyError:

@@ -55,6 +55,8 @@ class EmulatorReply:
 
 
 class Script(Protocol):
+    """How the emulator answers an accepted request: the parsed request and shape in, a reply out."""
+
     def __call__(self, request: Transcript, shape: str) -> EmulatorReply: ...
 
 
@@ -130,6 +132,7 @@ _RESPONSE_ID_PREFIX: Final[Mapping[str, str]] = {
 
 
 def response_id(shape: str, seed: str) -> str:
+    """A deterministic provider-style response id for ``seed`` (``chatcmpl-...``, ``msg_...``)."""
     return f"{_RESPONSE_ID_PREFIX.get(shape, '')}{_token(seed, 'response', 24)}"
 
 

@@ -55,6 +55,8 @@ _ROUTES: Final[tuple[tuple[re.Pattern[str], str, EndpointKind], ...]] = (
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
+    """What a request path names: the shape, the kind of endpoint, the dialect and model."""
+
     shape: str
     kind: EndpointKind
     dialect: str | None = None

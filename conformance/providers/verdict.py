@@ -34,9 +34,11 @@ class Verdict:
 
     @property
     def accepted(self) -> bool:
+        """Whether the request was accepted."""
         return self.verdict == "accept"
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as reports store it (provenance and evidence always included)."""
         return {
             "verdict": self.verdict,
             "status": self.status,

@@ -99,6 +99,7 @@ def _case_block(case: CaseResult) -> str:
 
 
 def render_html(record: RunRecord) -> str:
+    """The run as one self-contained HTML page (inline CSS and JS, no external assets)."""
     shapes = list(record.shapes)
     plugin = escape(str(record.header.get("plugin", "?")))
     totals = record.totals

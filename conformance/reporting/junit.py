@@ -32,6 +32,8 @@ def _verdict_properties(element: ET.Element, verdict: Mapping[str, Any] | None) 
 
 
 def render_junit(record: RunRecord) -> str:
+    """The run as JUnit XML: a suite per shape, a test case per case, verdict provenance as
+    properties."""
     suites = ET.Element("testsuites", name=f"ctxconf: {record.header.get('plugin', '?')}")
     for shape in record.shapes:
         cases = [c for c in record.cases if c.shape == shape]

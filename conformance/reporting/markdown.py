@@ -22,6 +22,8 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
+    """The run as Markdown for a pull-request comment; at most ``max_problems`` problem cases
+    listed."""
     header = record.header
     out = [
         f"## ctxconf conformance: `{header.get('plugin', '?')}`",

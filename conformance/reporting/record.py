@@ -53,20 +53,25 @@ class ReportFileError(CtxconfError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:
+    """A run read back from events or a JSON-lines report: header, cases, footer."""
+
     header: Mapping[str, Any]
     cases: tuple[CaseResult, ...]
     footer: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def shapes(self) -> tuple[str, ...]:
+        """The shapes of the run, in order."""
         return tuple(self.header.get("shapes", ()))
 
     @property
     def totals(self) -> dict[Level, LevelTotals]:
+        """Per check level, the cases passed, failed and errored."""
         return dict(level_totals(self.cases))
 
     @property
     def exit_status(self) -> int:
+        """The exit status the run ended with (0 when the footer is missing)."""
         return int(self.footer.get("exit_status", 0))
 
 
@@ -108,6 +113,7 @@ class JsonLinesWriter:
 
 
 def record_from_events(events: Iterable[Event]) -> RunRecord:
+    """Collect a run's events into a :class:`RunRecord`."""
     header: dict[str, Any] = {}
     cases: list[CaseResult] = []
     footer: dict[str, Any] = {}

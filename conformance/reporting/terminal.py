@@ -31,6 +31,7 @@ _STYLE = {"pass": "green", "fail": "red", "error": "magenta", None: "dim"}
 
 
 def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> RenderableType:
+    """The matrix, totals, provenance line and the first ``max_problems`` problems, for rich."""
     shapes = record.shapes
     matrix = Table(
         title=f"ctxconf conformance: {record.header.get('plugin', '?')}",
@@ -88,4 +89,5 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
 
 
 def render_terminal(record: RunRecord, console: Console | None = None) -> None:
+    """Print :func:`terminal_renderable` to ``console`` (stdout by default)."""
     (console or Console()).print(terminal_renderable(record))

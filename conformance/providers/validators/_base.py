@@ -46,6 +46,7 @@ class Context:
     rules: frozenset[str] = frozenset()  # rule ids active in the profile
 
     def active(self, rule_id: str) -> bool:
+        """Whether rule ``rule_id`` is enforced by the profile being judged."""
         return rule_id in self.rules
 
 
