@@ -69,3 +69,14 @@ def test_qa_record_out_under_a_file_is_refused_before_recording(tmp_path: Path) 
     assert "Traceback" not in err
     assert "--out" in err
     assert str(target) in err
+
+
+def test_qa_fuzz_out_under_a_file_is_refused_before_fuzzing(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", "utf-8")
+    target = blocker / "must" / "found.yaml"
+    code, _, err = _invoke(["fuzz", "--examples", "1", "--seed", "1", "--out", str(target)])
+    assert code == 2, err  # was exit 70 (NotADirectoryError) after the whole search
+    assert "Traceback" not in err
+    assert "--out" in err
+    assert str(target) in err

@@ -105,6 +105,12 @@ def command(
             _fail(f"--shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}")
         if not set(wanted) & set(plugin.shapes):
             _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
+    if out is not None:  # checked before the search, so a found failure is never lost to a bad path
+        folder = replayable_path(out).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _fail(f"--out {out}: cannot create {folder} ({exc.strerror or exc})")
     report = fuzz(
         plugin, shapes=wanted, examples=examples, seed=seed, timeout=timeout, broken=not valid_only
     )
