@@ -52,6 +52,7 @@ from reference_impl.transcript import canonical_json
 __all__ = [
     "METADATA_KEY",
     "METADATA_VERSION",
+    "REDACTED",
     "SECRET_HEADERS",
     "SKELETON_VERSION",
     "CassetteError",

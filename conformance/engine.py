@@ -66,8 +66,10 @@ from reference_impl.transcript import (
 __all__ = [
     "DEFAULT_MODELS",
     "DEFAULT_TIMEOUT",
+    "CallResult",
     "Case",
     "assembly_request",
+    "call_with_timeout",
     "judge",
     "plan_cases",
     "reference_counter",

@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_EXAMPLES",
     "FuzzFinding",
     "FuzzReport",
+    "finding_document",
     "fuzz",
     "scenario_document",
     "scenario_yaml",

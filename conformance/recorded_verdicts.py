@@ -211,10 +211,10 @@ def _without_model(skel: Mapping[str, Any]) -> str:
     return skeleton_digest({**skel, "model": None})
 
 
-Stamp = tuple[tuple[str, int, int], ...]
+_Stamp = tuple[tuple[str, int, int], ...]
 
 
-def _scan(root: Path) -> Stamp:
+def _scan(root: Path) -> _Stamp:
     """Path, ``mtime_ns`` and size of every ``<root>/**/*.yaml`` in a stable order: any
     re-recording changes it. ``os.scandir`` with plain strings: a run without an explicit library
     pays this per case, so it must stay well under a millisecond for a few hundred cassettes."""
@@ -296,7 +296,7 @@ class CassetteLibrary:
 
 
 @functools.lru_cache(maxsize=8)
-def _library(root: str, stamp: Stamp) -> CassetteLibrary:
+def _library(root: str, stamp: _Stamp) -> CassetteLibrary:
     return CassetteLibrary(Path(root), [Path(name) for name, _, _ in stamp])
 
 

@@ -45,6 +45,7 @@ from reference_impl.transcript import (
 
 __all__ = [
     "PROBES",
+    "Expect",
     "Probe",
     "cases_for_session",
     "cassette_name",

@@ -59,6 +59,9 @@ __all__ = [
     "expand_message",
     "load_corpus",
     "load_file",
+    "message_from_compact",
+    "scenario_files",
+    "schema_errors",
     "select",
 ]
 
@@ -381,6 +384,7 @@ def default_corpus_path() -> Path:
 
 
 def scenario_files(root: Path) -> list[Path]:
+    """``root`` itself when it is a file, else every ``.yaml``/``.yml`` below it, sorted."""
     if root.is_file():
         return [root]
     if not root.is_dir():

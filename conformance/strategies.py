@@ -52,6 +52,7 @@ from reference_impl.transcript import (
 
 __all__ = [
     "ALL_CAPABILITIES",
+    "MAX_CALLS_PER_RING",
     "VIOLATION_KINDS",
     "broken_transcripts",
     "budgets",

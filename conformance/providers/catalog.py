@@ -41,6 +41,7 @@ __all__ = [
     "Profile",
     "Rule",
     "UnknownProfileError",
+    "Variant",
     "list_dialects",
     "list_profiles",
     "load_catalog",

@@ -37,6 +37,8 @@ __all__ = [
     "JsonLinesWriter",
     "ReportFileError",
     "RunRecord",
+    "footer_line",
+    "header_line",
     "read_jsonl",
     "record_from_events",
 ]
@@ -76,12 +78,14 @@ class RunRecord:
 
 
 def header_line(event: RunStarted) -> dict[str, Any]:
+    """The header line of the JSON-lines report (format, version, then the run's settings)."""
     data = asdict(event)
     data["shapes"] = list(event.shapes)
     return {"type": "header", "format": REPORT_FORMAT, "version": REPORT_VERSION, **data}
 
 
 def footer_line(event: RunFinished) -> dict[str, Any]:
+    """The footer line of the JSON-lines report (totals, statuses, time, exit status, extras)."""
     return {
         "type": "footer",
         "totals": {level: t.to_dict() for level, t in event.totals.items()},

@@ -1,0 +1,64 @@
+"""The public surface of ``conformance``: every module's ``__all__`` is sorted, names only what
+exists, and every public class, function and method it names carries a docstring."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import conformance
+
+# Optional extras (their third-party libraries may be absent) and the CLI's command modules.
+_SKIPPED = (
+    "conformance.adapters.langchain",
+    "conformance.adapters.litellm",
+    "conformance.commands",
+)
+
+
+def _modules() -> list[str]:
+    walked = pkgutil.walk_packages(conformance.__path__, prefix="conformance.")
+    found = [info.name for info in walked if not info.name.startswith(_SKIPPED)]
+    return sorted([conformance.__name__, *found])
+
+
+def _sort_key(name: str) -> tuple[int, str]:
+    # ruff's RUF022 order: CONSTANTS, then Classes, then functions.
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+
+def _documented(module: ModuleType, name: str) -> list[str]:
+    """``module.name`` and its public methods/properties that lack a docstring."""
+    value = getattr(module, name)
+    if not (inspect.isclass(value) or inspect.isfunction(value)):
+        return []
+    if getattr(value, "__module__", module.__name__) != module.__name__:
+        return []  # re-exported: checked where it is defined
+    missing = [] if inspect.getdoc(value) else [name]
+    if inspect.isclass(value):
+        for attr, member in vars(value).items():
+            target = member.fget if isinstance(member, property) else member
+            if isinstance(target, staticmethod | classmethod):
+                target = target.__func__
+            if attr.startswith("_") or not inspect.isfunction(target):
+                continue
+            if not target.__doc__:
+                missing.append(f"{name}.{attr}")
+    return missing
+
+
+@pytest.mark.parametrize("module_name", _modules())
+def test_all_is_sorted_exists_and_documented(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        pytest.skip(f"{module_name} has no __all__ (a private or registering module)")
+    assert list(names) == sorted(names, key=_sort_key), f"{module_name}.__all__ is not sorted"
+    absent = [n for n in names if not hasattr(module, n)]
+    assert not absent, f"{module_name}.__all__ names what it does not define: {absent}"
+    undocumented = [m for n in names for m in _documented(module, n)]
+    assert not undocumented, f"{module_name}: no docstring on {undocumented}"
