@@ -350,6 +350,21 @@ class Transcript:
             fixed.append(message)
         if changed:
             object.__setattr__(self, "messages", tuple(fixed))
+        if not isinstance(self.tools, tuple):
+            raise TranscriptError(f"tools must be a tuple, got {type(self.tools).__name__}")
+        names: dict[str, int] = {}
+        for index, tool in enumerate(self.tools):
+            if not isinstance(tool, ToolSpec):
+                raise TranscriptError(
+                    f"expected a ToolSpec, got {type(tool).__name__}", where=f"tools[{index}]"
+                )
+            if tool.name in names:
+                # Providers refuse a request that offers one name twice (A7: "Tool names must be unique").
+                raise TranscriptError(
+                    f"duplicate tool name {tool.name!r} (also at tools[{names[tool.name]}])",
+                    where=f"tools[{index}]",
+                )
+            names[tool.name] = index
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self.messages)
@@ -572,6 +587,16 @@ class _Reader:
             raise self.fail(f"expected true or false, got {_type_name(self.value)}")
         return self.value
 
+    def only_keys(self, allowed: Iterable[str]) -> None:
+        """Refuse keys this format does not define: a typo must not vanish silently."""
+        known = set(allowed)
+        unknown = sorted(k for k in self.mapping() if k not in known)
+        if unknown:
+            raise self.fail(
+                f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"expected some of {', '.join(sorted(known))}"
+            )
+
     def choice(self, options: Sequence[str]) -> str:
         text = self.str_()
         if text not in options:
@@ -594,10 +619,20 @@ def _attachment_from(r: _Reader) -> TextPart | ImagePart | FilePart:
     return part
 
 
+_PART_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    "text": ("text",),
+    "summary": ("text",),
+    "image": ("source", "data", "media_type", "detail", "width", "height"),
+    "file": ("source", "data", "media_type", "filename"),
+    "tool_call": ("id", "name", "arguments", "item_id"),
+    "tool_result": ("call_id", "content", "is_error", "name", "item_id"),
+    "reasoning": ("origin", "data"),
+}
+
+
 def _part_from(r: _Reader) -> Part:
-    kind = r.get("kind").choice(
-        ("text", "image", "file", "tool_call", "tool_result", "reasoning", "summary")
-    )
+    kind = r.get("kind").choice(tuple(_PART_KEYS))
+    r.only_keys(("kind", *_PART_KEYS[kind]))
     if kind == "text":
         return TextPart(r.get("text").str_())
     if kind == "summary":
@@ -651,7 +686,7 @@ def _part_from(r: _Reader) -> Part:
 
 
 def _message_from(r: _Reader) -> Message:
-    r.mapping()
+    r.only_keys(("role", "parts", "name", "wire_id", "empty_tool_calls", "id"))
     parts = tuple(_part_from(p) for p in r.get("parts").items())
     try:
         return Message(
@@ -672,7 +707,8 @@ def _message_from(r: _Reader) -> Message:
 def transcript_from_dict(value: object) -> Transcript:
     """Read a transcript document (``format: ctxconf.transcript``, ``version: 1``)."""
     r = _Reader(value, "")
-    r.mapping()
+    # ``ledger`` and ``memory`` belong to the execution layer; commands read them from the same file.
+    r.only_keys(("format", "version", "model", "tools", "params", "messages", "ledger", "memory"))
     if r.has("format") and r.get("format").value != SCHEMA_NAME:
         raise r.get("format").fail(f"expected {SCHEMA_NAME!r}")
     version = r.get("version").opt_int()
@@ -683,6 +719,7 @@ def transcript_from_dict(value: object) -> Transcript:
     tools: list[ToolSpec] = []
     if r.has("tools"):
         for t in r.get("tools").items():
+            t.only_keys(("name", "description", "parameters", "side_effect"))
             schema = t.get("parameters")
             tools.append(
                 ToolSpec(

@@ -11,6 +11,7 @@ import json
 import click
 
 from conformance.commands._sessions import SHAPE_CHOICE, load_request
+from reference_impl._encodings import encoding_for_model
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens import counter_for
 
@@ -41,6 +42,10 @@ def command(
         result = counter.count(transcript)
     except TokenCountError as exc:
         raise click.UsageError(str(exc)) from None
+    if shape in ("openai-chat", "openai-responses"):
+        choice = encoding_for_model(model)
+        if choice.reason.startswith(("unknown model", "no model")):
+            click.echo(f"ctxconf: note: {request}: {choice.reason}", err=True)
     payload = {
         "shape": shape,
         "model": model,

@@ -6,6 +6,7 @@
 * Leading system/developer messages: the shapes with a top-level system field (Anthropic, Bedrock,
   Gemini) take the run at the start of the transcript.
 * Tool-call arguments as a JSON value, for the shapes that send an object instead of text.
+* Tool names offered twice: a parse error at the provider's own path (A7), never a later crash.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from reference_impl.errors import UnsupportedPartError
+from reference_impl.errors import ParseError, UnsupportedPartError
+from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import (
     Message,
     Part,
@@ -29,6 +31,7 @@ __all__ = [
     "call_arguments",
     "leading_system_count",
     "text_part",
+    "unique_tool_name",
     "unsupported_part",
     "with_summaries",
 ]
@@ -101,3 +104,12 @@ def call_arguments(
             j,
         )
     return value
+
+
+def unique_tool_name(name: Wire, seen: set[str]) -> str:
+    """The tool name at ``name``; a ``ParseError`` there if the request already offered it (A7)."""
+    text = name.str_()
+    if text in seen:
+        raise ParseError(f"duplicate tool name {text!r}", where=name.path)
+    seen.add(text)
+    return text

@@ -48,6 +48,7 @@ from reference_impl.shapes._extras import (
 from reference_impl.shapes._mapping import (
     call_arguments,
     leading_system_count,
+    unique_tool_name,
     unsupported_part,
     with_summaries,
 )
@@ -265,13 +266,14 @@ def _map_message(wire: Wire) -> tuple[Message, MessageExtras]:
 
 def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
     out: list[ToolSpec] = []
+    seen: set[str] = set()
     for k, tool in enumerate(tools.items()):
         kind = tool.get("type").opt_str()
         if kind is not None and kind != "custom":
             # Server tools (web_search_2025..., tool search, code execution): no neutral spec.
             extras.raw_tools.append((k, json.loads(canonical_of(tool))))
             continue
-        name = tool.get("name").str_()
+        name = unique_tool_name(tool.get("name"), seen)
         schema = tool.get("input_schema")
         schema.obj()
         description = tool.get("description").opt_str() or ""

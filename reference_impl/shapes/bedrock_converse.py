@@ -50,6 +50,7 @@ from reference_impl.shapes._extras import (
 from reference_impl.shapes._mapping import (
     call_arguments,
     leading_system_count,
+    unique_tool_name,
     unsupported_part,
     with_summaries,
 )
@@ -277,13 +278,14 @@ def _map_tool_config(config: Wire, extras: Extras) -> tuple[tuple[ToolSpec, ...]
     """``(tools, the rest of toolConfig or None)``."""
     config.obj()
     specs: list[ToolSpec] = []
+    seen: set[str] = set()
     for k, tool in enumerate(config.get("tools").items() if config.has("tools") else []):
         key = _block_key(tool, ("toolSpec", "cachePoint", "systemTool"))
         if key != "toolSpec":
             extras.raw_tools.append((k, json.loads(canonical_of(tool))))
             continue
         spec = tool.get("toolSpec")
-        name = spec.get("name").str_()
+        name = unique_tool_name(spec.get("name"), seen)
         schema = spec.get("inputSchema").get("json")
         schema.obj()
         specs.append(

@@ -64,6 +64,7 @@ from reference_impl.shapes._extras import (
 from reference_impl.shapes._mapping import (
     call_arguments,
     leading_system_count,
+    unique_tool_name,
     unsupported_part,
     with_summaries,
 )
@@ -318,6 +319,7 @@ _ROLES: Final[dict[str, Role]] = {"user": "user", "model": "assistant", "functio
 def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
     out: list[ToolSpec] = []
     schema_keys: dict[str, str] = {}
+    seen: set[str] = set()
     for k, tool in enumerate(tools.items()):
         tool.obj()
         declarations = _first(tool, "functionDeclarations", "function_declarations")
@@ -325,7 +327,7 @@ def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
         if rest:
             extras.raw_tools.append((k, rest))
         for declaration in declarations.items() if declarations.present else []:
-            name = declaration.get("name").str_()
+            name = unique_tool_name(declaration.get("name"), seen)
             json_schema = _first(declaration, "parametersJsonSchema", "parameters_json_schema")
             openapi = declaration.get("parameters")
             schema = json_schema if json_schema.present else openapi

@@ -1,0 +1,135 @@
+"""Strict session files and tool lists: a typo or a duplicate is a named error, never lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reference_impl.errors import ParseError, SessionFileError, TranscriptError
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import (
+    Message,
+    TextPart,
+    ToolSpec,
+    Transcript,
+    transcript_from_dict,
+)
+
+
+def _doc(**extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "format": "ctxconf.transcript",
+        "version": 1,
+        "messages": [{"role": "user", "parts": [{"kind": "text", "text": "hi"}]}],
+    }
+    doc.update(extra)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("document", "where", "key"),
+    [
+        (_doc(mesages=[]), "$", "mesages"),
+        (
+            _doc(messages=[{"role": "user", "part": [], "parts": []}]),
+            "messages[0]",
+            "part",
+        ),
+        (
+            _doc(messages=[{"role": "user", "parts": [{"kind": "text", "text": "x", "txt": "y"}]}]),
+            "messages[0].parts[0]",
+            "txt",
+        ),
+        (_doc(tools=[{"name": "f", "schema": {}}]), "tools[0]", "schema"),
+    ],
+)
+def test_unknown_keys_in_a_session_file_are_named(document: Any, where: str, key: str) -> None:
+    with pytest.raises(SessionFileError) as caught:
+        transcript_from_dict(document)
+    assert caught.value.where == where
+    assert repr(key) in caught.value.message
+
+
+def test_ledger_and_memory_may_ride_along_in_a_session_file() -> None:
+    transcript = transcript_from_dict(_doc(ledger=[], memory=[]))
+    assert len(transcript) == 1
+
+
+def test_duplicate_tool_names_in_a_transcript() -> None:
+    with pytest.raises(TranscriptError) as caught:
+        Transcript((Message("user", (TextPart("hi"),)),), tools=(ToolSpec("f"), ToolSpec("f")))
+    assert caught.value.where == "tools[1]"
+    assert "'f'" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("shape", "body", "where"),
+    [
+        (
+            "openai-chat",
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "f"}}] * 2,
+            },
+            "tools[1].function.name",
+        ),
+        (
+            "openai-responses",
+            {"input": "hi", "tools": [{"type": "function", "name": "f"}] * 2},
+            "tools[1].name",
+        ),
+        (
+            "anthropic-messages",
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"name": "f", "input_schema": {"type": "object"}}] * 2,
+            },
+            "tools.1.name",
+        ),
+        (
+            "gemini",
+            {
+                "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                "tools": [{"functionDeclarations": [{"name": "f"}, {"name": "f"}]}],
+            },
+            "tools[0].functionDeclarations[1].name",
+        ),
+        (
+            "bedrock-converse",
+            {
+                "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                "toolConfig": {
+                    "tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {}}}}] * 2
+                },
+            },
+            "toolConfig.tools.1.toolSpec.name",
+        ),
+    ],
+)
+def test_duplicate_tool_names_are_a_parse_error_at_the_provider_path(
+    shape: str, body: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(ParseError) as caught:
+        get_shape(shape).parse_request(body)
+    assert caught.value.where == where
+    assert "duplicate tool name 'f'" in caught.value.message
+
+
+def test_count_says_when_the_model_is_unknown(tmp_path: Any) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from conformance.cli import cli
+
+    path = tmp_path / "body.json"
+    path.write_text(
+        json.dumps({"model": "my-finetune", "messages": [{"role": "user", "content": "hi"}]})
+    )
+    result = CliRunner().invoke(
+        cli, ["count", str(path), "--shape", "openai-chat", "--format", "json"]
+    )
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["encoding"] == "o200k_base"
+    assert "unknown model 'my-finetune'" in result.stderr
