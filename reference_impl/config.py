@@ -69,6 +69,11 @@ class AssemblyConfig:
     on_pairing_error: OnPairingError = "fail_closed"
     on_still_over_budget: OnStillOverBudget = "fail_closed"
     token_counter: TokenCounterChoice = "provider_or_tiktoken_model_encoding"
+    """Counting policy. A provider count API needs a client and credentials, which are never
+    borrowed silently: pass ``counter=AnthropicCountTokensCounter(client, model)`` (or
+    ``OpenAIInputTokensCounter``) to ``assemble`` to use it. Without one, both values use the local
+    counter for the shape: tiktoken with the model's encoding for OpenAI shapes, a calibrated
+    estimate with an explicit safety factor for the others. The report names the counter used."""
     pin: tuple[PinName, ...] = (
         "first_user_message",
         "side_effect_ledger",
