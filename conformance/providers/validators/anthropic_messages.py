@@ -25,38 +25,104 @@ from conformance.providers.validators._base import (
     objects,
     structure,
 )
+from conformance.providers.validators._types import arr, first_mismatch, obj, scalar
+from conformance.providers.validators._wording import dotted_path, pydantic_expected
 
-__all__ = ["anthropic_structure"]
+__all__ = ["BODY", "anthropic_structure"]
 
 SHAPE: Final = "anthropic-messages"
 TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")  # A6
 THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+_FLAG: Final = scalar("boolean")
 
 
 def _shape_error(path: str) -> Finding:
     return Finding("A12", (), {"path": path})
 
 
-def _block_structure(path: str, block: Any) -> Finding | None:
-    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-        return _shape_error(path)
-    kind = block["type"]
-    if kind == "tool_use" and not (
-        isinstance(block.get("id"), str)
-        and isinstance(block.get("name"), str)
-        and isinstance(block.get("input", {}), dict)
-    ):
-        return _shape_error(path)
-    if kind == "tool_result" and not isinstance(block.get("tool_use_id"), str):
-        return _shape_error(path)
-    if kind == "text" and not isinstance(block.get("text"), str):
-        return _shape_error(path)
-    return None
+# The JSON types of the fields this validator knows (A12a). Blocks are told apart by ``type``;
+# unknown keys and block types are never judged. Optional knobs are not nullable (inferred: the
+# API reference lists them as optional, not as nullable).
+_STR: Final = scalar("string")
+_CACHE: Final = obj({"type": _STR}, also=("null",))
+_SOURCE: Final = obj({"type": _STR, "media_type": _STR, "data": _STR, "url": _STR})
+_NESTED: Final = obj(
+    {"type": _STR, "cache_control": _CACHE},
+    required=("type",),
+    tag="type",
+    variants={
+        "text": obj({"text": _STR}, required=("text",)),
+        "image": obj({"source": _SOURCE}, required=("source",)),
+        "document": obj({"source": _SOURCE}, required=("source",)),
+    },
+)
+BLOCK: Final = obj(
+    {"type": _STR, "cache_control": _CACHE},
+    required=("type",),
+    tag="type",
+    variants={
+        "text": obj({"text": _STR}, required=("text",)),
+        "image": obj({"source": _SOURCE}, required=("source",)),
+        "document": obj({"source": _SOURCE, "title": scalar("string", "null")}),
+        "tool_use": obj({"id": _STR, "name": _STR, "input": obj()}, required=("id", "name")),
+        "server_tool_use": obj({"id": _STR, "name": _STR, "input": obj()}),
+        "tool_result": obj(
+            {
+                "tool_use_id": _STR,
+                "content": arr(_NESTED, also=("string",)),
+                "is_error": scalar("boolean"),
+            },
+            required=("tool_use_id",),
+        ),
+        "thinking": obj({"thinking": _STR, "signature": _STR}, required=("thinking",)),
+        "redacted_thinking": obj({"data": _STR}, required=("data",)),
+    },
+)
+MESSAGE: Final = obj({"role": _STR, "content": arr(BLOCK, also=("string",))})
+TOOL: Final = obj(
+    {
+        "name": _STR,
+        "type": _STR,
+        "description": _STR,
+        "input_schema": obj(),  # a JSON schema: its contents are free-form
+        "cache_control": _CACHE,
+    },
+    required=("name",),
+)
+BODY: Final = obj(
+    {
+        "model": _STR,
+        "max_tokens": scalar("integer"),
+        "messages": arr(MESSAGE),
+        "system": arr(BLOCK, also=("string",)),
+        "tools": arr(TOOL),
+        "tool_choice": obj({"type": _STR, "name": _STR, "disable_parallel_tool_use": _FLAG}),
+        "temperature": scalar("number"),
+        "top_p": scalar("number"),
+        "top_k": scalar("integer"),
+        "stop_sequences": arr(_STR),
+        "stream": scalar("boolean"),
+        "metadata": obj({"user_id": scalar("string", "null")}),
+        "thinking": obj({"type": _STR, "budget_tokens": scalar("integer")}),
+    }
+)
+
+
+def _wrong_type(body: Any) -> Finding | None:
+    """A12a for the first known field of ``body`` with a JSON type Anthropic refuses."""
+    found = first_mismatch(body, BODY)
+    if found is None:
+        return None
+    path = dotted_path(found.path)
+    if found.missing:
+        return Finding("A12a", (), {"path": path}, rule="A12a", variant="missing")
+    values = {"path": path, "expected": pydantic_expected(found.spec)}
+    return Finding("A12a", (), values, rule="A12a")
 
 
 @structure(SHAPE)
 def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
-    """A12: the body, every message and every content block have the expected shape (recorded)."""
+    """A12: the body, every message and every block is an object (recorded); A12a: field types."""
     if not isinstance(body, dict):
         return _shape_error("body")
     messages = body.get("messages")
@@ -71,15 +137,9 @@ def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
         if not isinstance(content, str | list):
             return _shape_error(f"messages.{i}")
         for j, block in enumerate(as_list(content)):
-            found = _block_structure(f"messages.{i}.content.{j}", block)
-            if found is not None:
-                return found
-    system = body.get("system")
-    if system is not None and not isinstance(system, str | list):
-        return _shape_error("system")
-    if "tools" in body and not isinstance(body["tools"], list):
-        return _shape_error("tools")
-    return None
+            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+                return _shape_error(f"messages.{i}.content.{j}")
+    return _wrong_type(body)
 
 
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:

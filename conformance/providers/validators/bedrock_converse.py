@@ -24,14 +24,85 @@ from conformance.providers.validators._base import (
     structure,
     type_name,
 )
+from conformance.providers.validators._types import ANY, arr, first_mismatch, obj, scalar
+from conformance.providers.validators._wording import aws_expected, dotted_path
 
-__all__ = ["converse_structure"]
+__all__ = ["BODY", "converse_structure"]
 
 SHAPE: Final = "bedrock-converse"
 
 
 def _bad(path: str, expected: str, got: Any) -> Finding:
     return Finding("B0", (), {"path": path, "expected": expected, "got": type_name(got)})
+
+
+# The JSON types of the fields this validator knows (B0). A content block is a single-key object
+# (``{"text": ...}``, ``{"toolUse": {...}}``); ``toolUse.input`` and ``json`` results are any JSON
+# document. Unknown keys are never judged.
+_STR: Final = scalar("string")
+_SOURCE: Final = obj({"bytes": _STR, "s3Location": obj({"uri": _STR})})
+_MEDIA: Final = obj({"format": _STR, "name": _STR, "source": _SOURCE})
+_CACHE_POINT: Final = obj({"type": _STR})
+RESULT_BLOCK: Final = obj({"text": _STR, "json": ANY, "image": _MEDIA, "document": _MEDIA})
+BLOCK: Final = obj(
+    {
+        "text": _STR,
+        "image": _MEDIA,
+        "document": _MEDIA,
+        "toolUse": obj(
+            {"toolUseId": _STR, "name": _STR, "input": ANY},
+            required=("toolUseId", "name", "input"),
+        ),
+        "toolResult": obj(
+            {"toolUseId": _STR, "content": arr(RESULT_BLOCK), "status": _STR},
+            required=("toolUseId", "content"),
+        ),
+        "reasoningContent": obj(
+            {"reasoningText": obj({"text": _STR, "signature": _STR}), "redactedContent": _STR}
+        ),
+        "cachePoint": _CACHE_POINT,
+    }
+)
+TOOL: Final = obj(
+    {
+        "toolSpec": obj(
+            {
+                "name": _STR,
+                "description": _STR,
+                "inputSchema": obj({"json": obj()}, required=("json",)),  # a JSON schema
+            },
+            required=("name", "inputSchema"),
+        ),
+        "cachePoint": _CACHE_POINT,
+    }
+)
+BODY: Final = obj(
+    {
+        "messages": arr(obj({"role": _STR, "content": arr(BLOCK)})),
+        "system": arr(obj({"text": _STR, "cachePoint": _CACHE_POINT})),
+        "toolConfig": obj({"tools": arr(TOOL), "toolChoice": obj()}, required=("tools",)),
+        "inferenceConfig": obj(
+            {
+                "maxTokens": scalar("integer"),
+                "temperature": scalar("number"),
+                "topP": scalar("number"),
+                "stopSequences": arr(_STR),
+            }
+        ),
+        "additionalModelRequestFields": ANY,
+    }
+)
+
+
+def _wrong_type(body: Any) -> Finding | None:
+    """B0 for the first known field of ``body`` with a JSON type Bedrock refuses."""
+    found = first_mismatch(body, BODY)
+    if found is None:
+        return None
+    path = dotted_path(found.path)
+    if found.missing:
+        return Finding("B0", (), {"path": path}, variant="missing")
+    return _bad(path, aws_expected(found.spec), found.value)
 
 
 @structure(SHAPE)
@@ -53,7 +124,7 @@ def converse_structure(body: Any, ctx: Context) -> Finding | None:
         for j, block in enumerate(content):
             if not isinstance(block, dict):
                 return _bad(f"messages.{i}.content.{j}", "a structure", block)
-    return None
+    return _wrong_type(body)
 
 
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -18,14 +18,88 @@ from conformance.providers.validators._base import (
     objects,
     structure,
 )
+from conformance.providers.validators._types import ANY, arr, first_mismatch, obj, scalar
+from conformance.providers.validators._wording import (
+    bracket_path,
+    proto_expected,
+    proto_got,
+    snake_case,
+)
 
-__all__ = ["gemini_structure"]
+__all__ = ["BODY", "gemini_structure"]
 
 SHAPE: Final = "gemini"
 
 
 def _bad(path: str, expected: str, got: Any) -> Finding:
-    return Finding("G0", (), {"path": path, "expected": expected, "got": repr(got)[:80]})
+    return Finding("G0", (), {"path": path, "expected": expected, "got": proto_got(got)})
+
+
+# The JSON types of the fields this validator knows (G0), by proto field name: the API takes
+# camelCase and snake_case keys alike and names fields in snake_case (inferred). Numbers written
+# as strings are valid proto3 JSON; unknown keys are never judged.
+_STR: Final = scalar("string")
+_INT: Final = scalar("integer")
+_FLOAT: Final = scalar("number")
+_STRUCT: Final = obj(name="type.googleapis.com/google.protobuf.Struct")
+PART: Final = obj(
+    {
+        "text": _STR,
+        "thought": scalar("boolean"),
+        "thought_signature": _STR,
+        "function_call": obj({"name": _STR, "args": _STRUCT, "id": _STR}, name="FunctionCall"),
+        "function_response": obj(
+            {"name": _STR, "response": _STRUCT, "id": _STR}, name="FunctionResponse"
+        ),
+        "inline_data": obj({"mime_type": _STR, "data": _STR}, name="Blob"),
+        "file_data": obj({"mime_type": _STR, "file_uri": _STR}, name="FileData"),
+    },
+    name="Part",
+)
+CONTENT: Final = obj({"role": _STR, "parts": arr(PART)}, name="Content")
+DECLARATION: Final = obj(
+    {"name": _STR, "description": _STR, "parameters": obj(name="Schema")},
+    name="FunctionDeclaration",
+)
+BODY: Final = obj(
+    {
+        "model": _STR,
+        "contents": arr(CONTENT),
+        "system_instruction": CONTENT,
+        "tools": arr(obj({"function_declarations": arr(DECLARATION)}, name="Tool")),
+        "tool_config": obj(name="ToolConfig"),
+        "cached_content": _STR,
+        "generation_config": obj(
+            {
+                "temperature": _FLOAT,
+                "top_p": _FLOAT,
+                "top_k": _INT,
+                "candidate_count": _INT,
+                "max_output_tokens": _INT,
+                "seed": _INT,
+                "presence_penalty": _FLOAT,
+                "frequency_penalty": _FLOAT,
+                "stop_sequences": arr(_STR),
+                "response_mime_type": _STR,
+                "response_schema": ANY,
+                "thinking_config": obj(
+                    {"thinking_budget": _INT, "include_thoughts": scalar("boolean")},
+                    name="ThinkingConfig",
+                ),
+            },
+            name="GenerationConfig",
+        ),
+    },
+    name="GenerateContentRequest",
+)
+
+
+def _wrong_type(body: Any) -> Finding | None:
+    """G0 for the first known field of ``body`` with a JSON type the API refuses."""
+    found = first_mismatch(body, BODY, key=snake_case, numeric_text=True)
+    if found is None:
+        return None
+    return _bad(bracket_path(found.path), proto_expected(found.spec), found.value)
 
 
 @structure(SHAPE)
@@ -59,7 +133,7 @@ def gemini_structure(body: Any, ctx: Context) -> Finding | None:
                     "type.googleapis.com/google.ai.generativelanguage.v1beta.Part",
                     part,
                 )
-    return None
+    return _wrong_type(body)
 
 
 def _contents(body: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -23,13 +23,116 @@ from conformance.providers.validators._base import (
     structure,
     type_name,
 )
+from conformance.providers.validators._types import (
+    arr,
+    first_mismatch,
+    obj,
+    scalar,
+)
+from conformance.providers.validators._wording import bracket_path, openai_expected, openai_got
 
-__all__ = ["chat_structure", "pending_calls"]
+__all__ = ["BODY", "chat_structure", "pending_calls"]
 
 SHAPE: Final = "openai-chat"
 ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 NAME_PATTERN: Final = re.compile(r"^[a-zA-Z0-9_-]+$")  # C7
 TOOL_PARTS: Final = frozenset({"text", "image_url"})  # C6
+
+
+# The JSON types of the fields this validator knows (C0). Optional request parameters are nullable
+# in OpenAI's API reference, so ``null`` is accepted for them; unknown keys are never judged.
+_STR: Final = scalar("string")
+_NUMBER: Final = scalar("number", "null")
+_INTEGER: Final = scalar("integer", "null")
+_FLAG: Final = scalar("boolean", "null")
+PART: Final = obj(
+    {"type": _STR},
+    required=("type",),
+    tag="type",
+    variants={
+        "text": obj({"text": _STR}, required=("text",)),
+        "image_url": obj({"image_url": obj({"url": _STR, "detail": _STR})}),
+        "input_audio": obj({"input_audio": obj({"data": _STR, "format": _STR})}),
+        "file": obj({"file": obj({"file_data": _STR, "file_id": _STR, "filename": _STR})}),
+        "refusal": obj({"refusal": _STR}),
+    },
+)
+TOOL_CALL: Final = obj(
+    {
+        "id": _STR,
+        "type": _STR,
+        "function": obj({"name": _STR, "arguments": _STR}, required=("name",)),
+    }
+)
+MESSAGE: Final = obj(
+    {
+        "role": _STR,
+        "content": arr(PART, also=("string", "null")),
+        "name": _STR,
+        "tool_calls": arr(TOOL_CALL, also=("null",)),
+        "tool_call_id": _STR,
+        "refusal": scalar("string", "null"),
+        "function_call": obj({"name": _STR, "arguments": _STR}, also=("null",)),
+    }
+)
+TOOL: Final = obj(
+    {
+        "type": _STR,
+        "function": obj(
+            {
+                "name": _STR,
+                "description": _STR,
+                "parameters": obj(),  # a JSON schema: its contents are free-form
+                "strict": _FLAG,
+            },
+            required=("name",),
+        ),
+    },
+    required=("type",),
+)
+BODY: Final = obj(
+    {
+        "model": _STR,
+        "messages": arr(MESSAGE),
+        "tools": arr(TOOL, also=("null",)),
+        "tool_choice": obj({"type": _STR}, also=("string", "null")),
+        "parallel_tool_calls": _FLAG,
+        "temperature": _NUMBER,
+        "top_p": _NUMBER,
+        "presence_penalty": _NUMBER,
+        "frequency_penalty": _NUMBER,
+        "max_tokens": _INTEGER,
+        "max_completion_tokens": _INTEGER,
+        "n": _INTEGER,
+        "seed": _INTEGER,
+        "top_logprobs": _INTEGER,
+        "logprobs": _FLAG,
+        "stream": _FLAG,
+        "store": _FLAG,
+        "stop": arr(_STR, also=("string", "null")),
+        "user": scalar("string", "null"),
+        "reasoning_effort": scalar("string", "null"),
+        "response_format": obj({"type": _STR}, also=("null",)),
+        "stream_options": obj({"include_usage": _FLAG}, also=("null",)),
+        "metadata": obj(also=("null",)),
+        "logit_bias": obj(also=("null",)),
+    }
+)
+
+
+def _wrong_type(body: Any) -> Finding | None:
+    """C0 for the first known field of ``body`` with a JSON type OpenAI refuses."""
+    found = first_mismatch(body, BODY)
+    if found is None:
+        return None
+    path = bracket_path(found.path)
+    if found.missing:
+        return _missing(path)
+    return Finding(
+        "C0",
+        (),
+        {"path": path, "expected": openai_expected(found.spec), "got": openai_got(found.value)},
+    )
 
 
 def _bad_type(path: str, expected: str, got: Any) -> Finding:
@@ -108,9 +211,7 @@ def chat_structure(body: Any, ctx: Context) -> Finding | None:
         found = _message_structure(i, message)
         if found is not None:
             return found
-    if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
-        return _bad_type("tools", "an array", body["tools"])
-    return None
+    return _wrong_type(body)
 
 
 def call_ids(message: Mapping[str, Any]) -> list[str]:

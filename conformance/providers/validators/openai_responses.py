@@ -19,8 +19,10 @@ from conformance.providers.validators._base import (
     structure,
     type_name,
 )
+from conformance.providers.validators._types import arr, first_mismatch, obj, scalar
+from conformance.providers.validators._wording import bracket_path, openai_expected, openai_got
 
-__all__ = ["responses_structure"]
+__all__ = ["BODY", "responses_structure"]
 
 SHAPE: Final = "openai-responses"
 ROLES: Final = frozenset({"user", "assistant", "system", "developer"})
@@ -29,6 +31,96 @@ RESPONSE_ID: Final = re.compile(r"^[A-Za-z0-9_-]+$")  # R7a
 FOLLOWERS: Final = frozenset(
     {"function_call", "custom_tool_call", "computer_call", "web_search_call", "file_search_call"}
 )
+
+
+# The JSON types of the fields this validator knows (R0); optional parameters are nullable in the
+# API reference. Items are told apart by ``type`` (a message may omit it); unknown keys and item
+# types are never judged.
+_STR: Final = scalar("string")
+_OPT_STR: Final = scalar("string", "null")
+_NUMBER: Final = scalar("number", "null")
+_INTEGER: Final = scalar("integer", "null")
+_FLAG: Final = scalar("boolean", "null")
+PART: Final = obj(
+    {"type": _STR},
+    required=("type",),
+    tag="type",
+    variants={
+        "input_text": obj({"text": _STR}, required=("text",)),
+        "output_text": obj({"text": _STR, "annotations": arr(obj())}, required=("text",)),
+        "summary_text": obj({"text": _STR}),
+        "reasoning_text": obj({"text": _STR}),
+        "refusal": obj({"refusal": _STR}),
+        "input_image": obj({"image_url": _OPT_STR, "file_id": _OPT_STR, "detail": _STR}),
+        "input_file": obj(
+            {"file_data": _STR, "file_id": _OPT_STR, "filename": _STR, "file_url": _STR}
+        ),
+    },
+)
+ITEM: Final = obj(
+    {
+        "type": _STR,
+        "id": _STR,
+        "status": _STR,
+        "role": _STR,
+        "content": arr(PART, also=("string",)),
+    },
+    tag="type",
+    variants={
+        "function_call": obj({"call_id": _STR, "name": _STR, "arguments": _STR}),
+        "function_call_output": obj({"call_id": _STR, "output": arr(PART, also=("string",))}),
+        "reasoning": obj(
+            {"summary": arr(PART), "encrypted_content": _OPT_STR},
+        ),
+    },
+)
+TOOL: Final = obj(
+    {
+        "type": _STR,
+        "name": _STR,
+        "description": _OPT_STR,
+        "parameters": obj(also=("null",)),  # a JSON schema: its contents are free-form
+        "strict": _FLAG,
+    },
+    required=("type",),
+)
+BODY: Final = obj(
+    {
+        "model": _STR,
+        "input": arr(ITEM, also=("string",)),
+        "instructions": _OPT_STR,
+        "tools": arr(TOOL, also=("null",)),
+        "tool_choice": obj({"type": _STR}, also=("string", "null")),
+        "parallel_tool_calls": _FLAG,
+        "temperature": _NUMBER,
+        "top_p": _NUMBER,
+        "max_output_tokens": _INTEGER,
+        "max_tool_calls": _INTEGER,
+        "top_logprobs": _INTEGER,
+        "store": _FLAG,
+        "stream": _FLAG,
+        "background": _FLAG,
+        "previous_response_id": _OPT_STR,
+        "truncation": _OPT_STR,
+        "user": _OPT_STR,
+        "reasoning": obj({"effort": _OPT_STR, "summary": _OPT_STR}, also=("null",)),
+        "include": arr(_STR, also=("null",)),
+        "metadata": obj(also=("null",)),
+        "text": obj(also=("null",)),
+    }
+)
+
+
+def _wrong_type(body: Any) -> Finding | None:
+    """R0 for the first known field of ``body`` with a JSON type OpenAI refuses."""
+    found = first_mismatch(body, BODY)
+    if found is None:
+        return None
+    path = bracket_path(found.path)
+    if found.missing:
+        return Finding("R0", (), {"path": path}, variant="missing")
+    values = {"path": path, "expected": openai_expected(found.spec), "got": openai_got(found.value)}
+    return Finding("R0", (), values)
 
 
 def _bad_type(path: str, expected: str, got: Any) -> Finding:
@@ -67,15 +159,13 @@ def responses_structure(body: Any, ctx: Context) -> Finding | None:
     if not isinstance(body, dict):
         return _bad_type("body", "an object", body)
     items = body.get("input")
-    if items is None or isinstance(items, str):
-        return None
-    if not isinstance(items, list):
+    if items is not None and not isinstance(items, str | list):
         return _bad_type("input", "one of a string or array of objects", items)
-    for i, item in enumerate(items):
+    for i, item in enumerate(items if isinstance(items, list) else []):
         found = _item_structure(i, item)
         if found is not None:
             return found
-    return None
+    return _wrong_type(body)
 
 
 def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
