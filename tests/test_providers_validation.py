@@ -24,7 +24,8 @@ JSON = st.recursive(
     ),
     max_leaves=20,
 )
-ROLES = st.sampled_from(["user", "assistant", "tool", "system", "developer", "model", "x"])
+# Mostly known roles, sometimes any JSON value (a role that is an object must not crash a check).
+ROLES = st.sampled_from(["user", "assistant", "tool", "system", "developer", "model", "x"]) | JSON
 # Bodies that look like requests, so the checks past the structure gate run too.
 MESSAGE = st.fixed_dictionaries(
     {"role": ROLES},

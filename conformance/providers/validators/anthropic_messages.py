@@ -96,7 +96,9 @@ BODY: Final = obj(
         "messages": arr(MESSAGE),
         "system": arr(BLOCK, also=("string",)),
         "tools": arr(TOOL),
-        "tool_choice": obj({"type": _STR, "name": _STR, "disable_parallel_tool_use": _FLAG}),
+        "tool_choice": obj(
+            {"type": _STR, "name": _STR, "disable_parallel_tool_use": _FLAG}, required=("type",)
+        ),
         "temperature": scalar("number"),
         "top_p": scalar("number"),
         "top_k": scalar("integer"),

@@ -116,7 +116,8 @@ def converse_structure(body: Any, ctx: Context) -> Finding | None:
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
             return _bad(f"messages.{i}", "a structure", message)
-        if message.get("role") not in {"user", "assistant"}:
+        role = message.get("role")
+        if not isinstance(role, str) or role not in {"user", "assistant"}:
             return _bad(f"messages.{i}.role", "one of [user, assistant]", message.get("role"))
         content = message.get("content")
         if not isinstance(content, list):
@@ -221,7 +222,8 @@ def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 def _reasoning_enabled(body: Mapping[str, Any]) -> bool:
     extra = as_dict(body.get("additionalModelRequestFields"))
     thinking = as_dict(extra.get("thinking")) or as_dict(extra.get("reasoning_config"))
-    return thinking.get("type") in {"enabled", "adaptive"}
+    # additionalModelRequestFields is free-form: its ``type`` may be any JSON value.
+    return str(thinking.get("type")) in {"enabled", "adaptive"}
 
 
 @check(SHAPE, "B10")

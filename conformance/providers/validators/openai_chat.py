@@ -95,7 +95,7 @@ BODY: Final = obj(
         "model": _STR,
         "messages": arr(MESSAGE),
         "tools": arr(TOOL, also=("null",)),
-        "tool_choice": obj({"type": _STR}, also=("string", "null")),
+        "tool_choice": obj({"type": _STR}, required=("type",), also=("string", "null")),
         "parallel_tool_calls": _FLAG,
         "temperature": _NUMBER,
         "top_p": _NUMBER,

@@ -90,7 +90,7 @@ BODY: Final = obj(
         "input": arr(ITEM, also=("string",)),
         "instructions": _OPT_STR,
         "tools": arr(TOOL, also=("null",)),
-        "tool_choice": obj({"type": _STR}, also=("string", "null")),
+        "tool_choice": obj({"type": _STR}, required=("type",), also=("string", "null")),
         "parallel_tool_calls": _FLAG,
         "temperature": _NUMBER,
         "top_p": _NUMBER,
