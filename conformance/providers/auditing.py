@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from conformance.providers.catalog import list_dialects, profile_for_model
+from conformance.providers.catalog import catalog_dialect, list_dialects, profile_for_model
 from conformance.providers.validation import validate_request
 from conformance.providers.verdict import Verdict
 from conformance.recordings import RecordedInteraction, iter_recordings
@@ -55,7 +55,8 @@ class AuditRow:
 
 def dialect_for(shape: str, detected: str | None) -> str | None:
     """The catalog dialect for a detected gateway; unknown gateways are judged as the base shape."""
-    return detected if detected in list_dialects(shape) else None
+    dialect = catalog_dialect(shape, detected)
+    return dialect if dialect in list_dialects(shape) else None
 
 
 def model_of(url: str, body: object) -> str | None:

@@ -25,13 +25,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import jsonschema
 import yaml
 
 from conformance.providers.verdict import Evidence
-from reference_impl.errors import CtxconfError
+from reference_impl.errors import CtxconfError, ShapeError
+from reference_impl.shapes.dialects import get_dialect
 
 __all__ = [
     "SHAPES",
@@ -42,6 +43,7 @@ __all__ = [
     "Rule",
     "UnknownProfileError",
     "Variant",
+    "catalog_dialect",
     "list_dialects",
     "list_profiles",
     "load_catalog",
@@ -267,12 +269,46 @@ def load_catalog() -> Catalog:
 
 
 def list_profiles(shape: str | None = None, dialect: str | None = None) -> tuple[Profile, ...]:
-    """Every profile, or those of one shape (and dialect), in catalog order."""
+    """Every profile, or those of one shape (and dialect, any spelling), in catalog order."""
+    if dialect is not None and shape is not None:
+        dialect = catalog_dialect(shape, dialect)
     return tuple(
         p
         for p in load_catalog().profiles.values()
         if (shape is None or p.shape == shape) and (dialect is None or p.dialect == dialect)
     )
+
+
+# First-party OpenAI is the base shape, not a dialect of it (``ctxconf convert --dialect openai``).
+_BASE_DIALECT: Final = "openai"
+
+
+def catalog_dialect(shape: str, dialect: str | None) -> str | None:
+    """The catalog's spelling of ``dialect`` for ``shape``, whatever spelling the caller used.
+
+    ``ctxconf convert`` names gateways by ``reference_impl.shapes.dialects`` (``azure-openai``,
+    ``lm-studio``, ``llama-cpp``, with aliases such as ``azure``, ``llama.cpp``, ``dashscope``);
+    the catalog's profiles use short names (``azure``, ``lmstudio``, ``llamacpp``). This maps any
+    name or alias of that one table to the catalog's name, so every command takes every spelling.
+    ``openai`` is the first-party base shape (``None``). A name neither knows is returned as
+    given, for :func:`resolve_profile` to report with the known dialects.
+    """
+    if dialect is None:
+        return None
+    key = dialect.strip().lower()
+    known = {p.dialect for p in load_catalog().profiles.values() if p.shape == shape}
+    if key in known:
+        return key
+    try:
+        spec = get_dialect(key)
+    except ShapeError:
+        return dialect
+    if spec.name == _BASE_DIALECT and shape.startswith("openai-"):
+        return None
+    for name in (spec.name, *spec.aliases):
+        if name in known:
+            return name
+    return dialect
 
 
 def list_dialects(shape: str | None = None) -> tuple[str, ...]:
@@ -282,12 +318,16 @@ def list_dialects(shape: str | None = None) -> tuple[str, ...]:
 
 
 def resolve_profile(shape: str, dialect: str | None = None, profile: str | None = None) -> Profile:
-    """The profile to judge with: the named one (checked against shape/dialect) or the default."""
+    """The profile to judge with: the named one (checked against shape/dialect) or the default.
+
+    ``dialect`` may be any spelling :func:`catalog_dialect` knows (``lm-studio``, ``lmstudio``).
+    """
     catalog = load_catalog()
     if shape not in SHAPES:
         raise UnknownProfileError(
             f"unknown shape {shape!r}; expected one of {', '.join(SHAPES)}", where="shape"
         )
+    dialect = catalog_dialect(shape, dialect)
     if profile is not None:
         found = catalog.profiles.get(profile)
         if found is None or found.shape != shape:
@@ -313,6 +353,7 @@ def resolve_profile(shape: str, dialect: str | None = None, profile: str | None 
 
 def profile_for_model(shape: str, dialect: str | None, model: str | None) -> Profile:
     """The profile describing ``model`` (by its ``models`` patterns), else the default one."""
+    dialect = catalog_dialect(shape, dialect) if shape in SHAPES else dialect
     if model:
         for candidate in list_profiles(shape):
             if candidate.dialect == dialect and any(re.search(p, model) for p in candidate.models):
