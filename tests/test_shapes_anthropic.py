@@ -655,6 +655,25 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
     assert_transcript_or_parse_error(ADAPTER, body)
 
 
+# The request-shaped bodies above rarely get past a response's first checks (role, type):
+# these reach the content-block parser of parse_response with the shape's own block types.
+_block = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "tool_use", "thinking", "redacted_thinking", "image", "x"])},
+    optional=dict.fromkeys(("text", "id", "name", "input", "thinking", "signature", "data"), _json),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": st.lists(_block | _json)},
+        optional={"type": st.just("message"), "stop_reason": _json},
+    )
+)
+def test_arbitrary_response_content_gives_a_message_or_a_parse_error(body: Any) -> None:
+    assert_transcript_or_parse_error(ADAPTER, body)
+
+
 def test_registry_returns_this_adapter() -> None:
     assert get_shape("anthropic-messages") is ADAPTER
 

@@ -413,6 +413,45 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
     assert_transcript_or_parse_error(ADAPTER, body)
 
 
+# The request-shaped bodies above rarely get past a response's first checks (output.message,
+# role): these reach the content-block parser of parse_response with the shape's own blocks.
+_block = st.one_of(
+    st.fixed_dictionaries({"text": st.text(max_size=5) | _json}),
+    st.fixed_dictionaries(
+        {
+            "toolUse": st.fixed_dictionaries(
+                {}, optional={"toolUseId": _json, "name": _json, "input": _json}
+            )
+        }
+    ),
+    st.fixed_dictionaries({"reasoningContent": _json}),
+    st.fixed_dictionaries({"image": _json}),
+    _json,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {
+            "output": st.fixed_dictionaries(
+                {
+                    "message": st.fixed_dictionaries(
+                        {
+                            "role": st.just("assistant"),
+                            "content": st.lists(_block),
+                        }
+                    )
+                }
+            )
+        },
+        optional={"stopReason": _json},
+    )
+)
+def test_arbitrary_response_content_gives_a_message_or_a_parse_error(body: Any) -> None:
+    assert_transcript_or_parse_error(ADAPTER, body)
+
+
 def test_registry_returns_this_adapter() -> None:
     assert get_shape("bedrock-converse") is ADAPTER
 

@@ -567,6 +567,38 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
     assert_transcript_or_parse_error(ADAPTER, body)
 
 
+# The request-shaped bodies above rarely get past a response's first checks (candidates,
+# content): these reach the part parser of parse_response with the shape's own part keys.
+_part = st.one_of(
+    st.fixed_dictionaries({"text": st.text(max_size=5) | _json}, optional={"thought": _json}),
+    st.fixed_dictionaries(
+        {"functionCall": st.fixed_dictionaries({}, optional={"name": _json, "args": _json})},
+        optional={"thoughtSignature": _json},
+    ),
+    st.fixed_dictionaries({"inlineData": _json}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {
+            "candidates": st.lists(
+                st.fixed_dictionaries(
+                    {"content": st.fixed_dictionaries({"parts": st.lists(_part | _json)})},
+                    optional={"finishReason": _json},
+                ),
+                min_size=1,
+                max_size=2,
+            )
+        },
+        optional={"responseId": st.text(max_size=5)},
+    )
+)
+def test_arbitrary_response_parts_give_a_message_or_a_parse_error(body: Any) -> None:
+    assert_transcript_or_parse_error(ADAPTER, body)
+
+
 def test_registry_returns_this_adapter() -> None:
     assert get_shape("gemini") is ADAPTER
 
