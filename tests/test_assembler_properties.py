@@ -9,6 +9,7 @@ the same input gives byte-identical output. Over broken sessions, ``fail_closed`
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +23,7 @@ from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError
 from reference_impl.errors import ShapeError
 from reference_impl.rings import Ring, segment, validate
 from reference_impl.shapes import get_shape
-from reference_impl.transcript import SHAPE_NAMES, Transcript
+from reference_impl.transcript import SHAPE_NAMES, Part, TextPart, ToolResultPart, Transcript
 
 settings.register_profile(
     "assembler",
@@ -44,10 +45,35 @@ CONFIGS = st.builds(
 )
 
 
+def _verbose_results(session: Transcript, words: int) -> Transcript:
+    """Successful tool results made ``words`` words longer: drawn results are a few words, shorter
+    than the clear_tool_result placeholder, so without this that mode would never clear anything."""
+    pad = " " + " ".join(["output"] * words)
+
+    def longer(part: Part) -> Part:
+        if not isinstance(part, ToolResultPart) or part.is_error:
+            return part
+        texts = [i for i, c in enumerate(part.content) if isinstance(c, TextPart)]
+        if not texts:
+            return replace(part, content=(*part.content, TextPart(pad.strip())))
+        content = list(part.content)
+        first = content[texts[0]]
+        assert isinstance(first, TextPart)
+        content[texts[0]] = replace(first, text=first.text + pad)
+        return replace(part, content=tuple(content))
+
+    return session.with_messages(
+        replace(m, parts=tuple(longer(p) for p in m.parts)) if m.role == "tool" else m
+        for m in session.messages
+    )
+
+
 @st.composite
 def cases(draw):
     shape = draw(st.sampled_from(SHAPE_NAMES))
     session = draw(transcripts(get_shape(shape).capabilities, min_messages=4, max_messages=16))
+    if draw(st.booleans()):
+        session = _verbose_results(session, draw(st.integers(10, 40)))
     config = draw(CONFIGS)
     full = WordCounter().count(session).total
     # What can never be cut (prefix, suffix, tools), from a run with room to spare: most budgets
