@@ -158,10 +158,12 @@ def _render_text(report: dict[str, Any], transcript: Transcript) -> str:
                 f"  messages[{v['message_index']}] {v['kind']}{ids} [{rules}]: {v['detail']}",
                 markup=False,
             )
+    overhead = report["overhead_tokens"]  # negative when a formula's adjustment outweighs priming
     console.print(
         f"tokens: {report['input_tokens']} total = "
         f"{sum(m['tokens'] for m in report['messages'])} messages + {report['tools_tokens']} "
-        f"tools + {report['overhead_tokens']} overhead (counter {report['counter']})",
+        f"tools {'-' if overhead < 0 else '+'} {abs(overhead)} overhead "
+        f"(counter {report['counter']})",
         markup=False,
     )
     lines = console.export_text().splitlines()
