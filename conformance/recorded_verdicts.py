@@ -38,7 +38,7 @@ from conformance.cassettes import (
     skeleton,
     skeleton_digest,
 )
-from conformance.providers.catalog import load_catalog, resolve_profile
+from conformance.providers.catalog import load_catalog, profile_for_model
 from conformance.providers.emulator_routes import RULE_HEADER, endpoint_for_path
 from conformance.providers.validation import validate_request
 from conformance.providers.verdict import Evidence, Verdict
@@ -407,11 +407,15 @@ def judge_request(
     library: CassetteLibrary,
 ) -> Judgement:
     """The recorded verdict for this request's skeleton when one exists, checked against the
-    validators (default profile of the shape and dialect); the validators' verdict otherwise."""
-    now = validate_request(body, shape, dialect=dialect)
+    validators; the validators' verdict otherwise. Both use the profile the catalog gives the
+    model (a Claude model on Bedrock is judged by ``bedrock-claude``), as the emulator and
+    ``ctxconf audit`` do, so a recording and a fresh judgement always speak of the same rules."""
+    if model is None and isinstance(body.get("model"), str):
+        model = body["model"]
+    profile = profile_for_model(shape, dialect, model).id
+    now = validate_request(body, shape, dialect=dialect, profile=profile)
     if not library.interactions:
         return Judgement(now)
-    profile = resolve_profile(shape, dialect).id
     found = library.lookup(
         skeleton(body, shape=shape, dialect=dialect, model=model), profile=profile
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from conformance.cassettes import skeleton, skeleton_digest
-from conformance.providers.catalog import resolve_profile
+from conformance.providers.catalog import profile_for_model
 from conformance.recorded_verdicts import RERECORD_COMMAND, CassetteLibrary
 from conformance.roundtrip import Case
 from conformance.scenarios import DEFAULT_MODELS, Scenario
@@ -158,7 +158,9 @@ PROBES: Final[tuple[Probe, ...]] = (
         "probe-ring-followup",
         "one complete ring, then the model answers in text",
         (_SYSTEM, _user("Weather in Paris?"), _calls("call_p1"), _results("call_p1")),
-        _everywhere("accept"),
+        # Gemini's default model is a thinking model (profile gemini-thinking): a function call of
+        # the current turn must carry the thoughtSignature it came with (G6), and this one has none.
+        {**_everywhere("accept"), "gemini": "reject"},
     ),
     Probe(
         "probe-parallel-ring",
@@ -333,7 +335,10 @@ def unrecorded(
                 f"record it with `{command}`"
             )
             continue
-        profile = resolve_profile(case.shape, case.dialect).id
+        model = case.model or case.body.get("model")
+        profile = profile_for_model(
+            case.shape, case.dialect, model if isinstance(model, str) else None
+        ).id
         skel = skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
         if not library.lookup(skel, profile=profile):
             problems.append(

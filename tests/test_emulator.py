@@ -176,6 +176,40 @@ def test_A9_profiles_differ_on_consecutive_user_turns() -> None:
     assert headers["x-ctxconf-profile"] == "anthropic-2024-strict-alternation"
 
 
+def test_profile_follows_the_model_when_none_is_asked_for_B10() -> None:
+    # A Claude model on Bedrock is judged by bedrock-claude (as `ctxconf audit` judges it): with
+    # thinking on, the last assistant turn must open with its reasoning block (B10); Nova has no
+    # such rule, so the same body is accepted there.
+    body = {
+        "messages": [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}},
+                    {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "sig"}}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}]}}],
+            },
+        ],
+        "toolConfig": {
+            "tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object"}}}}]
+        },
+        "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    }
+    client = httpx.Client(transport=httpx_transport(create_app()), base_url="http://emulator")
+    claude = client.post("/model/us.anthropic.claude-haiku-4-5-20251001-v1:0/converse", json=body)
+    assert claude.status_code == 400
+    assert claude.headers["x-ctxconf-profile"] == "bedrock-claude"
+    assert claude.headers["x-ctxconf-rule"] == "B10"
+    nova = client.post("/model/amazon.nova-micro-v1:0/converse", json=body)
+    assert nova.status_code == 200
+    assert nova.headers["x-ctxconf-profile"] == "bedrock-nova"
+
+
 def test_dialect_from_path_prefix_applies_mistral_id_rule_MI4() -> None:
     body = {
         "model": "mistral-large-latest",
@@ -281,3 +315,41 @@ def test_garbage_json_never_gets_a_500(path: str, body: Any) -> None:
     response = _raw().post(path, json=body)
     assert response.status_code < 500, (path, body, response.text)
     assert response.headers["x-ctxconf-provenance"] == "emulated"
+
+
+def test_validate_picks_the_models_profile_like_the_emulator(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from conformance.cli import cli
+
+    body = {
+        "messages": [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}},
+                    {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "sig"}}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}]}}],
+            },
+        ],
+        "toolConfig": {
+            "tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object"}}}}]
+        },
+        "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    }
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    args = ["validate", str(path), "--shape", "bedrock-converse"]
+    plain = CliRunner().invoke(cli, args)
+    assert plain.exit_code == 0
+    assert json.loads(plain.stdout)["profile"] == "bedrock-default"
+    claude = CliRunner().invoke(
+        cli, [*args, "--model", "us.anthropic.claude-haiku-4-5-20251001-v1:0"]
+    )
+    assert claude.exit_code == 1
+    assert json.loads(claude.stdout)["rule"] == "B10"

@@ -16,7 +16,7 @@ import json
 import click
 
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING, read_document
-from conformance.providers.catalog import SHAPES, UnknownProfileError
+from conformance.providers.catalog import SHAPES, UnknownProfileError, profile_for_model
 from conformance.providers.validation import lint_request, validate_request
 from conformance.providers.verdict import Verdict
 
@@ -40,6 +40,12 @@ def _text(verdict: Verdict) -> str:
 @click.option(
     "--profile", default=None, help="Rule profile (e.g. anthropic-2024-strict-alternation)."
 )
+@click.option(
+    "--model",
+    default=None,
+    help="Model the request is for (default: the body's `model`); without --profile it picks the "
+    "model's profile, e.g. bedrock-claude for a Claude model on Bedrock.",
+)
 @click.option("--context-limit", type=int, default=None, help="Also apply the context-window rule.")
 @click.option("--input-tokens", type=int, default=None, help="Input tokens (else estimated).")
 @click.option("--lint", is_flag=True, help="List every violation, not only the first.")
@@ -52,6 +58,7 @@ def command(
     shape: str,
     dialect: str | None,
     profile: str | None,
+    model: str | None,
     context_limit: int | None,
     input_tokens: int | None,
     lint: bool,
@@ -61,6 +68,10 @@ def command(
     body = read_document(request)
     judge = lint_request if lint else validate_request
     try:
+        if profile is None:
+            named = model or (body.get("model") if isinstance(body, dict) else None)
+            if isinstance(named, str):
+                profile = profile_for_model(shape, dialect, named).id
         result = judge(
             body,
             shape,

@@ -34,7 +34,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from conformance.cassettes import skeleton, skeleton_digest
-from conformance.providers.catalog import UnknownProfileError, load_catalog, resolve_profile
+from conformance.providers.catalog import (
+    UnknownProfileError,
+    load_catalog,
+    profile_for_model,
+    resolve_profile,
+)
 from conformance.providers.emulator_responses import (
     DirectiveScript,
     EmulatorReply,
@@ -168,9 +173,15 @@ def _matching_profile(shape: str, dialect: str | None, name: str) -> str | None:
 
 
 def _pick_profile(
-    endpoint: Endpoint, dialect: str | None, asked: str | None, settings: _Settings
+    endpoint: Endpoint,
+    dialect: str | None,
+    asked: str | None,
+    settings: _Settings,
+    model: str | None = None,
 ) -> str:
-    """The header's profile, else the first configured one of this shape/dialect, else the default."""
+    """The header's profile, else the first configured one of this shape/dialect, else the one the
+    catalog gives the request's model (a Claude model on Bedrock is judged by ``bedrock-claude``,
+    as ``ctxconf audit`` judges it), else the shape's default."""
     shape = endpoint.shape
     if asked:
         try:
@@ -182,7 +193,7 @@ def _pick_profile(
         if found is not None:
             return found
     try:
-        return resolve_profile(shape, dialect, None).id
+        return profile_for_model(shape, dialect, model).id
     except UnknownProfileError as exc:
         raise _Reject(_own_error(shape, 400, f"{DIALECT_HEADER}: {exc.message}")) from None
 
@@ -205,24 +216,28 @@ async def _handle(request: Request, settings: _Settings) -> Response:
 
 async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> Response:
     dialect = endpoint.dialect or request.headers.get(DIALECT_HEADER) or None
-    profile = _pick_profile(endpoint, dialect, request.headers.get(PROFILE_HEADER), settings)
     shape = endpoint.shape
-    if request.method != "POST":
-        return _own_error(
-            shape, 405, f"Method {request.method} is not allowed here; use POST.", profile
-        )
     raw = await request.body()
+    body: Any = None
+    bad_json: str | None = None
     try:
-        body: Any = json.loads(raw)
+        body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        detail = f"invalid JSON ({exc})"
-        verdict = malformed_body_verdict(shape, dialect=dialect, profile=profile, detail=detail)
-        return _verdict_response(verdict, profile)
+        bad_json = f"invalid JSON ({exc})"
     model = None
     if endpoint.model is not None:
         model = endpoint.model
     elif isinstance(body, dict) and isinstance(body.get("model"), str):
         model = body["model"]
+    asked = request.headers.get(PROFILE_HEADER)
+    profile = _pick_profile(endpoint, dialect, asked, settings, model)
+    if request.method != "POST":
+        return _own_error(
+            shape, 405, f"Method {request.method} is not allowed here; use POST.", profile
+        )
+    if bad_json is not None:
+        verdict = malformed_body_verdict(shape, dialect=dialect, profile=profile, detail=bad_json)
+        return _verdict_response(verdict, profile)
     adapter = get_shape(shape)
     if endpoint.kind == "generate" or not isinstance(body, dict):
         verdict = validate_request(body, shape, dialect=dialect, profile=profile)
