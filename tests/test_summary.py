@@ -178,6 +178,39 @@ def test_a_failed_summary_is_counted_and_the_pipeline_escalates():
     assert "summary_failed" in a.report.steps
 
 
+def test_a_summarizer_that_overruns_its_timeout_counts_as_failed():
+    import threading
+
+    release = threading.Event()
+
+    class Slow:
+        def summarize(self, request):
+            release.wait(5)  # far past the 50 ms deadline; released at the end of the test
+            return DeterministicSummarizer().summarize(request)
+
+    metrics = AssemblyMetrics(CollectorRegistry())
+    labels = {"shape": "openai-chat", "strategy": "tool_ring"}
+    try:
+        a = assemble(
+            compactable(),
+            AssemblyConfig(
+                recent_tool_rings=0,
+                recent_user_turns=1,
+                summarize_trigger_ratio=0.5,
+                summary_timeout_ms=50,
+            ),
+            counter=WordCounter(),
+            summarizer=Slow(),
+            metrics=metrics,
+            budget=150,
+        )
+    finally:
+        release.set()
+    assert a.report.summary_failed
+    assert not a.report.summary_used
+    assert metrics.sample("context_assemble_summary_fail_total", **labels) == 1
+
+
 def test_summary_failure_code_when_nothing_else_can_make_it_fit(monkeypatch):
     import reference_impl.steps.compact as compact
 

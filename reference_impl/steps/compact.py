@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import queue
+import threading
 from typing import Any
 
 from reference_impl.errors import ContextAssemblyError
@@ -103,6 +105,33 @@ def check_buckets(state: AssemblyState) -> None:
     )
 
 
+def _summarize_within(summarizer: Summarizer, request: SummaryRequest) -> object:
+    """``summarizer.summarize(request)``, but a ``TimeoutError`` after ``request.timeout_s``.
+
+    The SDK-backed summarizers honour the timeout themselves; this deadline holds for any
+    summarizer, including a third party's that hangs. A thread cannot be killed: a summarizer
+    still running at the deadline is abandoned (a daemon thread, its result discarded) and the
+    pipeline escalates as for any failed summary.
+    """
+    answers: queue.SimpleQueue[tuple[bool, object]] = queue.SimpleQueue()
+
+    def run() -> None:
+        try:
+            answers.put((True, summarizer.summarize(request)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, which re-raises it
+            answers.put((False, exc))
+
+    threading.Thread(target=run, name="ctxconf-summarizer", daemon=True).start()
+    try:
+        ok, value = answers.get(timeout=request.timeout_s)
+    except queue.Empty:
+        raise TimeoutError(f"summarizer took longer than {request.timeout_s:g} s") from None
+    if not ok:
+        assert isinstance(value, BaseException)
+        raise value
+    return value
+
+
 def _summary_id(text: str) -> str:
     # Content-addressed: the same summary keeps the same id, so a reused summary is byte-stable.
     return f"summary-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
@@ -148,7 +177,7 @@ def summarize_middle(state: AssemblyState, summarizer: Summarizer) -> None:
         depth=depth,
     )
     try:
-        block: object = summarizer.summarize(request)  # third-party code: check the type
+        block = _summarize_within(summarizer, request)  # third-party code: check the type
         if not isinstance(block, SummaryBlock) or not block.text.strip():
             raise TypeError("summarizer returned no SummaryBlock")
     except Exception as exc:  # noqa: BLE001 - a third-party summarizer may raise anything; escalate
