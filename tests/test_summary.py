@@ -9,6 +9,8 @@ import httpx
 import httpx2
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from test_assembler_support import (
     WordCounter,
@@ -333,3 +335,38 @@ def test_anthropic_summarizer_and_failures_become_summary_errors():
         OpenAISummarizer(fake_openai(lambda r: httpx.Response(500, json={})), "m").summarize(
             request()
         )
+
+
+_FRAGMENTS = [
+    "Bearer abcdefgh12345678",
+    "BEARER x.y-z_~+/=0123456789",
+    "sk-ant-abcdefghijklmnopqrstuv",
+    "sk-proj-ABCDEFGHIJKLMNOP1234",
+    "AKIAABCDEFGHIJKLMNOP",
+    "ASIA0123456789ABCDEF",
+    "ghp_" + "a" * 36,
+    "AIza" + "B" * 35,
+    "xoxb-1234567890-abc",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlMTIz",
+    'PASSWORD="hunter2"',
+    "Api-Key: 0123",
+    "client_secret=abc",
+    "aws_secret_access_key = AbC/dEf",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+    "İstanbul ẞ ﬁ",  # lower() changes length here: the triggers must still be found
+]
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=20)), min_size=1, max_size=8
+    ).map(" ".join)
+)
+def test_trigger_prefilter_redacts_exactly_what_the_patterns_alone_would(text: str) -> None:
+    from reference_impl.summary import _SECRET_PATTERNS
+
+    expected = text
+    for pattern, replacement, _triggers in _SECRET_PATTERNS:
+        expected = pattern.sub(replacement, expected)
+    assert redact_secrets(text) == expected
