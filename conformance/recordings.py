@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 import yaml
 
+from conformance.providers.emulator_routes import endpoint_for_path
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import ShapeName
 
@@ -623,9 +624,13 @@ def detect_dialect(url: str) -> str | None:
     """The gateway dialect a request URL points at (``api.deepseek.com`` -> ``deepseek``).
 
     ``None`` for the first-party APIs and unknown hosts. Gemini's OpenAI-compatible endpoint is
-    ``gemini-openai`` (G9); a local server on Ollama's default port 11434 is ``ollama``.
+    ``gemini-openai`` (G9); a local server on Ollama's default port 11434 is ``ollama``; a request
+    to ctxconf's emulator names its dialect in the path (``/dialect/mistral/v1/...``).
     """
     parts = urlsplit(url)
+    emulated = endpoint_for_path(parts.path)
+    if emulated is not None and emulated.dialect is not None:
+        return emulated.dialect
     host = (parts.hostname or "").lower()
     if host == "generativelanguage.googleapis.com" and "/openai/" in parts.path:
         return "gemini-openai"

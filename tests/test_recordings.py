@@ -561,3 +561,10 @@ def test_detect_dialect_from_host(url: str, dialect: str | None) -> None:
 def test_is_token_count_url() -> None:
     assert is_token_count_url("https://x/v1beta/models/m:countTokens")
     assert not is_token_count_url("https://api.openai.com/v1/responses")
+
+
+def test_detect_dialect_reads_the_emulators_path_prefix() -> None:
+    from conformance.recordings import detect_dialect
+
+    assert detect_dialect("http://127.0.0.1:8080/dialect/mistral/v1/chat/completions") == "mistral"
+    assert detect_dialect("http://127.0.0.1:8080/v1/chat/completions") is None
