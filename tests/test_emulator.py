@@ -353,3 +353,27 @@ def test_validate_picks_the_models_profile_like_the_emulator(tmp_path: Any) -> N
     )
     assert claude.exit_code == 1
     assert json.loads(claude.stdout)["rule"] == "B10"
+
+
+def test_count_endpoints_refuse_wrong_types_but_not_pairing() -> None:
+    client = httpx.Client(transport=httpx_transport(create_app()), base_url="http://emulator")
+    wrong_type = {
+        "model": "claude-haiku-4-5",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}],
+    }
+    refused = client.post("/v1/messages/count_tokens", json=wrong_type)
+    assert refused.status_code == 400
+    assert refused.headers["x-ctxconf-rule"] in {"A12", "A12a"}
+    # An orphan result is a pairing matter: no evidence that count_tokens refuses it.
+    orphan = {
+        "model": "claude-haiku-4-5",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "ok"}],
+            }
+        ],
+    }
+    counted = client.post("/v1/messages/count_tokens", json=orphan)
+    assert counted.status_code == 200
+    assert counted.json()["input_tokens"] > 0

@@ -12,9 +12,10 @@ Every request is judged the way the provider would judge it, in this order:
 5. a valid request gets a scripted, deterministic reply rendered by the shape
    (:mod:`.emulator_responses`).
 
-Count endpoints (Anthropic ``count_tokens``, Responses ``input_tokens``) parse and count only:
-whether the providers apply the pairing rules there is not shown by any evidence
-(provider-rules.md, notes to section 3), so the emulator does not invent rejections.
+Count endpoints (Anthropic ``count_tokens``, Responses ``input_tokens``) apply only the
+structure rules (wrong JSON types: C0, R0, A12/A12a, G0, B0), then parse and count: whether the
+providers apply the pairing rules there is not shown by any evidence (provider-rules.md, notes to
+section 3), so the emulator does not invent those rejections.
 
 Every answer carries ``x-ctxconf-provenance: emulated`` and ``x-ctxconf-profile``; rejections
 also carry ``x-ctxconf-rule``. Bad input never produces a 500.
@@ -60,6 +61,7 @@ from conformance.providers.emulator_routes import (
 )
 from conformance.providers.validation import (
     error_headers_for,
+    lint_request,
     malformed_body_verdict,
     overflow_verdict,
     validate_request,
@@ -172,6 +174,10 @@ def _matching_profile(shape: str, dialect: str | None, name: str) -> str | None:
         return None
 
 
+# Rules about the body's JSON types rather than the conversation: they hold on count endpoints too.
+_STRUCTURE_RULES: Final = frozenset({"C0", "R0", "A12", "A12a", "G0", "B0"})
+
+
 def _pick_profile(
     endpoint: Endpoint,
     dialect: str | None,
@@ -243,6 +249,10 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
         verdict = validate_request(body, shape, dialect=dialect, profile=profile)
         if not verdict.accepted:
             return _verdict_response(verdict, profile)
+    else:
+        for verdict in lint_request(body, shape, dialect=dialect, profile=profile):
+            if not verdict.accepted and verdict.rule in _STRUCTURE_RULES:
+                return _verdict_response(verdict, profile)
     if not isinstance(body, dict):  # pragma: no cover - the structure rules reject non-objects
         return _own_error(shape, 400, "The request body must be a JSON object.", profile)
     try:
