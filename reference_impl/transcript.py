@@ -54,6 +54,7 @@ __all__ = [
     "ToolSpec",
     "Transcript",
     "canonical_json",
+    "json_type_name",
     "message_digest",
     "transcript_from_dict",
     "transcript_from_json",
@@ -551,7 +552,7 @@ class _Reader:
 
     def mapping(self) -> Mapping[str, Any]:
         if not isinstance(self.value, Mapping):
-            raise self.fail(f"expected an object, got {_type_name(self.value)}")
+            raise self.fail(f"expected an object, got {json_type_name(self.value)}")
         return self.value
 
     def get(self, key: str) -> _Reader:
@@ -562,12 +563,12 @@ class _Reader:
 
     def items(self) -> list[_Reader]:
         if not isinstance(self.value, list):
-            raise self.fail(f"expected an array, got {_type_name(self.value)}")
+            raise self.fail(f"expected an array, got {json_type_name(self.value)}")
         return [_Reader(v, f"{self.path}[{i}]") for i, v in enumerate(self.value)]
 
     def str_(self) -> str:
         if not isinstance(self.value, str):
-            raise self.fail(f"expected a string, got {_type_name(self.value)}")
+            raise self.fail(f"expected a string, got {json_type_name(self.value)}")
         return self.value
 
     def opt_str(self) -> str | None:
@@ -577,14 +578,14 @@ class _Reader:
         if self.value is None:
             return None
         if isinstance(self.value, bool) or not isinstance(self.value, int):
-            raise self.fail(f"expected an integer, got {_type_name(self.value)}")
+            raise self.fail(f"expected an integer, got {json_type_name(self.value)}")
         return self.value
 
     def bool_(self, default: bool = False) -> bool:
         if self.value is None:
             return default
         if not isinstance(self.value, bool):
-            raise self.fail(f"expected true or false, got {_type_name(self.value)}")
+            raise self.fail(f"expected true or false, got {json_type_name(self.value)}")
         return self.value
 
     def only_keys(self, allowed: Iterable[str]) -> None:
@@ -604,12 +605,19 @@ class _Reader:
         return text
 
 
-def _type_name(value: object) -> str:
+def json_type_name(value: object) -> str:
+    """The JSON name of a value (``object``, ``array``, ``null``...) for error messages."""
     if value is None:
         return "null"
-    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
-        type(value), type(value).__name__
-    )
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
 
 
 def _attachment_from(r: _Reader) -> TextPart | ImagePart | FilePart:

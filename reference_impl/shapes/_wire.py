@@ -21,24 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from reference_impl.errors import ParseError
-from reference_impl.transcript import canonical_json
+from reference_impl.transcript import canonical_json, json_type_name
 
 __all__ = ["Wire", "type_name"]
 
 
-def type_name(value: object) -> str:
-    """The JSON name of a Python value (``object``, ``array``, ``null``...) for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
+type_name = json_type_name
+"""The JSON name of a value for error messages (one namer for the whole assembler)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
+
+from conformance.providers.validators._types import kind_of
 
 __all__ = [
     "CHECKS",
@@ -96,23 +98,21 @@ def structure(shape: str) -> Callable[[StructureFn], StructureFn]:
     return register
 
 
+_TYPE_PHRASES: Final[Mapping[str, str]] = {
+    "null": "null",
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a decimal",
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+}
+
+
 def type_name(value: Any) -> str:
     """How OpenAI-style errors name a JSON type ('a string', 'an object', 'null' ...)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a decimal"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return "an unsupported value"
+    kind = kind_of(value)
+    return _TYPE_PHRASES[kind] if kind is not None else "an unsupported value"
 
 
 def is_list_of_objects(value: Any) -> bool:
