@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test check lint typecheck unit bench calibrate adapters-table clean
+.PHONY: install run test check lint typecheck unit bench calibrate adapters-table mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,8 @@ run: install
 check: lint typecheck
 
 lint: install
-	$(BIN)/ruff check reference_impl conformance tests bench
-	$(BIN)/ruff format --check reference_impl conformance tests bench
+	$(BIN)/ruff check reference_impl conformance tests bench tools
+	$(BIN)/ruff format --check reference_impl conformance tests bench tools
 
 typecheck: install
 	$(BIN)/mypy
@@ -41,6 +41,10 @@ bench: install
 
 adapters-table: install
 	$(BIN)/python bench/adapters_table.py
+
+# Mutation testing of the checks, identity and the policy (not part of `make test`: it takes long).
+mutation: install
+	$(BIN)/python tools/mutation.py
 
 calibrate: install
 	$(BIN)/python bench/calibrate_tokens.py
