@@ -8,10 +8,24 @@ Recorded traffic reaches us in several dialects of the vcrpy cassette format, pl
 * pydantic-ai's serializer: ``parsed_body`` mappings instead of ``body`` on requests and responses;
 * ``!!binary`` header values (botocore sends header values as bytes);
 * the same structure as JSON (vcrpy's ``json`` serializer), optionally gzip-compressed (``.gz``);
+* Ruby VCR 6 YAML (``http_interactions``, ``body: {encoding, string}``, Ruby's local ``!binary``
+  tag for non-UTF-8 bodies, lower-case methods) and R ``vcr`` YAML (``http_interactions``, a bare
+  integer ``status``, scalar header values, ``body: {string}`` or ``{base64_string}``);
+* HAR 1.2 (Polly.js): ``log.entries[]`` with ``postData.text`` and ``content.text`` (optionally
+  ``encoding: base64``), headers as ``[{name, value}]``;
+* single-interaction JSON (dd-apm-test-agent): one ``{request, response}`` object per file;
 * JSON-lines request logs: one object per line with ``url``/``method``/``body`` (and optionally
   ``status``/``response``), or a bare request body.
 
-The YAML loader is a ``SafeLoader`` subclass: ``!!binary`` is standard YAML, and the ``python/…``
+A streamed response is read too: ``text/event-stream`` (SSE) text and AWS's binary
+``application/vnd.amazon.eventstream`` framing (Bedrock's ``converse-stream`` and
+``invoke-with-response-stream``) come out as :attr:`RecordedInteraction.response_events`, with
+the base64 ``bytes`` of an invoke chunk decoded to the JSON it carries. Any other binary body is
+kept as bytes (``raw_response_bytes``); only a file that truly cannot be read raises
+:class:`RecordingError` (file, where, why).
+
+The YAML loader is a ``SafeLoader`` subclass: ``!!binary`` is standard YAML (and Ruby's ``!binary``
+is read the same way), and the ``python/…``
 tags some cassettes carry (``multidict.istr`` header keys) are read as their plain value instead of
 constructing Python objects. Nothing here executes code from a cassette.
 
@@ -21,9 +35,12 @@ Every interaction comes out as one :class:`RecordedInteraction` with parsed JSON
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import gzip
 import json
+import struct
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -42,16 +59,19 @@ __all__ = [
     "LOG_SUFFIXES",
     "RecordedInteraction",
     "RecordingError",
+    "StreamEvent",
+    "decode_event_stream",
     "detect_dialect",
     "detect_shape",
     "is_token_count_url",
     "iter_recordings",
+    "parse_sse",
     "read_cassette",
     "read_jsonl_log",
     "read_recording",
 ]
 
-CASSETTE_SUFFIXES: Final = (".yaml", ".yml", ".json")
+CASSETTE_SUFFIXES: Final = (".yaml", ".yml", ".json", ".har")
 LOG_SUFFIXES: Final = (".jsonl", ".ndjson")
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 
@@ -66,12 +86,25 @@ class RecordingError(CtxconfError, ValueError):
     ) -> None:
         self.file = file
         self.index = index
+        self.reason = message
         location = file
         if index is not None:
             location += f": interactions[{index}]"
         if where:
             location += f".{where}" if index is not None else f": {where}"
         super().__init__(message, where=location)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One event of a streamed response: its name (SSE ``event:``, AWS ``:event-type``) and data.
+
+    ``data`` is the parsed JSON of the event when it is JSON (for a Bedrock invoke chunk, the JSON
+    its base64 ``bytes`` carry), else the text as sent (``[DONE]``).
+    """
+
+    event: str | None
+    data: object
 
 
 @dataclass(frozen=True)
@@ -82,7 +115,10 @@ class RecordedInteraction:
     ``response_body`` are parsed JSON when the body is JSON; a non-JSON response stays text and a
     non-JSON request body is ``None`` (its text is in ``raw_request_text``). ``raw_response_text``
     is the response body as recorded (decompressed), or ``None`` when the serializer stored a
-    parsed mapping (pydantic-ai) or no response was recorded.
+    parsed mapping (pydantic-ai) or no response was recorded. A streamed response also has its
+    events in ``response_events`` (SSE text or AWS event-stream frames); a binary body that is not
+    text keeps its bytes in ``raw_response_bytes`` (then ``response_body`` is the list of event
+    data for an AWS event stream, else ``None``).
     """
 
     file: str
@@ -96,6 +132,8 @@ class RecordedInteraction:
     response_body: object | None = field(default=None, hash=False)
     raw_response_text: str | None = None
     raw_request_text: str | None = None
+    response_events: tuple[StreamEvent, ...] = field(default=(), hash=False)
+    raw_response_bytes: bytes | None = field(default=None, hash=False, repr=False)
 
     @property
     def shape(self) -> ShapeName | None:
@@ -153,6 +191,12 @@ def _construct_python_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node)
 
 
 _CassetteLoader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_python_tag)
+# Ruby's Psych writes non-UTF-8 strings with its local ``!binary`` tag: base64, like ``!!binary``.
+def _construct_ruby_binary(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
+    return loader.construct_yaml_binary(node)  # type: ignore[arg-type]
+
+
+_CassetteLoader.add_constructor("!binary", _construct_ruby_binary)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -178,7 +222,7 @@ def _load_document(path: Path) -> object:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordingError(f"not UTF-8 text (byte {exc.start})", file=name) from None
-    if stem.endswith(".json"):
+    if stem.endswith((".json", ".har")):
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
@@ -204,6 +248,15 @@ def _load_document(path: Path) -> object:
 def _headers(value: object, *, file: str, index: int, where: str) -> dict[str, tuple[str, ...]]:
     if value is None:
         return {}
+    if isinstance(value, list) and all(
+        isinstance(item, Mapping) and "name" in item for item in value
+    ):  # HAR: [{"name": ..., "value": ...}, ...]
+        out_har: dict[str, list[str]] = {}
+        for item in value:
+            out_har.setdefault(str(item["name"]).lower(), []).append(
+                _header_text(item.get("value", ""))
+            )
+        return {key: tuple(values) for key, values in out_har.items()}
     if not isinstance(value, Mapping):
         raise RecordingError(
             f"headers must be a mapping, got {type(value).__name__}",
@@ -260,24 +313,27 @@ def _looks_like_text(data: bytes) -> bool:
     return True
 
 
-def _as_text(
-    value: object, encoding: str | None, *, file: str, index: int, where: str
-) -> str | None:
+@dataclass(frozen=True, slots=True)
+class _Body:
+    """One side's body as recorded: text (decoded), or bytes that are not text, or a mapping."""
+
+    text: str | None = None
+    binary: bytes | None = None
+    parsed: object | None = None
+    is_parsed: bool = False
+
+
+def _as_body(value: object, encoding: str | None, *, file: str, index: int, where: str) -> _Body:
     if value is None:
-        return None
+        return _Body()
     if isinstance(value, bytes):
         data = _decompress(value, encoding, file=file, index=index, where=where)
         try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RecordingError(
-                f"the body is binary, not UTF-8 text (byte {exc.start})",
-                file=file,
-                index=index,
-                where=where,
-            ) from None
+            return _Body(text=data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return _Body(binary=data)
     if isinstance(value, str):
-        return value
+        return _Body(text=value)
     raise RecordingError(
         f"a body must be text or bytes, got {type(value).__name__}",
         file=file,
@@ -305,6 +361,137 @@ def _json_or_none(text: str | None) -> object | None:
     return value
 
 
+# ---------------------------------------------------------------------------- event streams
+
+
+def parse_sse(text: str) -> tuple[StreamEvent, ...]:
+    """The events of a ``text/event-stream`` body (``event:``/``data:`` lines, blank-separated).
+
+    Multi-line ``data:`` fields are joined with newlines, as the SSE specification says; the data
+    is parsed as JSON when it is JSON. A body with no ``data:`` field has no events.
+    """
+    events: list[StreamEvent] = []
+    name: str | None = None
+    data: list[str] = []
+
+    def flush() -> None:
+        nonlocal name, data
+        if data:
+            joined = "\n".join(data)
+            parsed = _json_or_none(joined)
+            events.append(StreamEvent(name, parsed if parsed is not None else joined))
+        name, data = None, []
+
+    for line in text.splitlines():
+        if not line.strip():
+            flush()
+            continue
+        if line.startswith(":"):
+            continue
+        field_name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field_name == "event":
+            name = value
+        elif field_name == "data":
+            data.append(value)
+    flush()
+    return tuple(events)
+
+
+_EVENT_PRELUDE: Final = 12
+
+
+def decode_event_stream(data: bytes) -> tuple[StreamEvent, ...] | None:
+    """The messages of an AWS ``application/vnd.amazon.eventstream`` body, or ``None`` when the
+    bytes are not that framing (a length, a CRC or a header type does not check out).
+
+    Each frame: total length, headers length, prelude CRC32, headers, payload, message CRC32. The
+    event's name is its ``:event-type`` (or ``:exception-type``) header; a payload that is a
+    Bedrock invoke chunk (``{"bytes": base64}``) is replaced by the JSON it carries.
+    """
+    events: list[StreamEvent] = []
+    offset = 0
+    while offset < len(data):
+        if len(data) - offset < _EVENT_PRELUDE + 4:
+            return None
+        total, headers_length, prelude_crc = struct.unpack_from(">III", data, offset)
+        end = offset + total
+        if total < _EVENT_PRELUDE + 4 + headers_length or end > len(data):
+            return None
+        if zlib.crc32(data[offset : offset + 8]) != prelude_crc:
+            return None
+        (message_crc,) = struct.unpack_from(">I", data, end - 4)
+        if zlib.crc32(data[offset : end - 4]) != message_crc:
+            return None
+        headers = _event_headers(data[offset + _EVENT_PRELUDE : offset + 12 + headers_length])
+        if headers is None:
+            return None
+        payload = data[offset + _EVENT_PRELUDE + headers_length : end - 4]
+        name = headers.get(":event-type", headers.get(":exception-type"))
+        events.append(StreamEvent(name if isinstance(name, str) else None, _event_data(payload)))
+        offset = end
+    return tuple(events)
+
+
+# Fixed sizes of the non-string header value types (AWS event-stream encoding).
+_HEADER_FIXED: Final = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
+
+
+def _event_headers(raw: bytes) -> dict[str, object] | None:
+    headers: dict[str, object] = {}
+    pos = 0
+    while pos < len(raw):
+        name_length = raw[pos]
+        name = raw[pos + 1 : pos + 1 + name_length].decode("utf-8", errors="replace")
+        pos += 1 + name_length
+        if pos >= len(raw):
+            return None
+        kind = raw[pos]
+        pos += 1
+        if kind in (6, 7):  # bytes, string: a 2-byte length
+            if pos + 2 > len(raw):
+                return None
+            (length,) = struct.unpack_from(">H", raw, pos)
+            value = raw[pos + 2 : pos + 2 + length]
+            headers[name] = value.decode("utf-8", errors="replace") if kind == 7 else value
+            pos += 2 + length
+        elif kind in _HEADER_FIXED:
+            headers[name] = kind == 0 if kind in (0, 1) else raw[pos : pos + _HEADER_FIXED[kind]]
+            pos += _HEADER_FIXED[kind]
+        else:
+            return None
+    return headers if pos == len(raw) else None
+
+
+def _event_data(payload: bytes) -> object:
+    text = payload.decode("utf-8", errors="replace")
+    parsed = _json_or_none(text)
+    if isinstance(parsed, Mapping) and isinstance(parsed.get("bytes"), str):
+        with contextlib.suppress(binascii.Error, ValueError):
+            inner = base64.b64decode(parsed["bytes"], validate=True).decode("utf-8")
+            inner_parsed = _json_or_none(inner)
+            if inner_parsed is not None:
+                return inner_parsed
+    return parsed if parsed is not None else text
+
+
+def _response_events(
+    body: _Body, headers: Mapping[str, tuple[str, ...]]
+) -> tuple[tuple[StreamEvent, ...], object | None]:
+    """The events of a streamed response and, for a binary stream, the body to report."""
+    content_type = (headers.get("content-type") or ("",))[0].lower()
+    if body.binary is not None:
+        events = decode_event_stream(body.binary)
+        if events is None:
+            return (), None
+        return events, [event.data for event in events]
+    if body.text is not None and (
+        "text/event-stream" in content_type or body.text.lstrip().startswith(("event:", "data:"))
+    ):
+        return parse_sse(body.text), None
+    return (), None
+
+
 # ---------------------------------------------------------------------------- interactions
 
 
@@ -320,13 +507,22 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
     if not isinstance(url, str) or not url:
         raise RecordingError("missing the request uri", file=file, index=index, where="request.uri")
     method = str(request.get("method") or "POST").upper()
-    request_headers, request_text, parsed = _side(request, "request", file=file, index=index)
-    request_body = parsed if request_text is None else _json_or_none(request_text)
+    request_headers, request_side = _side(request, "request", file=file, index=index)
+    if request_side.is_parsed:
+        request_body = request_side.parsed
+    else:
+        request_body = _json_or_none(request_side.text)
 
     response = raw.get("response")
     if response is None:
         return RecordedInteraction(
-            file, index, method, url, request_headers, request_body, raw_request_text=request_text
+            file,
+            index,
+            method,
+            url,
+            request_headers,
+            request_body,
+            raw_request_text=request_side.text,
         )
     if not isinstance(response, Mapping):
         raise RecordingError(
@@ -335,9 +531,15 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
             index=index,
             where="response",
         )
-    response_headers, response_text, parsed = _side(response, "response", file=file, index=index)
+    response_headers, response_side = _side(response, "response", file=file, index=index)
     status = _status(response.get("status"), file=file, index=index)
-    response_body = parsed if response_text is None else _json_or_text(response_text)
+    events, stream_body = _response_events(response_side, response_headers)
+    if response_side.is_parsed:
+        response_body = response_side.parsed
+    elif response_side.binary is not None:
+        response_body = stream_body
+    else:
+        response_body = _json_or_text(response_side.text)
     return RecordedInteraction(
         file=file,
         index=index,
@@ -348,32 +550,64 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
         status=status,
         response_headers=response_headers,
         response_body=response_body,
-        raw_response_text=response_text,
-        raw_request_text=request_text,
+        raw_response_text=response_side.text,
+        raw_request_text=request_side.text,
+        response_events=events,
+        raw_response_bytes=response_side.binary,
     )
 
 
 def _side(
     section: Mapping[str, Any], side: str, *, file: str, index: int
-) -> tuple[dict[str, tuple[str, ...]], str | None, object | None]:
-    """One side of an interaction: its headers, and its body as text (decompressed) or, from
-    pydantic-ai's serializer, as the ``parsed_body`` it stored (then the text is ``None``).
-    vcrpy keeps a response body under ``body.string``; a request body is the text itself."""
+) -> tuple[dict[str, tuple[str, ...]], _Body]:
+    """One side of an interaction: its headers and its body.
+
+    vcrpy keeps a request body as the text itself and a response body under ``body.string``; Ruby
+    VCR and R ``vcr`` keep both under ``body: {string}`` (R: ``base64_string`` for binary); HAR
+    keeps them in ``postData.text`` / ``content.text`` (``encoding: base64`` possible);
+    pydantic-ai's serializer stores a ``parsed_body`` mapping instead.
+    """
     headers = _headers(section.get("headers"), file=file, index=index, where=f"{side}.headers")
     if "parsed_body" in section:  # pydantic-ai's serializer
-        return headers, None, section["parsed_body"]
-    body = section.get("body")
+        return headers, _Body(parsed=section["parsed_body"], is_parsed=True)
     where = f"{side}.body"
-    if side == "response":
-        where += ".string"
-        body = body.get("string") if isinstance(body, Mapping) else body
+    if "postData" in section or ("content" in section and "body" not in section):  # HAR
+        holder = section.get("postData" if side == "request" else "content")
+        where = f"{side}.{'postData' if side == 'request' else 'content'}.text"
+        body: object = holder.get("text") if isinstance(holder, Mapping) else None
+        if isinstance(holder, Mapping) and holder.get("encoding") == "base64":
+            body = _base64(body, file=file, index=index, where=where)
+    else:
+        body = section.get("body")
+        if isinstance(body, Mapping):
+            if "base64_string" in body:  # R vcr, preserve_exact_body_bytes
+                where += ".base64_string"
+                body = _base64(body["base64_string"], file=file, index=index, where=where)
+            else:
+                where += ".string"
+                body = body.get("string")
     encoding = (headers.get("content-encoding") or (None,))[0]
-    text = _as_text(body, encoding, file=file, index=index, where=where)
-    return headers, text, None
+    return headers, _as_body(body, encoding, file=file, index=index, where=where)
+
+
+def _base64(value: object, *, file: str, index: int, where: str) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RecordingError(
+            f"a base64 body must be text, got {type(value).__name__}",
+            file=file,
+            index=index,
+            where=where,
+        )
+    try:
+        return base64.b64decode("".join(value.split()), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise RecordingError(f"not base64: {exc}", file=file, index=index, where=where) from None
 
 
 def _status(value: object, *, file: str, index: int) -> int | None:
-    code = value.get("code") if isinstance(value, Mapping) else value
+    code = value.get("code", value.get("status_code")) if isinstance(value, Mapping) else value
     if code is None:
         return None
     if isinstance(code, bool) or not isinstance(code, int | str):
@@ -394,18 +628,36 @@ def _status(value: object, *, file: str, index: int) -> int | None:
         ) from None
 
 
+def _interaction_list(document: object, *, file: str) -> list[object]:
+    """The raw interactions of a loaded document, whatever recorder wrote it."""
+    if isinstance(document, Mapping):
+        for key in ("interactions", "http_interactions"):  # vcrpy; Ruby VCR and R vcr
+            if key in document:
+                interactions = document[key]
+                if not isinstance(interactions, list):
+                    raise RecordingError(f"'{key}' must be a list", file=file, where=key)
+                return interactions
+        log = document.get("log")
+        if isinstance(log, Mapping) and "entries" in log:  # HAR 1.2
+            entries = log["entries"]
+            if not isinstance(entries, list):
+                raise RecordingError("'log.entries' must be a list", file=file, where="log.entries")
+            return entries
+        if isinstance(document.get("request"), Mapping):  # one interaction per file
+            return [document]
+    raise RecordingError(
+        "not a recording: expected 'interactions' (vcrpy), 'http_interactions' (Ruby VCR, "
+        "R vcr), 'log.entries' (HAR) or a single {request, response} object",
+        file=file,
+    )
+
+
 def read_cassette(path: str | Path) -> list[RecordedInteraction]:
-    """Every interaction of one vcrpy cassette (YAML or JSON, optionally ``.gz``), in order."""
+    """Every interaction of one recording file, in order: a vcrpy cassette (YAML or JSON), a Ruby
+    VCR or R ``vcr`` cassette, a HAR file or a single-interaction JSON file (optionally ``.gz``)."""
     path = Path(path)
     name = str(path)
-    document = _load_document(path)
-    if not isinstance(document, Mapping) or "interactions" not in document:
-        raise RecordingError(
-            "not a vcrpy cassette: expected a mapping with an 'interactions' list", file=name
-        )
-    interactions = document["interactions"]
-    if not isinstance(interactions, list):
-        raise RecordingError("'interactions' must be a list", file=name, where="interactions")
+    interactions = _interaction_list(_load_document(path), file=name)
     out: list[RecordedInteraction] = []
     try:
         for item in interactions:

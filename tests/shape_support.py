@@ -6,6 +6,7 @@ Imported by ``tests/test_shapes_*.py`` (pytest puts ``tests/`` on ``sys.path``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from reference_impl.transcript import Message, Transcript
 
 __all__ = [
     "RECORDINGS",
+    "RECORDINGS_MORE",
+    "SHARED",
     "assert_transcript_or_parse_error",
     "needs_recordings",
     "parse_outcome",
@@ -29,7 +32,13 @@ __all__ = [
     "wireish_json",
 ]
 
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
+# The read-only shared folder next to the repository; CTXCONF_SHARED points elsewhere (a git
+# worktree under another directory runs the same tests with CTXCONF_SHARED=/path/to/shared).
+SHARED = Path(
+    os.environ.get("CTXCONF_SHARED") or Path(__file__).resolve().parents[1] / ".." / "shared"
+)
+RECORDINGS = SHARED / "recordings"
+RECORDINGS_MORE = SHARED / "recordings-more"
 needs_recordings = pytest.mark.skipif(
     not RECORDINGS.is_dir(),
     reason=f"{RECORDINGS} is absent: the public recordings live next to the repo in ../shared/recordings",

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shape_support import SHARED
 
 from conformance.providers.auditing import AuditRow, audit_interaction
 from conformance.providers.catalog import Rule, load_catalog, message_pattern
 from conformance.recordings import RecordedInteraction, iter_recordings
 
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
+RECORDINGS = SHARED / "recordings"
 
 pytestmark = pytest.mark.recordings
 

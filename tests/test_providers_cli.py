@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shape_support import SHARED
 
 from conformance.cli import cli
 
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
+RECORDINGS = SHARED / "recordings"
 
 ORPHAN = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "x"}]}
 GOOD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from shape_support import SHARED
 
 from conformance.recordings import (
     RecordedInteraction,
@@ -25,7 +26,7 @@ from conformance.recordings import (
     read_recording,
 )
 
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
+RECORDINGS = SHARED / "recordings"
 
 needs_recordings = pytest.mark.skipif(
     not RECORDINGS.is_dir(),
@@ -447,7 +448,7 @@ def test_response_text_that_is_not_json_stays_text_and_request_text_is_kept(
     [
         ("interactions: [1]\n", r"interactions\[0\]: an interaction must be a mapping"),
         ("interactions:\n- request: {method: POST}\n", r"interactions\[0\]\.request\.uri"),
-        ("just: a mapping\n", "not a vcrpy cassette"),
+        ("just: a mapping\n", "not a recording"),
         ("interactions: [\n", "not YAML"),
         (
             (

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from shape_support import SHARED
 
 from conformance.strategies import transcripts
 from reference_impl.errors import ShapeError, UnsupportedPartError
@@ -34,7 +34,7 @@ from reference_impl.transcript import (
     Transcript,
 )
 
-RECORDINGS = Path(__file__).resolve().parents[1] / ".." / "shared" / "recordings"
+RECORDINGS = SHARED / "recordings"
 BASE = get_dialect("openai")
 REQUIRED = (
     "azure-openai",
