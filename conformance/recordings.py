@@ -191,6 +191,8 @@ def _construct_python_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node)
 
 
 _CassetteLoader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_python_tag)
+
+
 # Ruby's Psych writes non-UTF-8 strings with its local ``!binary`` tag: base64, like ``!!binary``.
 def _construct_ruby_binary(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
     return loader.construct_yaml_binary(node)  # type: ignore[arg-type]
