@@ -57,9 +57,9 @@ DEFAULT_TARGETS = (
     "reference_impl/budget.py",
     "reference_impl/assembler.py",
 )
-#: Tests that exercise the package as a whole from outside (wheel, browser) or that need a
-#: network namespace add nothing here and cost minutes.
-DEFAULT_TEST_ARGS = ("tests", "-m", "not wheel and not browser and not slow")
+#: Tests that exercise the package as a whole from outside (an installed wheel, a browser) add
+#: nothing here and cost minutes; they are left out by marker where the project declares one.
+SKIPPED_MARKERS = ("slow", "wheel", "browser")
 #: The parent imported the packages before forking, so pytest cannot rewrite their asserts (it
 #: warns, and the project turns warnings into errors); the tests' own asserts are still rewritten.
 _PYTEST_FLAGS = (
@@ -574,6 +574,18 @@ def _target_files(targets: list[str]) -> list[str]:
     return files
 
 
+def _default_test_args() -> list[str]:
+    if sys.version_info < (3, 11):  # no tomllib: no marker filter, every test runs
+        return ["tests"]
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = config["tool"]["pytest"]["ini_options"].get("markers", [])
+    names = {str(line).split(":", 1)[0].strip() for line in declared}
+    skipped = [m for m in SKIPPED_MARKERS if m in names]
+    return ["tests", "-m", " and ".join(f"not {m}" for m in skipped)] if skipped else ["tests"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="a target file or folder (repeatable)")
@@ -588,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     files = _target_files(args.only or list(DEFAULT_TARGETS))
-    test_args = args.tests or list(DEFAULT_TEST_ARGS)
+    test_args = args.tests or _default_test_args()
 
     mutants: list[Mutant] = []
     for rel in files:
