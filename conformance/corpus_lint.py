@@ -7,6 +7,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from conformance.engine import reference_counter, render_input
+from conformance.recorded_verdicts import default_cassette_root
 from conformance.scenarios import Scenario
 from reference_impl.errors import CtxconfError
 from reference_impl.rings import validate as pairing_violations
@@ -18,7 +19,7 @@ __all__ = ["corpus_problems", "recording_problems"]
 def _cassette_root(given: Path | None) -> Path:
     if given is not None:
         return given
-    return Path(__file__).resolve().parent.parent / "cassettes"
+    return default_cassette_root()
 
 
 def corpus_problems(

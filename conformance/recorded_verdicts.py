@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from vcr.request import Request as VcrRequest
 
+from conformance.bundled import find_bundled_folder
 from conformance.cassettes import (
     METADATA_KEY,
     CassetteError,
@@ -63,11 +64,11 @@ _EVIDENCE: Final = frozenset({"documented", "recorded", "observed", "inferred"})
 
 
 def default_cassette_root() -> Path:
-    """``$CTXCONF_CASSETTES``, else the ``cassettes/`` folder of the checkout."""
-    configured = os.environ.get(CASSETTES_ENV)
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parent.parent / "cassettes"
+    """``$CTXCONF_CASSETTES``, the installed package's copy, else the checkout's ``cassettes/``
+    (see :mod:`conformance.bundled`). When none exists this is where a checkout's would be, so a
+    missing library reads as "no cassettes" (every verdict emulated) and `record` has a target."""
+    found = find_bundled_folder("cassettes", env=CASSETTES_ENV)
+    return found if found is not None else Path(__file__).resolve().parent.parent / "cassettes"
 
 
 def reported_input_tokens(shape: str, body: object) -> int | None:

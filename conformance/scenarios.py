@@ -23,7 +23,6 @@ does not carry the corpus; point one of the first two at a copy of the repositor
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -33,6 +32,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 import jsonschema
 import yaml
 
+from conformance.bundled import find_bundled_folder, missing_folder_message
 from reference_impl._documents import DocumentTooDeepError, load_yaml_strict
 from reference_impl.errors import CtxconfError, TranscriptError
 from reference_impl.transcript import (
@@ -370,17 +370,15 @@ def load_file(path: Path) -> tuple[Scenario, ...]:
 
 
 def default_corpus_path() -> Path:
-    """``$CTXCONF_SCENARIOS``, else the checkout's ``scenarios/`` folder; named error otherwise."""
-    env = os.environ.get(CORPUS_ENV)
-    if env:
-        return Path(env)
-    candidate = Path(__file__).resolve().parent.parent / "scenarios"
-    if candidate.is_dir():
-        return candidate
-    raise ScenarioError(
-        f"no built-in scenario corpus next to this install ({candidate} is missing); pass "
-        f"--scenarios PATH or set {CORPUS_ENV}=PATH to a copy of the repository's scenarios/ folder"
-    )
+    """The built-in corpus: ``$CTXCONF_SCENARIOS``, the installed package's copy, else the
+    checkout's ``scenarios/`` folder (see :mod:`conformance.bundled`); named error otherwise."""
+    found = find_bundled_folder("scenarios", env=CORPUS_ENV)
+    if found is None:
+        raise ScenarioError(
+            missing_folder_message("scenarios", env=CORPUS_ENV)
+            + "; or pass --scenarios PATH to a scenario folder of your own"
+        )
+    return found
 
 
 def scenario_files(root: Path) -> list[Path]:

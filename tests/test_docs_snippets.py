@@ -192,7 +192,7 @@ def test_baseline_example_is_a_valid_baseline(tmp_path: Path) -> None:
 
 
 def test_workflow_example_runs_the_baseline_gate_and_posts_the_report() -> None:
-    (block,) = [b for p, _, b in _blocks("yaml") if p == "ci-github-actions.md"]
+    (block,) = [b for p, _, b in _blocks("yaml") if p == "ci-github-actions.md" and "jobs:" in b]
     workflow = yaml.safe_load(block)
     steps = workflow["jobs"]["ctxconf"]["steps"]
     scripts = " ".join(str(s.get("run", "")) for s in steps)
