@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from conformance.baseline import read_baseline
 from conformance.cli import COMMANDS, cli
@@ -27,6 +28,10 @@ DOCS = ROOT / "docs"
 # Options the guide documents that the run command gets when the baseline gate is wired in
 # (conformance.baseline.gate); until then those lines are skipped, not failed.
 PENDING: set[tuple[str, str]] = set()
+_DOCS_PROFILE = "ctxconf-docs-snippets"
+settings.register_profile(
+    _DOCS_PROFILE, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -170,7 +175,14 @@ def test_python_examples_run(
 ) -> None:
     monkeypatch.chdir(ROOT)
     namespace: dict[str, object] = {"__name__": f"docs_{page.replace('-', '_')}_{line}"}
-    exec(compile(code, f"{page}:{line}", "exec"), namespace)
+    # A page's hypothesis example is checked for running, not for speed: on a loaded machine its
+    # generation trips the too_slow health check (settings the page does not set come from here).
+    previous = settings._current_profile
+    settings.load_profile(_DOCS_PROFILE)
+    try:
+        exec(compile(code, f"{page}:{line}", "exec"), namespace)
+    finally:
+        settings.load_profile(previous)
 
 
 def test_scenario_example_loads(tmp_path: Path) -> None:
