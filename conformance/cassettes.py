@@ -454,16 +454,25 @@ def find_secrets(document: Mapping[str, Any]) -> list[str]:
 # ------------------------------------------------------------------------------ content hashing
 
 
+# Values that are the provider's vocabulary, not content: hashing them breaks the SDKs' models.
+_WIRE_ENUMS: Final = frozenset(
+    {"tool_choice", "finish_reason", "stop_reason", "stopReason", "finishReason", "truncation"}
+)
+_NOT_HASHED: Final = _STRUCTURAL_KEYS | _ID_KEYS | _NAME_KEYS | _WIRE_ENUMS
+
+
 def _hash_text(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _hash_content(value: object, key: str | None) -> object:
+    if isinstance(value, str) and value.startswith(_STREAM_HASHED):
+        return value[len(_STREAM_HASHED) :]  # a stream's argument fragment, hashed already
     if isinstance(value, dict):
         return {k: _hash_content(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_hash_content(v, key) for v in value]
-    if isinstance(value, str) and value and key not in _STRUCTURAL_KEYS | _ID_KEYS | _NAME_KEYS:
+    if isinstance(value, str) and value and key not in _NOT_HASHED:
         if key in {"model", "arguments"}:
             return value if key == "model" else json.dumps({"sha256": _hash_text(value)})
         return _hash_text(value)
@@ -471,10 +480,68 @@ def _hash_content(value: object, key: str | None) -> object:
 
 
 def _hash_body(body: object) -> object:
+    if isinstance(body, bytes | bytearray | str):
+        text = body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
+        if _SSE_FIELD.match(text):
+            return _hash_event_stream(text).encode("utf-8")
     loaded = _decoded_body(body)
-    if isinstance(loaded, dict | list):
+    if isinstance(loaded, dict | list) and loaded != {"<not-json>": True}:
         return json.dumps(_hash_content(loaded, None)).encode("utf-8")
     return body
+
+
+# A server-sent event stream (``stream: true``): the first line is an ``event:`` or ``data:`` field.
+_SSE_FIELD: Final = re.compile(r"^(?:event|data):")
+
+
+def _hash_event_stream(text: str) -> str:
+    """Each ``data:`` line's JSON hashed like a JSON body, event names and framing kept, so the
+    stream still replays through the SDKs. Tool-argument fragments must still concatenate to
+    JSON: a call's first fragment becomes ``{"sha256": ...}`` and its later ones ``""``."""
+    seen: set[tuple[object, ...]] = set()
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if line.startswith("data:"):
+            try:
+                loaded = json.loads(line[5:].strip())
+            except json.JSONDecodeError:
+                lines.append(line)  # data: [DONE]
+                continue
+            if isinstance(loaded, dict):
+                _hash_fragments(loaded, seen)
+            lines.append(f"data: {json.dumps(_hash_content(loaded, None), separators=(',', ':'))}")
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _fragment(value: object, key: tuple[object, ...], seen: set[tuple[object, ...]]) -> str:
+    if not isinstance(value, str) or not value:
+        return value if isinstance(value, str) else ""
+    first = key not in seen
+    seen.add(key)
+    return _STREAM_HASHED + json.dumps({"sha256": _hash_text(value)}) if first else _STREAM_HASHED
+
+
+# Marks a fragment already hashed, so _hash_content leaves it; removed after hashing.
+_STREAM_HASHED: Final = "\x00"
+
+
+def _hash_fragments(event: dict[str, Any], seen: set[tuple[object, ...]]) -> None:
+    """Replace the tool-argument fragments of one event (Anthropic, Responses, Chat) in place."""
+    delta = event.get("delta")
+    if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+        block: tuple[object, ...] = ("anthropic", event.get("index"))
+        delta["partial_json"] = _fragment(delta.get("partial_json"), block, seen)
+    if event.get("type") == "response.function_call_arguments.delta":
+        event["delta"] = _fragment(event.get("delta"), ("responses", event.get("item_id")), seen)
+    for choice in event.get("choices") or []:
+        calls = (choice.get("delta") or {}).get("tool_calls") if isinstance(choice, dict) else None
+        for call in calls or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and "arguments" in function:
+                call_key = ("chat", choice.get("index"), call.get("index"))
+                function["arguments"] = _fragment(function["arguments"], call_key, seen)
 
 
 # ------------------------------------------------------------------------------------ metadata

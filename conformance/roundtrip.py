@@ -29,6 +29,7 @@ import anthropic
 import httpx
 import httpx2
 import openai
+from openai.lib.streaming.chat import ChatCompletionStreamState
 from starlette.types import ASGIApp
 from vcr.errors import CannotOverwriteExistingCassetteException
 
@@ -223,19 +224,58 @@ def _send_openai(
         http_client=client,
         max_retries=0,
     )
+    rest = dict(case.body)
     try:
+        if rest.pop("stream", None) is True:
+            return _stream_openai(case, sdk, rest)
         # .parse(): the SDK's own models must accept the answer.
         if case.shape == "openai-chat":
-            (model, messages), rest = _split(case.body, "model", "messages")
+            (model, messages), rest = _split(rest, "model", "messages")
             chat = sdk.chat.completions.with_raw_response.create(
                 model=model, messages=messages, extra_body=rest
             )
             return chat.status_code, chat.parse().to_dict(mode="json"), _headers_of(chat.headers)
-        (model, items), rest = _split(case.body, "model", "input")
+        (model, items), rest = _split(rest, "model", "input")
         raw = sdk.responses.with_raw_response.create(model=model, input=items, extra_body=rest)
         return raw.status_code, raw.parse().to_dict(mode="json"), _headers_of(raw.headers)
     except openai.APIStatusError as exc:
         return exc.status_code, _json(exc.response), _headers_of(exc.response.headers)
+
+
+def _plain_completion(completion: dict[str, Any]) -> dict[str, Any]:
+    """The accumulated completion without what the SDK's stream state adds for its parse helpers
+    (``message.parsed``, ``function.parsed_arguments``, a tool call's chunk ``index``), so it has
+    the form of a non-streamed ``chat.completion``."""
+    for choice in completion.get("choices") or []:
+        message = choice.get("message") or {}
+        message.pop("parsed", None)
+        for call in message.get("tool_calls") or []:
+            call.pop("index", None)
+            (call.get("function") or {}).pop("parsed_arguments", None)
+    return completion
+
+
+def _stream_openai(
+    case: Case, sdk: openai.OpenAI, body: dict[str, Any]
+) -> tuple[int, Any, dict[str, str]]:
+    """``stream: true``: the event stream read through the SDK and accumulated by the SDK's own
+    stream state (chat) or taken from ``response.completed`` (Responses)."""
+    if case.shape == "openai-chat":
+        (model, messages), rest = _split(body, "model", "messages")
+        chunks = sdk.chat.completions.create(
+            model=model, messages=messages, stream=True, extra_body=rest
+        )
+        state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        for chunk in chunks:
+            state.handle_chunk(chunk)
+        final = _plain_completion(state.get_final_completion().to_dict(mode="json"))
+        return chunks.response.status_code, final, _headers_of(chunks.response.headers)
+    (model, items), rest = _split(body, "model", "input")
+    events = sdk.responses.create(model=model, input=items, stream=True, extra_body=rest)
+    completed = [e.response for e in events if e.type == "response.completed"]
+    # A stream without response.completed has no answer to parse: the exchange says so.
+    answer = completed[-1].to_dict(mode="json") if completed else None
+    return events.response.status_code, answer, _headers_of(events.response.headers)
 
 
 def _send_anthropic(
@@ -248,10 +288,18 @@ def _send_anthropic(
         max_retries=0,
     )
     (model, max_tokens, messages), rest = _split(case.body, "model", "max_tokens", "messages")
+    limit = max_tokens if isinstance(max_tokens, int) else 1024
     try:
+        if rest.pop("stream", None) is True:
+            # The SDK's streaming helper accumulates the events into the final message.
+            with sdk.messages.stream(
+                model=model, max_tokens=limit, messages=messages, extra_body=rest
+            ) as stream:
+                final = stream.get_final_message().to_dict(mode="json")
+                return stream.response.status_code, final, _headers_of(stream.response.headers)
         raw = sdk.messages.with_raw_response.create(
             model=model,
-            max_tokens=max_tokens if isinstance(max_tokens, int) else 1024,
+            max_tokens=limit,
             messages=messages,
             extra_body=rest,
         )

@@ -24,6 +24,7 @@ from typing import Final, Literal
 
 from conformance.cassettes import skeleton, skeleton_digest
 from conformance.providers.catalog import profile_for_model
+from conformance.providers.emulator_stream import STREAMING_SHAPES
 from conformance.recorded_verdicts import RERECORD_COMMAND, CassetteLibrary
 from conformance.roundtrip import Case
 from conformance.scenarios import DEFAULT_MODELS, Scenario
@@ -102,14 +103,19 @@ class Probe:
     calls_in_reply: int = 0
     """Tool calls the emulator's directive script answers with (checked after parsing)."""
     tools: tuple[ToolSpec, ...] = field(default=(_WEATHER,))
+    stream: bool = False
+    """Ask for an event stream (``stream: true``); only the shapes in ``STREAMING_SHAPES``."""
+
+    def applies_to(self, shape: str) -> bool:
+        """Whether the probe is sent in ``shape`` (a streaming probe only where a stream exists)."""
+        return not self.stream or shape in STREAMING_SHAPES
 
     def session(self, shape: str, model: str) -> Transcript:
         """The probe as a transcript for ``shape`` and ``model`` (tool-result names only for
         Gemini)."""
         messages = self.messages if shape == "gemini" else tuple(map(_unnamed, self.messages))
-        return Transcript(
-            messages=messages, tools=self.tools, model=model, params=_PARAMS.get(shape, ())
-        )
+        params = _PARAMS.get(shape, ()) + ((("stream", "true"),) if self.stream else ())
+        return Transcript(messages=messages, tools=self.tools, model=model, params=params)
 
 
 def _unnamed(message: Message) -> Message:
@@ -201,6 +207,25 @@ PROBES: Final[tuple[Probe, ...]] = (
             "bedrock-converse": "reject",  # B3
         },
     ),
+    # Streaming: the answer arrives as the provider's event stream and the SDK accumulates it.
+    Probe(
+        "probe-stream-text",
+        "stream: true, a text reply read through the SDK's event stream",
+        (_SYSTEM, _user("Say hello. [emulator: say Hello from the event stream]")),
+        dict.fromkeys(STREAMING_SHAPES, "accept"),
+        stream=True,
+    ),
+    Probe(
+        "probe-stream-call",
+        "stream: true, reasoning and two parallel tool calls read through the event stream",
+        (
+            _SYSTEM,
+            _user("Weather in Paris and Rome? [emulator: think] [emulator: call get_weather x2]"),
+        ),
+        dict.fromkeys(STREAMING_SHAPES, "accept"),
+        calls_in_reply=2,
+        stream=True,
+    ),
 )
 
 
@@ -248,6 +273,8 @@ def probe_cases(
     in_url = shape in _MODEL_IN_URL
     out: list[Case] = []
     for probe in probes:
+        if not probe.applies_to(shape):
+            continue
         out.extend(
             cases_for_session(
                 probe.id,

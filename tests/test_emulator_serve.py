@@ -83,3 +83,26 @@ def test_anthropic_sdk_gets_the_served_profile_A9(served: str) -> None:
         model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "a"}]
     )
     assert ok.content[0].type == "text"
+
+
+def test_sdk_streaming_helpers_read_event_streams_over_loopback(served: str) -> None:
+    """Issue 14 item 10: stream=True used to get plain JSON (empty text, an AssertionError)."""
+    chat = openai.OpenAI(base_url=f"{served}/v1", api_key="test", max_retries=0)
+    chunks = chat.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "hi [emulator: say streamed over loopback]"}],
+        stream=True,
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "streamed over loopback"
+    with chat.responses.stream(model="gpt-4o-mini", input="hi [emulator: say a b c]") as stream:
+        assert stream.get_final_response().output_text == "a b c"
+    claude = anthropic.Anthropic(base_url=served, api_key="test", max_retries=0)
+    with claude.messages.stream(
+        model="claude-haiku-4-5",
+        max_tokens=10,
+        messages=[{"role": "user", "content": "hi [emulator: say streamed too]"}],
+    ) as message_stream:
+        final = message_stream.get_final_message()
+    assert final.content[0].type == "text"
+    assert final.content[0].text == "streamed too"

@@ -49,8 +49,10 @@ def replayed(request: pytest.FixtureRequest) -> tuple[str, list[Exchange]]:
 def test_replay_parses_every_recorded_answer_through_the_sdks(
     replayed: tuple[str, list[Exchange]],
 ) -> None:
-    _, exchanges = replayed
-    assert {e.case.cassette for e in exchanges} == set(EXPECT)
+    shape, exchanges = replayed
+    assert {e.case.cassette for e in exchanges} == {
+        probe.id for probe in PROBES if probe.applies_to(shape)
+    }
     for exchange in exchanges:
         probe = EXPECT[exchange.case.cassette]
         if exchange.accepted:
@@ -223,10 +225,52 @@ def test_record_then_replay_in_a_fresh_folder(tmp_path: Path) -> None:
     assert "Say hello" not in text
     assert "content: hashed" in text
     exchanges = replay(probe_cases("bedrock-converse"), tmp_path)
-    assert {e.case.cassette for e in exchanges} == set(EXPECT)
+    assert {e.case.cassette for e in exchanges} == {
+        p.id for p in PROBES if p.applies_to("bedrock-converse")
+    }
     shutil.rmtree(tmp_path / "bedrock-converse")
     with pytest.raises(CassetteMissError, match="no cassette"):
         replay(probe_cases("bedrock-converse"), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("shape", "framing"),
+    [
+        ("anthropic-messages", "event: content_block_delta"),
+        ("openai-responses", "event: response.function_call_arguments.delta"),
+        ("openai-chat", "data: [DONE]"),
+    ],
+)
+def test_a_hashed_event_stream_keeps_its_events_but_not_their_text(
+    tmp_path: Path, shape: str, framing: str
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "record",
+            "--shape",
+            shape,
+            "--scenarios",
+            "single-tool",
+            "--out",
+            str(tmp_path),
+            "--hash-content",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / shape / "probe-stream-text.yaml").read_text()
+    assert "Hello from" not in text
+    assert "sha256:" in text
+    assert framing in (tmp_path / shape / "probe-stream-call.yaml").read_text()
+    exchanges = replay(probe_cases(shape), tmp_path)
+    streamed = [e for e in exchanges if e.case.cassette.startswith("probe-stream-")]
+    assert streamed
+    for exchange in streamed:
+        assert exchange.accepted
+        assert exchange.message is not None, exchange.parse_error
+        calls = exchange.message.tool_calls
+        assert len(calls) == EXPECT[exchange.case.cassette].calls_in_reply
+        assert all("sha256" in json.loads(c.arguments) for c in calls)
 
 
 # ------------------------------------------------------------------ the committed scenario set

@@ -10,7 +10,8 @@ Every request is judged the way the provider would judge it, in this order:
 4. the input is counted with the reference counter and the context limit is enforced with the
    provider's overflow error (C10, A18, G8, B9);
 5. a valid request gets a scripted, deterministic reply rendered by the shape
-   (:mod:`.emulator_responses`).
+   (:mod:`.emulator_responses`); with ``stream: true`` (OpenAI Chat, Responses, Anthropic) the
+   same reply arrives as the provider's server-sent event stream (:mod:`.emulator_stream`).
 
 Count endpoints (Anthropic ``count_tokens``, Responses ``input_tokens``) apply only the
 structure rules (wrong JSON types: C0, R0, A12/A12a, G0, B0), then parse and count: whether the
@@ -25,13 +26,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from conformance.cassettes import skeleton, skeleton_digest
@@ -59,6 +60,7 @@ from conformance.providers.emulator_routes import (
     Endpoint,
     endpoint_for_path,
 )
+from conformance.providers.emulator_stream import sse_events, wants_stream
 from conformance.providers.validation import (
     error_headers_for,
     lint_request,
@@ -277,7 +279,7 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
             return _verdict_response(overflow, profile)
     seed = skeleton_digest(skeleton(body, shape=shape, dialect=dialect, model=model))
     call = _Call(shape, dialect, model, profile, seed, input_tokens)
-    return _reply(transcript, call, settings.script)
+    return _reply(transcript, call, settings.script, body)
 
 
 def _max_tokens(body: dict[str, Any]) -> int | None:
@@ -301,7 +303,9 @@ class _Call:
     input_tokens: int
 
 
-def _reply(transcript: Transcript, call: _Call, script: Script) -> Response:
+def _reply(
+    transcript: Transcript, call: _Call, script: Script, request: dict[str, Any]
+) -> Response:
     shape, dialect, model, seed = call.shape, call.dialect, call.model, call.seed
     adapter = get_shape(shape)
     reply = script(transcript, shape)
@@ -320,4 +324,17 @@ def _reply(transcript: Transcript, call: _Call, script: Script) -> Response:
         # A shape that cannot carry the reasoning artifact answers without it (never a 500).
         message = reply_message(reply, shape=shape, dialect=dialect, seed=seed, reasoning=False)
         body = adapter.render_response(message, meta)
+    if wants_stream(shape, request):
+        return _streamed(list(sse_events(shape, body, request)), call.profile)
     return JSONResponse(body, headers=_headers(call.profile))
+
+
+def _streamed(frames: list[bytes], profile: str) -> StreamingResponse:
+    """An event stream of ``frames``, each sent as it is produced (uvicorn flushes per frame)."""
+
+    async def produce() -> AsyncIterator[bytes]:
+        for frame in frames:
+            yield frame
+
+    headers = {**_headers(profile), "cache-control": "no-cache"}
+    return StreamingResponse(produce(), media_type="text/event-stream", headers=headers)
