@@ -12,9 +12,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# The adapter extras are installed too, so the tests of the ready adapters run rather than skip.
+# The adapter extras are installed too, so the tests of the ready adapters run rather than skip;
+# the browser extra drives a chromium that .ci/run installs (the browser test skips without it).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,langchain,litellm]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,langchain,litellm,browser]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any, Final, Literal
 
+from conformance.case_markup import case_markup
 from conformance.checks import CaseOutcome, CheckSpec, TurnOutcome, checks_for, run_checks
 from conformance.events import (
     CaseFinished,
@@ -363,7 +364,24 @@ def run_case(
         seconds=time.perf_counter() - started,
         input=dict(last.input_body) if status != "pass" else None,
         output=_jsonable(last.body) if status != "pass" else None,
+        markup=_markup(case, last) if status != "pass" else None,
     )
+
+
+def _markup(case: Case, last: TurnOutcome) -> dict[str, Any] | None:
+    """What the report marks on the case's last turn; None when its session cannot be counted."""
+    counter = reference_counter(case.shape, case.scenario.model_for(case.shape))
+    try:
+        return case_markup(
+            case.scenario,
+            case.budget,
+            session=last.session,
+            view=last.view,
+            identity=last.identity,
+            counter=counter,
+        )
+    except CtxconfError:
+        return None
 
 
 def _jsonable(body: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

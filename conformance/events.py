@@ -53,6 +53,8 @@ class CaseResult:
     seconds: float = 0.0
     input: Mapping[str, Any] | None = None
     output: Mapping[str, Any] | None = None
+    markup: Mapping[str, Any] | None = None
+    """What the report marks on a case that did not pass (:mod:`conformance.case_markup`)."""
 
     @property
     def key(self) -> str:
@@ -99,6 +101,8 @@ class CaseResult:
             out["input"] = self.input
         if self.output is not None:
             out["output"] = self.output
+        if self.markup is not None:
+            out["markup"] = self.markup
         return out
 
     @staticmethod
@@ -131,6 +135,7 @@ class CaseResult:
             seconds=float(data.get("seconds", 0.0)),
             input=data.get("input"),
             output=data.get("output"),
+            markup=data.get("markup"),
         )
 
 

@@ -3,8 +3,11 @@ lines round trip; the HTML page is self-contained; ``ctxconf report`` re-renders
 
 from __future__ import annotations
 
+import base64
+import gzip
 import io
 import json
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -169,12 +172,23 @@ def test_jsonl_round_trip(record: RunRecord, tmp_path: Path) -> None:
     assert again.exit_status == 1
 
 
+def _case_bodies(page: str) -> dict[str, str]:
+    """The page's compressed case bodies, decoded as the browser does (base64, gzip, JSON)."""
+    blob = page.split('id="case-bodies">', 1)[1].split("</script>", 1)[0]
+    return json.loads(gzip.decompress(base64.b64decode(blob)))
+
+
 def test_html_is_self_contained(record: RunRecord) -> None:
     page = render_html(record)
     assert "<script src" not in page
     assert "<link" not in page
     assert "@import" not in page
-    assert "&lt;hi &amp; bye&gt;" in page  # bodies escaped, shown side by side
+    bodies = _case_bodies(page)
+    assert sorted(bodies) == ["1", "2"]  # the error and the failure, not the passing cases
+    for body in bodies.values():  # bodies escaped, shown side by side
+        assert "&lt;hi &amp; bye&gt;" in body
+        assert "<hi & bye>" not in body
+    assert "<hi" not in page
     assert 'id="f-level"' in page
     assert 'id="f-shape"' in page
     assert 'id="f-status"' in page
@@ -203,8 +217,64 @@ def test_verdict_line_states_provenance_and_the_evidence_of_a_named_rule() -> No
 
 def test_html_loads_nothing_from_outside(record: RunRecord) -> None:
     page = render_html(record)
-    for external in ("src=", "href=", "url(", "@import", "<link", "<iframe", "<img"):
-        assert external not in page, external
+    bodies = "".join(_case_bodies(page).values())
+    for text in (page, bodies):
+        for external in ("src=", "url(", "@import", "<link", "<iframe", "<img"):
+            assert external not in text, external
+        # Links stay on the page: matrix cells point at their cases.
+        assert re.findall(r'href="([^"]*)"', text) == re.findall(r'href="(#case-\d+)"', text)
+
+
+def test_failing_matrix_cells_link_to_their_cases(record: RunRecord) -> None:
+    page = render_html(record)
+    links = re.findall(r'<td data-col="([^"]+)" class="(\w+)"><a href="#case-(\d+)"', page)
+    # single-tool errs in anthropic-messages (case 1); the sweep fails in openai-chat (case 2).
+    assert links == [("anthropic-messages", "error", "1"), ("openai-chat", "fail", "2")]
+    for _, _, index in links:
+        assert f'<details id="case-{index}" data-case' in page
+    assert page.count("<a href") == 2  # passing cells have no case to open
+
+
+def test_a_sweep_case_body_charts_every_budget_of_its_sweep(record: RunRecord) -> None:
+    body = _case_bodies(render_html(record))["2"]
+    chart = body.split('<svg class="sweep"', 1)[1].split("</svg>", 1)[0]
+    # The sweep in openai-chat has budgets 300 (fail) and 400 (pass); anthropic's is another chart.
+    assert chart.count("<circle") == 2
+    assert "budget 300: fail" in chart
+    assert "budget 400: pass" in chart
+    assert "fails at 300; passes at 400" in body
+
+
+def test_a_large_failing_run_gives_a_light_page() -> None:
+    """Issue 14 item 14: 425 failing cases made a 3.4 MB page; bodies are compressed now."""
+    messages = [
+        {"role": "user" if i % 2 else "assistant", "content": f"turn {i}: " + "ops log " * 40}
+        for i in range(24)
+    ]
+    cases = tuple(
+        CaseResult(
+            index=i,
+            scenario=f"scenario-{i // 5}",
+            title="t",
+            level="must",
+            shape="openai-chat",
+            dialect=None,
+            budget=300 + 20 * (i % 5),
+            status="fail",
+            outcome="assembled",
+            sweep=True,
+            tokens=280,
+            input={"model": "gpt-4o-mini", "messages": messages},
+            output={"model": "gpt-4o-mini", "messages": messages[-3:]},
+        )
+        for i in range(425)
+    )
+    header = {"type": "header", "format": REPORT_FORMAT, "version": REPORT_VERSION}
+    page = render_html(RunRecord(header, cases, {"type": "footer", "exit_status": 1}))
+    raw = sum(len(json.dumps(c.input)) + len(json.dumps(c.output)) for c in cases)
+    assert raw > 3_000_000
+    assert len(page.encode()) < 1_000_000
+    assert len(_case_bodies(page)) == 425
 
 
 class _Elements(HTMLParser):
