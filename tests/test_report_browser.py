@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from conformance.cli import cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "reports" / "browser"
