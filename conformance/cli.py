@@ -25,6 +25,10 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
         "conformance.commands.run",
         "Run an assembler over the scenario corpus; print the matrix.",
     ),
+    "soak": (
+        "conformance.commands.soak",
+        "Drive an assembler through a long simulated agent run; measure it.",
+    ),
     "report": (
         "conformance.commands.report",
         "Re-render a saved JSON-lines run as md, html or junit.",

@@ -42,6 +42,22 @@ field's meaning or type, or changing what a return value or an exception means b
 :data:`PROTOCOL_VERSION`. Each request carries the version it was built for
 (``request.protocol_version``), and every run report records it in its header, so a plug-in can
 refuse a version it was not written for and a report says which contract it judged.
+
+**Long runs (optional, added in protocol 1).** ``ctxconf soak`` drives one plug-in through
+hundreds of turns of a simulated agent, and each turn's request is assembled from the session the
+agent stored. Two optional methods let a plug-in run as it does in production:
+
+* :class:`AssemblerFactory`: ``new_session()`` returns a fresh assembler for one session (one
+  run); the harness calls it once per run and then only that object. Without it the plug-in
+  object itself is used for every run.
+* :class:`StatefulAssembler`: ``session_after()``, called right after a successful
+  ``assemble``, returns the request body (same shape, or None to keep the stored session) whose
+  message list the agent stores as its session: a summary written this turn is then part of the
+  next turn's session, as the reference assembler's ``Assembly.session_after()`` intends. An
+  optional integer attribute ``summary_failures`` (cumulative) is reported as summary failures.
+
+Plug-ins without these are run the stateless way: the harness stores the whole history and hands
+all of it over every turn.
 """
 
 from __future__ import annotations
@@ -57,10 +73,12 @@ __all__ = [
     "MESSAGE_KEYS",
     "PROTOCOL_VERSION",
     "Assembler",
+    "AssemblerFactory",
     "AssemblyRequest",
     "MessageFunction",
     "MessageListAssembler",
     "Refusal",
+    "StatefulAssembler",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -174,3 +192,29 @@ class MessageListAssembler:
 
     def __repr__(self) -> str:
         return f"MessageListAssembler({self.name}, shape={self.shape!r})"
+
+
+@runtime_checkable
+class AssemblerFactory(Protocol):
+    """A plug-in that makes one assembler per session (``ctxconf soak`` calls it once per run)."""
+
+    shape: ClassVar[str]
+
+    def new_session(self) -> Assembler:
+        """A fresh assembler for one session, in the same shape."""
+        ...
+
+
+@runtime_checkable
+class StatefulAssembler(Protocol):
+    """An assembler that says what the agent should store as its session after each turn."""
+
+    shape: ClassVar[str]
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        """The request body to send, or raise :class:`Refusal` to refuse."""
+        ...
+
+    def session_after(self) -> Mapping[str, Any] | None:
+        """The body whose message list replaces the stored session (None: keep it)."""
+        ...

@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_MODELS",
     "LEVELS",
     "SCENARIO_FORMAT_VERSION",
+    "WORKLOADS_FOLDER",
     "Budget",
     "Expectation",
     "Level",
@@ -67,6 +68,8 @@ __all__ = [
 
 SCENARIO_FORMAT_VERSION: Final = 1
 CORPUS_ENV: Final = "CTXCONF_SCENARIOS"
+WORKLOADS_FOLDER: Final = "workloads"
+"""A corpus folder that holds soak workloads (``conformance.soak``), not scenarios: skipped here."""
 Level: TypeAlias = Literal["must", "should", "may"]
 LEVELS: Final[tuple[Level, ...]] = get_args(Level)
 Outcome: TypeAlias = Literal["assembled", "refused", "either"]
@@ -387,7 +390,11 @@ def scenario_files(root: Path) -> list[Path]:
         return [root]
     if not root.is_dir():
         raise ScenarioError("no such file or folder", where=str(root))
-    return sorted(p for p in root.rglob("*.y*ml") if p.suffix in {".yaml", ".yml"})
+    return sorted(
+        p
+        for p in root.rglob("*.y*ml")
+        if p.suffix in {".yaml", ".yml"} and WORKLOADS_FOLDER not in p.relative_to(root).parts[:-1]
+    )
 
 
 def load_corpus(root: Path | None = None) -> tuple[Scenario, ...]:

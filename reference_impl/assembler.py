@@ -44,6 +44,7 @@ from reference_impl.steps import (
     drop_tool_schemas,
     escalate,
     load_units,
+    narrow_ledger_pin,
     normalize_view,
     protect_prefix,
     protect_suffix,
@@ -342,6 +343,7 @@ def _run(
     drop_leading_non_user(state)
     summarize_middle(state, summarizer)
     escalate(state)
+    narrow_ledger_pin(state)
     _normalize(state)
     _final_recount(state)
     return state

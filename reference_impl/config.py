@@ -20,6 +20,7 @@ from reference_impl.errors import ConfigError
 
 __all__ = [
     "AssemblyConfig",
+    "LedgerPinMode",
     "MemoryConfig",
     "MiddleDeleteUnit",
     "OnPairingError",
@@ -35,6 +36,7 @@ TokenCounterChoice: TypeAlias = Literal[
     "provider_or_tiktoken_model_encoding", "tiktoken_model_encoding"
 ]
 PinName: TypeAlias = Literal["first_user_message", "side_effect_ledger", "security_system_prompt"]
+LedgerPinMode: TypeAlias = Literal["always", "when_not_visible"]
 
 ROOT: Final = "context_assembly"
 MAX_RETRIES_CAP: Final = 2  # issue 3 item 8: retry at most twice, never loop
@@ -91,6 +93,11 @@ class AssemblyConfig:
     """``call_with_context_retry``: extra attempts after a context-length error (at most 2)."""
     anthropic_cache_breakpoints: int = 4
     """``cache_control`` breakpoints placed when rendering anthropic-messages (at most 4)."""
+    ledger_pin_mode: LedgerPinMode = "always"
+    """``always``: the pinned ledger note lists every side effect. ``when_not_visible``: it lists
+    only those whose facts (a kept ring, the idempotency key or resource id in kept text or the
+    summary) are not already in the view, so the request prefix stays byte-stable between
+    compactions (prompt caching) while no side effect is ever out of sight."""
 
     def __post_init__(self) -> None:
         _check(self, ROOT)
@@ -174,6 +181,7 @@ _ENUMS: Final[dict[str, tuple[str, ...]]] = {
     "on_pairing_error": get_args(OnPairingError),
     "on_still_over_budget": get_args(OnStillOverBudget),
     "token_counter": get_args(TokenCounterChoice),
+    "ledger_pin_mode": get_args(LedgerPinMode),
 }
 _PINS: Final = get_args(PinName)
 _INTS: Final = (

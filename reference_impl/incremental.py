@@ -254,7 +254,9 @@ class SessionAssembler:
         )
         self.last_path = "full:invalid_or_new_session"
         index = self._follow(session, settings)
-        if index is not None:
+        # The narrowed ledger note depends on what is kept: left to the full pipeline.
+        narrowing = self.config.ledger_pin_mode != "always" and bool(ledger.side_effects)
+        if index is not None and not narrowing:
             fast = self._fast(index, session, settings, started)
             if fast is not None:
                 self.fast_turns += 1

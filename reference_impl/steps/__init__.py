@@ -2,7 +2,8 @@
 
     load -> validate_pairing -> protect_prefix -> protect_suffix -> anchor_first_user
     -> check_buckets -> degrade_attachments -> clear_tool_results -> drop_middle_by_tier
-    -> drop_leading_non_user -> summarize_middle -> escalate -> normalize (per shape)
+    -> drop_leading_non_user -> summarize_middle -> escalate -> narrow_ledger_pin
+    -> normalize (per shape)
 
 Each step reads and changes an ``AssemblyState``; a step that changes the view records its name and
 the view is re-validated for pairing right away.
@@ -16,6 +17,7 @@ from reference_impl.steps.compact import (
     escalate,
     summarize_middle,
 )
+from reference_impl.steps.ledger_pin import narrow_ledger_pin
 from reference_impl.steps.normalize import (
     ALTERNATING_SHAPES,
     anchor_first_user,
@@ -57,6 +59,7 @@ __all__ = [
     "drop_tool_schemas",
     "escalate",
     "load_units",
+    "narrow_ledger_pin",
     "normalize_view",
     "protect_prefix",
     "protect_suffix",

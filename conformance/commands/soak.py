@@ -1,0 +1,167 @@
+"""``ctxconf soak``: drive one assembler through hundreds of turns of a simulated agent.
+
+Writes the JSON-lines report (``--out``, default ``reports/soak.jsonl``) and an HTML page with
+charts per turn beside it (``soak.html``), prints the run-level measurements, and, when a turn
+fails a ``must`` check (or errors, or refuses a feasible turn), writes the shrunk history as a
+scenario that ``ctxconf run --scenarios FILE`` replays (``--finding``, under a ``must/`` folder).
+
+Exit status: 0 when every turn passed (a run that stopped on an infeasible refusal included),
+1 when a turn failed, 2 for bad options or an unusable workload file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.commands.fuzz import replayable_path
+from conformance.engine import DEFAULT_TIMEOUT
+from conformance.loading import load_plugin
+from conformance.soak import DEFAULT_TURNS, resolve_workload, run_soak
+from conformance.soak.finding import make_finding
+from conformance.soak.report import render_html, report_lines, write_jsonl
+from reference_impl.errors import CtxconfError
+from reference_impl.transcript import SHAPE_NAMES
+
+__all__ = ["command"]
+
+
+def _fail(what: str) -> None:
+    click.echo(f"ctxconf: error: {what}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _error_text(exc: CtxconfError) -> str:
+    return f"{exc.where}: {exc.message}" if exc.where else exc.message
+
+
+@click.command(name="soak")
+@click.option(
+    "--impl",
+    default="reference",
+    show_default=True,
+    help="Plug-in: 'reference', module:attr, or a name in the ctxconf.assemblers entry points.",
+)
+@click.option(
+    "--impl-shape",
+    type=click.Choice(SHAPE_NAMES),
+    default=None,
+    help="Shape of a plain f(messages, budget) function (default openai-chat).",
+)
+@click.option(
+    "--workload",
+    default="ops",
+    show_default=True,
+    help="A built-in workload (ops, coding, support) or a workload YAML file.",
+)
+@click.option(
+    "--turns",
+    type=click.IntRange(1, 100_000),
+    default=DEFAULT_TURNS,
+    show_default=True,
+    help="Model calls to simulate.",
+)
+@click.option(
+    "--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Run seed."
+)
+@click.option(
+    "--shape",
+    type=click.Choice(SHAPE_NAMES),
+    default=None,
+    help="Wire shape to run in (default: the workload's).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("reports/soak.jsonl"),
+    show_default=True,
+    help="JSON-lines report; the HTML page is written beside it (.html).",
+)
+@click.option(
+    "--finding",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("reports/must/soak-finding.yaml"),
+    show_default=True,
+    help="Where a failing turn's shrunk scenario goes (under a must/ folder).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.01, 3600),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds one plug-in call may take before the turn is an error.",
+)
+def command(
+    *,
+    impl: str,
+    impl_shape: str | None,
+    workload: str,
+    turns: int,
+    seed: int,
+    shape: str | None,
+    out: Path,
+    finding: Path,
+    timeout: float,
+) -> None:
+    """Drive an assembler through a simulated agent run; measure tokens, cache, cost, repeats."""
+    try:
+        plugin = load_plugin(impl, impl_shape=impl_shape)
+        loaded = resolve_workload(workload)
+    except CtxconfError as exc:
+        _fail(_error_text(exc))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"--out {out}: cannot create {out.parent} ({exc.strerror or exc})")
+    try:
+        report = run_soak(plugin, loaded, turns=turns, seed=seed, shape=shape, timeout=timeout)
+    except CtxconfError as exc:
+        _fail(_error_text(exc))
+    found = make_finding(plugin, report, timeout=timeout)
+    finding_path: Path | None = None
+    if found is not None:
+        finding_path = replayable_path(finding)
+        finding_path.parent.mkdir(parents=True, exist_ok=True)
+        finding_path.write_text(found.text, "utf-8")
+    lines = report_lines(report, finding_path=str(finding_path) if finding_path else None)
+    write_jsonl(lines, out)
+    page = out.with_suffix(".html")
+    page.write_text(render_html(lines), "utf-8")
+    _print_summary(report.measurements(), out, page)
+    failure = report.failure
+    if failure is not None:
+        click.echo(f"stopped at turn {failure.turn} ({failure.kind}): {failure.message}", err=True)
+    if found is not None and finding_path is not None:
+        alone = "reproduces on a fresh assembler" if found.reproduces else "needs earlier turns"
+        click.echo(
+            f"finding: {finding_path} ({found.removed_units} unit(s) removed by shrinking; "
+            f"{alone}); replay with: ctxconf run --impl {impl} --scenarios {finding_path}",
+            err=True,
+        )
+        raise SystemExit(EXIT_FINDING)
+
+
+def _print_summary(numbers: dict[str, object], out: Path, page: Path) -> None:
+    keys = (
+        ("turns_survived", "turns survived"),
+        ("tokens_max", "max request tokens"),
+        ("tokens_p95", "p95 request tokens"),
+        ("budget", "budget"),
+        ("window_full_turn", "window full at turn"),
+        ("tokens_growth_per_turn_after_full", "growth after full (tokens/turn)"),
+        ("prefix_reuse", "common-prefix share after full"),
+        ("cache_reuse", "cached share after full"),
+        ("cost_usd", "estimated input cost (USD)"),
+        ("uncached_cost_usd", "same without cache (USD)"),
+        ("repeated_side_effects", "repeated side effects"),
+        ("summary_depth_max", "max summary depth"),
+        ("summary_failures", "summary failures"),
+        ("assembler_ms_p50", "assembler ms p50"),
+        ("assembler_ms_p99", "assembler ms p99"),
+    )
+    width = max(len(label) for _, label in keys)
+    for key, label in keys:
+        click.echo(f"{label:<{width}}  {numbers[key]}")
+    click.echo(f"report: {out}  page: {page}")
