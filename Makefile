@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test check lint typecheck unit bench calibrate adapters-table mutation clean
+.PHONY: install run test check lint typecheck unit bench calibrate adapters-table mutation soak-table clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ adapters-table: install
 # Mutation testing of the checks, identity and the policy (not part of `make test`: it takes long).
 mutation: install
 	$(BIN)/python tools/mutation.py
+
+# The README's long-run table: every registered plug-in over the built-in soak workloads.
+soak-table: install
+	$(BIN)/python bench/soak_table.py --write README.md
 
 calibrate: install
 	$(BIN)/python bench/calibrate_tokens.py

@@ -5,7 +5,9 @@ scenario names exists, that every scenario renders in every shape it lists, that
 expecting refusal really is broken or over budget there, and that the recorded round trips
 are present: for the built-in corpus (or with ``--cassettes``) every scenario x shape x dialect
 has its cassette and every request the reference assembler sends now is recorded in one (else:
-re-record with ``ctxconf record --shape all --prune``).
+re-record with ``ctxconf record --shape all --prune``). The soak workloads in the corpus's
+``workloads/`` folder are not scenarios (the loader skips that folder); ``validate`` loads each
+one against its own schema instead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ import click
 from conformance.checks import REGISTRY
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
 from conformance.corpus_lint import corpus_problems, recording_problems
-from conformance.scenarios import Scenario, ScenarioError, default_corpus_path, load_corpus
+from conformance.scenarios import (
+    WORKLOADS_FOLDER,
+    Scenario,
+    ScenarioError,
+    default_corpus_path,
+    load_corpus,
+)
 from reference_impl.errors import CtxconfError
 
 __all__ = ["command"]
@@ -37,6 +45,24 @@ def _load(path: Path | None) -> tuple[tuple[Scenario, ...], Path]:
         )
         raise SystemExit(EXIT_BAD_INPUT)
     return loaded, root
+
+
+def _workload_problems(root: Path) -> tuple[int, list[str]]:
+    """The soak workloads under ``root/workloads/`` (the scenario loader skips them): how many,
+    and one line per file that does not load (schema, ranges, config knobs)."""
+    folder = root / WORKLOADS_FOLDER
+    if not root.is_dir() or not folder.is_dir():
+        return 0, []
+    from conformance.soak.workload import load_workload, workload_files  # noqa: PLC0415 - rare
+
+    problems: list[str] = []
+    files = workload_files(folder)
+    for path in files:
+        try:
+            load_workload(path)
+        except CtxconfError as exc:  # noqa: PERF203 - one report line per broken file
+            problems.append(f"workload: {exc}")
+    return len(files), problems
 
 
 @click.group(name="scenarios")
@@ -79,8 +105,11 @@ def validate_scenarios(path: Path | None, cassettes: Path | None) -> None:
     except CtxconfError as exc:
         click.echo(f"ctxconf: error: {exc}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
+    workloads = _workload_problems(root)
+    problems += workloads[1]
     for problem in problems:
         click.echo(problem)
-    click.echo(f"{len(scenarios)} scenarios in {root}: {len(problems)} problem(s)")
+    also = f" and {workloads[0]} workload(s)" if workloads[0] else ""
+    click.echo(f"{len(scenarios)} scenarios{also} in {root}: {len(problems)} problem(s)")
     if problems:
         raise SystemExit(EXIT_FINDING)
