@@ -22,7 +22,12 @@ from typing import Any, Final
 import jsonschema
 import yaml
 
-from conformance.scenarios import DEFAULT_MODELS, WORKLOADS_FOLDER, default_corpus_path
+from conformance.scenarios import (
+    DEFAULT_MODELS,
+    WORKLOADS_FOLDER,
+    ScenarioError,
+    default_corpus_path,
+)
 from reference_impl._documents import DocumentTooDeepError, load_yaml_strict
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError
@@ -35,6 +40,7 @@ __all__ = [
     "Workload",
     "WorkloadError",
     "builtin_workloads",
+    "builtin_workloads_path",
     "load_workload",
     "resolve_workload",
     "workload_files",
@@ -256,8 +262,12 @@ def load_workload(path: Path) -> Workload:
 
 
 def builtin_workloads_path() -> Path:
-    """The built-in workloads: ``workloads/`` in the built-in scenario corpus."""
-    return default_corpus_path() / WORKLOADS_FOLDER
+    """The built-in workloads: ``workloads/`` in the built-in scenario corpus (found like the
+    corpus, so a wheel carries them: :mod:`conformance.bundled`)."""
+    try:
+        return default_corpus_path() / WORKLOADS_FOLDER
+    except ScenarioError as exc:
+        raise WorkloadError(exc.message, where="workloads") from None
 
 
 def workload_files(root: Path) -> list[Path]:
