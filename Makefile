@@ -12,10 +12,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# The adapter extras are installed too, so the tests of the ready adapters run rather than skip;
-# the browser extra drives a chromium that .ci/run installs (the browser test skips without it).
+# Every adapter extra is installed too (`adapters`), so the tests of the ready adapters run rather
+# than skip (it costs install time only; docs/adapters.md lists the versions); the browser extra
+# drives a chromium that .ci/run installs (the browser test skips without it).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,langchain,litellm,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,adapters,browser]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -41,7 +42,7 @@ bench: install
 	$(BIN)/python bench/assemble_bench.py
 
 adapters-table: install
-	$(BIN)/python bench/adapters_table.py
+	$(BIN)/python bench/adapters_table.py --write
 
 # Mutation testing of the checks, identity and the policy (not part of `make test`: it takes long).
 mutation: install

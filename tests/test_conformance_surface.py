@@ -14,8 +14,7 @@ import conformance
 
 # Optional extras (their third-party libraries may be absent) and the CLI's command modules.
 _SKIPPED = (
-    "conformance.adapters.langchain",
-    "conformance.adapters.litellm",
+    "conformance.adapters.",
     "conformance.commands",
 )
 

@@ -9,10 +9,10 @@ score fails here until the README table is regenerated.
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -43,37 +43,30 @@ def _readme_rows() -> dict[str, str]:
     """README table rows keyed by the plug-in spec in their first cell."""
     rows: dict[str, str] = {}
     for line in (ROOT / "README.md").read_text("utf-8").splitlines():
-        for spec, _, label in BENCH.PLUGINS:
-            if line.startswith(f"| {label} (`{spec}`) |"):
-                rows[spec] = line
+        for plugin in BENCH.PLUGINS:
+            if line.startswith(f"| {plugin.label} (`{plugin.spec}`) |"):
+                rows[plugin.spec] = line
     return rows
 
 
-@pytest.mark.parametrize(
-    ("spec", "extra", "label"), BENCH.PLUGINS, ids=[p[0] for p in BENCH.PLUGINS]
-)
-def test_readme_adapter_row_is_what_ctxconf_generates(spec: str, extra: str, label: str) -> None:
-    if extra and importlib.util.find_spec(extra) is None:
-        pytest.skip(f"the {extra} extra is not installed: pip install -e '.[langchain,litellm]'")
-    committed = _readme_rows().get(spec)
-    assert committed is not None, f"README has no adapters-table row for {spec}"
-    out = CliRunner().invoke(
-        cli,
-        [
-            "run",
-            "--impl",
-            spec,
-            "--shapes",
-            BENCH.SHAPE,
-            "--format",
-            "jsonl",
-            "--no-reports",
-            "--timeout",
-            "120",
-        ],
-    )
+def test_readme_and_adapters_page_carry_the_same_table() -> None:
+    tables = []
+    for target in BENCH.TARGETS:
+        text = target.read_text("utf-8")
+        start, end = text.index(BENCH.START), text.index(BENCH.END)
+        tables.append(text[start:end])
+    assert tables[0] == tables[1], "regenerate with `make adapters-table`"
+
+
+@pytest.mark.parametrize("plugin", BENCH.PLUGINS, ids=[p.spec for p in BENCH.PLUGINS])
+def test_readme_adapter_row_is_what_ctxconf_generates(plugin: Any) -> None:
+    if not BENCH.installed(plugin):
+        pytest.skip(f"{plugin.module} is not installed: pip install -e '.[adapters]'")
+    committed = _readme_rows().get(plugin.spec)
+    assert committed is not None, f"README has no adapters-table row for {plugin.spec}"
+    out = CliRunner().invoke(cli, BENCH.command(plugin))
     assert out.exit_code in (0, 1), out.output
-    jsonl = "\n".join(line for line in out.output.splitlines() if line.startswith("{"))
-    assert json.loads(jsonl.splitlines()[-1])["type"] == "footer"
-    regenerated = BENCH.row(label, spec, BENCH._parse(jsonl + "\n"))
-    assert regenerated == committed, "regenerate with `python bench/adapters_table.py`"
+    record = BENCH.parse(out.output)
+    assert record.footer, "the run printed no footer line"
+    regenerated = BENCH.row(plugin, record)
+    assert regenerated == committed, "regenerate with `make adapters-table`"

@@ -1,0 +1,157 @@
+"""LlamaIndex's chat memories as ctxconf plug-ins: ``ChatMemoryBuffer`` and ``Memory``.
+
+Needs the ``llama-index`` extra (``llama-index-core``). The session's OpenAI Chat messages become
+``ChatMessage`` objects the way LlamaIndex's OpenAI integration stores them (tool calls in the
+assistant's ``additional_kwargs["tool_calls"]``, the call id in a tool message's
+``additional_kwargs["tool_call_id"]``), go into the memory, and ``get()`` returns what the next
+LLM call would see; that is mapped back to OpenAI Chat messages. Parameters are the memories' own:
+
+* ``chat_memory_buffer``: ``ChatMemoryBuffer.from_defaults(chat_history=..., token_limit=budget,
+  tokenizer_fn=...)``;
+* ``memory``: ``Memory.from_defaults(token_limit=budget, chat_history_token_ratio=...,
+  token_flush_size=..., tokenizer_fn=...)`` with no memory blocks (flushed messages are gone), an
+  in-memory SQLite chat store, messages added with ``put_messages``.
+
+``tokenizer_fn`` is the reference o200k_base encoder; both memories apply it to each message's
+*content string* only (their own counting rule), so tool-call arguments are not counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "chat_memory_buffer",
+    "make_chat_memory_buffer",
+    "make_memory",
+    "memory",
+]
+
+ChatMessages = list[dict[str, Any]]
+
+
+def _llama() -> Any:
+    try:
+        from llama_index.core import base  # noqa: PLC0415, F401 - optional extra
+        from llama_index.core.base.llms import types  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "the llama-index adapter needs llama-index-core: pip install 'ctxconf[llama-index]'"
+        ) from exc
+    return types
+
+
+def _tokenizer() -> Callable[[str], list[int]]:
+    from reference_impl._encodings import get_encoding  # noqa: PLC0415 - offline rank files
+
+    encoding = get_encoding("o200k_base")
+    encode: Callable[[str], list[int]] = encoding.encode
+    return encode
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, Mapping) and p.get("type") == "text"
+        )
+    return "" if content is None else str(content)
+
+
+def to_llama_index(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """OpenAI Chat messages as LlamaIndex ``ChatMessage`` objects."""
+    types = _llama()
+    out = []
+    for message in messages:
+        role = message.get("role")
+        extra: dict[str, Any] = {}
+        if role == "assistant" and message.get("tool_calls"):
+            extra["tool_calls"] = [dict(c) for c in message["tool_calls"]]
+        if role == "tool":
+            extra["tool_call_id"] = message.get("tool_call_id")
+        if role not in {"system", "developer", "user", "assistant", "tool"}:
+            raise ValueError(f"the llama-index adapter cannot carry a {role!r} message")
+        out.append(
+            types.ChatMessage(
+                role=types.MessageRole(role),
+                content=_text(message.get("content")),
+                additional_kwargs=extra,
+            )
+        )
+    return out
+
+
+def from_llama_index(messages: Sequence[Any]) -> ChatMessages:
+    """LlamaIndex ``ChatMessage`` objects back as OpenAI Chat messages."""
+    out: ChatMessages = []
+    for message in messages:
+        role = str(getattr(message.role, "value", message.role))
+        entry: dict[str, Any] = {"role": role, "content": message.content or ""}
+        calls = message.additional_kwargs.get("tool_calls")
+        if role == "assistant" and calls:
+            entry["tool_calls"] = list(calls)
+            entry["content"] = message.content or None
+        if role == "tool":
+            entry["tool_call_id"] = message.additional_kwargs.get("tool_call_id")
+        out.append(entry)
+    return out
+
+
+def make_chat_memory_buffer() -> Callable[[ChatMessages, int], ChatMessages]:
+    """``ChatMemoryBuffer.from_defaults(chat_history=..., token_limit=budget)``'s ``get()``."""
+
+    def chat_memory_buffer(messages: ChatMessages, budget: int) -> ChatMessages:
+        _llama()
+        from llama_index.core.memory import ChatMemoryBuffer  # noqa: PLC0415
+
+        buffer = ChatMemoryBuffer.from_defaults(
+            chat_history=to_llama_index(messages), token_limit=budget, tokenizer_fn=_tokenizer()
+        )
+        return from_llama_index(buffer.get())
+
+    return chat_memory_buffer
+
+
+def make_memory(
+    *, chat_history_token_ratio: float = 0.7, token_flush_size: int | None = None
+) -> Callable[[ChatMessages, int], ChatMessages]:
+    """``Memory.from_defaults(token_limit=budget, ...)``: ``put_messages`` then ``get()``."""
+
+    def memory(messages: ChatMessages, budget: int) -> ChatMessages:
+        _llama()
+        from llama_index.core.memory import Memory  # noqa: PLC0415
+
+        options: dict[str, Any] = {"chat_history_token_ratio": chat_history_token_ratio}
+        if token_flush_size is not None:
+            options["token_flush_size"] = token_flush_size
+        from sqlalchemy.ext.asyncio import create_async_engine  # noqa: PLC0415 - llama-index dep
+
+        async def window() -> list[Any]:
+            # The library's default store (in-memory SQLite through aiosqlite), with an engine of
+            # our own so it is disposed of after the call instead of leaking its connection.
+            engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+            try:
+                store = Memory.from_defaults(
+                    session_id="ctxconf",
+                    token_limit=budget,
+                    tokenizer_fn=_tokenizer(),
+                    async_engine=engine,
+                    **options,
+                )
+                await store.aput_messages(to_llama_index(messages))
+                return list(await store.aget())
+            finally:
+                await engine.dispose()
+
+        return from_llama_index(asyncio.run(window()))
+
+    return memory
+
+
+chat_memory_buffer = make_chat_memory_buffer()
+memory = make_memory()

@@ -1,0 +1,193 @@
+"""Semantic Kernel's chat history reducers as ctxconf plug-ins.
+
+Needs the ``semantic-kernel`` extra. The session's OpenAI Chat messages become a reducer (a
+``ChatHistory`` subclass) of ``ChatMessageContent`` objects, tool calls and results as
+``FunctionCallContent`` / ``FunctionResultContent`` items the way SK's OpenAI connector records
+them; ``await reducer.reduce()`` runs, and the reduced messages are mapped back. Parameters are the
+reducers' own (both count *messages*; the budget is not among their options):
+
+* ``truncation``: ``ChatHistoryTruncationReducer(target_count=N, threshold_count=T)``;
+* ``summarization``: ``ChatHistorySummarizationReducer(service=..., target_count=N,
+  threshold_count=T)`` with a fake chat completion service that answers one fixed summary text,
+  so it runs offline and deterministically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "SUMMARY_TEXT",
+    "make_summarization",
+    "make_truncation",
+    "summarization",
+    "truncation",
+]
+
+ChatMessages = list[dict[str, Any]]
+SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools were called."
+
+
+def _sk() -> Any:
+    try:
+        from semantic_kernel import contents  # noqa: PLC0415 - optional extra
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "the semantic-kernel adapter needs semantic-kernel: pip install 'ctxconf[semantic-kernel]'"
+        ) from exc
+    return contents
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, Mapping) and p.get("type") == "text"
+        )
+    return "" if content is None else str(content)
+
+
+def to_semantic_kernel(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """OpenAI Chat messages as SK ``ChatMessageContent`` objects."""
+    sk = _sk()
+    roles = {
+        "system": sk.AuthorRole.SYSTEM,
+        "developer": sk.AuthorRole.DEVELOPER,
+        "user": sk.AuthorRole.USER,
+        "assistant": sk.AuthorRole.ASSISTANT,
+        "tool": sk.AuthorRole.TOOL,
+    }
+    names: dict[str, str] = {}
+    out = []
+    for message in messages:
+        role = message.get("role")
+        if role not in roles:
+            raise ValueError(f"the semantic-kernel adapter cannot carry a {role!r} message")
+        items: list[Any] = []
+        text = _text(message.get("content"))
+        if role == "tool":
+            call_id = str(message.get("tool_call_id", ""))
+            items.append(
+                sk.FunctionResultContent(
+                    id=call_id, function_name=names.get(call_id, "tool"), result=text
+                )
+            )
+        else:
+            if text:
+                items.append(sk.TextContent(text=text))
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function", {})
+                names[call["id"]] = fn.get("name", "")
+                items.append(
+                    sk.FunctionCallContent(
+                        id=call["id"],
+                        function_name=fn.get("name", ""),
+                        arguments=fn.get("arguments", ""),
+                    )
+                )
+        out.append(sk.ChatMessageContent(role=roles[role], items=items))
+    return out
+
+
+def from_semantic_kernel(messages: Sequence[Any]) -> ChatMessages:
+    """SK ``ChatMessageContent`` objects back as OpenAI Chat messages."""
+    sk = _sk()
+    out: ChatMessages = []
+    for message in messages:
+        role = str(message.role.value)
+        texts = [i.text for i in message.items if isinstance(i, sk.TextContent)]
+        calls = [i for i in message.items if isinstance(i, sk.FunctionCallContent)]
+        results = [i for i in message.items if isinstance(i, sk.FunctionResultContent)]
+        if results:
+            out.extend(
+                {"role": "tool", "tool_call_id": r.id, "content": str(r.result)} for r in results
+            )
+            continue
+        entry: dict[str, Any] = {"role": role, "content": "".join(t or "" for t in texts)}
+        if calls:
+            entry["content"] = entry["content"] or None
+            entry["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.function_name,
+                        "arguments": c.arguments
+                        if isinstance(c.arguments, str)
+                        else json.dumps(c.arguments or {}),
+                    },
+                }
+                for c in calls
+            ]
+        out.append(entry)
+    return out
+
+
+def _fake_service() -> Any:
+    sk = _sk()
+    from semantic_kernel.connectors.ai.chat_completion_client_base import (  # noqa: PLC0415
+        ChatCompletionClientBase,
+    )
+
+    class FixedSummaryService(ChatCompletionClientBase):  # type: ignore[misc]
+        """A chat completion service that answers one fixed text, offline."""
+
+        async def _inner_get_chat_message_contents(
+            self, chat_history: Any, settings: Any
+        ) -> list[Any]:
+            del chat_history, settings
+            return [sk.ChatMessageContent(role=sk.AuthorRole.ASSISTANT, content=SUMMARY_TEXT)]
+
+    return FixedSummaryService(ai_model_id="ctxconf-fixed-summary")
+
+
+def _reduce(reducer: Any) -> ChatMessages:
+    async def run() -> None:
+        await reducer.reduce()
+
+    asyncio.run(run())
+    return from_semantic_kernel(reducer.messages)
+
+
+def make_truncation(
+    *, target_count: int, threshold_count: int | None = None
+) -> Callable[[ChatMessages, int], ChatMessages]:
+    """``ChatHistoryTruncationReducer(target_count=..., threshold_count=...).reduce()``."""
+
+    def truncation(messages: ChatMessages, budget: int) -> ChatMessages:
+        del budget  # a message-count reducer
+        sk = _sk()
+        options = {} if threshold_count is None else {"threshold_count": threshold_count}
+        reducer = sk.ChatHistoryTruncationReducer(target_count=target_count, **options)
+        reducer.messages = to_semantic_kernel(messages)
+        return _reduce(reducer)
+
+    return truncation
+
+
+def make_summarization(
+    *, target_count: int, threshold_count: int | None = None
+) -> Callable[[ChatMessages, int], ChatMessages]:
+    """``ChatHistorySummarizationReducer(service=fake, target_count=..., ...).reduce()``."""
+
+    def summarization(messages: ChatMessages, budget: int) -> ChatMessages:
+        del budget  # a message-count reducer
+        sk = _sk()
+        options = {} if threshold_count is None else {"threshold_count": threshold_count}
+        reducer = sk.ChatHistorySummarizationReducer(
+            service=_fake_service(), target_count=target_count, **options
+        )
+        reducer.messages = to_semantic_kernel(messages)
+        return _reduce(reducer)
+
+    return summarization
+
+
+truncation = make_truncation(target_count=6)
+summarization = make_summarization(target_count=6)
