@@ -69,6 +69,7 @@ __all__ = [
     "read_cassette",
     "read_jsonl_log",
     "read_recording",
+    "unwrap_request",
 ]
 
 CASSETTE_SUFFIXES: Final = (".yaml", ".yml", ".json", ".har")
@@ -144,6 +145,13 @@ class RecordedInteraction:
     def dialect(self) -> str | None:
         """The gateway dialect, told from the host, if any."""
         return detect_dialect(self.url)
+
+    @property
+    def judged_body(self) -> object | None:
+        """The provider request inside the body: itself, except for Bedrock's ``count-tokens``,
+        which wraps a Converse request (``input.converse``) or a base64 InvokeModel body
+        (``input.invokeModel.body``, an Anthropic request)."""
+        return unwrap_request(self.url, self.request_body)
 
     @property
     def is_token_count(self) -> bool:
@@ -804,7 +812,35 @@ _PATH_SHAPES: Final[tuple[tuple[str, ShapeName], ...]] = (
     ("/converse", "bedrock-converse"),
     ("/converse-stream", "bedrock-converse"),
 )
-_TOKEN_COUNT_ENDINGS: Final = ("/responses/input_tokens", "/messages/count_tokens", ":counttokens")
+_TOKEN_COUNT_ENDINGS: Final = (
+    "/responses/input_tokens",
+    "/messages/count_tokens",
+    ":counttokens",
+    "/count-tokens",  # Bedrock CountTokens
+)
+
+
+def _bedrock_count_input(url: str, body: object) -> Mapping[str, Any] | None:
+    if not _path(url).endswith("/count-tokens") or not isinstance(body, Mapping):
+        return None
+    wrapped = body.get("input")
+    return wrapped if isinstance(wrapped, Mapping) else None
+
+
+def unwrap_request(url: str, body: object | None) -> object | None:
+    """The request a body carries: Bedrock ``count-tokens`` wraps one (``input.converse``, or
+    ``input.invokeModel.body`` as base64 JSON); every other body is itself."""
+    wrapped = _bedrock_count_input(url, body)
+    if wrapped is None:
+        return body
+    if "converse" in wrapped:
+        return wrapped["converse"]
+    invoke = wrapped.get("invokeModel")
+    raw = invoke.get("body") if isinstance(invoke, Mapping) else None
+    if isinstance(raw, str):
+        with contextlib.suppress(binascii.Error, ValueError):
+            return _json_or_none(base64.b64decode(raw, validate=True).decode("utf-8"))
+    return body
 
 
 def _path(url: str) -> str:
@@ -826,6 +862,9 @@ def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
     the shape every OpenAI-compatible gateway speaks.
     """
     path = _path(url) if url else ""
+    wrapped = _bedrock_count_input(url, body) if url else None
+    if wrapped is not None:
+        return "anthropic-messages" if "invokeModel" in wrapped else "bedrock-converse"
     for ending, shape in _PATH_SHAPES:
         if path.endswith(ending):
             return shape
@@ -890,6 +929,8 @@ def detect_dialect(url: str) -> str | None:
         return "gemini-openai"
     if host.endswith("aiplatform.googleapis.com"):  # us-central1-aiplatform.googleapis.com
         return "vertex"
+    if host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"):
+        return "bedrock"  # an Anthropic body here is InvokeModel's (anthropic-bedrock-invoke)
     for suffix, dialect in _HOST_DIALECTS:
         if host == suffix or host.endswith("." + suffix):
             return dialect

@@ -96,7 +96,9 @@ def test_unknown_names_raise_a_named_error(
 
 def test_profiles_chosen_by_model() -> None:
     assert profile_for_model("openai-chat", None, "o1-mini").id == "openai-o1-mini"
-    assert profile_for_model("gemini", None, "gemini-2.5-pro").id == "gemini-thinking"
+    # Gemini 2.5 accepts calls without thought signatures (recorded 200); Gemini 3 requires them.
+    assert profile_for_model("gemini", None, "gemini-2.5-pro").id == "gemini-default"
+    assert profile_for_model("gemini", None, "gemini-3-pro-preview").id == "gemini-thinking"
     assert profile_for_model("openai-chat", None, "gpt-4o").id == "openai-default"
     assert profile_for_model("openai-chat", "mistral", "o1-mini").id == "mistral-default"
 

@@ -74,7 +74,7 @@ def audit_interaction(interaction: RecordedInteraction) -> AuditRow | None:
         return None
     dialect = dialect_for(shape, interaction.dialect)
     # A body that is not a JSON object is judged too: it gets the provider's own 400 (C0, A12 ...).
-    body: Any = interaction.request_body
+    body: Any = interaction.judged_body
     profile = profile_for_model(shape, dialect, model_of(interaction.url, body))
     verdict = validate_request(body, shape, dialect=dialect, profile=profile.id)
     return AuditRow(

@@ -155,13 +155,16 @@ def first_mismatch(
     *,
     key: Callable[[str], str] = str,
     numeric_text: bool = False,
+    null_optional: bool = False,
     path: tuple[str | int, ...] = (),
 ) -> Mismatch | None:
     """The first value of ``value`` (depth first, in the body's own key order) ``spec`` refuses.
 
     ``key`` maps a body key to the name fields are declared under (Gemini takes both camelCase
     and snake_case); paths carry the mapped name. ``numeric_text`` accepts numbers written as
-    strings for numeric fields (proto3 JSON).
+    strings for numeric fields (proto3 JSON). ``null_optional`` reads ``null`` as "not given"
+    for every key an object does not require (OpenAI: recorded 200s carry ``"name": null`` on a
+    message, ``"status": null`` on a function call, ``"description": null`` on a tool).
     """
     if not _accepts(spec, value, numeric_text=numeric_text):
         return Mismatch(path, spec, value)
@@ -176,15 +179,27 @@ def first_mismatch(
             sub = fields.get(name)
             if sub is None:
                 continue  # an unknown key is never judged
+            if item is None and null_optional and name not in required:
+                continue
             found = first_mismatch(
-                item, sub, key=key, numeric_text=numeric_text, path=(*path, name)
+                item,
+                sub,
+                key=key,
+                numeric_text=numeric_text,
+                null_optional=null_optional,
+                path=(*path, name),
             )
             if found is not None:
                 return found
     if isinstance(value, list) and "array" in spec.kinds and spec.items is not None:
         for index, item in enumerate(value):
             found = first_mismatch(
-                item, spec.items, key=key, numeric_text=numeric_text, path=(*path, index)
+                item,
+                spec.items,
+                key=key,
+                numeric_text=numeric_text,
+                null_optional=null_optional,
+                path=(*path, index),
             )
             if found is not None:
                 return found

@@ -144,15 +144,33 @@ def _results(message: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _inline(message: Mapping[str, Any]) -> set[str]:
+    """Ids of server-tool rounds inside one assistant turn: a toolUse answered by a toolResult in
+    the same message (Nova's ``nova_code_interpreter``, recorded 200). They are not client tool
+    calls: they need no result in the next turn (B2) and are not results of the previous (B1)."""
+    if message.get("role") != "assistant":
+        return set()
+    return set(_uses(message)) & set(_results(message))
+
+
+def _pending_uses(message: Mapping[str, Any]) -> list[str]:
+    inline = _inline(message)
+    return [u for u in _uses(message) if u not in inline]
+
+
 @check(SHAPE, "B1")
 def too_many_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i, message in enumerate(messages):
-        results = _results(message)
+        inline = _inline(message)
+        results = [r for r in _results(message) if r not in inline]
         if not results:
             continue
+        previous = messages[i - 1] if i > 0 else None
         uses = (
-            _uses(messages[i - 1]) if i > 0 and messages[i - 1].get("role") == "assistant" else []
+            _pending_uses(previous)
+            if previous is not None and previous.get("role") == "assistant"
+            else []
         )
         if len(results) > len(uses) or not set(results) <= set(uses):
             yield Finding("B1", (i,), {"index": i})
@@ -162,7 +180,7 @@ def too_many_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
 def results_in_next_message(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i, message in enumerate(messages):
-        uses = _uses(message) if message.get("role") == "assistant" else []
+        uses = _pending_uses(message) if message.get("role") == "assistant" else []
         if not uses:
             continue
         answered = set(_results(messages[i + 1])) if i + 1 < len(messages) else set()

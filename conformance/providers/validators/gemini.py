@@ -174,21 +174,41 @@ def call_turn_placement(body: Mapping[str, Any], ctx: Context) -> Iterator[Findi
             yield Finding("G1", (i,), {"index": i})
 
 
+def _response_runs(contents: list[dict[str, Any]]) -> dict[int, list[int]]:
+    """For each functionCall content, the indexes of the user contents that answer it: the
+    functionResponse contents right after it, consecutive ones included (recorded 200: three
+    parallel calls answered by three consecutive user contents of one functionResponse each)."""
+    runs: dict[int, list[int]] = {}
+    for i, content in enumerate(contents):
+        if not _calls(content):
+            continue
+        run: list[int] = []
+        j = i + 1
+        while j < len(contents) and _role(contents[j]) == "user" and _responses(contents[j]):
+            run.append(j)
+            j += 1
+        runs[i] = run
+    return runs
+
+
 @check(SHAPE, "G2")
 def response_turn_placement(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     contents = _contents(body)
+    answering = {j for run in _response_runs(contents).values() for j in run}
     for i, content in enumerate(contents):
-        if _responses(content) and (i == 0 or not _calls(contents[i - 1])):
+        if _responses(content) and i not in answering:
             yield Finding("G2", (i,), {"index": i})
 
 
 @check(SHAPE, "G3")
 def response_count(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     contents = _contents(body)
-    for i in range(1, len(contents)):
-        calls, responses = _calls(contents[i - 1]), _responses(contents[i])
-        if calls and responses and len(calls) != len(responses):
-            yield Finding("G3", (i,), {"index": i})
+    for i, run in _response_runs(contents).items():
+        if not run:
+            continue
+        responses = sum(len(_responses(contents[j])) for j in run)
+        if responses != len(_calls(contents[i])):
+            yield Finding("G3", (run[0],), {"index": run[0]})
 
 
 @check(SHAPE, "G4")

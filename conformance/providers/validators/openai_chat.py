@@ -120,9 +120,19 @@ BODY: Final = obj(
 )
 
 
-def _wrong_type(body: Any) -> Finding | None:
+# Mistral takes a tool without ``type`` (recorded 200); the profile setting ``tool_type_optional``.
+_BODY_UNTYPED_TOOLS: Final = obj(
+    {
+        **BODY.fields,
+        "tools": arr(obj(dict(TOOL.fields)), also=("null",)),
+    }
+)
+
+
+def _wrong_type(body: Any, ctx: Context) -> Finding | None:
     """C0 for the first known field of ``body`` with a JSON type OpenAI refuses."""
-    found = first_mismatch(body, BODY)
+    spec = _BODY_UNTYPED_TOOLS if ctx.settings.get("tool_type_optional") else BODY
+    found = first_mismatch(body, spec, null_optional=True)
     if found is None:
         return None
     path = bracket_path(found.path)
@@ -179,7 +189,7 @@ def _message_structure(i: int, message: Any) -> Finding | None:
     for j, part in enumerate(as_list(content)):
         if not isinstance(part, dict):
             return _bad_type(f"{path}.content[{j}]", "an object", part)
-    if "name" in message and not isinstance(message["name"], str):
+    if message.get("name") is not None and not isinstance(message["name"], str):
         return _bad_type(f"{path}.name", "a string", message["name"])
     if "tool_calls" in message and message["tool_calls"] is not None:
         calls = message["tool_calls"]
@@ -211,7 +221,7 @@ def chat_structure(body: Any, ctx: Context) -> Finding | None:
         found = _message_structure(i, message)
         if found is not None:
             return found
-    return _wrong_type(body)
+    return _wrong_type(body, ctx)
 
 
 def call_ids(message: Mapping[str, Any]) -> list[str]:

@@ -113,7 +113,7 @@ BODY: Final = obj(
 
 def _wrong_type(body: Any) -> Finding | None:
     """R0 for the first known field of ``body`` with a JSON type OpenAI refuses."""
-    found = first_mismatch(body, BODY)
+    found = first_mismatch(body, BODY, null_optional=True)
     if found is None:
         return None
     path = bracket_path(found.path)
@@ -187,8 +187,10 @@ def calls_without_output(body: Mapping[str, Any], ctx: Context) -> Iterator[Find
 
 @check(SHAPE, "R2")
 def outputs_without_call(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    if body.get("previous_response_id"):
-        return  # the call may live in the stored response (server state: not judged)
+    if body.get("previous_response_id") or body.get("conversation"):
+        # The call may live in the stored response or conversation (server state: not judged;
+        # recorded 200: an output-only continuation of a `conversation`).
+        return
     items = _items(body)
     calls = {i.get("call_id") for i in items if _kind(i) == "function_call"}
     for n, item in enumerate(items):
