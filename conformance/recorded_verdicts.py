@@ -1,9 +1,11 @@
-"""Verdicts that a cassette recorded, looked up by request skeleton.
+"""Verdicts that a cassette recorded, looked up by request skeleton, labelled by how well they match.
 
-:func:`recorded_verdict` answers "did a provider (or our emulator, recorded) accept a request of
-this structure?" for the conformance runner. The verdict's provenance says which:
+:func:`recorded_verdict` answers "did a provider (or our emulator, recorded) accept this
+request?" for the conformance runner. The verdict's provenance says which, and how close:
 ``recorded-live`` for a cassette recorded against a provider's official endpoint,
-``recorded-emulated`` for one recorded against the emulator. Cassettes recorded against another
+``recorded-emulated`` for one recorded against the emulator, both only when the recorded request
+body is canonically equal to the one judged (JSON equality, key order aside); a recording of the
+same skeleton but another body is ``recorded-skeleton``. Cassettes recorded against another
 host (``custom:<host>``) are neither, so they never answer here (see :class:`CassetteLibrary`
 to read them anyway).
 
@@ -42,7 +44,8 @@ from conformance.cassettes import (
 from conformance.providers.catalog import load_catalog, profile_for_model
 from conformance.providers.emulator_routes import RULE_HEADER, endpoint_for_path
 from conformance.providers.validation import validate_request
-from conformance.providers.verdict import Evidence, Verdict
+from conformance.providers.verdict import Evidence, Provenance, Verdict
+from reference_impl.transcript import canonical_json
 
 __all__ = [
     "CASSETTES_ENV",
@@ -142,15 +145,21 @@ class RecordedInteraction:
         """The input tokens the recorded answer reported, if any."""
         return reported_input_tokens(self.shape, self.response_body)
 
-    def verdict(self) -> Verdict:
-        """The recorded answer as a verdict, provenance from the metadata. A recording against a
-        custom host is neither a provider's nor the emulator's answer: it has no verdict."""
-        provenance = self.provenance
-        if provenance is None:
+    def same_request(self, body: object) -> bool:
+        """Whether ``body`` is the recorded request body (canonical JSON equality)."""
+        return canonical_json(body) == canonical_json(self.request_body)
+
+    def verdict(self, *, exact: bool = True) -> Verdict:
+        """The recorded answer as a verdict, provenance from the metadata (``recorded-skeleton``
+        when ``exact`` is false: the request judged only shares this one's skeleton). A recording
+        against a custom host is neither a provider's nor the emulator's answer: no verdict."""
+        source = self.provenance
+        if source is None:
             raise CassetteError(
                 f"{self.path}: recorded against {self.metadata.recorded_against}, "
                 "which is neither a provider nor the emulator; it carries no verdict"
             )
+        provenance: Provenance = source if exact else "recorded-skeleton"
         accepted = 200 <= self.status < 300
         rule = None if accepted else self.headers.get(RULE_HEADER)
         error = None
@@ -327,8 +336,16 @@ def recorded_verdict(
     """
     chosen = library if library is not None else load_library(root)
     skel = skeleton(body, shape=shape, dialect=dialect, model=model)
-    found = chosen.lookup(skel, profile=profile)
-    return found[0].verdict() if found else None
+    item = _best(chosen.lookup(skel, profile=profile), body)
+    return item.verdict(exact=item.same_request(body)) if item is not None else None
+
+
+def _best(found: list[RecordedInteraction], body: object) -> RecordedInteraction | None:
+    """The recording of this very body if there is one (live first), else the first of the
+    skeleton (live first)."""
+    if not found:
+        return None
+    return next((item for item in found if item.same_request(body)), found[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +353,8 @@ class Judgement:
     """The verdict a run reports for one request, where it came from, and any contradiction.
 
     ``verdict`` is the recorded one when a cassette matches (provenance ``recorded-live`` or
-    ``recorded-emulated``), else the validators' (``emulated``). ``contradiction`` is the
+    ``recorded-emulated`` for the same body, ``recorded-skeleton`` for the same structure only),
+    else the validators' (``emulated``). ``contradiction`` is the
     validators' verdict when it disagrees with the recorded one: a stale cassette (or, for a live
     recording, a catalog that no longer matches the provider). Neither side is preferred silently.
     """
@@ -420,8 +438,8 @@ def judge_request(
     found = library.lookup(
         skeleton(body, shape=shape, dialect=dialect, model=model), profile=profile
     )
-    if not found:
+    item = _best(found, body)
+    if item is None:
         return Judgement(now)
-    item = found[0]
-    recorded = item.verdict()
+    recorded = item.verdict(exact=item.same_request(body))
     return Judgement(recorded, library.label(item), now if _disagree(recorded, now) else None)

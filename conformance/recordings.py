@@ -834,7 +834,8 @@ def unwrap_request(url: str, body: object | None) -> object | None:
     if wrapped is None:
         return body
     if "converse" in wrapped:
-        return wrapped["converse"]
+        converse: object = wrapped["converse"]
+        return converse
     invoke = wrapped.get("invokeModel")
     raw = invoke.get("body") if isinstance(invoke, Mapping) else None
     if isinstance(raw, str):

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-from conformance.cassettes import skeleton, skeleton_digest
+from conformance.cassettes import skeleton
 from conformance.providers.catalog import profile_for_model
 from conformance.providers.emulator_stream import STREAMING_SHAPES
 from conformance.recorded_verdicts import RERECORD_COMMAND, CassetteLibrary
@@ -338,12 +338,13 @@ def scenario_cases(
 
 
 def _unique(cases: list[Case]) -> list[Case]:
-    """The first case of each skeleton: a request of equal skeleton is sent once."""
-    by_skeleton: dict[str, Case] = {}
+    """The first case of each request: an equal body (canonical JSON, same URL model) is sent
+    once. Bodies of equal skeleton are all sent, so every case's verdict is the recording of
+    that very request (``recorded-emulated``), never a neighbour's (``recorded-skeleton``)."""
+    by_request: dict[tuple[str | None, str | None, str], Case] = {}
     for case in cases:
-        skel = skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
-        by_skeleton.setdefault(skeleton_digest(skel), case)
-    return list(by_skeleton.values())
+        by_request.setdefault((case.dialect, case.model, canonical_json(case.body)), case)
+    return list(by_request.values())
 
 
 def unrecorded(
@@ -367,9 +368,9 @@ def unrecorded(
             case.shape, case.dialect, model if isinstance(model, str) else None
         ).id
         skel = skeleton(case.body, shape=case.shape, dialect=case.dialect, model=case.model)
-        if not library.lookup(skel, profile=profile):
+        if not any(item.same_request(case.body) for item in library.lookup(skel, profile=profile)):
             problems.append(
-                f"{where}: no recorded request has the skeleton of {case.label!r} (the reference "
-                f"assembler or the scenario changed since recording); re-record with `{command}`"
+                f"{where}: no recorded request is {case.label!r} (the reference assembler or the "
+                f"scenario changed since recording); re-record with `{command}`"
             )
     return list(dict.fromkeys(problems))

@@ -2,8 +2,13 @@
 
 Every verdict states its provenance, so nothing emulated is ever presented as a provider's answer:
 
-* ``recorded-live``: a real provider answered a request of this skeleton (a live cassette);
-* ``recorded-emulated``: a cassette recorded against our emulator answered it;
+* ``recorded-live``: a real provider answered this very request (a live cassette holds a request
+  whose JSON body is equal, key order aside);
+* ``recorded-emulated``: a cassette recorded against our emulator answered this very request;
+* ``recorded-skeleton``: a cassette (live or emulated: its ``recorded_against`` says which)
+  answered a request of the same structure (skeleton) but not this body: the texts, ids or
+  values differ, so the answer may not apply (an Anthropic body without ``max_tokens`` shares
+  its skeleton with one that has it);
 * ``emulated``: the validators computed it now.
 """
 
@@ -15,7 +20,9 @@ from typing import Any, Literal, TypeAlias
 __all__ = ["Evidence", "Provenance", "Verdict"]
 
 Evidence: TypeAlias = Literal["documented", "recorded", "observed", "inferred"]
-Provenance: TypeAlias = Literal["recorded-live", "recorded-emulated", "emulated"]
+Provenance: TypeAlias = Literal[
+    "recorded-live", "recorded-emulated", "recorded-skeleton", "emulated"
+]
 
 
 @dataclass(frozen=True, slots=True)
