@@ -164,9 +164,10 @@ PROBES: Final[tuple[Probe, ...]] = (
         "probe-ring-followup",
         "one complete ring, then the model answers in text",
         (_SYSTEM, _user("Weather in Paris?"), _calls("call_p1"), _results("call_p1")),
-        # Gemini's default model is a thinking model (profile gemini-thinking): a function call of
-        # the current turn must carry the thoughtSignature it came with (G6), and this one has none.
-        {**_everywhere("accept"), "gemini": "reject"},
+        # Gemini's default model (gemini-2.5-flash) takes a function call without its
+        # thoughtSignature: public recordings of 2.5-flash and 2.5-flash-lite show 200 (G6 is a
+        # Gemini 3 rule, profile gemini-thinking).
+        _everywhere("accept"),
     ),
     Probe(
         "probe-parallel-ring",
