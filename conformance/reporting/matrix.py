@@ -25,7 +25,7 @@ __all__ = [
 
 # Strongest evidence first: a live provider's recorded answer, a recording against the emulator,
 # the validators computing it now.
-PROVENANCES: Final = ("recorded-live", "recorded-emulated", "recorded-skeleton", "emulated")
+PROVENANCES: Final = ("recorded-live", "recorded-emulated", "emulated")
 
 
 @dataclass(frozen=True, slots=True)
