@@ -32,6 +32,7 @@ from rich.table import Table
 
 from conformance.events import CaseResult
 from conformance.reporting.record import RunRecord, read_jsonl
+from reference_impl._documents import DocumentLimitError, read_input_text
 from reference_impl.errors import CtxconfError
 
 __all__ = [
@@ -186,7 +187,9 @@ def read_baseline(path: Path | str) -> Baseline:
     """Read a baseline file; a :class:`BaselineError` naming the file and JSON path otherwise."""
     source = Path(path)
     try:
-        data = json.loads(source.read_text("utf-8"))
+        data = json.loads(read_input_text(source))
+    except DocumentLimitError as exc:
+        raise BaselineError(str(exc), where=str(source)) from None
     except FileNotFoundError:
         raise BaselineError(
             "no such baseline file; create one with `ctxconf run --write-baseline FILE`",

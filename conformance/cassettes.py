@@ -46,6 +46,12 @@ import yaml
 from vcr.request import Request as VcrRequest
 
 from conformance.providers.emulator_routes import DIALECT_HEADER, endpoint_for_path
+from reference_impl._documents import (
+    DocumentLimitError,
+    dump_yaml,
+    load_yaml_safe,
+    read_input_text,
+)
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import canonical_json
 
@@ -445,7 +451,7 @@ def find_secrets(document: Mapping[str, Any]) -> list[str]:
             for key, _ in parse_qsl(urlsplit(uri).query):
                 if key.lower() in _SECRET_QUERY_KEYS:
                     found.append(f"interaction {index}: query parameter {key!r}")
-    text = yaml.safe_dump(dict(document), allow_unicode=True)
+    text = dump_yaml(dict(document), allow_unicode=True)
     for pattern in (*_SECRET_PATTERNS, _BEARER):
         found.extend(f"text matching {pattern.pattern!r}" for _ in pattern.finditer(text))
     return found
@@ -652,7 +658,7 @@ class _CtxconfYamlSerializer:
 
     @staticmethod
     def deserialize(cassette_string: str) -> dict[str, Any]:
-        data = yaml.safe_load(cassette_string) or {}
+        data = load_yaml_safe(cassette_string) or {}
         if not isinstance(data, dict):
             raise ValueError("a cassette is a YAML mapping with 'interactions'")
         header = data.pop(METADATA_KEY, None)
@@ -671,7 +677,7 @@ class _CtxconfYamlSerializer:
         if meta:
             ordered["metadata"] = meta
         ordered.update(data)
-        return yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=100)
+        return dump_yaml(ordered, sort_keys=False, allow_unicode=True, width=100)
 
 
 def make_vcr(
@@ -709,21 +715,18 @@ def make_vcr(
     return recorder
 
 
-# libyaml's loader when PyYAML was built with it: reading every cassette of a run is then a small
-# fraction of the run instead of most of it.
-_FAST_LOADER: Final[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def read_cassette(path: Path) -> dict[str, Any]:
     """A cassette document as written (``ctxconf`` header at the top); named errors otherwise."""
     try:
-        data = yaml.load(path.read_text("utf-8"), Loader=_FAST_LOADER)  # noqa: S506 - a safe loader
+        # libyaml's loader when PyYAML was built with it (reading every cassette of a run is then
+        # a small fraction of the run), with the project's size and alias limits.
+        data = load_yaml_safe(read_input_text(path))
+    except DocumentLimitError as exc:
+        raise CassetteError(f"{path}: not a cassette: {exc}") from None
     except OSError as exc:
         raise CassetteError(f"{path}: cannot read cassette ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise CassetteError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except RecursionError:
-        raise CassetteError(f"{path}: not a cassette: YAML nested too deeply") from None
     except yaml.YAMLError as exc:
         # One line: the problem and where (str(exc) spans several lines).
         mark = getattr(exc, "problem_mark", None)

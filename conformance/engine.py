@@ -11,28 +11,29 @@ Cassettes: the library under ``cassettes/`` (or ``$CTXCONF_CASSETTES``) is read 
 skeleton; the validators run too, so a recorded verdict they contradict is a stale cassette
 (a ``provider_valid`` failure saying so), never silently overruled.
 
-Hung plug-ins: the call runs in a daemon worker thread and the engine waits ``timeout`` seconds.
-A Python thread cannot be killed, so a hung call is *abandoned*: the case becomes an ``error``
-result ("timed out"), the worker stays blocked in the background until the process exits (daemon
-threads do not block exit), the next case gets a fresh worker, and the footer counts abandoned
-calls. A plug-in that hangs in C code holding
-the GIL would stall the run; run such plug-ins with ``--jobs N`` (worker processes), where only
-the worker is stuck.
+Isolation (:mod:`conformance.workers`): ``run_events`` runs every case in a supervised worker
+process forked after a warm-up (the tokenizer encodings, the rule catalog and the validators are
+built once, in the parent, and inherited). A plug-in that crashes its process, hangs past the
+timeout or prints turns that case into an ``error`` result (or keeps the printout in the case
+record), the worker is replaced, and the run goes on; ``jobs`` is the number of workers. Results
+are emitted in case order, so the output is the same for any N.
 
-``jobs > 1`` forks worker processes (POSIX ``fork``: the loaded plug-in is inherited, nothing is
-pickled except results); results are emitted in case order, so the output is the same for any N.
+Run-level budgets: ``max_consecutive_timeouts`` stops the run after that many timed-out cases in
+a row, ``max_seconds`` after that much wall time; a :class:`conformance.workers.RunStop` (SIGINT,
+SIGTERM) stops it too. The footer says why (``stopped``) and how many cases were not run.
+
+:func:`run_case` on its own (the pytest plug-in, library use) calls the plug-in in-process in a
+daemon worker thread that is abandoned at the timeout (:func:`call_with_timeout`).
 """
 
 from __future__ import annotations
 
 import copy
-import multiprocessing
 import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from importlib import metadata
@@ -54,6 +55,7 @@ from conformance.loading import Plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest
 from conformance.recorded_verdicts import CassetteLibrary, Judgement, judge_request, load_library
 from conformance.scenarios import DEFAULT_MODELS, Level, Scenario
+from conformance.workers import RunStop, WorkerPool
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.tokens import TokenCounter, counter_for
@@ -65,6 +67,7 @@ from reference_impl.transcript import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_CONSECUTIVE_TIMEOUTS",
     "DEFAULT_MODELS",
     "DEFAULT_TIMEOUT",
     "CallResult",
@@ -77,9 +80,13 @@ __all__ = [
     "render_input",
     "run_case",
     "run_events",
+    "set_call_hook",
+    "unrun_result",
+    "warm_up",
 ]
 
 DEFAULT_TIMEOUT: Final = 10.0
+DEFAULT_MAX_CONSECUTIVE_TIMEOUTS: Final = 5
 _COUNTERS: dict[tuple[str, str], TokenCounter] = {}
 _COUNTERS_LOCK = threading.Lock()
 
@@ -194,6 +201,30 @@ def call_with_timeout(function: Callable[[], Any], timeout: float) -> CallResult
     return caller.call(function, timeout)
 
 
+_CALL_HOOK: list[Callable[[str], None]] = []
+
+
+def set_call_hook(announce: Callable[[str], None] | None) -> None:
+    """In a supervised worker: call the plug-in directly in this thread, announcing ``call``
+    before and ``done`` after, so the supervisor can time the call and kill the process."""
+    _CALL_HOOK.clear()
+    if announce is not None:
+        _CALL_HOOK.append(announce)
+
+
+def _call_plugin(function: Callable[[], Any], timeout: float) -> CallResult:
+    if not _CALL_HOOK:
+        return call_with_timeout(function, timeout)
+    announce = _CALL_HOOK[0]
+    announce("call")
+    try:
+        return ("returned", function())
+    except BaseException as exc:  # noqa: BLE001 - a plug-in's crash is data, even SystemExit
+        return ("raised", exc)
+    finally:
+        announce("done")
+
+
 def render_input(scenario: Scenario, session: Transcript, shape: str) -> dict[str, Any]:
     """The session rendered as a request body in ``shape``, with the scenario's model and params."""
     prepared = replace(
@@ -242,7 +273,7 @@ def _turn(
     counter = prepared.counter
     request = replace(prepared, body=copy.deepcopy(input_body))
     base = TurnOutcome(turn=turn, status="error", session=baseline, input_body=input_body)
-    kind, value = call_with_timeout(lambda: assembler.assemble(request), timeout)
+    kind, value = _call_plugin(lambda: assembler.assemble(request), timeout)
     if kind == "timeout":
         return replace(
             base,
@@ -396,46 +427,55 @@ def _jsonable(body: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 
 # ------------------------------------------------------------------------------------ the run
 
-# Set before forking workers: children inherit the loaded plug-in and the plan, nothing pickled.
-_WORKER: dict[str, Any] = {}
 
-
-def _worker_case(index: int) -> CaseResult:
-    case: Case = _WORKER["cases"][index]
-    assembler = _WORKER["plugin"].assemblers[case.shape]
-    return run_case(
-        case,
-        assembler,
-        _WORKER["specs"][case.scenario.id],
-        _WORKER["timeout"],
-        library=_WORKER["library"],
+def unrun_result(
+    case: Case, reason: str, plugin_output: Mapping[str, str] | None = None
+) -> CaseResult:
+    """The ``error`` result of a case whose worker died or hung (nothing came back from it)."""
+    scenario = case.scenario
+    try:
+        first = next(iter(scenario.sessions()))
+        input_body: dict[str, Any] | None = render_input(scenario, first, case.shape)
+    except (CtxconfError, StopIteration):
+        input_body = None
+    return CaseResult(
+        index=case.index,
+        scenario=scenario.id,
+        title=scenario.title,
+        level=scenario.level,
+        shape=case.shape,
+        dialect=case.dialect,
+        budget=case.budget,
+        status="error",
+        outcome="error",
+        tags=scenario.tags,
+        sweep=scenario.budget.is_sweep,
+        turns=len(scenario.turns) + 1,
+        counter=reference_counter(case.shape, scenario.model_for(case.shape)).name,
+        reason=reason,
+        input=input_body,
+        plugin_output=dict(plugin_output) if plugin_output else None,
     )
 
 
-def _results(
-    cases: Sequence[Case],
-    plugin: Plugin,
-    specs: Mapping[str, Sequence[CheckSpec]],
-    timeout: float,
-    *,
-    jobs: int,
-    library: CassetteLibrary,
-) -> Iterator[CaseResult]:
-    if jobs <= 1 or len(cases) < 2:
-        for case in cases:
-            yield run_case(
-                case,
-                plugin.assemblers[case.shape],
-                specs[case.scenario.id],
-                timeout,
-                library=library,
-            )
-        return
-    _WORKER.update(cases=cases, plugin=plugin, specs=specs, timeout=timeout, library=library)
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        yield from pool.map(_worker_case, range(len(cases)), chunksize=8)
-    _WORKER.clear()
+def warm_up(cases: Sequence[Case], library: CassetteLibrary) -> None:
+    """Build what every worker needs once, before forking: the reference counters (tokenizer
+    encodings), the rule catalog and the validators of every shape, dialect and model of the
+    plan, and the token memo of each scenario's first input."""
+    seen: set[tuple[str, str | None, str]] = set()
+    for case in cases:
+        model = case.scenario.model_for(case.shape)
+        key = (case.shape, case.dialect, model)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            first = next(iter(case.scenario.sessions()))
+            body = assembly_request(case, 0, first).body
+            reference_counter(case.shape, model).count(get_shape(case.shape).parse_request(body))
+            judge(body, case.shape, case.dialect, model, library=library)
+        except (CtxconfError, StopIteration):
+            continue  # the case itself reports it
 
 
 def _version() -> str:
@@ -456,10 +496,16 @@ def run_events(
     strict: bool = False,
     corpus: str = "",
     library: CassetteLibrary | None = None,
+    stop: RunStop | None = None,
+    max_consecutive_timeouts: int | None = DEFAULT_MAX_CONSECUTIVE_TIMEOUTS,
+    max_seconds: float | None = None,
 ) -> Iterator[Event]:
-    """Plan and run every case; yield RunStarted, CaseStarted/CaseFinished pairs, RunFinished.
+    """Plan and run every case in supervised workers; yield RunStarted, CaseStarted/CaseFinished
+    pairs, RunFinished.
 
-    The cassette library is loaded once here (forked workers inherit it)."""
+    The cassette library is loaded once here (forked workers inherit it). The run stops early
+    when ``stop`` is set (a signal), after ``max_consecutive_timeouts`` timed-out cases in a row,
+    or after ``max_seconds``; the footer says why and the cases that finished are reported."""
     cases = plan_cases(scenarios, plugin.shapes, shapes)
     specs = {s.id: checks_for(s, level=level) for s in scenarios}
     clock = time.perf_counter()
@@ -480,20 +526,61 @@ def run_events(
         jobs=jobs,
         strict=strict,
     )
+    warm_up(cases, cassettes)
+    halt = stop if stop is not None else RunStop()
+    streak = [0]
+
+    def budget(result: CaseResult) -> None:
+        timed_out = (result.reason or "").startswith("timed out")
+        streak[0] = streak[0] + 1 if timed_out else 0
+        if max_consecutive_timeouts and streak[0] >= max_consecutive_timeouts:
+            halt.stop(
+                f"stopped after {streak[0]} consecutive timed-out cases "
+                f"(--max-consecutive-timeouts {max_consecutive_timeouts})",
+                1,
+            )
+
     results: list[CaseResult] = []
-    for result in _results(cases, plugin, specs, timeout, jobs=jobs, library=cassettes):
-        yield CaseStarted(result.index, cases[result.index].key)
-        results.append(result)
-        yield CaseFinished(result)
+    try:
+        with WorkerPool(
+            plugin, jobs=jobs, timeout=timeout, library=cassettes, failed=unrun_result
+        ) as pool:
+            work = ((case, specs[case.scenario.id]) for case in cases)
+            deadline = (
+                None
+                if max_seconds is None
+                else (
+                    time.monotonic() + max_seconds,
+                    f"stopped at the run's wall-time limit (--max-seconds {max_seconds:g})",
+                )
+            )
+            for result in pool.run(work, stop=halt, on_result=budget, deadline=deadline):
+                yield CaseStarted(result.index, cases[result.index].key)
+                results.append(result)
+                yield CaseFinished(result)
+            stats = pool.stats
+    finally:
+        if stop is None:
+            halt.close()
     totals = level_totals(results)
-    gate: tuple[Level, ...] = ("must", "should") if strict else ("must",)
+    gate_levels: tuple[Level, ...] = ("must", "should") if strict else ("must",)
     statuses = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error")}
+    if halt.reason is not None:
+        status, gate = (halt.exit_status or 1), ("interrupted" if halt.signal else "stopped")
+    else:
+        status = 0 if all(totals[g].ok for g in gate_levels) else 1
+        gate = "+".join(gate_levels)
     yield RunFinished(
         totals=totals,
         statuses=statuses,
         seconds=time.perf_counter() - clock,
-        abandoned_threads=sum(1 for r in results if (r.reason or "").startswith("timed out")),
-        exit_status=0 if all(totals[g].ok for g in gate) else 1,
+        hung_calls=stats.killed_hung,
+        crashed_workers=stats.crashed,
+        exit_status=status,
+        gate=gate,
+        stopped=halt.reason,
+        interrupted=halt.signal is not None,
+        not_run=len(cases) - len(results),
         extra={
             "cassettes": {
                 "root": str(cassettes.root),

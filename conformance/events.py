@@ -55,6 +55,8 @@ class CaseResult:
     output: Mapping[str, Any] | None = None
     markup: Mapping[str, Any] | None = None
     """What the report marks on a case that did not pass (:mod:`conformance.case_markup`)."""
+    plugin_output: Mapping[str, str] | None = None
+    """What the plug-in printed during the case (``stdout``/``stderr``, non-empty ones only)."""
 
     @property
     def key(self) -> str:
@@ -103,6 +105,8 @@ class CaseResult:
             out["output"] = self.output
         if self.markup is not None:
             out["markup"] = self.markup
+        if self.plugin_output:
+            out["plugin_output"] = dict(self.plugin_output)
         return out
 
     @staticmethod
@@ -136,6 +140,7 @@ class CaseResult:
             input=data.get("input"),
             output=data.get("output"),
             markup=data.get("markup"),
+            plugin_output=data.get("plugin_output"),
         )
 
 
@@ -203,13 +208,27 @@ class CaseFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    """The last event: totals, statuses, time, abandoned calls and the exit status (the footer)."""
+    """The last event (the footer): totals, statuses, time, what went wrong with the plug-in's
+    processes, why the run stopped early if it did, the gate and the exit status the process
+    really returns."""
 
     totals: Mapping[Level, LevelTotals]
     statuses: Mapping[str, int]
     seconds: float
-    abandoned_threads: int = 0
+    hung_calls: int = 0
+    """Plug-in calls that outlived the timeout (their worker was killed and replaced)."""
+    crashed_workers: int = 0
+    """Worker processes the plug-in ended (os._exit, a signal, the OOM killer)."""
     exit_status: int = 0
+    gate: str = "must"
+    """What decided the exit status: ``must``, ``must+should`` (``--strict``), ``baseline``,
+    ``stopped`` or ``interrupted``."""
+    stopped: str | None = None
+    """Why the run ended before its last case (a signal, a run-level budget); None otherwise."""
+    interrupted: bool = False
+    """The run was stopped by SIGINT or SIGTERM."""
+    not_run: int = 0
+    """Planned cases that were not run because the run stopped early."""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 

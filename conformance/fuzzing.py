@@ -20,20 +20,26 @@ from __future__ import annotations
 import json
 import random
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
 from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from conformance.checks import CheckResult, checks_for
-from conformance.engine import DEFAULT_MODELS, DEFAULT_TIMEOUT, Case, reference_counter, run_case
+from conformance.checks import CheckResult, CheckSpec, checks_for
+from conformance.engine import (
+    DEFAULT_MODELS,
+    DEFAULT_TIMEOUT,
+    Case,
+    reference_counter,
+    unrun_result,
+)
 from conformance.events import CaseResult
 from conformance.loading import Plugin
+from conformance.recorded_verdicts import load_library
 from conformance.scenarios import (
     SCENARIO_FORMAT_VERSION,
     Budget,
@@ -43,6 +49,8 @@ from conformance.scenarios import (
     load_file,
 )
 from conformance.strategies import VIOLATION_KINDS, broken_transcripts, transcripts
+from conformance.workers import WorkerPool
+from reference_impl._documents import dump_yaml
 from reference_impl.errors import CtxconfError
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import get_shape
@@ -204,7 +212,7 @@ def scenario_document(
 
 def scenario_yaml(document: Mapping[str, Any]) -> str:
     """A scenario document as YAML, in the corpus's key order, ready to drop into ``scenarios/``."""
-    return yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, width=100)
+    return dump_yaml(dict(document), sort_keys=False, allow_unicode=True, width=100)
 
 
 def _scenario(session: Transcript, shape: str, budget: int, outcome: str) -> Scenario:
@@ -225,8 +233,11 @@ def _scenario(session: Transcript, shape: str, budget: int, outcome: str) -> Sce
 # --------------------------------------------------------------------------------- the search
 
 
+_Runner = Callable[[Case, Sequence[CheckSpec]], CaseResult]
+
+
 def _judge_one(
-    plugin: Plugin, shape: str, session: Transcript, budget: int, timeout: float
+    run: _Runner, shape: str, session: Transcript, budget: int
 ) -> tuple[Scenario, CaseResult] | None:
     """Run one generated case; None when the shape cannot carry the session (not a finding)."""
     adapter = get_shape(shape)
@@ -238,8 +249,7 @@ def _judge_one(
     outcome = "refused" if pairing_violations(as_seen) else "either"
     scenario = _scenario(session, shape, budget, outcome)
     case = Case(0, scenario, shape, None, budget)
-    result = run_case(case, plugin.assemblers[shape], checks_for(scenario, level="must"), timeout)
-    return scenario, result
+    return scenario, run(case, checks_for(scenario, level="must"))
 
 
 def _session_strategy(shape: str, broken: bool) -> st.SearchStrategy[tuple[Transcript, str]]:
@@ -273,7 +283,35 @@ def fuzz(
     broken: bool = True,
     replay: bool = True,
 ) -> FuzzReport:
-    """Search for a session and budget on which ``plugin`` fails a ``must`` check; shrink it."""
+    """Search for a session and budget on which ``plugin`` fails a ``must`` check; shrink it.
+
+    Every example runs in a supervised worker process (:class:`conformance.workers.WorkerPool`),
+    as ``ctxconf run`` runs its cases: a plug-in that ends its process is a finding, not the end
+    of the search."""
+    with WorkerPool(
+        plugin, jobs=1, timeout=timeout, library=load_library(), failed=unrun_result
+    ) as pool:
+        return _fuzz(
+            pool.run_one,
+            plugin,
+            shapes=shapes,
+            examples=examples,
+            seed=seed,
+            broken=broken,
+            replay=replay,
+        )
+
+
+def _fuzz(
+    run: _Runner,
+    plugin: Plugin,
+    *,
+    shapes: Sequence[str] | None,
+    examples: int,
+    seed: int | None,
+    broken: bool,
+    replay: bool,
+) -> FuzzReport:
     chosen = tuple(s for s in plugin.shapes if shapes is None or s in shapes)
     if not chosen:
         raise ValueError(f"the plug-in speaks {', '.join(plugin.shapes)}; none of {shapes} chosen")
@@ -305,7 +343,7 @@ def fuzz(
     def search(case: tuple[str, Transcript, str, int]) -> None:
         shape, session, generated_as, budget = case
         assume(_expressible(session))
-        judged = _judge_one(plugin, shape, session, budget, timeout)
+        judged = _judge_one(run, shape, session, budget)
         assume(judged is not None)
         assert judged is not None
         scenario, result = judged
@@ -322,7 +360,7 @@ def fuzz(
             examples,
             chosen,
             finding,
-            replayed=_replays(plugin, finding, timeout) if replay else None,
+            replayed=_replays(run, plugin, finding) if replay else None,
         )
     return FuzzReport(plugin.name, used_seed, examples, chosen, None)
 
@@ -348,7 +386,7 @@ def finding_document(report: FuzzReport) -> dict[str, Any]:
     )
 
 
-def _replays(plugin: Plugin, finding: FuzzFinding, timeout: float) -> bool:
+def _replays(run: _Runner, plugin: Plugin, finding: FuzzFinding) -> bool:
     """Load the written scenario back through the runner's loader and run it again."""
     report = FuzzReport(plugin.name, 0, 0, (finding.shape,), finding)
     text = scenario_yaml(finding_document(report))
@@ -361,9 +399,7 @@ def _replays(plugin: Plugin, finding: FuzzFinding, timeout: float) -> bool:
         except CtxconfError:
             return False
     case = Case(0, loaded, finding.shape, None, finding.budget)
-    again = run_case(
-        case, plugin.assemblers[finding.shape], checks_for(loaded, level="must"), timeout
-    )
+    again = run(case, checks_for(loaded, level="must"))
     before = {c.id for c in finding.failures}
     after = {c.id for c in again.checks if c.status != "pass"}
     return again.status == finding.result.status and before == after

@@ -51,6 +51,14 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from conformance.providers.emulator_routes import endpoint_for_path
+from reference_impl._documents import (
+    DocumentLimitError,
+    SafeYamlLoader,
+    check_input_size,
+    load_yaml_safe,
+    max_input_bytes,
+    read_input_bytes,
+)
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import ShapeName
 
@@ -176,7 +184,7 @@ class RecordedInteraction:
 # ------------------------------------------------------------------------------- YAML loading
 
 
-class _CassetteLoader(yaml.SafeLoader):
+class _CassetteLoader(SafeYamlLoader):
     """SafeLoader that reads ``!!python/…`` tags as their plain value (never builds objects)."""
 
 
@@ -209,17 +217,37 @@ def _construct_ruby_binary(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
 _CassetteLoader.add_constructor("!binary", _construct_ruby_binary)
 
 
+def _gunzip(raw: bytes) -> bytes:
+    """Decompressed gzip, at most the input limit (a gzip bomb is refused, not inflated)."""
+    limit = max_input_bytes()
+    out = bytearray()
+    while raw:
+        inflater = zlib.decompressobj(wbits=31)
+        # zlib's max_length 0 means "no maximum"; one byte past the limit is enough to refuse.
+        out += inflater.decompress(raw, 0 if limit is None else limit + 1 - len(out))
+        check_input_size(len(out))
+        if not inflater.eof:
+            raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        raw = inflater.unused_data  # a concatenated gzip member
+    return bytes(out)
+
+
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped when they are gzip (``.gz`` or not): the same for every format."""
+    """The file's bytes, gunzipped when they are gzip (``.gz`` or not): the same for every format.
+    The input limit applies to the file and to what it decompresses to."""
     name = str(path)
     try:
-        raw = path.read_bytes()
+        raw = read_input_bytes(path)
+    except DocumentLimitError as exc:
+        raise RecordingError(str(exc), file=name) from None
     except OSError as exc:
         raise RecordingError(f"cannot read the file: {exc.strerror or exc}", file=name) from None
     if raw[:2] == _GZIP_MAGIC:
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+            raw = _gunzip(raw)
+        except DocumentLimitError as exc:
+            raise RecordingError(f"decompressed {exc}", file=name) from None
+        except (OSError, EOFError, zlib.error) as exc:
             raise RecordingError(f"corrupt gzip file: {exc}", file=name) from None
     return raw
 
@@ -242,9 +270,9 @@ def _load_document(path: Path) -> object:
         except RecursionError:
             raise RecordingError("JSON nested too deeply", file=name) from None
     try:
-        return yaml.load(text, Loader=_CassetteLoader)  # noqa: S506 - a SafeLoader subclass
-    except RecursionError:
-        raise RecordingError("YAML nested too deeply", file=name) from None
+        return load_yaml_safe(text, _CassetteLoader)
+    except DocumentLimitError as exc:
+        raise RecordingError(str(exc), file=name) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else None

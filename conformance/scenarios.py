@@ -33,7 +33,7 @@ import jsonschema
 import yaml
 
 from conformance.bundled import find_bundled_folder, missing_folder_message
-from reference_impl._documents import DocumentTooDeepError, load_yaml_strict
+from reference_impl._documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.errors import CtxconfError, TranscriptError
 from reference_impl.transcript import (
     SHAPE_NAMES,
@@ -348,12 +348,12 @@ def _level_of(path: Path) -> Level:
 def load_file(path: Path) -> tuple[Scenario, ...]:
     """Every scenario of one YAML file; a :class:`ScenarioError` naming the file and JSON path."""
     try:
-        document = load_yaml_strict(path.read_text("utf-8"))
+        document = load_yaml_strict(read_input_text(path))
     except OSError as exc:
         raise ScenarioError(exc.strerror or str(exc), where=str(path)) from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
-    except DocumentTooDeepError as exc:
+    except DocumentLimitError as exc:
         raise ScenarioError(f"not a scenario file: {exc}", where=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

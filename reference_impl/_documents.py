@@ -1,34 +1,84 @@
-"""Strict reading of user-written JSON and YAML: nothing a reader would lose goes unnoticed.
+"""Safe reading of user-written JSON and YAML: one home for every limit and every strictness rule.
 
-Both ``json.loads`` and ``yaml.safe_load`` keep the *last* of two equal keys in one mapping and
-drop the first without a word (``budget: 8000`` then ``budget: 10`` silently means 10). A config,
-scenario or session file with a duplicated key is almost always an editing mistake, so these
-readers refuse it with the key and (for YAML) its line. Merge keys (``<<: *anchor``) are YAML's
-documented way to override and stay allowed.
+Every YAML entry point of the project (``validate``, ``scenarios validate``, ``run --scenarios``,
+``audit``, ``--config``, :meth:`reference_impl.config.AssemblyConfig.from_yaml`, cassettes) reads
+through the loaders here, so one document is refused the same way everywhere:
 
-Both parsers recurse once per nesting level; a document nested deeper than the interpreter's
-stack (``[[[[...`` ten thousand deep) raises ``RecursionError``. Callers catch
-:class:`DocumentTooDeepError` (raised for either parser) and name the file.
+- **Size.** A file larger than the input limit is refused before it is read
+  (:class:`DocumentTooLargeError`): a 200 MB body would cost seconds and gigabytes to parse and
+  judge. The limit is :data:`DEFAULT_MAX_INPUT_BYTES` (32 MiB) unless ``$CTXCONF_MAX_INPUT_BYTES``
+  says otherwise (``64MiB``, ``500kB``, ``1000000``; ``0`` or ``none`` switches it off).
+- **Aliases.** YAML anchors and aliases share one node, so a few hundred bytes can stand for a
+  billion nodes (the "billion laughs" document); the loader is cheap, but anything that walks the
+  result (a schema, the validators, a JSON dump) hangs. Before constructing anything the loaders
+  measure the document *as expanded* and refuse one over :data:`MAX_YAML_NODES` nodes or with a
+  recursive alias (:class:`YamlAliasBombError`). Merge keys (``<<: *anchor``), YAML's documented
+  way to share a mapping, stay allowed.
+- **Duplicate keys.** ``json.loads`` and ``yaml.safe_load`` keep the *last* of two equal keys and
+  drop the first without a word (``budget: 8000`` then ``budget: 10`` silently means 10); the strict
+  readers refuse it with the key and (for YAML) its line.
+- **Depth.** Both parsers recurse once per nesting level; a document nested deeper than the
+  interpreter's stack raises :class:`DocumentTooDeepError` instead of ``RecursionError``.
+
+Writing: :func:`dump_yaml` is the one YAML writer (cassettes, ``fuzz --out`` scenarios). PyYAML's
+emitter writes U+0085, U+2028 and U+2029 raw inside single-quoted and block scalars, where a reader
+folds them into a space or a newline: such strings are written double-quoted, where they are
+escaped, so every string reads back as written.
+
+The loaders are libyaml's ``CSafeLoader`` when PyYAML was built with it (several times faster),
+else the pure-Python ``SafeLoader``; only safe constructors are ever registered.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import sys
 from collections.abc import Hashable
+from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
 __all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
+    "INPUT_LIMIT_ENV",
+    "MAX_YAML_NODES",
+    "DocumentLimitError",
     "DocumentTooDeepError",
+    "DocumentTooLargeError",
     "DuplicateKeyError",
+    "SafeYamlLoader",
     "StrictYamlLoader",
+    "YamlAliasBombError",
+    "YamlDumper",
+    "check_input_size",
+    "dump_yaml",
     "load_json_strict",
+    "load_yaml_safe",
     "load_yaml_strict",
+    "max_input_bytes",
+    "read_input_bytes",
+    "read_input_text",
 ]
 
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+DEFAULT_MAX_INPUT_BYTES: Final = 32 * 1024 * 1024
+INPUT_LIMIT_ENV: Final = "CTXCONF_MAX_INPUT_BYTES"
+MAX_YAML_NODES: Final = 1_000_000
+_UNITS: Final = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
 
 
 class DuplicateKeyError(ValueError):
@@ -39,15 +89,145 @@ class DuplicateKeyError(ValueError):
         self.key = key
 
 
-class DocumentTooDeepError(ValueError):
+class DocumentLimitError(ValueError):
+    """A document refused by one of the reading limits (size, aliases, depth)."""
+
+
+class DocumentTooDeepError(DocumentLimitError):
     """The document nests deeper than the parser's recursion allows."""
 
     def __init__(self) -> None:
         super().__init__("nested too deeply to read (thousands of levels of [ or {)")
 
 
-class StrictYamlLoader(_BaseLoader):  # type: ignore[misc]
-    """A safe YAML loader that refuses a mapping with the same key twice."""
+class DocumentTooLargeError(DocumentLimitError):
+    """The input is larger than the configured input limit."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"input too large: {_human(size)} is over the {_human(limit)} input limit "
+            f"(set {INPUT_LIMIT_ENV}, e.g. {INPUT_LIMIT_ENV}=256MiB, to raise it)"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class YamlAliasBombError(DocumentLimitError):
+    """YAML aliases that expand past :data:`MAX_YAML_NODES` nodes, or refer to themselves."""
+
+    def __init__(self, what: str, line: int | None = None) -> None:
+        at = f" (line {line})" if line is not None else ""
+        super().__init__(f"YAML aliases {what}{at}: refused")
+        self.line = line
+
+
+def _human(size: int) -> str:
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= factor:
+            return f"{size / factor:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def max_input_bytes() -> int | None:
+    """The input limit in bytes (``None``: no limit), from ``$CTXCONF_MAX_INPUT_BYTES``."""
+    raw = os.environ.get(INPUT_LIMIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT_BYTES
+    if raw.lower() in {"0", "none", "off"}:
+        return None
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]*)", raw)
+    unit = found.group(2).lower() if found else ""
+    if found is None or unit not in _UNITS:
+        raise DocumentLimitError(
+            f"${INPUT_LIMIT_ENV}={raw!r} is not a size (examples: 1000000, 500kB, 64MiB, none)"
+        )
+    return int(float(found.group(1)) * _UNITS[unit])
+
+
+def check_input_size(size: int) -> None:
+    """Raise :class:`DocumentTooLargeError` when ``size`` bytes are over the input limit."""
+    limit = max_input_bytes()
+    if limit is not None and size > limit:
+        raise DocumentTooLargeError(size, limit)
+
+
+def read_input_bytes(path: str | Path) -> bytes:
+    """A file's bytes (``-``: standard input), refused by size *before* it is read in full.
+
+    Raises ``OSError`` as ``open`` does and :class:`DocumentTooLargeError`."""
+    limit = max_input_bytes()
+    if str(path) == "-":
+        stream = sys.stdin.buffer
+        data = stream.read() if limit is None else stream.read(limit + 1)
+        check_input_size(len(data))
+        return data
+    with Path(path).open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        check_input_size(size)
+        data = handle.read() if limit is None else handle.read(limit + 1)
+    check_input_size(len(data))  # a file that grew, or a special file with no size
+    return data
+
+
+def read_input_text(path: str | Path) -> str:
+    """:func:`read_input_bytes` decoded as UTF-8 (``UnicodeDecodeError`` otherwise)."""
+    return read_input_bytes(path).decode("utf-8")
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def check_yaml_expansion(root: yaml.Node, limit: int = MAX_YAML_NODES) -> None:
+    """Refuse a node graph that expands to more than ``limit`` nodes or contains a cycle.
+
+    Shared nodes (aliases) are measured once each but counted every time they are used, so the
+    cost is linear in the *written* document while the measure is the *expanded* one."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            total = 1 + sum(sizes[id(child)] for child in _children(node))
+            open_nodes.discard(key)
+            if total > limit:
+                raise YamlAliasBombError(
+                    f"expand to more than {limit:,} nodes (a 'billion laughs' document)",
+                    node.start_mark.line + 1,
+                )
+            sizes[key] = total
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise YamlAliasBombError(
+                "refer to their own ancestor (a document that never ends)", node.start_mark.line + 1
+            )
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
+class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
+    """A safe YAML loader that measures aliases before constructing anything."""
+
+    def get_single_data(self) -> Any:
+        """The document's data, after :func:`check_yaml_expansion` accepted its node graph."""
+        node = self.get_single_node()
+        if node is None:
+            return None
+        check_yaml_expansion(node)
+        return self.construct_document(node)
+
+
+class StrictYamlLoader(SafeYamlLoader):
+    """:class:`SafeYamlLoader` that also refuses a mapping with the same key twice."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """A mapping, refusing a key given twice (YAML would keep the last silently)."""
@@ -82,23 +262,54 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def load_json_strict(text: str) -> Any:
-    """``json.loads`` that refuses duplicate keys and reports over-deep nesting by name.
+    """``json.loads`` that refuses duplicate keys, over-large text and over-deep nesting by name.
 
-    Raises ``json.JSONDecodeError`` for text that is not JSON, :class:`DuplicateKeyError` and
-    :class:`DocumentTooDeepError`.
+    Raises ``json.JSONDecodeError`` for text that is not JSON, :class:`DuplicateKeyError`,
+    :class:`DocumentTooLargeError` and :class:`DocumentTooDeepError`.
     """
+    check_input_size(len(text))
     try:
         return json.loads(text, object_pairs_hook=_unique_pairs)
     except RecursionError:
         raise DocumentTooDeepError from None
 
 
-def load_yaml_strict(text: str) -> Any:
-    """``yaml.safe_load`` that refuses duplicate keys and reports over-deep nesting by name.
+def load_yaml_safe(text: str | bytes, loader: type[SafeYamlLoader] = SafeYamlLoader) -> Any:
+    """One YAML document through ``loader`` (a :class:`SafeYamlLoader` subclass), within limits.
 
-    Raises ``yaml.YAMLError`` (with ``problem_mark``) and :class:`DocumentTooDeepError`.
-    """
+    Raises ``yaml.YAMLError`` (with ``problem_mark``), :class:`YamlAliasBombError`,
+    :class:`DocumentTooLargeError` and :class:`DocumentTooDeepError`."""
+    check_input_size(len(text))
+    if not issubclass(loader, SafeYamlLoader):  # pragma: no cover - a programming error
+        raise TypeError(f"{loader.__name__} is not a SafeYamlLoader")
     try:
-        return yaml.load(text, Loader=StrictYamlLoader)  # noqa: S506 - a safe loader subclass
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader subclass
     except RecursionError:
         raise DocumentTooDeepError from None
+
+
+def load_yaml_strict(text: str | bytes) -> Any:
+    """:func:`load_yaml_safe` that also refuses duplicate keys (:class:`StrictYamlLoader`)."""
+    return load_yaml_safe(text, StrictYamlLoader)
+
+
+_FOLDED_BREAKS: Final = frozenset("\x85\u2028\u2029")
+
+
+class YamlDumper(yaml.SafeDumper):
+    """``SafeDumper`` that double-quotes a string holding a line break only YAML 1.1 knows."""
+
+    def choose_scalar_style(self) -> str:
+        """Double quotes (where the character is escaped) for U+0085, U+2028 and U+2029."""
+        style: str = super().choose_scalar_style()
+        value = getattr(self.event, "value", "")
+        if style != '"' and isinstance(value, str) and not _FOLDED_BREAKS.isdisjoint(value):
+            return '"'
+        return style
+
+
+def dump_yaml(data: Any, **options: Any) -> str:
+    """``yaml.safe_dump`` (Unicode kept readable) whose every string reads back byte-exact."""
+    options.setdefault("allow_unicode", True)
+    text: str = yaml.dump(data, Dumper=YamlDumper, **options)
+    return text

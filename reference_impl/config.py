@@ -16,6 +16,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 import yaml
 
+from reference_impl._documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.errors import ConfigError
 
 __all__ = [
@@ -152,25 +153,34 @@ class AssemblyConfig:
 
     @classmethod
     def from_yaml(cls, source: str | Path) -> AssemblyConfig:
-        """Read a YAML file (a ``Path`` or an existing path string) or YAML text."""
+        """Read a YAML file (a ``Path`` or an existing path string) or YAML text.
+
+        The project's safe reader (:mod:`reference_impl._documents`) applies: a key given twice,
+        an over-large file or a YAML alias bomb is a :class:`ConfigError` naming the place."""
         text: str
         origin = "<yaml>"
-        if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
-            origin = str(source)
-            try:
-                text = Path(source).read_text("utf-8")
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot read config file: {exc.strerror}", where=origin
-                ) from None
-        else:
-            text = source
         try:
-            loaded = yaml.safe_load(text)
+            if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
+                origin = str(source)
+                try:
+                    text = read_input_text(source)
+                except OSError as exc:
+                    raise ConfigError(
+                        f"cannot read config file: {exc.strerror}", where=origin
+                    ) from None
+                except UnicodeDecodeError as exc:
+                    raise ConfigError(f"not UTF-8 text (byte {exc.start})", where=origin) from None
+            else:
+                text = source
+            loaded = load_yaml_strict(text)
+        except DocumentLimitError as exc:
+            raise ConfigError(str(exc), where=origin) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = f"{origin}:{mark.line + 1}:{mark.column + 1}" if mark else origin
-            raise ConfigError("not valid YAML", where=at) from None
+            problem = getattr(exc, "problem", None)
+            detail = f": {problem}" if problem else ""
+            raise ConfigError(f"not valid YAML{detail}", where=at) from None
         if loaded is None:
             return cls()
         return cls.from_mapping(loaded)

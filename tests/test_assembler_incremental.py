@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 from test_assembler_support import WordCounter, assistant, ring, session, system, user, words
 
@@ -89,7 +90,7 @@ def growing_sessions(draw):
 
 
 @settings(
-    max_examples=500,
+    max_examples=examples(500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

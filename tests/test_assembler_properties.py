@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 from test_assembler_support import WordCounter
 
@@ -27,7 +28,7 @@ from reference_impl.transcript import SHAPE_NAMES, Part, TextPart, ToolResultPar
 
 settings.register_profile(
     "assembler",
-    max_examples=500,
+    max_examples=examples(500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

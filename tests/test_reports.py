@@ -110,7 +110,7 @@ def record() -> RunRecord:
         "type": "footer",
         "statuses": {"pass": 3, "fail": 1, "error": 1},
         "seconds": 1.5,
-        "abandoned_threads": 0,
+        "hung_calls": 0,
         "exit_status": 1,
     }
     return RunRecord(header, cases, footer)

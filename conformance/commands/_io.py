@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -11,10 +10,11 @@ import click
 import yaml
 
 from reference_impl._documents import (
-    DocumentTooDeepError,
+    DocumentLimitError,
     DuplicateKeyError,
     load_json_strict,
     load_yaml_strict,
+    read_input_text,
 )
 from reference_impl.errors import CtxconfError
 
@@ -32,9 +32,13 @@ def fail_input(path: str | Path, what: str) -> NoReturn:
 
 
 def read_document(path: str | Path) -> Any:
-    """Read a JSON or YAML file (by content, not extension); ``-`` reads standard input."""
+    """Read a JSON or YAML file (by content, not extension); ``-`` reads standard input.
+
+    Every limit of :mod:`reference_impl._documents` applies (size, YAML aliases, depth)."""
     try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text("utf-8")
+        text = read_input_text(path)
+    except DocumentLimitError as exc:
+        fail_input(path, str(exc))
     except FileNotFoundError:
         fail_input(path, "no such file")
     except IsADirectoryError:
@@ -45,12 +49,12 @@ def read_document(path: str | Path) -> Any:
         fail_input(path, exc.strerror or str(exc))
     try:
         return load_json_strict(text)
-    except (DuplicateKeyError, DocumentTooDeepError) as exc:
+    except (DuplicateKeyError, DocumentLimitError) as exc:
         fail_input(path, f"JSON {exc}")
     except json.JSONDecodeError as json_exc:
         try:
             value = load_yaml_strict(text)
-        except DocumentTooDeepError as exc:
+        except DocumentLimitError as exc:
             fail_input(path, f"YAML {exc}")
         except yaml.YAMLError as yaml_exc:
             mark = getattr(yaml_exc, "problem_mark", None)

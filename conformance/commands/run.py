@@ -2,7 +2,10 @@
 
 Default: the built-in ``reference`` plug-in over the built-in corpus in every shape, recorded round
 trips replayed where a cassette matches. Exit status 0 only when every ``must`` case passes (and
-every ``should`` case too with ``--strict``); 2 for bad options or files.
+every ``should`` case too with ``--strict``; with ``--baseline``, when nothing regressed); 1
+otherwise or when a run-level budget stopped the run early; 2 for bad options or files; 130/143
+when SIGINT/SIGTERM interrupted it (the finished cases are still reported). The footer of every
+report states the exit status the process returns.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -17,11 +21,11 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from conformance.baseline import BaselineError, gate, read_baseline, write_baseline
+from conformance.baseline import Baseline, BaselineError, gate, read_baseline, write_baseline
 from conformance.checks import REGISTRY
 from conformance.commands._io import EXIT_BAD_INPUT
-from conformance.engine import DEFAULT_TIMEOUT, run_events
-from conformance.events import CaseFinished, Event, RunStarted
+from conformance.engine import DEFAULT_MAX_CONSECUTIVE_TIMEOUTS, DEFAULT_TIMEOUT, run_events
+from conformance.events import CaseFinished, Event, RunFinished, RunStarted
 from conformance.loading import load_plugin
 from conformance.reporting import (
     JsonLinesWriter,
@@ -33,6 +37,7 @@ from conformance.reporting import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS, Level, Scenario, default_corpus_path, load_corpus, select
+from conformance.workers import RunStop
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import SHAPE_NAMES
 
@@ -169,7 +174,20 @@ def _write(path: Path, text: str) -> None:
     type=click.FloatRange(0.01, 3600),
     default=DEFAULT_TIMEOUT,
     show_default=True,
-    help="Seconds one plug-in call may take before the case is an error.",
+    help="Seconds one plug-in call may take before the case is an error (its worker is killed).",
+)
+@click.option(
+    "--max-consecutive-timeouts",
+    type=click.IntRange(0, None),
+    default=DEFAULT_MAX_CONSECUTIVE_TIMEOUTS,
+    show_default=True,
+    help="Stop the run after this many timed-out cases in a row (0: never).",
+)
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(0.01, None),
+    default=None,
+    help="Stop the run after this much wall time (default: no limit).",
 )
 def command(
     *,
@@ -186,6 +204,8 @@ def command(
     baseline_file: Path | None,
     write_baseline_file: Path | None,
     timeout: float,
+    max_consecutive_timeouts: int,
+    max_seconds: float | None,
 ) -> None:
     """Run an assembler over the scenario corpus; print the matrix and write the reports."""
     try:
@@ -207,19 +227,63 @@ def command(
     wanted = _shapes(shapes)
     if wanted is not None and not set(wanted) & set(plugin.shapes):
         _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
-    events = run_events(
-        plugin,
-        chosen,
-        shapes=wanted,
-        level=level,
-        timeout=timeout,
-        jobs=jobs,
-        strict=strict,
-        corpus=corpus,
-    )
-    stdout: IO[str] = sys.stdout
-    printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
-    collected = _collect(events, printer)
+    stop = RunStop()
+    # SIGINT/SIGTERM stop dispatching; the finished cases are reported and the process exits
+    # 130/143 (the handlers stay until the reports are written).
+    with stop.installed():
+        events = run_events(
+            plugin,
+            chosen,
+            shapes=wanted,
+            level=level,
+            timeout=timeout,
+            jobs=jobs,
+            strict=strict,
+            corpus=corpus,
+            stop=stop,
+            max_consecutive_timeouts=max_consecutive_timeouts or None,
+            max_seconds=max_seconds,
+        )
+        stdout: IO[str] = sys.stdout
+        printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
+        collected = _collect(events, printer)
+        status = _final_status(collected, baseline)
+        if printer is not None:
+            printer(collected[-1])
+        _finish(
+            collected,
+            no_reports=no_reports,
+            report_dir=report_dir,
+            output_format=output_format,
+            write_baseline_file=write_baseline_file,
+        )
+    stop.close()
+    raise SystemExit(status)
+
+
+def _final_status(collected: list[Event], baseline: Baseline | None) -> int:
+    """The exit status the process returns, written into the footer event (the last one) so
+    that every report states it: an interrupted or stopped run keeps the engine's status; with a
+    baseline, regressions decide (issue 6, item 2)."""
+    finished = collected[-1]
+    assert isinstance(finished, RunFinished)
+    status = finished.exit_status
+    if baseline is not None and finished.stopped is None:
+        record = record_from_events(collected)
+        status = gate(record, baseline, console=Console(stderr=True))
+        finished = replace(finished, exit_status=status, gate="baseline")
+    collected[-1] = finished
+    return status
+
+
+def _finish(
+    collected: list[Event],
+    *,
+    no_reports: bool,
+    report_dir: Path,
+    output_format: str,
+    write_baseline_file: Path | None,
+) -> None:
     record = record_from_events(collected)
     if not no_reports:
         try:
@@ -233,17 +297,12 @@ def command(
             click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
     elif output_format == "md":
         click.echo(render_markdown(record), nl=False)
-    status = record.exit_status
     if write_baseline_file is not None:
         try:
             write_baseline(record, write_baseline_file)
         except OSError as exc:
             _fail(f"--write-baseline {write_baseline_file}: cannot write ({exc.strerror or exc})")
         click.echo(f"baseline: wrote {write_baseline_file}", err=True)
-    if baseline is not None:
-        # With a baseline, known failures do not fail the run; regressions do (issue 6, item 2).
-        status = gate(record, baseline, console=Console(stderr=True))
-    raise SystemExit(status)
 
 
 def _prepare_dir(directory: Path, option: str) -> None:
@@ -272,7 +331,8 @@ def _collect(events: Iterable[Event], printer: JsonLinesWriter | None) -> list[E
         task = progress.add_task("", total=None)
         for event in events:
             collected.append(event)
-            if printer is not None:
+            # The footer is printed once the exit status is final (a baseline may change it).
+            if printer is not None and not isinstance(event, RunFinished):
                 printer(event)
             if isinstance(event, RunStarted):
                 progress.update(task, total=event.case_count)

@@ -28,9 +28,9 @@ from importlib import resources
 from typing import Any, Final, cast
 
 import jsonschema
-import yaml
 
 from conformance.providers.verdict import Evidence
+from reference_impl._documents import load_yaml_safe
 from reference_impl.errors import CtxconfError, ShapeError
 from reference_impl.shapes.dialects import get_dialect
 
@@ -236,7 +236,7 @@ def _resolve_profiles(raw_profiles: list[dict[str, Any]], rule_ids: set[str]) ->
 @cache
 def load_catalog() -> Catalog:
     """Load and validate ``rules.yaml`` once per process."""
-    data = yaml.safe_load(_read_resource("rules.yaml"))
+    data = load_yaml_safe(_read_resource("rules.yaml"))
     schema = json.loads(_read_resource("rules.schema.json"))
     try:
         jsonschema.validate(data, schema)

@@ -21,6 +21,18 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _gate(gate: object) -> str:
+    return f" (gate: {gate})" if isinstance(gate, str) and gate else ""
+
+
+def _stopped(record: RunRecord) -> list[str]:
+    """A bold line when the run ended before its last case (a signal or a run-level budget)."""
+    reason = record.footer.get("stopped")
+    if not reason:
+        return []
+    return [f"**Run {_cell(str(reason))}: {record.footer.get('not_run', 0)} case(s) not run.**", ""]
+
+
 def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
     """The run as Markdown for a pull-request comment; at most ``max_problems`` problem cases
     listed."""
@@ -30,9 +42,10 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
         "",
         (
             f"{len(record.cases)} cases over {len(record.shapes)} shapes; exit status "
-            f"{record.exit_status}."
+            f"{record.exit_status}{_gate(record.footer.get('gate'))}."
         ),
         "",
+        *_stopped(record),
         "| level | pass | fail | error | result |",
         "|---|---:|---:|---:|---|",
     ]

@@ -29,6 +29,7 @@ from conformance.events import (
     level_totals,
 )
 from conformance.scenarios import LEVELS, Level
+from reference_impl._documents import DocumentLimitError, read_input_text
 from reference_impl.errors import CtxconfError
 
 __all__ = [
@@ -91,8 +92,13 @@ def footer_line(event: RunFinished) -> dict[str, Any]:
         "totals": {level: t.to_dict() for level, t in event.totals.items()},
         "statuses": dict(event.statuses),
         "seconds": round(event.seconds, 3),
-        "abandoned_threads": event.abandoned_threads,
+        "hung_calls": event.hung_calls,
+        "crashed_workers": event.crashed_workers,
         "exit_status": event.exit_status,
+        "gate": event.gate,
+        "stopped": event.stopped,
+        "interrupted": event.interrupted,
+        "not_run": event.not_run,
         **dict(event.extra),
     }
 
@@ -133,7 +139,9 @@ def record_from_events(events: Iterable[Event]) -> RunRecord:
 
 def _lines(path: Path) -> Iterator[tuple[int, Any]]:
     try:
-        text = path.read_text("utf-8")
+        text = read_input_text(path)
+    except DocumentLimitError as exc:
+        raise ReportFileError(str(exc), where=str(path)) from None
     except OSError as exc:
         raise ReportFileError(exc.strerror or str(exc), where=str(path)) from None
     except UnicodeDecodeError as exc:

@@ -75,8 +75,12 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         f"{len(record.cases)} cases, {footer.get('statuses', {}).get('pass', 0)} passed"
         f" in {footer.get('seconds', 0)}s; exit status {record.exit_status}"
     )
-    if footer.get("abandoned_threads"):
-        summary += f"; {footer['abandoned_threads']} hung plug-in call(s) abandoned"
+    if footer.get("stopped"):
+        summary += f"; {footer['stopped'].upper()}: {footer.get('not_run', 0)} case(s) not run"
+    if footer.get("hung_calls"):
+        summary += f"; {footer['hung_calls']} hung plug-in call(s) killed"
+    if footer.get("crashed_workers"):
+        summary += f"; {footer['crashed_workers']} worker(s) ended by the plug-in, replaced"
     cassettes = footer.get("cassettes")
     if isinstance(cassettes, dict):
         summary += (

@@ -1,0 +1,9 @@
+"""Loads the hypothesis profile (``ci`` unless ``$HYPOTHESIS_PROFILE`` names another) before any
+test module builds its settings; see ``tests/hypothesis_support.py``."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis_support import PROFILE
+
+settings.load_profile(PROFILE)
