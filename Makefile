@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test check lint typecheck unit bench calibrate adapters-table mutation soak-table clean
+.PHONY: install run test check lint typecheck unit nightly bench calibrate adapters-table mutation soak-table clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ unit: install
 	$(BIN)/python -m pytest -n $(JOBS)
 
 test: check unit
+
+# Random seeds and five times the examples of the slow properties (tests/hypothesis_support.py);
+# `make test` uses the derandomized `ci` profile.
+nightly: install
+	HYPOTHESIS_PROFILE=nightly $(BIN)/python -m pytest -n $(JOBS)
 
 bench: install
 	$(BIN)/python bench/assemble_bench.py
