@@ -6,14 +6,16 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
-from conformance.engine import reference_counter, render_input
+from conformance.engine import assembly_request, plan_cases, reference_counter, render_input
 from conformance.recorded_verdicts import default_cassette_root
 from conformance.scenarios import Scenario
 from reference_impl.errors import CtxconfError
+from reference_impl.ledger import Ledger
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import get_shape
+from reference_impl.transcript import SHAPE_NAMES
 
-__all__ = ["corpus_problems", "recording_problems"]
+__all__ = ["case_problems", "corpus_problems", "recording_problems"]
 
 
 def _cassette_root(given: Path | None) -> Path:
@@ -28,26 +30,54 @@ def corpus_problems(
     known_checks: AbstractSet[str],
     cassette_root: Path | None = None,
 ) -> list[str]:
-    """``scenario-id [shape]: what is wrong`` for every problem found (empty when clean)."""
+    """``FILE: scenario-id [shape]: what is wrong`` for every problem found (empty when clean)."""
     problems: list[str] = []
     root = _cassette_root(cassette_root)
     for s in scenarios:
         problems.extend(
-            f"{s.id}: unknown check {check_id!r} in expect ({s.source})"
+            f"{s.source}: {s.id}: unknown check {check_id!r} in expect"
             for check_id in (*s.expect.checks, *s.expect.skip_checks)
             if check_id not in known_checks
         )
         if any(s.dialects) and s.shapes != ("openai-chat",):
             problems.append(
-                f"{s.id}: dialects apply to openai-chat only; set shapes: [openai-chat]"
+                f"{s.source}: {s.id}: dialects apply to openai-chat only; set shapes: [openai-chat]"
             )
         for shape in s.shapes:
-            problems.extend(f"{s.id} [{shape}]: {p}" for p in _shape_problems(s, shape))
+            problems.extend(f"{s.source}: {s.id} [{shape}]: {p}" for p in _shape_problems(s, shape))
             if s.cassette and not any((root / shape).glob(f"{s.id}*.yaml")):
                 problems.append(
-                    f"{s.id} [{shape}]: declares cassette: true but {root / shape}/{s.id}*.yaml "
-                    f"is missing; record it with `ctxconf record --shape {shape}`"
+                    f"{s.source}: {s.id} [{shape}]: declares cassette: true but "
+                    f"{root / shape}/{s.id}*.yaml is missing; record it with "
+                    f"`ctxconf record --shape {shape}`"
                 )
+    problems.extend(case_problems(scenarios))
+    return problems
+
+
+def case_problems(scenarios: Sequence[Scenario]) -> list[str]:
+    """Each case planned and each turn's request built by the code ``ctxconf run`` uses
+    (:func:`conformance.engine.plan_cases`, :func:`conformance.engine.assembly_request`), so a
+    scenario that would error in every case of a run is reported here; one line per scenario
+    and shape."""
+    problems: list[str] = []
+    reported: set[tuple[str, str]] = set()
+    for case in plan_cases(scenarios, SHAPE_NAMES):
+        key = (case.scenario.id, case.shape)
+        if key in reported:
+            continue
+        try:
+            for turn, session in enumerate(case.scenario.sessions()):
+                request = assembly_request(case, turn, session)
+                get_shape(case.shape).parse_request(request.body)
+                Ledger.from_list(request.ledger)
+        except CtxconfError as exc:
+            reported.add(key)
+            where = f" at {exc.where}" if exc.where else ""
+            problems.append(
+                f"{case.scenario.source}: {case.scenario.id} [{case.shape}]: every case would "
+                f"error{where}: {exc.message}"
+            )
     return problems
 
 
@@ -60,7 +90,6 @@ def recording_problems(
     # Imported here: the round-trip machinery loads the SDKs, which the other checks do not need.
     from conformance.recorded_verdicts import load_library  # noqa: PLC0415
     from conformance.roundtrip_cases import scenario_cases, unrecorded  # noqa: PLC0415
-    from reference_impl.transcript import SHAPE_NAMES  # noqa: PLC0415
 
     library = load_library(_cassette_root(cassette_root))
     cases = [case for shape in SHAPE_NAMES for case in scenario_cases(scenarios, shape)]

@@ -34,13 +34,16 @@ import yaml
 
 from conformance.bundled import find_bundled_folder, missing_folder_message
 from reference_impl._documents import DocumentLimitError, load_yaml_strict, read_input_text
+from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError, TranscriptError
+from reference_impl.ledger import Ledger
 from reference_impl.transcript import (
     SHAPE_NAMES,
     Message,
     ToolSpec,
     Transcript,
     canonical_json,
+    json_type_name,
     transcript_from_dict,
 )
 
@@ -61,6 +64,8 @@ __all__ = [
     "load_corpus",
     "load_file",
     "message_from_compact",
+    "plain_schema_message",
+    "scan_corpus",
     "scenario_files",
     "schema_errors",
     "select",
@@ -259,10 +264,63 @@ def _path_text(path: Iterable[Any]) -> str:
     return out
 
 
+def _listing(values: Iterable[Any]) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+def plain_schema_message(error: jsonschema.ValidationError) -> str:
+    """A schema violation in plain words (jsonschema's wording quotes whole sub-documents)."""
+    instance: Any = error.instance
+    value: Any = error.validator_value
+    schema: Any = error.schema
+    match error.validator:
+        case "required":
+            missing = [
+                k for k in value if k not in (instance if isinstance(instance, Mapping) else {})
+            ]
+            return f"missing required key {_listing(missing)}"
+        case "additionalProperties":
+            allowed = set((schema if isinstance(schema, Mapping) else {}).get("properties", {}))
+            extra = sorted(
+                k for k in (instance if isinstance(instance, Mapping) else {}) if k not in allowed
+            )
+            known = f" (known keys: {', '.join(sorted(allowed))})" if allowed else ""
+            return f"unknown key {_listing(extra)}{known}"
+        case "enum":
+            return f"{instance!r} is not one of {_listing(value)}"
+        case "const":
+            return f"must be {value!r}, not {instance!r}"
+        case "type":
+            wanted = value
+            names = " or ".join(wanted) if isinstance(wanted, list) else str(wanted)
+            return f"expected {names}, got {json_type_name(instance)}"
+        case "pattern":
+            return f"{instance!r} does not match the pattern {value}"
+        case "minItems":
+            return f"needs at least {value} item(s), has {len(instance)}"
+        case "maxItems":
+            return f"takes at most {value} item(s), has {len(instance)}"
+        case "minLength":
+            return "must not be empty" if value == 1 else error.message
+        case "minimum" | "exclusiveMinimum":
+            return f"{instance!r} is too small ({error.validator} {value})"
+        case "oneOf" | "anyOf" if error.context:
+            # The branch of the right JSON type explains the problem best (budget: 0 is "too
+            # small", not "expected object").
+            typed = [e for e in error.context if e.validator != "type"]
+            best = jsonschema.exceptions.best_match(typed or error.context)
+            inner = plain_schema_message(best)
+            where = _path_text(best.relative_path).removeprefix("$")
+            return f"{where.removeprefix('.')}: {inner}" if where else inner
+        case _:
+            return error.message
+
+
 def schema_errors(document: Any) -> list[str]:
-    """Every schema violation of one file as ``$.json.path: message`` lines (empty when valid)."""
+    """Every schema violation of one file as ``$.json.path: message`` lines (empty when valid),
+    in plain words."""
     errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
-    return [f"{_path_text(e.absolute_path)}: {e.message}" for e in errors]
+    return [f"{_path_text(e.absolute_path)}: {plain_schema_message(e)}" for e in errors]
 
 
 def _budget_values(value: Any) -> tuple[int, ...]:
@@ -306,8 +364,18 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
         raise ScenarioError(
             f"scenario {raw['id']!r} declares level {declared!r} but lives in the {level!r} "
             f"folder; move the file or fix the level (the folder encodes the level)",
-            where=where,
+            where=f"{where}.level",
         )
+    # What the plug-in is handed must be what the harness's own readers accept: a ledger status
+    # or a config key the reference reader refuses would error every case of the run.
+    try:
+        Ledger.from_list(raw.get("ledger", ()), where=f"{where}.ledger")
+        AssemblyConfig.from_mapping(raw.get("config", {}))
+    except CtxconfError as exc:
+        at = exc.where or ""
+        if not at.startswith(where):
+            at = f"{where}.config.{at}" if at else f"{where}.config"
+        raise ScenarioError(exc.message, where=at) from None
     return Scenario(
         id=raw["id"],
         title=raw["title"],
@@ -347,8 +415,17 @@ def _level_of(path: Path) -> Level:
 
 def load_file(path: Path) -> tuple[Scenario, ...]:
     """Every scenario of one YAML file; a :class:`ScenarioError` naming the file and JSON path."""
+    document = _read_file(path)
+    scenarios, problems = _file_scenarios(path, document)
+    if problems:
+        more = f" (and {len(problems) - 1} more: `ctxconf scenarios validate` lists them)"
+        raise ScenarioError(problems[0] + (more if len(problems) > 1 else ""), where=str(path))
+    return scenarios
+
+
+def _read_file(path: Path) -> Any:
     try:
-        document = load_yaml_strict(read_input_text(path))
+        return load_yaml_strict(read_input_text(path))
     except OSError as exc:
         raise ScenarioError(exc.strerror or str(exc), where=str(path)) from None
     except UnicodeDecodeError as exc:
@@ -361,15 +438,63 @@ def load_file(path: Path) -> tuple[Scenario, ...]:
         raise ScenarioError(
             f"not YAML ({getattr(exc, 'problem', exc)})", where=f"{path}{at}"
         ) from None
-    errors = schema_errors(document)
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ScenarioError(f"{errors[0]}{more}", where=str(path))
-    level = _level_of(path)
-    return tuple(
-        _scenario(raw, level, f"$.scenarios[{i}]", str(path))
-        for i, raw in enumerate(document["scenarios"])
+
+
+def _file_scenarios(path: Path, document: Any) -> tuple[tuple[Scenario, ...], list[str]]:
+    """The scenarios of one parsed file and, separately, every problem (``$.path: message``):
+    the schema's, then those of each scenario the schema accepted."""
+    raw_errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
+    problems = [f"{_path_text(e.absolute_path)}: {plain_schema_message(e)}" for e in raw_errors]
+    broken = {
+        e.absolute_path[1]
+        for e in raw_errors
+        if len(e.absolute_path) > 1 and e.absolute_path[0] == "scenarios"
+    }
+    whole_file = any(
+        len(e.absolute_path) < 2 or e.absolute_path[0] != "scenarios" for e in raw_errors
     )
+    if whole_file:
+        return (), problems
+    level = _level_of(path)
+    out: list[Scenario] = []
+    for i, raw in enumerate(document["scenarios"]):
+        if i in broken:
+            continue
+        try:
+            out.append(_scenario(raw, level, f"$.scenarios[{i}]", str(path)))
+        except ScenarioError as exc:
+            problems.append(f"{exc.where}: {exc.message}" if exc.where else exc.message)
+    return tuple(out), problems
+
+
+def scan_corpus(root: Path | None = None) -> tuple[tuple[Scenario, ...], list[str]]:
+    """Every scenario that loads under ``root`` and every problem of every file, each as
+    ``FILE: $.json.path: message`` (``scenarios validate`` reports them all, not the first).
+    A file that cannot be read as YAML at all still raises :class:`ScenarioError`."""
+    base = root if root is not None else default_corpus_path()
+    out: list[Scenario] = []
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for path in scenario_files(base):
+        try:
+            loaded, found = _file_scenarios(path, _read_file(path))
+        except ScenarioError as exc:
+            if exc.where == str(path) or (exc.where or "").startswith(f"{path}:"):
+                raise  # unreadable: one named error, exit 2
+            problems.append(f"{path}: {exc.where}: {exc.message}" if exc.where else exc.message)
+            continue
+        problems.extend(f"{path}: {p}" for p in found)
+        for i, scenario in enumerate(loaded):
+            if scenario.id in seen:
+                problems.append(
+                    f"{path}: $.scenarios[{i}].id: duplicate scenario id {scenario.id!r} (also in "
+                    f"{seen[scenario.id]})"
+                )
+                continue
+            seen[scenario.id] = str(path)
+            out.append(scenario)
+    order = {level: i for i, level in enumerate(LEVELS)}
+    return tuple(sorted(out, key=lambda s: order[s.level])), problems
 
 
 def default_corpus_path() -> Path:

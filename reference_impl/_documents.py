@@ -286,6 +286,11 @@ def load_yaml_safe(text: str | bytes, loader: type[SafeYamlLoader] = SafeYamlLoa
         return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader subclass
     except RecursionError:
         raise DocumentTooDeepError from None
+    except yaml.YAMLError as exc:
+        # libyaml stops at its own depth limit; the pure-Python parser hits RecursionError.
+        if "maximum nesting depth" in str(getattr(exc, "problem", "")):
+            raise DocumentTooDeepError from None
+        raise
 
 
 def load_yaml_strict(text: str | bytes) -> Any:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterator
@@ -193,6 +194,57 @@ def test_scenario_example_loads(tmp_path: Path) -> None:
     (scenario,) = load_file(path)
     assert scenario.id == "deploy-ring-mid-deletion"
     assert scenario.budget.is_sweep
+
+
+def test_scenario_example_runs_without_an_error_case(tmp_path: Path) -> None:
+    # The page's example used to error in all 16 cases (a ledger status the ledger reader
+    # refuses) while `scenarios validate` said "0 problem(s)".
+    (block,) = [b for p, _, b in _blocks("yaml") if p == "writing-a-scenario.md"]
+    path = tmp_path / "corpus" / "must" / "deploys.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(block)
+    checked = CliRunner().invoke(cli, ["scenarios", "validate", str(path.parent.parent)])
+    assert checked.exit_code == 0, checked.output
+    assert "0 problem(s)" in checked.output
+    reports = tmp_path / "reports"
+    ran = CliRunner().invoke(cli, ["run", "--scenarios", str(path), "--report-dir", str(reports)])
+    assert ran.exit_code == 0, ran.output
+    cases = [
+        json.loads(line)
+        for line in (reports / "run.jsonl").read_text().splitlines()
+        if '"type": "case"' in line
+    ]
+    assert len(cases) == 16
+    assert all(c["status"] == "pass" for c in cases), [c["reason"] for c in cases]
+
+
+def test_scenarios_validate_reports_every_problem_with_file_and_place(tmp_path: Path) -> None:
+    folder = tmp_path / "must"
+    folder.mkdir()
+    bad = folder / "bad.yaml"
+    bad.write_text(
+        "version: 1\nscenarios:\n"
+        "  - {id: Bad_Id, title: t, session: [{role: user, txt: hi}], budget: 0,\n"
+        "     expect: {outcome: maybe}}\n"
+        "  - {id: ok-one, title: t, level: should, session: [{role: user, text: hi}],\n"
+        "     budget: 100, expect: {outcome: assembled}}\n"
+        "  - {id: ledger-one, title: t, session: [{role: user, text: hi}], budget: 100,\n"
+        "     ledger: [{tool: t, call_id: c, status: done}], expect: {outcome: assembled}}\n"
+    )
+    out = CliRunner().invoke(cli, ["scenarios", "validate", str(tmp_path)])
+    assert out.exit_code == 1
+    lines = [line for line in out.output.splitlines() if line.startswith(str(bad))]
+    expected = [
+        "$.scenarios[0].budget: 0 is too small (minimum 1)",
+        "$.scenarios[0].expect.outcome: 'maybe' is not one of 'assembled', 'refused', 'either'",
+        "$.scenarios[0].id: 'Bad_Id' does not match the pattern",
+        "$.scenarios[0].session[0]: unknown key 'txt'",
+        "$.scenarios[1].level: scenario 'ok-one' declares level 'should' but lives in the 'must'",
+        "$.scenarios[2].ledger[0]: status 'done' is not one of succeeded, failed",
+    ]
+    assert len(lines) == len(expected), out.output
+    for line, words in zip(lines, expected, strict=True):
+        assert f"{bad}: {words}" in line
 
 
 def test_baseline_example_is_a_valid_baseline(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from conformance.scenarios import (
     ScenarioError,
     default_corpus_path,
     load_corpus,
+    scan_corpus,
 )
 from reference_impl.errors import CtxconfError
 
@@ -96,10 +97,22 @@ def list_scenarios(path: Path | None) -> None:
     "the built-in corpus; a corpus given as PATH is checked only when this is given).",
 )
 def validate_scenarios(path: Path | None, cassettes: Path | None) -> None:
-    """Schema, unique ids, known checks, renderable in each shape, cassettes present and current."""
-    scenarios, root = _load(path)
+    """Schema, unique ids, known checks, every case built as `run` builds it, cassettes present
+    and current; every problem of every file, each with its file and place."""
     try:
-        problems = corpus_problems(scenarios, cassette_root=cassettes, known_checks=set(REGISTRY))
+        root = path if path is not None else default_corpus_path()
+        scenarios, problems = scan_corpus(root)
+    except ScenarioError as exc:
+        click.echo(f"ctxconf: error: {exc}", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    if not scenarios and not problems:
+        click.echo(
+            f"ctxconf: error: {root}: no scenario files (*.yaml under must/, should/ or may/) found",
+            err=True,
+        )
+        raise SystemExit(EXIT_BAD_INPUT)
+    try:
+        problems += corpus_problems(scenarios, cassette_root=cassettes, known_checks=set(REGISTRY))
         if path is None or cassettes is not None:
             problems += recording_problems(scenarios, cassettes)
     except CtxconfError as exc:
