@@ -481,3 +481,48 @@ def test_a_fuzz_scenario_keeps_a_next_line_character(tmp_path: Path) -> None:
     path.write_text(scenario_yaml(document), "utf-8")
     (loaded,) = load_file(path)
     assert loaded.session.messages[1].parts[0] == TextPart(text=text)
+
+
+# ------------------------------------------------ the example session and convert --lossy
+
+SHAPES = ["openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_example_session_converts_and_assembles_in_every_shape(shape: str) -> None:
+    # openai-chat used to refuse it ("cannot carry an is_error flag"): the shape most start with.
+    converted = CliRunner().invoke(
+        cli, ["convert", str(EXAMPLE), "--from", "openai-chat", "--to", shape]
+    )
+    assert converted.exit_code == 0, converted.stderr
+    assembled = CliRunner().invoke(
+        cli, ["assemble", str(EXAMPLE), "--shape", shape, "--budget", "4000", "--format", "json"]
+    )
+    assert assembled.exit_code == 0, assembled.stderr
+    assert json.loads(assembled.stdout)
+
+
+def test_convert_names_what_it_would_drop_and_drops_it_only_with_lossy(tmp_path: Path) -> None:
+    document = json.loads(EXAMPLE.read_text("utf-8"))
+    result = document["messages"][7]["parts"][1]
+    result["is_error"] = True
+    path = tmp_path / "with-error.json"
+    path.write_text(json.dumps(document), "utf-8")
+    args = ["convert", str(path), "--from", "anthropic-messages", "--to", "openai-chat"]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2
+    assert (
+        "messages[7].parts[1]: the is_error flag of the result of call_notify_1" in refused.stderr
+    )
+    assert "--lossy" in refused.stderr
+    lossy = CliRunner().invoke(cli, [*args, "--lossy"])
+    assert lossy.exit_code == 0, lossy.stderr
+    assert "not carried to openai-chat: messages[7].parts[1]: the is_error flag" in lossy.stderr
+    body = json.loads(lossy.stdout)
+    texts = [m.get("content") for m in body["messages"] if m["role"] == "tool"]
+    assert result["content"][0]["text"] in texts  # the text itself is kept byte-exact
+    kept = CliRunner().invoke(
+        cli, ["convert", str(path), "--from", "openai-chat", "--to", "anthropic-messages"]
+    )
+    assert kept.exit_code == 0  # Anthropic carries the flag: nothing to drop
+    assert '"is_error": true' in kept.stdout

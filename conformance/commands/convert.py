@@ -2,8 +2,10 @@
 
 The body is parsed into the neutral transcript and rendered by the target shape. Generation
 options are mapped to the target's names; options and provider item ids with no meaning for the
-target are listed on stderr (``ctxconf: note: ...``). A part the target cannot carry is a one-line
-error (exit 2): nothing is dropped silently.
+target are listed on stderr (``ctxconf: note: ...``). Content the target cannot carry (the
+``is_error`` flag of a tool result in ``openai-chat``) is refused with every such place named,
+unless ``--lossy`` asks to drop exactly those (each drop is listed on stderr); a part the target
+cannot carry at all is a one-line error (exit 2). Nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from conformance.commands._io import describe_error, fail_input
 from conformance.commands._sessions import SHAPE_CHOICE, load_request
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
-from reference_impl.shapes.convert import convert
+from reference_impl.shapes.convert import convert, lossy_drops
 from reference_impl.shapes.dialects import get_dialect, render_for_dialect
 from reference_impl.transcript import Transcript
 
@@ -50,7 +52,21 @@ def _dialect_renderer(
     is_flag=True,
     help="Rewrite tool-call ids the dialect refuses (Mistral: 9 alphanumerics), calls and results alike.",
 )
-def command(request: str, source: str, target: str, dialect: str | None, remap_ids: bool) -> None:
+@click.option(
+    "--lossy",
+    is_flag=True,
+    help="Drop what the target cannot carry (e.g. openai-chat has no is_error flag on results); "
+    "each drop is listed on stderr.",
+)
+def command(
+    request: str,
+    *,
+    source: str,
+    target: str,
+    dialect: str | None,
+    remap_ids: bool,
+    lossy: bool,
+) -> None:
     """Re-render REQUEST (a --from body or a transcript file) as a --to body; print it as JSON."""
     transcript = load_request(request, source)
     if dialect is not None and target != "openai-chat":
@@ -61,10 +77,18 @@ def command(request: str, source: str, target: str, dialect: str | None, remap_i
         else get_shape(target).render_request
     )
     conversion = convert(transcript, source, target)  # type: ignore[arg-type]
-    for dropped in conversion.dropped:
+    converted, losses = lossy_drops(conversion.transcript, target)  # type: ignore[arg-type]
+    if losses and not lossy:
+        fail_input(
+            request,
+            f"{target} cannot carry {len(losses)} thing(s) of this request: "
+            + "; ".join(losses)
+            + "; pass --lossy to drop exactly these",
+        )
+    for dropped in (*conversion.dropped, *losses):
         click.echo(f"ctxconf: note: {request}: not carried to {target}: {dropped}", err=True)
     try:
-        body = render(conversion.transcript)
+        body = render(converted)
     except CtxconfError as exc:
         fail_input(request, f"cannot be rendered as {target}: {describe_error(exc)}")
     click.echo(json.dumps(body, indent=2, ensure_ascii=False))

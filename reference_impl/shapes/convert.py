@@ -25,7 +25,7 @@ from reference_impl.transcript import (
     canonical_json,
 )
 
-__all__ = ["Conversion", "convert"]
+__all__ = ["Conversion", "convert", "lossy_drops"]
 
 # option -> where each shape keeps it: a top-level key, or (container key, nested key).
 _OPTION_PLACES: Final[Mapping[str, Mapping[str, str | tuple[str, str]]]] = {
@@ -158,3 +158,31 @@ def convert(transcript: Transcript, source: ShapeName, target: ShapeName) -> Con
     if transcript.model is not None and converted.model is None:
         dropped.append(f"model {transcript.model!r} ({target} names the model in the URL)")
     return Conversion(converted, tuple(dropped))
+
+
+def lossy_drops(transcript: Transcript, target: ShapeName) -> tuple[Transcript, tuple[str, ...]]:
+    """What ``target`` cannot carry that can be taken out without changing anything else, and
+    the transcript without it: today the ``is_error`` flag of tool results (OpenAI Chat
+    Completions has none; the result's text stays byte-exact). ``ctxconf convert`` refuses such
+    a conversion unless ``--lossy`` asks for exactly these drops; parts a shape cannot carry at
+    all (an attachment in a tool result, a foreign reasoning artifact) stay named errors."""
+    from reference_impl.shapes import get_shape  # noqa: PLC0415 - shapes import this module
+
+    if get_shape(target).capabilities.tool_result_errors:
+        return transcript, ()
+    dropped: list[str] = []
+    messages: list[Message] = []
+    for i, message in enumerate(transcript.messages):
+        parts: list[Part] = []
+        for j, part in enumerate(message.parts):
+            if isinstance(part, ToolResultPart) and part.is_error:
+                dropped.append(
+                    f"messages[{i}].parts[{j}]: the is_error flag of the result of {part.call_id} "
+                    f"({target} has no error flag on tool results; the text stays)"
+                )
+                part = replace(part, is_error=False)  # noqa: PLW2901
+            parts.append(part)
+        messages.append(replace(message, parts=tuple(parts)))
+    if not dropped:
+        return transcript, ()
+    return replace(transcript, messages=tuple(messages)), tuple(dropped)
