@@ -37,7 +37,7 @@ _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def _blocks(language: str) -> Iterator[tuple[str, int, str]]:
-    for page in sorted(DOCS.glob("*.md")):
+    for page in [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]:
         text = page.read_text("utf-8")
         for match in _FENCE.finditer(text):
             if match.group(1) == language:
@@ -245,6 +245,59 @@ def test_scenarios_validate_reports_every_problem_with_file_and_place(tmp_path: 
     assert len(lines) == len(expected), out.output
     for line, words in zip(lines, expected, strict=True):
         assert f"{bad}: {words}" in line
+
+
+def _readme_command_block() -> list[str]:
+    (block,) = [
+        b for p, _, b in _blocks("sh") if p == "README.md" and "ctxconf inspect examples/" in b
+    ]
+    return [line for line in block.splitlines() if line.startswith("ctxconf ")]
+
+
+@pytest.mark.parametrize("line", _readme_command_block())
+def test_readme_command_lines_run_as_written(
+    line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Copy-paste from the README: files that exist, outputs that are what they say.
+    monkeypatch.chdir(ROOT)
+    code, _, comment = line.partition("   #")
+    words = shlex.split(code)
+    target = None
+    if ">" in words:
+        target = tmp_path / words[words.index(">") + 1]
+        words = words[: words.index(">")]
+    result = CliRunner().invoke(cli, words[1:])
+    expected = 1 if "exit 1" in comment else 0
+    assert result.exit_code == expected, result.output
+    if target is not None:
+        target.write_text(result.stdout)
+        assert json.loads(target.read_text())  # stdout alone is the request body
+
+
+def test_readme_record_accepts_comma_separated_scenarios_like_run() -> None:
+    from conformance.commands.record import _scenario_cases
+    from conformance.scenarios import load_corpus, select
+
+    cases = _scenario_cases(("single-tool,parallel-tools-2",), None, "openai-chat", None)
+    chosen = select(load_corpus(), selectors=["single-tool", "parallel-tools-2"])
+    wanted = {s.id for s in chosen if "openai-chat" in s.shapes}
+    assert {c.cassette for c in cases} == wanted
+    assert {"single-tool", "parallel-tools-2"} <= wanted
+
+
+def test_the_guide_links_only_to_files_in_the_repository() -> None:
+    link = re.compile(r"\]\(([^)#]+)(?:#[^)]*)?\)")
+    for page in [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]:
+        text = page.read_text("utf-8")
+        for target in link.findall(text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+        # A bare file name in backticks that reads like a repository document must exist too.
+        for name in re.findall(r"`([\w./-]+\.md)`", text):
+            if "/" in name or name in {"report.md", "again.md", "a.md"}:
+                continue
+            assert (DOCS / name).exists() or (ROOT / name).exists(), f"{page.name}: `{name}`"
 
 
 def test_baseline_example_is_a_valid_baseline(tmp_path: Path) -> None:

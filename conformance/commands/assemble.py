@@ -124,5 +124,6 @@ def command(
     if fmt == "json":
         click.echo(json.dumps({"request": request, "report": report}, ensure_ascii=False))
     else:
+        # The request alone on stdout (`> body.json` is a valid body); the report on stderr.
         click.echo(json.dumps(request, indent=2, ensure_ascii=False))
-        click.echo(_text_report(report))
+        click.echo(_text_report(report), err=True)

@@ -58,7 +58,9 @@ def _scenario_cases(
     except ScenarioError as exc:
         _fail(f"--corpus: {exc}")
         return []
-    chosen = select(scenarios, selectors=[s for s in selectors if s != "all"])
+    # Comma-separated like `run --scenarios a,b`, and repeatable.
+    wanted = [part.strip() for s in selectors for part in s.split(",") if part.strip()]
+    chosen = select(scenarios, selectors=[s for s in wanted if s != "all"])
     if selectors and not chosen:
         _fail(f"--scenarios {', '.join(selectors)}: no scenario has that id or tag")
     return scenario_cases(chosen, shape, model=model)
@@ -92,7 +94,12 @@ def _target(live: bool, base_url: str | None, shape: str, app_options: dict[str,
 @click.option("--base-url", help="Send to this server instead (http://127.0.0.1:8080).")
 @click.option("--model", help="Model to record with (default: a small model per shape).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Cassette folder.")
-@click.option("--scenarios", "selectors", multiple=True, help="Scenario ids or tags ('all').")
+@click.option(
+    "--scenarios",
+    "selectors",
+    multiple=True,
+    help="Scenario ids or tags, comma-separated (as for `run`) or repeated; 'all'.",
+)
 @click.option("--corpus", type=click.Path(exists=True, path_type=Path), help="Scenario folder.")
 @click.option("--probes/--no-probes", default=True, show_default=True, help="Built-in probes.")
 @click.option("--profile", "profiles", multiple=True, help="Emulator profile (repeatable).")
