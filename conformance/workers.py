@@ -369,7 +369,13 @@ class WorkerPool:
                 break
             # Keep `jobs` workers busy.
             while pending and sum(1 for w in self._workers if w.case is not None) < self.jobs:
-                idle = next((w for w in self._workers if w.case is None), None) or self._spawn()
+                idle = next((w for w in self._workers if w.case is None), None)
+                if idle is not None and not idle.process.is_alive():
+                    # It died after its last answer: replace it before it gets a case to blame.
+                    self._kill(idle)
+                    self.stats.crashed += 1
+                    idle = None
+                idle = idle or self._spawn()
                 case, specs = pending.popleft()
                 idle.case = case
                 idle.calling_since = None
