@@ -26,7 +26,7 @@ def _invoke(args: list[str]) -> tuple[int, str, str]:
     ("content", "words"),
     [
         (bytes(range(128, 256)), ("not UTF-8",)),
-        (("interactions: " + "[" * 10_000 + "]" * 10_000).encode(), ("line 1", "nesting")),
+        (("interactions: " + "[" * 10_000 + "]" * 10_000).encode(), ("nested too deeply",)),
         (b"interactions:\n\t- x\n", ("line 2",)),
     ],
     ids=["binary", "deep", "tabs"],
