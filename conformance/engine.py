@@ -41,6 +41,7 @@ from typing import Any, Final, Literal
 
 from conformance.case_markup import case_markup
 from conformance.checks import CaseOutcome, CheckSpec, TurnOutcome, checks_for, run_checks
+from conformance.checks.outcome import first_difference
 from conformance.events import (
     CaseFinished,
     CaseResult,
@@ -50,7 +51,7 @@ from conformance.events import (
     RunStarted,
     level_totals,
 )
-from conformance.identity import map_view
+from conformance.identity import Declarations, map_view
 from conformance.loading import Plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest
 from conformance.recorded_verdicts import CassetteLibrary, Judgement, judge_request, load_library
@@ -272,8 +273,12 @@ def _turn(
     model = scenario.model_for(shape)
     counter = prepared.counter
     request = replace(prepared, body=copy.deepcopy(input_body))
-    base = TurnOutcome(turn=turn, status="error", session=baseline, input_body=input_body)
+    base = TurnOutcome(
+        turn=turn, status="error", session=baseline, input_body=input_body, counter=counter
+    )
     kind, value = _call_plugin(lambda: assembler.assemble(request), timeout)
+    if kind != "timeout":  # the harness judges its own copy; a changed one is reported
+        base = replace(base, input_mutation=first_difference(input_body, request.body))
     if kind == "timeout":
         return replace(
             base,
@@ -308,7 +313,13 @@ def _turn(
         status="assembled",
         body=body,
         view=view,
-        identity=map_view(baseline, view, ledger=scenario.ledger, memory=scenario.memory),
+        identity=map_view(
+            baseline,
+            view,
+            ledger=scenario.ledger,
+            memory=scenario.memory,
+            declared=Declarations.of(assembler),
+        ),
         verdict=judgement.verdict,
         judgement=judgement,
         tokens=counter.count(view).total,

@@ -1,33 +1,50 @@
-"""Map an assembled view back to its session by content identity.
+"""Map an assembled view back to its session by an order-preserving alignment.
 
 A plug-in returns wire bodies, not message ids, so the only honest way to know what it kept is to
-compare content. Each view message is classified as:
+compare content. The view and the session are first aligned as two sequences of message digests
+(role included) with :class:`difflib.SequenceMatcher`: equal runs are ``kept``, in order, so a
+session in which the same text occurs twice ("continue" typed twice) maps each copy to its own
+place. Every view message outside an equal run is then classified *within its unaligned region*
+(the session messages between the same two aligned anchors), in order, as:
 
-* ``kept``: byte-equal content (same digest) to a session message not claimed yet;
 * ``merged``: the ordered concatenation of the parts of several session messages of one side of
   the conversation (user and tool results, or assistant), optionally with a run of summary parts
-  between them. Strict-alternation providers require it (Bedrock B3, Gemini G1: a plain model turn
-  before a ring's calls), so any assembler may legitimately merge same-side neighbours; the
-  merged messages must appear whole, unchanged, in session order and with the same ``name``. A
-  ring's message inside the merge may be changed the way ``modified`` allows (same part kinds and
-  tool ids, e.g. a cleared result); the link is then ``modified``. See ``_decompose``;
-* ``modified``: the same session message with changed content, recognized by its tool-call or
-  tool-result ids (a cleared or reordered result) or, for plain turns, its text (a degraded
-  attachment);
-* ``summary``: a message carrying a ``SummaryPart``;
-* ``injected``: labelled memory or ledger text the case offered (memory items, ledger keys);
-* ``synthesized``: an error result for a session call that had none (``synthesize_error_results``);
+  between them. Strict-alternation providers require it (Bedrock B3, Gemini G1), so any assembler
+  may legitimately merge same-side neighbours; the merged messages must appear in session order
+  with the same ``name``. A ring's message inside the merge may be changed the way ``modified``
+  allows; the link is then ``modified``;
+* ``modified``: a session message of the same role with changed content, recognized by its
+  tool-call or tool-result ids, by renamed ids (same calls, other ids), or, for plain turns, by
+  its text (the same text with other fields, degraded attachments, or an edit that keeps most of
+  the text). Every change is recorded as an :class:`Edit` naming what changed;
+* ``summary``: a summary. Declared summaries (a ``SummaryPart``, i.e. text in
+  ``<context-summary>`` markers, or a text starting with the plug-in's declared
+  ``ctxconf_summary_prefix``) are summaries wherever they are. An undeclared plain message is a
+  summary *by contract* when it stands in for a dropped span (see :func:`_resolve_summaries`);
+* ``injected``: labelled memory: its text carries an offered memory item's text *and* that
+  item's source label;
+* ``ledger``: a note of ledger facts: every line is a header or a ledger entry's fields (tool,
+  call id, idempotency key, resource id, status) and nothing else;
+* ``synthesized``: an error result for a session call that had none in the session;
 * ``invented``: none of the above.
 
 Each session message is ``kept``, ``merged`` (kept whole inside a merged view message),
-``modified`` or ``dropped``. A merge that alters, reorders or adds a part is not a decomposition,
-so it falls through to ``modified`` (recognized by tool ids) or ``invented``.
+``modified`` or ``dropped``.
+
+**Tool results cleared by a placeholder.** A result with its id kept whose whole content is one
+placeholder text is ``cleared`` (an :class:`Edit` of kind ``result_cleared``), which the safety
+checks allow: the plug-in's declared ``ctxconf_result_placeholder``, or an undeclared text that is
+bracketed (``[...]``), at most 200 characters and says that the content was cleared, omitted,
+removed or elided. Any other change of a result's content is ``result_changed``.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from reference_impl.transcript import (
@@ -35,20 +52,100 @@ from reference_impl.transcript import (
     ImagePart,
     Message,
     Part,
+    ReasoningPart,
     SummaryPart,
     TextPart,
+    ToolCallPart,
+    ToolResultPart,
     Transcript,
 )
 
-__all__ = ["IdentityMap", "Link", "OutputStatus", "SourceStatus", "map_view"]
+__all__ = [
+    "Declarations",
+    "Edit",
+    "EditKind",
+    "IdentityMap",
+    "Link",
+    "OutputStatus",
+    "SourceStatus",
+    "is_placeholder",
+    "map_view",
+]
 
 OutputStatus: TypeAlias = Literal[
-    "kept", "merged", "modified", "summary", "injected", "synthesized", "invented"
+    "kept", "merged", "modified", "summary", "injected", "ledger", "synthesized", "invented"
 ]
 SourceStatus: TypeAlias = Literal["kept", "merged", "modified", "dropped"]
+EditKind: TypeAlias = Literal[
+    "ids_renamed",
+    "call_changed",
+    "arguments_changed",
+    "call_added",
+    "call_removed",
+    "result_changed",
+    "result_cleared",
+    "result_added",
+    "result_removed",
+    "text_changed",
+    "attachment_degraded",
+    "reasoning_changed",
+    "fields_changed",
+]
 
 # Which side of the conversation a role speaks for: tool results travel in the user's turn.
 _SIDE: Final[Mapping[str, str]] = {"user": "user", "tool": "user", "assistant": "assistant"}
+_PLACEHOLDER_WORDS: Final = re.compile(
+    r"clear|omit|remov|elid|redact|truncat|hidden", re.IGNORECASE
+)
+_PLACEHOLDER_MAX: Final = 200
+_SIMILAR: Final = 0.6
+_WORD: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.=]*")
+_LEDGER_LABELS: Final = frozenset(
+    (
+        *("tool", "tools", "call", "call_id", "id", "ids", "idempotency", "idempotency_key"),
+        *("key", "resource", "resource_id", "status", "succeeded", "failed", "pending"),
+        *("timed_out", "cancelled", "side", "effect", "effects", "side_effect", "executed"),
+        *("recorded", "already", "by", "the", "execution", "layer", "ledger", "memory", "source"),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Declarations:
+    """What a plug-in may declare about its own output (optional class or instance attributes):
+
+    * ``ctxconf_summary_prefix``: the text its summary messages start with;
+    * ``ctxconf_result_placeholder``: the text it replaces a cleared tool result with."""
+
+    summary_prefix: str | None = None
+    result_placeholder: str | None = None
+
+    @classmethod
+    def of(cls, assembler: object) -> Declarations:
+        """The declarations of a plug-in object (or of the function a wrapper holds)."""
+        found: dict[str, str | None] = {}
+        holders = [assembler, getattr(assembler, "function", None)]
+        for attr, key in (
+            ("ctxconf_summary_prefix", "summary_prefix"),
+            ("ctxconf_result_placeholder", "result_placeholder"),
+        ):
+            values = [getattr(h, attr, None) for h in holders if h is not None]
+            value = next((v for v in values if isinstance(v, str) and v.strip()), None)
+            found[key] = value
+        return cls(**found)
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One change a view message made to the session message it comes from.
+
+    ``detail`` is a sentence for failure messages ("call ids renamed: call_abc -> call_1")."""
+
+    view_index: int
+    source: int
+    kind: EditKind
+    detail: str
+    call_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +154,13 @@ class Link:
 
     For a merged message ``source`` is the message that carries its identity (the changed ring
     message, else the ring's message, else the first) and ``merged`` lists every session message
-    it holds, in order."""
+    it holds, in order. ``declared`` is True for a summary the plug-in marked as one."""
 
     index: int
     status: OutputStatus
     source: int | None
     merged: tuple[int, ...] = ()
+    declared: bool = False
 
     @property
     def sources(self) -> tuple[int, ...]:
@@ -74,10 +172,14 @@ class Link:
 
 @dataclass(frozen=True, slots=True)
 class IdentityMap:
-    """How a view maps back to its session: a link per view message, a status per session message."""
+    """How a view maps back to its session: a link per view message, a status per session
+    message, and every edit made to a session message that the view still holds."""
 
     links: tuple[Link, ...]
     sources: tuple[SourceStatus, ...]
+    edits: tuple[Edit, ...] = ()
+    renames: Mapping[str, str] = field(default_factory=dict)
+    """Session call id -> the id the view gives that call, for every renamed call."""
 
     def view_index_of(self, session_index: int) -> int | None:
         """The view index holding session message ``session_index``, if any."""
@@ -98,23 +200,47 @@ class IdentityMap:
         """In the view unchanged: on its own (``kept``) or inside a merged message."""
         return self.sources[session_index] in ("kept", "merged")
 
+    def edits_of(self, session_index: int) -> tuple[Edit, ...]:
+        """The edits made to session message ``session_index``."""
+        return tuple(e for e in self.edits if e.source == session_index)
 
-def _ids(message: Message) -> frozenset[str]:
-    return frozenset(c.id for c in message.tool_calls) | frozenset(
-        r.call_id for r in message.tool_results
+    def cleared(self, session_index: int) -> bool:
+        """Present, and every one of its tool results replaced by a placeholder (ids kept)."""
+        edits = self.edits_of(session_index)
+        return bool(edits) and all(e.kind == "result_cleared" for e in edits)
+
+    def summaries(self) -> tuple[Link, ...]:
+        """The summary messages of the view."""
+        return self.of_status("summary")
+
+
+def is_placeholder(part: ToolResultPart, declared: str | None = None) -> bool:
+    """Whether a result's whole content is one placeholder text (see the module docstring)."""
+    if len(part.content) != 1 or not isinstance(part.content[0], TextPart):
+        return False
+    text = part.content[0].text.strip()
+    if declared is not None and text == declared.strip():
+        return True
+    return (
+        text.startswith("[")
+        and text.endswith("]")
+        and len(text) <= _PLACEHOLDER_MAX
+        and bool(_PLACEHOLDER_WORDS.search(text))
     )
 
 
-def _is_injection(
-    message: Message, ledger: Sequence[Mapping[str, Any]], memory: Sequence[Mapping[str, Any]]
-) -> bool:
-    if message.role not in {"system", "developer", "user"} or message.has_tool_parts:
-        return False
-    text = message.text
-    if any(str(item.get("text", "")) and str(item["text"]) in text for item in memory):
-        return True
-    keys = [str(e.get("idempotency_key") or e.get("call_id") or "") for e in ledger]
-    return any(key and key in text for key in keys)
+# ------------------------------------------------------------------------------- the mapping
+
+
+@dataclass(slots=True)
+class _State:
+    session: Transcript
+    view: Transcript
+    declared: Declarations
+    claimed: set[int] = field(default_factory=set)
+    modified: set[int] = field(default_factory=set)
+    edits: list[Edit] = field(default_factory=list)
+    renames: dict[str, str] = field(default_factory=dict)
 
 
 def map_view(
@@ -123,106 +249,482 @@ def map_view(
     *,
     ledger: Sequence[Mapping[str, Any]] = (),
     memory: Sequence[Mapping[str, Any]] = (),
+    declared: Declarations | None = None,
 ) -> IdentityMap:
     """Classify every view message and every session message (see the module docstring)."""
-    by_digest: dict[str, list[int]] = {}
-    for i, message in enumerate(session.messages):
-        by_digest.setdefault(message.digest, []).append(i)
-    claimed: set[int] = set()
-    modified_sources: set[int] = set()
-    merged_sources: set[int] = set()
-    call_ids = {c.id for m in session.messages for c in m.tool_calls}
-    links: list[Link] = []
-    for index, message in enumerate(view.messages):
-        candidates = [i for i in by_digest.get(message.digest, ()) if i not in claimed]
-        if candidates:
-            claimed.add(candidates[0])
-            links.append(Link(index, "kept", candidates[0]))
+    state = _State(session, view, declared or Declarations())
+    skeys = [m.digest for m in session.messages]
+    vkeys = [m.digest for m in view.messages]
+    matcher = difflib.SequenceMatcher(None, skeys, vkeys, autojunk=False)
+    opcodes = matcher.get_opcodes()
+    links: list[Link | None] = [None] * len(view.messages)
+    pending: list[int] = []
+    for tag, i1, i2, j1, _j2 in opcodes:  # the aligned runs first: they are kept
+        if tag == "equal":
+            for k in range(i2 - i1):
+                links[j1 + k] = Link(j1 + k, "kept", i1 + k)
+                state.claimed.add(i1 + k)
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
             continue
-        merge = _merged_link(index, message, session, claimed)
-        if merge is not None:
-            link, changed = merge
-            claimed.update(link.merged)
-            modified_sources.update(changed)
-            links.append(link)
-            continue
-        if any(isinstance(p, SummaryPart) for p in message.parts):
-            links.append(Link(index, "summary", None))
-            continue
-        source = _modified_source(message, session, claimed)
-        if source is not None:
-            claimed.add(source)
-            modified_sources.add(source)
-            links.append(Link(index, "modified", source))
-            continue
-        if _is_injection(message, ledger, memory):
-            links.append(Link(index, "injected", None))
-            continue
-        results = message.tool_results
-        if results and all(r.is_error and r.call_id in call_ids for r in results):
-            links.append(Link(index, "synthesized", None))
-            continue
-        links.append(Link(index, "invented", None))
-    for link in links:
-        merged_sources.update(link.merged)
-    sources: list[SourceStatus] = [
+        region = list(range(i1, i2))
+        after = i1 - 1
+        for j in range(j1, j2):
+            open_ = [i for i in region if i > after and i not in state.claimed]
+            link = _classify(state, j, open_, ledger=ledger, memory=memory)
+            if link is None or link.status == "invented":
+                link = _moved(state, j) or link
+            if link is None:
+                pending.append(j)
+                continue
+            links[j] = link
+            if link.sources and link.status != "kept":
+                after = max(after, *link.sources)
+    sources = _source_statuses(state, links)
+    for j, link in _resolve_summaries(state, links, pending, sources, ledger).items():
+        links[j] = link
+    done = tuple(link for link in links if link is not None)
+    return IdentityMap(done, tuple(sources), tuple(state.edits), dict(state.renames))
+
+
+def _moved(state: _State, index: int) -> Link | None:
+    """A view message that left its place: an exact copy, a merge or a tool message changed by
+    its ids, of an unclaimed session message anywhere (``order_preserved`` then says where)."""
+    message = state.view.messages[index]
+    anywhere = [i for i in range(len(state.session.messages)) if i not in state.claimed]
+    for i in anywhere:
+        if state.session.messages[i].digest == message.digest:
+            state.claimed.add(i)
+            return Link(index, "kept", i)
+    merge = _merged_link(state, index, message, anywhere)
+    if merge is not None:
+        return merge
+    if not message.has_tool_parts:
+        return None
+    source = _modified_source(state, message, anywhere)
+    if source is None:
+        return None
+    state.claimed.add(source)
+    state.modified.add(source)
+    wanted = state.session.messages[source]
+    state.edits.extend(
+        _edits(
+            index,
+            source,
+            message.parts,
+            wanted.parts,
+            state,
+            fields=_fields_differ(message, wanted),
+        )
+    )
+    return Link(index, "modified", source)
+
+
+def _source_statuses(state: _State, links: Sequence[Link | None]) -> list[SourceStatus]:
+    merged = {i for link in links if link is not None for i in link.merged}
+    return [
         "modified"
-        if i in modified_sources
+        if i in state.modified
         else "merged"
-        if i in merged_sources
+        if i in merged
         else "kept"
-        if i in claimed
+        if i in state.claimed
         else "dropped"
-        for i in range(len(session.messages))
+        for i in range(len(state.session.messages))
     ]
-    return IdentityMap(tuple(links), tuple(sources))
 
 
-def _modified_source(message: Message, session: Transcript, claimed: set[int]) -> int | None:
-    ids = _ids(message)
-    best: tuple[int, int] | None = None  # (overlap, -index) maximized
-    for i, candidate in enumerate(session.messages):
-        if i in claimed or candidate.role != message.role:
-            continue
-        if ids:
-            overlap = len(ids & _ids(candidate))
+def _classify(
+    state: _State,
+    index: int,
+    open_: Sequence[int],
+    *,
+    ledger: Sequence[Mapping[str, Any]],
+    memory: Sequence[Mapping[str, Any]],
+) -> Link | None:
+    """The link of a view message outside the aligned runs; None for a summary candidate."""
+    message = state.view.messages[index]
+    merge = _merged_link(state, index, message, open_)
+    if merge is not None:
+        return merge
+    system = _system_link(state, index, message, open_, ledger=ledger, memory=memory)
+    if system is not None:
+        return system
+    if _declared_summary(message, state.declared):
+        return Link(index, "summary", None, declared=True)
+    source = _modified_source(state, message, open_)
+    if source is not None:
+        state.claimed.add(source)
+        state.modified.add(source)
+        state.edits.extend(
+            _edits(
+                index,
+                source,
+                message.parts,
+                state.session.messages[source].parts,
+                state,
+                fields=_fields_differ(message, state.session.messages[source]),
+            )
+        )
+        return Link(index, "modified", source)
+    if _is_injection(message, memory):
+        return Link(index, "injected", None)
+    if _is_ledger_note(message, ledger):
+        return Link(index, "ledger", None)
+    if _is_synthesized(message, state.session):
+        return Link(index, "synthesized", None)
+    if message.role != "tool" and not message.has_tool_parts and message.text.strip():
+        return None  # maybe a summary by contract: decided once every message is placed
+    return Link(index, "invented", None)
+
+
+def _system_link(
+    state: _State,
+    index: int,
+    message: Message,
+    open_: Sequence[int],
+    *,
+    ledger: Sequence[Mapping[str, Any]],
+    memory: Sequence[Mapping[str, Any]],
+) -> Link | None:
+    """A system/developer message whose text parts are whole session system/developer messages
+    and labelled injections or ledger notes (shapes with one top-level system field carry them
+    as blocks of one message): ``merged`` (or ``injected`` when it holds no session message)."""
+    if message.role not in {"system", "developer"}:
+        return None
+    if not all(isinstance(p, TextPart) for p in message.parts):
+        return None
+    if len(message.parts) < 2:
+        return _joined_system_link(state, index, message, open_)
+    session = state.session
+    held: list[int] = []
+    position, parts = 0, message.parts
+    while position < len(parts):
+        for i in open_:
+            wanted = session.messages[i].parts
+            if (
+                i not in held
+                and (not held or i > held[-1])
+                and session.messages[i].role in {"system", "developer"}
+                and tuple(parts[position : position + len(wanted)]) == wanted
+            ):
+                held.append(i)
+                position += len(wanted)
+                break
+        else:
+            alone = Message(message.role, (parts[position],))
+            if not (_is_injection(alone, memory) or _is_ledger_note(alone, ledger)):
+                return None
+            position += 1
+    if not held:
+        return Link(index, "injected", None)
+    state.claimed.update(held)
+    return Link(index, "merged", held[0], tuple(held))
+
+
+def _joined_system_link(
+    state: _State, index: int, message: Message, open_: Sequence[int]
+) -> Link | None:
+    """One system text that is several whole session system/developer texts in order, joined
+    by whitespace (what a trimmer that merges system messages sends): ``merged``."""
+    text, position = message.text, 0
+    held: list[int] = []
+    systems = [i for i in open_ if state.session.messages[i].role in {"system", "developer"}]
+    while position < len(text):
+        while position < len(text) and text[position].isspace():
+            position += 1
+        found = next(
+            (
+                i
+                for i in systems
+                if (not held or i > held[-1])
+                and state.session.messages[i].text
+                and text.startswith(state.session.messages[i].text, position)
+            ),
+            None,
+        )
+        if found is None:
+            return None if position < len(text) else _joined(state, index, held)
+        held.append(found)
+        position += len(state.session.messages[found].text)
+    return _joined(state, index, held)
+
+
+def _joined(state: _State, index: int, held: list[int]) -> Link | None:
+    if len(held) < 2:
+        return None
+    state.claimed.update(held)
+    return Link(index, "merged", held[0], tuple(held))
+
+
+def _declared_summary(message: Message, declared: Declarations) -> bool:
+    if any(isinstance(p, SummaryPart) for p in message.parts):
+        return True
+    prefix = declared.summary_prefix
+    return (
+        prefix is not None
+        and not message.has_tool_parts
+        and message.text.lstrip().startswith(prefix.strip())
+    )
+
+
+def _fields_differ(message: Message, source: Message) -> bool:
+    return (message.name, message.empty_tool_calls) != (source.name, source.empty_tool_calls)
+
+
+def _is_injection(message: Message, memory: Sequence[Mapping[str, Any]]) -> bool:
+    """Labelled memory: an offered item's text and its source label are both in the message."""
+    if message.role not in {"system", "developer", "user"} or message.has_tool_parts:
+        return False
+    text = message.text
+    for item in memory:
+        body, source = str(item.get("text", "")), str(item.get("source", ""))
+        if body and source and body in text and source in text.replace(body, ""):
+            return True
+    return False
+
+
+def _ledger_values(ledger: Sequence[Mapping[str, Any]]) -> set[str]:
+    values: set[str] = set()
+    for entry in ledger:
+        for key in ("tool", "call_id", "idempotency_key", "resource_id", "status"):
+            value = entry.get(key)
+            if value:
+                values.add(str(value))
+    return values
+
+
+def _is_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bool:
+    """Ledger facts and nothing else: each line is a short header or an entry's fields."""
+    if message.role not in {"system", "developer", "user"} or message.has_tool_parts:
+        return False
+    values = _ledger_values(ledger)
+    ids = {str(e.get(k)) for e in ledger for k in ("call_id", "idempotency_key", "resource_id")}
+    ids.discard("None")
+    lines = [line.strip() for line in message.text.splitlines() if line.strip()]
+    facts = 0
+    for line in lines:
+        words = [w.strip(".,;:()[]") for w in _WORD.findall(line)]
+        if any(i in line for i in ids):
+            rest = [
+                w
+                for w in words
+                if w
+                and w.lower() not in _LEDGER_LABELS
+                and not any(v in w for v in values)
+                and not any(w in v for v in values)
+            ]
+            if len(rest) > 2:
+                return False
+            facts += 1
+        elif len(words) > 12 or not (
+            line.endswith(":") or (line.startswith("[") and line.endswith("]"))
+        ):
+            return False
+    return facts > 0
+
+
+def _is_synthesized(message: Message, session: Transcript) -> bool:
+    """Error results for session calls that have no result in the session."""
+    results = message.tool_results
+    if not results or len(results) != len(message.parts):
+        return False
+    calls = {c.id for m in session.messages for c in m.tool_calls}
+    answered = {r.call_id for m in session.messages for r in m.tool_results}
+    return all(r.is_error and r.call_id in calls and r.call_id not in answered for r in results)
+
+
+# --------------------------------------------------------------------------- modified messages
+
+
+def _ids(message: Message) -> frozenset[str]:
+    return frozenset(c.id for c in message.tool_calls) | frozenset(
+        r.call_id for r in message.tool_results
+    )
+
+
+def _modified_source(state: _State, message: Message, open_: Sequence[int]) -> int | None:
+    """The session message of ``open_`` that ``message`` is a changed copy of, or None."""
+    session = state.session
+    back = {new: old for old, new in state.renames.items()}
+    ids = frozenset(back.get(i, i) for i in _ids(message))
+    same_role = [i for i in open_ if session.messages[i].role == message.role]
+    if ids:
+        best: tuple[int, int] | None = None
+        for i in same_role:
+            overlap = len(ids & _ids(session.messages[i]))
             if overlap and (best is None or overlap > best[0]):
                 best = (overlap, i)
-        elif not candidate.has_tool_parts and _same_text(candidate, message):
+        if best is not None:
+            return best[1]
+        return _renamed_source(state, message, same_role)
+    for i in same_role:
+        candidate = session.messages[i]
+        if not candidate.has_tool_parts and _same_text(candidate, message):
             return i
-    return best[1] if best is not None else None
+    return None
+
+
+def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -> int | None:
+    """A message whose tool calls (names, arguments) or results (content) are a session
+    message's with other ids; records the renames."""
+    for i in same_role:
+        candidate = state.session.messages[i]
+        if message.tool_calls:
+            old, new = candidate.tool_calls, message.tool_calls
+            if old and [(c.name, c.arguments) for c in old] == [(c.name, c.arguments) for c in new]:
+                state.renames.update({o.id: n.id for o, n in zip(old, new, strict=True)})
+                return i
+        elif message.tool_results:
+            olds, news = candidate.tool_results, message.tool_results
+            if olds and [r.content for r in olds] == [r.content for r in news]:
+                state.renames.update(
+                    {o.call_id: n.call_id for o, n in zip(olds, news, strict=True)}
+                )
+                return i
+    return None
 
 
 def _same_text(candidate: Message, message: Message) -> bool:
-    """Equal text, or every text part of ``candidate`` kept while its attachments were replaced
-    by placeholders (degraded): a changed message, not a new one."""
+    """The same message with its text edited: equal text (other fields changed), every text part
+    kept while attachments became placeholders (degraded), or an edit keeping most of the text
+    (a trimmed old message)."""
     if message.text and candidate.text == message.text:
         return True
     kept = [p.text for p in message.parts if isinstance(p, TextPart)]
     wanted = [p.text for p in candidate.parts if isinstance(p, TextPart)]
     degraded = any(isinstance(p, ImagePart | FilePart) for p in candidate.parts)
-    return degraded and bool(wanted) and all(t in kept for t in wanted)
+    if degraded and bool(wanted) and all(t in kept for t in wanted):
+        return True
+    old, new = candidate.text.strip(), message.text.strip()
+    if not old or not new:
+        return False
+    if len(new) >= 8 and new in old:
+        return True
+    return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio() >= _SIMILAR
 
 
-# ----------------------------------------------------------------------------------- merges
+def _edits(
+    index: int,
+    source: int,
+    given: Sequence[Part],
+    wanted: Sequence[Part],
+    state: _State,
+    *,
+    fields: bool = False,
+) -> list[Edit]:
+    """What ``given`` (a view message's parts) changed of ``wanted`` (its session message's)."""
+    out: list[Edit] = []
+
+    def add(kind: EditKind, detail: str, call_id: str | None = None) -> None:
+        out.append(Edit(index, source, kind, detail, call_id))
+
+    renames = state.renames
+    back = {new: old for old, new in renames.items()}
+    old_calls = {p.id: p for p in wanted if isinstance(p, ToolCallPart)}
+    new_calls = {back.get(p.id, p.id): p for p in given if isinstance(p, ToolCallPart)}
+    old_results = {p.call_id: p for p in wanted if isinstance(p, ToolResultPart)}
+    new_results = {
+        back.get(p.call_id, p.call_id): p for p in given if isinstance(p, ToolResultPart)
+    }
+    renamed = [f"{old} -> {renames[old]}" for old in [*old_calls, *old_results] if old in renames]
+    if renamed:
+        add("ids_renamed", f"call ids renamed: {', '.join(renamed)}")
+    for cid, call in old_calls.items():
+        now = new_calls.get(cid)
+        if now is None:
+            add("call_removed", f"tool call {cid} ({call.name}) removed", cid)
+        elif now.name != call.name:
+            add("call_changed", f"tool call {cid} renamed {call.name} -> {now.name}", cid)
+        elif not _same_arguments(now.arguments, call.arguments):
+            add(
+                "arguments_changed",
+                f"tool call {cid} ({call.name}) arguments changed: {_short(call.arguments)} -> "
+                f"{_short(now.arguments)}",
+                cid,
+            )
+    for cid in new_calls.keys() - old_calls.keys():
+        add("call_added", f"tool call {cid} added", cid)
+    for cid, result in old_results.items():
+        got = new_results.get(cid)
+        if got is None:
+            add("result_removed", f"tool result {cid} removed", cid)
+        elif got.content == result.content and got.is_error == result.is_error:
+            continue
+        elif is_placeholder(got, state.declared.result_placeholder) and not result.is_error:
+            add("result_cleared", f"tool result {cid} cleared ({_short(got.text)})", cid)
+        else:
+            add(
+                "result_changed",
+                f"tool result {cid} changed: {_short(result.text)} -> {_short(got.text)}",
+                cid,
+            )
+    for cid in new_results.keys() - old_results.keys():
+        add("result_added", f"tool result {cid} added", cid)
+    old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
+    new_text = "".join(p.text for p in given if isinstance(p, TextPart))
+    old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
+    new_attach = [p for p in given if isinstance(p, ImagePart | FilePart)]
+    if old_attach != new_attach and all(p in old_attach for p in new_attach):
+        add("attachment_degraded", f"{len(old_attach) - len(new_attach)} attachment(s) degraded")
+        kept = [p.text for p in given if isinstance(p, TextPart)]
+        lost = [p.text for p in wanted if isinstance(p, TextPart) and p.text not in kept]
+        if lost:
+            add("text_changed", f"text changed: {_short(lost[0])}")
+    elif old_text != new_text:
+        add("text_changed", f"text changed: {_short(old_text)} -> {_short(new_text)}")
+    old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
+    new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
+    if old_reasoning != new_reasoning:
+        add(
+            "reasoning_changed",
+            f"{len(old_reasoning)} reasoning artifact(s) in the session, {len(new_reasoning)} "
+            f"in the view (changed or missing)",
+        )
+    if fields and not out:
+        add("fields_changed", "message fields (name, wire id) changed")
+    return out
+
+
+def _same_arguments(given: str, wanted: str) -> bool:
+    """The same JSON value (the text's spacing and key order are not judged)."""
+    if given == wanted:
+        return True
+    try:
+        return bool(json.loads(given) == json.loads(wanted))
+    except ValueError:
+        return False
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+# ------------------------------------------------------------------------------------ merges
 
 
 @dataclass(frozen=True, slots=True)
 class _Chunk:
     """A run of a merged message's parts: one session message's parts (``source``), or summary
-    parts (``source`` None). ``exact`` is False for a ring's message changed in place."""
+    parts (``source`` None). ``exact`` is False for a ring's message changed in place; ``start``
+    is the chunk's first part in the merged message."""
 
     source: int | None
     exact: bool
+    start: int = 0
 
 
-def _same_skeleton(given: Sequence[Part], wanted: Sequence[Part]) -> bool:
+def _same_skeleton(
+    given: Sequence[Part], wanted: Sequence[Part], back: Mapping[str, str] | None = None
+) -> bool:
     """A changed ring message: the same part kinds in order and the same tool ids (the test of
-    ``modified``; a cleared or reordered result), and at least one tool part."""
+    ``modified``; a cleared or reordered result; ``back`` undoes renamed ids), and at least one
+    tool part."""
     if [p.kind for p in given] != [p.kind for p in wanted]:
         return False
     ids = [_part_ids(p) for p in wanted]
-    return any(ids) and sorted(_part_ids(p) for p in given) == sorted(ids)
+    back = back or {}
+    return any(ids) and sorted(back.get(i, i) for i in map(_part_ids, given)) == sorted(ids)
 
 
 def _part_ids(part: Part) -> str:
@@ -233,7 +735,12 @@ def _part_ids(part: Part) -> str:
     return ""
 
 
-def _decompose(message: Message, session: Transcript, claimed: set[int]) -> list[_Chunk] | None:
+def _decompose(
+    message: Message,
+    session: Transcript,
+    candidates_in: Sequence[int],
+    back: Mapping[str, str] | None = None,
+) -> list[_Chunk] | None:
     """``message``'s parts as whole session messages of its side in session order (and summary
     runs), or None. A depth-first search over (part position, last session index used) with the
     failures remembered, so it stays polynomial in the session's length."""
@@ -243,8 +750,10 @@ def _decompose(message: Message, session: Transcript, claimed: set[int]) -> list
     parts = message.parts
     candidates = [
         i
-        for i, m in enumerate(session.messages)
-        if i not in claimed and m.parts and _SIDE.get(m.role) == side and m.name == message.name
+        for i in candidates_in
+        if session.messages[i].parts
+        and _SIDE.get(session.messages[i].role) == side
+        and session.messages[i].name == message.name
     ]
     failed: set[tuple[int, int]] = set()
 
@@ -259,29 +768,29 @@ def _decompose(message: Message, session: Transcript, claimed: set[int]) -> list
                 end += 1
             rest = walk(end, after)
             if rest is not None:
-                return [_Chunk(None, True), *rest]
+                return [_Chunk(None, True, position), *rest]
         for i in candidates:
             if i <= after:
                 continue
             wanted = session.messages[i].parts
             given = parts[position : position + len(wanted)]
             exact = given == wanted
-            if not exact and (len(given) != len(wanted) or not _same_skeleton(given, wanted)):
+            if not exact and (len(given) != len(wanted) or not _same_skeleton(given, wanted, back)):
                 continue
             rest = walk(position + len(wanted), i)
             if rest is not None:
-                return [_Chunk(i, exact), *rest]
+                return [_Chunk(i, exact, position), *rest]
         failed.add((position, after))
         return None
 
     return walk(0, -1)
 
 
-def _merged_link(
-    index: int, message: Message, session: Transcript, claimed: set[int]
-) -> tuple[Link, set[int]] | None:
-    """The link of a merged view message and its changed session messages, or None."""
-    chunks = _decompose(message, session, claimed)
+def _merged_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:
+    """The link of a merged view message (recording its changed session messages), or None."""
+    session = state.session
+    back = {new: old for old, new in state.renames.items()}
+    chunks = _decompose(message, session, open_, back)
     if chunks is None or len(chunks) < 2:
         return None
     held = [c.source for c in chunks if c.source is not None]
@@ -294,8 +803,133 @@ def _merged_link(
         message.role == "tool"
     ):
         return None
-    changed = {c.source for c in chunks if c.source is not None and not c.exact}
+    changed = [c for c in chunks if c.source is not None and not c.exact]
+    for chunk in changed:
+        assert chunk.source is not None
+        wanted = session.messages[chunk.source].parts
+        given = message.parts[chunk.start : chunk.start + len(wanted)]
+        state.edits.extend(_edits(index, chunk.source, given, wanted, state))
+    state.claimed.update(held)
+    state.modified.update(c.source for c in changed if c.source is not None)
     carriers = [i for i in held if session.messages[i].has_tool_parts]
-    source = min(changed) if changed else carriers[0] if carriers else held[0]
+    sources = sorted(c.source for c in changed if c.source is not None)
+    source = sources[0] if sources else carriers[0] if carriers else held[0]
     status: OutputStatus = "modified" if changed else "merged"
-    return Link(index, status, source, tuple(held)), changed
+    return Link(index, status, source, tuple(held))
+
+
+# ------------------------------------------------------------------------ summaries by contract
+
+
+def _is_pinned_kind(session: Transcript, index: int) -> bool:
+    """System/developer text and the first plain user message: the pinned prefix a summary may
+    sit next to rather than replace."""
+    message = session.messages[index]
+    if message.role in {"system", "developer"}:
+        return True
+    first = next(
+        (i for i, m in enumerate(session.messages) if m.role == "user" and not m.has_tool_parts),
+        None,
+    )
+    return index == first
+
+
+def _span_words(session: Transcript, span: Sequence[int]) -> tuple[set[str], set[str]]:
+    """(distinctive names: tool names and call ids, words of 5+ letters) of a dropped span."""
+    names: set[str] = set()
+    words: set[str] = set()
+    for i in span:
+        message = session.messages[i]
+        for call in message.tool_calls:
+            names.update({call.id, call.name})
+        for result in message.tool_results:
+            names.add(result.call_id)
+        text = (
+            message.text
+            + " ".join(r.text for r in message.tool_results)
+            + " ".join(c.arguments for c in message.tool_calls)
+        )
+        words.update(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_\-]{4,}", text))
+    return names, words
+
+
+def _names_the_span(
+    message: Message,
+    session: Transcript,
+    span: Sequence[int],
+    ledger: Sequence[Mapping[str, Any]],
+) -> bool:
+    """A summary names something it summarizes: a tool name, call id or ledger fact of the
+    dropped span, or three of its words (5+ letters)."""
+    text = message.text
+    names, words = _span_words(session, span)
+    calls = {c for i in span for c in _ids(session.messages[i])}
+    facts = {
+        str(e[k])
+        for e in ledger
+        if e.get("call_id") in calls
+        for k in ("idempotency_key", "resource_id")
+        if e.get(k)
+    }
+    if any(n and n in text for n in names | facts):
+        return True
+    found = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_\-]{4,}", text)}
+    return len(found & words) >= 3
+
+
+def _resolve_summaries(
+    state: _State,
+    links: Sequence[Link | None],
+    pending: Sequence[int],
+    sources: Sequence[SourceStatus],
+    ledger: Sequence[Mapping[str, Any]],
+) -> dict[int, Link]:
+    """Decide each summary candidate: a plain new message is a summary *by contract* when
+
+    * the session messages between its nearest present neighbours in the view (not counting
+      the pinned prefix: system/developer text and the first user message) include at least one
+      dropped message, which it stands in for;
+    * it names something of that dropped span (:func:`_names_the_span`);
+    * and no other summary stands in for the same span.
+
+    Otherwise it is ``invented``."""
+    session = state.session
+    out: dict[int, Link] = {}
+    taken: set[tuple[int, int]] = set()
+    for link in links:
+        if link is not None and link.status == "summary":
+            taken.add(_gap(session, links, link.index))
+    for j in pending:
+        gap = _gap(session, links, j)
+        span = [i for i in range(gap[0] + 1, gap[1]) if sources[i] == "dropped"]
+        message = state.view.messages[j]
+        if span and gap not in taken and _names_the_span(message, session, span, ledger):
+            taken.add(gap)
+            out[j] = Link(j, "summary", None)
+        else:
+            out[j] = Link(j, "invented", None)
+    return out
+
+
+def _gap(
+    session: Transcript,
+    links: Sequence[Link | None],
+    index: int,
+) -> tuple[int, int]:
+    """(previous, next) session index of the present, non-pinned messages around view message
+    ``index`` (-1 and the session length at the ends)."""
+    before = [
+        s
+        for link in links[:index]
+        if link is not None
+        for s in link.sources
+        if not _is_pinned_kind(session, s)
+    ]
+    after = [
+        s
+        for link in links[index + 1 :]
+        if link is not None
+        for s in link.sources
+        if not _is_pinned_kind(session, s)
+    ]
+    return (max(before, default=-1), min(after, default=len(session.messages)))

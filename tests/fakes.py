@@ -169,6 +169,135 @@ class LoseLedgerInSummary(_Fake):
         return _with(body, messages)
 
 
+class AnonymousLedger(_Fake):
+    """Writes its summary and its pinned ledger note without the tool names (``tool=?``): the
+    record of a side effect no longer says what was done."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = self.good(request)
+        tools = {str(e["tool"]) for e in request.ledger}
+        messages = _messages(body)
+        for m in messages:
+            text = m.get("content")
+            if isinstance(text, str) and (
+                "<context-summary>" in text or "side_effect_ledger" in text
+            ):
+                for tool in tools:
+                    text = text.replace(tool, "?")
+                m["content"] = text
+        return _with(body, messages)
+
+
+def _plain(message: Mapping[str, Any]) -> bool:
+    return message.get("role") in {"user", "assistant"} and not message.get("tool_calls")
+
+
+def _user_text(message: Mapping[str, Any]) -> bool:
+    return message.get("role") == "user" and isinstance(message.get("content"), str)
+
+
+class DropLedgerNote(_Fake):
+    """Sends the reference's answer without its pinned ledger note."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = self.good(request)
+        kept = [
+            m
+            for m in _messages(body)
+            if not (
+                m["role"] == "system" and "[memory source: side_effect_ledger]" in str(m["content"])
+            )
+        ]
+        return _with(body, kept)
+
+
+class DropLatestUser(_Fake):
+    """Sends the reference's answer without the latest user turn."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = self.good(request)
+        messages = _messages(body)
+        users = [i for i, m in enumerate(messages) if _user_text(m)]
+        if users:
+            del messages[users[-1]]
+        return _with(body, messages)
+
+
+class DropGoal(_Fake):
+    """Sends the reference's answer without the first user message (the pinned goal)."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = self.good(request)
+        messages = _messages(body)
+        users = [i for i, m in enumerate(messages) if _user_text(m)]
+        if users:
+            del messages[users[0]]
+        return _with(body, messages)
+
+
+class DropNewestRing(_Fake):
+    """Sends the reference's answer without its newest ring."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = self.good(request)
+        messages = _messages(body)
+        spans = _ring_spans(messages)
+        if spans:
+            start, end = spans[-1]
+            del messages[start:end]
+        return _with(body, messages)
+
+
+class StripReasoningContent(_Fake):
+    """Drops DeepSeek ``reasoning_content`` from the tool-call turns it sends."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = self.good(request)
+        messages = _messages(body)
+        for m in messages:
+            if m.get("tool_calls"):
+                m.pop("reasoning_content", None)
+        return _with(body, messages)
+
+
+class NewestPlainFirst(_Fake):
+    """Keeps the oldest dropped plain turn and drops the two newest kept ones instead (plain
+    turns deleted last in, first out)."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = self.good(request)
+        messages = _messages(body)
+        session = request.messages
+        if not all(isinstance(m.get("content"), str | None) for m in session):
+            return body  # plain text sessions only
+        kept = {(m.get("role"), str(m.get("content"))) for m in messages}
+        users = [i for i, m in enumerate(session) if _user_text(m)]
+        if len(users) < 2:
+            return body
+        middle = [i for i in range(users[0] + 1, users[-1]) if _plain(session[i])]
+        dropped = [
+            i for i in middle if (session[i]["role"], str(session[i]["content"])) not in kept
+        ]
+        if not dropped:
+            return body
+        newest = [
+            j
+            for j, m in enumerate(messages)
+            if _plain(m)
+            and 0 < j < len(messages) - 1
+            and m is not messages[-1]
+            and any(m.get("content") == session[i].get("content") for i in middle)
+        ][-2:]
+        if len(newest) < 2:
+            return body
+        for j in reversed(newest):
+            del messages[j]
+        oldest = dict(session[dropped[0]])
+        at = next(j for j, m in enumerate(messages) if _user_text(m)) + 1
+        messages.insert(at, oldest)
+        return _with(body, messages)
+
+
 class InventMessage(_Fake):
     """Adds an assistant message that the session never had, right after the system text."""
 

@@ -120,8 +120,17 @@ def test_model_family(model: str, family: str) -> None:
 
 
 def test_skeleton_survives_garbage() -> None:
-    for body in (None, [], "text", 3, {"messages": "x"}, {"model": 5}):
-        skeleton(body, shape="openai-chat")
+    reduced = {
+        "none": (None, None),
+        "list": ([], []),
+        "string": ("text", "*"),
+        "number": (3, "#"),
+        "messages": ({"messages": "x"}, {"messages": "*"}),
+        "model": ({"model": 5}, {"model": "#"}),
+    }
+    for name, (body, wanted) in reduced.items():
+        skel = skeleton(body, shape="openai-chat")
+        assert (skel["shape"], skel["model"], skel["body"]) == ("openai-chat", None, wanted), name
 
 
 def test_matcher_matches_across_hosts_and_names_the_difference() -> None:

@@ -135,10 +135,15 @@ def test_an_altered_part_makes_a_user_merge_invented() -> None:
     assert results["first_user_goal_pinned"] == "fail"
 
 
-def test_reordered_parts_make_a_merge_invented() -> None:
+def test_reordered_parts_are_no_merge_but_an_edit_of_the_pinned_goal() -> None:
     reordered = _merged("user", 3, 1)
-    identity = map_view(SESSION, _view(0, reordered, 4, 5, 6, 7, 8, 9))
-    assert _statuses(identity)[1] == "invented"
+    view = _view(0, reordered, 4, 5, 6, 7, 8, 9)
+    identity = map_view(SESSION, view)
+    assert _statuses(identity)[1] == "modified"
+    assert identity.sources[1] == "modified"
+    assert identity.sources[3] == "dropped"
+    results = _run(view, "pins_unaltered")
+    assert results["pins_unaltered"] == "fail"
 
 
 def test_an_added_part_makes_a_merge_invented() -> None:
@@ -147,11 +152,15 @@ def test_an_added_part_makes_a_merge_invented() -> None:
     assert _statuses(identity)[1] == "invented"
 
 
-def test_a_merge_across_sides_is_invented() -> None:
-    # Assistant text smuggled into a user turn is not a same-side merge.
+def test_a_merge_across_sides_is_no_merge_but_an_edit_of_the_pinned_goal() -> None:
+    # Assistant text smuggled into a user turn is not a same-side merge: the goal was changed.
     crossed = Message("user", (*M[1].parts, *M[2].parts))
-    identity = map_view(SESSION, _view(0, crossed, 3, 4, 5, 6, 7, 8, 9))
-    assert _statuses(identity)[1] == "invented"
+    view = _view(0, crossed, 3, 4, 5, 6, 7, 8, 9)
+    identity = map_view(SESSION, view)
+    assert _statuses(identity)[1] == "modified"
+    assert identity.sources[2] == "dropped"
+    assert [e.kind for e in identity.edits] == ["text_changed"]
+    assert _run(view, "pins_unaltered")["pins_unaltered"] == "fail"
 
 
 def test_altered_user_text_after_results_is_a_modified_ring_and_a_lost_turn() -> None:
@@ -179,9 +188,9 @@ def test_user_text_before_the_results_is_not_a_faithful_merge() -> None:
 def test_the_latest_user_turn_altered_inside_a_merge_fails_latest_user_kept() -> None:
     latest = Message("user", (*M[7].parts, TextPart("thanks, latest!")))
     view = _view(0, 1, 2, 3, 4, 5, 6, latest)
-    results = _run(view, *CHECKS)
+    results = _run(view, *CHECKS, "text_unedited")
     assert results["latest_user_kept"] == "fail"
-    assert results["nothing_invented"] == "fail"
+    assert results["text_unedited"] == "fail"  # an edit of a user turn, named as one
 
 
 def test_a_merge_that_jumps_back_is_reported_as_reordered() -> None:

@@ -69,16 +69,6 @@ def chat_body(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def no_violations(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pin validate() so these snapshots test this command, not the rings module's progress."""
-
-    def validate(transcript: Transcript) -> tuple[Violation, ...]:
-        return ()
-
-    monkeypatch.setattr(rings, "validate", validate)
-
-
 def _run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
     result = runner.invoke(cli, list(args))
     return result.exit_code, result.stdout, result.stderr
@@ -87,7 +77,6 @@ def _run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
 # ----------------------------------------------------------------------------- inspect
 
 
-@pytest.mark.usefixtures("no_violations")
 def test_inspect_example_session_text(runner: CliRunner, snapshot: SnapshotAssertion) -> None:
     code, out, _ = _run(runner, "inspect", str(EXAMPLE))
     assert code == 0
@@ -96,7 +85,6 @@ def test_inspect_example_session_text(runner: CliRunner, snapshot: SnapshotAsser
     assert out.replace(str(EXAMPLE), "examples/session.json") == snapshot
 
 
-@pytest.mark.usefixtures("no_violations")
 def test_inspect_example_session_json(runner: CliRunner, snapshot: SnapshotAssertion) -> None:
     code, out, _ = _run(runner, "inspect", str(EXAMPLE), "--format", "json")
     assert code == 0
@@ -133,7 +121,6 @@ def test_inspect_survives_validate_not_written_yet(
     assert json.loads(out)["violations"] is None
 
 
-@pytest.mark.usefixtures("no_violations")
 def test_inspect_request_body_with_estimate_counter(runner: CliRunner, chat_body: Path) -> None:
     code, out, _ = _run(runner, "inspect", str(chat_body), "--shape", "openai-chat")
     assert code == 0

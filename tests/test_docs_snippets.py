@@ -184,6 +184,8 @@ def test_python_examples_run(
         exec(compile(code, f"{page}:{line}", "exec"), namespace)
     finally:
         settings.load_profile(previous)
+    defined = set(namespace) - {"__name__", "__builtins__"}
+    assert defined, f"{page}:{line} ran but defined or imported nothing"
 
 
 def test_scenario_example_loads(tmp_path: Path) -> None:

@@ -36,8 +36,11 @@ def drop_oldest(messages, budget):
     """The seeded bug: over budget, drop the oldest non-system message, blind to rings."""
     _refuse_broken(messages)
     out = list(messages)
-    while len(out) > 1 and count_chat_messages(out) > budget:
+    room = budget // 2  # it cannot see the tool schemas: half the budget is kept for them
+    while len(out) > 1 and count_chat_messages(out) > room:
         del out[1 if out[0]["role"] == "system" and len(out) > 2 else 0]
+    if count_chat_messages(out) > room:  # the budget is must: only the rings are its bug
+        raise Refusal("does not fit")
     return out
 
 

@@ -11,7 +11,7 @@ from conformance.checks.registry import Failure
 from conformance.identity import IdentityMap
 from conformance.scenarios import Scenario
 from reference_impl.rings import Ring, segment
-from reference_impl.transcript import Message, SummaryPart, Transcript
+from reference_impl.transcript import Message, TextPart, Transcript
 
 # The reference defaults (issue 3's example config); a scenario's `config` overrides them.
 DEFAULT_KNOBS: Mapping[str, Any] = {
@@ -102,14 +102,74 @@ def last_user_index(session: Transcript) -> int | None:
     return None
 
 
-def summary_text(view: Transcript) -> str:
-    """The text of every summary part of the view, one per line."""
-    return "\n".join(p.text for m in view.messages for p in m.parts if isinstance(p, SummaryPart))
+def summary_text(turn: Assembled) -> str:
+    """The text of every summary of the turn's view (declared or by contract), one per line."""
+    return "\n".join(turn.view.messages[link.index].text for link in turn.identity.summaries())
 
 
-def has_summary(view: Transcript) -> bool:
-    """Whether the view carries a summary part."""
-    return any(isinstance(p, SummaryPart) for m in view.messages for p in m.parts)
+def has_summary(turn: Assembled) -> bool:
+    """Whether the turn's view carries a summary (declared or by contract, see identity)."""
+    return bool(turn.identity.summaries())
+
+
+def notes_text(turn: Assembled) -> str:
+    """The text of the view's prefix notes: system/developer messages, pinned ledger notes and
+    labelled injections (where a pinned ledger lives)."""
+    return "\n".join(
+        turn.view.messages[link.index].text
+        for link in turn.identity.links
+        if link.status in {"ledger", "injected"}
+        or turn.view.messages[link.index].role in {"system", "developer"}
+    )
+
+
+def ledger_facts(entry: Mapping[str, Any]) -> list[str]:
+    """What must survive of one side-effect entry: its idempotency key and resource id (those it
+    has), else its call id."""
+    facts = [str(entry[k]) for k in ("idempotency_key", "resource_id") if entry.get(k)]
+    return facts or [str(entry["call_id"])]
+
+
+def protected_minimum(scenario: Scenario, turn: TurnOutcome) -> int | None:
+    """The tokens of the smallest request that keeps what the seed protects with the case's
+    knobs: system and developer text, the pinned goal, a ledger note of the side effects not
+    kept otherwise, the latest ``recent_user_turns`` user turns, the last ``recent_tool_rings``
+    complete rings (at least the newest) and everything after the oldest of them, with the tool
+    schemas; counted with the case's reference counter (None without one)."""
+    counter = turn.counter
+    if counter is None:
+        return None
+    session = turn.session
+    keep: set[int] = {
+        i for i, m in enumerate(session.messages) if m.role in {"system", "developer"}
+    }
+    first = first_user_index(session)
+    if first is not None and "first_user_message" in knob(scenario, "pin"):
+        keep.add(first)
+    users = [i for i, m in enumerate(session.messages) if m.role == "user" and is_plain(m)]
+    keep.update(users[-max(1, int(knob(scenario, "recent_user_turns"))) :])
+    rings = complete_rings(session)
+    if rings:
+        oldest = rings[-max(1, int(knob(scenario, "recent_tool_rings"))) :][0]
+        keep.update(range(oldest.start, len(session.messages)))
+    kept_calls = {c.id for i in keep for c in session.messages[i].tool_calls}
+    lines = [
+        f"- tool={e['tool']} idempotency_key={e.get('idempotency_key') or '-'} "
+        f"resource_id={e.get('resource_id') or '-'} status={e['status']} call_id={e['call_id']}"
+        for e in side_effect_entries(scenario)
+        if e["call_id"] not in kept_calls
+    ]
+    messages = [session.messages[i] for i in sorted(keep)]
+    if lines:  # a labelled note with every field of a ledger entry (the seed's definition)
+        text = "[source: side-effect ledger]\nSide effects already executed:\n" + "\n".join(lines)
+        at = sum(1 for m in messages if m.role in {"system", "developer"})
+        messages.insert(at, Message("system", (TextPart(text),)))
+    return counter.count(session.with_messages(messages)).total
+
+
+def session_tokens(turn: TurnOutcome) -> int | None:
+    """The whole session's tokens by the case's reference counter (None without one)."""
+    return None if turn.counter is None else turn.counter.count(turn.session).total
 
 
 def ledger_key(entry: Mapping[str, Any]) -> str:

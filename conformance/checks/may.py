@@ -27,8 +27,8 @@ def _dropped(turn: Assembled) -> set[int]:
 def prefix_stable(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Consecutive turns share their request prefix, except at a compaction (cache hits)."""
     for before, after in itertools.pairwise(assembled_turns(outcome)):
-        compacted = _dropped(after) - _dropped(before) or summary_text(after.view) != summary_text(
-            before.view
+        compacted = _dropped(after) - _dropped(before) or summary_text(after) != summary_text(
+            before
         )
         if compacted:
             continue

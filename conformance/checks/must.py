@@ -1,8 +1,19 @@
-"""``must`` checks: the provider accepts the request, broken input is refused, nothing invented."""
+"""``must`` checks: what breaks safety for any assembler. The provider accepts the request, it fits
+the budget, broken input is refused and valid input is not, nothing is invented, tool calls and
+results are the session's, pinned messages are not altered."""
 
 from __future__ import annotations
 
-from conformance.checks._helpers import assembled_turns, describe, turn_label
+from typing import Final
+
+from conformance.checks._helpers import (
+    assembled_turns,
+    describe,
+    first_user_index,
+    knob,
+    session_tokens,
+    turn_label,
+)
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
@@ -55,15 +66,109 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="nothing_invented", level="must")
 def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """Every message of the view comes from the session, a summary, or a labelled injection."""
+    """Every message of the view comes from the session, a summary, a ledger note or a labelled
+    memory injection (an invented user turn is the worst kind)."""
     for turn in assembled_turns(outcome):
         invented = turn.identity.of_status("invented")
         if invented:
             named = (
-                f"{describe(turn.view, link.index, where='view')}: "
-                f"{turn.view.messages[link.index].text[:60]!r}"
+                f"{describe(turn.view, link.index, where='view')}"
+                f"{' (an invented user turn)' if turn.view.messages[link.index].role == 'user' else ''}"
+                f": {turn.view.messages[link.index].text[:60]!r}"
                 for link in invented[:3]
             )
             raise turn.failure(
                 f"{len(invented)} message(s) match nothing in the session", "; ".join(named)
+            )
+
+
+@check(id="within_budget", level="must")
+def within_budget(_scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The request fits the budget, counted with the reference counter (tools and overhead
+    included)."""
+    for turn in outcome.assembled_turns:
+        if turn.tokens is not None and turn.tokens > outcome.budget:
+            raise Failure(
+                "over budget",
+                f"{turn_label(outcome, turn)}{turn.tokens} tokens by {outcome.counter} > budget "
+                f"{outcome.budget} (over by {turn.tokens - outcome.budget})",
+            )
+
+
+# Edits of a tool call or result that falsify what the model did or saw.
+_UNSAFE_EDITS: Final = frozenset(
+    {
+        "ids_renamed",
+        "call_changed",
+        "arguments_changed",
+        "call_added",
+        "result_changed",
+        "result_added",
+    }
+)
+
+
+@check(id="tool_payloads_intact", level="must")
+def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Tool calls (names, ids, arguments) and tool results are the session's, unchanged; a
+    result may only be cleared by a placeholder with its id kept, or synthesized for a call the
+    session left unanswered."""
+    for turn in assembled_turns(outcome):
+        unsafe = [e for e in turn.identity.edits if e.kind in _UNSAFE_EDITS]
+        if unsafe:
+            named = "; ".join(
+                f"{describe(turn.session, e.source)} -> view messages[{e.view_index}]: {e.detail}"
+                for e in unsafe[:3]
+            )
+            more = f" (and {len(unsafe) - 3} more)" if len(unsafe) > 3 else ""
+            raise turn.failure(f"{len(unsafe)} tool call/result edit(s)", named + more)
+
+
+@check(id="pins_unaltered", level="must")
+def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Pinned messages (system/developer text, the first user goal when pinned) that the view
+    keeps are not altered."""
+    goal_pinned = "first_user_message" in knob(scenario, "pin")
+    for turn in assembled_turns(outcome):
+        goal = first_user_index(turn.session)
+        for edit in turn.identity.edits:
+            message = turn.session.messages[edit.source]
+            if edit.kind in {"text_changed", "fields_changed"} and (
+                message.role in {"system", "developer"} or (goal_pinned and edit.source == goal)
+            ):
+                what = "the pinned goal" if edit.source == goal else "pinned system text"
+                raise turn.failure(
+                    "pinned message altered",
+                    f"session messages[{edit.source}] ({message.role}, {what}) was changed in "
+                    f"view messages[{edit.view_index}]: {edit.detail}",
+                )
+
+
+@check(id="assembles_when_feasible", level="must")
+def assembles_when_feasible(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """A case that expects an assembly, or whose whole (valid) session already fits the budget,
+    is assembled, not refused."""
+    if scenario.expect.outcome == "refused":
+        return
+    for turn in outcome.turns:
+        if turn.status != "refused":
+            continue
+        why = ""
+        if scenario.expect.outcome == "assembled":
+            why = "the scenario expects an assembly"
+        else:
+            tokens = session_tokens(turn)
+            if (
+                tokens is not None
+                and tokens <= outcome.budget
+                and not pairing_violations(turn.session)
+            ):
+                why = (
+                    f"the whole session already fits: {tokens} tokens by {outcome.counter} <= "
+                    f"budget {outcome.budget}"
+                )
+        if why:
+            raise Failure(
+                "refused a session that can be assembled",
+                f"{turn_label(outcome, turn)}{why}; refusal {turn.refusal_code}: {turn.reason}",
             )

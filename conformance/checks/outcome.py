@@ -13,9 +13,10 @@ from typing import Any, Literal, TypeAlias
 from conformance.identity import IdentityMap
 from conformance.providers.verdict import Verdict
 from conformance.recorded_verdicts import Judgement
+from reference_impl.tokens import TokenCounter
 from reference_impl.transcript import Transcript
 
-__all__ = ["CaseOutcome", "StepStatus", "TurnOutcome"]
+__all__ = ["CaseOutcome", "StepStatus", "TurnOutcome", "first_difference"]
 
 StepStatus: TypeAlias = Literal["assembled", "refused", "error"]
 
@@ -38,6 +39,10 @@ class TurnOutcome:
     refusal_code: str | None = None
     reason: str | None = None
     """Refusal message or error reason."""
+    counter: TokenCounter | None = None
+    """The reference counter of the case (what fits is computed with it)."""
+    input_mutation: str | None = None
+    """Where the plug-in changed the body it was handed (``None``: unchanged or not known)."""
 
     @property
     def assembled(self) -> bool:
@@ -73,3 +78,28 @@ class CaseOutcome:
             if t.status == "error":
                 return f"turn {t.turn}: {t.reason}" if len(self.turns) > 1 else t.reason
         return None
+
+
+def first_difference(before: Any, after: Any, where: str = "body") -> str | None:
+    """The first place where ``after`` differs from ``before`` (``body.messages[2].content``),
+    or None when they are equal (JSON data compared by value)."""
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        for key in before:
+            if key not in after:
+                return f"{where}.{key} was removed"
+            found = first_difference(before[key], after[key], f"{where}.{key}")
+            if found:
+                return found
+        extra = [k for k in after if k not in before]
+        return f"{where}.{extra[0]} was added" if extra else None
+    if isinstance(before, list) and isinstance(after, list):
+        for i, (a, b) in enumerate(zip(before, after, strict=False)):
+            found = first_difference(a, b, f"{where}[{i}]")
+            if found:
+                return found
+        if len(before) != len(after):
+            return f"{where} has {len(after)} items instead of {len(before)}"
+        return None
+    if type(before) is not type(after) or before != after:
+        return f"{where} was changed"
+    return None

@@ -1,12 +1,16 @@
-"""``should`` checks: the policy of the seed (pins, recency, whole rings, ledger, budget, order)."""
+"""``should`` checks: the policy of the seed (pins, recency, whole rings, ledger, order, summary
+quality, refusal only below the protected minimum, the handed session left alone)."""
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
 
 from conformance.checks._helpers import (
+    Assembled,
     assembled_turns,
-    call_ids_in,
     complete_rings,
     describe,
     final_assembled,
@@ -15,7 +19,9 @@ from conformance.checks._helpers import (
     is_plain,
     knob,
     last_user_index,
-    ledger_key,
+    ledger_facts,
+    notes_text,
+    protected_minimum,
     side_effect_entries,
     summary_text,
     turn_label,
@@ -24,20 +30,8 @@ from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
 from reference_impl.rings import Ring, segment
-from reference_impl.transcript import ReasoningPart, Transcript
-
-
-@check(id="assembles_when_feasible", level="should")
-def assembles_when_feasible(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """A valid session that can fit the budget is assembled, not refused."""
-    if scenario.expect.outcome != "assembled":
-        return
-    for turn in outcome.turns:
-        if turn.status == "refused":
-            raise Failure(
-                "refused a session that fits",
-                f"{turn_label(outcome, turn)}refusal {turn.refusal_code}: {turn.reason}",
-            )
+from reference_impl.rings import validate as pairing_violations
+from reference_impl.transcript import SummaryPart, Transcript
 
 
 @check(id="system_kept", level="should")
@@ -119,51 +113,61 @@ def recent_rings_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
                 )
 
 
+def _result_kept(turn: Assembled, call_id: str) -> bool:
+    """Whether the view keeps the session's result of ``call_id`` unchanged (not cleared)."""
+    for i, message in enumerate(turn.session.messages):
+        if any(r.call_id == call_id for r in message.tool_results):
+            return turn.identity.present(i) and not any(
+                e.call_id == call_id for e in turn.identity.edits_of(i)
+            )
+    return False
+
+
+def _lost_facts(turn: Assembled, entry: Mapping[str, Any], text: str) -> list[str]:
+    """The facts of a ledger entry (idempotency key, resource id) that are in no kept result
+    and not in ``text``."""
+    if _result_kept(turn, str(entry["call_id"])):
+        return []
+    return [fact for fact in ledger_facts(entry) if fact not in text]
+
+
 @check(id="ledger_pinned", level="should")
 def ledger_pinned(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """Every side-effect ledger entry stays visible: its ring kept, or its key in the view's text."""
+    """Every side effect stays visible: its idempotency key and resource id survive in its kept
+    result, a pinned ledger note or a summary (not only its call id)."""
     for turn in assembled_turns(outcome):
-        calls = call_ids_in(turn.view)
-        text = "\n".join(m.text for m in turn.view.messages)
+        text = "\n".join(
+            [m.text for m in turn.view.messages]
+            + [r.text for m in turn.view.messages for r in m.tool_results]
+        )
         for entry in side_effect_entries(scenario):
-            if entry["call_id"] not in calls and ledger_key(entry) not in text:
+            lost = _lost_facts(turn, entry, text)
+            if lost:
                 raise turn.failure(
                     "side effect forgotten",
-                    f"ledger entry {entry['tool']} call {entry['call_id']} (key "
-                    f"{ledger_key(entry)}) was dropped and is neither in a summary nor a pinned "
-                    f"ledger note",
+                    f"ledger entry {entry['tool']} call {entry['call_id']}: {', '.join(lost)} "
+                    f"is in no kept result, pinned ledger note or summary",
                 )
 
 
 @check(id="ledger_in_summary", level="should")
 def ledger_in_summary(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """A summary that replaced side-effecting rings lists their ledger entries."""
+    """A summary that replaced side-effecting rings keeps their ledger facts (tool, idempotency
+    key, resource id), in itself or next to a ledger pinned in the prefix (the source of truth)."""
     for turn in assembled_turns(outcome):
-        if not has_summary(turn.view):
+        if not has_summary(turn):
             continue
-        calls = call_ids_in(turn.view)
-        summary = summary_text(turn.view)
-        forgotten = [e for e in side_effect_entries(scenario) if e["call_id"] not in calls]
-        for entry in forgotten:
-            for needle in (str(entry["tool"]), ledger_key(entry)):
-                if needle not in summary:
-                    raise turn.failure(
-                        "ledger missing from the summary",
-                        f"call {entry['call_id']} was summarized away but the summary does not "
-                        f"name {needle!r}",
-                    )
-
-
-@check(id="within_budget", level="should")
-def within_budget(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """The request fits the budget, counted with the reference counter (tools and overhead included)."""
-    for turn in outcome.assembled_turns:
-        if turn.tokens is not None and turn.tokens > outcome.budget:
-            raise Failure(
-                "over budget",
-                f"{turn_label(outcome, turn)}{turn.tokens} tokens by {outcome.counter} > budget "
-                f"{outcome.budget} (over by {turn.tokens - outcome.budget})",
-            )
+        text = summary_text(turn) + "\n" + notes_text(turn)
+        for entry in side_effect_entries(scenario):
+            lost = _lost_facts(turn, entry, text)
+            if not _result_kept(turn, str(entry["call_id"])) and str(entry["tool"]) not in text:
+                lost.insert(0, str(entry["tool"]))
+            if lost:
+                raise turn.failure(
+                    "ledger missing from the summary",
+                    f"call {entry['call_id']} ({entry['tool']}) was summarized away; neither the "
+                    f"summary nor a pinned ledger names {', '.join(repr(f) for f in lost)}",
+                )
 
 
 @check(id="order_preserved", level="should")
@@ -196,20 +200,115 @@ def order_preserved(_scenario: Scenario, outcome: CaseOutcome) -> None:
 def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """A kept ring keeps its reasoning artifacts byte-exact (R3/R4, A13-A16, G6)."""
     for turn in assembled_turns(outcome):
-        for link in turn.identity.links:
-            if link.source is None or link.status != "modified":
-                continue
-            held = [turn.session.messages[i] for i in link.sources]
-            if not any(m.tool_calls for m in held):
-                continue
-            want = [p for m in held for p in m.parts if isinstance(p, ReasoningPart)]
-            got = [p for p in turn.view.messages[link.index].parts if isinstance(p, ReasoningPart)]
-            if want != got:
+        for edit in turn.identity.edits:
+            if edit.kind == "reasoning_changed" and turn.session.messages[edit.source].tool_calls:
                 raise turn.failure(
                     "reasoning detached from its ring",
-                    f"{describe(turn.session, link.source)} had {len(want)} reasoning "
-                    f"artifact(s); view messages[{link.index}] carries {len(got)} (changed or "
-                    f"missing)",
+                    f"{describe(turn.session, edit.source)}: {edit.detail} "
+                    f"(view messages[{edit.view_index}])",
+                )
+
+
+@check(id="session_not_mutated", level="should")
+def session_not_mutated(_scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The body handed to the plug-in is unchanged after the call (an assembler that mutates
+    the stored history corrupts the agent's session; the harness judges its own copy)."""
+    for turn in outcome.turns:
+        if turn.input_mutation:
+            raise Failure(
+                "the plug-in mutated the session it was handed",
+                f"{turn_label(outcome, turn)}{turn.input_mutation} during the call",
+            )
+
+
+@check(id="text_unedited", level="should")
+def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Kept plain messages keep their text (an edit is reported as one, not as an invention;
+    pinned messages are judged at must by pins_unaltered)."""
+    goal_pinned = "first_user_message" in knob(scenario, "pin")
+    for turn in assembled_turns(outcome):
+        goal = first_user_index(turn.session) if goal_pinned else None
+        for edit in turn.identity.edits:
+            role = turn.session.messages[edit.source].role
+            if (
+                edit.kind == "text_changed"
+                and role not in {"system", "developer"}
+                and (edit.source != goal)
+            ):
+                raise turn.failure(
+                    "message edited",
+                    f"{describe(turn.session, edit.source)} was changed in view "
+                    f"messages[{edit.view_index}]: {edit.detail}",
+                )
+
+
+MINIMUM_SLACK = 0.05
+"""How far above the computed protected minimum a refusal is still accepted: the minimum uses a
+compact ledger note, a plug-in's own note (and its bucket arithmetic) may cost a little more."""
+
+
+@check(id="refuses_only_below_minimum", level="should")
+def refuses_only_below_minimum(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """In a budget sweep, a refusal comes only below the protected minimum (system, pinned goal,
+    ledger, latest user turn, newest ring, tool schemas; computed with the reference counter)."""
+    if not scenario.budget.is_sweep or scenario.expect.outcome == "refused":
+        return
+    for turn in outcome.turns:
+        if turn.status != "refused":
+            continue
+        minimum = protected_minimum(scenario, turn)
+        if minimum is None or pairing_violations(turn.session):
+            continue
+        allowed = math.ceil(minimum * (1 + MINIMUM_SLACK))
+        if outcome.budget >= allowed:
+            raise Failure(
+                "refused above the protected minimum",
+                f"{turn_label(outcome, turn)}the protected minimum costs {minimum} tokens by "
+                f"{outcome.counter} (a refusal is accepted below {allowed}: the minimum plus "
+                f"{MINIMUM_SLACK:.0%} for the wording of a ledger note); budget "
+                f"{outcome.budget}; refusal {turn.refusal_code}: {turn.reason}",
+            )
+
+
+def _summary_span_has_summary(turn: Assembled, link_index: int) -> int | None:
+    """A session summary whose text the view summary ``link_index`` wraps (re-summarized)."""
+    text = turn.view.messages[link_index].text
+    for i, message in enumerate(turn.session.messages):
+        inner = [p.text for p in message.parts if isinstance(p, SummaryPart)]
+        if any(t and t in text for t in inner) and not turn.identity.kept_whole(i):
+            return i
+    return None
+
+
+@check(id="summary_quality", level="should")
+def summary_quality(_scenario: Scenario, outcome: CaseOutcome) -> None:
+    """A summary comes after the pinned prefix (so the prefix stays stable) and does not wrap an
+    earlier summary whole (no recursive re-summarising)."""
+    for turn in assembled_turns(outcome):
+        pinned = [
+            link.index
+            for link in turn.identity.links
+            if link.status in {"injected", "ledger"}
+            or any(
+                turn.session.messages[s].role in {"system", "developer"}
+                or s == first_user_index(turn.session)
+                for s in link.sources
+            )
+        ]
+        for link in turn.identity.summaries():
+            later = [i for i in pinned if i > link.index]
+            if later:
+                raise turn.failure(
+                    "summary at the head of the request",
+                    f"view messages[{link.index}] (a summary) comes before the pinned view "
+                    f"messages[{later[0]}]: every compaction would change the cached prefix",
+                )
+            nested = _summary_span_has_summary(turn, link.index)
+            if nested is not None:
+                raise turn.failure(
+                    "summary of a summary",
+                    f"view messages[{link.index}] wraps the whole of the earlier summary "
+                    f"{describe(turn.session, nested)}",
                 )
 
 
@@ -217,14 +316,19 @@ def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 @check(id="summary_used", level="should", default=False)
-def summary_used(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """The middle was replaced by a summary block."""
+def summary_used(scenario: Scenario, outcome: CaseOutcome) -> None:
+    """Where deletion alone cannot meet the budget (the protected minimum does not fit), the
+    middle was replaced by a summary."""
     final = final_assembled(outcome)
-    if final is not None and not has_summary(final.view):
+    if final is None or has_summary(final):
+        return
+    minimum = protected_minimum(scenario, final.turn)
+    if minimum is not None and minimum > outcome.budget:
         raise Failure(
             "no summary",
-            f"the scenario requires summary replacement at budget {outcome.budget}; the view "
-            f"has {len(final.view.messages)} messages and no summary part",
+            f"deletion alone cannot meet budget {outcome.budget}: the protected minimum costs "
+            f"{minimum} tokens by {outcome.counter}; the view has {len(final.view.messages)} "
+            f"messages and no summary",
         )
 
 
@@ -247,6 +351,15 @@ def _middle_rings(scenario: Scenario, session: Transcript) -> list[Ring]:
     return found[: len(found) - count] if count else found
 
 
+def _retained(turn: Assembled, ring: Ring) -> bool:
+    """Whether the view still carries the ring's content: its call message present and not every
+    result cleared (ring deletion, result clearing and summarising all count as removal)."""
+    results = [i for i in ring.indices if i != ring.start]
+    return turn.identity.present(ring.start) and not (
+        results and all(turn.identity.cleared(i) for i in results)
+    )
+
+
 def _is_error_ring(session: Transcript, ring: Ring) -> bool:
     """Whether any result of the ring is an error."""
     return any(r.is_error for i in ring.indices for r in session.messages[i].tool_results)
@@ -261,7 +374,7 @@ def middle_error_results_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
     cap = int(knob(scenario, "keep_middle_error_results"))
     middle = _middle_rings(scenario, final.session)
     errors = [r for r in middle if _is_error_ring(final.session, r)]
-    kept = [r for r in errors if final.identity.present(r.start)]
+    kept = [r for r in errors if _retained(final, r)]
     if len(kept) < min(cap, len(errors)):
         lost = [r.id for r in errors if r not in kept]
         raise Failure(
@@ -273,21 +386,25 @@ def middle_error_results_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="oldest_rings_first", level="should", default=False)
 def oldest_rings_first(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """Successful middle rings are dropped oldest first, and some were dropped."""
+    """Successful middle rings are removed (dropped, cleared or summarized) oldest first, and some
+    were removed."""
     final = final_assembled(outcome)
     if final is None:
         return
     middle = [
         r for r in _middle_rings(scenario, final.session) if not _is_error_ring(final.session, r)
     ]
-    state = [final.identity.present(r.start) for r in middle]
+    state = [_retained(final, r) for r in middle]
     if middle and all(state):
-        raise Failure("no middle ring dropped", f"all {len(middle)} middle rings were kept")
+        raise Failure(
+            "no middle ring removed",
+            f"all {len(middle)} middle rings were kept (none dropped, cleared or summarized)",
+        )
     for older, newer in itertools.pairwise(middle):
-        if final.identity.present(older.start) and not final.identity.present(newer.start):
+        if _retained(final, older) and not _retained(final, newer):
             raise Failure(
-                "a newer ring dropped before an older one",
-                f"{_ring_text(newer)} dropped while the older {_ring_text(older)} was kept",
+                "a newer ring removed before an older one",
+                f"{_ring_text(newer)} dropped or cleared while the older {_ring_text(older)} was kept",
             )
 
 

@@ -1,0 +1,225 @@
+"""Correct assemblers with different strategies: each must pass every ``must`` case it is run on.
+
+* :class:`RingDropper`: drops whole middle units (rings first, then plain turns), oldest first,
+  keeping the system text, the goal, the last ``recent_tool_rings`` rings with what follows and
+  the latest user turn; pins a ledger note for dropped side effects.
+* :class:`KeepFewerRings`: the same, but keeps only the newest ring whatever the config says,
+  and drops plain turns before rings.
+* :class:`ResultClearer`: Anthropic-context-editing style: replaces old tool results by a
+  placeholder (ids kept), oldest first, then drops whole rings if that is not enough.
+* :class:`Compactor`: Codex style: replaces the whole middle by one plain assistant message of its
+  own wording (no markers), listing what was done and the ledger.
+* :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
+  where the session fits).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from conformance.protocol import AssemblyRequest, Refusal
+from miniatures._kit import (
+    Miniature,
+    Unit,
+    acceptable,
+    cost,
+    goal_index,
+    latest_user_index,
+    ledger_note,
+    session_of,
+    system_indices,
+    units_of,
+)
+from reference_impl.transcript import Message, TextPart, ToolResultPart, Transcript
+
+
+def _protected(
+    session: Transcript, units: list[Unit], rings_kept: int
+) -> tuple[set[int], list[Unit]]:
+    """(protected session indices, deletable middle units in session order)."""
+    keep = set(system_indices(session))
+    goal = goal_index(session)
+    latest = latest_user_index(session)
+    keep.update(i for i in (goal, latest) if i is not None)
+    rings = [u for u in units if u.is_ring]
+    if rings and rings_kept > 0:
+        oldest = rings[-rings_kept:][0]
+        keep.update(range(oldest.start, len(session.messages)))
+    middle = [u for u in units if not any(i in keep for i in u.indices)]
+    return keep, middle
+
+
+def _knob(request: AssemblyRequest, name: str, default: int) -> int:
+    config = request.config.get("context_assembly", request.config)
+    value = config.get(name, default)
+    return value if isinstance(value, int) else default
+
+
+class RingDropper(Miniature):
+    rings_first = True
+
+    def rings_kept(self, request: AssemblyRequest) -> int:
+        return _knob(request, "recent_tool_rings", 3)
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = session_of(request)
+        messages = list(session.messages)
+        if cost(request, messages, session) <= request.budget:
+            return self.finish(request, session, messages)
+        units = units_of(session)
+        _, middle = _protected(session, units, self.rings_kept(request))
+        order = [u for u in middle if u.is_ring] + [u for u in middle if not u.is_ring]
+        if not self.rings_first:
+            order = [u for u in middle if not u.is_ring] + [u for u in middle if u.is_ring]
+        dropped: set[int] = set()
+        dropped_calls: set[str] = set()
+        for unit in order:
+            dropped.update(unit.indices)
+            dropped_calls.update(unit.call_ids)
+            view = self._view(request, session, dropped, dropped_calls)
+            if cost(request, view, session) <= request.budget and acceptable(request, view):
+                return self.finish(request, session, view)
+        return self.finish(request, session, self._view(request, session, dropped, dropped_calls))
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
+        note = ledger_note(request, dropped_calls)
+        if note is not None:
+            at = sum(1 for m in kept if m.role in {"system", "developer"})
+            kept.insert(at, note)
+        return kept
+
+
+class KeepFewerRings(RingDropper):
+    rings_first = False
+
+    def rings_kept(self, request: AssemblyRequest) -> int:
+        return min(1, super().rings_kept(request))
+
+
+PLACEHOLDER = "[old tool result cleared to save context]"
+
+
+class ResultClearer(Miniature):
+    """Clears old successful results (keeping the newest ring), then drops rings if needed."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = session_of(request)
+        messages = list(session.messages)
+        if cost(request, messages, session) <= request.budget:
+            return self.finish(request, session, messages)
+        units = units_of(session)
+        _, middle = _protected(session, units, min(1, _knob(request, "recent_tool_rings", 3)))
+        rings = [u for u in middle if u.is_ring]
+        for ring in rings:
+            for i in ring.indices:
+                if messages[i].tool_results:
+                    messages[i] = _cleared(messages[i])
+            if cost(request, messages, session) <= request.budget:
+                return self.finish(request, session, messages)
+        dropped: set[int] = set()
+        for unit in [*rings, *(u for u in middle if not u.is_ring)]:
+            dropped.update(unit.indices)
+            view = [m for i, m in enumerate(messages) if i not in dropped]
+            if cost(request, view, session) <= request.budget and acceptable(request, view):
+                return self.finish(request, session, view)
+        return self.finish(
+            request, session, [m for i, m in enumerate(messages) if i not in dropped]
+        )
+
+
+def _cleared(message: Message) -> Message:
+    parts = tuple(
+        replace(p, content=(TextPart(PLACEHOLDER),))
+        if isinstance(p, ToolResultPart) and not p.is_error
+        else p
+        for p in message.parts
+    )
+    return replace(message, parts=parts)
+
+
+class Compactor(Miniature):
+    """Replaces everything between the goal and the recent part with its own plain summary."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = session_of(request)
+        messages = list(session.messages)
+        if cost(request, messages, session) <= request.budget:
+            return self.finish(request, session, messages)
+        goal = goal_index(session)
+        if goal is None:
+            raise Refusal("no goal to keep", code="miniature_over_budget")
+        # Keep the longest recent part that starts at a user turn and fits with the summary, so
+        # the summary (an assistant turn) always sits between two user turns.
+        starts = [
+            i
+            for i, m in enumerate(messages)
+            if i > goal + 1 and m.role == "user" and not m.has_tool_parts and m.text
+        ]
+        if not starts:  # nothing between two user turns to compact
+            return self.finish(request, session, messages)
+        for start in starts:
+            span = messages[goal + 1 : start]
+            for detail in (2, 1, 0):
+                text = self._summary(request, span, detail)
+                if "\n" not in text:
+                    continue  # a header alone says nothing of what it replaces
+                summary = Message("assistant", (TextPart(text),))
+                view = [*messages[: goal + 1], summary, *messages[start:]]
+                if cost(request, view, session) <= request.budget and acceptable(request, view):
+                    return self.finish(request, session, view)
+        raise Refusal("cannot compact into the budget", code="miniature_over_budget")
+
+    @staticmethod
+    def _summary(request: AssemblyRequest, span: list[Message], detail: int) -> str:
+        """Its own wording, shorter with a lower ``detail``; the ledger facts always."""
+        lines = ["Summary of the earlier conversation (compacted):"]
+        if detail >= 1:
+            lines.extend(f"- called {c.name} ({c.id})" for m in span for c in m.tool_calls)
+        if detail >= 2:
+            lines.extend(
+                f"- {m.role}: {m.text[:60]}"
+                for m in span
+                if m.role in {"user", "assistant"} and m.text
+            )
+        if detail == 0:
+            found = {w for m in span for w in re.findall(r"[A-Za-z]{5,}", m.text)}
+            words = sorted(found, key=lambda w: (-len(w), w))[:4]
+            tools = sorted({c.name for m in span for c in m.tool_calls})
+            used = f" using {', '.join(tools)}" if tools else ""
+            lines.append(f"- {len(span)} earlier messages{used} about {' '.join(words)}")
+        calls = {c.id for m in span for c in m.tool_calls}
+        lines.extend(
+            f"- side effect: {e['tool']} key={e.get('idempotency_key') or '-'} "
+            f"resource={e.get('resource_id') or '-'} status={e['status']}"
+            for e in request.ledger
+            if e.get("side_effect", True) and e["call_id"] in calls
+        )
+        return "\n".join(lines)
+
+
+class PassThrough(Miniature):
+    """Sends the session unchanged when it fits (same-side neighbours merged where the shape
+    requires it); refuses otherwise."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = session_of(request)
+        return self.finish(request, session, list(session.messages))
+
+
+GOOD: dict[str, type[Miniature]] = {
+    "RingDropper": RingDropper,
+    "KeepFewerRings": KeepFewerRings,
+    "ResultClearer": ResultClearer,
+    "Compactor": Compactor,
+    "PassThrough": PassThrough,
+}

@@ -1,0 +1,115 @@
+"""The suite's own proof that it is fair (issue 9): independently written assemblers over the
+built-in corpus. Each correct strategy passes every ``must`` case in every shape; each broken
+variant fails the check meant for its defect, at that check's level, with a message naming it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import cache
+
+import pytest
+from miniatures.bad import BAD
+from miniatures.good import GOOD
+
+from conformance.engine import run_events
+from conformance.events import CaseFinished, CaseResult
+from conformance.loading import Plugin
+from conformance.scenarios import load_corpus
+from reference_impl.transcript import SHAPE_NAMES
+
+
+@cache
+def _run(kind: str, name: str, shapes: tuple[str, ...]) -> tuple[CaseResult, ...]:
+    cls = GOOD[name] if kind == "good" else BAD[name][0]
+    plugin = Plugin(name, name, {shape: cls(shape) for shape in shapes})
+    events = run_events(plugin, load_corpus(), timeout=30.0)
+    return tuple(e.result for e in events if isinstance(e, CaseFinished))
+
+
+def _failures(results: tuple[CaseResult, ...], level: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for result in results:
+        if result.outcome == "error":
+            found["<error>"].append(f"{result.key}: {result.reason}")
+        for check in result.checks:
+            if check.level == level and check.status != "pass":
+                found[check.id].append(f"{result.key}: {check.message}")
+    return dict(found)
+
+
+STRATEGIES = [n for n in GOOD if n != "PassThrough"]
+
+
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+@pytest.mark.parametrize("name", STRATEGIES)
+def test_a_correct_strategy_passes_every_must_case(name: str, shape: str) -> None:
+    results = _run("good", name, (shape,))
+    assert results, f"no case ran for {shape}"
+    failed = _failures(results, "must")
+    assert not failed, {k: v[:3] for k, v in failed.items()}
+
+
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+def test_a_pass_through_fails_must_only_where_an_assembly_was_needed(shape: str) -> None:
+    results = _run("good", "PassThrough", (shape,))
+    failed = _failures(results, "must")
+    assert set(failed) == {"assembles_when_feasible"}, {k: v[:3] for k, v in failed.items()}
+    assert all("the scenario expects an assembly" in m for m in failed["assembles_when_feasible"])
+    # Wherever the whole session fits, it is sent and passes every must check.
+    sent = [r for r in results if r.outcome == "assembled"]
+    assert sent
+    assert all(c.status == "pass" for r in sent for c in r.checks if c.level == "must")
+
+
+def test_a_plain_summary_of_its_own_wording_is_a_summary() -> None:
+    # Issue 9 (1): no <context-summary> markers, yet never "invented", and summary_used does not
+    # demand a summary where deletion alone fits.
+    results = _run("good", "Compactor", ("openai-chat",))
+    should = _failures(results, "should")
+    assert "summary_used" not in should
+    compacted = [
+        r
+        for r in results
+        if r.outcome == "assembled"
+        and r.scenario == "summary-replacement"
+        and all(c.status == "pass" for c in r.checks if c.id == "nothing_invented")
+    ]
+    assert compacted
+
+
+def test_clearing_results_satisfies_the_ordering_checks() -> None:
+    # Issue 9 (5): results cleared oldest first count as removed rings.
+    results = _run("good", "ResultClearer", ("openai-chat", "anthropic-messages"))
+    should = _failures(results, "should")
+    assert "oldest_rings_first" not in should, should.get("oldest_rings_first", [])[:3]
+    assert "summary_used" not in should
+
+
+def test_deletion_alone_satisfies_summary_used_and_ledger_in_summary() -> None:
+    # Issue 9 (5, 6): no summary is demanded where deletion fits; the pinned ledger is enough.
+    results = _run("good", "RingDropper", SHAPE_NAMES)
+    should = _failures(results, "should")
+    assert "summary_used" not in should
+    assert "ledger_in_summary" not in should
+    assert "ledger_pinned" not in should
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_a_broken_variant_fails_the_check_meant_for_its_defect(name: str) -> None:
+    _, shapes, check_id, level, phrase = BAD[name]
+    results = _run("bad", name, shapes)
+    failed = _failures(results, level).get(check_id, [])
+    assert failed, f"{name} slipped past {check_id} ({level})"
+    assert any(phrase in message for message in failed), failed[:3]
+
+
+# Broken only in policy: they pass every must check (so the level is really should).
+SHOULD_ONLY = ["ClearWithoutLedger", "TrimOldAssistant", "MutateInput", "SummaryAtHead"]
+
+
+@pytest.mark.parametrize("name", SHOULD_ONLY)
+def test_a_policy_defect_is_not_a_must_failure(name: str) -> None:
+    _, shapes, _, level, _ = BAD[name]
+    assert level == "should"
+    failed = _failures(_run("bad", name, shapes), "must")
+    assert not failed, {k: v[:3] for k, v in failed.items()}
