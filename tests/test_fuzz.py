@@ -44,17 +44,31 @@ def drop_oldest(messages, budget):
     return out
 
 
-def keep_or_refuse(messages, budget):
-    """Correct at must level: refuses broken input and what does not fit, else sends it all."""
-    _refuse_broken(messages)
-    if count_chat_messages(messages) > budget:
-        raise Refusal("does not fit")
-    return messages
+class KeepOrRefuse:
+    """Correct at must level: refuses broken input and what does not fit (tools counted), else
+    sends it all."""
+
+    shape = "openai-chat"
+
+    def assemble(self, request):
+        session = get_shape("openai-chat").parse_request(request.body)
+        if validate(session):
+            raise Refusal("broken pairing")
+        if request.counter.count(session).total > request.budget:
+            raise Refusal("does not fit")
+        return dict(request.body)
 
 
-def never_refuse(messages, budget):
-    """Sends whatever it gets, broken pairing included."""
-    return messages
+class NeverRefuseBroken:
+    """Sends whatever it gets, broken pairing included; refuses only what does not fit."""
+
+    shape = "openai-chat"
+
+    def assemble(self, request):
+        session = get_shape("openai-chat").parse_request(request.body)
+        if request.counter.count(session).total > request.budget:
+            raise Refusal("does not fit")
+        return dict(request.body)
 '''
 
 
@@ -119,16 +133,16 @@ def test_fuzz_finds_ring_blind_trimming_and_the_runner_replays_it(fakes: Path, s
 
 def test_fuzz_finds_nothing_in_a_correct_assembler(fakes: Path) -> None:
     result = CliRunner().invoke(
-        cli, ["fuzz", "--impl", "fzfakes:keep_or_refuse", "--seed", "7", "--examples", "40"]
+        cli, ["fuzz", "--impl", "fzfakes:KeepOrRefuse", "--seed", "7", "--examples", "40"]
     )
     assert result.exit_code == 0, result.output
     assert "no must failure in 40 generated cases" in result.output
 
 
 def test_fuzz_catches_an_assembler_that_sends_broken_pairing(fakes: Path) -> None:
-    report = fuzz(load_plugin("fzfakes:never_refuse"), seed=3, examples=200)
+    report = fuzz(load_plugin("fzfakes:NeverRefuseBroken"), seed=3, examples=200)
     assert report.finding is not None
-    # Sending a valid session unchanged is fine at must level: only a broken one can fail it.
+    # Sending a valid session that fits unchanged is fine at must level: only a broken one fails.
     assert report.finding.generated_as != "valid"
     assert report.finding.scenario.expect.outcome == "refused"
     assert report.replayed is True

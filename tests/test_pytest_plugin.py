@@ -26,7 +26,12 @@ from conformance.adapters._budget import count_chat_messages
 
 
 def keep_all(messages, budget):
-    """Sends the session unchanged: valid whatever the budget (must level)."""
+    """Sends the session unchanged, or refuses when it does not fit: valid at must level (the
+    budget is must)."""
+    from conformance.protocol import Refusal
+
+    if count_chat_messages(messages) > budget:
+        raise Refusal("does not fit")
     return messages
 
 
