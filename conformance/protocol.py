@@ -32,12 +32,13 @@ plug-in by ``module:attr`` or by name from the ``ctxconf.assemblers`` entry-poin
 * Anything else (another exception, a hang past the case timeout, a value that is not a body
   of the declared shape, ending the process) becomes an ``error`` result for that case; the run
   goes on.
-* ``request.body`` is the plug-in's own deep copy: it may be mutated. ``ctxconf run`` and
-  ``ctxconf fuzz`` call the plug-in in supervised worker processes forked from the harness
-  (``--jobs N`` of them), one call at a time per process; a worker whose call hangs past the
-  timeout or that dies is replaced, and what the plug-in prints is kept in the case record
-  (``conformance.workers``). Used as a library (:func:`conformance.engine.run_case`, the pytest
-  plug-in) the call runs in a worker thread that is abandoned at its timeout.
+* ``request.body`` is a deep copy (the harness judges its own), but mutating it is reported
+  (``session_not_mutated``, should): in production it is the agent's stored session.
+  ``ctxconf run`` and ``ctxconf fuzz`` call the plug-in in supervised worker processes forked
+  from the harness (``--jobs N`` of them), one call at a time per process; a worker whose call
+  hangs past the timeout or that dies is replaced, and what the plug-in prints is kept in the case
+  record (``conformance.workers``). Used as a library (:func:`conformance.engine.run_case`, the
+  pytest plug-in) the call runs in a worker thread that is abandoned at its timeout.
 
 **Versioning.** Within one protocol version the harness only *adds*: new optional fields of
 :class:`AssemblyRequest` with defaults, new shapes, new refusal codes. A plug-in must ignore what

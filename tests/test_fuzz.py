@@ -12,8 +12,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
 from conformance.cli import cli
+from conformance.engine import reference_counter
 from conformance.fuzzing import fuzz, scenario_document, scenario_yaml
 from conformance.loading import load_plugin
+from conformance.protocol import AssemblyRequest
 from conformance.scenarios import load_file
 from conformance.strategies import transcripts
 from reference_impl.rings import validate
@@ -32,16 +34,26 @@ def _refuse_broken(messages):
         raise Refusal("broken pairing")
 
 
-def drop_oldest(messages, budget):
-    """The seeded bug: over budget, drop the oldest non-system message, blind to rings."""
-    _refuse_broken(messages)
-    out = list(messages)
-    room = budget // 2  # it cannot see the tool schemas: half the budget is kept for them
-    while len(out) > 1 and count_chat_messages(out) > room:
-        del out[1 if out[0]["role"] == "system" and len(out) > 2 else 0]
-    if count_chat_messages(out) > room:  # the budget is must: only the rings are its bug
-        raise Refusal("does not fit")
-    return out
+class DropOldest:
+    """The seeded bug: over budget, drop the oldest non-system message, blind to rings (the
+    budget itself is counted right, tools included: it is must)."""
+
+    shape = "openai-chat"
+
+    def assemble(self, request):
+        shape = get_shape("openai-chat")
+        if validate(shape.parse_request(request.body)):
+            raise Refusal("broken pairing")
+        out = list(request.messages)
+
+        def cost():
+            return request.counter.count(shape.parse_request({**request.body, "messages": out})).total
+
+        while len(out) > 1 and cost() > request.budget:
+            del out[1 if out[0]["role"] == "system" and len(out) > 2 else 0]
+        if cost() > request.budget:
+            raise Refusal("does not fit")
+        return {**request.body, "messages": out}
 
 
 class KeepOrRefuse:
@@ -89,7 +101,7 @@ def test_fuzz_finds_ring_blind_trimming_and_the_runner_replays_it(fakes: Path, s
     runner = CliRunner()
     out = fakes / "found.yaml"
     found = runner.invoke(
-        cli, ["fuzz", "--impl", "fzfakes:drop_oldest", "--seed", str(seed), "--out", str(out)]
+        cli, ["fuzz", "--impl", "fzfakes:DropOldest", "--seed", str(seed), "--out", str(out)]
     )
     assert found.exit_code == 1, found.output
     assert "provider_valid" in found.output
@@ -106,14 +118,21 @@ def test_fuzz_finds_ring_blind_trimming_and_the_runner_replays_it(fakes: Path, s
 
     body = get_shape("openai-chat").render_request(scenario.session)
     (budget,) = scenario.budget.default
-    assert "orphan_result" in _orphans(fzfakes.drop_oldest(body["messages"], budget))
+    request = AssemblyRequest(
+        scenario_id=scenario.id,
+        shape="openai-chat",
+        body=body,
+        budget=budget,
+        counter=reference_counter("openai-chat", scenario.model_for("openai-chat")),
+    )
+    assert "orphan_result" in _orphans(fzfakes.DropOldest().assemble(request)["messages"])
 
     replay = runner.invoke(
         cli,
         [
             "run",
             "--impl",
-            "fzfakes:drop_oldest",
+            "fzfakes:DropOldest",
             "--scenarios",
             str(written),
             "--level",
@@ -149,7 +168,7 @@ def test_fuzz_catches_an_assembler_that_sends_broken_pairing(fakes: Path) -> Non
 
 
 def test_fuzz_without_out_prints_the_scenario_only(fakes: Path) -> None:
-    result = CliRunner().invoke(cli, ["fuzz", "--impl", "fzfakes:drop_oldest", "--seed", "1"])
+    result = CliRunner().invoke(cli, ["fuzz", "--impl", "fzfakes:DropOldest", "--seed", "1"])
     assert result.exit_code == 1
     document = yaml.safe_load(result.stdout)
     assert document["version"] == 1
@@ -159,7 +178,7 @@ def test_fuzz_without_out_prints_the_scenario_only(fakes: Path) -> None:
 
 def test_bad_options_exit_2(fakes: Path) -> None:
     runner = CliRunner()
-    shapes = runner.invoke(cli, ["fuzz", "--impl", "fzfakes:drop_oldest", "--shapes", "nope"])
+    shapes = runner.invoke(cli, ["fuzz", "--impl", "fzfakes:DropOldest", "--shapes", "nope"])
     assert shapes.exit_code == 2
     assert "unknown shape 'nope'" in shapes.output
     impl = runner.invoke(cli, ["fuzz", "--impl", "fzfakes:missing"])
