@@ -72,7 +72,9 @@ __all__ = [
     "detect_dialect",
     "detect_shape",
     "is_token_count_url",
+    "iter_recording_files",
     "iter_recordings",
+    "log_interaction",
     "parse_sse",
     "read_cassette",
     "read_jsonl_log",
@@ -744,6 +746,12 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
     return out
 
 
+def log_interaction(record: object, *, file: str, index: int) -> RecordedInteraction:
+    """One parsed JSON-lines record (line ``index``, 0-based) as an interaction, read as
+    :func:`read_jsonl_log` reads each line (for callers that stream a log line by line)."""
+    return _log_record(record, file=file, index=index)
+
+
 def _log_record(record: object, *, file: str, index: int) -> RecordedInteraction:
     if not isinstance(record, Mapping):
         raise RecordingError(
@@ -815,14 +823,22 @@ def iter_recordings(root: str | Path) -> Iterator[RecordedInteraction]:
     Files that are not recordings by their suffix (``PROVENANCE.md``) are skipped; a recording
     that cannot be read raises :class:`RecordingError` naming it.
     """
+    for path in iter_recording_files(root):
+        yield from read_recording(path)
+
+
+def iter_recording_files(root: str | Path) -> Iterator[Path]:
+    """``root`` itself when it is a file, else every recording under it by suffix, sorted.
+
+    Raises :class:`RecordingError` when ``root`` does not exist.
+    """
     root = Path(root)
     if root.is_file():
-        yield from read_recording(root)
+        yield root
         return
     if not root.is_dir():
         raise RecordingError("no such file or folder", file=str(root))
-    for path in sorted(p for p in root.rglob("*") if _is_recording(p)):
-        yield from read_recording(path)
+    yield from sorted(p for p in root.rglob("*") if _is_recording(p))
 
 
 # ------------------------------------------------------------------------- shape and dialect

@@ -96,13 +96,17 @@ def test_audit_jsonl_log(tmp_path: Path) -> None:
         {"url": "https://api.mistral.ai/v1/chat/completions", "method": "POST", "body": ORPHAN},
     ]
     log.write_text("\n".join(json.dumps(line) for line in lines) + "\n", "utf-8")
-    result = CliRunner().invoke(cli, ["audit", str(tmp_path), "--format", "jsonl"])
+    result = CliRunner().invoke(cli, ["audit", str(tmp_path), "--format", "jsonl", "--all"])
     assert result.exit_code == 1, result.output
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert [(r["shape"], r["dialect"], r["verdict"], r["rule"]) for r in rows] == [
         ("openai-chat", None, "accept", None),
         ("openai-chat", "mistral", "reject", "MI4"),
     ]
+    assert rows[1]["location"] == f"{log}:2"
+    assert rows[1]["status"] == 400 and rows[1]["message"]
+    findings = CliRunner().invoke(cli, ["audit", str(tmp_path), "--format", "jsonl"])
+    assert [json.loads(line) for line in findings.output.splitlines()] == rows[1:]
     assert rows[0]["recorded_status"] == 200
     assert {
         "file",

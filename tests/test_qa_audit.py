@@ -37,10 +37,10 @@ def _cassette(body: str) -> str:
 @pytest.mark.parametrize(
     ("name", "content", "where"),
     [
-        ("deep.jsonl", DEEP, "line 1"),
+        ("deep.jsonl", DEEP, ":1"),
         ("deep.json", DEEP, "nested too deeply"),
         ("deep.yaml", "interactions: " + DEEP, "nested too deeply"),
-        ("body.jsonl", json.dumps({"url": URL, "body": DEEP_BODY}), "line 1"),
+        ("body.jsonl", json.dumps({"url": URL, "body": DEEP_BODY}), ":1"),
         ("body.yaml", _cassette(DEEP_BODY), "interactions[0]"),
     ],
 )
@@ -49,12 +49,15 @@ def test_qa_audit_over_deep_inputs_are_named(
 ) -> None:
     path = tmp_path / name
     path.write_text(content, "utf-8")
-    code, _, err = _invoke(["audit", str(path), "--format", "jsonl"])
-    assert code == 2, err
+    code, out, err = _invoke(["audit", str(path), "--format", "jsonl"])
+    assert code == 4, err  # EXIT_UNREADABLE: a named warning row, never a traceback
     assert "Traceback" not in err
-    assert str(path) in err
-    assert where in err
-    assert "nested too deeply" in err
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert row["verdict"] == "unreadable"
+    assert row["file"] == str(path)
+    assert "nested too deeply" in row["message"]
+    assert where in f"{row['location']} {row['message']}"
+    assert f"warning: {row['location']}" in err
 
 
 def test_qa_audit_jsonl_rows_and_exit_status(tmp_path: Path) -> None:
@@ -68,14 +71,14 @@ def test_qa_audit_jsonl_rows_and_exit_status(tmp_path: Path) -> None:
     }
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"url": URL, "body": good}) + "\n", "utf-8")
-    code, out, err = _invoke(["audit", str(log), "--format", "jsonl"])
+    code, out, err = _invoke(["audit", str(log), "--format", "jsonl", "--all"])
     assert code == 0, err
     (row,) = [json.loads(line) for line in out.splitlines()]
     assert set(row) >= ROW_KEYS
     assert row["verdict"] == "accept"
     with log.open("a", encoding="utf-8") as stream:
         stream.write(json.dumps({"url": URL, "body": orphan}) + "\n")
-    code, out, err = _invoke(["audit", str(log), "--format", "jsonl"])
+    code, out, err = _invoke(["audit", str(log), "--format", "jsonl", "--all"])
     assert code == 1, err  # any request a provider would reject
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["verdict"] for r in rows] == ["accept", "reject"]

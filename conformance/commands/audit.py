@@ -1,49 +1,186 @@
-"""``ctxconf audit PATH... [--format table|jsonl]``: which recorded requests would be rejected?
+"""``ctxconf audit PATH... [--format table|jsonl] [--all] [--jobs N]``: which recorded requests
+would be rejected?
 
 Finds every provider request in vcrpy cassettes (every serialisation ``conformance.recordings``
 reads) and JSONL request logs under PATH (folders are walked recursively), detects its shape from
 the URL and body, picks the dialect from the host and the profile from the model, and judges it.
-One line per request::
+Rows stream out as the input is read. By default only findings are shown (requests that would be
+rejected, and input that could not be read); ``--all`` lists accepted requests too. One JSON line
+per row::
 
-    {"file", "interaction", "shape", "dialect", "profile", "verdict", "rule", "evidence",
-     "recorded_status"}
+    {"file", "interaction", "location", "shape", "dialect", "profile", "verdict", "rule",
+     "evidence", "status", "message", "recorded_status"}
 
-Exit status: 0 all accepted, 1 any request would be rejected, 2 a file that cannot be read.
+``verdict`` is ``accept``, ``reject`` or ``unreadable`` (then ``message`` says why). Exit status
+(see ``docs/auditing-traffic.md``): 0 everything read and accepted; bit 1 set (1, 5) when any
+request would be rejected; bit 4 set (4, 5) when any file or log line could not be read; 2 for a
+PATH that does not exist (nothing is audited).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.pool import AsyncResult
+from pathlib import Path
+from typing import Any, Final
 
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
-from conformance.providers.auditing import AuditRow, audit_paths
-from conformance.recordings import RecordingError
+from conformance.providers.auditing import (
+    AuditRow,
+    audit_file,
+    audit_lines,
+    prepare,
+    recording_files,
+)
+from conformance.recordings import LOG_SUFFIXES, RecordingError
 
-__all__ = ["command"]
+__all__ = ["EXIT_UNREADABLE", "command"]
+
+EXIT_UNREADABLE: Final = 4
+"""Added to the exit status when a file or a log line could not be read."""
+_BLOCK_BYTES: Final = 1 << 20
+"""Log lines are judged in blocks of about this many bytes (the unit of work of ``--jobs``)."""
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+@dataclass(slots=True)
+class _Block:
+    """What judging one piece of input produced: the rows to show and the totals."""
+
+    rows: list[AuditRow] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    rules: Counter[str] = field(default_factory=Counter)
+
+
+def _collect(rows: Iterable[AuditRow], show_all: bool) -> _Block:
+    block = _Block()
+    for row in rows:
+        outcome = row.outcome
+        block.counts[outcome] += 1
+        if outcome == "reject" and row.verdict is not None and row.verdict.rule:
+            block.rules[row.verdict.rule] += 1
+        if show_all or outcome != "accept":
+            block.rows.append(row)
+    return block
+
+
+_Work = tuple[str, int, bytes] | str
+"""A block of log lines ``(file, first line, bytes)``, or a cassette's path."""
+
+
+def _judge_work(work: _Work, show_all: bool) -> _Block:
+    if isinstance(work, str):
+        return _collect(audit_file(work), show_all)
+    name, start, data = work
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return _collect(audit_lines(lines, file=name, start=start), show_all)
+
+
+def _log_blocks(path: Path) -> Iterator[_Work]:
+    """A log as blocks of whole lines; a log that cannot be opened is left to ``audit_file``."""
+    name = str(path)
+    try:
+        raw: Any = path.open("rb")
+    except OSError:
+        yield name
+        return
+    with raw:
+        if raw.peek(2)[:2] == _GZIP_MAGIC:
+            yield name  # compressed: read (streaming) in one worker
+            return
+        start = 0
+        while lines := raw.readlines(_BLOCK_BYTES):
+            yield (name, start, b"".join(lines))
+            start += len(lines)
+
+
+def _work(paths: Iterable[str]) -> Iterator[_Work]:
+    for path in recording_files(paths):
+        if path.name.endswith(LOG_SUFFIXES):
+            yield from _log_blocks(path)
+        else:
+            yield str(path)
+
+
+def _blocks(paths: tuple[str, ...], show_all: bool, jobs: int) -> Iterator[_Block]:
+    """Judged blocks in input order; with ``jobs > 1`` in forked workers, a bounded window of
+    blocks in flight (memory stays flat however long the input)."""
+    work = _work(paths)
+    if jobs <= 1:
+        for item in work:
+            yield _judge_work(item, show_all)
+        return
+    prepare()  # the catalog and validators are built once and shared by the forked workers
+    context = multiprocessing.get_context("fork")
+    with context.Pool(jobs) as pool:
+        pending: deque[AsyncResult[_Block]] = deque()
+        for item in work:
+            pending.append(pool.apply_async(_judge_work, (item, show_all)))
+            if len(pending) >= 2 * jobs:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+# ------------------------------------------------------------------------------- output
 
 
 def _table(rows: list[AuditRow]) -> Table:
-    table = Table(title="ctxconf audit (verdicts are emulated)")
-    for column in ("file", "#", "shape", "profile", "verdict", "rule", "evidence", "recorded"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="ctxconf audit (verdicts are emulated by ctxconf, not a provider's)")
+    table.add_column("request", ratio=3, overflow="fold", min_width=16)
+    table.add_column("verdict", no_wrap=True, min_width=7)
+    table.add_column("rule", no_wrap=True, min_width=4)
+    table.add_column("evidence", no_wrap=True, min_width=8)
+    table.add_column("message", ratio=4, overflow="fold", min_width=16)
     for row in rows:
         verdict = row.verdict
-        style = "green" if verdict.accepted else "red"
+        where = Text(row.location)
+        if verdict is not None:
+            where.append(f"\n{row.shape} · {verdict.profile}", style="dim")
+        style = {"accept": "green", "reject": "red"}.get(row.outcome, "yellow")
         table.add_row(
-            row.file,
-            str(row.interaction),
-            row.shape,
-            verdict.profile or "",
-            f"[{style}]{verdict.verdict}[/{style}]",
-            verdict.rule or "",
-            verdict.evidence or "",
-            "" if row.recorded_status is None else str(row.recorded_status),
+            where,
+            Text(row.outcome, style=style),
+            verdict.rule or "" if verdict else "",
+            verdict.evidence or "" if verdict else "",
+            row.message or "",
         )
     return table
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _totals(counts: Counter[str], rules: Counter[str], files: int) -> str:
+    requests = counts["accept"] + counts["reject"]
+    text = (
+        f"{_plural(requests, 'request')} in {_plural(files, 'file')}: "
+        f"{counts['accept']:,} accepted, {counts['reject']:,} would be rejected"
+    )
+    if counts["unreadable"]:
+        text += f", {counts['unreadable']:,} unreadable"
+    if rules:
+        text += "; by rule: " + ", ".join(f"{r} {n:,}" for r, n in sorted(rules.items()))
+    return text
+
+
+def _write_jsonl(rows: list[AuditRow]) -> None:
+    if rows:
+        click.echo(
+            "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows), nl=False
+        )
 
 
 @click.command("audit")
@@ -51,18 +188,49 @@ def _table(rows: list[AuditRow]) -> Table:
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True
 )
-def command(paths: tuple[str, ...], fmt: str) -> None:
+@click.option(
+    "--all", "show_all", is_flag=True, help="List accepted requests too (default: findings only)."
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes judging blocks of requests in parallel (same rows, same order).",
+)
+def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None:
     """Judge every provider request recorded in cassettes or JSONL logs under PATH."""
-    rows: list[AuditRow] = []
+    for path in paths:
+        if not Path(path).exists():
+            click.echo(f"ctxconf: error: {path}: no such file or folder", err=True)
+            raise SystemExit(EXIT_BAD_INPUT)
+    counts: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
+    shown: list[AuditRow] = []
+    files: set[str] = set()
     try:
-        for row in audit_paths(paths):
-            rows.append(row)
+        for block in _blocks(paths, show_all, jobs):
+            counts.update(block.counts)
+            rules.update(block.rules)
+            for row in block.rows:
+                files.add(row.file)
+                if row.verdict is None:
+                    click.echo(f"ctxconf: warning: {row.location}: {row.message}", err=True)
             if fmt == "jsonl":
-                click.echo(json.dumps(row.to_dict(), ensure_ascii=False))
-    except RecordingError as exc:
+                _write_jsonl(block.rows)
+            else:
+                shown.extend(block.rows)
+    except RecordingError as exc:  # a path that vanished while walking
         click.echo(f"ctxconf: error: {exc}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
+    file_count = sum(1 for _ in recording_files(paths)) if fmt == "table" else len(files)
     if fmt == "table":
-        Console(soft_wrap=True).print(_table(rows))
-    if any(not row.verdict.accepted for row in rows):
-        raise SystemExit(EXIT_FINDING)
+        console = Console(soft_wrap=False)
+        if shown:
+            console.print(_table(shown))
+        console.print(_totals(counts, rules, file_count), soft_wrap=True)
+    status = (EXIT_FINDING if counts["reject"] else 0) | (
+        EXIT_UNREADABLE if counts["unreadable"] else 0
+    )
+    if status:
+        raise SystemExit(status)

@@ -33,7 +33,7 @@ from conformance.providers.catalog import (
     resolve_profile,
 )
 from conformance.providers.envelopes import RenderedError, error_headers, render_error
-from conformance.providers.validators import CHECKS, STRUCTURE, Context, Finding
+from conformance.providers.validators import CHECKS, STRUCTURE, CheckFn, Context, Finding
 from conformance.providers.verdict import Verdict
 
 __all__ = [
@@ -132,25 +132,35 @@ def _structure_finding(body: Any, profile: Profile, ctx: Context) -> Verdict | N
 
 def _rules_by_check(profile: Profile) -> dict[str, str]:
     """Check name -> the profile's first rule judged by that check (its wording wins)."""
-    rules = load_catalog().rules
-    by_check: dict[str, str] = {}
-    for rid in profile.rules:
-        by_check.setdefault(rules[rid].check_name, rid)
-    return by_check
+    return _profile_facts(profile)[0]
 
 
-def _findings(
-    body: Mapping[str, Any], profile: Profile, ctx: Context, by_check: Mapping[str, str]
-) -> list[Finding]:
-    catalog = load_catalog()
-    registry = CHECKS.get(profile.shape, {})
+_FACTS: dict[str, tuple[Profile, dict[str, str], Context, tuple[CheckFn, ...]]] = {}
+"""Per profile id: what judging with that profile needs, built once (an audit judges millions
+of requests with a handful of profiles). Rebuilt when another profile object has that id."""
+
+
+def _profile_facts(profile: Profile) -> tuple[dict[str, str], Context, tuple[CheckFn, ...]]:
+    found = _FACTS.get(profile.id)
+    if found is None or (found[0] is not profile and found[0] != profile):
+        rules = load_catalog().rules
+        by_check: dict[str, str] = {}
+        for rid in profile.rules:
+            by_check.setdefault(rules[rid].check_name, rid)
+        registry = CHECKS.get(profile.shape, {})
+        functions: list[CheckFn] = []
+        for name, rid in by_check.items():
+            fn = registry.get(name)
+            if fn is not None and rules[rid].judgeable and fn not in functions:
+                functions.append(fn)
+        found = (profile, by_check, _new_context(profile), tuple(functions))
+        _FACTS[profile.id] = found
+    return found[1], found[2], found[3]
+
+
+def _findings(body: Mapping[str, Any], profile: Profile, ctx: Context) -> list[Finding]:
     found: list[Finding] = []
-    seen_functions: set[int] = set()
-    for name, rid in by_check.items():
-        fn = registry.get(name)
-        if fn is None or not catalog.rules[rid].judgeable or id(fn) in seen_functions:
-            continue
-        seen_functions.add(id(fn))
+    for fn in _profile_facts(profile)[2]:
         found.extend(fn(body, ctx))
     # Providers scan the request front to back: report the violation nearest the start first;
     # top-level parameters (position (-1,)) come before messages. sorted() is stable, so ties
@@ -159,6 +169,10 @@ def _findings(
 
 
 def _context(profile: Profile) -> Context:
+    return _profile_facts(profile)[1]
+
+
+def _new_context(profile: Profile) -> Context:
     return Context(
         shape=profile.shape,
         profile=profile.id,
@@ -183,7 +197,7 @@ def _judge(
     by_check = _rules_by_check(profile)
     verdicts: list[Verdict] = []
     seed: str | None = None  # serialized only for a rejection (most requests are accepted)
-    for finding in _findings(body, profile, ctx, by_check):
+    for finding in _findings(body, profile, ctx):
         rule = _rule_for(finding, profile, by_check)
         if rule is None:
             continue

@@ -22,10 +22,12 @@ __all__ = [
     "Mismatch",
     "Spec",
     "arr",
+    "conforms",
     "first_mismatch",
     "kind_of",
     "obj",
     "scalar",
+    "walk_mismatch",
 ]
 
 Kind: TypeAlias = Literal["string", "integer", "number", "boolean", "object", "array", "null"]
@@ -165,7 +167,130 @@ def first_mismatch(
     strings for numeric fields (proto3 JSON). ``null_optional`` reads ``null`` as "not given"
     for every key an object does not require (OpenAI: recorded 200s carry ``"name": null`` on a
     message, ``"status": null`` on a function call, ``"description": null`` on a tool).
+
+    Almost every body conforms: :func:`conforms` answers that without building paths, and the
+    walk that names the mismatch runs only when it says no (``null_optional`` always walks).
     """
+    if not null_optional and conforms(value, spec, key=key, numeric_text=numeric_text):
+        return None
+    return walk_mismatch(
+        value, spec, key=key, numeric_text=numeric_text, null_optional=null_optional, path=path
+    )
+
+
+# The JSON types of values parsed from JSON (exact classes; a subclass takes the slow path).
+_EXACT_KINDS: Final[Mapping[type, Kind]] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+_Checker: TypeAlias = Callable[[Any], bool]
+_CHECKERS: dict[tuple[int, Callable[[str], str], bool], tuple[Spec, _Checker]] = {}
+
+
+def conforms(
+    value: Any, spec: Spec, *, key: Callable[[str], str] = str, numeric_text: bool = False
+) -> bool:
+    """Whether ``first_mismatch(value, spec, ...)`` is ``None``: the same judgement, by a checker
+    built once per spec (no paths, no ``Mismatch``)."""
+    return _checker(spec, key, numeric_text)(value)
+
+
+def _checker(spec: Spec, key: Callable[[str], str], numeric_text: bool) -> _Checker:
+    cache_key = (id(spec), key, numeric_text)
+    found = _CHECKERS.get(cache_key)
+    if found is not None and found[0] is spec:
+        return found[1]
+    checker = _build_checker(spec, key, numeric_text)
+    _CHECKERS[cache_key] = (spec, checker)
+    return checker
+
+
+def _is_leaf(spec: Spec) -> bool:
+    structured = "object" in spec.kinds and bool(spec.fields or spec.variants)
+    return not structured and not ("array" in spec.kinds and spec.items is not None)
+
+
+def _build_checker(spec: Spec, key: Callable[[str], str], numeric_text: bool) -> _Checker:
+    kinds = spec.kinds
+    structured = "object" in kinds and bool(spec.fields or spec.variants)
+    items = spec.items if "array" in kinds else None
+    plain_keys = key is str
+    # Per discriminator value (None: no variant applies), built on first use: for each known
+    # field its spec, its kinds and, unless it is a leaf (judged inline), its checker.
+    Field: TypeAlias = tuple[Spec, frozenset[Kind], "_Checker | None"]
+    layouts: dict[str | None, tuple[dict[str, Field], tuple[str, ...]]] = {}
+
+    def layout(value: dict[Any, Any]) -> tuple[dict[str, Field], tuple[str, ...]]:
+        tag = value.get(spec.tag) if spec.tag else None
+        variant_key = tag if isinstance(tag, str) and tag in spec.variants else None
+        found = layouts.get(variant_key)
+        if found is None:
+            fields, required = _object_fields(spec, value)
+            checks = {
+                name: (sub, sub.kinds, None if _is_leaf(sub) else _checker(sub, key, numeric_text))
+                for name, sub in fields.items()
+            }
+            found = layouts[variant_key] = (checks, required)
+        return found
+
+    def field_ok(entry: Field, item: Any) -> bool:
+        sub, sub_kinds, sub_check = entry
+        if sub_check is not None:
+            return sub_check(item)
+        return _EXACT_KINDS.get(type(item)) in sub_kinds or _accepts(
+            sub, item, numeric_text=numeric_text
+        )
+
+    def check(value: Any) -> bool:
+        kind = _EXACT_KINDS.get(type(value))
+        if (kind is None or kind not in kinds) and not _accepts(
+            spec, value, numeric_text=numeric_text
+        ):
+            return False
+        if structured and isinstance(value, dict):
+            checks, required = layout(value)
+            if plain_keys:
+                for name in required:
+                    if name not in value:
+                        return False
+                for raw_key, item in value.items():
+                    entry = checks.get(raw_key)
+                    if entry is not None and not field_ok(entry, item):
+                        return False
+            else:
+                if required:
+                    present = {key(k) for k in value if isinstance(k, str)}
+                    if any(name not in present for name in required):
+                        return False
+                for raw_key, item in value.items():
+                    entry = checks.get(key(raw_key) if isinstance(raw_key, str) else raw_key)
+                    if entry is not None and not field_ok(entry, item):
+                        return False
+        if items is not None and isinstance(value, list):
+            item_check = _checker(items, key, numeric_text)
+            for item in value:
+                if not item_check(item):
+                    return False
+        return True
+
+    return check
+
+
+def walk_mismatch(
+    value: Any,
+    spec: Spec,
+    *,
+    key: Callable[[str], str] = str,
+    numeric_text: bool = False,
+    null_optional: bool = False,
+    path: tuple[str | int, ...] = (),
+) -> Mismatch | None:
+    """:func:`first_mismatch` by walking the whole body (what names the mismatch)."""
     if not _accepts(spec, value, numeric_text=numeric_text):
         return Mismatch(path, spec, value)
     if isinstance(value, dict) and "object" in spec.kinds and (spec.fields or spec.variants):
@@ -181,7 +306,7 @@ def first_mismatch(
                 continue  # an unknown key is never judged
             if item is None and null_optional and name not in required:
                 continue
-            found = first_mismatch(
+            found = walk_mismatch(
                 item,
                 sub,
                 key=key,
@@ -193,7 +318,7 @@ def first_mismatch(
                 return found
     if isinstance(value, list) and "array" in spec.kinds and spec.items is not None:
         for index, item in enumerate(value):
-            found = first_mismatch(
+            found = walk_mismatch(
                 item,
                 spec.items,
                 key=key,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import count, repeat
 from typing import Any, Final
 
 from conformance.providers.validators._base import (
@@ -160,12 +161,25 @@ class _Turn:
     blocks: tuple[tuple[int, int, dict[str, Any]], ...]  # (message index, block index, block)
 
 
+_LAST_TURNS: list[tuple[Mapping[str, Any], bool, list[_Turn]]] = []
+"""The turns of the body judged last: three checks read them for every request."""
+
+
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
     merge = not ctx.active("A9")  # A9 relaxed: consecutive turns are combined (SDK docstring)
+    if _LAST_TURNS and _LAST_TURNS[0][0] is body and _LAST_TURNS[0][1] == merge:
+        return _LAST_TURNS[0][2]
+    turns = _merged_turns(body, merge)
+    _LAST_TURNS[:] = [(body, merge, turns)]
+    return turns
+
+
+def _merged_turns(body: Mapping[str, Any], merge: bool) -> list[_Turn]:
     turns: list[_Turn] = []
     for i, message in enumerate(messages_of(body)):
         role = str(message.get("role"))
-        blocks = tuple((i, j, b) for j, b in enumerate(_blocks(message)))
+        found = _blocks(message)
+        blocks = tuple(zip(repeat(i, len(found)), count(), found, strict=False))
         if merge and turns and turns[-1].role == role and role != "system":
             last = turns[-1]
             turns[-1] = _Turn(role, last.index, last.blocks + blocks)
@@ -343,12 +357,20 @@ def thinking_while_disabled(body: Mapping[str, Any], ctx: Context) -> Iterator[F
 
 
 def _cache_marks(value: Any) -> int:
-    if isinstance(value, dict):
-        own = 1 if "cache_control" in value else 0
-        return own + sum(_cache_marks(v) for k, v in value.items() if k != "cache_control")
-    if isinstance(value, list):
-        return sum(_cache_marks(v) for v in value)
-    return 0
+    """``cache_control`` keys anywhere in ``value`` (not inside another ``cache_control``)."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "cache_control" in item:
+                count += 1
+                stack.extend(v for k, v in item.items() if k != "cache_control")
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
 
 
 @check(SHAPE, "A17")

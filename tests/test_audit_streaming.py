@@ -1,0 +1,139 @@
+"""``ctxconf audit`` as a stream: unreadable input is a named row, never an abort; exit statuses
+say separately whether a request would be rejected and whether input could not be read; rows come
+out as lines are read; ``--jobs`` gives the same rows; the table shows findings and totals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import cli
+from conformance.commands import audit as audit_command
+from conformance.providers.auditing import audit_lines, audit_paths
+
+URL = "https://api.openai.com/v1/chat/completions"
+GOOD = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+ORPHAN = {
+    "model": "gpt-4o",
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "call_x", "content": "orphan"},
+    ],
+}
+
+
+def _line(body: object) -> str:
+    return json.dumps({"url": URL, "method": "POST", "body": body})
+
+
+def _invoke(args: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _rows(out: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_an_unreadable_file_is_a_row_and_the_folder_is_still_audited(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(_line(ORPHAN) + "\n", "utf-8")
+    (tmp_path / "b.yaml").write_text("interactions: [unclosed\n", "utf-8")
+    (tmp_path / "c.jsonl").write_text(_line(GOOD) + "\n", "utf-8")
+    code, out, err = _invoke(["audit", str(tmp_path), "--format", "jsonl", "--all"])
+    rows = _rows(out)
+    assert [(Path(str(r["file"])).name, r["verdict"]) for r in rows] == [
+        ("a.jsonl", "reject"),
+        ("b.yaml", "unreadable"),
+        ("c.jsonl", "accept"),
+    ]
+    assert "not YAML" in str(rows[1]["message"])
+    assert f"warning: {tmp_path / 'b.yaml'}" in err
+    assert code == 5  # 1 (a request would be rejected) | 4 (a file could not be read)
+
+
+@pytest.mark.parametrize(
+    ("lines", "status"),
+    [([_line(GOOD)], 0), ([_line(ORPHAN)], 1), ([_line(GOOD), "{not json"], 4)],
+)
+def test_exit_status_bits(tmp_path: Path, lines: list[str], status: int) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n", "utf-8")
+    code, _, _ = _invoke(["audit", str(log), "--format", "jsonl"])
+    assert code == status
+
+
+def test_a_bad_line_is_named_and_the_rest_of_the_log_is_judged(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join([_line(GOOD), "", "[1, 2", _line(ORPHAN)]) + "\n", "utf-8")
+    rows = list(audit_paths([log]))
+    assert [(r.location, r.outcome) for r in rows] == [
+        (f"{log}:1", "accept"),
+        (f"{log}:3", "unreadable"),
+        (f"{log}:4", "reject"),
+    ]
+    assert rows[1].message is not None and rows[1].message.startswith("not JSON")
+    assert rows[2].verdict is not None and rows[2].verdict.rule == "C2"
+    assert rows[2].message == rows[2].to_dict()["message"] != ""
+
+
+def test_audit_lines_streams_and_takes_records_too() -> None:
+    pulled: list[int] = []
+
+    def lines() -> Iterator[str]:
+        for n in range(1000):
+            pulled.append(n)
+            yield _line(GOOD if n % 2 else ORPHAN)
+
+    rows = audit_lines(lines(), file="traffic")
+    first = next(rows)
+    assert first.outcome == "reject" and first.location == "traffic:1"
+    assert len(pulled) == 1  # a row per line as it is read, not after reading everything
+    records = [{"url": URL, "body": GOOD}, {"url": URL, "body": ORPHAN}]
+    as_records = [r.to_dict() for r in audit_lines(records, file="f", start=10)]
+    as_text = [
+        r.to_dict() for r in audit_lines([json.dumps(r) for r in records], file="f", start=10)
+    ]
+    assert as_records == as_text
+    assert [r["location"] for r in as_records] == ["f:11", "f:12"]
+
+
+def test_jobs_give_the_same_rows_in_the_same_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(audit_command, "_BLOCK_BYTES", 2_000)  # many blocks from a small log
+    log = tmp_path / "big.jsonl"
+    log.write_text(
+        "".join(_line(ORPHAN if n % 7 == 0 else GOOD) + "\n" for n in range(300)), "utf-8"
+    )
+    (tmp_path / "bad.json").write_text("{", "utf-8")
+    one = _invoke(["audit", str(tmp_path), "--format", "jsonl", "--all"])
+    two = _invoke(["audit", str(tmp_path), "--format", "jsonl", "--all", "--jobs", "2"])
+    assert one == two
+    assert one[0] == 5
+    assert len(_rows(one[1])) == 301
+
+
+def test_table_shows_findings_and_totals_at_80_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    Path("logs").mkdir()
+    Path("logs/requests.jsonl").write_text(
+        "\n".join([_line(GOOD), _line(ORPHAN), _line(GOOD)]) + "\n", "utf-8"
+    )
+    code, out, _ = _invoke(["audit", "logs"])
+    assert code == 1
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "logs/requests.jsonl:2" in out  # the file column is readable at 80 columns
+    for header in ("request", "verdict", "rule", "evidence", "message"):
+        assert header in out
+    assert "…" not in out
+    assert "reject" in out and "C2" in out and "accept " not in out  # findings only
+    assert "3 requests in 1 file: 2 accepted, 1 would be rejected; by rule: C2 1" in out
+    _, everything, _ = _invoke(["audit", "logs", "--all"])
+    assert everything.count("logs/requests.jsonl:") == 3
