@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test check lint typecheck unit nightly bench calibrate adapters-table mutation soak-table clean
+.PHONY: install run test check lint typecheck unit nightly bench bench-audit calibrate adapters-table mutation soak-table clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ nightly: install
 
 bench: install
 	$(BIN)/python bench/assemble_bench.py
+
+bench-audit: install
+	$(BIN)/python bench/audit_bench.py
 
 adapters-table: install
 	$(BIN)/python bench/adapters_table.py --write

@@ -1,0 +1,219 @@
+"""``ctxconf audit`` throughput and memory on generated request logs (issue 13, item 4).
+
+Run with ``make bench-audit``. For 10k, 100k and 1M requests of each of openai-chat and
+anthropic-messages (requests of the size ``docs/auditing-traffic.md`` and the tests show: a system
+prompt, a user goal, zero to three tool rounds, a reply and a follow-up; ~1 KB a line), the
+command runs as a child process writing JSON lines to /dev/null and the bench prints:
+
+* requests/s on one core: requests / the child's CPU time (user + sys), with the start-up cost
+  (an audit of an empty log) subtracted and shown;
+* peak RSS of the child (``ru_maxrss``): flat memory means the same peak at 10k and 1M;
+* with ``--jobs 2``: the wall-clock speed-up over ``--jobs 1`` on the 100k log, run A B A B and
+  reported as the median of the paired ratios (the machine may be shared).
+
+Targets (printed, never asserted in tests): >= 10,000 requests/s, <= 150 MiB peak RSS at 1M,
+``--jobs 2`` >= 1.7x. One JSON line per metric: ``{"metric", "value", "target"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CTXCONF = [str(Path(sys.executable).with_name("ctxconf"))]
+DISTINCT = 500
+"""Distinct request lines per log, repeated in order (the validators judge each line afresh)."""
+
+
+def _openai(i: int, rng: random.Random) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are ops-bot. Follow the runbook."},
+        {"role": "user", "content": f"Why did checkout latency double in region {i % 7}?"},
+    ]
+    for k in range(rng.randint(0, 3)):
+        call = f"call_{i}_{k}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "search_logs", "arguments": '{"q": "latency"}'},
+                    }
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call, "content": "p99 1840 ms " * 20})
+    messages.append({"role": "assistant", "content": "The cache tier is saturated."})
+    messages.append({"role": "user", "content": "What should we do next?"})
+    return {
+        "url": "https://api.openai.com/v1/chat/completions",
+        "method": "POST",
+        "status": 200,
+        "body": {
+            "model": "gpt-4o",
+            "messages": messages,
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "search_logs",
+                        "description": "Search service logs.",
+                        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+                    },
+                }
+            ],
+            "temperature": 0.2,
+        },
+    }
+
+
+def _anthropic(i: int, rng: random.Random) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": f"Why did checkout latency double in region {i % 7}?"}
+    ]
+    for k in range(rng.randint(0, 3)):
+        use = f"toolu_{i}_{k}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Checking the logs."},
+                    {"type": "tool_use", "id": use, "name": "search_logs", "input": {"q": "p99"}},
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": use, "content": "p99 1840 ms " * 20}
+                ],
+            }
+        )
+    messages.append({"role": "assistant", "content": "The cache tier is saturated."})
+    messages.append({"role": "user", "content": "What should we do next?"})
+    return {
+        "url": "https://api.anthropic.com/v1/messages",
+        "method": "POST",
+        "status": 200,
+        "body": {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1024,
+            "system": "You are ops-bot. Follow the runbook.",
+            "messages": messages,
+            "tools": [
+                {
+                    "name": "search_logs",
+                    "description": "Search service logs.",
+                    "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+                }
+            ],
+        },
+    }
+
+
+SHAPES: dict[str, Callable[[int, random.Random], dict[str, Any]]] = {
+    "openai-chat": _openai,
+    "anthropic-messages": _anthropic,
+}
+
+
+def write_log(path: Path, shape: str, requests: int) -> None:
+    rng = random.Random(13)
+    lines = [json.dumps(SHAPES[shape](i, rng)) + "\n" for i in range(DISTINCT)]
+    block = "".join(lines)
+    with path.open("w", encoding="utf-8") as out:
+        for _ in range(requests // DISTINCT):
+            out.write(block)
+        out.write("".join(lines[: requests % DISTINCT]))
+
+
+def run_audit(path: Path, *jobs: str) -> tuple[float, float, float]:
+    """(child CPU seconds, wall seconds, peak RSS MiB) of one ``ctxconf audit`` run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        done = subprocess.run(
+            [*CTXCONF, "audit", str(path), "--format", "jsonl", "--all", *jobs],
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+    wall = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"audit failed ({done.returncode}): {done.stderr.decode()[-500:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, after.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
+
+
+def _peak_of_one(path: Path) -> float:
+    """ru_maxrss of RUSAGE_CHILDREN is the max over all children: measure in a fresh parent."""
+    code = (
+        "import resource, subprocess, sys, os;"
+        "subprocess.run(sys.argv[1:], stdout=open(os.devnull, 'w'), check=False);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *CTXCONF, "audit", str(path), "--format", "jsonl", "--all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.strip())
+
+
+def main() -> None:
+    sizes = [int(s) for s in os.environ.get("AUDIT_SIZES", "10000,100000,1000000").split(",")]
+    results: list[tuple[str, float, str]] = []
+    load = os.getloadavg()[0]
+    print(f"load average {load:.1f} on {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory(prefix="ctxconf-audit-bench-") as tmp:
+        empty = Path(tmp, "empty.jsonl")
+        empty.write_text("", "utf-8")
+        startup = min(run_audit(empty)[0] for _ in range(3))
+        print(f"start-up (audit of an empty log): {startup * 1000:.0f} ms CPU")
+        for shape in SHAPES:
+            for size in sizes:
+                log = Path(tmp, f"{shape}-{size}.jsonl")
+                write_log(log, shape, size)
+                cpu, wall, _ = run_audit(log)
+                peak = _peak_of_one(log)
+                rate = size / max(cpu - startup, 1e-9)
+                mib = log.stat().st_size / 2**20
+                print(
+                    f"{shape:19s} {size:>9,d} requests ({mib:7.1f} MiB): {rate:9,.0f} requests/s "
+                    f"on one core, {cpu:7.1f} s CPU, {wall:7.1f} s wall, peak RSS {peak:6.1f} MiB"
+                )
+                results.append((f"audit_{shape}_{size}_requests_per_s", rate, ">= 10000"))
+                results.append((f"audit_{shape}_{size}_peak_rss_mib", peak, "<= 150"))
+                if size == 100_000:
+                    ratios = []
+                    for _ in range(2):  # A B A B
+                        one = run_audit(log)[1]
+                        two = run_audit(log, "--jobs", "2")[1]
+                        ratios.append(one / two)
+                    print(f"  --jobs 2 speed-up (wall, paired): {[round(r, 2) for r in ratios]}")
+                    results.append(
+                        (f"audit_{shape}_jobs2_speedup", statistics.median(ratios), ">= 1.7")
+                    )
+                log.unlink()
+    for name, value, target in results:
+        print(json.dumps({"metric": name, "value": round(value, 2), "target": target}))
+
+
+if __name__ == "__main__":
+    main()
