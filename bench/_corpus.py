@@ -20,7 +20,7 @@ from reference_impl.transcript import (
     Transcript,
 )
 
-__all__ = ["long_session", "next_turn"]
+__all__ = ["long_session", "new_ring", "next_turn", "realistic_session"]
 
 _WORDS = [
     "deploy",
@@ -160,3 +160,100 @@ def next_turn(session: Transcript, *, seed: int = 11) -> Transcript:
     rng = random.Random(seed + len(session))
     reply = Message("assistant", (TextPart(_prose(rng, 80)),))
     return session.with_messages((*session.messages, reply))
+
+
+# ------------------------------------------------------------------ the realistic corpus (issue 13)
+
+
+def _png(width: int, height: int, payload: int) -> str:
+    """Base64 of a PNG header of that size plus ``payload`` bytes (the counters read the header)."""
+    import base64
+    import struct
+
+    header = (
+        b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", width, height)
+    )
+    return base64.b64encode(header + b"\x08\x02\x00\x00\x00" + b"\x00" * payload).decode("ascii")
+
+
+def _result_of(rng: random.Random, tokens: int) -> str:
+    """About ``tokens`` o200k tokens of tool output (JSON rows, code or prose, ~4 chars a token)."""
+    out: list[str] = []
+    size = 0
+    while size < tokens * 4:
+        piece = _result_text(rng)
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)[: tokens * 4]
+
+
+def realistic_session(messages: int, *, attachments: bool = False, seed: int = 7) -> Transcript:
+    """A valid session of exactly ``messages`` messages shaped like a real agent's history.
+
+    20 tool rings at 500 messages growing to 200 at 32,000 (``20 * (messages / 500) ** 0.55``), tool
+    results of 200-8,000 tokens (log-uniform), a quarter of the rings parallel (2-4 calls); the
+    rest are plain user/assistant turns of 10-60 words. With ``attachments``, 5% of the user turns
+    carry an image (a 1024x768 PNG) and one ring in ten returns a file (a small PDF) in its result.
+    """
+    import math
+
+    from reference_impl.transcript import FilePart, ImagePart
+
+    rng = random.Random(seed)
+    rings = max(20, min(200, round(20 * (messages / 500) ** 0.5537)))
+    out: list[Message] = [
+        Message("system", (TextPart("You are ops-bot. Follow the runbook. " + _prose(rng, 60)),)),
+        Message("user", (TextPart("GOAL: find why checkout latency doubled. " + _prose(rng, 40)),)),
+    ]
+    image = _png(1024, 768, 2048)
+    pdf = "JVBERi0xLjQK" + "A" * 4000
+    call_no = 0
+    rings_left = rings
+    while len(out) < messages - 1:
+        room = messages - 1 - len(out)
+        # spread the rings evenly: a ring now with probability rings left / room left for them
+        if (
+            rings_left
+            and room >= 3
+            and out[-1].role == "user"
+            and rng.random() < rings_left * 2.2 / room
+        ):
+            rings_left -= 1
+            width = 1 if rng.random() < 0.75 else rng.randint(2, 4)
+            calls = []
+            for _ in range(width):
+                call_no += 1
+                tool = rng.choice(TOOLS)
+                calls.append(
+                    ToolCallPart(
+                        f"call_{call_no:06d}", tool.name, json.dumps({"q": rng.choice(_WORDS)})
+                    )
+                )
+            results = []
+            for c in calls:
+                tokens = round(math.exp(rng.uniform(math.log(200), math.log(8000))))
+                content: list[TextPart | FilePart] = [TextPart(_result_of(rng, tokens))]
+                if attachments and rng.random() < 0.1:
+                    content.append(FilePart("base64", pdf, "application/pdf", "report.pdf"))
+                results.append(ToolResultPart(c.id, tuple(content), is_error=rng.random() < 0.05))
+            out.append(Message("assistant", (TextPart(_prose(rng, 12)), *calls)))
+            out.append(Message("tool", tuple(results)))
+            continue
+        role: Role = "user" if out[-1].role != "user" else "assistant"
+        parts: list[TextPart | ImagePart] = [TextPart(_prose(rng, rng.randint(10, 60)))]
+        if role == "user" and attachments and rng.random() < 0.05:
+            parts.append(ImagePart("base64", image, "image/png"))
+        out.append(Message(role, tuple(parts)))
+    out.append(Message("user", (TextPart("What should we do next? " + _prose(rng, 20)),)))
+    return Transcript(tuple(out), tools=TOOLS, model="gpt-4o")
+
+
+def new_ring(session: Transcript, *, seed: int = 11, tokens: int = 2000) -> Transcript:
+    """The next turn's input: the session plus one tool ring whose result is ``tokens`` long."""
+    rng = random.Random(seed + len(session))
+    call = ToolCallPart(f"call_next_{len(session):06d}", "search_logs", '{"q": "latency"}')
+    ring = (
+        Message("assistant", (TextPart(_prose(rng, 12)), call)),
+        Message("tool", (ToolResultPart(call.id, (TextPart(_result_of(rng, tokens)),)),)),
+    )
+    return session.with_messages((*session.messages, *ring))

@@ -75,8 +75,10 @@ def test_a_bad_line_is_named_and_the_rest_of_the_log_is_judged(tmp_path: Path) -
         (f"{log}:3", "unreadable"),
         (f"{log}:4", "reject"),
     ]
-    assert rows[1].message is not None and rows[1].message.startswith("not JSON")
-    assert rows[2].verdict is not None and rows[2].verdict.rule == "C2"
+    assert rows[1].message is not None
+    assert rows[1].message.startswith("not JSON")
+    assert rows[2].verdict is not None
+    assert rows[2].verdict.rule == "C2"
     assert rows[2].message == rows[2].to_dict()["message"] != ""
 
 
@@ -90,7 +92,7 @@ def test_audit_lines_streams_and_takes_records_too() -> None:
 
     rows = audit_lines(lines(), file="traffic")
     first = next(rows)
-    assert first.outcome == "reject" and first.location == "traffic:1"
+    assert (first.outcome, first.location) == ("reject", "traffic:1")
     assert len(pulled) == 1  # a row per line as it is read, not after reading everything
     records = [{"url": URL, "body": GOOD}, {"url": URL, "body": ORPHAN}]
     as_records = [r.to_dict() for r in audit_lines(records, file="f", start=10)]
@@ -133,7 +135,9 @@ def test_table_shows_findings_and_totals_at_80_columns(
     for header in ("request", "verdict", "rule", "evidence", "message"):
         assert header in out
     assert "…" not in out
-    assert "reject" in out and "C2" in out and "accept " not in out  # findings only
+    assert "reject" in out
+    assert "C2" in out
+    assert "accept " not in out  # findings only
     assert "3 requests in 1 file: 2 accepted, 1 would be rejected; by rule: C2 1" in out
     _, everything, _ = _invoke(["audit", "logs", "--all"])
     assert everything.count("logs/requests.jsonl:") == 3

@@ -104,7 +104,8 @@ def test_audit_jsonl_log(tmp_path: Path) -> None:
         ("openai-chat", "mistral", "reject", "MI4"),
     ]
     assert rows[1]["location"] == f"{log}:2"
-    assert rows[1]["status"] == 400 and rows[1]["message"]
+    assert rows[1]["status"] == 400
+    assert rows[1]["message"]
     findings = CliRunner().invoke(cli, ["audit", str(tmp_path), "--format", "jsonl"])
     assert [json.loads(line) for line in findings.output.splitlines()] == rows[1:]
     assert rows[0]["recorded_status"] == 200
