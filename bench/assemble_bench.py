@@ -1,46 +1,60 @@
-"""Assembly speed and memory, as ratios measured side by side in one process (issue 3, item 10).
+"""Assembly cost as paired ratios on realistic sessions (issue 13, items 1 and 2).
 
-Run with ``make bench``. Prints a table, then one JSON line per ratio:
-``{"metric": NAME, "ratio": VALUE, "target": TARGET}``. Absolute times depend on the machine; the
-ratios compare work done in the same process on the same data, so they travel.
+Run with ``make bench``. Every ratio compares two sides measured **A B A B** in one process on the
+same content: each repetition times side A then side B back to back, the ratio of that pair is
+kept, and the metric is the **median of the paired ratios**; the spread (max - min of the paired
+ratios) is printed beside it. Load that drifts during the run moves both sides of a pair alike,
+which is what keeps the ratios steady on a shared machine. Times are CPU times of this process
+(``time.process_time``) with the collector off while a side runs.
 
-(a) cold assembly (empty caches) / one plain tiktoken pass over all content      target <= 0.25
-(b) the same with a budget larger than the whole history / one plain pass        target <= 1.2
-(c) cold assembly / langchain_core trim_messages (tiktoken counter), same budget target <= 0.15
-(d) warm next-turn assembly / cold assembly, at 500, 2,000 and 8,000 messages    target <= 0.01
+Sessions (``bench/_corpus.py``, ``realistic_session``): 500, 2,000, 8,000 and 32,000 messages,
+20-200 tool rings with results of 200-8,000 tokens, a quarter of them parallel; "with
+attachments" adds an image to 5% of the user turns and a PDF to one tool result in ten. Budget:
+100,000 input tokens, ``summarize_trigger_ratio: 1.0`` (trim to the budget; the default config's
+summary is a separate cost). gpt-4o / o200k_base.
 
-Honesty rules of this file:
+Yardsticks (the "plain pass" is ``encode_ordinary`` over the text of the messages named):
 
-* "cold" means a new session object (no cached digests) and a **new counter** (empty memo) for
-  every run: ``counter_for`` returns one shared counter per process, whose memo would make a
-  "cold" run warm.
-* The trimming ratios use ``summarize_trigger_ratio: 1.0`` (trim to the budget, no summary), the
-  path the issue describes. The default config (0.8) also writes a summary of what is left of the
-  middle; that is printed as an extra ratio, not hidden.
-* "warm" is the production path for the next turn: a ``SessionAssembler`` that assembled turn N
-  gets turn N+1 (the same message objects plus one new message). The bench checks that the turn
-  took the incremental path and prints which path ran.
+(a) cold ``assemble`` (new session object, new counter) / one plain pass over the content it
+    KEPT: <= 1.5 up to 2,000 messages, <= 2.0 beyond, with and without attachments;
+(b) cold ``assemble`` with a budget above the whole history / one plain pass over everything:
+    <= 1.1;
+(c) cold ``assemble`` / ``langchain_core`` ``trim_messages`` with a memoized counter (a new memo
+    per repetition, so both sides start cold), same budget, same repetitions: <= 0.5;
+(d) the next turn through ``SessionAssembler`` (the session plus a new tool ring whose result is
+    2,000 tokens) / one plain pass over that new ring: <= 3, and flat in session size (growth
+    exponent of the next-turn time from 500 to 32,000 messages <= 0.1);
+(e) the same on the sessions with attachments;
+(f) the plug-in path (``parse_request`` of the wire body + ``assemble`` + ``render``) / one plain
+    pass over everything: <= 0.5.
+
+Every cold side must be linear in messages: growth exponent (slope of log time over log messages,
+least squares over the four sizes) <= 1.1. The bench prints each side's exponent.
+
+Output: a table, then one JSON line per metric ``{"metric", "ratio", "target", "spread"}``.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import math
+import os
 import statistics
 import sys
 import time
-import tracemalloc
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import long_session, next_turn
+from _corpus import new_ring, realistic_session
 
 from reference_impl import AssemblyConfig, SessionAssembler, assemble
 from reference_impl._encodings import get_encoding
+from reference_impl.shapes import get_shape
 from reference_impl.tokens import TiktokenCounter, TokenCounter
 from reference_impl.transcript import (
     Message,
@@ -53,10 +67,11 @@ from reference_impl.transcript import (
 )
 
 BUDGET = 100_000
-REPEATS = 5
+SIZES = tuple(int(s) for s in os.environ.get("BENCH_SIZES", "500,2000,8000,32000").split(","))
+PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
 
 
-def _config(input_budget: int, summarize_trigger_ratio: float = 1.0) -> AssemblyConfig:
+def _config(input_budget: int) -> AssemblyConfig:
     # input budget = limit - reserve - margin (issue 3, item 3)
     return AssemblyConfig.from_mapping(
         {
@@ -64,7 +79,7 @@ def _config(input_budget: int, summarize_trigger_ratio: float = 1.0) -> Assembly
                 "model_input_limit": input_budget + 8192 + 1024,
                 "output_reserve_tokens": 8192,
                 "safety_margin_tokens": 1024,
-                "summarize_trigger_ratio": summarize_trigger_ratio,
+                "summarize_trigger_ratio": 1.0,
             }
         }
     )
@@ -75,89 +90,104 @@ def _counter() -> TokenCounter:
     return TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o")
 
 
-def _texts(message: Message) -> list[str]:
+def _texts(messages: Sequence[Message]) -> list[str]:
     out: list[str] = []
-    for part in message.parts:
-        if isinstance(part, TextPart | SummaryPart):
-            out.append(part.text)
-        elif isinstance(part, ToolCallPart):
-            out.extend((part.name, part.arguments))
-        elif isinstance(part, ToolResultPart):
-            out.extend(p.text for p in part.content if isinstance(p, TextPart))
-        elif isinstance(part, ReasoningPart):
-            out.append(part.data)
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart | SummaryPart):
+                out.append(part.text)
+            elif isinstance(part, ToolCallPart):
+                out.extend((part.name, part.arguments))
+            elif isinstance(part, ToolResultPart):
+                out.extend(p.text for p in part.content if isinstance(p, TextPart))
+            elif isinstance(part, ReasoningPart):
+                out.append(part.data)
     return out
 
 
-def _best(run: Callable[[], object], repeats: int = REPEATS) -> float:
-    """Best of ``repeats``, timeit-style: the collector is off while a run is timed (for every
-    measurement alike). A ``gc.collect()`` right before each run would add its cache misses to
-    sub-millisecond runs: 0.15 ms warm turns measured 0.5 ms that way."""
-    times = []
-    gc.collect()
-    for _ in range(repeats):
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return min(times)
-
-
-def _fresh(messages: int) -> Transcript:
-    """A new session object: no cached digests, nothing memoized."""
-    return long_session(messages)
-
-
-def plain_pass_seconds(session: Transcript) -> float:
-    encoding = get_encoding("o200k_base")
-    texts = [t for m in session.messages for t in _texts(m)]
-    return _best(lambda: [encoding.encode_ordinary(t) for t in texts])
-
-
-def cold_seconds(messages: int, budget: int, summarize_trigger_ratio: float = 1.0) -> float:
-    config = _config(budget, summarize_trigger_ratio)
-    runs = iter([(_fresh(messages), _counter()) for _ in range(REPEATS)])
-
-    def run() -> None:
-        session, counter = next(runs)
-        assemble(session, config, shape="openai-chat", counter=counter)
-
-    return _best(run)
-
-
-def warm_seconds(messages: int, budget: int) -> tuple[float, str]:
-    """The next turn through the production path: a SessionAssembler that assembled turn N."""
-    config = _config(budget)
-    assembler = SessionAssembler(config, shape="openai-chat", counter=_counter())
-    session = _fresh(messages)
-    assembler.assemble(session)  # turn N: counts what it keeps
-    turns = []
-    for i in range(REPEATS):  # turn N+1, N+2, ...: one new message each
-        session = next_turn(session, seed=i)
-        turns.append(session)
-    it = iter(turns)
-    paths: list[str] = []
-
-    def run() -> None:
-        assembler.assemble(next(it))
-        paths.append(assembler.last_path)
-
-    best = _best(run)
-    return best, ",".join(sorted(set(paths)))
-
-
-def langchain_seconds(session: Transcript, budget: int) -> float | None:
+def _timed(run: Callable[[], object]) -> float:
+    gc.disable()
     try:
-        from langchain_core.messages import convert_to_messages, trim_messages
-    except ImportError:
-        return None
-    from reference_impl.shapes import get_shape
+        start = time.process_time()
+        run()
+        return time.process_time() - start
+    finally:
+        gc.enable()
 
-    # openai-chat has no is_error flag: the langchain side gets the same content without it
-    plain = session.with_messages(
+
+@dataclass
+class Paired:
+    """The paired measurements of one ratio: A and B times per repetition."""
+
+    a: list[float]
+    b: list[float]
+
+    @property
+    def ratios(self) -> list[float]:
+        return [x / y for x, y in zip(self.a, self.b, strict=True)]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    @property
+    def spread(self) -> float:
+        return max(self.ratios) - min(self.ratios)
+
+
+def paired(
+    side_a: Callable[[int], Callable[[], object]],
+    side_b: Callable[[int], Callable[[], object]],
+    pairs: int = PAIRS,
+) -> Paired:
+    """A B A B: ``side_x(i)`` prepares repetition ``i`` (untimed) and returns the timed run."""
+    a: list[float] = []
+    b: list[float] = []
+    gc.collect()
+    for i in range(pairs):
+        run_a = side_a(i)
+        a.append(_timed(run_a))
+        run_b = side_b(i)
+        b.append(_timed(run_b))
+    return Paired(a, b)
+
+
+def plain_pass(messages: Sequence[Message]) -> Callable[[int], Callable[[], object]]:
+    encoding = get_encoding("o200k_base")
+    texts = _texts(messages)
+
+    def prepare(_: int) -> Callable[[], object]:
+        return lambda: [encoding.encode_ordinary(t) for t in texts]
+
+    return prepare
+
+
+def _fresh(session: Transcript) -> Transcript:
+    """A new session object with the same content: no digests, no ids, nothing memoized."""
+    return Transcript(
+        tuple(
+            Message(m.role, m.parts, m.name, m.wire_id, m.empty_tool_calls)
+            for m in session.messages
+        ),
+        tools=session.tools,
+        model=session.model,
+        params=session.params,
+    )
+
+
+def cold(session: Transcript, budget: int) -> Callable[[int], Callable[[], object]]:
+    config = _config(budget)
+
+    def prepare(_: int) -> Callable[[], object]:
+        fresh, counter = _fresh(session), _counter()
+        return lambda: assemble(fresh, config, shape="openai-chat", counter=counter)
+
+    return prepare
+
+
+def _wire_safe(session: Transcript) -> Transcript:
+    """openai-chat has no is_error flag: the same content without it (for a wire body)."""
+    return session.with_messages(
         replace(
             m,
             parts=tuple(
@@ -166,80 +196,206 @@ def langchain_seconds(session: Transcript, budget: int) -> float | None:
         )
         for m in session.messages
     )
-    body = get_shape("openai-chat").render_request(plain)
+
+
+def langchain_side(
+    session: Transcript, budget: int
+) -> Callable[[int], Callable[[], object]] | None:
+    try:
+        from langchain_core.messages import convert_to_messages, trim_messages
+    except ImportError:
+        return None
+    body = get_shape("openai-chat").render_request(_wire_safe(session))
     lc_messages = convert_to_messages(body["messages"])
     encoding = get_encoding("o200k_base")
 
-    def lc_counter(batch: list[Any]) -> int:
-        # the common user-side counter: tiktoken over content, plus the cookbook's 3 per message
-        total = 3
-        for message in batch:
-            content = (
-                message.content if isinstance(message.content, str) else json.dumps(message.content)
-            )
-            total += 3 + len(encoding.encode_ordinary(content))
-            for call in getattr(message, "tool_calls", None) or ():
-                total += len(encoding.encode_ordinary(json.dumps(call["args"])))
-        return total
+    def prepare(_: int) -> Callable[[], object]:
+        memo: dict[int, int] = {}  # a new memo per repetition: the side starts cold, as ours
 
-    return _best(
-        lambda: trim_messages(
+        def one(message: Any) -> int:
+            found = memo.get(id(message))
+            if found is None:
+                content = message.content
+                text = content if isinstance(content, str) else json.dumps(content)
+                found = 3 + len(encoding.encode_ordinary(text))
+                for call in getattr(message, "tool_calls", None) or ():
+                    found += len(encoding.encode_ordinary(json.dumps(call["args"])))
+                memo[id(message)] = found
+            return found
+
+        def counter(batch: list[Any]) -> int:
+            return 3 + sum(one(m) for m in batch)
+
+        return lambda: trim_messages(
             lc_messages,
             max_tokens=budget,
-            token_counter=lc_counter,
+            token_counter=counter,
             strategy="last",
             include_system=True,
-        ),
-        repeats=2,
+        )
+
+    return prepare
+
+
+def next_turn(session: Transcript, budget: int) -> tuple[Paired, str]:
+    """(d)/(e): turn N assembled, then turn N+1 = N plus a new tool ring (2,000 tokens)."""
+    config = _config(budget)
+    paths: list[str] = []
+    turns: list[tuple[SessionAssembler, Transcript]] = []
+
+    def prepare_turn(i: int) -> Callable[[], object]:
+        assembler = SessionAssembler(config, shape="openai-chat", counter=_counter())
+        assembler.assemble(session)  # turn N, untimed
+        turn = new_ring(session, seed=i)
+        turns.append((assembler, turn))
+
+        def run() -> None:
+            assembler.assemble(turn)
+            paths.append(assembler.last_path)
+
+        return run
+
+    encoding = get_encoding("o200k_base")
+
+    def prepare_plain(i: int) -> Callable[[], object]:
+        _, turn = turns[i]
+        texts = _texts(turn.messages[len(session) :])
+        return lambda: [encoding.encode_ordinary(t) for t in texts]
+
+    result = paired(prepare_turn, prepare_plain)
+    return result, ",".join(sorted(set(paths)))
+
+
+def plugin_path(session: Transcript, budget: int) -> Callable[[int], Callable[[], object]]:
+    """(f): what a plug-in does: parse the wire body, assemble, render."""
+    config = _config(budget)
+    shape = get_shape("openai-chat")
+    body = shape.render_request(_wire_safe(session))
+
+    def prepare(_: int) -> Callable[[], object]:
+        counter = _counter()
+
+        def run() -> object:
+            parsed = shape.parse_request(body)
+            return assemble(parsed, config, shape="openai-chat", counter=counter).render()
+
+        return run
+
+    return prepare
+
+
+def exponent(sizes: Sequence[int], times: Sequence[float]) -> float:
+    """Least-squares slope of log(time) over log(messages)."""
+    xs = [math.log(s) for s in sizes]
+    ys = [math.log(t) for t in times]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
     )
 
 
-def peak_memory_mib(messages: int, budget: int) -> float:
-    session = _fresh(messages)
-    config = _config(budget)
-    counter = _counter()
-    tracemalloc.start()
-    assemble(session, config, shape="openai-chat", counter=counter)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
+@dataclass
+class Metric:
+    name: str
+    ratio: float
+    target: float
+    spread: float | None = None
+
+    def line(self) -> str:
+        spread = None if self.spread is None else round(self.spread, 4)
+        return json.dumps(
+            {
+                "metric": self.name,
+                "ratio": round(self.ratio, 4),
+                "target": self.target,
+                "spread": spread,
+            }
+        )
+
+
+def _row(label: str, p: Paired, target: float) -> str:
+    ok = "ok" if p.ratio <= target else "MISSED"
+    return (
+        f"  {label:44s} {p.ratio:7.3f} (spread {p.spread:5.3f}; "
+        f"A {statistics.median(p.a) * 1000:8.2f} ms, B {statistics.median(p.b) * 1000:8.2f} ms)"
+        f"  target <= {target}  {ok}"
+    )
 
 
 def main() -> None:
-    session = _fresh(2000)
-    total = _counter().count(session).total
-    print(f"session: {len(session)} messages, {total:,} o200k tokens; budget {BUDGET:,}")
-    plain = plain_pass_seconds(session)
-    cold = cold_seconds(2000, BUDGET)
-    whole = cold_seconds(2000, total * 2)
-    with_summary = cold_seconds(2000, BUDGET, summarize_trigger_ratio=0.8)
-    lc = langchain_seconds(session, BUDGET)
-    results: list[tuple[str, float, float]] = [
-        ("cold_assembly_vs_plain_pass", cold / plain, 0.25),
-        ("whole_history_assembly_vs_plain_pass", whole / plain, 1.2),
-    ]
-    print(f"plain tiktoken pass      {plain * 1000:9.1f} ms")
-    print(f"cold assembly (100k)     {cold * 1000:9.1f} ms")
-    print(f"assembly, budget > all   {whole * 1000:9.1f} ms")
-    print(f"cold, default config     {with_summary * 1000:9.1f} ms (trims, then summarizes)")
-    if lc is None:
-        print("langchain_core not installed: ratio (c) skipped (pip install 'ctxconf[langchain]')")
-    else:
-        print(f"langchain trim_messages  {lc * 1000:9.1f} ms")
-        results.append(("cold_assembly_vs_langchain_trim_messages", cold / lc, 0.15))
-    for size in (500, 2000, 8000):
-        cold_n = cold_seconds(size, BUDGET)
-        warm_n, path = warm_seconds(size, BUDGET)
-        print(
-            f"{size:5d} messages: cold {cold_n * 1000:8.1f} ms, warm next turn "
-            f"{warm_n * 1000:8.3f} ms ({path})"
-        )
-        results.append((f"warm_vs_cold_{size}_messages", warm_n / cold_n, 0.01))
-    results.append(("cold_assembly_default_config_vs_plain_pass", with_summary / plain, 0.25))
-    print(f"peak memory, cold assembly of 2,000 messages: {peak_memory_mib(2000, BUDGET):.1f} MiB")
-    print(f"median ratio / target: {statistics.median(r / t for _, r, t in results):.2f}")
-    for name, ratio, target in results:
-        print(json.dumps({"metric": name, "ratio": round(ratio, 4), "target": target}))
+    load = os.getloadavg()
+    print(
+        f"paired A B A B, {PAIRS} pairs a ratio, CPU time; load average "
+        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} cores; budget {BUDGET:,}"
+    )
+    metrics: list[Metric] = []
+    growth: dict[str, list[float]] = {}
+    for attachments in (False, True):
+        tag = "attachments" if attachments else "text"
+        for size in SIZES:
+            session = realistic_session(size, attachments=attachments)
+            total = _counter().count(session).total
+            kept_view = assemble(
+                _fresh(session), _config(BUDGET), shape="openai-chat", counter=_counter()
+            ).view
+            print(
+                f"{size:,} messages ({tag}): {total:,} tokens, kept {len(kept_view):,} messages "
+                "at 100k"
+            )
+            # (a) cold / plain pass over the kept content
+            a = paired(cold(session, BUDGET), plain_pass(kept_view.messages))
+            target_a = 1.5 if size <= 2000 else 2.0
+            print(_row("(a) cold / plain pass over kept", a, target_a))
+            metrics.append(
+                Metric(f"a_cold_vs_plain_kept_{tag}_{size}", a.ratio, target_a, a.spread)
+            )
+            growth.setdefault(f"cold assemble ({tag})", []).append(statistics.median(a.a))
+            # (b) nothing to drop / plain pass over everything
+            b = paired(cold(session, total * 2), plain_pass(session.messages))
+            print(_row("(b) whole history / plain pass over all", b, 1.1))
+            metrics.append(Metric(f"b_whole_history_vs_plain_{tag}_{size}", b.ratio, 1.1, b.spread))
+            growth.setdefault(f"whole history ({tag})", []).append(statistics.median(b.a))
+            growth.setdefault(f"plain pass over all ({tag})", []).append(statistics.median(b.b))
+            # (c) ours / langchain trim_messages, memoized counter
+            # (c) only where trimming happens: when everything fits, both sides just count it all
+            lc = langchain_side(session, BUDGET) if not attachments and total > BUDGET else None
+            if lc is not None:
+                c = paired(cold(session, BUDGET), lc)
+                print(_row("(c) cold / langchain trim_messages (memo)", c, 0.5))
+                metrics.append(Metric(f"c_cold_vs_langchain_{size}", c.ratio, 0.5, c.spread))
+                growth.setdefault("langchain trim_messages", []).append(statistics.median(c.b))
+            # (d)/(e) next turn / plain pass over the new ring
+            d, path = next_turn(session, BUDGET)
+            label = "(e)" if attachments else "(d)"
+            print(_row(f"{label} next turn / plain pass over new ring", d, 3.0) + f"  [{path}]")
+            metrics.append(
+                Metric(f"{label[1]}_next_turn_vs_new_ring_{tag}_{size}", d.ratio, 3.0, d.spread)
+            )
+            growth.setdefault(f"next turn ({tag})", []).append(statistics.median(d.a))
+            # (f) the plug-in path
+            if not attachments:
+                f = paired(plugin_path(session, BUDGET), plain_pass(session.messages))
+                print(_row("(f) parse + assemble + render / plain pass", f, 0.5))
+                metrics.append(Metric(f"f_plugin_path_vs_plain_{size}", f.ratio, 0.5, f.spread))
+                growth.setdefault("plug-in path", []).append(statistics.median(f.a))
+    if len(SIZES) >= 2:
+        print("growth exponents (time ~ messages^k, least squares over the sizes):")
+        for side, times in growth.items():
+            k = exponent(SIZES[: len(times)], times)
+            flat = side.startswith("next turn")
+            target = 0.1 if flat else 1.1
+            verdict = "ok" if k <= target else "MISSED"
+            print(f"  {side:34s} k = {k:5.2f}  target <= {target}  {verdict}")
+            if not side.startswith(("plain pass", "langchain")):
+                key = side.replace(" ", "_").replace("(", "").replace(")", "")
+                metrics.append(Metric(f"growth_exponent_{key}", k, target))
+    missed = [m.name for m in metrics if m.ratio > m.target]
+    print(
+        f"{len(metrics) - len(missed)} of {len(metrics)} targets met"
+        + (f"; missed: {', '.join(missed)}" if missed else "")
+    )
+    for m in metrics:
+        print(m.line())
 
 
 if __name__ == "__main__":

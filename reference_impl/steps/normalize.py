@@ -170,4 +170,4 @@ def drop_leading_non_user(state: AssemblyState) -> None:
         (state.dropped_ring_ids if unit.kind == "ring" else state.dropped_turn_ids).append(unit.id)
         dropped = True
     if dropped:
-        state.record("drop_leading_non_user")
+        state.record("drop_leading_non_user", revalidate=False)  # whole units only

@@ -175,9 +175,16 @@ class AssemblyState:
             params=self.session.params,
         )
 
-    def record(self, step: str) -> None:
-        """Note a step that changed the view, then re-check pairing on the view (issue 3 item 4)."""
+    def record(self, step: str, *, revalidate: bool = True) -> None:
+        """Note a step that changed the view, then re-check pairing on the view (issue 3 item 4).
+
+        ``revalidate=False`` is for steps that only dropped whole units (rings, turns) from a
+        view whose pairing held: a ring is its call and all of its results, so taking whole
+        units away cannot unpair anything, and an O(n) check after each such step is waste.
+        """
         self.steps.append(step)
+        if not revalidate:
+            return
         violations = validate(self.view())
         if violations:  # a bug in a step, never the caller's input: refuse rather than send it
             raise ContextAssemblyError(

@@ -129,18 +129,41 @@ def _has_attachment(unit: Unit) -> bool:
 
 def degrade_attachments(state: AssemblyState) -> None:
     """Replace images/files in the middle by a named placeholder, oldest first, before any text
-    of the middle is cut (issue 3 item 7)."""
+    of the middle is cut (issue 3 item 7), until the view fits.
+
+    Linear: the fit is kept as a running total. ``fits()`` sums the middle newest first and stops
+    at the first unit that overflows (the *frontier*); degrading a unit older than the frontier
+    cannot change that verdict, and degrading one inside the counted window lowers the total by
+    what it won. So each unit is counted at most twice (as it was, and degraded), instead of the
+    whole window being walked again after every attachment.
+    """
     if state.fits():
         return
+    room = state.budget - state.fixed_cost
+    middle = [i for i, u in enumerate(state.units) if u.kept and u.bucket == "middle"]
+    # walk newest first until the total overflows: middle[frontier:] is counted
+    used = 0
+    frontier = len(middle)
+    while frontier > 0 and used <= room:
+        frontier -= 1
+        used += state.cost(state.units[middle[frontier]])
     changed = False
-    for unit in state.units:
-        if not (unit.kept and unit.bucket == "middle" and _has_attachment(unit)):
+    for n, i in enumerate(middle):
+        unit = state.units[i]
+        if not _has_attachment(unit):
             continue
+        counted = n >= frontier
+        before = state.cost(unit) if counted else 0
         unit.replace_messages(tuple(_degrade_message(m) for m in unit.messages))
         state.degraded_attachment_ids.append(unit.id)
         changed = True
-        if state.fits():
-            break
+        if counted:
+            used += state.cost(unit) - before
+        while frontier > 0 and used <= room:  # the window grows while it fits
+            frontier -= 1
+            used += state.cost(state.units[middle[frontier]])
+        if room >= 0 and used <= room and frontier == 0:
+            break  # fits() would now say True
     if changed:
         state.record("degrade_attachments")
 
@@ -212,7 +235,7 @@ def drop_middle_by_tier(state: AssemblyState) -> None:
         ("summary", "drop_old_summary"),
     ):
         if dropped.get(tier):
-            state.record(step)
+            state.record(step, revalidate=False)  # whole units only
     position = _order(state)
     state.dropped_ring_ids.sort(key=position)
     state.dropped_turn_ids.sort(key=position)
