@@ -14,9 +14,10 @@ $(BIN)/python:
 
 # Every adapter extra is installed too (`adapters`), so the tests of the ready adapters run rather
 # than skip (it costs install time only; docs/adapters.md lists the versions); the browser extra
-# drives a chromium that .ci/run installs (the browser test skips without it).
+# drives a chromium that .ci/run installs (the browser test skips without it); the distributed
+# extra serves the Dask audit recipe's test.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,adapters,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,adapters,browser,distributed]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -18,9 +18,9 @@ id: the same verdict as validating the whole session) and segmented; the decisio
 the middle fill in tier order) are then recomputed from those indexes in time proportional to what
 is *kept*, never to the length of the session.
 
-The fast path covers the common turn: a valid session that fits, or that fits after deleting
-middle units in tier order. Anything else (a pairing error or repair, attachments to degrade,
-``clear_tool_result`` under pressure, a summary to write, an anchor for a session without a pinned
+The fast path covers the common turn: a valid session that fits, or that fits after degrading
+middle attachments (oldest first) and deleting middle units in tier order. Anything else (a
+pairing error or repair, ``clear_tool_result`` under pressure, a summary to write, an anchor for a session without a pinned
 user goal, escalation, a final recount over budget, changed config/tools/ledger/memory/budget)
 runs the full stateless pipeline, ``assemble()``, with the shared counter's memo. Either way the
 result equals ``assemble()`` on the same input (``tests/test_assembler_incremental.py`` checks
@@ -49,7 +49,7 @@ from reference_impl.metrics import AssemblyMetrics, default_metrics
 from reference_impl.rings import Ring, segment, validate
 from reference_impl.steps.normalize import normalize_view
 from reference_impl.steps.state import Unit
-from reference_impl.steps.trim import CHARS_PER_TOKEN_CEILING, unit_chars
+from reference_impl.steps.trim import CHARS_PER_TOKEN_CEILING, degrade_message, unit_chars
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, _MemoizedCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, SummaryPart, Transcript
@@ -93,6 +93,8 @@ class _Index:
     """A system-role summary: rare enough to leave to the full pipeline."""
     call_ids: set[str] = field(default_factory=set)
     result_ids: set[str] = field(default_factory=set)
+    degraded: dict[int, tuple[Message, ...]] = field(default_factory=dict)
+    """Units with their attachments replaced by placeholders, made once when first needed."""
     digest: Any = field(default_factory=hashlib.sha256)
 
     def start(self, session: Transcript) -> bool:
@@ -134,6 +136,14 @@ class _Index:
         self._digest(new)
         self._add_units(Transcript(new), old)
         return True
+
+    def degraded_messages(self, position: int) -> tuple[Message, ...]:
+        """The unit's messages with attachments replaced (``steps.trim.degrade_attachments``)."""
+        found = self.degraded.get(position)
+        if found is None:
+            found = tuple(degrade_message(m) for m in self.units[position].messages)
+            self.degraded[position] = found
+        return found
 
     def _digest(self, messages: Sequence[Message]) -> None:
         for m in messages:  # the same digest as assembler.session_digest_of
@@ -330,6 +340,57 @@ class SessionAssembler:
             index.counted_units += 1
         return unit.cost_cache
 
+    def _degraded_cost(self, index: _Index, position: int) -> int:
+        assert self.counter is not None
+        return sum(self.counter.count_message(m) for m in index.degraded_messages(position))
+
+    def _degrade(
+        self, index: _Index, degradable: list[int], protected: set[int], start: int, room: int
+    ) -> dict[int, int | None]:
+        """Which middle attachments ``steps.trim.degrade_attachments`` degrades: oldest first
+        until the middle fits, with the same newest-first frontier. Every attachment older than
+        the frontier is degraded without changing the verdict, so those are taken in one batch
+        (their cost is counted only if the fill reaches them); the window is then walked as the
+        step walks it. Returns position -> degraded cost (``None``: not needed yet)."""
+        units = index.units
+        # the frontier: the middle summed newest first up to the first unit that overflows
+        used = 0
+        frontier = start
+        for p in range(start - 1, -1, -1):
+            if p in protected:
+                continue
+            frontier = p
+            cost = units[p].cost_cache
+            used += cost if cost is not None else self._cost(index, p)
+            if used > room:
+                break
+        split = bisect.bisect_left(degradable, frontier)
+        degraded: dict[int, int | None] = dict.fromkeys(degradable[:split])
+
+        def cost(p: int) -> int:
+            if p in degraded:
+                found = degraded[p]
+                if found is None:
+                    found = degraded[p] = self._degraded_cost(index, p)
+                return found
+            return self._cost(index, p)
+
+        older = (p for p in range(frontier - 1, -1, -1) if p not in protected)
+        pending = next(older, None)
+        for a in degradable[split:]:
+            counted = a >= frontier
+            before = cost(a) if counted else 0
+            degraded[a] = self._degraded_cost(index, a) if counted else None
+            if counted:
+                used += cost(a) - before
+            while pending is not None and used <= room:  # the window grows while it fits
+                frontier = pending
+                used += cost(pending)
+                pending = next(older, None)
+            if used <= room and pending is None:
+                break  # the middle fits now
+        return degraded
+
     def _short_error(self, index: _Index, position: int) -> bool:
         limit = self.config.short_error_max_tokens
         if index.chars[position] < 0:
@@ -401,6 +462,17 @@ class SessionAssembler:
         exhausted = False
         used = 0
         everything = True
+        # middle units whose attachments are replaced by placeholders: position -> cost
+        degraded: dict[int, int | None] = {}
+
+        def cost_of(i: int) -> int:
+            if i in degraded:
+                found = degraded[i]
+                if found is None:
+                    found = degraded[i] = self._degraded_cost(index, i)
+                return found
+            cost = units[i].cost_cache
+            return cost if cost is not None else self._cost(index, i)
 
         def walk(positions: list[int], tier: str, skip: set[int]) -> None:
             nonlocal exhausted, used, everything
@@ -408,9 +480,7 @@ class SessionAssembler:
                 if i in protected or i in skip:
                     continue
                 if not exhausted:
-                    cost = units[i].cost_cache
-                    if cost is None:
-                        cost = self._cost(index, i)
+                    cost = cost_of(i)
                     if used + cost <= room:
                         used += cost
                         kept_middle.append(i)
@@ -420,17 +490,25 @@ class SessionAssembler:
                 dropped_tiers.add(tier)
                 return
 
-        walk(index.summaries, "summary", set())
-        walk(errors, "error_ring", set())
-        walk(index.turns, "plain_turn", set())
-        walk(index.rings, "verbose_ring", error_set)
+        def fill() -> None:
+            walk(index.summaries, "summary", set())
+            walk(errors, "error_ring", set())
+            walk(index.turns, "plain_turn", set())
+            walk(index.rings, "verbose_ring", error_set)
+
+        fill()
         early = index.attachments[: cut(index.attachments, start)]
-        if not everything and any(i not in protected for i in early):
-            return self._fallback("attachments")  # attachments are degraded before any text is cut
-        if not everything and config.middle_delete_unit == "clear_tool_result":
-            return self._fallback("clear_tool_result")
+        degradable = [i for i in early if i not in protected] if not everything else []
+        if degradable:  # attachments are degraded, oldest first, before any text is cut
+            degraded.update(self._degrade(index, degradable, protected, start, room))
+            kept_middle.clear()
+            dropped_tiers.clear()
+            exhausted, used, everything = False, 0, True
+            fill()
         kept = sorted([*prefix, *suffix_set, *kept_middle])
         steps = ["load", "validate_pairing", "protect_prefix", "protect_suffix"]
+        if degraded:
+            steps.append("degrade_attachments")
         for tier, step in (
             ("verbose_ring", "drop_middle_rings"),
             ("plain_turn", "drop_plain_turns"),
@@ -451,7 +529,7 @@ class SessionAssembler:
         if leading:
             for i in leading:
                 kept_middle_set.discard(i)
-                used -= self._cost(index, i)
+                used -= cost_of(i)
             kept = [i for i in kept if i not in leading]
             steps.append("drop_leading_non_user")
         # a summary would be written above the trigger ratio (steps.compact.summarize_middle)
@@ -465,7 +543,7 @@ class SessionAssembler:
             if not placed and i >= index.leading_system:
                 base_messages.extend(injections)
                 placed = True
-            base_messages.extend(units[i].messages)
+            base_messages.extend(index.degraded_messages(i) if i in degraded else units[i].messages)
         if not placed:
             base_messages.extend(injections)
         base = _trusted_view(tuple(base_messages), session)
@@ -513,6 +591,7 @@ class SessionAssembler:
             steps=tuple(steps),
             dropped_ring_ids=dropped_rings,
             dropped_turn_ids=dropped_turns,
+            degraded_attachment_ids=_ids(index.ids, list(degraded)),
             merged_ids=tuple(merged),
             seconds=seconds,
             session_digest=index.digest.hexdigest(),

@@ -156,3 +156,39 @@ def test_a_broken_new_message_is_refused_like_assemble_does():
     with pytest.raises(ContextAssemblyError) as info:
         assembler.assemble(s.with_messages((*s.messages, call)), budget=10_000)
     assert info.value.code == "context_assembly_pairing_error"
+
+
+def test_a_session_with_images_keeps_the_incremental_path():
+    """Attachments in the middle are degraded on the incremental path too (no ``full:`` turn),
+    with the same result as the stateless pipeline, turn after turn."""
+    from reference_impl.transcript import ImagePart, Message, TextPart
+
+    image = ImagePart("url", "https://example.com/chart.png")
+    items = [system(), user("GOAL: audit")]
+    for i in range(40):
+        items.append(Message("user", (TextPart(f"look at chart {i}"), image)))
+        items.extend(ring(f"c{i}", words(30)))
+    items.append(user("what now?"))
+    full = session(*items)
+    config = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=2)
+    metrics = AssemblyMetrics(CollectorRegistry())
+    assembler = SessionAssembler(config, counter=WordCounter(), metrics=metrics)
+    paths = []
+    for cut in (60, 80, 100, len(full)):
+        turn = full.with_messages(full.messages[:cut])
+        for budget in (700, 2500, 6000):
+            got = outcome(lambda t=turn, b=budget: assembler.assemble(t, budget=b))
+            paths.append(assembler.last_path)
+            want = outcome(
+                lambda t=turn, b=budget: assemble(
+                    t, config, counter=WordCounter(), budget=b, metrics=metrics
+                )
+            )
+            assert got == want, (cut, budget)
+    assert "full:attachments" not in paths
+    fresh = SessionAssembler(config, counter=WordCounter(), metrics=metrics)
+    fresh.assemble(full.with_messages(full.messages[:-3]), budget=2500)
+    degraded = fresh.assemble(full, budget=2500)
+    assert fresh.last_path == "incremental"
+    assert degraded.report.degraded_attachment_ids
+    assert "degrade_attachments" in degraded.report.steps

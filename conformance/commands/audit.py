@@ -19,7 +19,6 @@ PATH that does not exist (nothing is audited).
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
@@ -178,9 +177,7 @@ def _totals(counts: Counter[str], rules: Counter[str], files: int) -> str:
 
 def _write_jsonl(rows: list[AuditRow]) -> None:
     if rows:
-        click.echo(
-            "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows), nl=False
-        )
+        click.echo("".join(r.to_json() + "\n" for r in rows), nl=False)
 
 
 @click.command("audit")

@@ -114,6 +114,10 @@ class AuditRow:
             return self.problem
         return error_message(self.verdict.error)
 
+    def to_json(self) -> str:
+        """The row's line in ``ctxconf audit --format jsonl`` (no newline)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
     def to_dict(self) -> dict[str, Any]:
         """The row as ``ctxconf audit --format jsonl`` prints it."""
         verdict = self.verdict

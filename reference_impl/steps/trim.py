@@ -30,6 +30,7 @@ __all__ = [
     "classify_middle",
     "clear_tool_results",
     "degrade_attachments",
+    "degrade_message",
     "drop_middle_by_tier",
     "is_short_error_ring",
     "unit_chars",
@@ -98,7 +99,8 @@ def _placeholder(part: ImagePart | FilePart) -> TextPart:
     return TextPart(f"[{part.kind} omitted to fit the context budget: {_attachment_name(part)}]")
 
 
-def _degrade_message(message: Message) -> Message:
+def degrade_message(message: Message) -> Message:
+    """The message with every image/file (also inside tool results) replaced by a placeholder."""
     parts: list[Part] = []
     for p in message.parts:
         if isinstance(p, ImagePart | FilePart):
@@ -154,7 +156,7 @@ def degrade_attachments(state: AssemblyState) -> None:
             continue
         counted = n >= frontier
         before = state.cost(unit) if counted else 0
-        unit.replace_messages(tuple(_degrade_message(m) for m in unit.messages))
+        unit.replace_messages(tuple(degrade_message(m) for m in unit.messages))
         state.degraded_attachment_ids.append(unit.id)
         changed = True
         if counted:
