@@ -38,12 +38,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import vcr
 import yaml
-from vcr.request import Request as VcrRequest
 
 from conformance.providers.emulator_routes import DIALECT_HEADER, endpoint_for_path
 from reference_impl._documents import (
@@ -54,6 +52,10 @@ from reference_impl._documents import (
 )
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import canonical_json
+
+if TYPE_CHECKING:  # vcrpy is imported only to record or replay (make_vcr), never to read
+    import vcr
+    from vcr.request import Request as VcrRequest
 
 __all__ = [
     "METADATA_KEY",
@@ -66,6 +68,8 @@ __all__ = [
     "CassetteMissError",
     "ContentMode",
     "RecordMode",
+    "RequestLike",
+    "StoredRequest",
     "closest_skeleton",
     "find_secrets",
     "first_difference",
@@ -311,7 +315,51 @@ def _header(headers: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-def request_skeleton(request: VcrRequest) -> dict[str, Any]:
+class RequestLike(Protocol):
+    """What a skeleton is read from: vcrpy's ``Request``, or a :class:`StoredRequest`."""
+
+    @property
+    def uri(self) -> str:
+        """The request URL."""
+        ...
+
+    @property
+    def body(self) -> Any:
+        """The request body (bytes or text, as recorded)."""
+        ...
+
+    @property
+    def headers(self) -> Any:
+        """The request headers (a mapping)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRequest:
+    """A request as a cassette stores it, read without vcrpy (``from_dict`` of the YAML mapping):
+    reading cassettes (recorded verdicts, audits) does not import vcrpy and its HTTP stacks."""
+
+    method: str
+    uri: str
+    body: Any
+    headers: Mapping[str, Any]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StoredRequest:
+        """The ``request`` mapping of one cassette interaction (vcrpy's own layout)."""
+        body = data.get("body")
+        if isinstance(body, str):
+            body = body.encode("utf-8")  # as vcrpy's Request stores it
+        headers = data.get("headers") or {}
+        return cls(
+            method=str(data.get("method", "")),
+            uri=str(data.get("uri", "")),
+            body=body,
+            headers=headers if isinstance(headers, Mapping) else {},
+        )
+
+
+def request_skeleton(request: RequestLike) -> dict[str, Any]:
     """The skeleton of a recorded (or live) request: endpoint from its URL, then its body."""
     endpoint = endpoint_for_path(urlsplit(request.uri).path)
     body = _decoded_body(request.body)
@@ -686,6 +734,8 @@ def make_vcr(
     content: ContentMode = ContentMode.FULL,
 ) -> vcr.VCR:
     """A vcrpy instance: skeleton matching, scrubbing, the ``ctxconf:`` header serializer."""
+    import vcr  # noqa: PLC0415 - only recording and replaying need vcrpy (and its HTTP stacks)
+
     mode = parse_record_mode(record_mode)
     hashed = content is ContentMode.HASHED
 

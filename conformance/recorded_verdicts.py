@@ -29,13 +29,12 @@ from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
-from vcr.request import Request as VcrRequest
-
 from conformance.bundled import find_bundled_folder
 from conformance.cassettes import (
     METADATA_KEY,
     CassetteError,
     CassetteMetadata,
+    StoredRequest,
     read_cassette,
     request_skeleton,
     skeleton,
@@ -196,7 +195,7 @@ def _interactions(path: Path) -> Iterator[RecordedInteraction]:
     document = read_cassette(path)
     metadata = CassetteMetadata.from_dict(document.get(METADATA_KEY), source=str(path))
     for index, item in enumerate(document["interactions"]):
-        request = VcrRequest._from_dict(item["request"])  # noqa: SLF001 - vcrpy's own loader
+        request = StoredRequest.from_dict(item["request"])
         response = item.get("response") or {}
         headers = {
             str(k).lower(): str(v[0] if isinstance(v, list) and v else v)

@@ -9,9 +9,10 @@ the shape and the strategy (``middle_delete_unit``), plus a refusal ``code`` or 
 from __future__ import annotations
 
 import threading
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+if TYPE_CHECKING:  # imported when the first metrics are made, not with reference_impl
+    from prometheus_client import CollectorRegistry
 
 __all__ = ["AssemblyMetrics", "default_metrics"]
 
@@ -24,6 +25,8 @@ class AssemblyMetrics:
     """The seven assembler metrics in one registry."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram  # noqa: PLC0415 - lazy
+
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
         self.tokens = Histogram(
@@ -87,5 +90,7 @@ def default_metrics() -> AssemblyMetrics:
     global _default  # noqa: PLW0603 - one lazily created process-wide instance
     with _default_lock:
         if _default is None:
+            from prometheus_client import REGISTRY  # noqa: PLC0415 - lazy, as above
+
             _default = AssemblyMetrics(REGISTRY)
         return _default
