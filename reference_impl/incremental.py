@@ -360,8 +360,8 @@ class SessionAssembler:
             if p in protected:
                 continue
             frontier = p
-            cost = units[p].cost_cache
-            used += cost if cost is not None else self._cost(index, p)
+            known = units[p].cost_cache
+            used += known if known is not None else self._cost(index, p)
             if used > room:
                 break
         split = bisect.bisect_left(degradable, frontier)
