@@ -326,7 +326,8 @@ def test_a_billion_laughs_document_is_refused_by_name_everywhere(
 ) -> None:
     filled = [a.replace("{f}", str(bomb)).replace("{d}", str(bomb.parent.parent)) for a in args]
     result = CliRunner().invoke(cli, filled, catch_exceptions=False)
-    assert result.exit_code == 2, result.output
+    # audit names an unreadable file as a row and goes on (exit 4: a file could not be read)
+    assert result.exit_code == (4 if args[0] == "audit" else 2), result.output
     assert "billion laughs" in result.stderr
     assert str(bomb) in result.stderr
 
@@ -362,7 +363,8 @@ def test_an_input_over_the_size_limit_is_refused_before_it_is_read(
     monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4kB")
     args = [str(path) if a == "{f}" else a for a in command]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    assert result.exit_code == 2, result.output
+    # audit names an unreadable file as a row and goes on (exit 4: a file could not be read)
+    assert result.exit_code == (4 if command[0] == "audit" else 2), result.output
     assert "input too large" in result.stderr
     assert "CTXCONF_MAX_INPUT_BYTES" in result.stderr
     monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "1MiB")  # configurable: raised, it reads
@@ -391,8 +393,10 @@ def test_a_gzip_bomb_in_recordings_is_refused(
     path.write_bytes(gzip.compress(b" " * 200_000))
     monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "100kB")
     result = CliRunner().invoke(cli, ["audit", str(path)])
-    assert result.exit_code == 2
-    assert "decompressed input too large" in result.stderr
+    # A log is streamed, so its size is no limit; one record over the limit is: that line is an
+    # unreadable row, read in bounded chunks (never inflated whole), and the exit status says so.
+    assert result.exit_code == 4, result.output
+    assert "line 1 is over the input limit" in result.stdout + result.stderr
 
 
 def test_a_bad_limit_value_is_named() -> None:

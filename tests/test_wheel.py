@@ -269,7 +269,9 @@ def test_fuzz_runs_from_the_wheel(installed: Install) -> None:
 def test_audit_judges_a_log_from_the_wheel(installed: Install) -> None:
     log = installed.user_folder / "requests.jsonl"
     log.write_text(BROKEN_LOG)
-    done = installed.run("ctxconf", "audit", "requests.jsonl", "--format", "jsonl", check_status=1)
+    done = installed.run(
+        "ctxconf", "audit", "requests.jsonl", "--format", "jsonl", "--all", check_status=1
+    )
     lines = [yaml.safe_load(line) for line in done.stdout.splitlines() if line.strip()]
     assert [line["verdict"] for line in lines] == ["reject", "accept"], done.stdout
     assert lines[0]["rule"] is not None

@@ -47,6 +47,7 @@ from conformance.recordings import (
     log_interaction,
     read_cassette,
 )
+from reference_impl._documents import INPUT_LIMIT_ENV, max_input_bytes
 
 __all__ = [
     "AuditRow",
@@ -285,8 +286,27 @@ def _why(exc: RecordingError, file: str) -> str:
     return text[len(file) + 2 :] if text.startswith(file + ": ") else text
 
 
+def _bounded_lines(stream: Any, limit: int | None) -> Iterator[bytes | None]:
+    """The stream's lines, each read with at most ``limit`` bytes held: a longer line (a gzip bomb
+    with no newline, a runaway record) is skipped in chunks and yields ``None``. A streamed log may
+    be any size; the input limit bounds what one record may cost."""
+    while True:
+        line: bytes = stream.readline() if limit is None else stream.readline(limit + 1)
+        if not line:
+            return
+        if limit is not None and len(line) > limit and not line.endswith(b"\n"):
+            while True:
+                rest: bytes = stream.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
 def _audit_log(path: Path) -> Iterator[AuditRow]:
     name = str(path)
+    limit = max_input_bytes()
     try:
         raw: Any = path.open("rb")
     except OSError as exc:
@@ -296,7 +316,14 @@ def _audit_log(path: Path) -> Iterator[AuditRow]:
         # gzip by content, as conformance.recordings reads it (``.gz`` or not)
         stream: Any = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
         try:
-            yield from audit_lines(stream, file=name)
+            for index, line in enumerate(_bounded_lines(stream, limit)):
+                if line is None:
+                    problem = f"line {index + 1} is over the input limit of {limit} bytes"
+                    yield _unreadable(name, f"{problem} (set {INPUT_LIMIT_ENV})", index, log=True)
+                    continue
+                row = _line_row(line, name, index)
+                if row is not None:
+                    yield row
         except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
             yield _unreadable(name, f"corrupt gzip file: {exc}", log=True)
 
