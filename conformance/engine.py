@@ -59,6 +59,8 @@ from conformance.scenarios import DEFAULT_MODELS, Level, Scenario
 from conformance.workers import RunStop, WorkerPool
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
+from reference_impl.shapes.dialects import render_for_dialect
+from reference_impl.steps.normalize import normalize_view
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import (
     SHAPE_NAMES,
@@ -226,13 +228,30 @@ def _call_plugin(function: Callable[[], Any], timeout: float) -> CallResult:
         announce("done")
 
 
-def render_input(scenario: Scenario, session: Transcript, shape: str) -> dict[str, Any]:
-    """The session rendered as a request body in ``shape``, with the scenario's model and params."""
+def render_input(
+    scenario: Scenario, session: Transcript, shape: str, dialect: str | None = None
+) -> dict[str, Any]:
+    """The session rendered as a request body in ``shape`` (and ``dialect``), with the scenario's
+    model and params: a body the target accepts as it stands, unless the scenario declares its
+    input invalid (``expect.input: invalid``, the broken-pairing corpus).
+
+    The neutral session keeps a ring's results and the next user text as two messages; where the
+    target requires alternation (Bedrock B3, Gemini G1) they are one wire turn, merged exactly as
+    :func:`reference_impl.steps.normalize.normalize_view` merges them (content and order kept).
+    A gateway dialect gets its own renderer (Ollama, LM Studio, llama.cpp: ``""`` for a tool-call
+    turn's ``content: null``, OL2/LM1/LC1); ids are never rewritten, so a scenario for Mistral
+    brings Mistral ids itself. ``tests/test_input_validity.py`` runs every case's input through
+    the validators of its profile.
+    """
+    messages, _ = normalize_view(session.messages, shape)
     prepared = replace(
         session,
+        messages=messages,
         model=scenario.model_for(shape),
         params=params_from_mapping(scenario.params.get(shape, {})),
     )
+    if dialect is not None and shape == "openai-chat":
+        return render_for_dialect(prepared, dialect)
     return get_shape(shape).render_request(prepared)
 
 
@@ -240,7 +259,7 @@ def assembly_request(case: Case, turn: int, session: Transcript) -> AssemblyRequ
     """What the plug-in receives for one turn of a case (``ctxconf record`` builds the reference
     assembler's requests through this too, so the cassettes hold exactly what a run sends)."""
     scenario, shape = case.scenario, case.shape
-    input_body = render_input(scenario, session, shape)
+    input_body = render_input(scenario, session, shape, case.dialect)
     model = scenario.model_for(shape)
     return AssemblyRequest(
         scenario_id=scenario.id,
@@ -446,7 +465,7 @@ def unrun_result(
     scenario = case.scenario
     try:
         first = next(iter(scenario.sessions()))
-        input_body: dict[str, Any] | None = render_input(scenario, first, case.shape)
+        input_body: dict[str, Any] | None = render_input(scenario, first, case.shape, case.dialect)
     except (CtxconfError, StopIteration):
         input_body = None
     return CaseResult(

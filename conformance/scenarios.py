@@ -122,6 +122,10 @@ class Expectation:
     checks: tuple[str, ...] = ()
     skip_checks: tuple[str, ...] = ()
     refusal_code: str | None = None
+    input: Literal["valid", "invalid"] = "valid"
+    """``invalid``: the session is broken on purpose and must be refused (the schema enforces
+    ``outcome: refused``); otherwise every input body the engine builds is one the target's
+    validators accept (``tests/test_input_validity.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +392,7 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
             checks=tuple(expect.get("checks", ())),
             skip_checks=tuple(expect.get("skip_checks", ())),
             refusal_code=expect.get("refusal_code"),
+            input=expect.get("input", "valid"),
         ),
         tags=tuple(raw.get("tags", ())),
         shapes=tuple(s for s in SHAPE_NAMES if s in raw.get("shapes", SHAPE_NAMES)),
