@@ -113,16 +113,27 @@ class Case:
 
 
 def plan_cases(
-    scenarios: Sequence[Scenario], plugin_shapes: Sequence[str], shapes: Sequence[str] | None = None
+    scenarios: Sequence[Scenario],
+    plugin_shapes: Sequence[str],
+    shapes: Sequence[str] | None = None,
+    *,
+    assemblers: Mapping[str, object] | None = None,
 ) -> list[Case]:
-    """Every case in a fixed order: scenario, then shape (catalog order), dialect, budget."""
+    """Every case in a fixed order: scenario, then shape (catalog order), dialect, budget.
+
+    With ``assemblers``, a case is left out when its shape's assembler says it cannot be judged
+    on it (``can_be_judged_on(dialect, expected_checks)``: a plain message function that does not
+    see the dialect or the tools, see :class:`conformance.protocol.MessageListAssembler`)."""
     wanted = [s for s in SHAPE_NAMES if s in plugin_shapes and (shapes is None or s in shapes)]
     cases: list[Case] = []
     for scenario in scenarios:
         for shape in wanted:
             if shape not in scenario.shapes:
                 continue
+            judgeable = getattr((assemblers or {}).get(shape), "can_be_judged_on", None)
             for dialect in scenario.dialects:
+                if judgeable is not None and not judgeable(dialect, scenario.expect.checks):
+                    continue
                 for budget in scenario.budget.for_shape(shape):
                     cases.append(Case(len(cases), scenario, shape, dialect, budget))
     return cases
@@ -515,6 +526,17 @@ def _version() -> str:
         return "0+unknown"
 
 
+def _not_judged(count: int) -> dict[str, Any]:
+    """The footer's note on cases left out for a plain function (none: no note)."""
+    if not count:
+        return {}
+    why = (
+        "a plain message function without dialect=/tools= is not judged on dialect cases or on "
+        "cases that expect the tool schemas dropped"
+    )
+    return {"not_judged": {"cases": count, "why": why}}
+
+
 def run_events(
     plugin: Plugin,
     scenarios: Sequence[Scenario],
@@ -536,7 +558,8 @@ def run_events(
     The cassette library is loaded once here (forked workers inherit it). The run stops early
     when ``stop`` is set (a signal), after ``max_consecutive_timeouts`` timed-out cases in a row,
     or after ``max_seconds``; the footer says why and the cases that finished are reported."""
-    cases = plan_cases(scenarios, plugin.shapes, shapes)
+    cases = plan_cases(scenarios, plugin.shapes, shapes, assemblers=plugin.assemblers)
+    unseen = len(plan_cases(scenarios, plugin.shapes, shapes)) - len(cases)
     specs = {s.id: checks_for(s, level=level) for s in scenarios}
     clock = time.perf_counter()
     loading = time.perf_counter()
@@ -612,11 +635,12 @@ def run_events(
         interrupted=halt.signal is not None,
         not_run=len(cases) - len(results),
         extra={
+            **_not_judged(unseen),
             "cassettes": {
                 "root": str(cassettes.root),
                 "files": cassettes.files,
                 "interactions": len(cassettes),
                 "load_seconds": round(loading, 3),
-            }
+            },
         },
     )

@@ -17,7 +17,9 @@ request body it would send to the provider::
             return body
 
 A plain function ``f(messages: list[dict], budget: int) -> list[dict]`` over one shape's message
-list is accepted too (:class:`MessageListAssembler` wraps it). ``ctxconf run --impl`` loads a
+list is accepted too (:class:`MessageListAssembler` wraps it; see there for the optional keyword
+form ``f(messages, budget, *, tools=..., dialect=...)`` and for what a function that cannot see
+the tools or the dialect is and is not judged on). ``ctxconf run --impl`` loads a
 plug-in by ``module:attr`` or by name from the ``ctxconf.assemblers`` entry-point group (see
 :mod:`conformance.loading` for every form a spec may take).
 
@@ -67,14 +69,16 @@ all of it over every turn.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
-from reference_impl.errors import ContextAssemblyError
+from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.tokens import TokenCounter
 
 __all__ = [
+    "FUNCTION_KEYWORDS",
     "MESSAGE_KEYS",
     "PROTOCOL_VERSION",
     "Assembler",
@@ -84,6 +88,7 @@ __all__ = [
     "MessageListAssembler",
     "Refusal",
     "StatefulAssembler",
+    "body_tools",
 ]
 
 PROTOCOL_VERSION: Final = 1
@@ -162,15 +167,84 @@ class Assembler(Protocol):
         ...
 
 
-MessageFunction = Callable[[list[dict[str, Any]], int], Sequence[Mapping[str, Any]]]
-"""``f(messages, budget) -> messages``: the plain-function form of a plug-in."""
+MessageFunction = Callable[..., object]
+"""``f(messages, budget) -> messages``, optionally ``f(messages, budget, *, tools, dialect)``:
+the plain-function form of a plug-in."""
+
+FUNCTION_KEYWORDS: Final = ("tools", "dialect")
+"""The keyword-only arguments a plain function may declare to see more than its messages."""
+
+_TOOL_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    "openai-chat": ("tools",),
+    "openai-responses": ("tools",),
+    "anthropic-messages": ("tools",),
+    "gemini": ("tools",),
+    "bedrock-converse": ("toolConfig", "tools"),
+}
+"""Where each shape keeps its tool schemas (Bedrock: ``toolConfig.tools``)."""
+
+
+def _declared_keywords(function: Callable[..., object]) -> frozenset[str]:
+    """Which of :data:`FUNCTION_KEYWORDS` ``function`` takes (all of them with ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: the plain form
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return frozenset(FUNCTION_KEYWORDS)
+    return frozenset(
+        p.name
+        for p in parameters
+        if p.name in FUNCTION_KEYWORDS
+        and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
+
+
+def body_tools(body: Mapping[str, Any], shape: str) -> list[dict[str, Any]]:
+    """The tool schemas of ``body`` as its shape sends them (copies; empty when there are none)."""
+    keys = _TOOL_KEYS.get(shape, ("tools",))
+    found: Any = body
+    for key in keys:
+        found = found.get(key) if isinstance(found, Mapping) else None
+    return (
+        [dict(t) if isinstance(t, Mapping) else t for t in found] if isinstance(found, list) else []
+    )
+
+
+def _with_tools(body: dict[str, Any], shape: str, tools: Sequence[Any]) -> None:
+    keys = _TOOL_KEYS.get(shape, ("tools",))
+    if len(keys) == 1:
+        if tools:
+            body[keys[0]] = list(tools)
+        else:
+            body.pop(keys[0], None)
+        return
+    outer = dict(body.get(keys[0]) or {})
+    if tools:
+        outer[keys[1]] = list(tools)
+        body[keys[0]] = outer
+    else:
+        body.pop(keys[0], None)  # Converse rejects a toolConfig without tools
 
 
 class MessageListAssembler:
-    """Wraps ``f(messages, budget) -> messages`` into an :class:`Assembler` for ``shape``.
+    """Wraps a plain message function into an :class:`Assembler` for ``shape``.
 
-    The function sees only the message list; system (when top-level), tools and the other body
-    keys are put back unchanged around whatever it returns.
+    **The plain form** ``f(messages, budget) -> messages`` sees only the message list; system
+    (when top-level), tools and the other body keys are put back unchanged around whatever it
+    returns. Since it cannot see the tool schemas, ``budget`` is what is left for the messages:
+    the request's budget minus what the rest of the body (tool schemas, a top-level system)
+    costs by the reference counter (``request.counter``); and since it cannot drop tools or see
+    the dialect, it is not judged on cases that need either: cases with a gateway dialect and
+    cases whose scenario expects the tool schemas dropped (:meth:`can_be_judged_on`).
+
+    **The keyword form** ``f(messages, budget, *, tools=..., dialect=...)`` (detected by the
+    signature; ``**kwargs`` takes both) gets the tool schemas as the shape sends them
+    (:func:`body_tools`) and/or the case's dialect (``None`` for a first-party API). A function
+    that takes ``tools`` gets the request's whole budget and may return
+    ``{"messages": [...], "tools": [...]}`` to change the tools sent; one that takes ``dialect``
+    is run on dialect cases. Either way it is then judged on everything an
+    :class:`Assembler` is judged on.
     """
 
     shape: ClassVar[str] = "openai-chat"
@@ -180,19 +254,71 @@ class MessageListAssembler:
         self.name = getattr(function, "__qualname__", repr(function))
         # An instance attribute shadows the ClassVar: one wrapper per shape it was asked for.
         self.shape = shape  # type: ignore[misc]
+        self.keywords = _declared_keywords(function)
+
+    @property
+    def sees_tools(self) -> bool:
+        """Whether the function takes ``tools=`` (so it can be judged on tool-schema cases)."""
+        return "tools" in self.keywords
+
+    @property
+    def sees_dialect(self) -> bool:
+        """Whether the function takes ``dialect=`` (so it can be judged on dialect cases)."""
+        return "dialect" in self.keywords
+
+    def can_be_judged_on(self, dialect: str | None, expected_checks: Sequence[str]) -> bool:
+        """False for a case that needs what the function cannot see: a dialect without
+        ``dialect=``, an expected tool-schema drop (``tools_dropped``) without ``tools=``."""
+        if dialect is not None and not self.sees_dialect:
+            return False
+        return self.sees_tools or "tools_dropped" not in expected_checks
+
+    def _message_budget(self, request: AssemblyRequest) -> int:
+        """The request's budget minus the cost of everything but the message list."""
+        key = MESSAGE_KEYS.get(request.shape, "messages")
+        rest = {k: v for k, v in request.body.items() if k != key}
+        if not rest:
+            return request.budget
+        from reference_impl.shapes import get_shape  # noqa: PLC0415 - keep the contract light
+
+        adapter = get_shape(request.shape)
+        try:
+            with_rest = request.counter.count(adapter.parse_request({**rest, key: []})).total
+            bare = request.counter.count(adapter.parse_request({key: []})).total
+        except CtxconfError:  # an unparsable remainder is judged on the whole body anyway
+            return request.budget
+        return request.budget - max(0, with_rest - bare)
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
         """Call the function on ``request.messages`` and put its list back into the body."""
         key = MESSAGE_KEYS.get(request.shape, "messages")
+        extra: dict[str, Any] = {}
+        if "tools" in self.keywords:
+            extra["tools"] = body_tools(request.body, request.shape)
+        if "dialect" in self.keywords:
+            extra["dialect"] = request.dialect
+        budget = request.budget if self.sees_tools else self._message_budget(request)
         # Typed as object: third-party code returns whatever it returns; checked below.
-        returned: object = self.function(request.messages, request.budget)
+        returned: object = self.function(request.messages, budget, **extra)
+        tools: object = None
+        if self.sees_tools and isinstance(returned, Mapping):
+            tools = returned.get("tools", extra["tools"])
+            returned = returned.get("messages")
+            if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+                raise TypeError(
+                    f"{self.name} returned tools of type {type(tools).__name__}; expected a "
+                    f"list of {request.shape} tool schemas"
+                )
         if isinstance(returned, str | bytes) or not isinstance(returned, Sequence):
             raise TypeError(
                 f"{self.name} returned {type(returned).__name__}; a message function must "
                 f"return a list of {request.shape} message dicts"
+                + (' (or {"messages": [...], "tools": [...]})' if self.sees_tools else "")
             )
         body = dict(request.body)
         body[key] = [dict(m) if isinstance(m, Mapping) else m for m in returned]
+        if isinstance(tools, Sequence):
+            _with_tools(body, request.shape, tools)
         return body
 
     def __repr__(self) -> str:

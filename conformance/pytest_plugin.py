@@ -185,7 +185,7 @@ def _plan(config: pytest.Config) -> list[tuple[Case, Assembler, tuple[CheckSpec,
     specs = {s.id: checks_for(s, level=level) for s in scenarios}
     return [
         (case, plugin.assemblers[case.shape], specs[case.scenario.id])
-        for case in plan_cases(scenarios, plugin.shapes, shapes)
+        for case in plan_cases(scenarios, plugin.shapes, shapes, assemblers=plugin.assemblers)
     ]
 
 

@@ -1,0 +1,142 @@
+"""Plain message functions: what they see and what they are judged on (issue 9, observation 3).
+
+``f(messages, budget)`` sees only the message list: its budget is what is left for the messages,
+and it is not judged on dialect cases nor on cases that expect the tool schemas dropped. The
+keyword form ``f(messages, budget, *, tools=..., dialect=...)`` sees the tools and/or the dialect
+and is judged on those cases too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.engine import assembly_request, plan_cases, run_events
+from conformance.events import CaseFinished, RunFinished
+from conformance.loading import Plugin
+from conformance.protocol import MessageListAssembler, body_tools
+from conformance.scenarios import load_corpus
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SHAPE_NAMES
+
+CORPUS = load_corpus()
+
+
+def _scenario(sid: str):  # type: ignore[no-untyped-def]
+    return next(s for s in CORPUS if s.id == sid)
+
+
+def plain(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    return messages
+
+
+def with_dialect(
+    messages: list[dict[str, Any]], budget: int, *, dialect: str | None = None
+) -> list[dict[str, Any]]:
+    return messages
+
+
+def with_everything(messages: list[dict[str, Any]], budget: int, **_: Any) -> list[dict[str, Any]]:
+    return messages
+
+
+def test_the_keyword_form_is_detected_by_signature() -> None:
+    assert MessageListAssembler(plain).keywords == frozenset()
+    assert MessageListAssembler(with_dialect).keywords == {"dialect"}
+    assert MessageListAssembler(with_everything).keywords == {"dialect", "tools"}
+    assert MessageListAssembler(len).keywords == frozenset()  # no signature: the plain form
+
+
+def test_a_plain_function_is_not_planned_on_what_it_cannot_see() -> None:
+    dialect_scenario = _scenario("ollama-no-null-content")
+    tools_scenario = _scenario("tool-schema-drop-escalation")
+    chosen = [dialect_scenario, tools_scenario, _scenario("single-tool")]
+    every = plan_cases(chosen, ["openai-chat"])
+    for function, kept in (
+        (plain, {"single-tool"}),
+        (with_dialect, {"single-tool", "ollama-no-null-content"}),
+        (with_everything, {"single-tool", "ollama-no-null-content", "tool-schema-drop-escalation"}),
+    ):
+        assemblers = {"openai-chat": MessageListAssembler(function)}
+        planned = plan_cases(chosen, ["openai-chat"], assemblers=assemblers)
+        assert {c.scenario.id for c in planned} == kept, function.__name__
+        assert [c.index for c in planned] == list(range(len(planned)))
+    assert {c.scenario.id for c in every} == {s.id for s in chosen}
+
+
+def test_the_run_footer_counts_the_cases_a_plain_function_is_not_judged_on() -> None:
+    plugin = Plugin("plain", "tests:plain", {"openai-chat": MessageListAssembler(plain)})
+    events = list(
+        run_events(plugin, [_scenario("ollama-no-null-content"), _scenario("single-tool")])
+    )
+    finished = next(e for e in events if isinstance(e, RunFinished))
+    assert finished.extra["not_judged"]["cases"] == 1
+    assert [e.result.scenario for e in events if isinstance(e, CaseFinished)] == ["single-tool"]
+
+
+def test_the_keyword_form_receives_the_tools_and_the_dialect() -> None:
+    seen: dict[str, Any] = {}
+
+    def spy(
+        messages: list[dict[str, Any]], budget: int, *, tools: list[Any], dialect: str | None
+    ) -> list[dict[str, Any]]:
+        seen.update(tools=tools, dialect=dialect, budget=budget)
+        return messages
+
+    scenario = _scenario("mistral-ids-kept")
+    case = plan_cases([scenario], ["openai-chat"])[0]
+    request = assembly_request(case, 0, scenario.session)
+    body = MessageListAssembler(spy).assemble(request)
+    assert seen["dialect"] == "mistral"
+    assert [t["function"]["name"] for t in seen["tools"]] == ["get_weather"]
+    assert seen["budget"] == case.budget  # it sees the tools: the whole budget
+    assert body == request.body
+
+
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+def test_a_function_that_sees_tools_may_drop_them(shape: str) -> None:
+    def drop_tools(
+        messages: list[dict[str, Any]], budget: int, *, tools: list[Any]
+    ) -> dict[str, Any]:
+        assert tools, "the scenario offers tools"
+        return {"messages": messages, "tools": []}
+
+    scenario = _scenario("single-tool")
+    case = next(c for c in plan_cases([scenario], SHAPE_NAMES) if c.shape == shape)
+    request = assembly_request(case, 0, scenario.session)
+    assert body_tools(request.body, shape)
+    body = MessageListAssembler(drop_tools, shape).assemble(request)
+    assert body_tools(body, shape) == []
+    assert get_shape(shape).parse_request(body).tools == ()
+
+
+def test_a_plain_function_s_budget_leaves_room_for_the_tool_schemas() -> None:
+    got: list[int] = []
+
+    def spy(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+        got.append(budget)
+        return messages
+
+    scenario = _scenario("tool-schema-drop-escalation")
+    case = plan_cases([scenario], ["openai-chat"])[0]
+    request = assembly_request(case, 0, scenario.session)
+    MessageListAssembler(spy).assemble(request)
+    adapter = get_shape("openai-chat")
+    tools_cost = (
+        request.counter.count(adapter.parse_request({**request.body, "messages": []})).total
+        - request.counter.count(adapter.parse_request({"messages": []})).total
+    )
+    assert tools_cost > 0
+    assert got == [case.budget - tools_cost]
+
+
+def test_tools_of_the_wrong_type_are_a_named_error() -> None:
+    def bad(messages: list[dict[str, Any]], budget: int, *, tools: list[Any]) -> dict[str, Any]:
+        return {"messages": messages, "tools": "none"}
+
+    scenario = _scenario("single-tool")
+    case = plan_cases([scenario], ["openai-chat"])[0]
+    request = assembly_request(case, 0, scenario.session)
+    with pytest.raises(TypeError, match="returned tools of type str"):
+        MessageListAssembler(bad).assemble(request)
