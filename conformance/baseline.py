@@ -14,7 +14,9 @@ Keys are sorted so that a baseline committed to a repository diffs line by line.
 :func:`compare_to_baseline` sorts every case into regressions (passed before, fails or errors
 now), new passes (failed or errored before, passes now), still failing, new cases and removed
 cases. :func:`gate` is what ``ctxconf run --baseline FILE`` calls: it prints the comparison and
-returns the exit status (1 on any regression, else 0).
+returns the exit status (1 on any regression, else 0). A case counts as passing at the run's gate,
+the same levels ``ctxconf run`` and the pytest plug-in gate on: ``must`` checks by default
+(:data:`GATE_LEVELS`), ``must`` and ``should`` with ``--strict`` (:data:`STRICT_GATE_LEVELS`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from conformance.checks import REGISTRY
 from conformance.events import CaseResult
 from conformance.reporting.record import RunRecord, read_jsonl
+from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
 from reference_impl._documents import DocumentLimitError, read_input_text
 from reference_impl.errors import CtxconfError
 
@@ -73,6 +77,19 @@ class BaselineCase:
     level: str
     failed: tuple[str, ...] = ()
     """Ids of the checks that failed or errored (empty for a pass or a plug-in error)."""
+
+    def passes(self, gate: tuple[str, ...] = GATE_LEVELS) -> bool:
+        """Whether the case passes the gate: no error, and no failed check at a gated level
+        (each check's level is the registry's; a check the registry no longer knows counts as
+        a ``must`` failure, the safe side). ``gate`` is :data:`GATE_LEVELS` (``must``) or
+        :data:`STRICT_GATE_LEVELS` (``must`` and ``should``), as ``ctxconf run`` gates."""
+        if self.status == "pass":
+            return True
+        if self.status != "fail" or not self.failed:
+            return False
+        return not any(
+            (REGISTRY[c].level if c in REGISTRY else "must") in gate for c in self.failed
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The case as the baseline file stores it (``failed`` only when non-empty)."""
@@ -242,11 +259,14 @@ def read_baseline(path: Path | str) -> Baseline:
 
 
 def compare_to_baseline(
-    current: Results | Baseline, baseline: Baseline | Path | str
+    current: Results | Baseline, baseline: Baseline | Path | str, *, strict: bool = False
 ) -> BaselineDiff:
-    """How a run compares to a baseline, case by case."""
+    """How a run compares to a baseline, case by case, at the run's gate: a case passes when
+    no check at a gated level failed (``must``; ``must`` and ``should`` with ``strict``), so a
+    new ``should`` failure is not a regression unless the run is strict, as ``ctxconf run``."""
     now = current if isinstance(current, Baseline) else to_baseline(current)
     before = baseline if isinstance(baseline, Baseline) else read_baseline(baseline)
+    levels = STRICT_GATE_LEVELS if strict else GATE_LEVELS
     regressions: list[CaseChange] = []
     new_passes: list[CaseChange] = []
     still_failing: list[CaseChange] = []
@@ -258,11 +278,11 @@ def compare_to_baseline(
         change = CaseChange(key, old.status if old else None, case.status, case.failed)
         if old is None:
             new_cases.append(change)
-        elif old.status == "pass" and case.status != "pass":
+        elif old.passes(levels) and not case.passes(levels):
             regressions.append(change)
-        elif old.status != "pass" and case.status == "pass":
+        elif not old.passes(levels) and case.passes(levels):
             new_passes.append(change)
-        elif case.status != "pass":
+        elif not case.passes(levels):
             still_failing.append(change)
         else:
             unchanged += 1
@@ -333,13 +353,17 @@ def print_diff(diff: BaselineDiff, console: Console) -> None:
 
 
 def gate(
-    results: Results, baseline: Baseline | Path | str, *, console: Console | None = None
+    results: Results,
+    baseline: Baseline | Path | str,
+    *,
+    console: Console | None = None,
+    strict: bool = False,
 ) -> int:
     """Compare a run with a baseline (or its file), print the summary, return the exit status.
 
     0 when no case regressed (known failures recorded in the baseline do not fail the gate), 1 on
     any regression. Raises :class:`BaselineError` for an unreadable baseline file.
     """
-    diff = compare_to_baseline(results, baseline)
+    diff = compare_to_baseline(results, baseline, strict=strict)
     print_diff(diff, console or Console(stderr=True))
     return diff.exit_status

@@ -55,7 +55,13 @@ from conformance.identity import Declarations, map_view
 from conformance.loading import Plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest
 from conformance.recorded_verdicts import CassetteLibrary, Judgement, judge_request, load_library
-from conformance.scenarios import DEFAULT_MODELS, Level, Scenario
+from conformance.scenarios import (
+    DEFAULT_MODELS,
+    GATE_LEVELS,
+    STRICT_GATE_LEVELS,
+    Level,
+    Scenario,
+)
 from conformance.workers import RunStop, WorkerPool
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
@@ -616,7 +622,7 @@ def run_events(
         if stop is None:
             halt.close()
     totals = level_totals(results)
-    gate_levels: tuple[Level, ...] = ("must", "should") if strict else ("must",)
+    gate_levels: tuple[Level, ...] = STRICT_GATE_LEVELS if strict else GATE_LEVELS
     statuses = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error")}
     if halt.reason is not None:
         status, gate = (halt.exit_status or 1), ("interrupted" if halt.signal else "stopped")

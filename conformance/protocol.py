@@ -74,7 +74,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
-from reference_impl.errors import ContextAssemblyError, CtxconfError
+from reference_impl.errors import ContextAssemblyError
 from reference_impl.tokens import TokenCounter
 
 __all__ = [
@@ -232,17 +232,16 @@ class MessageListAssembler:
 
     **The plain form** ``f(messages, budget) -> messages`` sees only the message list; system
     (when top-level), tools and the other body keys are put back unchanged around whatever it
-    returns. Since it cannot see the tool schemas, ``budget`` is what is left for the messages:
-    the request's budget minus what the rest of the body (tool schemas, a top-level system)
-    costs by the reference counter (``request.counter``); and since it cannot drop tools or see
-    the dialect, it is not judged on cases that need either: cases with a gateway dialect and
-    cases whose scenario expects the tool schemas dropped (:meth:`can_be_judged_on`).
+    returns; ``budget`` is the request's budget (the tool schemas count against it, as in every
+    request). Since it cannot drop tools or see the dialect, it is not judged on cases that need
+    either: cases with a gateway dialect and cases whose scenario expects the tool schemas
+    dropped because only that fits (:meth:`can_be_judged_on`).
 
     **The keyword form** ``f(messages, budget, *, tools=..., dialect=...)`` (detected by the
     signature; ``**kwargs`` takes both) gets the tool schemas as the shape sends them
     (:func:`body_tools`) and/or the case's dialect (``None`` for a first-party API). A function
-    that takes ``tools`` gets the request's whole budget and may return
-    ``{"messages": [...], "tools": [...]}`` to change the tools sent; one that takes ``dialect``
+    that takes ``tools`` may return ``{"messages": [...], "tools": [...]}`` to change the tools
+    sent; one that takes ``dialect``
     is run on dialect cases. Either way it is then judged on everything an
     :class:`Assembler` is judged on.
     """
@@ -273,22 +272,6 @@ class MessageListAssembler:
             return False
         return self.sees_tools or "tools_dropped" not in expected_checks
 
-    def _message_budget(self, request: AssemblyRequest) -> int:
-        """The request's budget minus the cost of everything but the message list."""
-        key = MESSAGE_KEYS.get(request.shape, "messages")
-        rest = {k: v for k, v in request.body.items() if k != key}
-        if not rest:
-            return request.budget
-        from reference_impl.shapes import get_shape  # noqa: PLC0415 - keep the contract light
-
-        adapter = get_shape(request.shape)
-        try:
-            with_rest = request.counter.count(adapter.parse_request({**rest, key: []})).total
-            bare = request.counter.count(adapter.parse_request({key: []})).total
-        except CtxconfError:  # an unparsable remainder is judged on the whole body anyway
-            return request.budget
-        return request.budget - max(0, with_rest - bare)
-
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
         """Call the function on ``request.messages`` and put its list back into the body."""
         key = MESSAGE_KEYS.get(request.shape, "messages")
@@ -297,9 +280,8 @@ class MessageListAssembler:
             extra["tools"] = body_tools(request.body, request.shape)
         if "dialect" in self.keywords:
             extra["dialect"] = request.dialect
-        budget = request.budget if self.sees_tools else self._message_budget(request)
         # Typed as object: third-party code returns whatever it returns; checked below.
-        returned: object = self.function(request.messages, budget, **extra)
+        returned: object = self.function(request.messages, request.budget, **extra)
         tools: object = None
         if self.sees_tools and isinstance(returned, Mapping):
             tools = returned.get("tools", extra["tools"])

@@ -1,18 +1,27 @@
-"""The pytest plug-in: one test item per scenario x shape (x budget) for an assembler.
+"""The pytest plug-in: one test item per scenario x shape (x budget) x check level.
 
 Registered under the ``pytest11`` entry point, so it is active wherever ctxconf is installed; it
 does nothing (and imports nothing heavy) unless ``--ctxconf-impl`` is given::
 
     pytest --ctxconf-impl=mypkg.ctx:assemble [--ctxconf-impl-shape openai-chat]
            [--ctxconf-shapes openai-chat,anthropic-messages] [--ctxconf-level should]
-           [--ctxconf-scenarios PATH|ids,tags] [--ctxconf-timeout 10]
+           [--ctxconf-scenarios PATH|ids,tags] [--ctxconf-timeout 10] [--ctxconf-strict]
 
-Items are named ``scenario-id[shape@budget]`` (``shape/dialect`` for gateway dialects), carry a
-``ctxconf_must`` / ``ctxconf_should`` / ``ctxconf_may`` marker for the scenario's level, and match
-``-k`` on the scenario id, shape, dialect, level and tags. A failing item's message lists the failed
-checks with their titles and messages (message indices, ids, the verdict's provenance). Collection
-is deterministic (corpus order, then shape, dialect, budget), so ``pytest -n N`` (xdist) workers
-collect the same items.
+Each case (a scenario in one shape, dialect and budget) gives one item per check level it runs:
+``scenario-id[shape@budget]::must``, ``...::should``, ``...::may`` (``shape/dialect`` for gateway
+dialects). The case runs once; each item judges the checks of its level.
+
+**The gate is the CLI's** (``conformance.scenarios.GATE_LEVELS``): a failing ``must`` item fails
+the session; a failing ``should`` or ``may`` item is reported as ``xfail`` with its message (shown
+with ``-rx``), unless ``--ctxconf-strict`` also gates ``should`` (``ctxconf run --strict``). ``may``
+is never gated. A plug-in error fails the ``must`` item; the case's other items are skipped.
+
+**Selecting.** ``-m ctxconf_must`` / ``ctxconf_should`` / ``ctxconf_may`` and ``-k must`` select by
+*check* level (``-k`` matches the item name's ``::must``); ``-m "ctxconf_scenario(level='must')"``
+by the scenario's level. ``-k`` also matches the scenario id, shape, dialect and tags. A
+failing item's message lists the failed checks with their titles and messages (message indices,
+ids, the verdict's provenance). Collection is deterministic (corpus order, then shape, dialect,
+budget, level), so ``pytest -n N`` (xdist) workers collect the same items.
 """
 
 from __future__ import annotations
@@ -29,12 +38,14 @@ if TYPE_CHECKING:  # the heavy modules are imported only when --ctxconf-impl is 
 
 __all__ = ["CtxconfCaseError", "CtxconfItem"]
 
-_MARKERS: Final = {
-    "ctxconf_must": "a ctxconf conformance case of a must scenario (provider validity, refusal)",
-    "ctxconf_should": "a ctxconf conformance case of a should scenario (the policy)",
-    "ctxconf_may": "a ctxconf conformance case of a may scenario (cache, degradation, memory)",
-}
 _LEVELS: Final = ("must", "should", "may")
+_MARKERS: Final = {
+    "ctxconf_must": "the must checks of a ctxconf case (provider validity, refusal): gated",
+    "ctxconf_should": "the should checks of a ctxconf case (the policy): gated with --ctxconf-strict",
+    "ctxconf_may": "the may checks of a ctxconf case (cache, degradation, memory): never gated",
+    "ctxconf_scenario(level)": "a ctxconf case of a scenario of that level: "
+    "-m \"ctxconf_scenario(level='must')\"",
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -70,6 +81,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="A scenario file or folder, or comma-separated ids/tags of the built-in corpus.",
     )
     group.addoption(
+        "--ctxconf-strict",
+        action="store_true",
+        default=False,
+        help="Also fail on should checks (as ctxconf run --strict); by default only must fails.",
+    )
+    group.addoption(
         "--ctxconf-timeout",
         default=10.0,
         type=float,
@@ -87,8 +104,16 @@ class CtxconfCaseError(AssertionError):
     """A conformance case did not pass; the message lists what failed."""
 
 
+class _LastCase:
+    """The last case run in this process: a case's items are collected next to each other, so
+    its level items share one run."""
+
+    key: str | None = None
+    result: Any = None
+
+
 class CtxconfItem(pytest.Item):
-    """One case: a scenario in one shape (and dialect) at one budget."""
+    """The checks of one level of one case (a scenario in one shape, dialect and budget)."""
 
     def __init__(
         self,
@@ -97,6 +122,8 @@ class CtxconfItem(pytest.Item):
         assembler: Assembler,
         specs: tuple[CheckSpec, ...],
         timeout: float,
+        check_level: str = "must",
+        gated: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -104,30 +131,48 @@ class CtxconfItem(pytest.Item):
         self.assembler = assembler
         self.specs = specs
         self.timeout = timeout
+        self.check_level = check_level
+        self.gated = gated
         scenario = case.scenario
-        self.add_marker(f"ctxconf_{scenario.level}")
-        words = [case.shape, scenario.level, *scenario.tags]
+        self.add_marker(f"ctxconf_{check_level}")
+        # A keyword argument, not a name: -k matches marker names, and -k must is for checks.
+        self.add_marker(pytest.mark.ctxconf_scenario(level=scenario.level))
+        # Not the scenario's level: -k must selects must checks (the item name's ::must).
+        words = [case.shape, *scenario.tags]
         if case.dialect:
             words.append(case.dialect)
         self.extra_keyword_matches.update(words)
 
-    def runtest(self) -> None:
-        """Run the case; raise with the failing checks' text when it does not pass."""
+    def _result(self) -> Any:
         from conformance.engine import run_case  # noqa: PLC0415 - lazy: see module docstring
 
-        result = run_case(self.case, self.assembler, self.specs, self.timeout)
-        if result.status == "pass":
+        if _LastCase.key != self.case.key:
+            _LastCase.result = run_case(self.case, self.assembler, self.specs, self.timeout)
+            _LastCase.key = self.case.key
+        return _LastCase.result
+
+    def runtest(self) -> None:
+        """Run the case (once for all its items); raise with the failing checks of this level."""
+        result = self._result()
+        level = self.check_level
+        status = result.level_status(level)
+        if status in (None, "pass"):
+            if result.outcome == "error":
+                pytest.skip(f"the case errored; its ::must item says why ({result.reason})")
             return
-        lines = [f"{result.key}: {result.status} ({result.outcome})"]
-        if result.status == "error" and not result.checks:
+        lines = [f"{result.key}: {level} checks {status} ({result.outcome})"]
+        if result.outcome == "error":
             lines.append(f"  error: {result.reason}")
         for check in result.checks:
-            if check.status != "pass":
+            if check.level == level and check.status != "pass":
                 lines.append(f"  {check.id} ({check.level}, {check.status}): {check.title}")
                 lines.append(f"    {check.message}")
         if result.verdict:
             lines.append(f"  verdict provenance: {result.verdict.get('provenance', '?')}")
         lines.append(f"  scenario: {self.case.scenario.source}")
+        if not self.gated:
+            strict = " without --ctxconf-strict" if level == "should" else ""
+            pytest.xfail(f"not gated ({level}{strict}): " + "\n".join(lines))
         raise CtxconfCaseError("\n".join(lines))
 
     def repr_failure(
@@ -145,7 +190,9 @@ class CtxconfItem(pytest.Item):
         return self.path, None, f"ctxconf {self.case.key}"
 
 
-def _plan(config: pytest.Config) -> list[tuple[Case, Assembler, tuple[CheckSpec, ...]]]:
+def _plan(
+    config: pytest.Config,
+) -> list[tuple[Case, Assembler, tuple[CheckSpec, ...], tuple[str, ...]]]:
     # Heavy imports only here: a project with ctxconf installed pays nothing without the option.
     from conformance.checks import checks_for  # noqa: PLC0415
     from conformance.engine import plan_cases  # noqa: PLC0415
@@ -183,8 +230,12 @@ def _plan(config: pytest.Config) -> list[tuple[Case, Assembler, tuple[CheckSpec,
                 f"--ctxconf-shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}"
             )
     specs = {s.id: checks_for(s, level=level) for s in scenarios}
+    levels = {
+        sid: tuple(lv for lv in _LEVELS if lv == "must" or any(c.level == lv for c in found))
+        for sid, found in specs.items()
+    }
     return [
-        (case, plugin.assemblers[case.shape], specs[case.scenario.id])
+        (case, plugin.assemblers[case.shape], specs[case.scenario.id], levels[case.scenario.id])
         for case in plan_cases(scenarios, plugin.shapes, shapes, assemblers=plugin.assemblers)
     ]
 
@@ -196,17 +247,23 @@ def pytest_collection_modifyitems(
     # tryfirst: the items must exist before -k and -m deselect (they run in later implementations).
     if not config.getoption("ctxconf_impl", default=None):
         return
+    from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS  # noqa: PLC0415
+
     timeout = float(config.getoption("ctxconf_timeout"))
-    for case, assembler, specs in _plan(config):
-        items.append(
-            CtxconfItem.from_parent(
-                session,
-                name=case.key,
-                nodeid=f"ctxconf::{case.key}",
-                path=Path(case.scenario.source),
-                case=case,
-                assembler=assembler,
-                specs=specs,
-                timeout=timeout,
-            )
+    gate = STRICT_GATE_LEVELS if config.getoption("ctxconf_strict") else GATE_LEVELS
+    items.extend(
+        CtxconfItem.from_parent(
+            session,
+            name=f"{case.key}::{check_level}",
+            nodeid=f"ctxconf::{case.key}::{check_level}",
+            path=Path(case.scenario.source),
+            case=case,
+            assembler=assembler,
+            specs=specs,
+            timeout=timeout,
+            check_level=check_level,
+            gated=check_level in gate,
         )
+        for case, assembler, specs, levels in _plan(config)
+        for check_level in levels
+    )

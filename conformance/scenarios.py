@@ -50,8 +50,10 @@ from reference_impl.transcript import (
 __all__ = [
     "CORPUS_ENV",
     "DEFAULT_MODELS",
+    "GATE_LEVELS",
     "LEVELS",
     "SCENARIO_FORMAT_VERSION",
+    "STRICT_GATE_LEVELS",
     "WORKLOADS_FOLDER",
     "Budget",
     "Expectation",
@@ -77,6 +79,11 @@ WORKLOADS_FOLDER: Final = "workloads"
 """A corpus folder that holds soak workloads (``conformance.soak``), not scenarios: skipped here."""
 Level: TypeAlias = Literal["must", "should", "may"]
 LEVELS: Final[tuple[Level, ...]] = get_args(Level)
+GATE_LEVELS: Final[tuple[Level, ...]] = ("must",)
+"""The check levels every gate fails on by default: ``ctxconf run``'s exit status, the pytest
+plug-in's failing items, baseline regressions. ``may`` is never gated."""
+STRICT_GATE_LEVELS: Final[tuple[Level, ...]] = ("must", "should")
+"""The check levels gated with ``--strict`` (``--ctxconf-strict`` in pytest)."""
 Outcome: TypeAlias = Literal["assembled", "refused", "either"]
 _SCHEMA_PATH: Final = Path(__file__).parent / "schemas" / "scenario.schema.json"
 DEFAULT_MODELS: Final[Mapping[str, str]] = {

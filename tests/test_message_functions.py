@@ -90,7 +90,7 @@ def test_the_keyword_form_receives_the_tools_and_the_dialect() -> None:
     body = MessageListAssembler(spy).assemble(request)
     assert seen["dialect"] == "mistral"
     assert [t["function"]["name"] for t in seen["tools"]] == ["get_weather"]
-    assert seen["budget"] == case.budget  # it sees the tools: the whole budget
+    assert seen["budget"] == case.budget
     assert body == request.body
 
 
@@ -111,24 +111,17 @@ def test_a_function_that_sees_tools_may_drop_them(shape: str) -> None:
     assert get_shape(shape).parse_request(body).tools == ()
 
 
-def test_a_plain_function_s_budget_leaves_room_for_the_tool_schemas() -> None:
+def test_a_plain_function_gets_the_request_s_budget() -> None:
     got: list[int] = []
 
     def spy(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
         got.append(budget)
         return messages
 
-    scenario = _scenario("tool-schema-drop-escalation")
+    scenario = _scenario("single-tool")
     case = plan_cases([scenario], ["openai-chat"])[0]
-    request = assembly_request(case, 0, scenario.session)
-    MessageListAssembler(spy).assemble(request)
-    adapter = get_shape("openai-chat")
-    tools_cost = (
-        request.counter.count(adapter.parse_request({**request.body, "messages": []})).total
-        - request.counter.count(adapter.parse_request({"messages": []})).total
-    )
-    assert tools_cost > 0
-    assert got == [case.budget - tools_cost]
+    MessageListAssembler(spy).assemble(assembly_request(case, 0, scenario.session))
+    assert got == [case.budget]
 
 
 def test_tools_of_the_wrong_type_are_a_named_error() -> None:

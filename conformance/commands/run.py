@@ -247,7 +247,7 @@ def command(
         stdout: IO[str] = sys.stdout
         printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
         collected = _collect(events, printer)
-        status = _final_status(collected, baseline)
+        status = _final_status(collected, baseline, strict=strict)
         if printer is not None:
             printer(collected[-1])
         _finish(
@@ -261,16 +261,17 @@ def command(
     raise SystemExit(status)
 
 
-def _final_status(collected: list[Event], baseline: Baseline | None) -> int:
+def _final_status(collected: list[Event], baseline: Baseline | None, *, strict: bool = False) -> int:
     """The exit status the process returns, written into the footer event (the last one) so
     that every report states it: an interrupted or stopped run keeps the engine's status; with a
-    baseline, regressions decide (issue 6, item 2)."""
+    baseline, regressions at the run's gate decide (issue 6, item 2; ``should`` counts only with
+    ``--strict``)."""
     finished = collected[-1]
     assert isinstance(finished, RunFinished)
     status = finished.exit_status
     if baseline is not None and finished.stopped is None:
         record = record_from_events(collected)
-        status = gate(record, baseline, console=Console(stderr=True))
+        status = gate(record, baseline, console=Console(stderr=True), strict=strict)
         finished = replace(finished, exit_status=status, gate="baseline")
     collected[-1] = finished
     return status
