@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,30 @@ def test_every_case_lands_in_exactly_one_bucket(pairs: dict[str, tuple[str, str]
     )
     assert total == len(pairs)
     assert diff.ok == (not regressions)
+
+
+def _should_failure(index: int, scenario: str) -> CaseResult:
+    """Every must check passes; a should check (system_kept) fails."""
+    checks = (
+        CheckResult("provider_valid", "must", "pass"),
+        CheckResult("system_kept", "should", "fail", "system text lost", "messages[0]"),
+    )
+    return replace(_case(index, scenario, "pass"), status="fail", checks=checks)
+
+
+def test_a_new_should_failure_regresses_only_at_the_strict_gate() -> None:
+    """The baseline gates on the run's levels (issue 9, obs. 13): must by default, should strict."""
+    before = [_case(0, "single-tool", "pass")]
+    now = [_should_failure(0, "single-tool")]
+    lenient = compare_to_baseline(now, to_baseline(before))
+    assert lenient.regressions == ()
+    assert lenient.exit_status == 0
+    strict = compare_to_baseline(now, to_baseline(before), strict=True)
+    assert [c.key for c in strict.regressions] == ["single-tool[openai-chat@4000]"]
+    assert strict.regressions[0].failed == ("system_kept",)
+    # A must failure is a regression at both gates.
+    must = compare_to_baseline([_case(0, "single-tool", "fail")], to_baseline(before))
+    assert [c.key for c in must.regressions] == ["single-tool[openai-chat@4000]"]
+    # Fixing a should-only failure is a new pass only where it was gated.
+    assert compare_to_baseline(before, to_baseline(now)).new_passes == ()
+    assert len(compare_to_baseline(before, to_baseline(now), strict=True).new_passes) == 1
