@@ -108,7 +108,7 @@ class _LastCase:
     """The last case run in this process: a case's items are collected next to each other, so
     its level items share one run."""
 
-    key: str | None = None
+    key: tuple[int, int, str] | None = None
     result: Any = None
 
 
@@ -146,9 +146,11 @@ class CtxconfItem(pytest.Item):
     def _result(self) -> Any:
         from conformance.engine import run_case  # noqa: PLC0415 - lazy: see module docstring
 
-        if _LastCase.key != self.case.key:
+        # Keyed by session and assembler too: in-process runs (pytester) reuse case keys.
+        key = (id(self.session), id(self.assembler), self.case.key)
+        if _LastCase.key != key:
             _LastCase.result = run_case(self.case, self.assembler, self.specs, self.timeout)
-            _LastCase.key = self.case.key
+            _LastCase.key = key
         return _LastCase.result
 
     def runtest(self) -> None:
