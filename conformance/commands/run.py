@@ -261,7 +261,9 @@ def command(
     raise SystemExit(status)
 
 
-def _final_status(collected: list[Event], baseline: Baseline | None, *, strict: bool = False) -> int:
+def _final_status(
+    collected: list[Event], baseline: Baseline | None, *, strict: bool = False
+) -> int:
     """The exit status the process returns, written into the footer event (the last one) so
     that every report states it: an interrupted or stopped run keeps the engine's status; with a
     baseline, regressions at the run's gate decide (issue 6, item 2; ``should`` counts only with
