@@ -246,7 +246,12 @@ def _call_plugin(function: Callable[[], Any], timeout: float) -> CallResult:
 
 
 def render_input(
-    scenario: Scenario, session: Transcript, shape: str, dialect: str | None = None
+    scenario: Scenario,
+    session: Transcript,
+    shape: str,
+    dialect: str | None = None,
+    *,
+    merge_turns: bool = True,
 ) -> dict[str, Any]:
     """The session rendered as a request body in ``shape`` (and ``dialect``), with the scenario's
     model and params: a body the target accepts as it stands, unless the scenario declares its
@@ -259,8 +264,13 @@ def render_input(
     turn's ``content: null``, OL2/LM1/LC1); ids are never rewritten, so a scenario for Mistral
     brings Mistral ids itself. ``tests/test_input_validity.py`` runs every case's input through
     the validators of its profile.
+
+    ``merge_turns=False`` keeps the session's messages as they are: the harness judges a view
+    against that form (each user turn its own message), so an assembler that keeps a merged
+    turn's user text but summarizes or drops the ring whose results shared the turn is judged
+    on what it kept, not read as inventing a user turn.
     """
-    messages, _ = normalize_view(session.messages, shape)
+    messages = normalize_view(session.messages, shape)[0] if merge_turns else session.messages
     prepared = replace(
         session,
         messages=messages,
@@ -305,7 +315,11 @@ def _turn(
     adapter = get_shape(shape)
     prepared = assembly_request(case, turn, session)
     input_body = prepared.body
-    baseline = adapter.parse_request(input_body)
+    # The session the view is judged against: the same request with the neutral session's
+    # messages unmerged (a merged wire turn is two session messages, see render_input).
+    baseline = adapter.parse_request(
+        render_input(scenario, session, shape, case.dialect, merge_turns=False)
+    )
     model = scenario.model_for(shape)
     counter = prepared.counter
     request = replace(prepared, body=copy.deepcopy(input_body))

@@ -159,22 +159,29 @@ class Compactor(Miniature):
         if goal is None:
             raise Refusal("no goal to keep", code="miniature_over_budget")
         # Keep the longest recent part that starts at a user turn and fits with the summary, so
-        # the summary (an assistant turn) always sits between two user turns.
+        # the summary (an assistant turn) always sits between two user turns. Where the shape
+        # carries a ring's results and the next user text in one turn (Bedrock, Gemini), that
+        # turn's text can start the recent part: its results go into the summary with their calls.
         starts = [
             i
             for i, m in enumerate(messages)
-            if i > goal + 1 and m.role == "user" and not m.has_tool_parts and m.text
+            if i > goal + 1
+            and m.text
+            and (m.role == "user" or (m.role == "tool" and m.tool_results))
         ]
         if not starts:  # nothing between two user turns to compact
             return self.finish(request, session, messages)
         for start in starts:
-            span = messages[goal + 1 : start]
+            span = messages[goal + 1 : start + 1 if messages[start].tool_results else start]
+            head = messages[start]
+            if head.tool_results:
+                head = Message("user", tuple(p for p in head.parts if isinstance(p, TextPart)))
             for detail in (2, 1, 0):
                 text = self._summary(request, span, detail)
                 if "\n" not in text:
                     continue  # a header alone says nothing of what it replaces
                 summary = Message("assistant", (TextPart(text),))
-                view = [*messages[: goal + 1], summary, *messages[start:]]
+                view = [*messages[: goal + 1], summary, head, *messages[start + 1 :]]
                 if cost(request, view, session) <= request.budget and acceptable(request, view):
                     return self.finish(request, session, view)
         raise Refusal("cannot compact into the budget", code="miniature_over_budget")
