@@ -15,7 +15,10 @@ from conformance.scenarios import load_corpus
 from conformance.soak import WorkloadError, builtin_workloads, load_workload, run_soak
 from conformance.soak.caching import CacheModel, price_for, wire_blocks
 from conformance.soak.finding import make_finding, replays
+from conformance.soak.loop import check_attachments_fit
 from conformance.soak.report import read_jsonl, render_html, report_lines, write_jsonl
+from conformance.soak.world import World
+from reference_impl.transcript import Transcript
 from tests.soak_fakes import DropLastResult, DropLedger, HeadSummary
 
 SMALL_OPS = """
@@ -255,3 +258,44 @@ def test_scenarios_validate_checks_the_workloads_folder(tmp_path: Path) -> None:
     assert "bad.yaml" in out.output
     assert "and 1 workload(s)" in out.output
     assert out.exit_code == 1
+
+
+SHAPES = ("openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_builtin_workload_can_hold_its_attachments(shape: str) -> None:
+    # A paste of every attachment kind the workload uses must fit its budget on its own model in
+    # every shape, or the run is infeasible from the first screenshot on (the coding workload on
+    # gpt-4o-mini: one image of unknown size is 48,169 tokens there).
+    for workload in builtin_workloads():
+        world = World(workload, 0, shape)
+        model = workload.model_for(shape)
+        check_attachments_fit(
+            world, Transcript(world.opening(), world.tool_specs(), model), shape, model
+        )
+
+
+def test_a_workload_whose_attachments_never_fit_is_a_named_error(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    # gpt-4o-mini's tile constants (2,833 + 5,667 a tile): an image of unknown size is 48,169
+    # tokens, over this 7,500-token budget.
+    path.write_text(
+        SMALL_OPS.replace("  error_rate: 0.1\n", "  error_rate: 0.1\n  image_rate: 0.5\n"), "utf-8"
+    )
+    result = CliRunner().invoke(cli, ["soak", "--workload", str(path), "--turns", "3"])
+    assert result.exit_code == 2, result.output
+    assert "workload small-ops" in result.output
+    assert "on gpt-4o-mini (openai-chat) a user turn with one image" in result.output
+    assert "over the input budget of 7500" in result.output
+    # The same workload on a model whose images a 7,500-token window holds runs.
+    path.write_text(
+        SMALL_OPS.replace("  error_rate: 0.1\n", "  error_rate: 0.1\n  image_rate: 0.5\n").replace(
+            "title: small ops window\n", "title: small ops window\nmodels: {openai-chat: gpt-4.1}\n"
+        ),
+        "utf-8",
+    )
+    ok = CliRunner().invoke(
+        cli, ["soak", "--workload", str(path), "--turns", "3", "--out", str(tmp_path / "s.jsonl")]
+    )
+    assert ok.exit_code == 0, ok.output

@@ -52,7 +52,7 @@ from reference_impl.memory import ledger_message
 from reference_impl.rings import Ring, segment
 from reference_impl.shapes import get_shape
 from reference_impl.summary import summary_depth
-from reference_impl.transcript import SummaryPart, Transcript, canonical_json
+from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript, canonical_json
 
 __all__ = [
     "DEFAULT_TURNS",
@@ -60,6 +60,7 @@ __all__ = [
     "SoakFailure",
     "SoakReport",
     "TurnRecord",
+    "check_attachments_fit",
     "fresh_assembler",
     "judge_turn",
     "protected_minimum",
@@ -314,6 +315,32 @@ def protected_minimum(session: Transcript, ledger: Ledger, shape: str, model: st
     return counter.count(session.with_messages(m.with_id("") for m in chosen)).total
 
 
+def check_attachments_fit(world: World, opening: Transcript, shape: str, model: str) -> None:
+    """Refuse a workload whose attachments can never fit: when the opening (system text and goal)
+    with one user turn carrying every attachment kind the run can paste costs more than the budget
+    on ``model``, every turn after such a paste is infeasible and the run measures nothing. A
+    :class:`CtxconfError` names the workload, the model and the cost."""
+    kinds = world.attachment_kinds()
+    if not kinds:
+        return
+    turn = Message("user", (TextPart("(attachments)"), *(world.attachment(k, 0) for k in kinds)))
+    needed = (
+        reference_counter(shape, model)
+        .count(opening.with_messages((*opening.messages, turn)))
+        .total
+    )
+    budget = world.workload.budget
+    if needed > budget:
+        raise CtxconfError(
+            f"on {model} ({shape}) a user turn with "
+            f"{' and '.join(f'one {k}' for k in kinds)} of unknown size costs up to {needed} "
+            f"tokens with the opening, over the input budget of {budget}: every turn after such a "
+            "paste would be infeasible; name a model with cheaper attachments under `models:` or "
+            "widen `window`",
+            where=f"workload {world.workload.id}: behaviour",
+        )
+
+
 def _stored_problem(stored: Transcript, session: Transcript, view: Transcript) -> str | None:
     known = {m.digest for m in session.messages} | {m.digest for m in view.messages}
     for index, message in enumerate(stored.messages):
@@ -463,6 +490,7 @@ def run_soak(
     world = World(workload, seed, chosen)
     model = workload.model_for(chosen)
     opening = Transcript(world.opening(), world.tool_specs(), model)
+    check_attachments_fit(world, opening, chosen, model)
     run = _Run(
         plugin=plugin,
         workload=workload,

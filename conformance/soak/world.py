@@ -309,23 +309,36 @@ class World:
             return ()
         return (Message("user", (TextPart(text), *self._attachments(turn))),)
 
+    def attachment_kinds(self) -> tuple[str, ...]:
+        """The attachment kinds a user turn of this run can carry: the workload's (a rate above
+        zero) that the shape carries, images before files."""
+        behaviour = self.workload.behaviour
+        carried = get_shape(self.shape).capabilities.user_attachments
+        rates = (("image", behaviour.image_rate), ("file", behaviour.file_rate))
+        return tuple(kind for kind, rate in rates if rate > 0 and kind in carried)
+
+    def attachment(self, kind: str, turn: int) -> ImagePart | FilePart:
+        """The attachment of ``kind`` a user pastes at ``turn`` (an image by URL, a PDF by file id:
+        their size is unknown to any counter, as in production)."""
+        if kind == "image":
+            url = f"https://assets.example.invalid/screens/{self.seed % 10_000:04d}-{turn:05d}.png"
+            return ImagePart("url", url, "image/png")
+        return FilePart(
+            "file_id",
+            f"file-{self.seed % 10_000:04d}{turn:05d}",
+            "application/pdf",
+            f"ci-{turn}.pdf",
+        )
+
     def _attachments(self, turn: int) -> tuple[ImagePart | FilePart, ...]:
         behaviour = self.workload.behaviour
         rng = self.rng(turn, "attachments")
+        kinds = self.attachment_kinds()
         out: list[ImagePart | FilePart] = []
-        carried = get_shape(self.shape).capabilities.user_attachments
-        if rng.random() < behaviour.image_rate and "image" in carried:
-            url = f"https://assets.example.invalid/screens/{self.seed % 10_000:04d}-{turn:05d}.png"
-            out.append(ImagePart("url", url, "image/png"))
-        if rng.random() < behaviour.file_rate and "file" in carried:
-            out.append(
-                FilePart(
-                    "file_id",
-                    f"file-{self.seed % 10_000:04d}{turn:05d}",
-                    "application/pdf",
-                    f"ci-{turn}.pdf",
-                )
-            )
+        if rng.random() < behaviour.image_rate and "image" in kinds:
+            out.append(self.attachment("image", turn))
+        if rng.random() < behaviour.file_rate and "file" in kinds:
+            out.append(self.attachment("file", turn))
         return tuple(out)
 
     def _answer(self, turn: int) -> TurnPlan:
