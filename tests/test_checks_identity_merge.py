@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from checks_support import assembled_outcome, transcript
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 
 from conformance.checks import REGISTRY, run_checks
 from conformance.identity import IdentityMap, map_view
@@ -230,7 +231,7 @@ _MERGES: list[tuple[str, tuple[int, ...]]] = [
 ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.sampled_from(_MERGES),
     st.sampled_from(["alter", "swap", "add", "drop"]),

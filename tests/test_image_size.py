@@ -9,6 +9,7 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 
 from reference_impl._image_size import image_size, image_size_from_base64
 
@@ -77,7 +78,7 @@ def test_unknown_gives_none(data: str) -> None:
     assert image_size_from_base64(data) is None
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_never_raise(raw: bytes) -> None:
     size = image_size(raw)

@@ -34,9 +34,10 @@ def test_every_mutant_has_a_unique_id_and_changed_code() -> None:
     mutants = mutation.generate(ROOT / "reference_impl" / "budget.py")
     assert len(mutants) > 20
     assert len({m.mutant_id for m in mutants}) == len(mutants)
+    index = mutation.live_function_index(mutants[0].path)
     for m in mutants:
         name = m.qualname.rpartition(".")[2]
-        live = mutation._live_functions(m.path, name, m.first_line)
+        live = index.get((name, m.first_line), [])
         assert live, f"{m.mutant_id}: no live function {m.qualname} at line {m.first_line}"
         assert live[0].__code__.co_code != m.code.co_code or (
             live[0].__code__.co_consts != m.code.co_consts

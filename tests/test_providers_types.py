@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 
 from conformance.providers.validation import validate_request
 
@@ -264,7 +265,7 @@ def _mutation(draw: st.DrawFn) -> tuple[str, Path, Any]:
     return shape, path, draw(_other_type(value))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(mutation=_mutation())
 def test_one_leaf_of_another_type_is_rejected_by_the_wrong_type_rule(
     mutation: tuple[str, Path, Any],

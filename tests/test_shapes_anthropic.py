@@ -14,6 +14,7 @@ import anthropic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from shape_support import (
     assert_transcript_or_parse_error,
     needs_recordings,
@@ -605,7 +606,7 @@ def test_every_recorded_response_parses_and_the_sdk_accepts_our_rendering() -> N
 # -------------------------------------------------------------------------------- hypothesis
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(CAPABILITIES, max_messages=10))
 def test_round_trip_parse_render_over_generated_transcripts(t: Transcript) -> None:
     assert ADAPTER.parse_request(ADAPTER.render_request(t)) == t
@@ -642,7 +643,7 @@ _json = vocabulary_json(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.one_of(
         _json,
@@ -663,7 +664,7 @@ _block = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.fixed_dictionaries(
         {"role": st.just("assistant"), "content": st.lists(_block | _json)},

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from shape_support import (
     assert_transcript_or_parse_error,
     needs_recordings,
@@ -360,7 +361,7 @@ def test_every_recorded_response_parses_and_renders_back() -> None:
 # -------------------------------------------------------------------------------- hypothesis
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(CAPABILITIES, max_messages=10))
 def test_round_trip_parse_render_over_generated_transcripts(t: Transcript) -> None:
     assert ADAPTER.parse_request(ADAPTER.render_request(t)) == t
@@ -399,7 +400,7 @@ _json = vocabulary_json(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.one_of(
         _json,
@@ -430,7 +431,7 @@ _block = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.fixed_dictionaries(
         {

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from openai.types.chat import ChatCompletion
 from shape_support import (
     RECORDINGS,
@@ -577,7 +578,7 @@ def test_each_recorded_reply_reappears_in_the_next_request() -> None:
 # -------------------------------------------------------------------------------- properties
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(CAPABILITIES))
 def test_round_trip_parse_render_is_identity(transcript: Transcript) -> None:
     assert parse_request(render_request(transcript)) == transcript

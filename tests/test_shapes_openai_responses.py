@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from openai.types.responses import Response
 from shape_support import (
     RECORDINGS,
@@ -476,7 +477,7 @@ def test_recorded_replies_parse_and_render_back() -> None:
 # -------------------------------------------------------------------------------- properties
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transcripts(CAPABILITIES))
 def test_round_trip_parse_render_is_identity(transcript: Transcript) -> None:
     assert parse_request(render_request(transcript)) == transcript

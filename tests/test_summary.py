@@ -11,6 +11,7 @@ import openai
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 from test_assembler_support import (
     WordCounter,
@@ -357,7 +358,7 @@ _FRAGMENTS = [
 ]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     st.lists(
         st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=20)), min_size=1, max_size=8

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 
 from reference_impl import _encodings
 from reference_impl._encodings import (
@@ -267,7 +268,7 @@ def test_image_rule_by_model(model: str, rule: TileRule | PatchRule) -> None:
     assert openai_image_rule(model) == rule
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(1, 20_000), st.integers(1, 20_000))
 def test_unknown_size_is_the_upper_bound(width: int, height: int) -> None:
     assert tile_image_tokens(width, height, "high") <= tile_image_tokens(None, None, "high")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 
 from reference_impl.transcript import (
     FilePart,
@@ -68,7 +69,7 @@ _user = st.builds(
 _messages = _assistant | _tool | _user
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_messages, _messages)
 def test_digest_equal_exactly_when_content_equal(a: Message, b: Message) -> None:
     same = message_to_dict(a, with_id=False) == message_to_dict(b, with_id=False)

@@ -383,16 +383,19 @@ def measure_coverage(files: list[str], test_args: list[str], out: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _live_functions(path: str, name: str, first_line: int) -> list[types.FunctionType]:
+def live_function_index(path: str) -> dict[tuple[str, int], list[types.FunctionType]]:
+    """Every live function object defined in ``path``, by (name, first line): one pass over the
+    heap, however many mutants are then looked up."""
     filename = str(ROOT / path)
-    return [
-        obj
-        for obj in gc.get_objects()
-        if isinstance(obj, types.FunctionType)
-        and obj.__code__.co_filename == filename
-        and obj.__code__.co_name == name
-        and obj.__code__.co_firstlineno == first_line
-    ]
+    index: dict[tuple[str, int], list[types.FunctionType]] = {}
+    for obj in gc.get_objects():
+        if isinstance(obj, types.FunctionType) and obj.__code__.co_filename == filename:
+            index.setdefault((obj.__code__.co_name, obj.__code__.co_firstlineno), []).append(obj)
+    return index
+
+
+def _live_functions(path: str, name: str, first_line: int) -> list[types.FunctionType]:
+    return live_function_index(path).get((name, first_line), [])
 
 
 def _patch(mutant: Mutant) -> bool:
