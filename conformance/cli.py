@@ -53,6 +53,10 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
         "Judge a request body by the provider rule catalog.",
     ),
     "serve": ("conformance.commands.serve", "Run the provider emulator on loopback."),
+    "proxy": (
+        "conformance.commands.proxy",
+        "Forward provider traffic, refusing or recording what our rules reject.",
+    ),
     "record": (
         "conformance.commands.record",
         "Record SDK round trips into cassettes (emulator or live).",

@@ -1,7 +1,11 @@
 """``ctxconf diff OLD NEW``: did a provider's (or a profile's) acceptance change?
 
-Each side is a cassette folder or ``profile:NAME[,NAME]``, which sends a request set to the
-emulator with those profiles through the real SDKs. The request set is the other side's recorded
+Each side is a cassette folder, ``profile:NAME[,NAME]``, which sends a request set to the
+emulator with those profiles through the real SDKs, or ``ours:DIR``: the verdicts our validators
+gave the requests of folder ``DIR`` as ``ctxconf proxy --mode observe`` recorded them beside the
+provider's answers, so ``ctxconf diff ours:DIR DIR`` lists every disagreement: ``ours-stricter``
+(our rule rejected what the provider accepted), ``provider-stricter`` (the reverse) and
+``changed-error`` (both rejected, with another status, type, code or message). The request set is the other side's recorded
 requests when it is a folder, else the built-in probes (plus ``--scenarios``). Requests are paired
 by skeleton; a drift is a request newly rejected or newly accepted, a changed error (status, type,
 code or message), or a changed input-token count in ``usage``. Exit status 1 on any drift.
@@ -11,15 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 import click
 
-from conformance.cassettes import CassetteError, skeleton, skeleton_digest
+from conformance.cassettes import CassetteError, read_cassette, skeleton, skeleton_digest
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
 from conformance.providers.emulator import EmulatorConfigError, create_app
+from conformance.providers.proxy_cassettes import VERDICT_KEY
 from conformance.recorded_verdicts import CassetteLibrary, reported_input_tokens
 from conformance.roundtrip import Case, Exchange, Target, send
 from conformance.roundtrip_cases import probe_cases, scenario_cases
@@ -30,6 +35,10 @@ __all__ = ["DIFF_FORMAT_VERSION", "Drift", "Observation", "command", "compare"]
 
 DIFF_FORMAT_VERSION: Final = 1
 _PROFILE_PREFIX: Final = "profile:"
+_OURS_PREFIX: Final = "ours:"
+# With our verdicts on one side, an acceptance change is a disagreement with the provider.
+_OURS_OLD: Final = {"newly-rejected": "provider-stricter", "newly-accepted": "ours-stricter"}
+_OURS_NEW: Final = {"newly-rejected": "ours-stricter", "newly-accepted": "provider-stricter"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +58,7 @@ class Observation:
 
 @dataclass(frozen=True, slots=True)
 class Drift:
-    kind: str  # newly-rejected | newly-accepted | changed-error | token-drift
+    kind: str  # newly-rejected | newly-accepted | changed-error | token-drift (+ ours: below)
     shape: str
     case: str
     detail: str
@@ -133,6 +142,38 @@ def _folder_side(root: Path) -> tuple[dict[str, Observation], list[Case]]:
     return observations, cases
 
 
+def _ours_side(root: Path) -> dict[str, Observation]:
+    """The verdicts the observing proxy recorded (``ctxconf_verdict``), keyed and labelled like
+    the folder's own interactions so that each pairs with the provider's answer to it."""
+    observations: dict[str, Observation] = {}
+    documents: dict[Path, list[Any]] = {}
+    for item in CassetteLibrary(root).interactions:
+        if item.path not in documents:
+            documents[item.path] = list(read_cassette(item.path)["interactions"])
+        ours = documents[item.path][item.index].get(VERDICT_KEY)
+        if not isinstance(ours, Mapping) or ours.get("verdict") not in ("accept", "reject"):
+            continue  # not recorded by the proxy: nothing of ours to compare
+        label = f"{item.path.relative_to(root)}#{item.index}"
+        headers = {str(k).lower(): str(v) for k, v in dict(ours.get("headers") or {}).items()}
+        accepted = ours["verdict"] == "accept"
+        kind, code, message = (
+            (None, None, None) if accepted else _error_fields(ours.get("error"), headers)
+        )
+        obs = Observation(
+            digest=item.digest,
+            shape=item.shape,
+            case=label,
+            verdict=str(ours["verdict"]),
+            status=int(ours.get("status") or 0),
+            error_type=kind,
+            error_code=code,
+            error_message=message,
+            input_tokens=None,  # our verdict counts nothing; the provider's usage is not ours
+        )
+        observations.setdefault(_key(obs), obs)
+    return observations
+
+
 def _profile_side(names: str, cases: Sequence[Case]) -> dict[str, Observation]:
     app = create_app(profile=names)
     target = Target.emulator(app)
@@ -172,6 +213,15 @@ def compare(old: Mapping[str, Observation], new: Mapping[str, Observation]) -> l
     return drifts
 
 
+def _named_for_ours(drifts: list[Drift], old: str, new: str) -> list[Drift]:
+    """Acceptance changes renamed as disagreements when exactly one side is ``ours:``."""
+    ours_old, ours_new = old.startswith(_OURS_PREFIX), new.startswith(_OURS_PREFIX)
+    if ours_old == ours_new:
+        return drifts
+    names = _OURS_OLD if ours_old else _OURS_NEW
+    return [replace(d, kind=names.get(d.kind, d.kind)) for d in drifts]
+
+
 def _default_cases(shapes: Sequence[str], selectors: tuple[str, ...]) -> list[Case]:
     cases: list[Case] = []
     scenarios: tuple[Scenario, ...] = ()
@@ -199,9 +249,16 @@ def _side(
             return _profile_side(spec[len(_PROFILE_PREFIX) :], other_cases or default)
         except EmulatorConfigError as exc:
             _fail(f"{spec}: {exc.message}")
+    if spec.startswith(_OURS_PREFIX):
+        path = Path(spec[len(_OURS_PREFIX) :])
+        _read_folder(path)  # the same named errors for a missing or empty folder
+        ours = _ours_side(path)
+        if not ours:
+            _fail(f"{spec}: no verdicts of ours (recorded by `ctxconf proxy --mode observe`)")
+        return ours
     path = Path(spec)
     if not path.is_dir():
-        _fail(f"{spec}: not a cassette folder (or profile:NAME)")
+        _fail(f"{spec}: not a cassette folder (or profile:NAME, ours:DIR)")
     return _read_folder(path)[0]
 
 
@@ -238,19 +295,21 @@ def _table(drifts: Sequence[Drift], old: Mapping[str, Any], new: Mapping[str, An
 def command(
     old: str, new: str, fmt: str, shapes: tuple[str, ...], selectors: tuple[str, ...]
 ) -> None:
-    """Compare two cassette folders or emulator profiles (profile:NAME) skeleton by skeleton."""
+    """Compare two cassette folders, emulator profiles (profile:NAME) or our recorded verdicts
+    (ours:DIR, from `ctxconf proxy --mode observe`) skeleton by skeleton."""
     wanted = list(shapes) or list(SHAPE_NAMES)
     folder_cases: list[Case] = []
     for spec in (old, new):
-        if not spec.startswith(_PROFILE_PREFIX) and Path(spec).is_dir():
-            folder_cases = [c for c in _read_folder(Path(spec))[1] if c.shape in wanted]
+        folder = spec.removeprefix(_OURS_PREFIX)
+        if not spec.startswith(_PROFILE_PREFIX) and Path(folder).is_dir():
+            folder_cases = [c for c in _read_folder(Path(folder))[1] if c.shape in wanted]
             break
     default = [] if folder_cases else _default_cases(wanted, selectors)
     left = _side(old, folder_cases, default)
     right = _side(new, folder_cases, default)
     left = {k: v for k, v in left.items() if v.shape in wanted}
     right = {k: v for k, v in right.items() if v.shape in wanted}
-    drifts = compare(left, right)
+    drifts = _named_for_ours(compare(left, right), old, new)
     if fmt == "json":
         document = {
             "version": DIFF_FORMAT_VERSION,

@@ -74,7 +74,7 @@ from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Transcript
 
-__all__ = ["EmulatorConfigError", "create_app"]
+__all__ = ["STRUCTURE_RULES", "EmulatorConfigError", "create_app"]
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ def _matching_profile(shape: str, dialect: str | None, name: str) -> str | None:
 
 
 # Rules about the body's JSON types rather than the conversation: they hold on count endpoints too.
-_STRUCTURE_RULES: Final = frozenset({"C0", "R0", "A12", "A12a", "G0", "B0"})
+STRUCTURE_RULES: Final = frozenset({"C0", "R0", "A12", "A12a", "G0", "B0"})
 
 
 def _pick_profile(
@@ -253,7 +253,7 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
             return _verdict_response(verdict, profile)
     else:
         for verdict in lint_request(body, shape, dialect=dialect, profile=profile):
-            if not verdict.accepted and verdict.rule in _STRUCTURE_RULES:
+            if not verdict.accepted and verdict.rule in STRUCTURE_RULES:
                 return _verdict_response(verdict, profile)
     if not isinstance(body, dict):  # pragma: no cover - the structure rules reject non-objects
         return _own_error(shape, 400, "The request body must be a JSON object.", profile)

@@ -112,13 +112,18 @@ def httpx_transport(app: ASGIApp) -> httpx.MockTransport:
 
 
 @contextlib.contextmanager
-def serving(app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Run ``app`` with uvicorn in a thread; yields its base URL; always stops it."""
+def serving(
+    app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0, lifespan: bool = False
+) -> Iterator[str]:
+    """Run ``app`` with uvicorn in a thread; yields its base URL; always stops it. ``lifespan``
+    runs the app's start-up and shutdown events (the proxy opens its upstream client there)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on" if lifespan else "off", access_log=False
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -1,0 +1,142 @@
+"""``ctxconf proxy --upstream URL``: the validating proxy (:mod:`conformance.providers.proxy`).
+
+Point an SDK's base URL at the proxy as at the provider (``http://127.0.0.1:8787/v1`` for
+OpenAI, ``http://127.0.0.1:8787`` for Anthropic). ``--mode enforce`` (the default) answers what
+our rules reject with that provider's error and forwards the rest; ``--mode observe`` forwards
+everything and writes a cassette per judged exchange under ``--record-dir``, our verdict beside
+the provider's answer, for ``ctxconf diff ours:DIR DIR``. The first line on standard output
+names the address (``--listen 127.0.0.1:0`` picks a free port).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from pathlib import Path
+
+import click
+import uvicorn
+
+from conformance.commands._io import EXIT_BAD_INPUT
+from conformance.providers.proxy import (
+    DEFAULT_TIMEOUT_S,
+    ProxyConfigError,
+    UpstreamBrokeError,
+    create_proxy_app,
+)
+
+__all__ = ["command"]
+
+
+def _fail(what: str) -> None:
+    click.echo(f"ctxconf: error: {what}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _listen_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[v6]:PORT`` or ``:PORT`` (loopback)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        _fail(f"--listen {value!r}: expected HOST:PORT (for example 127.0.0.1:8787)")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+class _OneLineBreaks(logging.Filter):
+    """uvicorn logs an app that raised mid-answer with its traceback; a stream the upstream broke
+    is a known condition, so it is one named line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, UpstreamBrokeError):
+            record.msg, record.args, record.exc_info = "ctxconf proxy: %s", (exc.message,), None
+        return True
+
+
+@click.command("proxy")
+@click.option("--upstream", required=True, help="Provider, gateway or emulator root URL.")
+@click.option(
+    "--mode",
+    type=click.Choice(["enforce", "observe"]),
+    default="enforce",
+    show_default=True,
+    help="enforce: refuse what our rules reject; observe: forward all, record verdicts.",
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:8787",
+    show_default=True,
+    help="HOST:PORT to listen on (port 0 picks a free one).",
+)
+@click.option(
+    "--record-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="observe: where the cassettes go (<dir>/<shape>/...yaml).",
+)
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    help="Catalog profile to judge by (repeatable); each applies to its shape.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.01, max=3600),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds to wait for the upstream (connect, and between bytes).",
+)
+def command(  # noqa: PLR0917 - click passes each option as a parameter
+    upstream: str,
+    mode: str,
+    listen: str,
+    record_dir: Path | None,
+    profiles: tuple[str, ...],
+    timeout: float,
+) -> None:
+    """Forward provider traffic to UPSTREAM, judging each request by the rule catalog."""
+    if mode == "observe" and record_dir is None:
+        _fail("--mode observe needs --record-dir (where the verdicts and answers are written)")
+    if mode == "enforce" and record_dir is not None:
+        _fail("--record-dir applies to --mode observe only")
+    try:
+        app = create_proxy_app(
+            upstream,
+            mode="observe" if mode == "observe" else "enforce",
+            profiles=profiles,
+            record_dir=str(record_dir) if record_dir is not None else None,
+            timeout=timeout,
+        )
+    except ProxyConfigError as exc:
+        _fail(f"--{(exc.where or 'upstream').replace('_', '-')}: {exc.message}")
+    host, port = _listen_address(listen)
+    if not _is_loopback(host):
+        click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        _fail(f"--listen: cannot listen on {host}:{port}: {exc.strerror}")
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    click.echo(f"ctxconf proxy listening on http://{shown}:{bound} ({mode}; upstream {upstream})")
+    logging.getLogger("uvicorn.error").addFilter(_OneLineBreaks())
+    # The upstream's own date and server fields pass through; uvicorn adds none of its own.
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", server_header=False, date_header=False
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,454 @@
+"""The validating proxy: provider endpoints in front of an upstream, judged by our rule catalog.
+
+``create_proxy_app(upstream, mode=...)`` is an ASGI app that speaks every endpoint the emulator
+speaks (:mod:`.emulator_routes`) and forwards to ``upstream`` (a provider, a gateway, the
+emulator). Each request to a provider endpoint is judged the way the emulator judges it (the
+profile from ``x-ctxconf-profile``, a ``--profile`` of that shape, else the request's model):
+
+* ``enforce``: a request our rules reject is answered locally with the error that provider
+  sends (the envelope, status and headers the emulator renders, byte for byte) and never
+  reaches the upstream; the rest is forwarded;
+* ``observe``: everything is forwarded, and each judged exchange is written as a scrubbed
+  cassette with our verdict beside the provider's answer (:mod:`.proxy_cassettes`), so
+  ``ctxconf diff ours:DIR DIR`` lists every disagreement.
+
+Forwarding keeps the method, path, query and body; request headers go on except the hop-by-hop
+ones (RFC 9110 7.6.1), ``host`` and ``content-length`` (the client library sets them again);
+auth headers are forwarded and never written. The answer's bytes are streamed back as they
+arrive (``stream: true`` stays a stream in both modes), its headers minus hop-by-hop ones, plus
+``x-ctxconf-proxy`` saying what the proxy did (:data:`PROXY_HEADER`). Requests to paths no
+provider endpoint matches, and non-POST requests, are forwarded unjudged in both modes, with
+``x-ctxconf-proxy: forwarded; unjudged=...`` on the answer.
+
+Failures are the proxy's, named, never a traceback: an upstream that cannot be reached or breaks
+the protocol is a provider-shaped 502 (``upstream_unreachable``, ``upstream_protocol_error``),
+a timeout a 504 (``upstream_timeout``), a body over the input limit
+(``$CTXCONF_MAX_INPUT_BYTES``, 32 MiB by default) a 413 (``request_too_large``). Each says so in
+``x-ctxconf-proxy-error`` and carries ``x-ctxconf-provenance: proxy``: it is not the provider's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
+from urllib.parse import urlsplit
+
+import httpx
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from conformance.providers.catalog import (
+    UnknownProfileError,
+    load_catalog,
+    profile_for_model,
+    resolve_profile,
+)
+from conformance.providers.emulator import STRUCTURE_RULES
+from conformance.providers.emulator_responses import error_envelope
+from conformance.providers.emulator_routes import (
+    DIALECT_HEADER,
+    PROFILE_HEADER,
+    PROVENANCE_HEADER,
+    RULE_HEADER,
+    Endpoint,
+    endpoint_for_path,
+)
+from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder
+from conformance.providers.validation import (
+    accept_verdict,
+    error_headers_for,
+    lint_request,
+    malformed_body_verdict,
+    validate_request,
+)
+from conformance.providers.verdict import Verdict
+from reference_impl._documents import DocumentLimitError, max_input_bytes
+from reference_impl.errors import CtxconfError
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "PROXY_ERROR_HEADER",
+    "PROXY_HEADER",
+    "Judged",
+    "ProxyConfigError",
+    "ProxyMode",
+    "UpstreamBrokeError",
+    "create_proxy_app",
+    "judge",
+]
+
+log = logging.getLogger(__name__)
+
+ProxyMode: TypeAlias = Literal["enforce", "observe"]
+PROXY_HEADER: Final = "x-ctxconf-proxy"
+PROXY_ERROR_HEADER: Final = "x-ctxconf-proxy-error"
+DEFAULT_TIMEOUT_S: Final = 600.0  # the openai and anthropic SDKs' own default
+_CONNECT_TIMEOUT_S: Final = 10.0
+
+# RFC 9110 7.6.1 (and the fields that name the connection): never forwarded in either direction.
+_HOP_BY_HOP: Final = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+# Set again by the HTTP library for the new connection (``host`` names the upstream).
+_RESET_ON_REQUEST: Final = frozenset({"host", "content-length"})
+
+
+class ProxyConfigError(CtxconfError, ValueError):
+    """A proxy option that cannot work (upstream URL, mode, profile, record folder)."""
+
+    code = "proxy_config_invalid"
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """Our verdict on one request (``provenance="emulated"``: computed by the validators now),
+    or why the request was not judged (``verdict`` is then ``None``)."""
+
+    verdict: Verdict | None
+    endpoint: Endpoint | None
+    profile: str | None = None
+    model: str | None = None
+    unjudged: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    upstream: str
+    mode: ProxyMode
+    profiles: tuple[str, ...]
+    timeout: float
+    limit: int | None
+    recorder: ObserveRecorder | None
+
+
+def _checked_upstream(upstream: str) -> str:
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ProxyConfigError(
+            f"upstream {upstream!r} is not an http(s) URL with a host "
+            "(for example https://api.openai.com or http://127.0.0.1:8080)",
+            where="upstream",
+        )
+    if parts.query or parts.fragment:
+        raise ProxyConfigError(
+            f"upstream {upstream!r} has a query or fragment; give the root URL only",
+            where="upstream",
+        )
+    return upstream.rstrip("/")
+
+
+def _checked_profiles(profiles: Sequence[str]) -> tuple[str, ...]:
+    known = load_catalog().profiles
+    unknown = [name for name in profiles if name not in known]
+    if unknown:
+        raise ProxyConfigError(
+            f"unknown profile {', '.join(map(repr, unknown))}; known: {', '.join(known)}",
+            where="profile",
+        )
+    return tuple(profiles)
+
+
+def create_proxy_app(
+    upstream: str,
+    *,
+    mode: ProxyMode = "enforce",
+    profiles: Sequence[str] = (),
+    record_dir: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> Starlette:
+    """The proxy app. ``record_dir`` (observe mode only) receives one cassette per judged
+    exchange. Run it with lifespan events on (``ctxconf proxy`` does): the upstream client is
+    opened at start-up and closed at shutdown."""
+    if mode not in ("enforce", "observe"):
+        raise ProxyConfigError(f"mode {mode!r} is not enforce or observe", where="mode")
+    if record_dir is not None and mode != "observe":
+        raise ProxyConfigError("a record folder applies to observe mode only", where="record_dir")
+    if timeout <= 0:
+        raise ProxyConfigError(f"timeout must be positive, got {timeout}", where="timeout")
+    try:
+        limit = max_input_bytes()
+    except DocumentLimitError as exc:
+        raise ProxyConfigError(str(exc), where="CTXCONF_MAX_INPUT_BYTES") from None
+    root = _checked_upstream(upstream)
+    recorder = ObserveRecorder(record_dir, upstream=root) if record_dir is not None else None
+    settings = _Settings(root, mode, _checked_profiles(profiles), timeout, limit, recorder)
+    clients: list[httpx.AsyncClient] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, _CONNECT_TIMEOUT_S)),
+            follow_redirects=False,
+        )
+        client.headers = httpx.Headers()  # forward the client's headers only, add none
+        clients.append(client)
+        try:
+            yield
+        finally:
+            clients.remove(client)
+            await client.aclose()
+
+    async def handle(request: Request) -> Response:
+        if not clients:  # pragma: no cover - only when run without lifespan events
+            return _proxy_error(None, 500, "proxy_not_started", "run the app with lifespan on")
+        return await _handle(request, settings, clients[0])
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    return Starlette(routes=[Route("/{path:path}", handle, methods=methods)], lifespan=lifespan)
+
+
+# ------------------------------------------------------------------------------------ judging
+
+
+def _profile_for(
+    endpoint: Endpoint,
+    dialect: str | None,
+    asked: str | None,
+    profiles: Sequence[str],
+    model: str | None,
+) -> str:
+    """As the emulator picks it: the header's profile, else the first ``--profile`` of this
+    shape and dialect, else the one the catalog gives the model (``UnknownProfileError``)."""
+    if asked:
+        return resolve_profile(endpoint.shape, dialect, asked).id
+    for name in profiles:
+        with contextlib.suppress(UnknownProfileError):
+            return resolve_profile(endpoint.shape, dialect, name).id
+    return profile_for_model(endpoint.shape, dialect, model).id
+
+
+def judge(
+    method: str,
+    path: str,
+    raw: bytes,
+    headers: Mapping[str, str],
+    *,
+    profiles: Sequence[str] = (),
+) -> Judged:
+    """Our verdict on one request, as the emulator would give it before answering (JSON, then
+    the profile's rules; count endpoints apply the structure rules only)."""
+    endpoint = endpoint_for_path(path)
+    if endpoint is None:
+        return Judged(None, None, unjudged="no-provider-endpoint")
+    if method != "POST":
+        return Judged(None, endpoint, unjudged=f"method-{method.lower()}")
+    dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
+    body: Any = None
+    bad_json: str | None = None
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        bad_json = f"invalid JSON ({exc})"
+    model = endpoint.model
+    if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
+        model = body["model"]
+    try:
+        profile = _profile_for(endpoint, dialect, headers.get(PROFILE_HEADER), profiles, model)
+    except UnknownProfileError:
+        return Judged(None, endpoint, model=model, unjudged="unknown-profile")
+    if bad_json is not None:
+        verdict = malformed_body_verdict(
+            endpoint.shape, dialect=dialect, profile=profile, detail=bad_json
+        )
+    elif endpoint.kind == "generate" or not isinstance(body, dict):
+        verdict = validate_request(body, endpoint.shape, dialect=dialect, profile=profile)
+    else:
+        # Count endpoints: the structure rules only, as the emulator applies them there.
+        found = lint_request(body, endpoint.shape, dialect=dialect, profile=profile)
+        structural = [v for v in found if not v.accepted and v.rule in STRUCTURE_RULES]
+        verdict = structural[0] if structural else accept_verdict(load_catalog().profiles[profile])
+    return Judged(verdict, endpoint, profile=profile, model=model)
+
+
+def _refusal(verdict: Verdict, profile: str | None) -> Response:
+    """The provider's error as the emulator renders it (same bytes), marked as ours."""
+    headers = {PROVENANCE_HEADER: "emulated", PROFILE_HEADER: profile or "none"}
+    if verdict.rule:
+        headers[RULE_HEADER] = verdict.rule
+    headers.update(error_headers_for(verdict))
+    headers[PROXY_HEADER] = f"refused; rule={verdict.rule or 'none'}"
+    return JSONResponse(verdict.error or {}, status_code=verdict.status, headers=headers)
+
+
+def _note(judged: Judged) -> str:
+    if judged.verdict is None:
+        return f"forwarded; unjudged={judged.unjudged}"
+    if judged.verdict.accepted:
+        return "forwarded; ours=accept"
+    return f"forwarded; ours=reject; rule={judged.verdict.rule or 'none'}"
+
+
+# ----------------------------------------------------------------------------------- forwarding
+
+
+def _proxy_error(shape: str | None, status: int, name: str, message: str) -> Response:
+    """The proxy's own failure, in the shape's envelope; never presented as the provider's."""
+    kind = "api_error" if status >= 500 else "invalid_request_error"
+    if name == "request_too_large" and shape == "anthropic-messages":
+        kind = name
+    body, extra = error_envelope(shape, status, f"ctxconf proxy: {name}: {message}", kind=kind)
+    headers = {**extra, PROVENANCE_HEADER: "proxy", PROXY_ERROR_HEADER: name}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class _TooLarge(Exception):  # noqa: N818 - control flow inside one request, never escapes
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+async def _read_body(request: Request, limit: int | None) -> bytes:
+    """The request body, refused as soon as it is over ``limit`` (never held whole beyond it)."""
+    declared = request.headers.get("content-length", "")
+    if limit is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge(int(declared))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if limit is not None and size > limit:
+            raise _TooLarge(size)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _forwarded_request_headers(request: Request) -> list[tuple[str, str]]:
+    named = {
+        token.strip().lower()
+        for value in request.headers.getlist("connection")
+        for token in value.split(",")
+    }
+    return [
+        (name, value)
+        for name, value in request.headers.items()
+        if name not in _HOP_BY_HOP and name not in _RESET_ON_REQUEST and name not in named
+    ]
+
+
+def _forwarded_response_headers(response: httpx.Response) -> list[tuple[str, str]]:
+    named = {
+        token.strip().lower()
+        for value in response.headers.get_list("connection")
+        for token in value.split(",")
+    }
+    return [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name not in _HOP_BY_HOP and name not in named
+    ]
+
+
+def _target_url(settings: _Settings, request: Request) -> str:
+    raw_path: bytes = request.scope.get("raw_path") or request.url.path.encode()
+    query = request.scope.get("query_string") or b""
+    url = settings.upstream + raw_path.decode("latin-1")
+    return f"{url}?{query.decode('latin-1')}" if query else url
+
+
+async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClient) -> Response:
+    endpoint = endpoint_for_path(request.url.path)
+    shape = endpoint.shape if endpoint is not None else None
+    try:
+        raw = await _read_body(request, settings.limit)
+    except _TooLarge as big:
+        return _proxy_error(
+            shape,
+            413,
+            "request_too_large",
+            f"the request body ({big.size} bytes) is over the proxy's input limit of "
+            f"{settings.limit} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)",
+        )
+    headers = _forwarded_request_headers(request)
+    judged = judge(
+        request.method, request.url.path, raw, request.headers, profiles=settings.profiles
+    )
+    if settings.mode == "enforce" and judged.verdict is not None and not judged.verdict.accepted:
+        return _refusal(judged.verdict, judged.profile)
+    url = _target_url(settings, request)
+    outgoing = client.build_request(request.method, url, headers=headers, content=raw)
+    try:
+        upstream = await client.send(outgoing, stream=True)
+    except httpx.TransportError as exc:
+        name = _failure_name(exc)
+        status = 504 if name == "upstream_timeout" else 502
+        return _proxy_error(shape, status, name, _failure(settings, exc))
+    record = None
+    if settings.recorder is not None and judged.verdict is not None and endpoint is not None:
+        record = ExchangeRecord(
+            method=request.method,
+            url=url,
+            request_headers=headers,
+            request_body=raw,
+            verdict=judged.verdict,
+            endpoint=endpoint,
+            model=judged.model,
+        )
+    relayed = StreamingResponse(
+        _relay(upstream, settings, record),
+        status_code=upstream.status_code,
+        background=BackgroundTask(upstream.aclose),
+    )
+    # Raw header pairs, so repeated fields (set-cookie) pass as they came.
+    relayed.raw_headers = [
+        (name.encode("latin-1"), value.encode("latin-1"))
+        for name, value in [*_forwarded_response_headers(upstream), (PROXY_HEADER, _note(judged))]
+    ]
+    return relayed
+
+
+def _failure_name(exc: httpx.TransportError) -> str:
+    """The named error an upstream failure is reported as (the 502/504 and the logged line)."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "upstream_timeout"
+    if isinstance(exc, httpx.ProtocolError):
+        return "upstream_protocol_error"
+    return "upstream_unreachable"
+
+
+def _failure(settings: _Settings, exc: httpx.HTTPError) -> str:
+    detail = str(exc) or type(exc).__name__
+    return f"upstream {settings.upstream} did not answer ({type(exc).__name__}: {detail})"
+
+
+class UpstreamBrokeError(CtxconfError, ConnectionError):
+    """The upstream failed after its answer had started: the stream to the client is cut (the
+    status was sent already), so the client sees a broken stream rather than a short one."""
+
+    code = "upstream_broke_mid_stream"
+
+
+async def _relay(
+    upstream: httpx.Response, settings: _Settings, record: ExchangeRecord | None
+) -> AsyncIterator[bytes]:
+    """The upstream's bytes as they arrive (still encoded: the client decodes them), teed into
+    the observe record."""
+    kept = record.response_tee(upstream, settings.limit) if record is not None else None
+    problem: str | None = None
+    try:
+        async for chunk in upstream.aiter_raw():
+            if kept is not None:
+                kept.add(chunk)
+            yield chunk
+    except httpx.TransportError as exc:
+        problem = f"{_failure_name(exc)}: {_failure(settings, exc)}"
+    finally:
+        if kept is not None and settings.recorder is not None:
+            settings.recorder.write(kept.finish(problem))
+    if problem is not None:
+        raise UpstreamBrokeError(problem)

@@ -1,0 +1,527 @@
+"""``ctxconf proxy`` end to end: the official SDKs -> the proxy -> the emulator, all on loopback.
+
+Every answer compared here is compared with the emulator's own answer to the same request sent
+directly (byte for byte), and the emulator counts what reached it, so "refused locally" and
+"forwarded unchanged" are both observed rather than assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+from click.testing import CliRunner
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from conformance.cassettes import find_secrets, read_cassette
+from conformance.cli import cli
+from conformance.providers.emulator import create_app
+from conformance.providers.emulator_transport import serving
+from conformance.providers.proxy import PROXY_ERROR_HEADER, PROXY_HEADER, create_proxy_app
+from conformance.providers.proxy_cassettes import VERDICT_KEY
+
+OPENAI_KEY = "sk-proj-PROXYTESTSECRET0123456789abcdef"
+ANTHROPIC_KEY = "sk-ant-api03-PROXYTESTSECRET0123456789"
+GEMINI_KEY = "AIza" + "P" * 35
+SECRETS = (OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, "PROXYTESTSECRET")
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Status of checkout?"}]}
+ORPHAN_CHAT = {
+    "model": "gpt-4o-mini",
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "healthy"},
+    ],
+}
+MESSAGES = {
+    "model": "claude-haiku-4-5",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "Status of checkout?"}],
+}
+ORPHAN_MESSAGES = {
+    "model": "claude-haiku-4-5",
+    "max_tokens": 64,
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "checking"},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}],
+        },
+    ],
+}
+
+
+class _Counting:
+    """The emulator, counting the requests that reach it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.seen: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.seen.append(scope["path"])
+        await self.app(scope, receive, send)
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[tuple[str, _Counting]]:
+    counting = _Counting(create_app())
+    with serving(counting) as url:
+        yield url, counting
+
+
+@pytest.fixture
+def upstream(emulator: tuple[str, _Counting]) -> str:
+    return emulator[0]
+
+
+def _proxy(upstream: str, **options: Any) -> Any:
+    return serving(create_proxy_app(upstream, **options), lifespan=True)
+
+
+_CLIENTS: dict[tuple[str, str], Any] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_clients() -> Iterator[None]:
+    """SDK clients are made once per address (each one builds a TLS context) and closed here."""
+    yield
+    for client in _CLIENTS.values():
+        client.close()
+    _CLIENTS.clear()
+
+
+def _openai(base: str) -> openai.OpenAI:
+    key = ("openai", base)
+    if key not in _CLIENTS:
+        _CLIENTS[key] = openai.OpenAI(base_url=f"{base}/v1", api_key=OPENAI_KEY, max_retries=0)
+    client: openai.OpenAI = _CLIENTS[key]
+    return client
+
+
+def _anthropic(base: str) -> anthropic.Anthropic:
+    key = ("anthropic", base)
+    if key not in _CLIENTS:
+        _CLIENTS[key] = anthropic.Anthropic(base_url=base, api_key=ANTHROPIC_KEY, max_retries=0)
+    client: anthropic.Anthropic = _CLIENTS[key]
+    return client
+
+
+def _openai_raw(base: str, body: dict[str, Any]) -> httpx.Response:
+    response = _openai(base).chat.completions.with_raw_response.create(**body)
+    return response.http_response  # type: ignore[return-value]
+
+
+def _anthropic_raw(base: str, body: dict[str, Any]) -> httpx.Response:
+    response = _anthropic(base).messages.with_raw_response.create(**body)
+    return response.http_response  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------- valid traffic
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_valid_requests_pass_through_byte_equal_with_both_sdks(
+    upstream: str, mode: str, tmp_path: Path
+) -> None:
+    record = {"record_dir": str(tmp_path)} if mode == "observe" else {}
+    with _proxy(upstream, mode=mode, **record) as proxy:
+        for send, body in ((_openai_raw, CHAT), (_anthropic_raw, MESSAGES)):
+            via, direct = send(proxy, body), send(upstream, body)
+            assert via.status_code == direct.status_code == 200
+            assert via.content == direct.content
+            assert via.headers[PROXY_HEADER] == "forwarded; ours=accept"
+            assert via.headers["x-ctxconf-provenance"] == "emulated"  # the upstream's own header
+
+
+def test_streams_pass_through_byte_equal_and_parse_in_both_sdks(upstream: str) -> None:
+    with _proxy(upstream, mode="enforce") as proxy:
+        streamed = {}
+        for base in (proxy, upstream):
+            chat = _openai(base).chat.completions.with_streaming_response
+            with chat.create(**CHAT, stream=True) as response:
+                chat_bytes = b"".join(response.iter_bytes())
+            messages = _anthropic(base).messages.with_streaming_response
+            with messages.create(**MESSAGES, stream=True) as response:
+                message_bytes = b"".join(response.iter_bytes())
+            streamed[base] = (chat_bytes, message_bytes)
+        assert streamed[proxy] == streamed[upstream]
+        assert streamed[proxy][0].startswith(b"data: ")
+        assert streamed[proxy][1].startswith(b"event: message_start")
+        chunks = _openai(proxy).chat.completions.create(**CHAT, stream=True)
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        with _anthropic(proxy).messages.stream(**MESSAGES) as stream:
+            final = stream.get_final_message()
+        assert text
+        assert final.content[0].type == "text"
+
+
+def test_a_stream_is_relayed_before_the_upstream_finishes_it() -> None:
+    """The upstream sends one event, then waits until the client has read it through the proxy:
+    a proxy that buffered the answer whole would never deliver it (the wait is bounded)."""
+    first_read = threading.Event()
+
+    async def events() -> AsyncIterator[bytes]:
+        yield b'data: {"n": 1}\n\n'
+        for _ in range(500):  # at most ~5 s, then the test fails below instead of hanging
+            if first_read.is_set():
+                break
+            await asyncio.sleep(0.01)
+        yield b'data: {"n": 2}\n\n'
+
+    async def handle(_: Request) -> Response:
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/v1/chat/completions", handle, methods=["POST"])])
+    with serving(app) as slow, _proxy(slow) as proxy, httpx.Client() as client:
+        body = {**CHAT, "stream": True}
+        with client.stream("POST", f"{proxy}/v1/chat/completions", json=body) as response:
+            lines = response.iter_lines()
+            assert next(lines) == 'data: {"n": 1}'
+            first_read.set()
+            rest = list(lines)
+    assert 'data: {"n": 2}' in rest
+
+
+# -------------------------------------------------------------------------- invalid traffic
+
+
+def test_enforce_refuses_with_the_providers_exact_answer_in_both_sdks(
+    emulator: tuple[str, _Counting],
+) -> None:
+    upstream, counting = emulator
+    with _proxy(upstream, mode="enforce") as proxy:
+        for send, body, error in (
+            (_openai_raw, ORPHAN_CHAT, openai.BadRequestError),
+            (_anthropic_raw, ORPHAN_MESSAGES, anthropic.BadRequestError),
+        ):
+            reached = len(counting.seen)
+            with pytest.raises(error) as refused:
+                send(proxy, body)
+            assert len(counting.seen) == reached, "a refused request reached the upstream"
+            with pytest.raises(error) as direct:
+                send(upstream, body)
+            via, answer = refused.value.response, direct.value.response
+            assert via.status_code == answer.status_code == 400
+            assert via.content == answer.content
+            for name in ("x-ctxconf-rule", "x-ctxconf-provenance", "request-id"):
+                assert via.headers.get(name) == answer.headers.get(name)
+            assert via.headers[PROXY_HEADER] == f"refused; rule={answer.headers['x-ctxconf-rule']}"
+    assert refused.value.body == direct.value.body  # the SDK reads the same error
+
+
+def test_observe_forwards_a_request_our_rules_reject(
+    emulator: tuple[str, _Counting], tmp_path: Path
+) -> None:
+    upstream, counting = emulator
+    folder = tmp_path / "observed"
+    with _proxy(upstream, mode="observe", record_dir=str(folder)) as proxy:
+        reached = len(counting.seen)
+        with pytest.raises(openai.BadRequestError) as answered:
+            _openai_raw(proxy, ORPHAN_CHAT)
+        assert len(counting.seen) == reached + 1
+        headers = answered.value.response.headers
+        assert headers[PROXY_HEADER] == "forwarded; ours=reject; rule=C2"
+    (path,) = folder.rglob("*.yaml")
+    document = read_cassette(path)
+    (interaction,) = document["interactions"]
+    ours = interaction[VERDICT_KEY]
+    assert ours["judged_by"] == "validators"
+    assert (ours["verdict"], ours["rule"], ours["provenance"]) == ("reject", "C2", "emulated")
+    assert interaction["response"]["status"]["code"] == 400
+    assert json.loads(interaction["response"]["body"]["string"]) == ours["error"]
+    assert document["ctxconf"]["recorded_against"] == "emulator:openai-default"
+    assert document["ctxconf"]["recorded_by"] == "ctxconf proxy --mode observe"
+
+
+# ------------------------------------------------------------------------- secrets, headers
+
+
+def test_observe_writes_no_secret_and_forwards_the_auth_headers(
+    upstream: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "observed"
+    with _proxy(upstream, mode="observe", record_dir=str(folder)) as proxy:
+        _openai_raw(proxy, CHAT)
+        _anthropic_raw(proxy, MESSAGES)
+        with _anthropic(proxy).messages.stream(**MESSAGES) as stream:
+            stream.get_final_message()
+        gemini = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+        url = f"{proxy}/v1beta/models/gemini-2.5-flash:generateContent?key={GEMINI_KEY}"
+        headers = {"x-goog-api-key": GEMINI_KEY, "cookie": f"session={OPENAI_KEY}"}
+        assert httpx.post(url, json=gemini, headers=headers).status_code == 200
+    written = sorted(folder.rglob("*"))
+    cassettes = [p for p in written if p.suffix == ".yaml"]
+    assert len(cassettes) == 4
+    assert not [p for p in written if p.name.startswith(".")], "a partial file was left"
+    for path in cassettes:
+        text = path.read_text(encoding="utf-8")
+        assert not [secret for secret in SECRETS if secret in text], path
+        assert find_secrets(read_cassette(path)) == [], path
+        request = read_cassette(path)["interactions"][0]["request"]
+        assert "x-stainless-os" not in request["headers"]  # the scrubber's SDK fingerprint rule
+    streamed = [p for p in cassettes if "event: message_start" in p.read_text()]
+    assert len(streamed) == 1
+
+
+def _echo_app() -> Starlette:
+    async def echo(request: Request) -> Response:
+        return JSONResponse(
+            {"headers": request.headers.items(), "body": (await request.body()).decode()},
+            headers={
+                "x-upstream": "1",
+                "connection": "close, x-upstream-hop",
+                "x-upstream-hop": "1",
+            },
+        )
+
+    return Starlette(routes=[Route("/{path:path}", echo, methods=["GET", "POST"])])
+
+
+def test_request_headers_are_forwarded_except_hop_by_hop_ones() -> None:
+    with serving(_echo_app()) as echo, _proxy(echo) as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions?api-version=1",
+            content=json.dumps(CHAT).encode(),
+            headers={
+                "authorization": f"Bearer {OPENAI_KEY}",
+                "x-custom": "kept",
+                "keep-alive": "timeout=5",
+                "x-named-hop": "dropped",
+                "connection": "keep-alive, x-named-hop",
+                "content-type": "application/json",
+            },
+        )
+    seen = dict(response.json()["headers"])
+    assert seen["authorization"] == f"Bearer {OPENAI_KEY}"
+    assert seen["x-custom"] == "kept"
+    assert seen["host"] == echo.removeprefix("http://")
+    assert "keep-alive" not in seen
+    assert "x-named-hop" not in seen
+    assert "user-agent" in seen  # the client's own, not one the proxy adds
+    assert seen["user-agent"].startswith("python-httpx/")
+    assert response.json()["body"] == json.dumps(CHAT)
+    assert response.headers["x-upstream"] == "1"
+    assert "x-upstream-hop" not in response.headers
+    assert response.headers[PROXY_HEADER] == "forwarded; ours=accept"
+
+
+def test_unknown_endpoints_are_forwarded_unjudged_with_a_note(upstream: str) -> None:
+    with _proxy(upstream) as proxy:
+        via = httpx.get(f"{proxy}/v1/models")
+        direct = httpx.get(f"{upstream}/v1/models")
+    assert via.status_code == direct.status_code == 404
+    assert via.content == direct.content
+    assert via.headers[PROXY_HEADER] == "forwarded; unjudged=no-provider-endpoint"
+
+
+# ------------------------------------------------------------------------- failures, named
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_upstream_is_a_named_provider_shaped_502_in_both_sdks() -> None:
+    with _proxy(f"http://127.0.0.1:{_closed_port()}") as proxy:
+        with pytest.raises(openai.InternalServerError) as chat:
+            _openai_raw(proxy, CHAT)
+        with pytest.raises(anthropic.InternalServerError) as messages:
+            _anthropic_raw(proxy, MESSAGES)
+    for failure in (chat.value, messages.value):
+        assert failure.status_code == 502
+        assert failure.response.headers[PROXY_ERROR_HEADER] == "upstream_unreachable"
+        assert failure.response.headers["x-ctxconf-provenance"] == "proxy"
+        assert "ctxconf proxy: upstream_unreachable: upstream http://127.0.0.1:" in str(
+            failure.message
+        )
+    assert chat.value.body["type"] == "api_error"  # type: ignore[index]
+    assert messages.value.body["error"]["type"] == "api_error"  # type: ignore[index]
+
+
+def test_an_upstream_that_does_not_answer_in_time_is_a_named_504() -> None:
+    release = threading.Event()
+
+    async def stalled(_: Request) -> Response:
+        for _ in range(500):  # bounded: the proxy gives up long before
+            if release.is_set():
+                break
+            await asyncio.sleep(0.01)
+        return JSONResponse({})
+
+    app = Starlette(routes=[Route("/v1/messages", stalled, methods=["POST"])])
+    with serving(app) as slow, _proxy(slow, timeout=0.2) as proxy:
+        with pytest.raises(anthropic.APIStatusError) as late:
+            _anthropic_raw(proxy, MESSAGES)
+        release.set()
+    assert late.value.status_code == 504
+    assert late.value.response.headers[PROXY_ERROR_HEADER] == "upstream_timeout"
+
+
+def test_a_stream_the_upstream_breaks_is_broken_for_the_client_and_recorded(
+    tmp_path: Path,
+) -> None:
+    async def breaking(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b'data: {"n": 1}\n\n', "more_body": True})
+        raise ConnectionResetError("the upstream went away")  # uvicorn drops the connection
+
+    folder = tmp_path / "observed"
+    body = {**CHAT, "stream": True}
+    with (
+        serving(breaking) as broken,
+        _proxy(broken, mode="observe", record_dir=str(folder)) as proxy,
+        httpx.Client() as client,
+        client.stream("POST", f"{proxy}/v1/chat/completions", json=body) as response,
+    ):
+        lines = response.iter_lines()
+        assert next(lines) == 'data: {"n": 1}'
+        with pytest.raises(httpx.RemoteProtocolError):
+            next(lines)
+    (path,) = folder.rglob("*.yaml")
+    (interaction,) = read_cassette(path)["interactions"]
+    assert interaction[VERDICT_KEY]["stream_broken"].startswith("upstream_protocol_error:")
+    assert interaction["response"]["body"]["string"] == 'data: {"n": 1}\n\n'
+
+
+def test_a_body_over_the_input_limit_is_refused_locally_with_a_named_413(
+    emulator: tuple[str, _Counting], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream, counting = emulator
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "2000")
+    body = {**MESSAGES, "messages": [{"role": "user", "content": "x" * 3000}]}
+    with _proxy(upstream) as proxy:
+        reached = len(counting.seen)
+        with pytest.raises(anthropic.APIStatusError) as big:
+            _anthropic_raw(proxy, body)
+        assert len(counting.seen) == reached
+        assert _anthropic_raw(proxy, MESSAGES).status_code == 200  # under the limit: forwarded
+    assert big.value.status_code == 413
+    assert big.value.response.headers[PROXY_ERROR_HEADER] == "request_too_large"
+    assert big.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+
+
+# ------------------------------------------------------------------- diff: the upgrade check
+
+DEVELOPER_CHAT = {
+    "model": "gpt-4o-mini",
+    "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+}
+TWO_USER_TURNS = {
+    "model": "claude-haiku-4-5",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "first"}, {"role": "user", "content": "second"}],
+}
+
+
+def test_diff_lists_every_disagreement_between_our_verdicts_and_the_providers(
+    tmp_path: Path,
+) -> None:
+    """The upstream plays a provider whose rules moved: it rejects the developer role (C8) that
+    our default OpenAI profile accepts, and it accepts consecutive user turns that the proxy's
+    profile (strict alternation, A9) rejects. Two requests agree (one accepted, one rejected)."""
+    folder = tmp_path / "observed"
+    moved = create_app(profile="openai-developer-unsupported")
+    judged_by = ["anthropic-2024-strict-alternation"]
+    with (
+        serving(moved) as upstream,
+        _proxy(upstream, mode="observe", record_dir=str(folder), profiles=judged_by) as proxy,
+    ):
+        with pytest.raises(openai.BadRequestError):
+            _openai_raw(proxy, DEVELOPER_CHAT)  # provider-stricter
+        assert _anthropic_raw(proxy, TWO_USER_TURNS).status_code == 200  # ours-stricter
+        assert _openai_raw(proxy, CHAT).status_code == 200  # agreed: accept
+        with pytest.raises(openai.BadRequestError):
+            _openai_raw(proxy, ORPHAN_CHAT)  # agreed: reject, same error
+    runner = CliRunner()
+    result = runner.invoke(cli, ["diff", f"ours:{folder}", str(folder), "--format", "json"])
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.output)
+    assert document["compared"] == 4
+    found = sorted(
+        (d["kind"], d["shape"], d["old"]["verdict"], d["new"]["verdict"]) for d in document["drift"]
+    )
+    assert found == [
+        ("ours-stricter", "anthropic-messages", "reject", "accept"),
+        ("provider-stricter", "openai-chat", "accept", "reject"),
+    ]
+    table = runner.invoke(cli, ["diff", str(folder), f"ours:{folder}"])
+    assert table.exit_code == 1
+    lines = table.output.splitlines()
+    assert lines[0] == "compared 4 requests (4 skeletons); 2 drift(s)"
+    assert sorted(line.split()[0] for line in lines[1:]) == ["ours-stricter", "provider-stricter"]
+
+
+def test_diff_of_an_agreeing_observation_finds_nothing(upstream: str, tmp_path: Path) -> None:
+    folder = tmp_path / "observed"
+    with _proxy(upstream, mode="observe", record_dir=str(folder)) as proxy:
+        _anthropic_raw(proxy, MESSAGES)
+        with pytest.raises(anthropic.BadRequestError):
+            _anthropic_raw(proxy, ORPHAN_MESSAGES)
+    result = CliRunner().invoke(cli, ["diff", f"ours:{folder}", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["compared 2 requests (2 skeletons); 0 drift(s)"]
+
+
+def test_diff_refuses_a_folder_without_our_verdicts(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["diff", f"ours:{tmp_path}", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no cassette interactions found" in result.output
+
+
+# ---------------------------------------------------------------------------------- command
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--upstream", "ftp://x"], "--upstream: upstream 'ftp://x' is not an http(s) URL"),
+        (["--upstream", "http://x", "--mode", "observe"], "--mode observe needs --record-dir"),
+        (["--upstream", "http://x", "--record-dir", "d"], "--record-dir applies to --mode observe"),
+        (
+            ["--upstream", "http://x", "--listen", "nowhere"],
+            "--listen 'nowhere': expected HOST:PORT",
+        ),
+        (["--upstream", "http://x", "--profile", "nope"], "--profile: unknown profile 'nope'"),
+    ],
+)
+def test_bad_options_are_one_named_line_and_exit_2(arguments: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["proxy", *arguments])
+    assert result.exit_code == 2
+    assert f"ctxconf: error: {message}" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_listen_address_in_use_is_a_named_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            cli, ["proxy", "--upstream", "http://127.0.0.1:9", "--listen", f"127.0.0.1:{port}"]
+        )
+    assert result.exit_code == 2
+    assert f"ctxconf: error: --listen: cannot listen on 127.0.0.1:{port}" in result.output
