@@ -8,12 +8,18 @@ directly (byte for byte), and the emulator counts what reached it, so "refused l
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anthropic
 import httpx
@@ -30,8 +36,14 @@ from conformance.cassettes import find_secrets, read_cassette
 from conformance.cli import cli
 from conformance.providers.emulator import create_app
 from conformance.providers.emulator_transport import serving
-from conformance.providers.proxy import PROXY_ERROR_HEADER, PROXY_HEADER, create_proxy_app
-from conformance.providers.proxy_cassettes import VERDICT_KEY
+from conformance.providers.proxy import (
+    PROXY_ERROR_HEADER,
+    PROXY_HEADER,
+    create_proxy_app,
+    judge,
+)
+from conformance.providers.proxy_cassettes import VERDICT_KEY, decoded_body
+from conformance.recorded_verdicts import load_library
 
 OPENAI_KEY = "sk-proj-PROXYTESTSECRET0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-PROXYTESTSECRET0123456789"
@@ -400,7 +412,7 @@ def test_a_stream_the_upstream_breaks_is_broken_for_the_client_and_recorded(
         lines = response.iter_lines()
         assert next(lines) == 'data: {"n": 1}'
         with pytest.raises(httpx.RemoteProtocolError):
-            next(lines)
+            list(lines)  # the blank line ending the event, then the cut
     (path,) = folder.rglob("*.yaml")
     (interaction,) = read_cassette(path)["interactions"]
     assert interaction[VERDICT_KEY]["stream_broken"].startswith("upstream_protocol_error:")
@@ -525,3 +537,109 @@ def test_a_listen_address_in_use_is_a_named_error() -> None:
         )
     assert result.exit_code == 2
     assert f"ctxconf: error: --listen: cannot listen on 127.0.0.1:{port}" in result.output
+
+
+# --------------------------------------------------------------- judging as the emulator does
+
+
+def test_the_proxy_judges_every_recorded_request_as_the_emulator_answered_it() -> None:
+    """Every interaction of the project's cassettes (recorded against the emulator, kept fresh
+    by the stale-cassette tests): a rule's rejection is the proxy's too, with the same rule and
+    the same error body; an accepted request, or one the emulator refused by no rule (its own
+    parse errors), is forwarded."""
+    library = load_library()
+    assert len(library) > 100
+    disagreements = []
+    for item in library.interactions:
+        dialect = item.skeleton.get("dialect")
+        judged = judge(
+            "POST",
+            urlsplit(item.uri).path,
+            json.dumps(item.request_body).encode(),
+            {"x-ctxconf-dialect": dialect} if dialect else {},
+            profiles=[item.metadata.profile] if item.metadata.profile else [],
+        )
+        assert judged.verdict is not None, f"{library.label(item)}: {judged.unjudged}"
+        rule = item.headers.get("x-ctxconf-rule")
+        ours = judged.verdict
+        same = (ours.rule, ours.status, ours.error) == (rule, item.status, item.response_body)
+        if not (ours.accepted if rule is None else same):
+            recorded = f"recorded {item.status} {rule}, ours {ours.status} {ours.rule}"
+            disagreements.append(f"{library.label(item)}: {recorded}")
+    assert disagreements == []
+
+
+def test_a_body_too_deep_to_judge_is_forwarded_unjudged() -> None:
+    with serving(_echo_app()) as echo, _proxy(echo) as proxy:
+        response = httpx.post(f"{proxy}/v1/chat/completions", content=b"[" * 100_000)
+    assert response.status_code == 200  # the echo answered: forwarded
+    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=judge-failed"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "data", "limit", "stored"),
+    [
+        ("", b"plain", None, b"plain"),
+        ("gzip", gzip.compress(b'{"a": 1}'), 100, b'{"a": 1}'),
+        ("deflate", zlib.compress(b"zz"), None, b"zz"),
+        (
+            "gzip",
+            gzip.compress(b"x" * 5000),
+            1000,
+            "<body not stored: over the input limit when decoded>",
+        ),
+        ("br", b"\x00", None, "<body not stored: content-encoding br>"),
+        ("gzip", b"not gzip", None, "<body not stored: gzip data is corrupt"),
+    ],
+)
+def test_recorded_bodies_are_decoded_within_the_limit(
+    encoding: str, data: bytes, limit: int | None, stored: bytes | str
+) -> None:
+    decoded = decoded_body(data, encoding, limit)
+    if isinstance(stored, str):
+        assert isinstance(decoded, str)
+        assert decoded.startswith(stored)
+    else:
+        assert decoded == stored
+
+
+@pytest.mark.slow
+def test_the_command_serves_until_terminated(upstream: str) -> None:
+    """``ctxconf proxy`` in its own process: the address on the first line, traffic relayed,
+    lifespan shutdown on SIGTERM without a traceback."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from conformance.cli import main; main()",
+            "proxy",
+            "--upstream",
+            upstream,
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        first: list[str] = []
+        reader = threading.Thread(target=lambda: first.append(process.stdout.readline()))  # type: ignore[union-attr]
+        reader.start()
+        reader.join(timeout=60)
+        assert first, "ctxconf proxy printed no address"
+        assert first[0].startswith("ctxconf proxy listening on http://127.0.0.1:"), first[0]
+        address = first[0].split()[4]
+        response = _anthropic_raw(address, MESSAGES)
+        assert response.content == _anthropic_raw(upstream, MESSAGES).content
+        with pytest.raises(anthropic.BadRequestError):
+            _anthropic_raw(address, ORPHAN_MESSAGES)
+    finally:
+        process.terminate()
+        try:
+            _, err = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate(timeout=5)
+    assert "Traceback" not in err

@@ -10,7 +10,6 @@ names the address (``--listen 127.0.0.1:0`` picks a free port).
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 from pathlib import Path
@@ -19,6 +18,7 @@ import click
 import uvicorn
 
 from conformance.commands._io import EXIT_BAD_INPUT
+from conformance.providers.emulator_transport import is_loopback, listening_socket
 from conformance.providers.proxy import (
     DEFAULT_TIMEOUT_S,
     ProxyConfigError,
@@ -41,13 +41,6 @@ def _listen_address(value: str) -> tuple[str, int]:
         _fail(f"--listen {value!r}: expected HOST:PORT (for example 127.0.0.1:8787)")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 class _OneLineBreaks(logging.Filter):
@@ -118,18 +111,15 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
     except ProxyConfigError as exc:
         _fail(f"--{(exc.where or 'upstream').replace('_', '-')}: {exc.message}")
     host, port = _listen_address(listen)
-    if not _is_loopback(host):
+    if not is_loopback(host):
         click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock = listening_socket(host, port)
     except OSError as exc:
-        sock.close()
         _fail(f"--listen: cannot listen on {host}:{port}: {exc.strerror}")
+        raise  # pragma: no cover - _fail exits
     bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
     click.echo(f"ctxconf proxy listening on http://{shown}:{bound} ({mode}; upstream {upstream})")
     logging.getLogger("uvicorn.error").addFilter(_OneLineBreaks())
     # The upstream's own date and server fields pass through; uvicorn adds none of its own.

@@ -7,7 +7,6 @@ port; the first line on standard output names the address either way.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 
 import click
@@ -15,15 +14,9 @@ import uvicorn
 
 from conformance.commands._io import EXIT_BAD_INPUT
 from conformance.providers.emulator import EmulatorConfigError, create_app
+from conformance.providers.emulator_transport import is_loopback, listening_socket
 
 __all__ = ["command"]
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 @click.command("serve")
@@ -43,18 +36,15 @@ def command(host: str, port: int, profiles: tuple[str, ...], context_limit: int 
     except EmulatorConfigError as exc:
         click.echo(f"ctxconf: error: --profile: {exc.message}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
-    if not _is_loopback(host):
+    if not is_loopback(host):
         click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock = listening_socket(host, port)
     except OSError as exc:
         click.echo(f"ctxconf: error: cannot listen on {host}:{port}: {exc.strerror}", err=True)
         raise SystemExit(EXIT_BAD_INPUT) from None
     bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
     click.echo(f"ctxconf emulator listening on http://{shown}:{bound}", nl=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="off")
     try:

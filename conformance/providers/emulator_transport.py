@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 import threading
 import time
@@ -22,7 +23,15 @@ import httpx2
 import uvicorn
 from starlette.types import ASGIApp
 
-__all__ = ["ServerStartError", "call_app", "httpx2_transport", "httpx_transport", "serving"]
+__all__ = [
+    "ServerStartError",
+    "call_app",
+    "httpx2_transport",
+    "httpx_transport",
+    "is_loopback",
+    "listening_socket",
+    "serving",
+]
 
 _START_TIMEOUT_S: Final = 10.0
 
@@ -111,15 +120,35 @@ def httpx_transport(app: ASGIApp) -> httpx.MockTransport:
     return httpx.MockTransport(handle)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address, or ``localhost``) is this machine's loopback."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (IPv6 when the host has a colon; port 0 picks a free
+    one), for uvicorn to serve on; ``OSError`` as ``bind`` raises it, the socket closed."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 @contextlib.contextmanager
 def serving(
     app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0, lifespan: bool = False
 ) -> Iterator[str]:
     """Run ``app`` with uvicorn in a thread; yields its base URL; always stops it. ``lifespan``
     runs the app's start-up and shutdown events (the proxy opens its upstream client there)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = listening_socket(host, port)
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on" if lifespan else "off", access_log=False

@@ -328,30 +328,17 @@ async def _read_body(request: Request, limit: int | None) -> bytes:
     return b"".join(chunks)
 
 
-def _forwarded_request_headers(request: Request) -> list[tuple[str, str]]:
+def _end_to_end(pairs: Sequence[tuple[str, str]], reset: frozenset[str]) -> list[tuple[str, str]]:
+    """The header fields that travel on: not hop-by-hop, not named by ``connection`` (RFC 9110
+    7.6.1), not in ``reset``."""
     named = {
         token.strip().lower()
-        for value in request.headers.getlist("connection")
+        for name, value in pairs
+        if name.lower() == "connection"
         for token in value.split(",")
     }
-    return [
-        (name, value)
-        for name, value in request.headers.items()
-        if name not in _HOP_BY_HOP and name not in _RESET_ON_REQUEST and name not in named
-    ]
-
-
-def _forwarded_response_headers(response: httpx.Response) -> list[tuple[str, str]]:
-    named = {
-        token.strip().lower()
-        for value in response.headers.get_list("connection")
-        for token in value.split(",")
-    }
-    return [
-        (name, value)
-        for name, value in response.headers.multi_items()
-        if name not in _HOP_BY_HOP and name not in named
-    ]
+    dropped = _HOP_BY_HOP | named | reset
+    return [(name, value) for name, value in pairs if name.lower() not in dropped]
 
 
 def _target_url(settings: _Settings, request: Request) -> str:
@@ -374,10 +361,21 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
             f"the request body ({big.size} bytes) is over the proxy's input limit of "
             f"{settings.limit} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)",
         )
-    headers = _forwarded_request_headers(request)
-    judged = judge(
-        request.method, request.url.path, raw, request.headers, profiles=settings.profiles
-    )
+    headers = _end_to_end(request.headers.items(), _RESET_ON_REQUEST)
+    try:
+        judged = judge(
+            request.method, request.url.path, raw, request.headers, profiles=settings.profiles
+        )
+    except Exception as exc:  # noqa: BLE001 - a validator bug must not stop the traffic
+        # Forwarded unjudged (the provider decides), and said in one line, not a traceback.
+        log.warning(
+            "ctxconf proxy: could not judge %s %s (%s: %s); forwarded unjudged",
+            request.method,
+            request.url.path,
+            type(exc).__name__,
+            exc,
+        )
+        judged = Judged(None, endpoint, unjudged="judge-failed")
     if settings.mode == "enforce" and judged.verdict is not None and not judged.verdict.accepted:
         return _refusal(judged.verdict, judged.profile)
     url = _target_url(settings, request)
@@ -407,7 +405,10 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
     # Raw header pairs, so repeated fields (set-cookie) pass as they came.
     relayed.raw_headers = [
         (name.encode("latin-1"), value.encode("latin-1"))
-        for name, value in [*_forwarded_response_headers(upstream), (PROXY_HEADER, _note(judged))]
+        for name, value in [
+            *_end_to_end(upstream.headers.multi_items(), frozenset()),
+            (PROXY_HEADER, _note(judged)),
+        ]
     ]
     return relayed
 

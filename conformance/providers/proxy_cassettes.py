@@ -38,7 +38,6 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
-from vcr.request import Request as VcrRequest
 
 from conformance.cassettes import (
     METADATA_KEY,
@@ -51,10 +50,16 @@ from conformance.cassettes import (
 from conformance.providers.emulator_routes import PROFILE_HEADER, PROVENANCE_HEADER, Endpoint
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
-from conformance.roundtrip import Target
 from reference_impl._documents import dump_yaml
 
-__all__ = ["RECORDED_BY", "VERDICT_KEY", "ExchangeRecord", "ObserveRecorder", "ResponseTee"]
+__all__ = [
+    "RECORDED_BY",
+    "VERDICT_KEY",
+    "ExchangeRecord",
+    "ObserveRecorder",
+    "ResponseTee",
+    "decoded_body",
+]
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +120,7 @@ class Observed:
     limit: int | None
 
 
-def _decoded(raw: bytes, encoding: str, limit: int | None) -> bytes | str:
+def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | str:
     """The body without its content coding, or why it is not stored."""
     codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
     data = raw
@@ -143,10 +148,10 @@ def _text(data: bytes | str) -> str:
         return f"<body not stored: {len(data)} bytes that are not UTF-8>"
 
 
-def _recorded_against(upstream: str, shape: str, headers: httpx.Headers) -> str:
+def _recorded_against(official: bool, upstream: str, headers: httpx.Headers) -> str:
     if headers.get(PROVENANCE_HEADER) == "emulated":
         return f"emulator:{headers.get(PROFILE_HEADER) or 'none'}"
-    if Target(root=upstream).is_official(shape):
+    if official:
         return "live"
     parts = urlsplit(upstream)
     host = parts.hostname or "unknown"  # never the userinfo
@@ -165,6 +170,14 @@ class ObserveRecorder:
     a full disk is a logged warning, the traffic goes on."""
 
     def __init__(self, root: str | Path, *, upstream: str) -> None:
+        # Imported here, in the thread that builds the app, and only for observe mode: vcrpy's
+        # request model (what the scrubber takes) and the official hosts, which bring the SDKs.
+        from vcr.request import Request  # noqa: PLC0415
+
+        from conformance.roundtrip import Target  # noqa: PLC0415
+
+        self._request = Request
+        self._official = Target(root=upstream).is_official
         self.root = Path(root)
         self.upstream = upstream
         self.stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -174,7 +187,7 @@ class ObserveRecorder:
     def document(self, observed: Observed) -> tuple[str, dict[str, Any]]:
         """The skeleton digest and the cassette document of one exchange, scrubbed."""
         record, response = observed.record, observed.response
-        request = VcrRequest(
+        request = self._request(
             record.method, record.url, record.request_body, _headers_dict(record.request_headers)
         )
         request = scrub_request(request)
@@ -184,7 +197,7 @@ class ObserveRecorder:
         headers = [(k, v) for k, v in response.headers.multi_items()]
         body: bytes | str = "<body not stored: over the input limit>"
         if not observed.over_limit:
-            body = _decoded(
+            body = decoded_body(
                 observed.raw, response.headers.get("content-encoding", ""), observed.limit
             )
         kept = [(k, v) for k, v in headers if k not in ("content-encoding", "content-length")]
@@ -207,7 +220,7 @@ class ObserveRecorder:
             ours["stream_broken"] = observed.problem
         metadata = CassetteMetadata(
             recorded_against=_recorded_against(
-                self.upstream, record.endpoint.shape, response.headers
+                self._official(record.endpoint.shape), self.upstream, response.headers
             ),
             shape=record.endpoint.shape,
             model=record.model or "unknown",
