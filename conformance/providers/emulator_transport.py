@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _START_TIMEOUT_S: Final = 10.0
+_BACKLOG: Final = 2048  # uvicorn's default
 
 
 class ServerStartError(RuntimeError):
@@ -129,13 +130,16 @@ def is_loopback(host: str) -> bool:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (IPv6 when the host has a colon; port 0 picks a free
-    one), for uvicorn to serve on; ``OSError`` as ``bind`` raises it, the socket closed."""
+    """A TCP socket listening on ``host:port`` (IPv6 when the host has a colon; port 0 picks a
+    free one), for uvicorn to serve on; ``OSError`` as ``bind`` raises it, the socket closed.
+    It listens at once, so a client that connects as soon as the address is printed waits in
+    the backlog until uvicorn accepts, instead of being refused."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(_BACKLOG)
     except OSError:
         sock.close()
         raise
