@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.recordings import RecordedInteraction, iter_recordings
+from conformance.traffic.reading import RecordedInteraction, iter_recordings
 from reference_impl._openai_costs import is_harmony_model
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape

@@ -7,8 +7,8 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from conformance.engine import assembly_request, plan_cases, reference_counter, render_input
-from conformance.recorded_verdicts import default_cassette_root
 from conformance.scenarios import Scenario
+from conformance.traffic.verdicts import default_cassette_root
 from reference_impl.errors import CtxconfError
 from reference_impl.ledger import Ledger
 from reference_impl.rings import validate as pairing_violations
@@ -88,8 +88,8 @@ def recording_problems(
     requests have a skeleton no cassette recorded (stale since the assembler or the scenario
     changed); each line says how to re-record."""
     # Imported here: the round-trip machinery loads the SDKs, which the other checks do not need.
-    from conformance.recorded_verdicts import load_library  # noqa: PLC0415
-    from conformance.roundtrip_cases import scenario_cases, unrecorded  # noqa: PLC0415
+    from conformance.traffic.roundtrip_cases import scenario_cases, unrecorded  # noqa: PLC0415
+    from conformance.traffic.verdicts import load_library  # noqa: PLC0415
 
     library = load_library(_cassette_root(cassette_root))
     cases = [case for shape in SHAPE_NAMES for case in scenario_cases(scenarios, shape)]

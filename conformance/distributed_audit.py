@@ -2,7 +2,7 @@
 workers (the optional ``distributed`` extra: ``pip install 'ctxconf[distributed]'``).
 
 An audit is a map over recordings: each row depends on its own line or interaction alone
-(``conformance.providers.auditing.audit_lines``). Here one task judges one file on whichever
+(``conformance.traffic.audit.audit_lines``). Here one task judges one file on whichever
 worker the scheduler picks, the worker reads the file itself (only paths travel, so the files must
 be reachable from every worker: a shared filesystem, or the same local disk for a local cluster),
 and the driver writes each file's rows in the order ``ctxconf audit`` walks the folder. The report
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conformance.providers.auditing import audit_file, recording_files
+from conformance.traffic.audit import audit_file, recording_files
 
 if TYPE_CHECKING:
     from distributed import Client

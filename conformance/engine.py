@@ -7,7 +7,7 @@ matches the request's skeleton, else the validators: the verdict says which), co
 the reference counter, maps the view back to the session by content identity, and runs the checks.
 
 Cassettes: the library under ``cassettes/`` (or ``$CTXCONF_CASSETTES``) is read once per run
-(:func:`conformance.recorded_verdicts.load_library`) and each verdict is a dictionary lookup by
+(:func:`conformance.traffic.verdicts.load_library`) and each verdict is a dictionary lookup by
 skeleton; the validators run too, so a recorded verdict they contradict is a stale cassette
 (a ``provider_valid`` failure saying so), never silently overruled.
 
@@ -54,7 +54,6 @@ from conformance.events import (
 from conformance.identity import Declarations, map_view
 from conformance.loading import Plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest
-from conformance.recorded_verdicts import CassetteLibrary, Judgement, judge_request, load_library
 from conformance.scenarios import (
     DEFAULT_MODELS,
     GATE_LEVELS,
@@ -62,6 +61,7 @@ from conformance.scenarios import (
     Level,
     Scenario,
 )
+from conformance.traffic.verdicts import CassetteLibrary, Judgement, judge_request, load_library
 from conformance.workers import RunStop, WorkerPool
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape

@@ -39,7 +39,6 @@ from conformance.engine import (
 )
 from conformance.events import CaseResult
 from conformance.loading import Plugin
-from conformance.recorded_verdicts import load_library
 from conformance.scenarios import (
     SCENARIO_FORMAT_VERSION,
     Budget,
@@ -49,6 +48,7 @@ from conformance.scenarios import (
     load_file,
 )
 from conformance.strategies import VIOLATION_KINDS, broken_transcripts, transcripts
+from conformance.traffic.verdicts import load_library
 from conformance.workers import WorkerPool
 from reference_impl._documents import dump_yaml
 from reference_impl.errors import CtxconfError

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from conformance.engine import Case
     from conformance.events import CaseResult
     from conformance.loading import Plugin
-    from conformance.recorded_verdicts import CassetteLibrary
+    from conformance.traffic.verdicts import CassetteLibrary
 
 __all__ = [
     "MAX_CAPTURED_CHARS",

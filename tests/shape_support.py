@@ -47,7 +47,7 @@ needs_recordings = pytest.mark.skipif(
 
 def recorded_requests(folder: str) -> list[Any]:
     """The recorded interactions under ``RECORDINGS/folder`` whose request body is an object."""
-    from conformance.recordings import iter_recordings
+    from conformance.traffic.reading import iter_recordings
 
     return [i for i in iter_recordings(RECORDINGS / folder) if isinstance(i.request_body, dict)]
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from conformance.cli import cli
 from conformance.commands import audit as audit_command
-from conformance.providers.auditing import audit_lines, audit_paths
+from conformance.traffic.audit import audit_lines, audit_paths
 
 URL = "https://api.openai.com/v1/chat/completions"
 GOOD = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}

@@ -25,12 +25,6 @@ from conformance.engine import run_events
 from conformance.loading import load_plugin
 from conformance.providers.catalog import load_catalog
 from conformance.providers.validation import validate_request
-from conformance.recorded_verdicts import (
-    RERECORD_COMMAND,
-    CassetteLibrary,
-    judge_request,
-    load_library,
-)
 from conformance.reporting import (
     JsonLinesWriter,
     record_from_events,
@@ -41,6 +35,12 @@ from conformance.reporting import (
 )
 from conformance.reporting.matrix import provenance_counts
 from conformance.scenarios import default_corpus_path, load_corpus
+from conformance.traffic.verdicts import (
+    RERECORD_COMMAND,
+    CassetteLibrary,
+    judge_request,
+    load_library,
+)
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 SCENARIO = "single-tool"

@@ -12,18 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from vcr.request import Request
 
-from conformance.cassettes import (
+from conformance.traffic.cassette import (
     CassetteError,
     CassetteMetadata,
     RecordMode,
     _CtxconfYamlSerializer,
-    closest_skeleton,
-    find_secrets,
-    model_family,
     parse_record_mode,
+)
+from conformance.traffic.scrubbing import find_secrets, scrub_request, scrub_response
+from conformance.traffic.skeleton import (
+    closest_skeleton,
+    model_family,
     request_skeleton,
-    scrub_request,
-    scrub_response,
     skeleton,
     skeleton_matcher,
 )

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from shape_support import RECORDINGS, RECORDINGS_MORE
 
-from conformance.providers.auditing import AuditRow, audit_interaction
 from conformance.providers.catalog import list_profiles, load_catalog
 from conformance.providers.validation import lint_request
-from conformance.recordings import RecordedInteraction, iter_recordings
+from conformance.traffic.audit import AuditRow, audit_interaction
+from conformance.traffic.reading import RecordedInteraction, iter_recordings
 
 pytestmark = [
     pytest.mark.recordings,

@@ -10,9 +10,9 @@ import yaml
 from click.testing import CliRunner
 from vcr.request import Request
 
-from conformance.cassettes import request_skeleton, skeleton_digest
 from conformance.cli import cli
 from conformance.commands.diff import Observation, compare
+from conformance.traffic.skeleton import request_skeleton, skeleton_digest
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 

@@ -7,8 +7,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from conformance.cassettes import skeleton, skeleton_digest
-from conformance.recorded_verdicts import judge_request, load_library, recorded_verdict
+from conformance.traffic.skeleton import skeleton, skeleton_digest
+from conformance.traffic.verdicts import judge_request, load_library, recorded_verdict
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from shape_support import SHARED
 
-from conformance.providers.auditing import AuditRow, audit_interaction
 from conformance.providers.catalog import Rule, load_catalog, message_pattern
-from conformance.recordings import RecordedInteraction, iter_recordings
+from conformance.traffic.audit import AuditRow, audit_interaction
+from conformance.traffic.reading import RecordedInteraction, iter_recordings
 
 RECORDINGS = SHARED / "recordings"
 

@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import cli
-from conformance.providers.auditing import dialect_for
 from conformance.providers.catalog import (
     UnknownProfileError,
     catalog_dialect,
@@ -22,9 +21,10 @@ from conformance.providers.catalog import (
     resolve_profile,
 )
 from conformance.providers.emulator import create_app
-from conformance.providers.emulator_routes import DIALECT_HEADER, PROFILE_HEADER
 from conformance.providers.emulator_transport import httpx_transport
 from conformance.providers.validation import validate_request
+from conformance.traffic.audit import dialect_for
+from conformance.traffic.endpoints import DIALECT_HEADER, PROFILE_HEADER
 from reference_impl.shapes.dialects import DIALECTS, get_dialect
 
 # Every spelling ``ctxconf convert --dialect`` takes, with the gateway it names.

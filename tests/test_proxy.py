@@ -32,7 +32,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from conformance.cassettes import find_secrets, read_cassette
 from conformance.cli import cli
 from conformance.providers.emulator import create_app
 from conformance.providers.emulator_transport import serving
@@ -43,7 +42,9 @@ from conformance.providers.proxy import (
     judge,
 )
 from conformance.providers.proxy_cassettes import VERDICT_KEY, decoded_body
-from conformance.recorded_verdicts import load_library
+from conformance.traffic.cassette import load_cassette_document
+from conformance.traffic.scrubbing import find_secrets
+from conformance.traffic.verdicts import load_library
 
 OPENAI_KEY = "sk-proj-PROXYTESTSECRET0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-PROXYTESTSECRET0123456789"
@@ -250,7 +251,7 @@ def test_observe_forwards_a_request_our_rules_reject(
         headers = answered.value.response.headers
         assert headers[PROXY_HEADER] == "forwarded; ours=reject; rule=C2"
     (path,) = folder.rglob("*.yaml")
-    document = read_cassette(path)
+    document = load_cassette_document(path)
     (interaction,) = document["interactions"]
     ours = interaction[VERDICT_KEY]
     assert ours["judged_by"] == "validators"
@@ -284,8 +285,8 @@ def test_observe_writes_no_secret_and_forwards_the_auth_headers(
     for path in cassettes:
         text = path.read_text(encoding="utf-8")
         assert not [secret for secret in SECRETS if secret in text], path
-        assert find_secrets(read_cassette(path)) == [], path
-        request = read_cassette(path)["interactions"][0]["request"]
+        assert find_secrets(load_cassette_document(path)) == [], path
+        request = load_cassette_document(path)["interactions"][0]["request"]
         assert "x-stainless-os" not in request["headers"]  # the scrubber's SDK fingerprint rule
     streamed = [p for p in cassettes if "event: message_start" in p.read_text()]
     assert len(streamed) == 1
@@ -414,7 +415,7 @@ def test_a_stream_the_upstream_breaks_is_broken_for_the_client_and_recorded(
         with pytest.raises(httpx.RemoteProtocolError):
             list(lines)  # the blank line ending the event, then the cut
     (path,) = folder.rglob("*.yaml")
-    (interaction,) = read_cassette(path)["interactions"]
+    (interaction,) = load_cassette_document(path)["interactions"]
     assert interaction[VERDICT_KEY]["stream_broken"].startswith("upstream_protocol_error:")
     assert interaction["response"]["body"]["string"] == 'data: {"n": 1}\n\n'
 

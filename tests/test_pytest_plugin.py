@@ -17,7 +17,7 @@ import conformance.checks
 import conformance.engine
 import conformance.loading
 import conformance.providers.validation
-import conformance.recorded_verdicts  # noqa: F401
+import conformance.traffic.verdicts  # noqa: F401
 
 pytest_plugins = ["pytester"]
 

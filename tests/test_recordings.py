@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 from shape_support import SHARED
 
-from conformance.recordings import (
+from conformance.traffic.endpoints import detect_dialect, is_token_count_url
+from conformance.traffic.reading import (
     RecordedInteraction,
     RecordingError,
-    detect_dialect,
     detect_shape,
-    is_token_count_url,
     iter_recordings,
     read_cassette,
     read_jsonl_log,
@@ -565,7 +564,7 @@ def test_is_token_count_url() -> None:
 
 
 def test_detect_dialect_reads_the_emulators_path_prefix() -> None:
-    from conformance.recordings import detect_dialect
+    from conformance.traffic.endpoints import detect_dialect
 
     assert detect_dialect("http://127.0.0.1:8080/dialect/mistral/v1/chat/completions") == "mistral"
     assert detect_dialect("http://127.0.0.1:8080/v1/chat/completions") is None

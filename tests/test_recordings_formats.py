@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from shape_support import SHARED
 
-from conformance.recordings import (
+from conformance.traffic.reading import (
     RecordingError,
     StreamEvent,
     decode_event_stream,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from conformance.recordings import iter_recordings, read_cassette
 from conformance.strategies import VIOLATION_KINDS, broken_transcripts, transcripts
+from conformance.traffic.reading import iter_recordings, read_cassette
 from reference_impl.rings import (
     VIOLATION_RULES,
     Ring,

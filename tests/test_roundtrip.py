@@ -15,25 +15,25 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from conformance.cassettes import CassetteMissError
 from conformance.cli import cli
 from conformance.engine import run_events
 from conformance.loading import load_plugin
 from conformance.providers.emulator import create_app
 from conformance.providers.emulator_transport import serving
 from conformance.providers.validation import validate_request
-from conformance.recorded_verdicts import RERECORD_COMMAND, CassetteLibrary, recorded_verdict
 from conformance.reporting import record_from_events
 from conformance.reporting.matrix import provenance_counts, stale_cases
-from conformance.roundtrip import Case, Exchange, Target, recorded_against, replay
-from conformance.roundtrip_cases import (
+from conformance.scenarios import default_corpus_path, load_corpus
+from conformance.traffic.cassette import CassetteMissError
+from conformance.traffic.roundtrip import Case, Exchange, Target, recorded_against, replay
+from conformance.traffic.roundtrip_cases import (
     PROBES,
     cassette_name,
     probe_cases,
     scenario_cases,
     unrecorded,
 )
-from conformance.scenarios import default_corpus_path, load_corpus
+from conformance.traffic.verdicts import RERECORD_COMMAND, CassetteLibrary, recorded_verdict
 from reference_impl.transcript import SHAPE_NAMES
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"

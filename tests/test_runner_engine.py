@@ -23,7 +23,7 @@ def _pick(*ids: str):  # type: ignore[no-untyped-def]
 
 def test_default_models_match_the_recorded_round_trips() -> None:
     # Cassettes are matched by skeleton, which includes the model family: one table serves both.
-    from conformance.roundtrip import DEFAULT_MODELS as RECORDED
+    from conformance.traffic.roundtrip import DEFAULT_MODELS as RECORDED
 
     assert dict(DEFAULT_MODELS) == dict(RECORDED)
     assert DEFAULT_MODELS is RECORDED

@@ -77,7 +77,7 @@ def test_every_required_dialect_is_there_and_based_on_openai_chat() -> None:
     [("azure", "azure-openai"), ("dashscope", "qwen"), ("Grok", "xai"), ("llama.cpp", "llama-cpp")],
 )
 def test_aliases_resolve(alias: str, name: str) -> None:
-    # "azure" is what conformance.recordings.detect_dialect reports for *.openai.azure.com.
+    # "azure" is what conformance.traffic.endpoints.detect_dialect reports for *.openai.azure.com.
     assert get_dialect(alias).name == name
 
 
@@ -217,7 +217,7 @@ def test_openrouter_wraps_upstream_errors() -> None:
 )
 @pytest.mark.recordings
 def test_openrouter_envelope_matches_the_recording() -> None:
-    from conformance.recordings import read_cassette
+    from conformance.traffic.reading import read_cassette
 
     [first, *_] = read_cassette(RECORDINGS / "gateways" / "openrouter_429_provider_error.yaml")
     assert get_dialect(first.dialect or "").name == "openrouter"

@@ -415,7 +415,7 @@ def _skeleton(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _responses_interactions() -> list[Any]:
-    from conformance.recordings import iter_recordings
+    from conformance.traffic.reading import iter_recordings
 
     return [i for i in iter_recordings(RECORDINGS) if i.shape == "openai-responses"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from vcr.request import Request as VcrRequest
 
-from conformance.cassettes import StoredRequest, request_skeleton
+from conformance.traffic.skeleton import StoredRequest, request_skeleton
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,12 +25,12 @@ def _imported_after(code: str) -> set[str]:
 
 def test_reading_cassettes_does_not_import_vcrpy_or_prometheus() -> None:
     loaded = _imported_after(
-        "import reference_impl, conformance.cassettes, conformance.recorded_verdicts\n"
-        "import conformance.providers.auditing"
+        "import reference_impl, conformance.traffic.cassette, conformance.traffic.verdicts\n"
+        "import conformance.traffic.audit"
     )
     assert "vcr" not in loaded
     assert "prometheus_client" not in loaded
-    assert "conformance.recorded_verdicts" in loaded
+    assert "conformance.traffic.verdicts" in loaded
 
 
 def test_metrics_import_prometheus_when_first_made() -> None:

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 from conformance.identity import IdentityMap
 from conformance.providers.verdict import Verdict
-from conformance.recorded_verdicts import Judgement
+from conformance.traffic.verdicts import Judgement
 from reference_impl.tokens import TokenCounter
 from reference_impl.transcript import Transcript
 

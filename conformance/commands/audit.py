@@ -1,7 +1,7 @@
 """``ctxconf audit PATH... [--format table|jsonl] [--all] [--jobs N]``: which recorded requests
 would be rejected?
 
-Finds every provider request in vcrpy cassettes (every serialisation ``conformance.recordings``
+Finds every provider request in vcrpy cassettes (every serialisation ``conformance.traffic.reading``
 reads) and JSONL request logs under PATH (folders are walked recursively), detects its shape from
 the URL and body, picks the dialect from the host and the profile from the model, and judges it.
 Rows stream out as the input is read. By default only findings are shown (requests that would be
@@ -33,14 +33,8 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
-from conformance.providers.auditing import (
-    AuditRow,
-    audit_file,
-    audit_lines,
-    prepare,
-    recording_files,
-)
-from conformance.recordings import LOG_SUFFIXES, RecordingError
+from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
+from conformance.traffic.reading import LOG_SUFFIXES, RecordingError
 
 __all__ = ["EXIT_UNREADABLE", "command"]
 

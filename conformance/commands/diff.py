@@ -21,14 +21,15 @@ from typing import Any, Final
 
 import click
 
-from conformance.cassettes import CassetteError, read_cassette, skeleton, skeleton_digest
 from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
 from conformance.providers.emulator import EmulatorConfigError, create_app
 from conformance.providers.proxy_cassettes import VERDICT_KEY
-from conformance.recorded_verdicts import CassetteLibrary, reported_input_tokens
-from conformance.roundtrip import Case, Exchange, Target, send
-from conformance.roundtrip_cases import probe_cases, scenario_cases
 from conformance.scenarios import Scenario, ScenarioError, load_corpus, select
+from conformance.traffic.cassette import CassetteError, load_cassette_document
+from conformance.traffic.roundtrip import Case, Exchange, Target, send
+from conformance.traffic.roundtrip_cases import probe_cases, scenario_cases
+from conformance.traffic.skeleton import skeleton, skeleton_digest
+from conformance.traffic.verdicts import CassetteLibrary, reported_input_tokens
 from reference_impl.transcript import SHAPE_NAMES
 
 __all__ = ["DIFF_FORMAT_VERSION", "Drift", "Observation", "command", "compare"]
@@ -149,7 +150,7 @@ def _ours_side(root: Path) -> dict[str, Observation]:
     documents: dict[Path, list[Any]] = {}
     for item in CassetteLibrary(root).interactions:
         if item.path not in documents:
-            documents[item.path] = list(read_cassette(item.path)["interactions"])
+            documents[item.path] = list(load_cassette_document(item.path)["interactions"])
         ours = documents[item.path][item.index].get(VERDICT_KEY)
         if not isinstance(ours, Mapping) or ours.get("verdict") not in ("accept", "reject"):
             continue  # not recorded by the proxy: nothing of ours to compare

@@ -26,11 +26,11 @@ import click
 import httpx
 import openai
 
-from conformance.cassettes import ContentMode
 from conformance.commands._io import EXIT_BAD_INPUT
 from conformance.providers.emulator import EmulatorConfigError, create_app
-from conformance.recorded_verdicts import default_cassette_root
-from conformance.roundtrip import (
+from conformance.scenarios import ScenarioError, load_corpus, select
+from conformance.traffic.cassette import ContentMode
+from conformance.traffic.roundtrip import (
     DEFAULT_MODELS,
     Case,
     CredentialsError,
@@ -38,8 +38,8 @@ from conformance.roundtrip import (
     record,
     recorded_against,
 )
-from conformance.roundtrip_cases import probe_cases, scenario_cases
-from conformance.scenarios import ScenarioError, load_corpus, select
+from conformance.traffic.roundtrip_cases import probe_cases, scenario_cases
+from conformance.traffic.verdicts import default_cassette_root
 from reference_impl.transcript import SHAPE_NAMES
 
 __all__ = ["command"]

@@ -35,7 +35,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from conformance.cassettes import skeleton, skeleton_digest
 from conformance.providers.catalog import (
     UnknownProfileError,
     load_catalog,
@@ -52,14 +51,6 @@ from conformance.providers.emulator_responses import (
     reply_message,
     response_id,
 )
-from conformance.providers.emulator_routes import (
-    DIALECT_HEADER,
-    PROFILE_HEADER,
-    PROVENANCE_HEADER,
-    RULE_HEADER,
-    Endpoint,
-    endpoint_for_path,
-)
 from conformance.providers.emulator_stream import sse_events, wants_stream
 from conformance.providers.validation import (
     error_headers_for,
@@ -69,6 +60,15 @@ from conformance.providers.validation import (
     validate_request,
 )
 from conformance.providers.verdict import Verdict
+from conformance.traffic.endpoints import (
+    DIALECT_HEADER,
+    PROFILE_HEADER,
+    PROVENANCE_HEADER,
+    RULE_HEADER,
+    Endpoint,
+    endpoint_for_path,
+)
+from conformance.traffic.skeleton import skeleton, skeleton_digest
 from reference_impl.errors import CtxconfError, UnsupportedPartError
 from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.tokens import counter_for

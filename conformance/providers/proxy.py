@@ -1,7 +1,7 @@
 """The validating proxy: provider endpoints in front of an upstream, judged by our rule catalog.
 
 ``create_proxy_app(upstream, mode=...)`` is an ASGI app that speaks every endpoint the emulator
-speaks (:mod:`.emulator_routes`) and forwards to ``upstream`` (a provider, a gateway, the
+speaks (:mod:`conformance.traffic.endpoints`) and forwards to ``upstream`` (a provider, a gateway, the
 emulator). Each request to a provider endpoint is judged the way the emulator judges it (the
 profile from ``x-ctxconf-profile``, a ``--profile`` of that shape, else the request's model):
 
@@ -52,14 +52,6 @@ from conformance.providers.catalog import (
 )
 from conformance.providers.emulator import STRUCTURE_RULES
 from conformance.providers.emulator_responses import error_envelope
-from conformance.providers.emulator_routes import (
-    DIALECT_HEADER,
-    PROFILE_HEADER,
-    PROVENANCE_HEADER,
-    RULE_HEADER,
-    Endpoint,
-    endpoint_for_path,
-)
 from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder
 from conformance.providers.validation import (
     accept_verdict,
@@ -69,6 +61,14 @@ from conformance.providers.validation import (
     validate_request,
 )
 from conformance.providers.verdict import Verdict
+from conformance.traffic.endpoints import (
+    DIALECT_HEADER,
+    PROFILE_HEADER,
+    PROVENANCE_HEADER,
+    RULE_HEADER,
+    Endpoint,
+    endpoint_for_path,
+)
 from reference_impl._documents import DocumentLimitError, max_input_bytes
 from reference_impl.errors import CtxconfError
 

@@ -39,17 +39,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from conformance.cassettes import (
-    METADATA_KEY,
-    CassetteMetadata,
-    request_skeleton,
-    scrub_request,
-    scrub_response,
-    skeleton_digest,
-)
-from conformance.providers.emulator_routes import PROFILE_HEADER, PROVENANCE_HEADER, Endpoint
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
+from conformance.traffic.cassette import METADATA_KEY, CassetteMetadata
+from conformance.traffic.endpoints import PROFILE_HEADER, PROVENANCE_HEADER, Endpoint
+from conformance.traffic.scrubbing import scrub_request, scrub_response
+from conformance.traffic.skeleton import request_skeleton, skeleton_digest
 from reference_impl._documents import dump_yaml
 
 __all__ = [
@@ -174,7 +169,7 @@ class ObserveRecorder:
         # request model (what the scrubber takes) and the official hosts, which bring the SDKs.
         from vcr.request import Request  # noqa: PLC0415
 
-        from conformance.roundtrip import Target  # noqa: PLC0415
+        from conformance.traffic.roundtrip import Target  # noqa: PLC0415
 
         self._request = Request
         self._official = Target(root=upstream).is_official

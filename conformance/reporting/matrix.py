@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from conformance.events import CaseResult, CaseStatus
-from conformance.recorded_verdicts import RERECORD_COMMAND
+from conformance.traffic.verdicts import RERECORD_COMMAND
 
 __all__ = [
     "PROVENANCES",

@@ -41,11 +41,11 @@ from conformance.protocol import (
     AssemblerFactory,
     AssemblyRequest,
 )
-from conformance.recorded_verdicts import CassetteLibrary, load_library
 from conformance.scenarios import Budget, Expectation, Scenario
 from conformance.soak.caching import CacheModel, price_for, price_table
 from conformance.soak.workload import Workload
 from conformance.soak.world import World
+from conformance.traffic.verdicts import CassetteLibrary, load_library
 from reference_impl.errors import CtxconfError
 from reference_impl.ledger import Ledger
 from reference_impl.memory import ledger_message

@@ -3,7 +3,7 @@
 Each session becomes up to two requests for one cassette: the reference assembler's request
 (what a conforming agent sends), and the session rendered as it is when assembly refuses it or
 changes it (so a cassette also records what the provider does with a broken structure; that is
-what :func:`conformance.recorded_verdicts.recorded_verdict` answers for). Requests of equal
+what :func:`conformance.traffic.verdicts.recorded_verdict` answers for). Requests of equal
 skeleton are sent once.
 
 Scenario requests (:func:`scenario_cases`) are built by the engine exactly as ``ctxconf run``
@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-from conformance.cassettes import skeleton
 from conformance.providers.catalog import profile_for_model
 from conformance.providers.emulator_stream import STREAMING_SHAPES
-from conformance.recorded_verdicts import RERECORD_COMMAND, CassetteLibrary
-from conformance.roundtrip import Case
 from conformance.scenarios import DEFAULT_MODELS, Scenario
+from conformance.traffic.roundtrip import Case
+from conformance.traffic.skeleton import skeleton
+from conformance.traffic.verdicts import RERECORD_COMMAND, CassetteLibrary
 from reference_impl.assembler import assemble
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError

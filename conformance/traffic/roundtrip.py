@@ -7,7 +7,7 @@ not dependencies). A :class:`Target` says where: the in-process emulator (no por
 usual environment variables. The code path is the same for all three.
 
 Recording (:func:`record`) writes ``<out>/<shape>/<case-id>.yaml`` through vcrpy with the
-skeleton matcher and scrubbing of :mod:`conformance.cassettes`; what the cassette was recorded
+skeleton matcher and scrubbing of :mod:`conformance.traffic.skeleton` and :mod:`conformance.traffic.scrubbing`; what the cassette was recorded
 against is decided from the answers, never assumed (:func:`recorded_against`). Re-recording is
 idempotent: a cassette whose interactions did not change keeps its bytes (and its date). Replay
 (:func:`replay`) sends the same requests with ``record_mode="none"``: the SDKs parse recorded
@@ -33,35 +33,36 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from starlette.types import ASGIApp
 from vcr.errors import CannotOverwriteExistingCassetteException
 
-from conformance.cassettes import (
+from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
+from conformance.providers.verdict import Provenance, Verdict
+from conformance.scenarios import DEFAULT_MODELS
+from conformance.traffic.cassette import (
     METADATA_KEY,
     CassetteError,
     CassetteMetadata,
     CassetteMissError,
     ContentMode,
     RecordMode,
-    closest_skeleton,
+    load_cassette_document,
     make_vcr,
-    read_cassette,
-    request_skeleton,
 )
-from conformance.providers.emulator_routes import (
+from conformance.traffic.endpoints import (
     DIALECT_HEADER,
+    OFFICIAL_ROOTS,
     PROFILE_HEADER,
     PROVENANCE_HEADER,
     RULE_HEADER,
+    generate_path,
+    is_bedrock_runtime_host,
 )
-from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
-from conformance.providers.verdict import Provenance, Verdict
-from conformance.recorded_verdicts import reported_input_tokens
-from conformance.scenarios import DEFAULT_MODELS
+from conformance.traffic.skeleton import closest_skeleton, request_skeleton
+from conformance.traffic.verdicts import reported_input_tokens
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import Message
 
 __all__ = [
     "DEFAULT_MODELS",
-    "OFFICIAL_ROOTS",
     "Case",
     "CredentialsError",
     "Exchange",
@@ -73,13 +74,6 @@ __all__ = [
     "send",
 ]
 
-OFFICIAL_ROOTS: Final[Mapping[str, str]] = {
-    "openai-chat": "https://api.openai.com",
-    "openai-responses": "https://api.openai.com",
-    "anthropic-messages": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-    "bedrock-converse": "https://bedrock-runtime.{region}.amazonaws.com",
-}
 _KEY_VARIABLES: Final[Mapping[str, tuple[str, ...]]] = {
     "openai-chat": ("OPENAI_API_KEY",),
     "openai-responses": ("OPENAI_API_KEY",),
@@ -178,7 +172,7 @@ class Target:
         host = urlsplit(self.root).hostname or ""
         official = urlsplit(OFFICIAL_ROOTS[shape].format(region="x")).hostname or ""
         if shape == "bedrock-converse":
-            return host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com")
+            return is_bedrock_runtime_host(host)
         return urlsplit(self.root).scheme == "https" and host == official
 
     def key(self, shape: str) -> str:
@@ -314,12 +308,11 @@ def _send_httpx(
 ) -> tuple[int, Any, dict[str, str]]:
     model = case.model or str(case.body.get("model") or DEFAULT_MODELS[case.shape])
     base = target.base(case.shape, case.dialect)
+    url = base + generate_path(case.shape, model)
     headers = {"content-type": "application/json"}
     if case.shape == "gemini":
-        url = f"{base}/v1beta/models/{quote(model, safe='')}:generateContent"
         headers["x-goog-api-key"] = target.key(case.shape)
     else:
-        url = f"{base}/model/{quote(model, safe='')}/converse"
         headers["authorization"] = f"Bearer {target.key(case.shape)}"
     if case.dialect:
         headers[DIALECT_HEADER] = case.dialect
@@ -393,7 +386,7 @@ _VOLATILE_HEADER: Final = frozenset({"date", "sdk"})
 
 def _comparable(path: Path) -> object:
     try:
-        document = read_cassette(path)
+        document = load_cassette_document(path)
     except CassetteError:
         return None
     header = document.get(METADATA_KEY)

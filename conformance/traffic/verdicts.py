@@ -30,20 +30,17 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from conformance.bundled import find_bundled_folder
-from conformance.cassettes import (
+from conformance.providers.catalog import load_catalog, profile_for_model
+from conformance.providers.validation import validate_request
+from conformance.providers.verdict import Evidence, Provenance, Verdict
+from conformance.traffic.cassette import (
     METADATA_KEY,
     CassetteError,
     CassetteMetadata,
-    StoredRequest,
-    read_cassette,
-    request_skeleton,
-    skeleton,
-    skeleton_digest,
+    load_cassette_document,
 )
-from conformance.providers.catalog import load_catalog, profile_for_model
-from conformance.providers.emulator_routes import RULE_HEADER, endpoint_for_path
-from conformance.providers.validation import validate_request
-from conformance.providers.verdict import Evidence, Provenance, Verdict
+from conformance.traffic.endpoints import RULE_HEADER, endpoint_for_path
+from conformance.traffic.skeleton import StoredRequest, request_skeleton, skeleton, skeleton_digest
 from reference_impl.transcript import canonical_json
 
 __all__ = [
@@ -192,7 +189,7 @@ def _json_body(raw: object) -> object:
 
 
 def _interactions(path: Path) -> Iterator[RecordedInteraction]:
-    document = read_cassette(path)
+    document = load_cassette_document(path)
     metadata = CassetteMetadata.from_dict(document.get(METADATA_KEY), source=str(path))
     for index, item in enumerate(document["interactions"]):
         request = StoredRequest.from_dict(item["request"])

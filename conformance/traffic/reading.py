@@ -46,11 +46,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
 import yaml
 
-from conformance.providers.emulator_routes import endpoint_for_path
+from conformance.traffic.endpoints import (
+    detect_dialect,
+    is_bedrock_count_tokens,
+    is_token_count_url,
+    url_shape,
+)
 from reference_impl._documents import (
     DocumentLimitError,
     SafeYamlLoader,
@@ -69,9 +73,7 @@ __all__ = [
     "RecordingError",
     "StreamEvent",
     "decode_event_stream",
-    "detect_dialect",
     "detect_shape",
-    "is_token_count_url",
     "iter_recording_files",
     "iter_recordings",
     "log_interaction",
@@ -841,31 +843,11 @@ def iter_recording_files(root: str | Path) -> Iterator[Path]:
     yield from sorted(p for p in root.rglob("*") if _is_recording(p))
 
 
-# ------------------------------------------------------------------------- shape and dialect
-
-# Path endings, most specific first (``/responses/input_tokens`` before ``/responses``).
-_PATH_SHAPES: Final[tuple[tuple[str, ShapeName], ...]] = (
-    ("/chat/completions", "openai-chat"),
-    ("/responses/input_tokens", "openai-responses"),
-    ("/responses", "openai-responses"),
-    ("/messages/count_tokens", "anthropic-messages"),
-    ("/messages", "anthropic-messages"),
-    (":generatecontent", "gemini"),
-    (":streamgeneratecontent", "gemini"),
-    (":counttokens", "gemini"),
-    ("/converse", "bedrock-converse"),
-    ("/converse-stream", "bedrock-converse"),
-)
-_TOKEN_COUNT_ENDINGS: Final = (
-    "/responses/input_tokens",
-    "/messages/count_tokens",
-    ":counttokens",
-    "/count-tokens",  # Bedrock CountTokens
-)
+# ------------------------------------------------------------------------------ shape of a body
 
 
 def _bedrock_count_input(url: str, body: object) -> Mapping[str, Any] | None:
-    if not _path(url).endswith("/count-tokens") or not isinstance(body, Mapping):
+    if not is_bedrock_count_tokens(url) or not isinstance(body, Mapping):
         return None
     wrapped = body.get("input")
     return wrapped if isinstance(wrapped, Mapping) else None
@@ -888,15 +870,6 @@ def unwrap_request(url: str, body: object | None) -> object | None:
     return body
 
 
-def _path(url: str) -> str:
-    return unquote(urlsplit(url).path).rstrip("/").lower()
-
-
-def is_token_count_url(url: str) -> bool:
-    """True for the token-count endpoints (Responses ``input_tokens``, Anthropic, Gemini)."""
-    return _path(url).endswith(_TOKEN_COUNT_ENDINGS)
-
-
 def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
     """The wire shape of a request: from the URL path, else from the body's keys, else None.
 
@@ -906,13 +879,12 @@ def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
     blocks, ``anthropic_version``) are Anthropic, and any other ``messages`` body is OpenAI Chat,
     the shape every OpenAI-compatible gateway speaks.
     """
-    path = _path(url) if url else ""
     wrapped = _bedrock_count_input(url, body) if url else None
     if wrapped is not None:
         return "anthropic-messages" if "invokeModel" in wrapped else "bedrock-converse"
-    for ending, shape in _PATH_SHAPES:
-        if path.endswith(ending):
-            return shape
+    told = url_shape(url) if url else None
+    if told is not None:
+        return told
     if not isinstance(body, Mapping):
         return None
     if "contents" in body:
@@ -937,52 +909,3 @@ def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
     if "anthropic_version" in body or "system" in body or block_types & anthropic_blocks:
         return "anthropic-messages"
     return "openai-chat"
-
-
-# Hosts of gateways that vary a shape (provider-rules.md section 6). Suffix match on the host.
-_HOST_DIALECTS: Final[tuple[tuple[str, str], ...]] = (
-    ("api.deepseek.com", "deepseek"),
-    ("openrouter.ai", "openrouter"),
-    ("api.mistral.ai", "mistral"),
-    ("aliyuncs.com", "qwen"),  # dashscope.aliyuncs.com, dashscope-intl.aliyuncs.com
-    ("openai.azure.com", "azure"),
-    ("cognitiveservices.azure.com", "azure"),
-    ("api.moonshot.ai", "moonshot"),
-    ("api.moonshot.cn", "moonshot"),
-    ("api.x.ai", "xai"),
-    ("api.perplexity.ai", "perplexity"),
-    ("api.groq.com", "groq"),
-    ("api.together.xyz", "together"),
-    ("api.fireworks.ai", "fireworks"),
-    ("ollama.com", "ollama"),
-)
-
-
-def detect_dialect(url: str) -> str | None:
-    """The gateway dialect a request URL points at (``api.deepseek.com`` -> ``deepseek``).
-
-    ``None`` for the first-party APIs and unknown hosts. Gemini's OpenAI-compatible endpoint is
-    ``gemini-openai`` (G9); a local server on Ollama's default port 11434 is ``ollama``; a request
-    to ctxconf's emulator names its dialect in the path (``/dialect/mistral/v1/...``).
-    """
-    parts = urlsplit(url)
-    emulated = endpoint_for_path(parts.path)
-    if emulated is not None and emulated.dialect is not None:
-        return emulated.dialect
-    host = (parts.hostname or "").lower()
-    if host == "generativelanguage.googleapis.com" and "/openai/" in parts.path:
-        return "gemini-openai"
-    if host.endswith("aiplatform.googleapis.com"):  # us-central1-aiplatform.googleapis.com
-        return "vertex"
-    if host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"):
-        return "bedrock"  # an Anthropic body here is InvokeModel's (anthropic-bedrock-invoke)
-    for suffix, dialect in _HOST_DIALECTS:
-        if host == suffix or host.endswith("." + suffix):
-            return dialect
-    try:
-        port = parts.port
-    except ValueError:
-        return None
-    if port == 11434:
-        return "ollama"
-    return None

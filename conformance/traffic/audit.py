@@ -1,0 +1,352 @@
+"""Audit recorded traffic: judge every provider request found in cassettes and request logs.
+
+Shared by ``ctxconf audit``, the calibration tests and anyone auditing traffic from Python. Reading
+the many cassette serialisations is ``conformance.traffic.reading``' job; this module decides shape,
+dialect and profile for each recorded request, asks the validators for a verdict, and turns what
+cannot be read into a named row instead of an exception.
+
+Two entry points, both streaming (rows come out as input is read, memory stays flat):
+
+* :func:`audit_paths` walks files and folders (cassettes and JSON-lines logs);
+* :func:`audit_lines` judges an iterable of JSON-lines log lines (``str``/``bytes``) or already
+  parsed records (mappings): the map step of an audit distributed over many machines
+  (``docs/auditing-traffic.md`` has a Dask recipe).
+
+A row is a request's verdict (``accept``/``reject``) or ``unreadable``: a file, or one line of a
+log, that could not be read, with the reason. Unreadable input never stops the audit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from conformance.providers.catalog import (
+    Profile,
+    catalog_dialect,
+    list_dialects,
+    load_catalog,
+    profile_for_model,
+)
+from conformance.providers.validation import validate_request
+from conformance.providers.verdict import Verdict
+from conformance.traffic.endpoints import url_model
+from conformance.traffic.reading import (
+    LOG_SUFFIXES,
+    RecordedInteraction,
+    RecordingError,
+    iter_recording_files,
+    log_interaction,
+    read_cassette,
+)
+from reference_impl._documents import INPUT_LIMIT_ENV, max_input_bytes
+
+__all__ = [
+    "AuditRow",
+    "RowVerdict",
+    "audit_interaction",
+    "audit_lines",
+    "audit_paths",
+    "dialect_for",
+    "model_of",
+    "prepare",
+]
+
+RowVerdict = Literal["accept", "reject", "unreadable"]
+
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    """One audited request (``verdict`` set), or input that could not be read (``problem`` set).
+
+    ``interaction`` is the 0-based interaction of a cassette or line of a log (``None`` when the
+    whole file is unreadable); ``location`` is what an editor opens: ``file:line`` for a log
+    (1-based), ``file#interaction`` for a cassette.
+    """
+
+    file: str
+    interaction: int | None
+    shape: str | None
+    dialect: str | None
+    verdict: Verdict | None
+    recorded_status: int | None
+    url: str
+    problem: str | None = None
+    is_log: bool = False
+
+    @property
+    def outcome(self) -> RowVerdict:
+        """``accept``, ``reject``, or ``unreadable``."""
+        if self.verdict is None:
+            return "unreadable"
+        return self.verdict.verdict
+
+    @property
+    def is_finding(self) -> bool:
+        """A rejected request or unreadable input: what the audit shows by default."""
+        return self.verdict is None or not self.verdict.accepted
+
+    @property
+    def location(self) -> str:
+        """``file:line`` (logs, 1-based), ``file#interaction`` (cassettes), or ``file``."""
+        if self.interaction is None:
+            return self.file
+        if self.is_log:
+            return f"{self.file}:{self.interaction + 1}"
+        return f"{self.file}#{self.interaction}"
+
+    @property
+    def message(self) -> str | None:
+        """The provider-style error message of a rejection, or why the input was unreadable."""
+        if self.verdict is None:
+            return self.problem
+        return error_message(self.verdict.error)
+
+    def to_json(self) -> str:
+        """The row's line in ``ctxconf audit --format jsonl`` (no newline)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as ``ctxconf audit --format jsonl`` prints it."""
+        verdict = self.verdict
+        return {
+            "file": self.file,
+            "interaction": self.interaction,
+            "location": self.location,
+            "shape": self.shape,
+            "dialect": self.dialect,
+            "profile": verdict.profile if verdict else None,
+            "verdict": self.outcome,
+            "rule": verdict.rule if verdict else None,
+            "evidence": verdict.evidence if verdict else None,
+            "status": verdict.status if verdict else None,
+            "message": self.message,
+            "recorded_status": self.recorded_status,
+        }
+
+
+def error_message(error: Mapping[str, Any] | None) -> str | None:
+    """The message of a provider error body, whatever its envelope (OpenAI, Anthropic, Gemini,
+    Bedrock, the flat gateway bodies)."""
+    if error is None:
+        return None
+    inner = error.get("error")
+    if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+        return str(inner["message"])
+    if isinstance(inner, str):
+        return inner
+    message = error.get("message")
+    return message if isinstance(message, str) else None
+
+
+# ------------------------------------------------------------------------- deciding the profile
+
+
+def dialect_for(shape: str, detected: str | None) -> str | None:
+    """The catalog dialect for a detected gateway; unknown gateways are judged as the base shape."""
+    return _dialect_for(id(load_catalog()), shape, detected)
+
+
+@lru_cache(maxsize=1024)
+def _dialect_for(_catalog: int, shape: str, detected: str | None) -> str | None:
+    dialect = catalog_dialect(shape, detected)
+    return dialect if dialect in list_dialects(shape) else None
+
+
+@lru_cache(maxsize=8192)
+def _profile(_catalog: int, shape: str, dialect: str | None, model: str | None) -> Profile:
+    return profile_for_model(shape, dialect, model)
+
+
+def model_of(url: str, body: object) -> str | None:
+    """The model a request names, from its body or (Gemini, Bedrock) from its URL."""
+    if isinstance(body, Mapping) and isinstance(body.get("model"), str):
+        return str(body["model"])
+    return url_model(url) if url else None
+
+
+def prepare() -> None:
+    """Load the rule catalog and the validators now (before forking workers, so each worker
+    shares them instead of building its own)."""
+    load_catalog()
+    validate_request({"model": "gpt-4o", "messages": []}, "openai-chat")
+
+
+def audit_interaction(interaction: RecordedInteraction) -> AuditRow | None:
+    """The verdict on one recorded request; ``None`` when it is not a provider request we judge."""
+    return _judge(interaction, is_log=False)
+
+
+def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None:
+    if interaction.method.upper() != "POST":
+        return None
+    shape = interaction.shape  # told from the URL and, where the URL does not tell, the body
+    if shape is None:
+        return None
+    catalog = id(load_catalog())
+    dialect = _dialect_for(catalog, shape, interaction.dialect)
+    # A body that is not a JSON object is judged too: it gets the provider's own 400 (C0, A12 ...).
+    body: Any = interaction.judged_body
+    profile = _profile(catalog, shape, dialect, model_of(interaction.url, body))
+    verdict = validate_request(body, shape, dialect=dialect, profile=profile.id)
+    return AuditRow(
+        file=interaction.file,
+        interaction=interaction.index,
+        shape=shape,
+        dialect=dialect,
+        verdict=verdict,
+        recorded_status=interaction.status,
+        url=interaction.url,
+        is_log=is_log,
+    )
+
+
+# ----------------------------------------------------------------------------------- streaming
+
+
+def _unreadable(file: str, problem: str, index: int | None = None, *, log: bool) -> AuditRow:
+    return AuditRow(
+        file=file,
+        interaction=index,
+        shape=None,
+        dialect=None,
+        verdict=None,
+        recorded_status=None,
+        url="",
+        problem=problem,
+        is_log=log,
+    )
+
+
+def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
+    if isinstance(line, Mapping):
+        record: object = line
+    else:
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", errors="replace")
+        if not line.strip():
+            return None
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return _unreadable(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
+        except RecursionError:
+            return _unreadable(file, "JSON nested too deeply", index, log=True)
+    try:
+        return _judge(log_interaction(record, file=file, index=index), is_log=True)
+    except RecordingError as exc:
+        return _unreadable(file, _why(exc, file), index, log=True)
+    except RecursionError:
+        return _unreadable(file, "the body is nested too deeply to read", index, log=True)
+
+
+def audit_lines(
+    lines: Iterable[str | bytes | Mapping[str, Any]], *, file: str = "<lines>", start: int = 0
+) -> Iterator[AuditRow]:
+    """Rows for JSON-lines log lines (or parsed records), one at a time, in order.
+
+    ``file`` names the source in each row; ``start`` is the 0-based number of the first line
+    (for a slice of a larger log). Blank lines are skipped but counted; a line that cannot be read
+    is an ``unreadable`` row naming it. Each row depends on its line alone, so an audit can be
+    split anywhere: the rows of the pieces, concatenated, are the rows of the whole.
+    """
+    for offset, line in enumerate(lines):
+        row = _line_row(line, file, start + offset)
+        if row is not None:
+            yield row
+
+
+def _is_log(path: Path) -> bool:
+    return path.name.removesuffix(".gz").endswith(LOG_SUFFIXES)
+
+
+def _why(exc: RecordingError, file: str) -> str:
+    """The reason without the file name (the row names the file)."""
+    text = str(exc)
+    return text[len(file) + 2 :] if text.startswith(file + ": ") else text
+
+
+def _bounded_lines(stream: Any, limit: int | None) -> Iterator[bytes | None]:
+    """The stream's lines, each read with at most ``limit`` bytes held: a longer line (a gzip bomb
+    with no newline, a runaway record) is skipped in chunks and yields ``None``. A streamed log may
+    be any size; the input limit bounds what one record may cost."""
+    while True:
+        line: bytes = stream.readline() if limit is None else stream.readline(limit + 1)
+        if not line:
+            return
+        if limit is not None and len(line) > limit and not line.endswith(b"\n"):
+            while True:
+                rest: bytes = stream.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def _audit_log(path: Path) -> Iterator[AuditRow]:
+    name = str(path)
+    limit = max_input_bytes()
+    try:
+        raw: Any = path.open("rb")
+    except OSError as exc:
+        yield _unreadable(name, f"cannot read the file: {exc.strerror or exc}", log=True)
+        return
+    with raw:
+        # gzip by content, as conformance.traffic.reading reads it (``.gz`` or not)
+        stream: Any = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
+        try:
+            for index, line in enumerate(_bounded_lines(stream, limit)):
+                if line is None:
+                    problem = f"line {index + 1} is over the input limit of {limit} bytes"
+                    yield _unreadable(name, f"{problem} (set {INPUT_LIMIT_ENV})", index, log=True)
+                    continue
+                row = _line_row(line, name, index)
+                if row is not None:
+                    yield row
+        except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
+            yield _unreadable(name, f"corrupt gzip file: {exc}", log=True)
+
+
+def audit_file(path: str | Path) -> Iterator[AuditRow]:
+    """Rows for one recording file: a log is streamed line by line; a cassette is read whole
+    (cassettes are small). A file that cannot be read is one ``unreadable`` row."""
+    path = Path(path)
+    if _is_log(path):
+        yield from _audit_log(path)
+        return
+    try:
+        interactions = read_cassette(path)
+    except RecordingError as exc:
+        yield _unreadable(str(path), _why(exc, str(path)), exc.index, log=False)
+        return
+    for interaction in interactions:
+        row = _judge(interaction, is_log=False)
+        if row is not None:
+            yield row
+
+
+def recording_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """The recording files under ``paths`` (folders walked recursively, in sorted order).
+
+    Raises ``conformance.traffic.reading.RecordingError`` for a path that does not exist.
+    """
+    for path in paths:
+        yield from iter_recording_files(path)
+
+
+def audit_paths(paths: Iterable[str | Path]) -> Iterator[AuditRow]:
+    """Every judged request under ``paths`` (files or folders, recursively, in sorted order), and
+    an ``unreadable`` row for each file (or log line) that cannot be read.
+
+    Raises ``conformance.traffic.reading.RecordingError`` only for a path that does not exist.
+    """
+    for path in recording_files(paths):
+        yield from audit_file(path)
