@@ -15,3 +15,5 @@ Modules here import the validators and the catalog (:mod:`conformance.providers`
 engine, the checks or the CLI; the emulator imports only :mod:`~conformance.traffic.endpoints`
 and :mod:`~conformance.traffic.skeleton` from here.
 """
+
+__all__: list[str] = []

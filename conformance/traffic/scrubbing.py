@@ -147,6 +147,8 @@ def _hash_content(value: object, key: str | None) -> object:
 
 
 def hash_body(body: object) -> object:
+    """``body`` (JSON or an event stream, as recorded) with every content string hashed, as bytes;
+    any other body as it is."""
     if isinstance(body, bytes | bytearray | str):
         text = body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
         if _SSE_FIELD.match(text):

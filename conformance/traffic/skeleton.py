@@ -204,6 +204,8 @@ def model_family(model: str) -> str:
 
 
 def decoded_body(body: object) -> object:
+    """A recorded request body (JSON text or bytes) as its JSON value; ``{"<not-json>": True}``
+    for anything else, so that every non-JSON body has one skeleton."""
     if body is None:
         return None
     if isinstance(body, bytes | bytearray):
