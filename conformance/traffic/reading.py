@@ -74,6 +74,7 @@ __all__ = [
     "StreamEvent",
     "decode_event_stream",
     "detect_shape",
+    "interactions_in",
     "iter_recording_files",
     "iter_recordings",
     "log_interaction",
@@ -698,15 +699,20 @@ def read_cassette(path: str | Path) -> list[RecordedInteraction]:
     """Every interaction of one recording file, in order: a vcrpy cassette (YAML or JSON), a Ruby
     VCR or R ``vcr`` cassette, a HAR file or a single-interaction JSON file (optionally ``.gz``)."""
     path = Path(path)
-    name = str(path)
-    interactions = _interaction_list(_load_document(path), file=name)
+    return interactions_in(_load_document(path), file=str(path))
+
+
+def interactions_in(document: object, *, file: str) -> list[RecordedInteraction]:
+    """Every interaction of an already loaded recording document (what :func:`read_cassette` reads
+    from a file), whatever recorder wrote it; ``file`` names it in errors and interactions."""
+    interactions = _interaction_list(document, file=file)
     out: list[RecordedInteraction] = []
     try:
         for item in interactions:
-            out.append(_interaction(item, file=name, index=len(out)))
+            out.append(_interaction(item, file=file, index=len(out)))
     except RecursionError:
         raise RecordingError(
-            "a body is nested too deeply to read", file=name, index=len(out)
+            "a body is nested too deeply to read", file=file, index=len(out)
         ) from None
     return out
 

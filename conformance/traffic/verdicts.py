@@ -21,13 +21,11 @@ one of them being silently preferred.
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
 from conformance.bundled import find_bundled_folder
 from conformance.providers.catalog import load_catalog, profile_for_model
@@ -39,16 +37,17 @@ from conformance.traffic.cassette import (
     CassetteMetadata,
     load_cassette_document,
 )
-from conformance.traffic.endpoints import RULE_HEADER, endpoint_for_path
+from conformance.traffic.endpoints import RULE_HEADER, url_model
+from conformance.traffic.reading import RecordedInteraction, RecordingError, interactions_in
 from conformance.traffic.skeleton import StoredRequest, request_skeleton, skeleton, skeleton_digest
 from reference_impl.transcript import canonical_json
 
 __all__ = [
     "CASSETTES_ENV",
     "RERECORD_COMMAND",
+    "CassetteEntry",
     "CassetteLibrary",
     "Judgement",
-    "RecordedInteraction",
     "default_cassette_root",
     "judge_request",
     "load_library",
@@ -99,25 +98,53 @@ def _rule_evidence(rule: str | None) -> Evidence | None:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordedInteraction:
-    """One recorded request and its answer, with the cassette's metadata."""
+class CassetteEntry:
+    """One interaction of a cassette as the library holds it: the recorded interaction (the one
+    model, :class:`~conformance.traffic.reading.RecordedInteraction`), the cassette's metadata,
+    and the request's skeleton with its digest."""
 
+    interaction: RecordedInteraction
     path: Path
-    index: int
     metadata: CassetteMetadata
     skeleton: Mapping[str, Any]
     digest: str
-    request_body: object
-    status: int
-    response_body: object
-    headers: Mapping[str, str] = field(default_factory=dict)
-    uri: str = ""
+
+    @property
+    def index(self) -> int:
+        """The interaction's place in its cassette (0-based)."""
+        return self.interaction.index
+
+    @property
+    def request_body(self) -> object:
+        """The recorded request body (parsed JSON)."""
+        return self.interaction.request_body
+
+    @property
+    def response_body(self) -> object:
+        """The recorded answer's body (parsed JSON, else its text)."""
+        return self.interaction.response_body
+
+    @property
+    def status(self) -> int:
+        """The recorded HTTP status (``0`` when the cassette has none)."""
+        return self.interaction.status or 0
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """The recorded answer's headers, lower-case names, the first value of each."""
+        return {
+            name: values[0] for name, values in self.interaction.response_headers.items() if values
+        }
+
+    @property
+    def uri(self) -> str:
+        """The URL the request was sent to."""
+        return self.interaction.url
 
     @property
     def url_model(self) -> str | None:
         """The model named in the URL (Gemini, Bedrock), needed to send the request again."""
-        endpoint = endpoint_for_path(urlsplit(self.uri).path)
-        return endpoint.model if endpoint is not None else None
+        return url_model(self.uri)
 
     @property
     def provenance(self) -> Literal["recorded-live", "recorded-emulated"] | None:
@@ -174,42 +201,21 @@ class RecordedInteraction:
         )
 
 
-def _json_body(raw: object) -> object:
-    if isinstance(raw, Mapping) and "string" in raw:
-        raw = raw["string"]
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", "replace")
-    if isinstance(raw, str):
-        try:
-            loaded: object = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            return raw
-        return loaded
-    return raw
-
-
-def _interactions(path: Path) -> Iterator[RecordedInteraction]:
+def _interactions(path: Path) -> Iterator[CassetteEntry]:
     document = load_cassette_document(path)
     metadata = CassetteMetadata.from_dict(document.get(METADATA_KEY), source=str(path))
-    for index, item in enumerate(document["interactions"]):
-        request = StoredRequest.from_dict(item["request"])
-        response = item.get("response") or {}
-        headers = {
-            str(k).lower(): str(v[0] if isinstance(v, list) and v else v)
-            for k, v in (response.get("headers") or {}).items()
-        }
-        skel = request_skeleton(request)
-        yield RecordedInteraction(
+    try:
+        read = interactions_in(document, file=str(path))
+    except RecordingError as exc:
+        raise CassetteError(f"{path}: {exc.reason} ({exc.where})") from None
+    for interaction, raw in zip(read, document["interactions"], strict=True):
+        skel = request_skeleton(StoredRequest.from_dict(raw["request"]))
+        yield CassetteEntry(
+            interaction=interaction,
             path=path,
-            index=index,
             metadata=metadata,
             skeleton=skel,
             digest=skeleton_digest(skel),
-            request_body=_json_body(item["request"].get("body")),
-            status=int((response.get("status") or {}).get("code", 0)),
-            response_body=_json_body(response.get("body")),
-            headers=headers,
-            uri=request.uri,
         )
 
 
@@ -243,7 +249,7 @@ def _scan(root: Path) -> _Stamp:
     return tuple(sorted(found))
 
 
-def _answer_order(item: RecordedInteraction) -> tuple[bool, str, int]:
+def _answer_order(item: CassetteEntry) -> tuple[bool, str, int]:
     """Live recordings answer first; then by cassette path and position (deterministic)."""
     return (item.metadata.source != "live", str(item.path), item.index)
 
@@ -257,11 +263,11 @@ class CassetteLibrary:
 
     def __init__(self, root: Path, files: list[Path] | None = None) -> None:
         self.root = root
-        self.interactions: list[RecordedInteraction] = []
+        self.interactions: list[CassetteEntry] = []
         for path in _cassette_files(root) if files is None else files:
             self.interactions.extend(_interactions(path))
-        self._by_digest: dict[str, list[RecordedInteraction]] = {}
-        self._by_modelless: dict[str, list[RecordedInteraction]] = {}
+        self._by_digest: dict[str, list[CassetteEntry]] = {}
+        self._by_modelless: dict[str, list[CassetteEntry]] = {}
         # Indexed in answer order (live first, then by place), once: lookups only filter.
         for item in sorted(self.interactions, key=_answer_order):
             self._by_digest.setdefault(item.digest, []).append(item)
@@ -271,7 +277,7 @@ class CassetteLibrary:
     def __len__(self) -> int:
         return len(self.interactions)
 
-    def label(self, item: RecordedInteraction) -> str:
+    def label(self, item: CassetteEntry) -> str:
         """``openai-chat/some-scenario.yaml#2``: where an interaction is, relative to the root."""
         try:
             where = item.path.relative_to(self.root).as_posix()
@@ -279,9 +285,7 @@ class CassetteLibrary:
             where = str(item.path)
         return f"{where}#{item.index}"
 
-    def lookup(
-        self, skel: Mapping[str, Any], *, profile: str | None = None
-    ) -> list[RecordedInteraction]:
+    def lookup(self, skel: Mapping[str, Any], *, profile: str | None = None) -> list[CassetteEntry]:
         """Recorded interactions of this skeleton, live first. A skeleton without a model (the
         caller did not know it) matches every model; an emulator recording must be of
         ``profile`` when one is asked for."""
@@ -336,7 +340,7 @@ def recorded_verdict(
     return item.verdict(exact=item.same_request(body)) if item is not None else None
 
 
-def _best(found: list[RecordedInteraction], body: object) -> RecordedInteraction | None:
+def _best(found: list[CassetteEntry], body: object) -> CassetteEntry | None:
     """The recording of this very body if there is one (live first), else the first of the
     skeleton (live first)."""
     if not found:
