@@ -101,16 +101,16 @@ class Rule:
     source: str
     judgeable: bool = True
     not_judgeable_reason: str | None = None
-    check: str = ""  # the validator check that judges it; defaults to the rule id
+    detector: str = ""  # the validator detector that judges it; defaults to the rule id
     envelope: str | None = None  # overrides the profile's envelope family (Ollama's native API)
     variants: Mapping[str, Variant] = field(default_factory=dict)
     overflow: bool = False  # a context-window rule, judged by token counts, not by structure
     profiles: tuple[str, ...] = ()  # filled in at load: profiles that enforce it
 
     @property
-    def check_name(self) -> str:
-        """The validator check that judges the rule (its id unless ``check`` names another)."""
-        return self.check or self.id
+    def detector_name(self) -> str:
+        """The validator detector that judges the rule (its id unless ``detector`` names another)."""
+        return self.detector or self.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ def _rule(raw: Mapping[str, Any], profiles: tuple[str, ...]) -> Rule:
         source=raw["source"],
         judgeable=raw.get("judgeable", True),
         not_judgeable_reason=raw.get("not_judgeable_reason"),
-        check=raw.get("check", ""),
+        detector=raw.get("detector", ""),
         envelope=raw.get("envelope"),
         variants=variants,
         overflow=raw.get("overflow", False),

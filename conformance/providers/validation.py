@@ -33,7 +33,7 @@ from conformance.providers.catalog import (
     resolve_profile,
 )
 from conformance.providers.envelopes import RenderedError, error_headers, render_error
-from conformance.providers.validators import CHECKS, STRUCTURE, CheckFn, Context, Finding
+from conformance.providers.validators import DETECTORS, STRUCTURE, Context, DetectorFn, Finding
 from conformance.providers.verdict import Verdict
 
 __all__ = [
@@ -48,7 +48,7 @@ __all__ = [
 
 
 class _Values(dict[str, Any]):
-    """Template values; a placeholder the check did not supply renders visibly, never raises."""
+    """Template values; a placeholder the detector did not supply renders visibly, never raises."""
 
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
@@ -106,12 +106,12 @@ def accept_verdict(profile: Profile) -> Verdict:
     )
 
 
-def _rule_for(finding: Finding, profile: Profile, by_check: Mapping[str, str]) -> Rule | None:
+def _rule_for(finding: Finding, profile: Profile, by_detector: Mapping[str, str]) -> Rule | None:
     """Which rule (and so which wording) a finding stands for in this profile."""
     rules = load_catalog().rules
     if finding.rule is not None and finding.rule in profile.rules:
         return rules[finding.rule]
-    mapped = by_check.get(finding.check)
+    mapped = by_detector.get(finding.detector)
     if mapped is not None and rules[mapped].status >= 400:
         return rules[mapped]
     if finding.rule is not None and rules[finding.rule].status >= 400:
@@ -121,8 +121,8 @@ def _rule_for(finding: Finding, profile: Profile, by_check: Mapping[str, str]) -
 
 
 def _structure_finding(body: Any, profile: Profile, ctx: Context) -> Verdict | None:
-    structure_check = STRUCTURE.get(profile.shape)
-    finding = structure_check(body, ctx) if structure_check else None
+    structure_detector = STRUCTURE.get(profile.shape)
+    finding = structure_detector(body, ctx) if structure_detector else None
     if finding is None:
         return None
     # The body-shape rule is the first rule of every profile (C0, R0, A12, G0, B0).
@@ -130,30 +130,30 @@ def _structure_finding(body: Any, profile: Profile, ctx: Context) -> Verdict | N
     return _reject(rule, profile, finding, _seed(body))
 
 
-def _rules_by_check(profile: Profile) -> dict[str, str]:
-    """Check name -> the profile's first rule judged by that check (its wording wins)."""
+def _rules_by_detector(profile: Profile) -> dict[str, str]:
+    """Detector name -> the profile's first rule judged by that detector (its wording wins)."""
     return _profile_facts(profile)[0]
 
 
-_FACTS: dict[str, tuple[Profile, dict[str, str], Context, tuple[CheckFn, ...]]] = {}
+_FACTS: dict[str, tuple[Profile, dict[str, str], Context, tuple[DetectorFn, ...]]] = {}
 """Per profile id: what judging with that profile needs, built once (an audit judges millions
 of requests with a handful of profiles). Rebuilt when another profile object has that id."""
 
 
-def _profile_facts(profile: Profile) -> tuple[dict[str, str], Context, tuple[CheckFn, ...]]:
+def _profile_facts(profile: Profile) -> tuple[dict[str, str], Context, tuple[DetectorFn, ...]]:
     found = _FACTS.get(profile.id)
     if found is None or (found[0] is not profile and found[0] != profile):
         rules = load_catalog().rules
-        by_check: dict[str, str] = {}
+        by_detector: dict[str, str] = {}
         for rid in profile.rules:
-            by_check.setdefault(rules[rid].check_name, rid)
-        registry = CHECKS.get(profile.shape, {})
-        functions: list[CheckFn] = []
-        for name, rid in by_check.items():
+            by_detector.setdefault(rules[rid].detector_name, rid)
+        registry = DETECTORS.get(profile.shape, {})
+        functions: list[DetectorFn] = []
+        for name, rid in by_detector.items():
             fn = registry.get(name)
             if fn is not None and rules[rid].judgeable and fn not in functions:
                 functions.append(fn)
-        found = (profile, by_check, _new_context(profile), tuple(functions))
+        found = (profile, by_detector, _new_context(profile), tuple(functions))
         _FACTS[profile.id] = found
     return found[1], found[2], found[3]
 
@@ -194,11 +194,11 @@ def _judge(
     shape_error = _structure_finding(body, profile, ctx)
     if shape_error is not None:
         return [shape_error]
-    by_check = _rules_by_check(profile)
+    by_detector = _rules_by_detector(profile)
     verdicts: list[Verdict] = []
     seed: str | None = None  # serialized only for a rejection (most requests are accepted)
     for finding in _findings(body, profile, ctx):
-        rule = _rule_for(finding, profile, by_check)
+        rule = _rule_for(finding, profile, by_detector)
         if rule is None:
             continue
         seed = _seed(body) if seed is None else seed
@@ -318,7 +318,7 @@ def overflow_verdict(
     }
     variant = resolved.settings.get("overflow_variant")
     finding = Finding(
-        check=rule.id,
+        detector=rule.id,
         position=(),
         values=values,
         variant=variant if isinstance(variant, str) and variant in rule.variants else None,
@@ -333,7 +333,7 @@ def malformed_body_verdict(
     resolved = resolve_profile(shape, dialect, profile)
     rule = load_catalog().rules[resolved.rules[0]]  # the body-shape rule (C0/R0/A12/G0/B0)
     values = {"path": "body", "expected": "an object", "got": detail or "invalid JSON"}
-    return _reject(rule, resolved, Finding(check=rule.id, position=(), values=values), detail)
+    return _reject(rule, resolved, Finding(detector=rule.id, position=(), values=values), detail)
 
 
 def error_headers_for(verdict: Verdict) -> dict[str, str]:

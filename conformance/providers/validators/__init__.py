@@ -1,12 +1,13 @@
-"""Validators per shape (and gateway dialect): checks over wire bodies, registered by name.
+"""Validators per shape (and gateway dialect): detectors over wire bodies, registered by name.
 
-Importing this package registers every check; :mod:`conformance.providers.validation` composes them
+Importing this package registers every detector; :mod:`conformance.providers.validation` composes
+them
 per profile. One module per shape, plus ``gateways`` for the OpenAI-compatible dialect rules.
 """
 
 from __future__ import annotations
 
-from conformance.providers.validators import (  # noqa: F401 - imported to register their checks
+from conformance.providers.validators import (  # noqa: F401 - imported to register their detectors
     anthropic_messages,
     bedrock_converse,
     gateways,
@@ -15,11 +16,11 @@ from conformance.providers.validators import (  # noqa: F401 - imported to regis
     openai_responses,
 )
 from conformance.providers.validators._base import (
-    CHECKS,
+    DETECTORS,
     STRUCTURE,
-    CheckFn,
     Context,
+    DetectorFn,
     Finding,
 )
 
-__all__ = ["CHECKS", "STRUCTURE", "CheckFn", "Context", "Finding"]
+__all__ = ["DETECTORS", "STRUCTURE", "Context", "DetectorFn", "Finding"]

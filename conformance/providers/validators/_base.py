@@ -1,12 +1,13 @@
-"""What a validator check is, and the registry that maps check names to functions.
+"""What a validator detector is, and the registry that maps detector names to functions.
 
-A check reads the **wire body** directly (never the transcript: it must judge bodies that the shape
-parsers would refuse) and yields :class:`Finding` objects. A finding names the check that fired and
-the values its rule's message template needs; which rule (and therefore which wording) a check
-stands for is decided by the profile, so DeepSeek's DS1 and OpenAI's C1 share one check.
+A detector reads the **wire body** directly (never the transcript: it must judge bodies that the
+shape parsers would refuse) and yields :class:`Finding` objects. A finding names the detector that
+fired and the values its rule's message template needs; which rule (and therefore which wording) a
+detector stands for is decided by the profile, so DeepSeek's DS1 and OpenAI's C1 share one detector.
+("Check" means a conformance check of :mod:`conformance.checks` only.)
 
-Checks run only after the shape's structure check passed, so they may assume the top-level types
-(``messages`` is a list of objects ...). They still read nested fields defensively.
+Detectors run only after the shape's structure detector passed, so they may assume the top-level
+types (``messages`` is a list of objects ...). They still read nested fields defensively.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from typing import Any, Final
 from conformance.providers.validators._types import kind_of
 
 __all__ = [
-    "CHECKS",
+    "DETECTORS",
     "STRUCTURE",
-    "CheckFn",
     "Context",
+    "DetectorFn",
     "Finding",
     "StructureFn",
     "as_dict",
     "as_list",
-    "check",
+    "detector",
     "is_list_of_objects",
     "last_index",
     "leading",
@@ -39,7 +40,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """The profile's knobs a check may read (``settings`` in rules.yaml) and who is judging."""
+    """The profile's knobs a detector may read (``settings`` in rules.yaml) and who is judging."""
 
     shape: str
     profile: str
@@ -54,42 +55,42 @@ class Context:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One violation: ``check`` that fired, ``position`` to order findings, template ``values``.
+    """One violation: ``detector`` that fired, ``position`` to order findings, template ``values``.
 
-    ``rule`` pins a specific rule id when the check can tell two rules apart (C1 vs C1a); when that
-    rule is not active in the profile, the profile's rule for ``check`` is used instead.
+    ``rule`` pins a specific rule id when the detector can tell two rules apart (C1 vs C1a); when
+    that rule is not active in the profile, the profile's rule for ``detector`` is used instead.
     """
 
-    check: str
+    detector: str
     position: tuple[int, ...]
     values: Mapping[str, Any] = field(default_factory=dict)
     rule: str | None = None
     variant: str | None = None
 
 
-CheckFn = Callable[[Mapping[str, Any], Context], Iterable[Finding]]
+DetectorFn = Callable[[Mapping[str, Any], Context], Iterable[Finding]]
 StructureFn = Callable[[Any, Context], "Finding | None"]
 
-# shape -> check name -> function
-CHECKS: dict[str, dict[str, CheckFn]] = {}
-# shape -> the body-shape check (C0, R0, A12, G0, B0) that runs before every other check
+# shape -> detector name -> function
+DETECTORS: dict[str, dict[str, DetectorFn]] = {}
+# shape -> the body-shape detector (C0, R0, A12, G0, B0) that runs before every other detector
 STRUCTURE: dict[str, StructureFn] = {}
 
 
-def check(shape: str, *names: str) -> Callable[[CheckFn], CheckFn]:
-    """Register a check under one or more names for one or more shapes (``"a,b"`` for several)."""
+def detector(shape: str, *names: str) -> Callable[[DetectorFn], DetectorFn]:
+    """Register a detector under one or more names for one or more shapes (``"a,b"``: several)."""
 
-    def register(fn: CheckFn) -> CheckFn:
+    def register(fn: DetectorFn) -> DetectorFn:
         for one_shape in shape.split(","):
             for name in names:
-                CHECKS.setdefault(one_shape, {})[name] = fn
+                DETECTORS.setdefault(one_shape, {})[name] = fn
         return fn
 
     return register
 
 
 def structure(shape: str) -> Callable[[StructureFn], StructureFn]:
-    """Register the body-shape check of ``shape`` (one per shape; it runs first)."""
+    """Register the body-shape detector of ``shape`` (one per shape; it runs first)."""
 
     def register(fn: StructureFn) -> StructureFn:
         STRUCTURE[shape] = fn
@@ -121,7 +122,7 @@ def is_list_of_objects(value: Any) -> bool:
 
 
 def as_list(value: Any) -> list[Any]:
-    """``value`` when it is an array, else an empty one (checks read nested fields defensively)."""
+    """``value`` when it is an array, else an empty one (detectors read nested fields carefully)."""
     return value if isinstance(value, list) else []
 
 

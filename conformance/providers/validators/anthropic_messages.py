@@ -1,9 +1,9 @@
-# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+# ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
 """Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A17.
 
 Paths in texts use Anthropic's notation ``messages.3.content.0`` (provider-rules.md). Profiles that
 no longer enforce strict alternation (A9 relaxed) merge consecutive same-role turns before the
-pairing checks, as the SDK docstring says the API does.
+pairing detectors, as the SDK docstring says the API does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from conformance.providers.validators._base import (
     Finding,
     as_dict,
     as_list,
-    check,
+    detector,
     last_index,
     leading,
     messages_of,
@@ -162,7 +162,7 @@ class _Turn:
 
 
 _LAST_TURNS: list[tuple[Mapping[str, Any], bool, list[_Turn]]] = []
-"""The turns of the body judged last: three checks read them for every request."""
+"""The turns of the body judged last: three detectors read them for every request."""
 
 
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
@@ -192,7 +192,7 @@ def _tool_use_ids(turn: _Turn) -> list[str]:
     return [str(b.get("id")) for _, _, b in turn.blocks if b.get("type") == "tool_use"]
 
 
-@check(SHAPE, "A1")
+@detector(SHAPE, "A1")
 def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     turns = _turns(body, ctx)
     for n, turn in enumerate(turns):
@@ -212,7 +212,7 @@ def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Findi
             yield Finding("A1", (turn.index,), {"index": turn.index, "ids": ", ".join(missing)})
 
 
-@check(SHAPE, "A3")
+@detector(SHAPE, "A3")
 def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A3 (A3a on Bedrock): tool_result blocks first in the message that answers tool_use."""
     turns = _turns(body, ctx)
@@ -241,7 +241,7 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
             )
 
 
-@check(SHAPE, "A2")
+@detector(SHAPE, "A2")
 def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     turns = _turns(body, ctx)
     for n, turn in enumerate(turns):
@@ -257,7 +257,7 @@ def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
                 break
 
 
-@check(SHAPE, "A5")
+@detector(SHAPE, "A5")
 def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
     for i, message in enumerate(messages_of(body)):
@@ -269,7 +269,7 @@ def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Fi
             seen.add(str(block.get("id")))
 
 
-@check(SHAPE, "A6")
+@detector(SHAPE, "A6")
 def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         for j, block in enumerate(_blocks(message)):
@@ -279,21 +279,21 @@ def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
                 yield Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
 
 
-@check(SHAPE, "A7")
+@detector(SHAPE, "A7")
 def duplicate_tool_names(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     names = [as_dict(tool).get("name") for tool in as_list(body.get("tools"))]
     if len(names) != len(set(names)):
         yield Finding("A7", (-1,), {})
 
 
-@check(SHAPE, "A8")
+@detector(SHAPE, "A8")
 def first_message_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     if messages and messages[0].get("role") != "user":
         yield Finding("A8", (-1,), {})
 
 
-@check(SHAPE, "A9")
+@detector(SHAPE, "A9")
 def strict_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i in range(1, len(messages)):
@@ -303,7 +303,7 @@ def strict_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
             return
 
 
-@check(SHAPE, "A10")
+@detector(SHAPE, "A10")
 def system_in_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A10; on Opus 4.8 (A10a) a system message right after a user turn is allowed."""
     allow_mid = bool(ctx.settings.get("mid_conversation_system"))
@@ -316,7 +316,7 @@ def system_in_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
         yield Finding("A10", (-1, i), {"index": i}, rule="A10")
 
 
-@check(SHAPE, "A11")
+@detector(SHAPE, "A11")
 def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i, message in enumerate(messages):
@@ -329,7 +329,7 @@ def _thinking_enabled(body: Mapping[str, Any]) -> bool:
     return as_dict(body.get("thinking")).get("type") in {"enabled", "adaptive"}
 
 
-@check(SHAPE, "A13")
+@detector(SHAPE, "A13")
 def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if not _thinking_enabled(body):
         return
@@ -342,7 +342,7 @@ def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
         yield Finding("A13", (last,), {"index": last, "found": blocks[0].get("type")})
 
 
-@check(SHAPE, "A14")
+@detector(SHAPE, "A14")
 def thinking_while_disabled(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if _thinking_enabled(body):
         return
@@ -373,7 +373,7 @@ def _cache_marks(value: Any) -> int:
     return count
 
 
-@check(SHAPE, "A17")
+@detector(SHAPE, "A17")
 def too_many_cache_breakpoints(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     count = sum(_cache_marks(body.get(key)) for key in ("system", "tools", "messages"))
     if count > 4:

@@ -1,4 +1,4 @@
-# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+# ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
 """AWS Bedrock Converse (``POST /model/{id}/converse``): rules B0-B11 and A3a.
 
 Errors are ``{"message": ...}`` with ``ValidationException`` (recorded body); paths read
@@ -16,7 +16,7 @@ from conformance.providers.validators._base import (
     Finding,
     as_dict,
     as_list,
-    check,
+    detector,
     last_index,
     leading,
     messages_of,
@@ -158,7 +158,7 @@ def _pending_uses(message: Mapping[str, Any]) -> list[str]:
     return [u for u in _uses(message) if u not in inline]
 
 
-@check(SHAPE, "B1")
+@detector(SHAPE, "B1")
 def too_many_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i, message in enumerate(messages):
@@ -176,7 +176,7 @@ def too_many_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
             yield Finding("B1", (i,), {"index": i})
 
 
-@check(SHAPE, "B2")
+@detector(SHAPE, "B2")
 def results_in_next_message(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i, message in enumerate(messages):
@@ -189,7 +189,7 @@ def results_in_next_message(body: Mapping[str, Any], ctx: Context) -> Iterator[F
             yield Finding("B2", (i + 1,), {"index": i + 1, "ids": ", ".join(missing)})
 
 
-@check(SHAPE, "B3")
+@detector(SHAPE, "B3")
 def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i in range(1, len(messages)):
@@ -198,21 +198,21 @@ def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
             return
 
 
-@check(SHAPE, "B4")
+@detector(SHAPE, "B4")
 def starts_with_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     if messages and messages[0].get("role") != "user":
         yield Finding("B4", (-1,), {})
 
 
-@check(SHAPE, "B5")
+@detector(SHAPE, "B5")
 def tool_config_present(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     has_tool_blocks = any(_uses(m) or _results(m) for m in messages_of(body))
     if has_tool_blocks and not body.get("toolConfig"):
         yield Finding("B5", (-1,), {})
 
 
-@check(SHAPE, "B6")
+@detector(SHAPE, "B6")
 def text_mixed_with_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         has_text = any("text" in b for b in _blocks(message))
@@ -221,7 +221,7 @@ def text_mixed_with_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Fin
             yield Finding("B6", (i,), {"index": i, "kind": kind})
 
 
-@check(SHAPE, "B7")
+@detector(SHAPE, "B7")
 def empty_error_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         for j, block in enumerate(_blocks(message)):
@@ -230,7 +230,7 @@ def empty_error_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
                 yield Finding("B7", (i, j), {"index": i, "block": j})
 
 
-@check(SHAPE, "B8")
+@detector(SHAPE, "B8")
 def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         if message.get("content") == []:
@@ -244,7 +244,7 @@ def _reasoning_enabled(body: Mapping[str, Any]) -> bool:
     return str(thinking.get("type")) in {"enabled", "adaptive"}
 
 
-@check(SHAPE, "B10")
+@detector(SHAPE, "B10")
 def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if not _reasoning_enabled(body):
         return
@@ -257,7 +257,7 @@ def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator
         yield Finding("B10", (last,), {"index": last})
 
 
-@check(SHAPE, "A3")
+@detector(SHAPE, "A3")
 def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A3a: Claude on Bedrock wants the toolResult blocks at the start of the next message."""
     messages = messages_of(body)
@@ -271,7 +271,7 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
             yield Finding("A3", (i,), {"index": i - 1, "next": i, "count": len(uses)})
 
 
-@check(SHAPE, "B11")
+@detector(SHAPE, "B11")
 def nova_document_in_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         for j, block in enumerate(_blocks(message)):

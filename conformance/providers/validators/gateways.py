@@ -1,11 +1,12 @@
 """Rules of OpenAI-compatible gateways and servers (provider-rules.md section 6).
 
-These checks are registered for ``openai-chat`` and only run in the dialect profiles that name them
-(``mistral-default``, ``ollama-cloud`` ...). Checks that merely re-word an OpenAI rule (DS1, QW1,
-KM1, G9 ...) reuse the OpenAI check through ``check:`` in rules.yaml and need no code here.
+These detectors are registered for ``openai-chat`` and only run in the dialect profiles that name
+them (``mistral-default``, ``ollama-cloud`` ...). Rules that merely re-word an OpenAI rule (DS1,
+QW1, KM1, G9 ...) reuse the OpenAI detector through ``detector:`` in rules.yaml and need no code
+here.
 """
 
-# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+# ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from conformance.providers.validators._base import (
     Finding,
     as_dict,
     as_list,
-    check,
+    detector,
     messages_of,
 )
 from conformance.providers.validators.openai_chat import call_ids
@@ -29,7 +30,7 @@ SHAPE: Final = "openai-chat"
 MISTRAL_ID: Final = re.compile(r"^[a-zA-Z0-9]{9}$")  # MI4
 
 
-@check(SHAPE, "MI1")
+@detector(SHAPE, "MI1")
 def mistral_user_after_tool(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i in range(1, len(messages)):
@@ -37,7 +38,7 @@ def mistral_user_after_tool(body: Mapping[str, Any], ctx: Context) -> Iterator[F
             yield Finding("MI1", (i,), {"index": i})
 
 
-@check(SHAPE, "MI2")
+@detector(SHAPE, "MI2")
 def mistral_tool_after_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     for i in range(1, len(messages)):
@@ -45,7 +46,7 @@ def mistral_tool_after_user(body: Mapping[str, Any], ctx: Context) -> Iterator[F
             yield Finding("MI2", (i,), {"index": i})
 
 
-@check(SHAPE, "MI3")
+@detector(SHAPE, "MI3")
 def mistral_call_result_count(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     calls = sorted(cid for m in messages if m.get("role") == "assistant" for cid in call_ids(m))
@@ -54,7 +55,7 @@ def mistral_call_result_count(body: Mapping[str, Any], ctx: Context) -> Iterator
         yield Finding("MI3", (len(messages),), {})
 
 
-@check(SHAPE, "MI4")
+@detector(SHAPE, "MI4")
 def mistral_tool_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         ids = call_ids(message) if message.get("role") == "assistant" else []
@@ -66,7 +67,7 @@ def mistral_tool_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
                 break
 
 
-@check(SHAPE, "MI5")
+@detector(SHAPE, "MI5")
 def mistral_last_role(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     messages = messages_of(body)
     if not messages:
@@ -93,7 +94,7 @@ def _alternates(messages: list[dict[str, Any]], skip_all_system: bool) -> int | 
     return None
 
 
-@check(SHAPE, "VL1")
+@detector(SHAPE, "VL1")
 def vllm_mistral_template(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     # The Mistral chat template drops one optional system message, then demands strict turns.
     where = _alternates(messages_of(body), skip_all_system=False)
@@ -101,14 +102,14 @@ def vllm_mistral_template(body: Mapping[str, Any], ctx: Context) -> Iterator[Fin
         yield Finding("VL1", (where,), {"index": where})
 
 
-@check(SHAPE, "PP1")
+@detector(SHAPE, "PP1")
 def perplexity_alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     where = _alternates(messages_of(body), skip_all_system=True)
     if where is not None:
         yield Finding("PP1", (where,), {"index": where})
 
 
-@check(SHAPE, "OL1")
+@detector(SHAPE, "OL1")
 def ollama_unknown_tool_call_id(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
     for i, message in enumerate(messages_of(body)):
@@ -118,7 +119,7 @@ def ollama_unknown_tool_call_id(body: Mapping[str, Any], ctx: Context) -> Iterat
             yield Finding("OL1", (i,), {"index": i, "id": message.get("tool_call_id")})
 
 
-@check(SHAPE, "OL2", "LC1")
+@detector(SHAPE, "OL2", "LC1")
 def content_null_anywhere(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """OL2, LC1: local servers refuse ``content: null`` even beside tool calls."""
     name = "OL2" if ctx.active("OL2") else "LC1"
@@ -127,14 +128,14 @@ def content_null_anywhere(body: Mapping[str, Any], ctx: Context) -> Iterator[Fin
             yield Finding(name, (i,), {"index": i})
 
 
-@check(SHAPE, "LM1")
+@detector(SHAPE, "LM1")
 def lmstudio_null_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         if "content" in message and message["content"] is None:
             yield Finding("LM1", (i,), {"index": i})
 
 
-@check(SHAPE, "LC2")
+@detector(SHAPE, "LC2")
 def llamacpp_tool_call_type(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         for call in as_list(message.get("tool_calls")):
@@ -143,14 +144,14 @@ def llamacpp_tool_call_type(body: Mapping[str, Any], ctx: Context) -> Iterator[F
                 break
 
 
-@check(SHAPE, "XA1")
+@detector(SHAPE, "XA1")
 def xai_name_only_on_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         if "name" in message and message.get("role") != "user":
             yield Finding("XA1", (i,), {"index": i})
 
 
-@check(SHAPE, "DS3")
+@detector(SHAPE, "DS3")
 def deepseek_reasoning_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     # An empty string is accepted (recorded); only a missing field is refused.
     for i, message in enumerate(messages_of(body)):

@@ -1,4 +1,4 @@
-# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+# ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
 """Gemini ``generateContent`` (AI Studio and Vertex): rules G0-G7.
 
 Roles are ``user`` and ``model``; function results are ``functionResponse`` parts in user-role
@@ -14,7 +14,7 @@ from typing import Any, Final
 from conformance.providers.validators._base import (
     Context,
     Finding,
-    check,
+    detector,
     objects,
     structure,
 )
@@ -156,14 +156,14 @@ def _role(content: Mapping[str, Any]) -> str:
     return str(content.get("role", "user"))
 
 
-@check(SHAPE, "G7")
+@detector(SHAPE, "G7")
 def valid_roles(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, content in enumerate(_contents(body)):
         if _role(content) not in {"user", "model"}:
             yield Finding("G7", (i,), {"index": i, "role": content.get("role")})
 
 
-@check(SHAPE, "G1")
+@detector(SHAPE, "G1")
 def call_turn_placement(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     contents = _contents(body)
     for i, content in enumerate(contents):
@@ -191,7 +191,7 @@ def _response_runs(contents: list[dict[str, Any]]) -> dict[int, list[int]]:
     return runs
 
 
-@check(SHAPE, "G2")
+@detector(SHAPE, "G2")
 def response_turn_placement(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     contents = _contents(body)
     answering = {j for run in _response_runs(contents).values() for j in run}
@@ -200,7 +200,7 @@ def response_turn_placement(body: Mapping[str, Any], ctx: Context) -> Iterator[F
             yield Finding("G2", (i,), {"index": i})
 
 
-@check(SHAPE, "G3")
+@detector(SHAPE, "G3")
 def response_count(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     contents = _contents(body)
     for i, run in _response_runs(contents).items():
@@ -211,7 +211,7 @@ def response_count(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
             yield Finding("G3", (run[0],), {"index": run[0]})
 
 
-@check(SHAPE, "G4")
+@detector(SHAPE, "G4")
 def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     contents = _contents(body)
     for i in range(1, len(contents)):
@@ -220,14 +220,14 @@ def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
             return
 
 
-@check(SHAPE, "G5")
+@detector(SHAPE, "G5")
 def ends_with_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     contents = _contents(body)
     if contents and _role(contents[-1]) != "user":
         yield Finding("G5", (len(contents),), {})
 
 
-@check(SHAPE, "G6")
+@detector(SHAPE, "G6")
 def thought_signatures(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """G6: the first functionCall part of each model turn in the current turn keeps its signature.
 

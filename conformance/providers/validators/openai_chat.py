@@ -2,10 +2,10 @@
 
 Index notation follows the provider (provider-rules.md): pairing errors put ``messages.[3].role``
 in ``param`` and schema errors ``messages[3].name``; the templates in rules.yaml carry that, the
-checks only supply ``index``.
+detectors only supply ``index``.
 """
 
-# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+# ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from conformance.providers.validators._base import (
     Finding,
     as_dict,
     as_list,
-    check,
+    detector,
     messages_of,
     structure,
     type_name,
@@ -239,7 +239,7 @@ def pending_calls(messages: list[dict[str, Any]], i: int) -> tuple[list[str], in
     return pending, j
 
 
-@check(SHAPE, "C1")
+@detector(SHAPE, "C1")
 def unanswered_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """C1 (and C1a): every tool_call_id answered before the next non-tool message."""
     messages = messages_of(body)
@@ -261,7 +261,7 @@ def unanswered_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
         )
 
 
-@check(SHAPE, "C2")
+@detector(SHAPE, "C2")
 def orphan_tool_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """C2: a tool message must answer a call of the assistant right before its tool run."""
     messages = messages_of(body)
@@ -288,7 +288,7 @@ def orphan_tool_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Find
             non_system_before += 1
 
 
-@check(SHAPE, "C3")
+@detector(SHAPE, "C3")
 def duplicate_tool_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     first_seen: dict[str, int] = {}
     for j, message in enumerate(messages_of(body)):
@@ -301,14 +301,14 @@ def duplicate_tool_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Fi
             first_seen[cid] = j
 
 
-@check(SHAPE, "C4")
+@detector(SHAPE, "C4")
 def empty_tool_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         if message.get("tool_calls") == []:
             yield Finding("C4", (i,), {"index": i})
 
 
-@check(SHAPE, "C5")
+@detector(SHAPE, "C5")
 def null_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         if "content" not in message or message["content"] is not None:
@@ -320,7 +320,7 @@ def null_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
             yield Finding("C5", (i,), {"index": i})
 
 
-@check(SHAPE, "C6")
+@detector(SHAPE, "C6")
 def tool_content_parts(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         if message.get("role") != "tool":
@@ -330,7 +330,7 @@ def tool_content_parts(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
             yield Finding("C6", (i,), {"index": i})
 
 
-@check(SHAPE, "C7")
+@detector(SHAPE, "C7")
 def name_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         name = message.get("name")
@@ -338,7 +338,7 @@ def name_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
             yield Finding("C7", (i,), {"index": i, "name": name})
 
 
-@check(SHAPE, "C8")
+@detector(SHAPE, "C8")
 def unsupported_roles(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     refused = set(as_list(ctx.settings.get("unsupported_roles")))
     for i, message in enumerate(messages_of(body)):
@@ -346,7 +346,7 @@ def unsupported_roles(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
             yield Finding("C8", (i,), {"index": i, "role": message.get("role")})
 
 
-@check(SHAPE, "C9")
+@detector(SHAPE, "C9")
 def parallel_tool_calls_without_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if "parallel_tool_calls" in body and not as_list(body.get("tools")):
         yield Finding("C9", (-1,), {})
@@ -362,7 +362,7 @@ def _string_lengths(message: Mapping[str, Any]) -> Iterator[int]:
             yield len(text)
 
 
-@check(SHAPE, "C11")
+@detector(SHAPE, "C11")
 def string_too_long(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     limit = int(ctx.settings.get("max_string_length", 10485760))
     for i, message in enumerate(messages_of(body)):

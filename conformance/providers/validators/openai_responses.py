@@ -1,4 +1,4 @@
-# ruff: noqa: ARG001 - every check has the registry signature (body, ctx) even when ctx is unused
+# ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
 """OpenAI Responses (``POST /v1/responses``, ``/v1/responses/input_tokens``): rules R0-R10.
 
 Errors name items by id in the text and put ``input`` in ``param`` (recorded, R4). Pairing is by
@@ -14,7 +14,7 @@ from typing import Any, Final
 from conformance.providers.validators._base import (
     Context,
     Finding,
-    check,
+    detector,
     objects,
     structure,
     type_name,
@@ -176,7 +176,7 @@ def _kind(item: Mapping[str, Any]) -> str:
     return str(item.get("type", "message" if "role" in item else ""))
 
 
-@check(SHAPE, "R1")
+@detector(SHAPE, "R1")
 def calls_without_output(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     items = _items(body)
     outputs = {i.get("call_id") for i in items if _kind(i) == "function_call_output"}
@@ -185,7 +185,7 @@ def calls_without_output(body: Mapping[str, Any], ctx: Context) -> Iterator[Find
             yield Finding("R1", (n,), {"index": n, "id": item.get("call_id")})
 
 
-@check(SHAPE, "R2")
+@detector(SHAPE, "R2")
 def outputs_without_call(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if body.get("previous_response_id") or body.get("conversation"):
         # The call may live in the stored response or conversation (server state: not judged;
@@ -206,7 +206,7 @@ def _is_produced_output(item: Mapping[str, Any]) -> bool:
     return _kind(item) == "message" and item.get("role") == "assistant" and "id" in item
 
 
-@check(SHAPE, "R4")
+@detector(SHAPE, "R4")
 def reasoning_without_follower(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     items = _items(body)
     for n, item in enumerate(items):
@@ -219,7 +219,7 @@ def reasoning_without_follower(body: Mapping[str, Any], ctx: Context) -> Iterato
             yield Finding("R4", (n,), {"index": n, "id": item.get("id")})
 
 
-@check(SHAPE, "R6")
+@detector(SHAPE, "R6")
 def duplicate_item_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
     for n, item in enumerate(_items(body)):
@@ -231,21 +231,21 @@ def duplicate_item_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
         seen.add(item_id)
 
 
-@check(SHAPE, "R7a")
+@detector(SHAPE, "R7a")
 def previous_response_id_format(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     value = body.get("previous_response_id")
     if isinstance(value, str) and not RESPONSE_ID.match(value):
         yield Finding("R7a", (-1,), {"id": value})
 
 
-@check(SHAPE, "R8")
+@detector(SHAPE, "R8")
 def chat_tool_role(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for n, item in enumerate(_items(body)):
         if _kind(item) == "message" and item.get("role") not in ROLES:
             yield Finding("R8", (n,), {"index": n, "role": item.get("role")})
 
 
-@check(SHAPE, "R9")
+@detector(SHAPE, "R9")
 def function_call_id_prefix(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for n, item in enumerate(_items(body)):
         item_id = item.get("id")
@@ -257,7 +257,7 @@ def function_call_id_prefix(body: Mapping[str, Any], ctx: Context) -> Iterator[F
             yield Finding("R9", (n,), {"index": n, "id": item_id})
 
 
-@check(SHAPE, "DS4")
+@detector(SHAPE, "DS4")
 def deepseek_grouped_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """DS4: once a batch of function calls starts, only calls may come until its outputs."""
     pending: list[str] = []
