@@ -275,7 +275,7 @@ def render_input(
         session,
         messages=messages,
         model=scenario.model_for(shape),
-        params=params_from_mapping(scenario.params.get(shape, {})),
+        params=params_from_mapping(scenario.params_for(shape)),
     )
     if dialect is not None and shape == "openai-chat":
         return render_for_dialect(prepared, dialect)

@@ -9,10 +9,25 @@ checks, ``must`` level only). Hypothesis shrinks the first failure it finds to a
 ``ctxconf run --scenarios FILE`` replays, and :func:`fuzz` checks that the replay fails the same
 way before it returns.
 
-What a generated case expects: a session whose rendered form still breaks pairing must be
-refused (``refuses_broken_input``); any other session may be assembled or refused (refusing a
-valid session is a ``should`` matter, not a ``must`` one), but what is assembled must be accepted
-by the provider's validators (``provider_valid``) and invent nothing (``nothing_invented``).
+What a generated case expects, judged against the *target*: the input is built as the engine
+builds it (:func:`conformance.engine.render_input`) and judged by the validators of the shape's
+default-model profile.
+
+* A session whose input breaks pairing in a way the target's rules name (a ``rings.validate``
+  violation citing a rule of that profile) must be refused (``refuses_broken_input``). A break
+  only other providers care about (a detached reasoning item on ``openai-chat``) demands nothing.
+* A session generated as valid whose input the target's validators still reject (thinking in a
+  final Anthropic assistant turn while thinking is disabled, A14; a Gemini 3 call without its
+  ``thoughtSignature``, G6, were the target a Gemini 3 model) is not a valid session for that
+  target: it is discarded, so ``--valid-only`` means what it says.
+* Any other session may be assembled or refused, but what is assembled must be accepted by the
+  provider's validators (``provider_valid``) and invent nothing (``nothing_invented``); and
+  refusing a valid session whose whole input already fits the budget fails
+  ``assembles_when_feasible`` (must), so an assembler that refuses everything is caught.
+
+After hypothesis has shrunk a failure, :func:`minimize` removes what it left that does not matter
+(attachments, message names, extra tool calls with their results, whole messages) as long as the
+case still fails the same checks.
 """
 
 from __future__ import annotations
@@ -21,7 +36,7 @@ import json
 import random
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,10 +50,13 @@ from conformance.engine import (
     DEFAULT_TIMEOUT,
     Case,
     reference_counter,
+    render_input,
     unrun_result,
 )
 from conformance.events import CaseResult
 from conformance.loading import Plugin
+from conformance.providers.catalog import profile_for_model
+from conformance.providers.validation import lint_request
 from conformance.scenarios import (
     SCENARIO_FORMAT_VERSION,
     Budget,
@@ -54,7 +72,15 @@ from reference_impl._documents import dump_yaml
 from reference_impl.errors import CtxconfError
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import get_shape
-from reference_impl.transcript import Message, Transcript, message_to_dict
+from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
+    Message,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    message_to_dict,
+)
 
 __all__ = [
     "DEFAULT_EXAMPLES",
@@ -62,11 +88,13 @@ __all__ = [
     "FuzzReport",
     "finding_document",
     "fuzz",
+    "minimize",
     "scenario_document",
     "scenario_yaml",
 ]
 
 DEFAULT_EXAMPLES: Final = 200
+_MINIMIZE_ATTEMPTS: Final = 300
 # The scenario format has no field for these two wire details (a Responses output-message id and a
 # wire ``tool_calls: []``), so sessions holding them could not be written out for replay.
 _UNSUPPORTED_KINDS: Final = frozenset({"empty_tool_calls"})
@@ -236,20 +264,131 @@ def _scenario(session: Transcript, shape: str, budget: int, outcome: str) -> Sce
 _Runner = Callable[[Case, Sequence[CheckSpec]], CaseResult]
 
 
+def _target_rules(shape: str) -> frozenset[str]:
+    """The rule ids of the profile a generated case is judged with (the shape's default model)."""
+    return frozenset(profile_for_model(shape, None, DEFAULT_MODELS[shape]).rules)
+
+
+def _expected_outcome(scenario: Scenario, shape: str) -> str | None:
+    """``refused`` when the input breaks pairing by a rule of the target, ``either`` when it is
+    valid there, None when the target rejects it for another reason (not a case to judge)."""
+    body = render_input(scenario, scenario.session, shape)
+    as_seen = get_shape(shape).parse_request(body)
+    rules = _target_rules(shape)
+    if any(rules.intersection(v.rules) for v in pairing_violations(as_seen)):
+        return "refused"
+    profile = profile_for_model(shape, None, DEFAULT_MODELS[shape]).id
+    if any(not v.accepted for v in lint_request(body, shape, profile=profile)):
+        return None
+    return "either"
+
+
+def _run(run: _Runner, scenario: Scenario, shape: str, budget: int) -> CaseResult:
+    case = Case(0, scenario, shape, None, budget)
+    return run(case, checks_for(scenario, level="must"))
+
+
 def _judge_one(
     run: _Runner, shape: str, session: Transcript, budget: int
 ) -> tuple[Scenario, CaseResult] | None:
-    """Run one generated case; None when the shape cannot carry the session (not a finding)."""
-    adapter = get_shape(shape)
+    """Run one generated case; None when it is no case for the target (the shape cannot carry
+    the session, or its validators reject it for a reason no assembler can repair)."""
     try:
-        as_seen = adapter.parse_request(adapter.render_request(session))
+        outcome = _expected_outcome(_scenario(session, shape, budget, "either"), shape)
     except CtxconfError:
         return None
-    # Judge by what the plug-in will see: a break that the shape's rendering repairs is no break.
-    outcome = "refused" if pairing_violations(as_seen) else "either"
+    if outcome is None:
+        return None
     scenario = _scenario(session, shape, budget, outcome)
-    case = Case(0, scenario, shape, None, budget)
-    return scenario, run(case, checks_for(scenario, level="must"))
+    return scenario, _run(run, scenario, shape, budget)
+
+
+# ---------------------------------------------------------------------------- minimizing
+
+
+def _failed_ids(result: CaseResult) -> frozenset[str]:
+    return frozenset(c.id for c in result.checks if c.status != "pass")
+
+
+def _without_call(session: Transcript, call_id: str) -> Transcript:
+    """``session`` without one tool call and its results (messages left empty are dropped)."""
+    messages: list[Message] = []
+    for message in session.messages:
+        parts = tuple(
+            p
+            for p in message.parts
+            if not (isinstance(p, ToolCallPart) and p.id == call_id)
+            and not (isinstance(p, ToolResultPart) and p.call_id == call_id)
+        )
+        if parts or not message.parts:
+            messages.append(replace(message, parts=parts))
+    return session.with_messages(messages)
+
+
+def _simpler(session: Transcript) -> list[Transcript]:
+    """Candidate sessions one simplification away, most drastic first."""
+    messages = session.messages
+    out = [session.with_messages(messages[:i] + messages[i + 1 :]) for i in range(len(messages))]
+    ids = [p.id for m in messages for p in m.parts if isinstance(p, ToolCallPart)]
+    out.extend(_without_call(session, call_id) for call_id in ids)
+    for i, message in enumerate(messages):
+        for j, part in enumerate(message.parts):
+            if isinstance(part, ImagePart | FilePart) and len(message.parts) > 1:
+                parts = message.parts[:j] + message.parts[j + 1 :]
+                out.append(
+                    session.with_messages(
+                        (*messages[:i], replace(message, parts=parts), *messages[i + 1 :])
+                    )
+                )
+        if message.name is not None:
+            out.append(
+                session.with_messages(
+                    (*messages[:i], replace(message, name=None), *messages[i + 1 :])
+                )
+            )
+    if session.tools:
+        used = {p.name for m in messages for p in m.parts if isinstance(p, ToolCallPart)}
+        kept = tuple(t for t in session.tools if t.name in used)
+        if len(kept) < len(session.tools):
+            out.append(replace(session, tools=kept))
+    return out
+
+
+def minimize(plugin: Plugin, finding: FuzzFinding, timeout: float = DEFAULT_TIMEOUT) -> FuzzFinding:
+    """Greedily remove parts of the finding's session that do not matter: each candidate one
+    step simpler (a message, a tool call with its results, an attachment, a name, unused tool
+    schemas) is kept when the case still fails with the same checks and the same expectation.
+    Every candidate runs in a supervised worker, as in :func:`fuzz`."""
+    with WorkerPool(
+        plugin, jobs=1, timeout=timeout, library=load_library(), failed=unrun_result
+    ) as pool:
+        return _minimize(pool.run_one, finding)
+
+
+def _minimize(run: _Runner, finding: FuzzFinding) -> FuzzFinding:
+    target = _failed_ids(finding.result)
+    current = finding
+    attempts = 0
+    improved = True
+    while improved and attempts < _MINIMIZE_ATTEMPTS:
+        improved = False
+        for candidate in _simpler(current.scenario.session):
+            attempts += 1
+            if attempts > _MINIMIZE_ATTEMPTS:
+                break
+            if not candidate.messages or not _expressible(candidate):
+                continue
+            judged = _judge_one(run, current.shape, candidate, current.budget)
+            if judged is None:
+                continue
+            scenario, result = judged
+            if scenario.expect.outcome != current.scenario.expect.outcome:
+                continue
+            if result.status == current.result.status and _failed_ids(result) == target:
+                current = replace(current, scenario=scenario, result=result)
+                improved = True
+                break
+    return current
 
 
 def _session_strategy(shape: str, broken: bool) -> st.SearchStrategy[tuple[Transcript, str]]:
@@ -353,7 +492,7 @@ def _fuzz(
     try:
         search()
     except _Found as found:
-        finding = found.finding
+        finding = _minimize(run, found.finding)
         return FuzzReport(
             plugin.name,
             used_seed,
@@ -398,8 +537,7 @@ def _replays(run: _Runner, plugin: Plugin, finding: FuzzFinding) -> bool:
             (loaded,) = load_file(path)
         except CtxconfError:
             return False
-    case = Case(0, loaded, finding.shape, None, finding.budget)
-    again = run(case, checks_for(loaded, level="must"))
+    again = _run(run, loaded, finding.shape, finding.budget)
     before = {c.id for c in finding.failures}
     after = {c.id for c in again.checks if c.status != "pass"}
     return again.status == finding.result.status and before == after

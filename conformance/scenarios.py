@@ -50,6 +50,7 @@ from reference_impl.transcript import (
 __all__ = [
     "CORPUS_ENV",
     "DEFAULT_MODELS",
+    "DEFAULT_PARAMS",
     "GATE_LEVELS",
     "LEVELS",
     "SCENARIO_FORMAT_VERSION",
@@ -95,6 +96,13 @@ DEFAULT_MODELS: Final[Mapping[str, str]] = {
     "anthropic-messages": "claude-haiku-4-5",
     "gemini": "gemini-2.5-flash",
     "bedrock-converse": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+}
+
+
+DEFAULT_PARAMS: Final[Mapping[str, Mapping[str, Any]]] = {
+    # Request fields a shape requires that a session does not carry: the input body has them
+    # unless the scenario's ``params`` set them, so the plug-in receives a complete request (the Messages API requires ``max_tokens``).
+    "anthropic-messages": {"max_tokens": 1024},
 }
 
 
@@ -162,6 +170,10 @@ class Scenario:
     def tools(self) -> tuple[ToolSpec, ...]:
         """The tool schemas the session offers."""
         return self.session.tools
+
+    def params_for(self, shape: str) -> dict[str, Any]:
+        """The body keys of ``shape``: :data:`DEFAULT_PARAMS`, then the scenario's ``params``."""
+        return {**DEFAULT_PARAMS.get(shape, {}), **self.params.get(shape, {})}
 
     def model_for(self, shape: str) -> str:
         """The model this scenario names for ``shape``, else the shape's :data:`DEFAULT_MODELS`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -12,15 +13,23 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
 from conformance.cli import cli
-from conformance.engine import reference_counter
-from conformance.fuzzing import fuzz, scenario_document, scenario_yaml
-from conformance.loading import load_plugin
+from conformance.engine import reference_counter, run_case
+from conformance.fuzzing import (
+    FuzzFinding,
+    _judge_one,
+    finding_document,
+    fuzz,
+    minimize,
+    scenario_document,
+    scenario_yaml,
+)
+from conformance.loading import Plugin, load_plugin
 from conformance.protocol import AssemblyRequest
-from conformance.scenarios import load_file
+from conformance.scenarios import load_file, message_from_compact
 from conformance.strategies import transcripts
 from reference_impl.rings import validate
 from reference_impl.shapes import get_shape
-from reference_impl.transcript import Transcript
+from reference_impl.transcript import FilePart, ToolCallPart, ToolSpec, Transcript
 
 FAKES = '''
 from conformance.adapters._budget import count_chat_messages
@@ -81,6 +90,20 @@ class NeverRefuseBroken:
         if request.counter.count(session).total > request.budget:
             raise Refusal("does not fit")
         return dict(request.body)
+
+
+def refuse_all(messages, budget):
+    """Useless: refuses every request, so it never sends anything invalid."""
+    raise Refusal("no")
+
+
+def drop_first_call_result(messages, budget):
+    """The seeded bug, whatever the budget: the first tool result is dropped (orphaned call)."""
+    _refuse_broken(messages)
+    for i, m in enumerate(messages):
+        if m["role"] == "tool":
+            return messages[:i] + messages[i + 1 :]
+    return messages
 '''
 
 
@@ -215,3 +238,144 @@ def test_scenario_document_round_trips_the_session(session: Transcript) -> None:
     assert loaded.session.messages == session.messages
     assert [t.name for t in loaded.session.tools] == [t.name for t in session.tools]
     assert [t.side_effect for t in loaded.session.tools] == [t.side_effect for t in session.tools]
+
+
+# ---------------------------------------------------------- fuzz that tells the truth (issue 9)
+
+
+def test_fuzz_finds_an_assembler_that_refuses_everything(fakes: Path) -> None:
+    """Refusing never breaks a provider rule; refusing a valid session that fits is the finding."""
+    report = fuzz(load_plugin("fzfakes:refuse_all"), seed=5, examples=60)
+    assert report.finding is not None
+    assert [c.id for c in report.finding.failures] == ["assembles_when_feasible"]
+    assert report.finding.scenario.expect.outcome == "either"
+    assert report.finding.result.outcome == "refused"
+    assert report.replayed is True
+    document = finding_document(report)
+    assert document["scenarios"][0]["expect"] == {"outcome": "either"}
+
+
+def _direct(plugin: Plugin) -> Any:
+    """A runner for :func:`_judge_one` in this process (the fuzzer itself uses workers)."""
+    return lambda case, specs: run_case(case, plugin.assemblers[case.shape], specs, 10.0)
+
+
+def _session(items: list[dict[str, Any]], tool: str = "read") -> Transcript:
+    return Transcript(
+        messages=tuple(message_from_compact(m) for m in items), tools=(ToolSpec(name=tool),)
+    )
+
+
+def test_a_generated_session_the_target_rejects_is_no_valid_case() -> None:
+    """--valid-only tells the truth: thinking in the final assistant turn while thinking is
+    disabled is rejected by Anthropic (A14), so the session is discarded rather than judged as
+    valid (the reference assembler would 'fail' on it); without the thinking block it is judged."""
+    run = _direct(load_plugin("reference"))
+    thinking = {"type": "thinking", "thinking": "x", "signature": "s"}
+    final = [
+        {"role": "user", "text": "GOAL: answer."},
+        {
+            "role": "assistant",
+            "parts": [
+                {"kind": "reasoning", "origin": "anthropic-messages", "data": json.dumps(thinking)},
+                {"kind": "text", "text": "Here it is."},
+            ],
+        },
+    ]
+    assert _judge_one(run, "anthropic-messages", _session(final), 4000) is None
+    plain = [final[0], {"role": "assistant", "text": "Here it is."}]
+    judged = _judge_one(run, "anthropic-messages", _session(plain), 4000)
+    assert judged is not None
+    assert judged[0].expect.outcome == "either"
+    assert judged[1].status == "pass"
+
+
+def test_an_unsigned_gemini_call_is_valid_for_the_default_gemini_target() -> None:
+    """The shape's default model is gemini-2.5-flash, whose profile does not require thought
+    signatures (G6 is Gemini 3's): an unsigned current-turn call is a valid case there."""
+    run = _direct(load_plugin("reference"))
+    unsigned = [
+        {"role": "user", "text": "GOAL: read it."},
+        {"role": "assistant", "calls": [{"id": "c1", "name": "read"}]},
+        {"role": "tool", "results": [{"id": "c1", "name": "read", "text": "ok"}]},
+    ]
+    judged = _judge_one(run, "gemini", _session(unsigned), 4000)
+    assert judged is not None
+    assert judged[0].expect.outcome == "either"
+    assert judged[1].status == "pass"
+
+
+def test_a_refusal_is_demanded_only_by_rules_of_the_target() -> None:
+    """Detached reasoning breaks R4/A13/G6; on openai-chat none of them applies."""
+    thinking = {"type": "thinking", "thinking": "x", "signature": "s"}
+    detached = Transcript(
+        messages=tuple(
+            message_from_compact(m)
+            for m in (
+                {"role": "user", "text": "GOAL: go."},
+                {
+                    "role": "assistant",
+                    "parts": [
+                        {"kind": "tool_call", "id": "toolu_1", "name": "read", "arguments": "{}"},
+                        {
+                            "kind": "reasoning",
+                            "origin": "anthropic-messages",
+                            "data": json.dumps(thinking),
+                        },
+                    ],
+                },
+                {"role": "tool", "results": [{"id": "toolu_1", "text": "ok"}]},
+                {"role": "user", "text": "next"},
+            )
+        ),
+        tools=(ToolSpec(name="read"),),
+    )
+    assert any(v.kind == "reasoning_detached" for v in validate(detached))
+    run = _direct(load_plugin("reference"))
+    judged = {
+        shape: _judge_one(run, shape, detached, 4000)
+        for shape in ("openai-chat", "anthropic-messages")
+    }
+    chat = judged["openai-chat"]
+    assert chat is None or chat[0].expect.outcome == "either"
+    anthropic = judged["anthropic-messages"]
+    assert anthropic is not None
+    assert anthropic[0].expect.outcome == "refused"
+
+
+def test_minimize_removes_what_the_failure_does_not_need(fakes: Path) -> None:
+    """A PDF, message names and extra rings are irrelevant to a dropped tool result."""
+    items = [
+        {"role": "system", "text": "You are ops."},
+        {
+            "role": "user",
+            "name": "alice",
+            "text": "GOAL: check.",
+            "files": [
+                {"base64": "JVBERi0xLjQK", "media_type": "application/pdf", "filename": "r.pdf"}
+            ],
+        },
+    ]
+    for n in range(3):
+        items += [
+            {"role": "assistant", "calls": [{"id": f"c{n}", "name": "status"}]},
+            {"role": "tool", "results": [{"id": f"c{n}", "text": f"reading {n}"}]},
+        ]
+    items.append({"role": "user", "name": "alice", "text": "next?"})
+    session = Transcript(
+        messages=tuple(message_from_compact(m) for m in items), tools=(ToolSpec(name="status"),)
+    )
+    plugin = load_plugin("fzfakes:drop_first_call_result")
+    judged = _judge_one(_direct(plugin), "openai-chat", session, 4000)
+    assert judged is not None
+    scenario, result = judged
+    assert result.status == "fail"
+    finding = FuzzFinding(scenario, "openai-chat", 4000, "valid", result)
+    small = minimize(plugin, finding, 10.0)
+    assert {c.id for c in small.failures} == {c.id for c in finding.failures}
+    kept = small.scenario.session.messages
+    assert not any(isinstance(p, FilePart) for m in kept for p in m.parts)
+    assert all(m.name is None for m in kept)
+    calls = [p for m in kept for p in m.parts if isinstance(p, ToolCallPart)]
+    assert len(calls) == 1
+    assert len(kept) < len(session.messages)

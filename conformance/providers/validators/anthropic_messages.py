@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A17.
+"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A20, A22.
 
 Paths in texts use Anthropic's notation ``messages.3.content.0`` (provider-rules.md). Profiles that
 no longer enforce strict alternation (A9 relaxed) merge consecutive same-role turns before the
@@ -323,6 +323,33 @@ def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
         final_assistant = i == len(messages) - 1 and message.get("role") == "assistant"
         if message.get("content") in ("", []) and not final_assistant:
             yield Finding("A11", (i,), {"index": i})
+
+
+@detector(SHAPE, "A19", "A20")
+def blank_text_blocks(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A19: a text block with empty text; A20: a text block of whitespace only (observed, each
+    with its own message and no index in it)."""
+    for i, message in enumerate(messages_of(body)):
+        blocks = message.get("content")
+        if not isinstance(blocks, list):  # a bare string is a message's content (A11), no block
+            continue
+        for j, block in enumerate(blocks):
+            if not isinstance(block, dict):
+                continue
+            text = block.get("text")
+            if block.get("type") != "text" or not isinstance(text, str):
+                continue
+            if text == "":
+                yield Finding("A19", (i, j), {"index": i, "block": j}, rule="A19")
+            elif not text.strip():
+                yield Finding("A20", (i, j), {"index": i, "block": j}, rule="A20")
+
+
+@detector(SHAPE, "A22")
+def no_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A22: an empty ``messages`` list."""
+    if body.get("messages") == []:
+        yield Finding("A22", (-1,), {})
 
 
 def _thinking_enabled(body: Mapping[str, Any]) -> bool:
