@@ -21,6 +21,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from conformance.adapters._budget import count_chat_messages
+from conformance.adapters._chat import (
+    ChatMessages,
+    ChatPlugin,
+    ToolCall,
+    bridge,
+    chat_tool_call,
+    convert_chat,
+    require,
+    text_of,
+)
 
 __all__ = [
     "buffered",
@@ -31,77 +41,42 @@ __all__ = [
     "token_limited",
 ]
 
-ChatMessages = list[dict[str, Any]]
+_MISSING = "the autogen adapter needs autogen-core: pip install 'ctxconf[autogen]'"
 
 
 def _autogen() -> Any:
-    try:
-        import autogen_core  # noqa: PLC0415 - optional extra
-        from autogen_core import model_context, models  # noqa: PLC0415
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the autogen adapter needs autogen-core: pip install 'ctxconf[autogen]'"
-        ) from exc
-    return autogen_core, model_context, models
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        return "".join(
-            str(p.get("text", ""))
-            for p in content
-            if isinstance(p, Mapping) and p.get("type") == "text"
-        )
-    return "" if content is None else str(content)
+    return (
+        require("autogen_core", _MISSING),
+        require("autogen_core.model_context", _MISSING),
+        require("autogen_core.models", _MISSING),
+    )
 
 
 def to_autogen(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
     """OpenAI Chat messages as AutoGen ``LLMMessage`` objects (tool runs grouped per turn)."""
     core, _, models = _autogen()
-    names: dict[str, str] = {}
-    out: list[Any] = []
-    for message in messages:
-        role = message.get("role")
-        if role in {"system", "developer"}:
-            out.append(models.SystemMessage(content=_text(message.get("content"))))
-        elif role == "user":
-            out.append(models.UserMessage(content=_text(message.get("content")), source="user"))
-        elif role == "assistant":
-            calls = message.get("tool_calls") or []
-            text = _text(message.get("content"))
-            if calls:
-                function_calls = []
-                for call in calls:
-                    fn = call.get("function", {})
-                    names[call["id"]] = fn.get("name", "")
-                    function_calls.append(
-                        core.FunctionCall(
-                            id=call["id"],
-                            name=fn.get("name", ""),
-                            arguments=fn.get("arguments", ""),
-                        )
-                    )
-                out.append(
-                    models.AssistantMessage(
-                        content=function_calls, thought=text or None, source="assistant"
-                    )
-                )
-            else:
-                out.append(models.AssistantMessage(content=text, source="assistant"))
-        elif role == "tool":
-            call_id = str(message.get("tool_call_id", ""))
-            result = models.FunctionExecutionResult(
-                content=_text(message.get("content")), name=names.get(call_id, ""), call_id=call_id
-            )
-            if out and isinstance(out[-1], models.FunctionExecutionResultMessage):
-                out[-1].content.append(result)
-            else:
-                out.append(models.FunctionExecutionResultMessage(content=[result]))
-        else:
-            raise ValueError(f"the autogen adapter cannot carry a {role!r} message")
-    return out
+
+    def assistant(text: str, calls: list[ToolCall]) -> Any:
+        if not calls:
+            return models.AssistantMessage(content=text, source="assistant")
+        function_calls = [
+            core.FunctionCall(id=c.id, name=c.name, arguments=c.arguments) for c in calls
+        ]
+        return models.AssistantMessage(
+            content=function_calls, thought=text or None, source="assistant"
+        )
+
+    return convert_chat(
+        messages,
+        adapter="autogen",
+        system=lambda text: models.SystemMessage(content=text),
+        user=lambda text: models.UserMessage(content=text, source="user"),
+        assistant=assistant,
+        tool_result=lambda call_id, name, text: models.FunctionExecutionResult(
+            content=text, name=name, call_id=call_id
+        ),
+        tool_results=lambda results: models.FunctionExecutionResultMessage(content=results),
+    )
 
 
 def from_autogen(messages: Sequence[Any]) -> ChatMessages:
@@ -112,19 +87,12 @@ def from_autogen(messages: Sequence[Any]) -> ChatMessages:
         if isinstance(message, models.SystemMessage):
             out.append({"role": "system", "content": message.content})
         elif isinstance(message, models.UserMessage):
-            out.append({"role": "user", "content": _text(message.content)})
+            out.append({"role": "user", "content": text_of(message.content)})
         elif isinstance(message, models.AssistantMessage):
             if isinstance(message.content, str):
                 out.append({"role": "assistant", "content": message.content})
             else:
-                calls = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in message.content
-                ]
+                calls = [chat_tool_call(c.id, c.name, c.arguments) for c in message.content]
                 out.append({"role": "assistant", "content": message.thought, "tool_calls": calls})
         elif isinstance(message, models.FunctionExecutionResultMessage):
             out.extend(
@@ -147,60 +115,53 @@ class _CountingClient:
         raise NotImplementedError("the adapter always passes token_limit")
 
 
-def _run_context(build: Callable[[list[Any]], Any], messages: ChatMessages) -> ChatMessages:
-    context = build(to_autogen(messages))
-    return from_autogen(asyncio.run(context.get_messages()))
+def _context(build: Callable[[list[Any], int], Any], *, name: str) -> ChatPlugin:
+    """The plug-in that starts the context ``build(messages, budget)`` with the session and
+    returns what its ``get_messages()`` hands the next model call."""
+
+    def next_call(history: list[Any], budget: int) -> Sequence[Any]:
+        seen: Sequence[Any] = asyncio.run(build(history, budget).get_messages())
+        return seen
+
+    return bridge(to_autogen, next_call, from_autogen, name=name)
 
 
-def make_buffered(*, buffer_size: int) -> Callable[[ChatMessages, int], ChatMessages]:
+def make_buffered(*, buffer_size: int) -> ChatPlugin:
     """``BufferedChatCompletionContext(buffer_size=buffer_size)`` (the budget is not its option)."""
 
-    def buffered(messages: ChatMessages, budget: int) -> ChatMessages:
+    def build(history: list[Any], budget: int) -> Any:
         del budget  # a message-count window: the budget is not one of its options
         _, model_context, _ = _autogen()
-        return _run_context(
-            lambda ms: model_context.BufferedChatCompletionContext(
-                buffer_size=buffer_size, initial_messages=ms
-            ),
-            messages,
+        return model_context.BufferedChatCompletionContext(
+            buffer_size=buffer_size, initial_messages=history
         )
 
-    return buffered
+    return _context(build, name="buffered")
 
 
-def make_head_and_tail(
-    *, head_size: int, tail_size: int
-) -> Callable[[ChatMessages, int], ChatMessages]:
+def make_head_and_tail(*, head_size: int, tail_size: int) -> ChatPlugin:
     """``HeadAndTailChatCompletionContext(head_size=..., tail_size=...)``."""
 
-    def head_and_tail(messages: ChatMessages, budget: int) -> ChatMessages:
+    def build(history: list[Any], budget: int) -> Any:
         del budget  # message counts only
         _, model_context, _ = _autogen()
-        return _run_context(
-            lambda ms: model_context.HeadAndTailChatCompletionContext(
-                head_size=head_size, tail_size=tail_size, initial_messages=ms
-            ),
-            messages,
+        return model_context.HeadAndTailChatCompletionContext(
+            head_size=head_size, tail_size=tail_size, initial_messages=history
         )
 
-    return head_and_tail
+    return _context(build, name="head_and_tail")
 
 
-def make_token_limited() -> Callable[[ChatMessages, int], ChatMessages]:
+def make_token_limited() -> ChatPlugin:
     """``TokenLimitedChatCompletionContext(client, token_limit=budget)``."""
 
-    def token_limited(messages: ChatMessages, budget: int) -> ChatMessages:
+    def build(history: list[Any], budget: int) -> Any:
         _, model_context, _ = _autogen()
-        return _run_context(
-            lambda ms: model_context.TokenLimitedChatCompletionContext(
-                _CountingClient(),
-                token_limit=budget,
-                initial_messages=ms,
-            ),
-            messages,
+        return model_context.TokenLimitedChatCompletionContext(
+            _CountingClient(), token_limit=budget, initial_messages=history
         )
 
-    return token_limited
+    return _context(build, name="token_limited")
 
 
 buffered = make_buffered(buffer_size=6)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from conformance.adapters._budget import count_chat_messages
+from conformance.adapters._chat import ChatMessages, ChatPlugin, bridge, require
 
 __all__ = [
     "make_trimmer",
@@ -25,17 +26,39 @@ __all__ = [
     "trim_last_start_on_human",
 ]
 
-ChatMessages = list[dict[str, Any]]
+_MISSING = "the langchain adapter needs langchain-core: pip install 'ctxconf[langchain]'"
 
 
-def _import_langchain() -> Any:
-    try:
-        from langchain_core import messages as lc_messages  # noqa: PLC0415 - optional extra
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the langchain adapter needs langchain-core: pip install 'ctxconf[langchain]'"
-        ) from exc
-    return lc_messages
+def langchain_messages(missing: str = _MISSING) -> Any:
+    """``langchain_core.messages``; ``missing`` says what to install when it is absent."""
+    return require("langchain_core.messages", missing)
+
+
+def reference_count(lc: Any) -> Callable[[Sequence[Any]], int]:
+    """A LangChain ``token_counter`` that counts with the reference counter (``lc`` is
+    ``langchain_core.messages``)."""
+
+    def count(batch: Sequence[Any]) -> int:
+        return count_chat_messages(lc.convert_to_openai_messages(list(batch)))
+
+    return count
+
+
+def langchain_bridge(
+    call: Callable[[list[Any], int], Sequence[Any]], *, name: str, missing: str = _MISSING
+) -> ChatPlugin:
+    """The plug-in that converts the messages to LangChain's (``convert_to_messages``), runs
+    ``call`` and converts its messages back (``convert_to_openai_messages``)."""
+
+    def to_langchain(messages: ChatMessages) -> list[Any]:
+        converted: list[Any] = langchain_messages(missing).convert_to_messages(messages)
+        return converted
+
+    def from_langchain(messages: Sequence[Any]) -> ChatMessages:
+        back: ChatMessages = langchain_messages(missing).convert_to_openai_messages(list(messages))
+        return back
+
+    return bridge(to_langchain, call, from_langchain, name=name)
 
 
 def make_trimmer(
@@ -46,23 +69,16 @@ def make_trimmer(
     end_on: str | Sequence[str] | None = None,
     allow_partial: bool = False,
     token_counter: Literal["reference", "approximate"] = "reference",
-) -> Callable[[ChatMessages, int], ChatMessages]:
+) -> ChatPlugin:
     """A plug-in function that runs ``trim_messages`` with these options."""
 
-    def trim(messages: ChatMessages, budget: int) -> ChatMessages:
-        lc = _import_langchain()
-        converted = lc.convert_to_messages(messages)
-        counter: Any
-        if token_counter == "approximate":
-            counter = "approximate"
-        else:
-
-            def counter(batch: list[Any]) -> int:
-                return count_chat_messages(lc.convert_to_openai_messages(batch))
-
+    def trim(converted: list[Any], budget: int) -> Sequence[Any]:
+        lc = langchain_messages()
         options: dict[str, Any] = {
             "max_tokens": budget,
-            "token_counter": counter,
+            "token_counter": "approximate"
+            if token_counter == "approximate"
+            else reference_count(lc),
             "strategy": strategy,
             "allow_partial": allow_partial,
         }
@@ -72,12 +88,10 @@ def make_trimmer(
             options["start_on"] = start_on
         if end_on is not None:
             options["end_on"] = end_on
-        trimmed = lc.trim_messages(converted, **options)
-        result: ChatMessages = lc.convert_to_openai_messages(trimmed)
-        return result
+        trimmed: Sequence[Any] = lc.trim_messages(converted, **options)
+        return trimmed
 
-    trim.__name__ = f"trim_{strategy}"
-    return trim
+    return langchain_bridge(trim, name=f"trim_{strategy}")
 
 
 trim_last = make_trimmer(strategy="last", include_system=True)

@@ -20,10 +20,11 @@ picks LangChain's ``count_tokens_approximately``, each library's default.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from conformance.adapters._budget import count_chat_messages
+from conformance.adapters._chat import ChatMessages, ChatPlugin, require
+from conformance.adapters.langchain import langchain_bridge, langchain_messages, reference_count
 
 __all__ = [
     "SUMMARY_TEXT",
@@ -34,20 +35,17 @@ __all__ = [
     "summarization_middleware_keep_tokens",
 ]
 
-ChatMessages = list[dict[str, Any]]
 SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools were called."
 """What the fake summarizer model answers, every time."""
 
+_MISSING = (
+    "the summarization adapters need langchain and langmem: "
+    "pip install 'ctxconf[langchain-summarization]'"
+)
+
 
 def _langchain_core() -> Any:
-    try:
-        from langchain_core import messages as lc_messages  # noqa: PLC0415 - optional extra
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the summarization adapters need langchain and langmem: "
-            "pip install 'ctxconf[langchain-summarization]'"
-        ) from exc
-    return lc_messages
+    return langchain_messages(_MISSING)
 
 
 def _fake_model() -> Any:
@@ -58,16 +56,12 @@ def _fake_model() -> Any:
     return FakeListChatModel(responses=[SUMMARY_TEXT])
 
 
-def _counter(token_counter: Literal["reference", "approximate"]) -> Callable[[list[Any]], int]:
+def _counter(token_counter: Literal["reference", "approximate"]) -> Callable[[Sequence[Any]], int]:
     lc = _langchain_core()
     if token_counter == "approximate":
-        counter: Callable[[list[Any]], int] = lc.count_tokens_approximately
+        counter: Callable[[Sequence[Any]], int] = lc.count_tokens_approximately
         return counter
-
-    def reference(batch: list[Any]) -> int:
-        return count_chat_messages(lc.convert_to_openai_messages(list(batch)))
-
-    return reference
+    return reference_count(lc)
 
 
 def make_summarization_middleware(
@@ -75,24 +69,25 @@ def make_summarization_middleware(
     keep_messages: int | None = None,
     keep_tokens_ratio: float | None = None,
     token_counter: Literal["reference", "approximate"] = "reference",
-) -> Callable[[ChatMessages, int], ChatMessages]:
-    """``SummarizationMiddleware(fake, trigger=("tokens", budget), keep=...)``'s ``before_model``."""
+) -> ChatPlugin:
+    """``SummarizationMiddleware(fake, trigger=("tokens", budget), keep=...)``'s ``before_model``.
+
+    Not a :func:`~conformance.adapters.langchain.langchain_bridge`: when the hook changes nothing
+    the session is returned as it came, not converted there and back."""
 
     def summarize(messages: ChatMessages, budget: int) -> ChatMessages:
         lc = _langchain_core()
-        try:
-            from langchain.agents.middleware import SummarizationMiddleware  # noqa: PLC0415
-        except ImportError as exc:  # pragma: no cover - exercised only without the extra
-            raise ImportError(
-                "SummarizationMiddleware needs langchain>=1: "
-                "pip install 'ctxconf[langchain-summarization]'"
-            ) from exc
+        middleware_module = require(
+            "langchain.agents.middleware",
+            "SummarizationMiddleware needs langchain>=1: "
+            "pip install 'ctxconf[langchain-summarization]'",
+        )
         options: dict[str, Any] = {"trigger": ("tokens", budget)}
         if keep_tokens_ratio is not None:
             options["keep"] = ("tokens", max(1, int(budget * keep_tokens_ratio)))
         elif keep_messages is not None:
             options["keep"] = ("messages", keep_messages)
-        middleware = SummarizationMiddleware(
+        middleware = middleware_module.SummarizationMiddleware(
             _fake_model(), token_counter=_counter(token_counter), **options
         )
         state = {"messages": lc.convert_to_messages(messages)}
@@ -111,7 +106,7 @@ def make_langmem_summarize(
     max_summary_tokens: int | None = None,
     max_summary_ratio: float = 0.5,
     token_counter: Literal["reference", "approximate"] = "reference",
-) -> Callable[[ChatMessages, int], ChatMessages]:
+) -> ChatPlugin:
     """``langmem.short_term.summarize_messages(..., max_tokens=budget, max_summary_tokens=...)``.
 
     ``max_summary_tokens`` must stay below ``max_tokens`` (langmem raises otherwise), so by default
@@ -119,18 +114,14 @@ def make_langmem_summarize(
     a fixed ``max_summary_tokens`` is passed as given.
     """
 
-    def summarize(messages: ChatMessages, budget: int) -> ChatMessages:
-        lc = _langchain_core()
-        try:
-            with warnings.catch_warnings():
-                # langmem 0.0.x imports Send from langgraph.constants, deprecated since LangGraph 1.0.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                from langmem.short_term import summarize_messages  # noqa: PLC0415
-        except ImportError as exc:  # pragma: no cover - exercised only without the extra
-            raise ImportError(
-                "the langmem adapter needs langmem: pip install 'ctxconf[langchain-summarization]'"
-            ) from exc
-        session = lc.convert_to_messages(messages)
+    def summarize(session: list[Any], budget: int) -> Sequence[Any]:
+        with warnings.catch_warnings():
+            # langmem 0.0.x imports Send from langgraph.constants, deprecated since LangGraph 1.0.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            short_term = require(
+                "langmem.short_term",
+                "the langmem adapter needs langmem: pip install 'ctxconf[langchain-summarization]'",
+            )
         for index, message in enumerate(session):
             # LangGraph's state gives every message an id; summarize_messages requires one.
             message.id = message.id or f"m{index}"
@@ -138,25 +129,22 @@ def make_langmem_summarize(
             # langmem warns (RuntimeWarning) when it cannot trim what it summarizes and goes on
             # with the whole list; in production that is a log line, not an error, so here too.
             warnings.simplefilter("always")
-            outcome = _summarize(summarize_messages, session, budget)
-        result: ChatMessages = lc.convert_to_openai_messages(outcome.messages)
-        return result
+            outcome = short_term.summarize_messages(
+                session,
+                running_summary=None,
+                model=_fake_model(),
+                max_tokens=budget,
+                max_summary_tokens=(
+                    max_summary_tokens
+                    if max_summary_tokens is not None
+                    else max(1, int(budget * max_summary_ratio))
+                ),
+                token_counter=_counter(token_counter),
+            )
+        kept: Sequence[Any] = outcome.messages
+        return kept
 
-    def _summarize(summarize_messages: Any, session: list[Any], budget: int) -> Any:
-        return summarize_messages(
-            session,
-            running_summary=None,
-            model=_fake_model(),
-            max_tokens=budget,
-            max_summary_tokens=(
-                max_summary_tokens
-                if max_summary_tokens is not None
-                else max(1, int(budget * max_summary_ratio))
-            ),
-            token_counter=_counter(token_counter),
-        )
-
-    return summarize
+    return langchain_bridge(summarize, name="summarize", missing=_MISSING)
 
 
 summarization_middleware = make_summarization_middleware()

@@ -12,20 +12,17 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["make_trimmer", "trim_messages"]
+from conformance.adapters._chat import ChatMessages, require
 
-ChatMessages = list[dict[str, Any]]
+__all__ = ["make_trimmer", "trim_messages"]
 
 
 def _import_litellm_trim() -> Callable[..., Any]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        from litellm.utils import trim_messages as litellm_trim  # noqa: PLC0415 - optional extra
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the litellm adapter needs litellm: pip install 'ctxconf[litellm]'"
-        ) from exc
-    trim: Callable[..., Any] = litellm_trim
+    utils = require(
+        "litellm.utils", "the litellm adapter needs litellm: pip install 'ctxconf[litellm]'"
+    )
+    trim: Callable[..., Any] = utils.trim_messages
     return trim
 
 

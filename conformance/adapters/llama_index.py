@@ -22,6 +22,8 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from conformance.adapters._chat import ChatMessages, ChatPlugin, bridge, require, text_of
+
 __all__ = [
     "chat_memory_buffer",
     "make_chat_memory_buffer",
@@ -29,18 +31,11 @@ __all__ = [
     "memory",
 ]
 
-ChatMessages = list[dict[str, Any]]
+_MISSING = "the llama-index adapter needs llama-index-core: pip install 'ctxconf[llama-index]'"
 
 
 def _llama() -> Any:
-    try:
-        from llama_index.core import base  # noqa: PLC0415, F401 - optional extra
-        from llama_index.core.base.llms import types  # noqa: PLC0415
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the llama-index adapter needs llama-index-core: pip install 'ctxconf[llama-index]'"
-        ) from exc
-    return types
+    return require("llama_index.core.base.llms.types", _MISSING)
 
 
 def _tokenizer() -> Callable[[str], list[int]]:
@@ -49,18 +44,6 @@ def _tokenizer() -> Callable[[str], list[int]]:
     encoding = get_encoding("o200k_base")
     encode: Callable[[str], list[int]] = encoding.encode
     return encode
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        return "".join(
-            str(p.get("text", ""))
-            for p in content
-            if isinstance(p, Mapping) and p.get("type") == "text"
-        )
-    return "" if content is None else str(content)
 
 
 def to_llama_index(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -79,7 +62,7 @@ def to_llama_index(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         out.append(
             types.ChatMessage(
                 role=types.MessageRole(role),
-                content=_text(message.get("content")),
+                content=text_of(message.get("content")),
                 additional_kwargs=extra,
             )
         )
@@ -102,30 +85,27 @@ def from_llama_index(messages: Sequence[Any]) -> ChatMessages:
     return out
 
 
-def make_chat_memory_buffer() -> Callable[[ChatMessages, int], ChatMessages]:
+def make_chat_memory_buffer() -> ChatPlugin:
     """``ChatMemoryBuffer.from_defaults(chat_history=..., token_limit=budget)``'s ``get()``."""
 
-    def chat_memory_buffer(messages: ChatMessages, budget: int) -> ChatMessages:
-        _llama()
-        from llama_index.core.memory import ChatMemoryBuffer  # noqa: PLC0415
-
-        buffer = ChatMemoryBuffer.from_defaults(
-            chat_history=to_llama_index(messages), token_limit=budget, tokenizer_fn=_tokenizer()
+    def get(history: list[Any], budget: int) -> list[Any]:
+        memories = require("llama_index.core.memory", _MISSING)
+        buffer = memories.ChatMemoryBuffer.from_defaults(
+            chat_history=history, token_limit=budget, tokenizer_fn=_tokenizer()
         )
-        return from_llama_index(buffer.get())
+        seen: list[Any] = buffer.get()
+        return seen
 
-    return chat_memory_buffer
+    return bridge(to_llama_index, get, from_llama_index, name="chat_memory_buffer")
 
 
 def make_memory(
     *, chat_history_token_ratio: float = 0.7, token_flush_size: int | None = None
-) -> Callable[[ChatMessages, int], ChatMessages]:
+) -> ChatPlugin:
     """``Memory.from_defaults(token_limit=budget, ...)``: ``put_messages`` then ``get()``."""
 
-    def memory(messages: ChatMessages, budget: int) -> ChatMessages:
-        _llama()
-        from llama_index.core.memory import Memory  # noqa: PLC0415
-
+    def get(history: list[Any], budget: int) -> list[Any]:
+        memories = require("llama_index.core.memory", _MISSING)
         options: dict[str, Any] = {"chat_history_token_ratio": chat_history_token_ratio}
         if token_flush_size is not None:
             options["token_flush_size"] = token_flush_size
@@ -136,21 +116,21 @@ def make_memory(
             # our own so it is disposed of after the call instead of leaking its connection.
             engine = create_async_engine("sqlite+aiosqlite:///:memory:")
             try:
-                store = Memory.from_defaults(
+                store = memories.Memory.from_defaults(
                     session_id="ctxconf",
                     token_limit=budget,
                     tokenizer_fn=_tokenizer(),
                     async_engine=engine,
                     **options,
                 )
-                await store.aput_messages(to_llama_index(messages))
+                await store.aput_messages(history)
                 return list(await store.aget())
             finally:
                 await engine.dispose()
 
-        return from_llama_index(asyncio.run(window()))
+        return asyncio.run(window())
 
-    return memory
+    return bridge(to_llama_index, get, from_llama_index, name="memory")
 
 
 chat_memory_buffer = make_chat_memory_buffer()

@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from conformance.adapters._chat import require
 from conformance.protocol import MessageListAssembler
 
 __all__ = [
@@ -34,13 +35,10 @@ SHAPE = "openai-responses"
 
 
 def _agents() -> Any:
-    try:
-        import agents  # noqa: PLC0415 - optional extra
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the openai-agents adapter needs openai-agents: pip install 'ctxconf[openai-agents]'"
-        ) from exc
-    return agents
+    return require(
+        "agents",
+        "the openai-agents adapter needs openai-agents: pip install 'ctxconf[openai-agents]'",
+    )
 
 
 def make_session_limit(*, limit: int) -> MessageListAssembler:

@@ -14,74 +14,48 @@ repair, so the report shows what the silent repair changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from conformance.adapters._chat import (
+    ChatMessages,
+    ChatPlugin,
+    ToolCall,
+    bridge,
+    chat_tool_call,
+    convert_chat,
+    require,
+    text_of,
+)
 
 __all__ = ["keep_last", "keep_last_no_repair", "make_process_history"]
 
-ChatMessages = list[dict[str, Any]]
-
 
 def _messages_module() -> Any:
-    try:
-        from pydantic_ai import messages  # noqa: PLC0415 - optional extra
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the pydantic-ai adapter needs pydantic-ai-slim: pip install 'ctxconf[pydantic-ai]'"
-        ) from exc
-    return messages
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        return "".join(
-            str(p.get("text", ""))
-            for p in content
-            if isinstance(p, Mapping) and p.get("type") == "text"
-        )
-    return "" if content is None else str(content)
+    return require(
+        "pydantic_ai.messages",
+        "the pydantic-ai adapter needs pydantic-ai-slim: pip install 'ctxconf[pydantic-ai]'",
+    )
 
 
 def to_pydantic_ai(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
     """OpenAI Chat messages as pydantic-ai model messages."""
     pm = _messages_module()
-    names: dict[str, str] = {}
-    out: list[Any] = []
-    for message in messages:
-        role = message.get("role")
-        if role in {"system", "developer"}:
-            out.append(pm.ModelRequest(parts=[pm.SystemPromptPart(_text(message.get("content")))]))
-        elif role == "user":
-            out.append(pm.ModelRequest(parts=[pm.UserPromptPart(_text(message.get("content")))]))
-        elif role == "assistant":
-            parts: list[Any] = []
-            text = _text(message.get("content"))
-            if text:
-                parts.append(pm.TextPart(text))
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function", {})
-                names[call["id"]] = fn.get("name", "")
-                parts.append(
-                    pm.ToolCallPart(
-                        fn.get("name", ""), fn.get("arguments", ""), tool_call_id=call["id"]
-                    )
-                )
-            out.append(pm.ModelResponse(parts=parts))
-        elif role == "tool":
-            call_id = str(message.get("tool_call_id", ""))
-            part = pm.ToolReturnPart(names.get(call_id, ""), _text(message.get("content")), call_id)
-            previous = out[-1] if out else None
-            if isinstance(previous, pm.ModelRequest) and all(
-                isinstance(p, pm.ToolReturnPart) for p in previous.parts
-            ):
-                previous.parts.append(part)
-            else:
-                out.append(pm.ModelRequest(parts=[part]))
-        else:
-            raise ValueError(f"the pydantic-ai adapter cannot carry a {role!r} message")
-    return out
+
+    def assistant(text: str, calls: list[ToolCall]) -> Any:
+        parts: list[Any] = [pm.TextPart(text)] if text else []
+        parts += [pm.ToolCallPart(c.name, c.arguments, tool_call_id=c.id) for c in calls]
+        return pm.ModelResponse(parts=parts)
+
+    return convert_chat(
+        messages,
+        adapter="pydantic-ai",
+        system=lambda text: pm.ModelRequest(parts=[pm.SystemPromptPart(text)]),
+        user=lambda text: pm.ModelRequest(parts=[pm.UserPromptPart(text)]),
+        assistant=assistant,
+        tool_result=lambda call_id, name, text: pm.ToolReturnPart(name, text, call_id),
+        tool_results=lambda parts: pm.ModelRequest(parts=parts),
+    )
 
 
 def from_pydantic_ai(messages: Sequence[Any]) -> ChatMessages:
@@ -92,11 +66,7 @@ def from_pydantic_ai(messages: Sequence[Any]) -> ChatMessages:
         if isinstance(message, pm.ModelResponse):
             text = "".join(p.content for p in message.parts if isinstance(p, pm.TextPart))
             calls = [
-                {
-                    "id": p.tool_call_id,
-                    "type": "function",
-                    "function": {"name": p.tool_name, "arguments": p.args_as_json_str()},
-                }
+                chat_tool_call(p.tool_call_id, p.tool_name, p.args_as_json_str())
                 for p in message.parts
                 if isinstance(p, pm.ToolCallPart)
             ]
@@ -109,7 +79,7 @@ def from_pydantic_ai(messages: Sequence[Any]) -> ChatMessages:
             if isinstance(part, pm.SystemPromptPart):
                 out.append({"role": "system", "content": part.content})
             elif isinstance(part, pm.UserPromptPart):
-                out.append({"role": "user", "content": _text(part.content)})
+                out.append({"role": "user", "content": text_of(part.content)})
             elif isinstance(part, pm.ToolReturnPart):
                 content = (
                     part.content if isinstance(part.content, str) else json.dumps(part.content)
@@ -130,24 +100,19 @@ def from_pydantic_ai(messages: Sequence[Any]) -> ChatMessages:
     return out
 
 
-def make_process_history(
-    *, keep_last: int = 5, repair: bool = True
-) -> Callable[[ChatMessages, int], ChatMessages]:
+def make_process_history(*, keep_last: int = 5, repair: bool = True) -> ChatPlugin:
     """The documented ``ProcessHistory`` processor (last ``keep_last`` messages), then the repair."""
 
-    def processor(messages: list[Any]) -> list[Any]:
-        return messages[-keep_last:] if len(messages) > keep_last else messages
-
-    def process_history(messages: ChatMessages, budget: int) -> ChatMessages:
+    def process_history(history: list[Any], budget: int) -> list[Any]:
         del budget  # the documented processor counts messages, not tokens
-        pm = _messages_module()
-        history = processor(to_pydantic_ai(messages))
+        history = history[-keep_last:] if len(history) > keep_last else history
         if repair:
-            history = pm.repair_messages(history)
-        return from_pydantic_ai(history)
+            repaired: list[Any] = _messages_module().repair_messages(history)
+            return repaired
+        return history
 
-    process_history.__name__ = f"keep_last_{keep_last}" + ("" if repair else "_no_repair")
-    return process_history
+    name = f"keep_last_{keep_last}" + ("" if repair else "_no_repair")
+    return bridge(to_pydantic_ai, process_history, from_pydantic_ai, name=name)
 
 
 keep_last = make_process_history(keep_last=5)

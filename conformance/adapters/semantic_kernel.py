@@ -16,8 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from conformance.adapters._chat import (
+    CallNames,
+    ChatMessages,
+    ChatPlugin,
+    bridge,
+    chat_tool_call,
+    require,
+    text_of,
+)
 
 __all__ = [
     "SUMMARY_TEXT",
@@ -27,30 +37,14 @@ __all__ = [
     "truncation",
 ]
 
-ChatMessages = list[dict[str, Any]]
 SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools were called."
 
 
 def _sk() -> Any:
-    try:
-        from semantic_kernel import contents  # noqa: PLC0415 - optional extra
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "the semantic-kernel adapter needs semantic-kernel: pip install 'ctxconf[semantic-kernel]'"
-        ) from exc
-    return contents
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        return "".join(
-            str(p.get("text", ""))
-            for p in content
-            if isinstance(p, Mapping) and p.get("type") == "text"
-        )
-    return "" if content is None else str(content)
+    return require(
+        "semantic_kernel.contents",
+        "the semantic-kernel adapter needs semantic-kernel: pip install 'ctxconf[semantic-kernel]'",
+    )
 
 
 def to_semantic_kernel(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -63,34 +57,24 @@ def to_semantic_kernel(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
         "assistant": sk.AuthorRole.ASSISTANT,
         "tool": sk.AuthorRole.TOOL,
     }
-    names: dict[str, str] = {}
+    names = CallNames()
     out = []
     for message in messages:
         role = message.get("role")
         if role not in roles:
             raise ValueError(f"the semantic-kernel adapter cannot carry a {role!r} message")
         items: list[Any] = []
-        text = _text(message.get("content"))
+        text = text_of(message.get("content"))
         if role == "tool":
-            call_id = str(message.get("tool_call_id", ""))
-            items.append(
-                sk.FunctionResultContent(
-                    id=call_id, function_name=names.get(call_id, "tool"), result=text
-                )
-            )
+            call_id, name = names.answered(message, default="tool")
+            items.append(sk.FunctionResultContent(id=call_id, function_name=name, result=text))
         else:
             if text:
                 items.append(sk.TextContent(text=text))
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function", {})
-                names[call["id"]] = fn.get("name", "")
-                items.append(
-                    sk.FunctionCallContent(
-                        id=call["id"],
-                        function_name=fn.get("name", ""),
-                        arguments=fn.get("arguments", ""),
-                    )
-                )
+            items += [
+                sk.FunctionCallContent(id=c.id, function_name=c.name, arguments=c.arguments)
+                for c in names.calls(message)
+            ]
         out.append(sk.ChatMessageContent(role=roles[role], items=items))
     return out
 
@@ -113,16 +97,11 @@ def from_semantic_kernel(messages: Sequence[Any]) -> ChatMessages:
         if calls:
             entry["content"] = entry["content"] or None
             entry["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {
-                        "name": c.function_name,
-                        "arguments": c.arguments
-                        if isinstance(c.arguments, str)
-                        else json.dumps(c.arguments or {}),
-                    },
-                }
+                chat_tool_call(
+                    c.id,
+                    c.function_name,
+                    c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments or {}),
+                )
                 for c in calls
             ]
         out.append(entry)
@@ -147,46 +126,48 @@ def _fake_service() -> Any:
     return FixedSummaryService(ai_model_id="ctxconf-fixed-summary")
 
 
-def _reduce(reducer: Any) -> ChatMessages:
-    async def run() -> None:
-        await reducer.reduce()
+def _reducer(build: Any) -> ChatPlugin:
+    """The plug-in that puts the messages into the reducer ``build()`` makes and reduces them."""
 
-    asyncio.run(run())
-    return from_semantic_kernel(reducer.messages)
+    def reduce(history: list[Any], budget: int) -> Sequence[Any]:
+        del budget  # a message-count reducer
+        reducer = build()
+        reducer.messages = history
+
+        async def run() -> None:
+            await reducer.reduce()
+
+        asyncio.run(run())
+        reduced: Sequence[Any] = reducer.messages
+        return reduced
+
+    return bridge(to_semantic_kernel, reduce, from_semantic_kernel, name=build.__name__)
 
 
-def make_truncation(
-    *, target_count: int, threshold_count: int | None = None
-) -> Callable[[ChatMessages, int], ChatMessages]:
+def _threshold(threshold_count: int | None) -> dict[str, int]:
+    return {} if threshold_count is None else {"threshold_count": threshold_count}
+
+
+def make_truncation(*, target_count: int, threshold_count: int | None = None) -> ChatPlugin:
     """``ChatHistoryTruncationReducer(target_count=..., threshold_count=...).reduce()``."""
 
-    def truncation(messages: ChatMessages, budget: int) -> ChatMessages:
-        del budget  # a message-count reducer
-        sk = _sk()
-        options = {} if threshold_count is None else {"threshold_count": threshold_count}
-        reducer = sk.ChatHistoryTruncationReducer(target_count=target_count, **options)
-        reducer.messages = to_semantic_kernel(messages)
-        return _reduce(reducer)
+    def truncation() -> Any:
+        return _sk().ChatHistoryTruncationReducer(
+            target_count=target_count, **_threshold(threshold_count)
+        )
 
-    return truncation
+    return _reducer(truncation)
 
 
-def make_summarization(
-    *, target_count: int, threshold_count: int | None = None
-) -> Callable[[ChatMessages, int], ChatMessages]:
+def make_summarization(*, target_count: int, threshold_count: int | None = None) -> ChatPlugin:
     """``ChatHistorySummarizationReducer(service=fake, target_count=..., ...).reduce()``."""
 
-    def summarization(messages: ChatMessages, budget: int) -> ChatMessages:
-        del budget  # a message-count reducer
-        sk = _sk()
-        options = {} if threshold_count is None else {"threshold_count": threshold_count}
-        reducer = sk.ChatHistorySummarizationReducer(
-            service=_fake_service(), target_count=target_count, **options
+    def summarization() -> Any:
+        return _sk().ChatHistorySummarizationReducer(
+            service=_fake_service(), target_count=target_count, **_threshold(threshold_count)
         )
-        reducer.messages = to_semantic_kernel(messages)
-        return _reduce(reducer)
 
-    return summarization
+    return _reducer(summarization)
 
 
 truncation = make_truncation(target_count=6)

@@ -1,0 +1,151 @@
+"""What every framework adapter shares: OpenAI Chat messages in, the framework's objects, and back.
+
+An adapter is a plain function ``f(messages, budget) -> messages`` over OpenAI Chat messages. The
+frameworks keep their own message objects, so each adapter converts the messages to them, calls
+the framework, and converts what it returns back (:func:`bridge`). This module holds what that
+takes and is not the framework's own: importing the optional extra with a message that says what
+to install (:func:`require`), the text of a message's ``content`` (:func:`text_of`), the tool calls
+of an assistant message and the function name a tool result answers (:class:`CallNames`), the
+walk over the messages by role (:func:`convert_chat`), and an OpenAI Chat tool call
+(:func:`chat_tool_call`). The counter the adapters hand to the trimmers is
+in :mod:`conformance.adapters._budget`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+__all__ = [
+    "CallNames",
+    "ChatMessages",
+    "ChatPlugin",
+    "ToolCall",
+    "bridge",
+    "chat_tool_call",
+    "convert_chat",
+    "require",
+    "text_of",
+]
+
+ChatMessages = list[dict[str, Any]]
+ChatPlugin = Callable[[ChatMessages, int], ChatMessages]
+"""The plain-function form of the plug-in contract, over OpenAI Chat messages."""
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
+
+def require(module: str, message: str) -> Any:
+    """``module`` of an optional extra; an :class:`ImportError` saying ``message`` (what to
+    install) when the extra is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(message) from exc
+
+
+def text_of(content: object) -> str:
+    """The text of an OpenAI Chat ``content``: a string, or the text parts of a part list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, Mapping) and p.get("type") == "text"
+        )
+    return "" if content is None else str(content)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of an OpenAI Chat assistant message."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(slots=True)
+class CallNames:
+    """The function name of each tool call seen so far: a framework's tool result carries the
+    name of the function it answers, an OpenAI Chat tool message only the call id."""
+
+    names: dict[str, str] = field(default_factory=dict)
+
+    def calls(self, message: Mapping[str, Any]) -> list[ToolCall]:
+        """The tool calls of an assistant message (none for other messages), names remembered."""
+        out: list[ToolCall] = []
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function", {})
+            self.names[call["id"]] = fn.get("name", "")
+            out.append(ToolCall(call["id"], fn.get("name", ""), fn.get("arguments", "")))
+        return out
+
+    def answered(self, message: Mapping[str, Any], default: str = "") -> tuple[str, str]:
+        """``(call id, function name)`` of a tool message (``default`` for an unknown call)."""
+        call_id = str(message.get("tool_call_id", ""))
+        return call_id, self.names.get(call_id, default)
+
+
+def convert_chat(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    adapter: str,
+    system: Callable[[str], Any],
+    user: Callable[[str], Any],
+    assistant: Callable[[str, list[ToolCall]], Any],
+    tool_result: Callable[[str, str, str], Any],
+    tool_results: Callable[[list[Any]], Any],
+) -> list[Any]:
+    """OpenAI Chat messages as a framework's objects, one per message (``system`` for system and
+    developer messages, ``assistant(text, calls)``), except that the results of consecutive tool
+    messages (``tool_result(call id, function name, text)``) form one (``tool_results``), as
+    agent runs record them. A role the framework cannot carry is a :class:`ValueError`."""
+    names = CallNames()
+    out: list[Any] = []
+    results: list[Any] = []
+    for message in messages:
+        role = message.get("role")
+        text = text_of(message.get("content"))
+        if role == "tool":
+            results.append(tool_result(*names.answered(message), text))
+            continue
+        if results:
+            out.append(tool_results(results))
+            results = []
+        if role in {"system", "developer"}:
+            out.append(system(text))
+        elif role == "user":
+            out.append(user(text))
+        elif role == "assistant":
+            out.append(assistant(text, names.calls(message)))
+        else:
+            raise ValueError(f"the {adapter} adapter cannot carry a {role!r} message")
+    if results:
+        out.append(tool_results(results))
+    return out
+
+
+def chat_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """An OpenAI Chat tool call."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def bridge(
+    to_framework: Callable[[ChatMessages], _In],
+    call: Callable[[_In, int], _Out],
+    from_framework: Callable[[_Out], ChatMessages],
+    *,
+    name: str,
+) -> ChatPlugin:
+    """The plug-in ``from_framework(call(to_framework(messages), budget))``, named ``name``."""
+
+    def plugin(messages: ChatMessages, budget: int) -> ChatMessages:
+        return from_framework(call(to_framework(messages), budget))
+
+    plugin.__name__ = plugin.__qualname__ = name
+    return plugin
