@@ -1,10 +1,12 @@
-"""Reading user files for commands: one-line errors naming the file, exit status 2."""
+"""Exit statuses, the one way a command fails on bad input (one line, exit status 2), and reading
+user files for commands (errors name the file)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 import yaml
@@ -18,17 +20,50 @@ from reference_impl._documents import (
 )
 from reference_impl.errors import CtxconfError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FINDING", "EXIT_REFUSED", "fail_input", "read_document"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FINDING",
+    "EXIT_REFUSED",
+    "describe_error",
+    "fail",
+    "fail_input",
+    "or_fail_input",
+    "read_document",
+]
+
+_V = TypeVar("_V")
+_T = TypeVar("_T")
 
 EXIT_FINDING = 1
 EXIT_BAD_INPUT = 2
 EXIT_REFUSED = 3
 
 
+def fail(what: str) -> NoReturn:
+    """Print ``ctxconf: error: what`` on stderr and exit with status 2 (bad input or option)."""
+    click.echo(f"ctxconf: error: {what}", err=True)
+    raise SystemExit(EXIT_BAD_INPUT)
+
+
 def fail_input(path: str | Path, what: str) -> NoReturn:
     """Print ``ctxconf: error: FILE: what`` on stderr and exit with status 2."""
-    click.echo(f"ctxconf: error: {path}: {what}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
+    fail(f"{path}: {what}")
+
+
+def or_fail_input(
+    path: str | Path,
+    build: Callable[[_V], _T],
+    value: _V,
+    *,
+    what: str = "",
+    errors: type[CtxconfError] = CtxconfError,
+) -> _T:
+    """``build(value)`` for the file ``path`` (what was read from it, or is made for it); an
+    ``errors`` exception is exit 2 naming the file (``what`` goes before the error's words)."""
+    try:
+        return build(value)
+    except errors as exc:
+        fail_input(path, what + describe_error(exc))
 
 
 def read_document(path: str | Path) -> Any:
@@ -73,4 +108,5 @@ def read_document(path: str | Path) -> Any:
 
 
 def describe_error(exc: CtxconfError) -> str:
+    """``where: message`` (the message alone when the error has no place)."""
     return f"{exc.where}: {exc.message}" if exc.where else exc.message

@@ -9,16 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import click
-
-from conformance.commands._io import describe_error, fail_input, read_document
-from reference_impl.errors import CtxconfError, ShapeError
+from conformance.commands._io import describe_error, fail_input, or_fail_input, read_document
+from reference_impl.errors import ShapeError
 from reference_impl.shapes import get_shape
-from reference_impl.transcript import SCHEMA_NAME, SHAPE_NAMES, Transcript, transcript_from_dict
+from reference_impl.transcript import SCHEMA_NAME, Transcript, transcript_from_dict
 
-__all__ = ["SHAPE_CHOICE", "is_transcript_document", "load_request", "load_session"]
-
-SHAPE_CHOICE = click.Choice(list(SHAPE_NAMES))
+__all__ = ["is_transcript_document", "load_request", "load_session"]
 
 
 def is_transcript_document(document: object) -> bool:
@@ -39,10 +35,9 @@ def load_request(path: str | Path, shape: str) -> Transcript:
         fail_input(path, describe_error(exc))
     except ImportError as exc:
         fail_input(path, f"the {shape} shape is not available in this build ({exc})")
-    try:
-        return adapter.parse_request(document)
-    except CtxconfError as exc:
-        fail_input(path, f"not a {shape} request body: {describe_error(exc)}")
+    return or_fail_input(
+        path, adapter.parse_request, document, what=f"not a {shape} request body: "
+    )
 
 
 def load_session(
@@ -65,7 +60,4 @@ def load_session(
 
 
 def _transcript(path: str | Path, document: object) -> Transcript:
-    try:
-        return transcript_from_dict(document)
-    except CtxconfError as exc:
-        fail_input(path, f"not a valid transcript: {describe_error(exc)}")
+    return or_fail_input(path, transcript_from_dict, document, what="not a valid transcript: ")

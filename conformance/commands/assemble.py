@@ -14,8 +14,15 @@ from typing import Any
 
 import click
 
-from conformance.commands._io import EXIT_REFUSED, describe_error, fail_input, read_document
-from conformance.commands._sessions import SHAPE_CHOICE, is_transcript_document, load_session
+from conformance.commands._io import (
+    EXIT_REFUSED,
+    describe_error,
+    fail_input,
+    or_fail_input,
+    read_document,
+)
+from conformance.commands._options import SHAPE_CHOICE
+from conformance.commands._sessions import is_transcript_document, load_session
 from reference_impl.assembler import assemble
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import ConfigError, ContextAssemblyError, CtxconfError
@@ -33,10 +40,7 @@ def _ledger(path: str) -> Ledger:
         return Ledger()
     if not isinstance(entries, list):
         fail_input(path, "ledger: expected a list of entries")
-    try:
-        return Ledger.from_list(entries)
-    except CtxconfError as exc:
-        fail_input(path, describe_error(exc))
+    return or_fail_input(path, Ledger.from_list, entries)
 
 
 def _config(path: str | None) -> AssemblyConfig:
@@ -45,10 +49,7 @@ def _config(path: str | None) -> AssemblyConfig:
     document = read_document(path)
     if not isinstance(document, Mapping):
         fail_input(path, "expected a mapping with a context_assembly: key")
-    try:
-        return AssemblyConfig.from_mapping(document)
-    except ConfigError as exc:
-        fail_input(path, describe_error(exc))
+    return or_fail_input(path, AssemblyConfig.from_mapping, document, errors=ConfigError)
 
 
 def _text_report(report: dict[str, Any]) -> str:

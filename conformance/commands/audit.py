@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.commands._io import EXIT_FINDING, fail, fail_input
 from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
 from conformance.traffic.reading import LOG_SUFFIXES, RecordingError
 
@@ -193,8 +193,7 @@ def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None
     """Judge every provider request recorded in cassettes or JSONL logs under PATH."""
     for path in paths:
         if not Path(path).exists():
-            click.echo(f"ctxconf: error: {path}: no such file or folder", err=True)
-            raise SystemExit(EXIT_BAD_INPUT)
+            fail_input(path, "no such file or folder")
     counts: Counter[str] = Counter()
     rules: Counter[str] = Counter()
     shown: list[AuditRow] = []
@@ -212,8 +211,7 @@ def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None
             else:
                 shown.extend(block.rows)
     except RecordingError as exc:  # a path that vanished while walking
-        click.echo(f"ctxconf: error: {exc}", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        fail(str(exc))
     file_count = sum(1 for _ in recording_files(paths)) if fmt == "table" else len(files)
     if fmt == "table":
         console = Console(soft_wrap=False)

@@ -16,8 +16,9 @@ from typing import Any
 
 import click
 
-from conformance.commands._io import describe_error, fail_input
-from conformance.commands._sessions import SHAPE_CHOICE, load_request
+from conformance.commands._io import describe_error, fail_input, or_fail_input
+from conformance.commands._options import SHAPE_CHOICE
+from conformance.commands._sessions import load_request
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.shapes.convert import convert, lossy_drops
@@ -87,8 +88,5 @@ def command(
         )
     for dropped in (*conversion.dropped, *losses):
         click.echo(f"ctxconf: note: {request}: not carried to {target}: {dropped}", err=True)
-    try:
-        body = render(converted)
-    except CtxconfError as exc:
-        fail_input(request, f"cannot be rendered as {target}: {describe_error(exc)}")
+    body = or_fail_input(request, render, converted, what=f"cannot be rendered as {target}: ")
     click.echo(json.dumps(body, indent=2, ensure_ascii=False))

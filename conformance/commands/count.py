@@ -10,7 +10,8 @@ import json
 
 import click
 
-from conformance.commands._sessions import SHAPE_CHOICE, load_request
+from conformance.commands._options import SHAPE_CHOICE
+from conformance.commands._sessions import load_request
 from reference_impl._encodings import encoding_for_model
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens import counter_for

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import click
 
-from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.commands._io import EXIT_FINDING, fail
 from conformance.providers.emulator import EmulatorConfigError, create_app
 from conformance.providers.proxy_cassettes import VERDICT_KEY
 from conformance.scenarios import Scenario, ScenarioError, load_corpus, select
@@ -230,16 +230,11 @@ def _default_cases(shapes: Sequence[str], selectors: tuple[str, ...]) -> list[Ca
         try:
             scenarios = select(load_corpus(), selectors=[s for s in selectors if s != "all"])
         except ScenarioError as exc:
-            _fail(f"--scenarios: {exc}")
+            fail(f"--scenarios: {exc}")
     for shape in shapes:
         cases += probe_cases(shape)
         cases += scenario_cases(scenarios, shape)
     return cases
-
-
-def _fail(what: str) -> None:
-    click.echo(f"ctxconf: error: {what}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
 
 
 def _side(
@@ -249,17 +244,17 @@ def _side(
         try:
             return _profile_side(spec[len(_PROFILE_PREFIX) :], other_cases or default)
         except EmulatorConfigError as exc:
-            _fail(f"{spec}: {exc.message}")
+            fail(f"{spec}: {exc.message}")
     if spec.startswith(_OURS_PREFIX):
         path = Path(spec[len(_OURS_PREFIX) :])
         _read_folder(path)  # the same named errors for a missing or empty folder
         ours = _ours_side(path)
         if not ours:
-            _fail(f"{spec}: no verdicts of ours (recorded by `ctxconf proxy --mode observe`)")
+            fail(f"{spec}: no verdicts of ours (recorded by `ctxconf proxy --mode observe`)")
         return ours
     path = Path(spec)
     if not path.is_dir():
-        _fail(f"{spec}: not a cassette folder (or profile:NAME, ours:DIR)")
+        fail(f"{spec}: not a cassette folder (or profile:NAME, ours:DIR)")
     return _read_folder(path)[0]
 
 
@@ -269,10 +264,9 @@ def _read_folder(path: Path) -> tuple[dict[str, Observation], list[Case]]:
     try:
         side = _folder_side(path)
     except CassetteError as exc:
-        _fail(f"{path}: {exc}")
-        raise  # pragma: no cover - _fail exits
+        fail(f"{path}: {exc}")
     if not side[0]:
-        _fail(f"{path}: no cassette interactions found (expected <shape>/<name>.yaml files)")
+        fail(f"{path}: no cassette interactions found (expected <shape>/<name>.yaml files)")
     return side
 
 

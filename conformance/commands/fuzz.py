@@ -15,19 +15,19 @@ from pathlib import Path
 
 import click
 
-from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
-from conformance.engine import DEFAULT_TIMEOUT
+from conformance.commands._io import EXIT_FINDING, fail
+from conformance.commands._options import (
+    chosen_shapes,
+    file_option,
+    load_impl,
+    plugin_options,
+    seed_option,
+    shapes_option,
+    timeout_option,
+)
 from conformance.fuzzing import DEFAULT_EXAMPLES, finding_document, fuzz, scenario_yaml
-from conformance.loading import load_plugin
-from reference_impl.errors import CtxconfError
-from reference_impl.transcript import SHAPE_NAMES
 
 __all__ = ["command", "replayable_path"]
-
-
-def _fail(what: str) -> None:
-    click.echo(f"ctxconf: error: {what}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
 
 
 def replayable_path(out: Path) -> Path:
@@ -38,21 +38,8 @@ def replayable_path(out: Path) -> Path:
 
 
 @click.command(name="fuzz")
-@click.option(
-    "--impl",
-    default="reference",
-    show_default=True,
-    help="Plug-in: 'reference', module:attr, or a name in the ctxconf.assemblers entry points.",
-)
-@click.option(
-    "--impl-shape",
-    type=click.Choice(SHAPE_NAMES),
-    default=None,
-    help="Shape of a plain f(messages, budget) function (default openai-chat).",
-)
-@click.option(
-    "--shapes", default=None, help="Comma-separated shapes to fuzz (default: all it speaks)."
-)
+@plugin_options
+@shapes_option("fuzz", "all it speaks")
 @click.option(
     "--examples",
     type=click.IntRange(1, 100_000),
@@ -60,28 +47,12 @@ def replayable_path(out: Path) -> Path:
     show_default=True,
     help="Generated cases to try before giving up.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(0, 2**32 - 1),
-    default=None,
-    help="Seed for the search (default: random, printed so the run can be repeated).",
-)
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the scenario file here (under a must/ folder).",
-)
+@seed_option(None, "Seed for the search (default: random, printed so the run can be repeated).")
+@file_option("--out", "out", "Also write the scenario file here (under a must/ folder).")
 @click.option(
     "--valid-only", is_flag=True, help="Generate valid sessions only (no broken pairing)."
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(0.01, 3600),
-    default=DEFAULT_TIMEOUT,
-    show_default=True,
-    help="Seconds one plug-in call may take before the case is an error.",
-)
+@timeout_option("case")
 def command(
     *,
     impl: str,
@@ -94,23 +65,14 @@ def command(
     timeout: float,
 ) -> None:
     """Run the must checks over generated sessions and budgets; print the shrunk failing case."""
-    try:
-        plugin = load_plugin(impl, impl_shape=impl_shape)
-    except CtxconfError as exc:
-        _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
-    wanted = [s.strip() for s in shapes.split(",") if s.strip()] if shapes else None
-    if wanted is not None:
-        unknown = [s for s in wanted if s not in SHAPE_NAMES]
-        if unknown:
-            _fail(f"--shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}")
-        if not set(wanted) & set(plugin.shapes):
-            _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
+    plugin = load_impl(impl, impl_shape)
+    wanted = chosen_shapes(shapes, plugin, impl)
     if out is not None:  # checked before the search, so a found failure is never lost to a bad path
         folder = replayable_path(out).parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            _fail(f"--out {out}: cannot create {folder} ({exc.strerror or exc})")
+            fail(f"--out {out}: cannot create {folder} ({exc.strerror or exc})")
     report = fuzz(
         plugin, shapes=wanted, examples=examples, seed=seed, timeout=timeout, broken=not valid_only
     )

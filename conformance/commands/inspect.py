@@ -16,7 +16,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from conformance.commands._sessions import SHAPE_CHOICE, load_session
+from conformance.commands._options import SHAPE_CHOICE
+from conformance.commands._sessions import load_session
 from reference_impl import rings
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens import TokenCount, counter_for

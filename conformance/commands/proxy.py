@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import uvicorn
 
-from conformance.commands._io import EXIT_BAD_INPUT
+from conformance.commands._io import fail
 from conformance.providers.emulator_transport import is_loopback, listening_socket
 from conformance.providers.proxy import (
     DEFAULT_TIMEOUT_S,
@@ -29,16 +29,11 @@ from conformance.providers.proxy import (
 __all__ = ["command"]
 
 
-def _fail(what: str) -> None:
-    click.echo(f"ctxconf: error: {what}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
-
-
 def _listen_address(value: str) -> tuple[str, int]:
     """``HOST:PORT``, ``[v6]:PORT`` or ``:PORT`` (loopback)."""
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
-        _fail(f"--listen {value!r}: expected HOST:PORT (for example 127.0.0.1:8787)")
+        fail(f"--listen {value!r}: expected HOST:PORT (for example 127.0.0.1:8787)")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
 
@@ -97,9 +92,9 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
 ) -> None:
     """Forward provider traffic to UPSTREAM, judging each request by the rule catalog."""
     if mode == "observe" and record_dir is None:
-        _fail("--mode observe needs --record-dir (where the verdicts and answers are written)")
+        fail("--mode observe needs --record-dir (where the verdicts and answers are written)")
     if mode == "enforce" and record_dir is not None:
-        _fail("--record-dir applies to --mode observe only")
+        fail("--record-dir applies to --mode observe only")
     try:
         app = create_proxy_app(
             upstream,
@@ -109,15 +104,14 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
             timeout=timeout,
         )
     except ProxyConfigError as exc:
-        _fail(f"--{(exc.where or 'upstream').replace('_', '-')}: {exc.message}")
+        fail(f"--{(exc.where or 'upstream').replace('_', '-')}: {exc.message}")
     host, port = _listen_address(listen)
     if not is_loopback(host):
         click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
     try:
         sock = listening_socket(host, port)
     except OSError as exc:
-        _fail(f"--listen: cannot listen on {host}:{port}: {exc.strerror}")
-        raise  # pragma: no cover - _fail exits
+        fail(f"--listen: cannot listen on {host}:{port}: {exc.strerror}")
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
     click.echo(f"ctxconf proxy listening on http://{shown}:{bound} ({mode}; upstream {upstream})")

@@ -26,7 +26,7 @@ import click
 import httpx
 import openai
 
-from conformance.commands._io import EXIT_BAD_INPUT
+from conformance.commands._io import fail
 from conformance.providers.emulator import EmulatorConfigError, create_app
 from conformance.scenarios import ScenarioError, load_corpus, select
 from conformance.traffic.cassette import ContentMode
@@ -45,24 +45,18 @@ from reference_impl.transcript import SHAPE_NAMES
 __all__ = ["command"]
 
 
-def _fail(what: str) -> None:
-    click.echo(f"ctxconf: error: {what}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
-
-
 def _scenario_cases(
     selectors: tuple[str, ...], corpus: Path | None, shape: str, model: str | None
 ) -> list[Case]:
     try:
         scenarios = load_corpus(corpus)
     except ScenarioError as exc:
-        _fail(f"--corpus: {exc}")
-        return []
+        fail(f"--corpus: {exc}")
     # Comma-separated like `run --scenarios a,b`, and repeatable.
     wanted = [part.strip() for s in selectors for part in s.split(",") if part.strip()]
     chosen = select(scenarios, selectors=[s for s in wanted if s != "all"])
     if selectors and not chosen:
-        _fail(f"--scenarios {', '.join(selectors)}: no scenario has that id or tag")
+        fail(f"--scenarios {', '.join(selectors)}: no scenario has that id or tag")
     return scenario_cases(chosen, shape, model=model)
 
 
@@ -82,7 +76,7 @@ def _target(live: bool, base_url: str | None, shape: str, app_options: dict[str,
     try:
         app = create_app(**app_options)  # type: ignore[arg-type]
     except EmulatorConfigError as exc:
-        _fail(f"--profile: {exc.message}")
+        fail(f"--profile: {exc.message}")
     return Target.emulator(app)
 
 
@@ -128,13 +122,13 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
 
     Without --scenarios: every probe and every scenario of the corpus."""
     if prune and (selectors or not probes):
-        _fail("--prune needs the full set: drop --scenarios and --no-probes")
+        fail("--prune needs the full set: drop --scenarios and --no-probes")
     folder = out if out is not None else default_cassette_root()
     try:  # checked before any request is sent, so no round trip is recorded and then lost
         for shape in SHAPE_NAMES if "all" in shapes else shapes:
             (folder / shape).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        _fail(f"--out {folder}: cannot create the cassette folder ({exc.strerror or exc})")
+        fail(f"--out {folder}: cannot create the cassette folder ({exc.strerror or exc})")
     names = list(SHAPE_NAMES) if "all" in shapes else list(dict.fromkeys(shapes))
     options: dict[str, object] = {"profile": list(profiles) or None, "context_limit": context_limit}
     content = ContentMode.HASHED if hash_content else ContentMode.FULL
@@ -148,11 +142,9 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
         try:
             written = record(cases, target, folder, content=content)
         except CredentialsError as exc:
-            _fail(exc.message)
-            return
+            fail(exc.message)
         except (openai.APIConnectionError, anthropic.APIConnectionError, httpx.HTTPError) as exc:
-            _fail(f"{shape}: cannot reach {target.root}: {exc}")
-            return
+            fail(f"{shape}: cannot reach {target.root}: {exc}")
         model_used = model or DEFAULT_MODELS[shape]
         for item in written:
             if not item.changed:

@@ -23,10 +23,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from conformance.baseline import Baseline, BaselineError, gate, read_baseline, write_baseline
 from conformance.checks import REGISTRY
-from conformance.commands._io import EXIT_BAD_INPUT
-from conformance.engine import DEFAULT_MAX_CONSECUTIVE_TIMEOUTS, DEFAULT_TIMEOUT, run_events
+from conformance.commands._io import describe_error, fail
+from conformance.commands._options import (
+    chosen_shapes,
+    file_option,
+    load_impl,
+    plugin_options,
+    shapes_option,
+    timeout_option,
+)
+from conformance.engine import DEFAULT_MAX_CONSECUTIVE_TIMEOUTS, run_events
 from conformance.events import CaseFinished, Event, RunFinished, RunStarted
-from conformance.loading import load_plugin
 from conformance.reporting import (
     JsonLinesWriter,
     record_from_events,
@@ -39,14 +46,8 @@ from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS, Level, Scenario, default_corpus_path, load_corpus, select
 from conformance.workers import RunStop
 from reference_impl.errors import CtxconfError
-from reference_impl.transcript import SHAPE_NAMES
 
 __all__ = ["command"]
-
-
-def _fail(what: str) -> None:
-    click.echo(f"ctxconf: error: {what}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
 
 
 def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], str]:
@@ -56,17 +57,17 @@ def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], st
         loaded = load_corpus(root)
         if not loaded:
             # Zero cases would "pass" a CI gate while testing nothing.
-            _fail(f"{root}: no scenario files (*.yaml under must/, should/ or may/) found")
+            fail(f"{root}: no scenario files (*.yaml under must/, should/ or may/) found")
         chosen_here = select(loaded, level=level)
         if not chosen_here:
-            _fail(f"{root}: no scenario at --level {level} or below")
+            fail(f"{root}: no scenario at --level {level} or below")
         _check_ids_known(chosen_here)
         return chosen_here, str(root)
     root = default_corpus_path()
     selectors = [s.strip() for s in spec.split(",") if s.strip()] if spec else []
     chosen = select(load_corpus(root), selectors=selectors, level=level)
     if spec and not chosen:
-        _fail(
+        fail(
             f"--scenarios {spec!r} is neither a file or folder nor an id or tag of the corpus at "
             f"{root}; `ctxconf scenarios list` shows ids and tags"
         )
@@ -79,20 +80,10 @@ def _check_ids_known(scenarios: Iterable[Scenario]) -> None:
     for s in scenarios:
         for check_id in (*s.expect.checks, *s.expect.skip_checks):
             if check_id not in REGISTRY:
-                _fail(
+                fail(
                     f"{s.source}: scenario {s.id!r}: unknown check {check_id!r} in expect; "
                     f"`ctxconf scenarios validate` lists the corpus problems"
                 )
-
-
-def _shapes(value: str | None) -> tuple[str, ...] | None:
-    if not value:
-        return None
-    names = tuple(s.strip() for s in value.split(",") if s.strip())
-    unknown = [n for n in names if n not in SHAPE_NAMES]
-    if unknown:
-        _fail(f"--shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}")
-    return names
 
 
 def _write(path: Path, text: str) -> None:
@@ -101,23 +92,8 @@ def _write(path: Path, text: str) -> None:
 
 
 @click.command(name="run")
-@click.option(
-    "--impl",
-    default="reference",
-    show_default=True,
-    help="Plug-in: 'reference', module:attr, or a name in the ctxconf.assemblers entry points.",
-)
-@click.option(
-    "--impl-shape",
-    type=click.Choice(SHAPE_NAMES),
-    default=None,
-    help="Shape of a plain f(messages, budget) function (default openai-chat).",
-)
-@click.option(
-    "--shapes",
-    default=None,
-    help="Comma-separated shapes to run (default: all the plug-in speaks).",
-)
+@plugin_options
+@shapes_option("run", "all the plug-in speaks")
 @click.option(
     "--level",
     type=click.Choice(LEVELS),
@@ -155,27 +131,15 @@ def _write(path: Path, text: str) -> None:
     help="Worker processes (output order does not depend on it).",
 )
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) on should failures.")
-@click.option(
+@file_option(
     "--baseline",
     "baseline_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Gate on this baseline: exit 1 only on regressions (passed there, fail now).",
+    "Gate on this baseline: exit 1 only on regressions (passed there, fail now).",
 )
-@click.option(
-    "--write-baseline",
-    "write_baseline_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write this run's case statuses as a baseline file.",
+@file_option(
+    "--write-baseline", "write_baseline_file", "Write this run's case statuses as a baseline file."
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(0.01, 3600),
-    default=DEFAULT_TIMEOUT,
-    show_default=True,
-    help="Seconds one plug-in call may take before the case is an error (its worker is killed).",
-)
+@timeout_option("case", note=" (its worker is killed)")
 @click.option(
     "--max-consecutive-timeouts",
     type=click.IntRange(0, None),
@@ -208,25 +172,23 @@ def command(
     max_seconds: float | None,
 ) -> None:
     """Run an assembler over the scenario corpus; print the matrix and write the reports."""
+    plugin = load_impl(impl, impl_shape)
     try:
-        plugin = load_plugin(impl, impl_shape=impl_shape)
         chosen, corpus = _scenarios(scenarios_spec, level)
     except CtxconfError as exc:
-        _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
+        fail(describe_error(exc))
     baseline = None
     if baseline_file is not None:
         try:
             baseline = read_baseline(baseline_file)
         except BaselineError as exc:
-            _fail(f"{exc.where}: {exc.message}" if exc.where else exc.message)
+            fail(describe_error(exc))
     # Output places are checked before the run, so a long run is never lost to a bad path.
     if not no_reports:
         _prepare_dir(report_dir, "--report-dir")
     if write_baseline_file is not None:
         _prepare_dir(write_baseline_file.parent, "--write-baseline")
-    wanted = _shapes(shapes)
-    if wanted is not None and not set(wanted) & set(plugin.shapes):
-        _fail(f"--shapes {shapes}: the plug-in {impl!r} speaks only {', '.join(plugin.shapes)}")
+    wanted = chosen_shapes(shapes, plugin, impl)
     stop = RunStop()
     # SIGINT/SIGTERM stop dispatching; the finished cases are reported and the process exits
     # 130/143 (the handlers stay until the reports are written).
@@ -292,7 +254,7 @@ def _finish(
         try:
             _write_reports(report_dir, collected, record)
         except OSError as exc:
-            _fail(f"--report-dir {report_dir}: cannot write the reports ({exc.strerror or exc})")
+            fail(f"--report-dir {report_dir}: cannot write the reports ({exc.strerror or exc})")
     if output_format == "table":
         # A pipe or CI log gets a fixed width wide enough for five shape columns.
         render_terminal(record, Console(width=None if sys.stdout.isatty() else 120))
@@ -304,7 +266,7 @@ def _finish(
         try:
             write_baseline(record, write_baseline_file)
         except OSError as exc:
-            _fail(f"--write-baseline {write_baseline_file}: cannot write ({exc.strerror or exc})")
+            fail(f"--write-baseline {write_baseline_file}: cannot write ({exc.strerror or exc})")
         click.echo(f"baseline: wrote {write_baseline_file}", err=True)
 
 
@@ -312,9 +274,9 @@ def _prepare_dir(directory: Path, option: str) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        _fail(f"{option} {directory}: cannot create the folder ({exc.strerror or exc})")
+        fail(f"{option} {directory}: cannot create the folder ({exc.strerror or exc})")
     if not os.access(directory, os.W_OK):
-        _fail(f"{option} {directory}: the folder is not writable")
+        fail(f"{option} {directory}: the folder is not writable")
 
 
 def _collect(events: Iterable[Event], printer: JsonLinesWriter | None) -> list[Event]:

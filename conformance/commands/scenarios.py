@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from conformance.checks import REGISTRY
-from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.commands._io import EXIT_FINDING, fail
 from conformance.corpus_lint import corpus_problems, recording_problems
 from conformance.scenarios import (
     WORKLOADS_FOLDER,
@@ -31,20 +31,17 @@ from reference_impl.errors import CtxconfError
 
 __all__ = ["command"]
 
+_NO_SCENARIOS = "{root}: no scenario files (*.yaml under must/, should/ or may/) found"
+
 
 def _load(path: Path | None) -> tuple[tuple[Scenario, ...], Path]:
     try:
         root = path if path is not None else default_corpus_path()
         loaded = load_corpus(root)
     except ScenarioError as exc:
-        click.echo(f"ctxconf: error: {exc}", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        fail(str(exc))
     if not loaded:
-        click.echo(
-            f"ctxconf: error: {root}: no scenario files (*.yaml under must/, should/ or may/) found",
-            err=True,
-        )
-        raise SystemExit(EXIT_BAD_INPUT)
+        fail(_NO_SCENARIOS.format(root=root))
     return loaded, root
 
 
@@ -103,21 +100,15 @@ def validate_scenarios(path: Path | None, cassettes: Path | None) -> None:
         root = path if path is not None else default_corpus_path()
         scenarios, problems = scan_corpus(root)
     except ScenarioError as exc:
-        click.echo(f"ctxconf: error: {exc}", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        fail(str(exc))
     if not scenarios and not problems:
-        click.echo(
-            f"ctxconf: error: {root}: no scenario files (*.yaml under must/, should/ or may/) found",
-            err=True,
-        )
-        raise SystemExit(EXIT_BAD_INPUT)
+        fail(_NO_SCENARIOS.format(root=root))
     try:
         problems += corpus_problems(scenarios, cassette_root=cassettes, known_checks=set(REGISTRY))
         if path is None or cassettes is not None:
             problems += recording_problems(scenarios, cassettes)
     except CtxconfError as exc:
-        click.echo(f"ctxconf: error: {exc}", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        fail(str(exc))
     workloads = _workload_problems(root)
     problems += workloads[1]
     for problem in problems:

@@ -12,7 +12,7 @@ import socket
 import click
 import uvicorn
 
-from conformance.commands._io import EXIT_BAD_INPUT
+from conformance.commands._io import fail
 from conformance.providers.emulator import EmulatorConfigError, create_app
 from conformance.providers.emulator_transport import is_loopback, listening_socket
 
@@ -34,15 +34,13 @@ def command(host: str, port: int, profiles: tuple[str, ...], context_limit: int 
     try:
         app = create_app(profile=list(profiles) or None, context_limit=context_limit)
     except EmulatorConfigError as exc:
-        click.echo(f"ctxconf: error: --profile: {exc.message}", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        fail(f"--profile: {exc.message}")
     if not is_loopback(host):
         click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
     try:
         sock = listening_socket(host, port)
     except OSError as exc:
-        click.echo(f"ctxconf: error: cannot listen on {host}:{port}: {exc.strerror}", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        fail(f"cannot listen on {host}:{port}: {exc.strerror}")
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
     click.echo(f"ctxconf emulator listening on http://{shown}:{bound}", nl=True)

@@ -15,41 +15,26 @@ from pathlib import Path
 
 import click
 
-from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING
+from conformance.commands._io import EXIT_FINDING, describe_error, fail
+from conformance.commands._options import (
+    SHAPE_CHOICE,
+    file_option,
+    load_impl,
+    plugin_options,
+    seed_option,
+    timeout_option,
+)
 from conformance.commands.fuzz import replayable_path
-from conformance.engine import DEFAULT_TIMEOUT
-from conformance.loading import load_plugin
 from conformance.soak import DEFAULT_TURNS, resolve_workload, run_soak
 from conformance.soak.finding import make_finding
 from conformance.soak.report import render_html, report_lines, write_jsonl
 from reference_impl.errors import CtxconfError
-from reference_impl.transcript import SHAPE_NAMES
 
 __all__ = ["command"]
 
 
-def _fail(what: str) -> None:
-    click.echo(f"ctxconf: error: {what}", err=True)
-    raise SystemExit(EXIT_BAD_INPUT)
-
-
-def _error_text(exc: CtxconfError) -> str:
-    return f"{exc.where}: {exc.message}" if exc.where else exc.message
-
-
 @click.command(name="soak")
-@click.option(
-    "--impl",
-    default="reference",
-    show_default=True,
-    help="Plug-in: 'reference', module:attr, or a name in the ctxconf.assemblers entry points.",
-)
-@click.option(
-    "--impl-shape",
-    type=click.Choice(SHAPE_NAMES),
-    default=None,
-    help="Shape of a plain f(messages, budget) function (default openai-chat).",
-)
+@plugin_options
 @click.option(
     "--workload",
     default="ops",
@@ -63,36 +48,26 @@ def _error_text(exc: CtxconfError) -> str:
     show_default=True,
     help="Model calls to simulate.",
 )
-@click.option(
-    "--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Run seed."
-)
+@seed_option(0, "Run seed.")
 @click.option(
     "--shape",
-    type=click.Choice(SHAPE_NAMES),
+    type=SHAPE_CHOICE,
     default=None,
     help="Wire shape to run in (default: the workload's).",
 )
-@click.option(
+@file_option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    "out",
+    "JSON-lines report; the HTML page is written beside it (.html).",
     default=Path("reports/soak.jsonl"),
-    show_default=True,
-    help="JSON-lines report; the HTML page is written beside it (.html).",
 )
-@click.option(
+@file_option(
     "--finding",
-    type=click.Path(dir_okay=False, path_type=Path),
+    "finding",
+    "Where a failing turn's shrunk scenario goes (under a must/ folder).",
     default=Path("reports/must/soak-finding.yaml"),
-    show_default=True,
-    help="Where a failing turn's shrunk scenario goes (under a must/ folder).",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(0.01, 3600),
-    default=DEFAULT_TIMEOUT,
-    show_default=True,
-    help="Seconds one plug-in call may take before the turn is an error.",
-)
+@timeout_option("turn")
 def command(
     *,
     impl: str,
@@ -106,19 +81,19 @@ def command(
     timeout: float,
 ) -> None:
     """Drive an assembler through a simulated agent run; measure tokens, cache, cost, repeats."""
+    plugin = load_impl(impl, impl_shape)
     try:
-        plugin = load_plugin(impl, impl_shape=impl_shape)
         loaded = resolve_workload(workload)
     except CtxconfError as exc:
-        _fail(_error_text(exc))
+        fail(describe_error(exc))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        _fail(f"--out {out}: cannot create {out.parent} ({exc.strerror or exc})")
+        fail(f"--out {out}: cannot create {out.parent} ({exc.strerror or exc})")
     try:
         report = run_soak(plugin, loaded, turns=turns, seed=seed, shape=shape, timeout=timeout)
     except CtxconfError as exc:
-        _fail(_error_text(exc))
+        fail(describe_error(exc))
     found = make_finding(plugin, report, timeout=timeout)
     finding_path: Path | None = None
     if found is not None:

@@ -15,7 +15,7 @@ import json
 
 import click
 
-from conformance.commands._io import EXIT_BAD_INPUT, EXIT_FINDING, read_document
+from conformance.commands._io import EXIT_FINDING, fail, read_document
 from conformance.providers.catalog import SHAPES, UnknownProfileError, profile_for_model
 from conformance.providers.validation import lint_request, validate_request
 from conformance.providers.verdict import Verdict
@@ -81,8 +81,7 @@ def command(
             input_tokens=input_tokens,
         )
     except UnknownProfileError as exc:
-        click.echo(f"ctxconf: error: {exc}", err=True)
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        fail(str(exc))
     verdicts = result if isinstance(result, tuple) else (result,)
     if fmt == "json":
         payloads = [v.to_dict() for v in verdicts]
