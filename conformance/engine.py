@@ -572,8 +572,8 @@ def run_events(
     max_consecutive_timeouts: int | None = DEFAULT_MAX_CONSECUTIVE_TIMEOUTS,
     max_seconds: float | None = None,
 ) -> Iterator[Event]:
-    """Plan and run every case in supervised workers; yield RunStarted, CaseStarted/CaseFinished
-    pairs, RunFinished.
+    """Plan and run every case in supervised workers; yield RunStarted, a CaseStarted as each
+    case starts and its CaseFinished (in plan order) when it is done, RunFinished.
 
     The cassette library is loaded once here (forked workers inherit it). The run stops early
     when ``stop`` is set (a signal), after ``max_consecutive_timeouts`` timed-out cases in a row,
@@ -627,10 +627,12 @@ def run_events(
                     f"stopped at the run's wall-time limit (--max-seconds {max_seconds:g})",
                 )
             )
-            for result in pool.run(work, stop=halt, on_result=budget, deadline=deadline):
-                yield CaseStarted(result.index, cases[result.index].key)
-                results.append(result)
-                yield CaseFinished(result)
+            for item in pool.progress(work, stop=halt, on_result=budget, deadline=deadline):
+                if isinstance(item, int):
+                    yield CaseStarted(item, cases[item].key)
+                    continue
+                results.append(item)
+                yield CaseFinished(item)
             stats = pool.stats
     finally:
         if stop is None:

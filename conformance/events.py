@@ -193,7 +193,11 @@ class RunStarted:
 
 @dataclass(frozen=True, slots=True)
 class CaseStarted:
-    """A case is about to be reported (``index`` in the plan, its ``key``)."""
+    """A case is handed to a worker and starts (``index`` in the plan, its ``key``).
+
+    Its :class:`CaseFinished` comes later; with ``jobs > 1`` other cases may start in between
+    (results still come in plan order), and a case the run stopped before it finished has
+    started but never finishes."""
 
     index: int
     key: str

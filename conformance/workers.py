@@ -352,6 +352,21 @@ class WorkerPool:
         """Every case's result in case order; stops early (what finished is still yielded, in
         order) when ``stop`` is set, or at ``deadline`` (a ``time.monotonic()`` value and the
         reason to give; it needs ``stop``). ``on_result`` sees each result as it arrives."""
+        for item in self.progress(cases, stop=stop, on_result=on_result, deadline=deadline):
+            if not isinstance(item, int):
+                yield item
+
+    def progress(
+        self,
+        cases: Iterable[tuple[Case, Sequence[CheckSpec]]],
+        *,
+        stop: RunStop | None = None,
+        on_result: Callable[[CaseResult], None] | None = None,
+        deadline: tuple[float, str] | None = None,
+    ) -> Iterator[int | CaseResult]:
+        """:meth:`run`, with each case's index yielded just before the case is handed to a
+        worker (with ``jobs > 1`` other cases may start before a result is yielded; results
+        still come in case order, and a case stopped early has started but has no result)."""
         pending = deque(cases)
         order = [case.index for case, _ in pending]
         done: dict[int, CaseResult] = {}
@@ -379,6 +394,7 @@ class WorkerPool:
                 case, specs = pending.popleft()
                 idle.case = case
                 idle.calling_since = None
+                yield case.index
                 try:
                     idle.connection.send((case, specs))
                 except (BrokenPipeError, OSError):

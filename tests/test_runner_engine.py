@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from conformance.cli import cli
 from conformance.engine import DEFAULT_MODELS, call_with_timeout, plan_cases, run_events
-from conformance.events import CaseFinished, RunFinished, RunStarted
-from conformance.loading import PluginLoadError, load_plugin
+from conformance.events import CaseFinished, CaseStarted, RunFinished, RunStarted
+from conformance.loading import Plugin, PluginLoadError, load_plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, MessageListAssembler
 from conformance.scenarios import load_corpus
 
@@ -126,6 +128,34 @@ def test_plan_orders_scenarios_then_shapes_then_budgets() -> None:
     assert chat == sorted(chat)
     assert chat[0] == 300
     assert chat[-1] == 800
+
+
+def test_case_started_comes_before_the_plug_in_is_called(tmp_path: Path) -> None:
+    # The plug-in waits for a file the consumer writes on the first CaseStarted: were CaseStarted
+    # yielded after the case ran, the plug-in would give up and the case would be an error.
+    gate = tmp_path / "started"
+
+    def waits_for_case_started(messages: list[dict[str, Any]], budget: int) -> list[Any]:
+        del budget
+        for _ in range(2000):
+            if gate.exists():
+                return messages
+            time.sleep(0.01)
+        raise RuntimeError("no CaseStarted before the call")
+
+    plugin = Plugin("gated", "gated", {"openai-chat": MessageListAssembler(waits_for_case_started)})
+    order: list[tuple[str, int]] = []
+    for event in run_events(plugin, _pick("single-tool"), shapes=["openai-chat"], timeout=60):
+        if isinstance(event, CaseStarted):
+            gate.touch()
+            order.append(("started", event.index))
+        elif isinstance(event, CaseFinished):
+            assert "no CaseStarted" not in (event.result.reason or "")
+            order.append(("finished", event.result.index))
+    indexes = sorted({index for _, index in order})
+    assert indexes
+    for index in indexes:
+        assert order.index(("started", index)) < order.index(("finished", index))
 
 
 def test_events_frame_the_run() -> None:
