@@ -115,27 +115,36 @@ def _result_text(rng: random.Random) -> str:
     return _prose(rng, rng.randint(150, 600)) + " " + _chinese(rng, rng.randint(50, 300))
 
 
-def long_session(messages: int, *, seed: int = 7) -> Transcript:
-    """A valid session of exactly ``messages`` messages (system, goal, then rings and turns)."""
-    rng = random.Random(seed)
-    out: list[Message] = [
+def _opening(rng: random.Random) -> list[Message]:
+    """The system text and the user's goal every generated session starts with."""
+    return [
         Message("system", (TextPart("You are ops-bot. Follow the runbook. " + _prose(rng, 60)),)),
         Message("user", (TextPart("GOAL: find why checkout latency doubled. " + _prose(rng, 40)),)),
     ]
+
+
+def _calls(rng: random.Random, width: int, before: int) -> list[ToolCallPart]:
+    """``width`` tool calls of one ring, numbered on from the ``before`` calls made so far."""
+    calls = []
+    for number in range(before + 1, before + width + 1):
+        tool = rng.choice(TOOLS)
+        calls.append(
+            ToolCallPart(f"call_{number:06d}", tool.name, json.dumps({"q": rng.choice(_WORDS)}))
+        )
+    return calls
+
+
+def long_session(messages: int, *, seed: int = 7) -> Transcript:
+    """A valid session of exactly ``messages`` messages (system, goal, then rings and turns)."""
+    rng = random.Random(seed)
+    out = _opening(rng)
     call_no = 0
     while len(out) < messages - 1:
         room = messages - 1 - len(out)
         if room >= 2 and rng.random() < 0.7:
             width = 1 if rng.random() < 0.7 else rng.randint(2, 4)
-            calls = []
-            for _ in range(width):
-                call_no += 1
-                tool = rng.choice(TOOLS)
-                calls.append(
-                    ToolCallPart(
-                        f"call_{call_no:06d}", tool.name, json.dumps({"q": rng.choice(_WORDS)})
-                    )
-                )
+            calls = _calls(rng, width, call_no)
+            call_no += width
             out.append(Message("assistant", (TextPart(_prose(rng, 12)), *calls)))
             out.append(
                 Message(
@@ -201,10 +210,7 @@ def realistic_session(messages: int, *, attachments: bool = False, seed: int = 7
 
     rng = random.Random(seed)
     rings = max(20, min(200, round(20 * (messages / 500) ** 0.5537)))
-    out: list[Message] = [
-        Message("system", (TextPart("You are ops-bot. Follow the runbook. " + _prose(rng, 60)),)),
-        Message("user", (TextPart("GOAL: find why checkout latency doubled. " + _prose(rng, 40)),)),
-    ]
+    out = _opening(rng)
     image = _png(1024, 768, 2048)
     pdf = "JVBERi0xLjQK" + "A" * 4000
     call_no = 0
@@ -220,15 +226,8 @@ def realistic_session(messages: int, *, attachments: bool = False, seed: int = 7
         ):
             rings_left -= 1
             width = 1 if rng.random() < 0.75 else rng.randint(2, 4)
-            calls = []
-            for _ in range(width):
-                call_no += 1
-                tool = rng.choice(TOOLS)
-                calls.append(
-                    ToolCallPart(
-                        f"call_{call_no:06d}", tool.name, json.dumps({"q": rng.choice(_WORDS)})
-                    )
-                )
+            calls = _calls(rng, width, call_no)
+            call_no += width
             results = []
             for c in calls:
                 tokens = round(math.exp(rng.uniform(math.log(200), math.log(8000))))

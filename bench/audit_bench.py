@@ -35,94 +35,77 @@ DISTINCT = 500
 """Distinct request lines per log, repeated in order (the validators judge each line afresh)."""
 
 
+_SYSTEM = "You are ops-bot. Follow the runbook."
+_PARAMETERS = {"type": "object", "properties": {"q": {"type": "string"}}}
+"""The one tool's parameters (``search_logs``: search service logs)."""
+_RESULT = "p99 1840 ms " * 20
+_CLOSING = (
+    {"role": "assistant", "content": "The cache tier is saturated."},
+    {"role": "user", "content": "What should we do next?"},
+)
+
+
+def _question(i: int) -> dict[str, Any]:
+    return {"role": "user", "content": f"Why did checkout latency double in region {i % 7}?"}
+
+
+def _logged(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A request-log line: the request sent to ``url`` and answered 200."""
+    return {"url": url, "method": "POST", "status": 200, "body": body}
+
+
 def _openai(i: int, rng: random.Random) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are ops-bot. Follow the runbook."},
-        {"role": "user", "content": f"Why did checkout latency double in region {i % 7}?"},
-    ]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": _SYSTEM}, _question(i)]
     for k in range(rng.randint(0, 3)):
         call = f"call_{i}_{k}"
+        function = {"name": "search_logs", "arguments": '{"q": "latency"}'}
         messages.append(
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [
-                    {
-                        "id": call,
-                        "type": "function",
-                        "function": {"name": "search_logs", "arguments": '{"q": "latency"}'},
-                    }
-                ],
+                "tool_calls": [{"id": call, "type": "function", "function": function}],
             }
         )
-        messages.append({"role": "tool", "tool_call_id": call, "content": "p99 1840 ms " * 20})
-    messages.append({"role": "assistant", "content": "The cache tier is saturated."})
-    messages.append({"role": "user", "content": "What should we do next?"})
-    return {
-        "url": "https://api.openai.com/v1/chat/completions",
-        "method": "POST",
-        "status": 200,
-        "body": {
+        messages.append({"role": "tool", "tool_call_id": call, "content": _RESULT})
+    messages += [dict(m) for m in _CLOSING]
+    tool = {"name": "search_logs", "description": "Search service logs.", "parameters": _PARAMETERS}
+    return _logged(
+        "https://api.openai.com/v1/chat/completions",
+        {
             "model": "gpt-4o",
             "messages": messages,
-            "tools": [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": "search_logs",
-                        "description": "Search service logs.",
-                        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
-                    },
-                }
-            ],
+            "tools": [{"type": "function", "function": tool}],
             "temperature": 0.2,
         },
-    }
+    )
 
 
 def _anthropic(i: int, rng: random.Random) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": f"Why did checkout latency double in region {i % 7}?"}
-    ]
+    messages: list[dict[str, Any]] = [_question(i)]
     for k in range(rng.randint(0, 3)):
         use = f"toolu_{i}_{k}"
+        call = {"type": "tool_use", "id": use, "name": "search_logs", "input": {"q": "p99"}}
+        result = {"type": "tool_result", "tool_use_id": use, "content": _RESULT}
         messages.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": "Checking the logs."},
-                    {"type": "tool_use", "id": use, "name": "search_logs", "input": {"q": "p99"}},
-                ],
-            }
+            {"role": "assistant", "content": [{"type": "text", "text": "Checking the logs."}, call]}
         )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": use, "content": "p99 1840 ms " * 20}
-                ],
-            }
-        )
-    messages.append({"role": "assistant", "content": "The cache tier is saturated."})
-    messages.append({"role": "user", "content": "What should we do next?"})
-    return {
-        "url": "https://api.anthropic.com/v1/messages",
-        "method": "POST",
-        "status": 200,
-        "body": {
+        messages.append({"role": "user", "content": [result]})
+    messages += [dict(m) for m in _CLOSING]
+    tool = {
+        "name": "search_logs",
+        "description": "Search service logs.",
+        "input_schema": _PARAMETERS,
+    }
+    return _logged(
+        "https://api.anthropic.com/v1/messages",
+        {
             "model": "claude-sonnet-4-5",
             "max_tokens": 1024,
-            "system": "You are ops-bot. Follow the runbook.",
+            "system": _SYSTEM,
             "messages": messages,
-            "tools": [
-                {
-                    "name": "search_logs",
-                    "description": "Search service logs.",
-                    "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
-                }
-            ],
+            "tools": [tool],
         },
-    }
+    )
 
 
 SHAPES: dict[str, Callable[[int, random.Random], dict[str, Any]]] = {

@@ -146,18 +146,13 @@ def _mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.AST]]:
         yield "boolop", f"{type(node.op).__name__} -> {type(new_op).__name__}", new_bool
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield "not", "drop `not`", node.operand
-    elif isinstance(node, ast.BinOp):
-        binswap = _BINOP_SWAPS.get(type(node.op))
-        if binswap is not None:
-            new_bin = copy.copy(node)
-            new_bin.op = binswap()
-            yield "binop", f"{type(node.op).__name__} -> {binswap.__name__}", new_bin
-    elif isinstance(node, ast.AugAssign):
-        augswap = _BINOP_SWAPS.get(type(node.op))
-        if augswap is not None:
-            new_aug = copy.copy(node)
-            new_aug.op = augswap()
-            yield "augassign", f"{type(node.op).__name__}= -> {augswap.__name__}=", new_aug
+    elif isinstance(node, ast.BinOp | ast.AugAssign):
+        arith = _BINOP_SWAPS.get(type(node.op))
+        if arith is not None:
+            new_arith = copy.copy(node)
+            new_arith.op = arith()
+            kind, eq = ("binop", "") if isinstance(node, ast.BinOp) else ("augassign", "=")
+            yield kind, f"{type(node.op).__name__}{eq} -> {arith.__name__}{eq}", new_arith
     elif isinstance(node, ast.Constant):
         value = node.value
         if value is True or value is False:
