@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
-from conformance.checks.registry import CheckResult
+from conformance.checks.outcome import StepStatus
+from conformance.checks.registry import CheckResult, CheckStatus
 from conformance.scenarios import LEVELS, Level
 
 __all__ = [
@@ -25,7 +26,8 @@ __all__ = [
     "level_totals",
 ]
 
-CaseStatus: TypeAlias = Literal["pass", "fail", "error"]
+CaseStatus: TypeAlias = CheckStatus
+"""A case passes, fails or errors, as a check does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class CaseResult:
     dialect: str | None
     budget: int
     status: CaseStatus
-    outcome: Literal["assembled", "refused", "error"]
+    outcome: StepStatus
     checks: tuple[CheckResult, ...] = ()
     tags: tuple[str, ...] = ()
     sweep: bool = False

@@ -68,6 +68,7 @@ __all__ = [
     "load_file",
     "message_from_compact",
     "plain_schema_message",
+    "read_yaml_file",
     "scan_corpus",
     "scenario_files",
     "schema_errors",
@@ -447,21 +448,26 @@ def load_file(path: Path) -> tuple[Scenario, ...]:
     return scenarios
 
 
-def _read_file(path: Path) -> Any:
+def read_yaml_file(path: Path, error: type[CtxconfError], kind: str) -> Any:
+    """The YAML document in ``path``, read within the input limits (size, aliases, depth); an
+    ``error`` naming the file (and the line and column of a YAML syntax error) when it cannot
+    be read or is not ``kind`` (``"a scenario file"``)."""
     try:
         return load_yaml_strict(read_input_text(path))
     except OSError as exc:
-        raise ScenarioError(exc.strerror or str(exc), where=str(path)) from None
+        raise error(exc.strerror or str(exc), where=str(path)) from None
     except UnicodeDecodeError as exc:
-        raise ScenarioError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
+        raise error(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
     except DocumentLimitError as exc:
-        raise ScenarioError(f"not a scenario file: {exc}", where=str(path)) from None
+        raise error(f"not {kind}: {exc}", where=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise ScenarioError(
-            f"not YAML ({getattr(exc, 'problem', exc)})", where=f"{path}{at}"
-        ) from None
+        raise error(f"not YAML ({getattr(exc, 'problem', exc)})", where=f"{path}{at}") from None
+
+
+def _read_file(path: Path) -> Any:
+    return read_yaml_file(path, ScenarioError, "a scenario file")
 
 
 def _file_scenarios(path: Path, document: Any) -> tuple[tuple[Scenario, ...], list[str]]:

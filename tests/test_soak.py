@@ -197,6 +197,24 @@ def test_workload_semantic_errors_name_the_place(tmp_path: Path) -> None:
         load_workload(path)
 
 
+def test_workload_files_are_read_within_the_input_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scenario files' reader: an alias bomb and a file over the size limit are named errors.
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb.write_text("\n".join(lines) + "\n", "utf-8")
+    with pytest.raises(WorkloadError, match="not a workload file") as caught:
+        load_workload(bomb)
+    assert caught.value.where == str(bomb)
+    path = tmp_path / "w.yaml"
+    path.write_text(SMALL_OPS, "utf-8")
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "100")
+    with pytest.raises(WorkloadError, match=r"not a workload file.*CTXCONF_MAX_INPUT_BYTES"):
+        load_workload(path)
+
+
 def test_builtin_workloads_load_and_are_not_scenarios() -> None:
     ids = [w.id for w in builtin_workloads()]
     assert ids == ["coding", "ops", "support"]

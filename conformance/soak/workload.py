@@ -20,15 +20,14 @@ from pathlib import Path
 from typing import Any, Final
 
 import jsonschema
-import yaml
 
 from conformance.scenarios import (
     DEFAULT_MODELS,
     WORKLOADS_FOLDER,
     ScenarioError,
     default_corpus_path,
+    read_yaml_file,
 )
-from reference_impl._documents import DocumentTooDeepError, load_yaml_strict
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError
 
@@ -237,20 +236,7 @@ def _from_document(document: Mapping[str, Any], source: str) -> Workload:
 
 def load_workload(path: Path) -> Workload:
     """One workload file; a :class:`WorkloadError` naming the file and JSON path when unusable."""
-    try:
-        document = load_yaml_strict(path.read_text("utf-8"))
-    except OSError as exc:
-        raise WorkloadError(exc.strerror or str(exc), where=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise WorkloadError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
-    except DocumentTooDeepError as exc:
-        raise WorkloadError(f"not a workload file: {exc}", where=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        raise WorkloadError(
-            f"not YAML ({getattr(exc, 'problem', exc)})", where=f"{path}{at}"
-        ) from None
+    document = read_yaml_file(path, WorkloadError, "a workload file")
     errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
