@@ -33,11 +33,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from conformance.checks import REGISTRY
+from conformance.errors import BaselineError
 from conformance.events import CaseResult
 from conformance.reporting.record import RunRecord, read_jsonl
 from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
 from reference_impl._documents import DocumentLimitError, read_input_text
-from reference_impl.errors import CtxconfError
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -45,7 +45,6 @@ __all__ = [
     "Baseline",
     "BaselineCase",
     "BaselineDiff",
-    "BaselineError",
     "CaseChange",
     "Results",
     "compare_to_baseline",
@@ -61,12 +60,6 @@ BASELINE_VERSION: Final = 1
 
 Results: TypeAlias = "RunRecord | Iterable[CaseResult] | Path | str"
 """A run: its record, its case results, or the path of its ``run.jsonl``."""
-
-
-class BaselineError(CtxconfError, ValueError):
-    """A baseline file that cannot be read; ``where`` is ``file`` or ``file: $.json.path``."""
-
-    code = "baseline_invalid"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,19 +22,13 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Final
 
+from conformance.errors import PluginLoadError
 from conformance.protocol import Assembler, MessageListAssembler
-from reference_impl.errors import CtxconfError
 from reference_impl.transcript import SHAPE_NAMES
 
-__all__ = ["ENTRY_POINT_GROUP", "Plugin", "PluginLoadError", "load_plugin"]
+__all__ = ["ENTRY_POINT_GROUP", "Plugin", "load_plugin"]
 
 ENTRY_POINT_GROUP: Final = "ctxconf.assemblers"
-
-
-class PluginLoadError(CtxconfError, ValueError):
-    """A ``--impl`` spec that does not name a usable assembler."""
-
-    code = "plugin_load_error"
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
-from reference_impl.errors import ContextAssemblyError
+from conformance.errors import Refusal
 from reference_impl.tokens import TokenCounter
 
 __all__ = [
@@ -103,13 +103,6 @@ MESSAGE_KEYS: Final[Mapping[str, str]] = {
 }
 """Where each shape keeps its message list; the rest of a body (system, tools, model) is context
 that a plain message function never sees and the wrapper puts back unchanged."""
-
-
-class Refusal(ContextAssemblyError):  # noqa: N818 - a refusal is an answer, not a fault
-    """Raised by a plug-in that refuses to assemble (fail closed). ``code`` says why."""
-
-    def __init__(self, message: str, *, code: str = "context_assembly_refused") -> None:
-        super().__init__(message, code=code)
 
 
 @dataclass(frozen=True, slots=True)

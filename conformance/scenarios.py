@@ -33,6 +33,7 @@ import jsonschema
 import yaml
 
 from conformance.bundled import find_bundled_folder, missing_folder_message
+from conformance.errors import ScenarioError
 from reference_impl._documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError, TranscriptError
@@ -61,7 +62,6 @@ __all__ = [
     "Level",
     "Outcome",
     "Scenario",
-    "ScenarioError",
     "default_corpus_path",
     "expand_message",
     "load_corpus",
@@ -105,12 +105,6 @@ DEFAULT_PARAMS: Final[Mapping[str, Mapping[str, Any]]] = {
     # unless the scenario's ``params`` set them, so the plug-in receives a complete request (the Messages API requires ``max_tokens``).
     "anthropic-messages": {"max_tokens": 1024},
 }
-
-
-class ScenarioError(CtxconfError, ValueError):
-    """A scenario file that cannot be used; ``where`` is ``file: json.path``."""
-
-    code = "scenario_invalid"
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from typing_extensions import Self
 
+from conformance.errors import WorkerInternalError
+
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
@@ -252,10 +254,6 @@ class PoolStats:
     killed_hung: int = 0
     started: int = 0
     notes: list[str] = field(default_factory=list)
-
-
-class WorkerInternalError(RuntimeError):
-    """The harness itself failed inside a worker (a bug in ctxconf, not in the plug-in)."""
 
 
 FailedCase = Callable[["Case", str, Mapping[str, str]], "CaseResult"]

@@ -14,7 +14,6 @@ from rich.console import Console
 
 from conformance.baseline import (
     BASELINE_VERSION,
-    BaselineError,
     compare_to_baseline,
     gate,
     read_baseline,
@@ -22,6 +21,7 @@ from conformance.baseline import (
     write_baseline,
 )
 from conformance.checks import CheckResult
+from conformance.errors import BaselineError
 from conformance.events import CaseFinished, CaseResult, Event, RunFinished, RunStarted
 from conformance.reporting.record import JsonLinesWriter, read_jsonl, record_from_events
 

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.providers.emulator import EmulatorConfigError, create_app
+from conformance.errors import EmulatorConfigError
+from conformance.providers.emulator import create_app
 from conformance.providers.emulator_responses import EmulatorReply
 from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
 from reference_impl.shapes import get_shape

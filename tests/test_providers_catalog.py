@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from conformance.errors import CatalogError, UnknownProfileError
 from conformance.providers import catalog as catalog_module
 from conformance.providers.catalog import (
     SHAPES,
-    CatalogError,
-    UnknownProfileError,
     list_profiles,
     load_catalog,
     message_pattern,

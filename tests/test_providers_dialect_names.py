@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import cli
+from conformance.errors import UnknownProfileError
 from conformance.providers.catalog import (
-    UnknownProfileError,
     catalog_dialect,
     list_dialects,
     list_profiles,

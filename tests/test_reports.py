@@ -20,10 +20,10 @@ from rich.console import Console
 
 from conformance.checks.registry import CheckResult
 from conformance.cli import cli
+from conformance.errors import ReportFileError
 from conformance.events import CaseResult
 from conformance.reporting import (
     JsonLinesWriter,
-    ReportFileError,
     RunRecord,
     read_jsonl,
     render_html,

@@ -13,8 +13,9 @@ from click.testing import CliRunner
 
 from conformance.cli import cli
 from conformance.engine import DEFAULT_MODELS, call_with_timeout, plan_cases, run_events
+from conformance.errors import PluginLoadError
 from conformance.events import CaseFinished, CaseStarted, RunFinished, RunStarted
-from conformance.loading import Plugin, PluginLoadError, load_plugin
+from conformance.loading import Plugin, load_plugin
 from conformance.protocol import PROTOCOL_VERSION, Assembler, MessageListAssembler
 from conformance.scenarios import load_corpus
 

@@ -14,13 +14,8 @@ from conformance.checks import REGISTRY
 from conformance.cli import cli
 from conformance.corpus_lint import corpus_problems
 from conformance.engine import reference_counter, render_input
-from conformance.scenarios import (
-    ScenarioError,
-    expand_message,
-    load_corpus,
-    load_file,
-    schema_errors,
-)
+from conformance.errors import ScenarioError
+from conformance.scenarios import expand_message, load_corpus, load_file, schema_errors
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES, transcript_from_dict
 

@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import cli
+from conformance.errors import WorkloadError
 from conformance.loading import Plugin, load_plugin
 from conformance.scenarios import load_corpus
-from conformance.soak import WorkloadError, builtin_workloads, load_workload, run_soak
+from conformance.soak import builtin_workloads, load_workload, run_soak
 from conformance.soak.caching import CacheModel, price_for, wire_blocks
 from conformance.soak.finding import make_finding, replays
 from conformance.soak.loop import check_attachments_fit

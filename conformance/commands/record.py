@@ -27,8 +27,9 @@ import httpx
 import openai
 
 from conformance.commands._io import fail
-from conformance.providers.emulator import EmulatorConfigError, create_app
-from conformance.scenarios import ScenarioError, load_corpus, select
+from conformance.errors import EmulatorConfigError, ScenarioError
+from conformance.providers.emulator import create_app
+from conformance.scenarios import load_corpus, select
 from conformance.traffic.cassette import ContentMode
 from conformance.traffic.roundtrip import (
     DEFAULT_MODELS,

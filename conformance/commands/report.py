@@ -7,13 +7,8 @@ from pathlib import Path
 import click
 
 from conformance.commands._io import fail_input
-from conformance.reporting import (
-    ReportFileError,
-    read_jsonl,
-    render_html,
-    render_junit,
-    render_markdown,
-)
+from conformance.errors import ReportFileError
+from conformance.reporting import read_jsonl, render_html, render_junit, render_markdown
 
 __all__ = ["command"]
 

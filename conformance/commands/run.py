@@ -21,7 +21,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from conformance.baseline import Baseline, BaselineError, gate, read_baseline, write_baseline
+from conformance.baseline import Baseline, gate, read_baseline, write_baseline
 from conformance.checks import REGISTRY
 from conformance.commands._io import describe_error, fail
 from conformance.commands._options import (
@@ -33,6 +33,7 @@ from conformance.commands._options import (
     timeout_option,
 )
 from conformance.engine import DEFAULT_MAX_CONSECUTIVE_TIMEOUTS, run_events
+from conformance.errors import BaselineError
 from conformance.events import CaseFinished, Event, RunFinished, RunStarted
 from conformance.reporting import (
     JsonLinesWriter,

@@ -19,10 +19,10 @@ import click
 from conformance.checks import REGISTRY
 from conformance.commands._io import EXIT_FINDING, fail
 from conformance.corpus_lint import corpus_problems, recording_problems
+from conformance.errors import ScenarioError
 from conformance.scenarios import (
     WORKLOADS_FOLDER,
     Scenario,
-    ScenarioError,
     default_corpus_path,
     load_corpus,
     scan_corpus,

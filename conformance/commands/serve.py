@@ -13,7 +13,8 @@ import click
 import uvicorn
 
 from conformance.commands._io import fail
-from conformance.providers.emulator import EmulatorConfigError, create_app
+from conformance.errors import EmulatorConfigError
+from conformance.providers.emulator import create_app
 from conformance.providers.emulator_transport import is_loopback, listening_socket
 
 __all__ = ["command"]

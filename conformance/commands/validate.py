@@ -16,7 +16,8 @@ import json
 import click
 
 from conformance.commands._io import EXIT_FINDING, fail, read_document
-from conformance.providers.catalog import SHAPES, UnknownProfileError, profile_for_model
+from conformance.errors import UnknownProfileError
+from conformance.providers.catalog import SHAPES, profile_for_model
 from conformance.providers.validation import lint_request, validate_request
 from conformance.providers.verdict import Verdict
 

@@ -29,19 +29,18 @@ from typing import Any, Final, cast
 
 import jsonschema
 
+from conformance.errors import CatalogError, UnknownProfileError
 from conformance.providers.verdict import Evidence
 from reference_impl._documents import load_yaml_safe
-from reference_impl.errors import CtxconfError, ShapeError
+from reference_impl.errors import ShapeError
 from reference_impl.shapes.dialects import get_dialect
 
 __all__ = [
     "SHAPES",
     "Catalog",
-    "CatalogError",
     "ErrorSpec",
     "Profile",
     "Rule",
-    "UnknownProfileError",
     "Variant",
     "catalog_dialect",
     "list_dialects",
@@ -54,18 +53,6 @@ __all__ = [
 ]
 
 SHAPES = ("openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse")
-
-
-class CatalogError(CtxconfError, ValueError):
-    """The rule catalog data is inconsistent (unknown rule in a profile, cycle, schema error)."""
-
-    code = "rule_catalog_invalid"
-
-
-class UnknownProfileError(CtxconfError, ValueError):
-    """A shape, dialect or profile name that the catalog does not know, or that do not fit together."""
-
-    code = "unknown_profile"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,12 +35,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from conformance.providers.catalog import (
-    UnknownProfileError,
-    load_catalog,
-    profile_for_model,
-    resolve_profile,
-)
+from conformance.errors import EmulatorConfigError, UnknownProfileError
+from conformance.providers.catalog import load_catalog, profile_for_model, resolve_profile
 from conformance.providers.emulator_responses import (
     DirectiveScript,
     EmulatorReply,
@@ -74,17 +70,11 @@ from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Transcript
 
-__all__ = ["STRUCTURE_RULES", "EmulatorConfigError", "create_app"]
+__all__ = ["STRUCTURE_RULES", "create_app"]
 
 log = logging.getLogger(__name__)
 
 _DEFAULT_MODEL: Final = "emulated-model"
-
-
-class EmulatorConfigError(CtxconfError, ValueError):
-    """An emulator option that cannot work (a profile name the catalog does not know)."""
-
-    code = "emulator_config_invalid"
 
 
 @dataclass(frozen=True, slots=True)

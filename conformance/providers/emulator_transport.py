@@ -23,8 +23,9 @@ import httpx2
 import uvicorn
 from starlette.types import ASGIApp
 
+from conformance.errors import ServerStartError
+
 __all__ = [
-    "ServerStartError",
     "call_app",
     "httpx2_transport",
     "httpx_transport",
@@ -35,10 +36,6 @@ __all__ = [
 
 _START_TIMEOUT_S: Final = 10.0
 _BACKLOG: Final = 2048  # uvicorn's default
-
-
-class ServerStartError(RuntimeError):
-    """uvicorn did not come up on loopback within the bounded wait."""
 
 
 async def _call(

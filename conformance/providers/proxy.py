@@ -44,12 +44,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from conformance.providers.catalog import (
-    UnknownProfileError,
-    load_catalog,
-    profile_for_model,
-    resolve_profile,
-)
+from conformance.errors import UnknownProfileError
+from conformance.providers.catalog import load_catalog, profile_for_model, resolve_profile
 from conformance.providers.emulator import STRUCTURE_RULES
 from conformance.providers.emulator_responses import error_envelope
 from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder

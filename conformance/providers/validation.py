@@ -25,13 +25,8 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.providers.catalog import (
-    Profile,
-    Rule,
-    UnknownProfileError,
-    load_catalog,
-    resolve_profile,
-)
+from conformance.errors import UnknownProfileError
+from conformance.providers.catalog import Profile, Rule, load_catalog, resolve_profile
 from conformance.providers.envelopes import RenderedError, error_headers, render_error
 from conformance.providers.validators import DETECTORS, STRUCTURE, Context, DetectorFn, Finding
 from conformance.providers.verdict import Verdict

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
+from conformance.errors import ReportFileError
 from conformance.events import (
     CaseFinished,
     CaseResult,
@@ -30,13 +31,11 @@ from conformance.events import (
 )
 from conformance.scenarios import LEVELS, Level
 from reference_impl._documents import DocumentLimitError, read_input_text
-from reference_impl.errors import CtxconfError
 
 __all__ = [
     "REPORT_FORMAT",
     "REPORT_VERSION",
     "JsonLinesWriter",
-    "ReportFileError",
     "RunRecord",
     "footer_line",
     "header_line",
@@ -46,12 +45,6 @@ __all__ = [
 
 REPORT_FORMAT: Final = "ctxconf.run"
 REPORT_VERSION: Final = 1
-
-
-class ReportFileError(CtxconfError, ValueError):
-    """A saved run that cannot be read; ``where`` is ``file:line``."""
-
-    code = "report_file_invalid"
 
 
 @dataclass(frozen=True, slots=True)

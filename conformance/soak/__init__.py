@@ -17,7 +17,6 @@ from conformance.soak.loop import (
 from conformance.soak.workload import (
     WORKLOAD_FORMAT_VERSION,
     Workload,
-    WorkloadError,
     builtin_workloads,
     load_workload,
     resolve_workload,
@@ -31,7 +30,6 @@ __all__ = [
     "SoakReport",
     "TurnRecord",
     "Workload",
-    "WorkloadError",
     "builtin_workloads",
     "load_workload",
     "resolve_workload",

@@ -21,10 +21,10 @@ from typing import Any, Final
 
 import jsonschema
 
+from conformance.errors import ScenarioError, WorkloadError
 from conformance.scenarios import (
     DEFAULT_MODELS,
     WORKLOADS_FOLDER,
-    ScenarioError,
     default_corpus_path,
     read_yaml_file,
 )
@@ -37,7 +37,6 @@ __all__ = [
     "SizeRange",
     "ToolProfile",
     "Workload",
-    "WorkloadError",
     "builtin_workloads",
     "builtin_workloads_path",
     "load_workload",
@@ -47,12 +46,6 @@ __all__ = [
 
 WORKLOAD_FORMAT_VERSION: Final = 1
 _SCHEMA_PATH: Final = Path(__file__).parent.parent / "schemas" / "workload.schema.json"
-
-
-class WorkloadError(CtxconfError, ValueError):
-    """A workload file that cannot be used; ``where`` is ``file: json.path``."""
-
-    code = "workload_invalid"
 
 
 @dataclass(frozen=True, slots=True)

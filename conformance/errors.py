@@ -1,0 +1,111 @@
+"""Every error the conformance harness raises on purpose, in one tree.
+
+::
+
+    CtxconfError                      reference_impl.errors: ``message``, ``where``, ``code``
+    ├── ContextAssemblyError          reference_impl.errors: assembly refused (fail closed)
+    │   └── Refusal                   a plug-in refuses to assemble: an answer, not a fault
+    ├── PluginLoadError (ValueError)  ``--impl`` does not name a usable assembler
+    ├── ScenarioError (ValueError)    a scenario file or corpus that cannot be used
+    ├── WorkloadError (ValueError)    a soak workload file that cannot be used
+    ├── BaselineError (ValueError)    a baseline file that cannot be read
+    ├── ReportFileError (ValueError)  a saved run (JSON lines) that cannot be read
+    ├── CatalogError (ValueError)     the provider rule catalog data is inconsistent
+    ├── UnknownProfileError (ValueError)
+    │                                 a shape, dialect or profile the catalog does not know
+    └── EmulatorConfigError (ValueError)
+                                      an emulator option that cannot work
+    RuntimeError
+    ├── WorkerInternalError           the harness failed inside a worker (a bug in ctxconf)
+    └── ServerStartError              the emulator's server did not come up on loopback
+
+A ``CtxconfError`` says what is wrong and where (``where``: a file, ``file: $.json.path``,
+``file:line``); the command line reports it as one line and exit status 2. The errors of the
+reference assembler (transcripts, shapes, token counts, config) are in :mod:`reference_impl.errors`;
+those of recorded traffic (cassettes, recordings, credentials) live with it. Not errors, and so
+not here: a failed check (:class:`conformance.checks.registry.Failure`) and a case failed under
+pytest (``conformance.pytest_plugin.CtxconfCaseError``) are assertions.
+
+Plug-ins import :class:`Refusal` from :mod:`conformance.protocol`, where the contract is.
+"""
+
+from __future__ import annotations
+
+from reference_impl.errors import ContextAssemblyError, CtxconfError
+
+__all__ = [
+    "BaselineError",
+    "CatalogError",
+    "EmulatorConfigError",
+    "PluginLoadError",
+    "Refusal",
+    "ReportFileError",
+    "ScenarioError",
+    "ServerStartError",
+    "UnknownProfileError",
+    "WorkerInternalError",
+    "WorkloadError",
+]
+
+
+class Refusal(ContextAssemblyError):  # noqa: N818 - a refusal is an answer, not a fault
+    """Raised by a plug-in that refuses to assemble (fail closed). ``code`` says why."""
+
+    def __init__(self, message: str, *, code: str = "context_assembly_refused") -> None:
+        super().__init__(message, code=code)
+
+
+class PluginLoadError(CtxconfError, ValueError):
+    """A ``--impl`` spec that does not name a usable assembler."""
+
+    code = "plugin_load_error"
+
+
+class ScenarioError(CtxconfError, ValueError):
+    """A scenario file that cannot be used; ``where`` is ``file: json.path``."""
+
+    code = "scenario_invalid"
+
+
+class WorkloadError(CtxconfError, ValueError):
+    """A workload file that cannot be used; ``where`` is ``file: json.path``."""
+
+    code = "workload_invalid"
+
+
+class BaselineError(CtxconfError, ValueError):
+    """A baseline file that cannot be read; ``where`` is ``file`` or ``file: $.json.path``."""
+
+    code = "baseline_invalid"
+
+
+class ReportFileError(CtxconfError, ValueError):
+    """A saved run that cannot be read; ``where`` is ``file:line``."""
+
+    code = "report_file_invalid"
+
+
+class CatalogError(CtxconfError, ValueError):
+    """The rule catalog data is inconsistent (unknown rule in a profile, cycle, schema error)."""
+
+    code = "rule_catalog_invalid"
+
+
+class UnknownProfileError(CtxconfError, ValueError):
+    """A shape, dialect or profile name that the catalog does not know, or that do not fit together."""
+
+    code = "unknown_profile"
+
+
+class EmulatorConfigError(CtxconfError, ValueError):
+    """An emulator option that cannot work (a profile name the catalog does not know)."""
+
+    code = "emulator_config_invalid"
+
+
+class WorkerInternalError(RuntimeError):
+    """The harness itself failed inside a worker (a bug in ctxconf, not in the plug-in)."""
+
+
+class ServerStartError(RuntimeError):
+    """uvicorn did not come up on loopback within the bounded wait."""
