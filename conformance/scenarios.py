@@ -64,6 +64,7 @@ __all__ = [
     "Scenario",
     "default_corpus_path",
     "expand_message",
+    "json_path",
     "load_corpus",
     "load_file",
     "message_from_compact",
@@ -72,6 +73,7 @@ __all__ = [
     "scan_corpus",
     "scenario_files",
     "schema_errors",
+    "schema_violations",
     "select",
 ]
 
@@ -267,15 +269,23 @@ def expand_message(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @cache
-def _validator() -> jsonschema.protocols.Validator:
-    schema = json.loads(_SCHEMA_PATH.read_text("utf-8"))
+def _validator(schema_path: Path) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_path.read_text("utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     validator: jsonschema.protocols.Validator = cls(schema)
     return validator
 
 
-def _path_text(path: Iterable[Any]) -> str:
+def schema_violations(schema_path: Path, document: Any) -> list[jsonschema.ValidationError]:
+    """Every violation of the JSON schema in ``schema_path`` by ``document``, in document order
+    (the validator is built and checked once per schema)."""
+    errors = _validator(schema_path).iter_errors(document)
+    return sorted(errors, key=lambda e: list(e.absolute_path))
+
+
+def json_path(path: Iterable[Any]) -> str:
+    """A place in a document as a JSON path: ``$.scenarios[0].expect``."""
     out = "$"
     for step in path:
         out += f"[{step}]" if isinstance(step, int) else f".{step}"
@@ -328,7 +338,7 @@ def plain_schema_message(error: jsonschema.ValidationError) -> str:
             typed = [e for e in error.context if e.validator != "type"]
             best = jsonschema.exceptions.best_match(typed or error.context)
             inner = plain_schema_message(best)
-            where = _path_text(best.relative_path).removeprefix("$")
+            where = json_path(best.relative_path).removeprefix("$")
             return f"{where.removeprefix('.')}: {inner}" if where else inner
         case _:
             return error.message
@@ -337,8 +347,8 @@ def plain_schema_message(error: jsonschema.ValidationError) -> str:
 def schema_errors(document: Any) -> list[str]:
     """Every schema violation of one file as ``$.json.path: message`` lines (empty when valid),
     in plain words."""
-    errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
-    return [f"{_path_text(e.absolute_path)}: {plain_schema_message(e)}" for e in errors]
+    errors = schema_violations(_SCHEMA_PATH, document)
+    return [f"{json_path(e.absolute_path)}: {plain_schema_message(e)}" for e in errors]
 
 
 def _budget_values(value: Any) -> tuple[int, ...]:
@@ -467,8 +477,8 @@ def _read_file(path: Path) -> Any:
 def _file_scenarios(path: Path, document: Any) -> tuple[tuple[Scenario, ...], list[str]]:
     """The scenarios of one parsed file and, separately, every problem (``$.path: message``):
     the schema's, then those of each scenario the schema accepted."""
-    raw_errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
-    problems = [f"{_path_text(e.absolute_path)}: {plain_schema_message(e)}" for e in raw_errors]
+    raw_errors = schema_violations(_SCHEMA_PATH, document)
+    problems = [f"{json_path(e.absolute_path)}: {plain_schema_message(e)}" for e in raw_errors]
     broken = {
         e.absolute_path[1]
         for e in raw_errors

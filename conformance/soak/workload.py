@@ -12,21 +12,19 @@ scenario loader skips that folder; ``ctxconf scenarios validate`` validates it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any, Final
-
-import jsonschema
 
 from conformance.errors import ScenarioError, WorkloadError
 from conformance.scenarios import (
     DEFAULT_MODELS,
     WORKLOADS_FOLDER,
     default_corpus_path,
+    json_path,
     read_yaml_file,
+    schema_violations,
 )
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError
@@ -124,22 +122,6 @@ class Workload:
         return {**window, **dict(self.config)}
 
 
-@cache
-def _validator() -> jsonschema.protocols.Validator:
-    schema = json.loads(_SCHEMA_PATH.read_text("utf-8"))
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    validator: jsonschema.protocols.Validator = cls(schema)
-    return validator
-
-
-def _path_text(path: Any) -> str:
-    out = "$"
-    for step in path:
-        out += f"[{step}]" if isinstance(step, int) else f".{step}"
-    return out
-
-
 def _range(raw: Mapping[str, Any] | None, default: SizeRange, where: str) -> SizeRange:
     if raw is None:
         return default
@@ -230,12 +212,12 @@ def _from_document(document: Mapping[str, Any], source: str) -> Workload:
 def load_workload(path: Path) -> Workload:
     """One workload file; a :class:`WorkloadError` naming the file and JSON path when unusable."""
     document = read_yaml_file(path, WorkloadError, "a workload file")
-    errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
+    errors = schema_violations(_SCHEMA_PATH, document)
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise WorkloadError(
-            f"{_path_text(first.absolute_path)}: {first.message}{more}", where=str(path)
+            f"{json_path(first.absolute_path)}: {first.message}{more}", where=str(path)
         )
     return _from_document(document, str(path))
 
