@@ -13,18 +13,23 @@
     ├── CatalogError (ValueError)     the provider rule catalog data is inconsistent
     ├── UnknownProfileError (ValueError)
     │                                 a shape, dialect or profile the catalog does not know
-    └── EmulatorConfigError (ValueError)
-                                      an emulator option that cannot work
+    ├── EmulatorConfigError (ValueError)
+    │                                 an emulator option that cannot work
+    ├── CassetteError (ValueError)    a cassette or cassette option that cannot be used
+    │   └── CassetteMissError (LookupError)
+    │                                 no recorded interaction has this request's skeleton
+    ├── RecordingError (ValueError)   a recording that cannot be read (file, interaction, field)
+    └── CredentialsError (LookupError)
+                                      a live recording without the provider key's variable
     RuntimeError
     ├── WorkerInternalError           the harness failed inside a worker (a bug in ctxconf)
     └── ServerStartError              the emulator's server did not come up on loopback
 
 A ``CtxconfError`` says what is wrong and where (``where``: a file, ``file: $.json.path``,
 ``file:line``); the command line reports it as one line and exit status 2. The errors of the
-reference assembler (transcripts, shapes, token counts, config) are in :mod:`reference_impl.errors`;
-those of recorded traffic (cassettes, recordings, credentials) live with it. Not errors, and so
-not here: a failed check (:class:`conformance.checks.registry.Failure`) and a case failed under
-pytest (``conformance.pytest_plugin.CtxconfCaseError``) are assertions.
+reference assembler (transcripts, shapes, token counts, config) are in :mod:`reference_impl.errors`.
+Not errors, and so not here: a failed check (:class:`conformance.checks.registry.Failure`) and a
+case failed under pytest (``conformance.pytest_plugin.CtxconfCaseError``) are assertions.
 
 Plug-ins import :class:`Refusal` from :mod:`conformance.protocol`, where the contract is.
 """
@@ -35,9 +40,13 @@ from reference_impl.errors import ContextAssemblyError, CtxconfError
 
 __all__ = [
     "BaselineError",
+    "CassetteError",
+    "CassetteMissError",
     "CatalogError",
+    "CredentialsError",
     "EmulatorConfigError",
     "PluginLoadError",
+    "RecordingError",
     "Refusal",
     "ReportFileError",
     "ScenarioError",
@@ -101,6 +110,43 @@ class EmulatorConfigError(CtxconfError, ValueError):
     """An emulator option that cannot work (a profile name the catalog does not know)."""
 
     code = "emulator_config_invalid"
+
+
+class CassetteError(CtxconfError, ValueError):
+    """A cassette or cassette option that cannot be used (bad record mode, bad metadata)."""
+
+    code = "cassette_invalid"
+
+
+class CassetteMissError(CassetteError, LookupError):
+    """No recorded interaction has this request's skeleton; names the closest one recorded."""
+
+    code = "cassette_miss"
+
+
+class RecordingError(CtxconfError, ValueError):
+    """A recording that cannot be read: names the file, the interaction (or line) and the field."""
+
+    code = "recording_invalid"
+
+    def __init__(
+        self, message: str, *, file: str, index: int | None = None, where: str | None = None
+    ) -> None:
+        self.file = file
+        self.index = index
+        self.reason = message
+        location = file
+        if index is not None:
+            location += f": interactions[{index}]"
+        if where:
+            location += f".{where}" if index is not None else f": {where}"
+        super().__init__(message, where=location)
+
+
+class CredentialsError(CtxconfError, LookupError):
+    """A live recording without the environment variable that holds the provider's key."""
+
+    code = "credentials_missing"
 
 
 class WorkerInternalError(RuntimeError):

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from vcr.request import Request
 
+from conformance.errors import CassetteError
 from conformance.traffic.cassette import (
-    CassetteError,
     CassetteMetadata,
     RecordMode,
     _CtxconfYamlSerializer,

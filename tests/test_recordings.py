@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from shape_support import SHARED
 
+from conformance.errors import RecordingError
 from conformance.traffic.endpoints import detect_dialect, is_token_count_url
 from conformance.traffic.reading import (
     RecordedInteraction,
-    RecordingError,
     detect_shape,
     iter_recordings,
     read_cassette,

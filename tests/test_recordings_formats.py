@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from shape_support import SHARED
 
+from conformance.errors import RecordingError
 from conformance.traffic.reading import (
-    RecordingError,
     StreamEvent,
     decode_event_stream,
     parse_sse,

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from conformance.cli import cli
 from conformance.engine import run_events
+from conformance.errors import CassetteMissError
 from conformance.loading import load_plugin
 from conformance.providers.emulator import create_app
 from conformance.providers.emulator_transport import serving
@@ -24,7 +25,6 @@ from conformance.providers.validation import validate_request
 from conformance.reporting import record_from_events
 from conformance.reporting.matrix import provenance_counts, stale_cases
 from conformance.scenarios import default_corpus_path, load_corpus
-from conformance.traffic.cassette import CassetteMissError
 from conformance.traffic.roundtrip import Case, Exchange, Target, recorded_against, replay
 from conformance.traffic.roundtrip_cases import (
     PROBES,

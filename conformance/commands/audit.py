@@ -33,8 +33,9 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.commands._io import EXIT_FINDING, fail, fail_input
+from conformance.errors import RecordingError
 from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
-from conformance.traffic.reading import LOG_SUFFIXES, RecordingError
+from conformance.traffic.reading import LOG_SUFFIXES
 
 __all__ = ["EXIT_UNREADABLE", "command"]
 

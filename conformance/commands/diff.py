@@ -22,11 +22,11 @@ from typing import Any, Final
 import click
 
 from conformance.commands._io import EXIT_FINDING, fail
-from conformance.errors import EmulatorConfigError, ScenarioError
+from conformance.errors import CassetteError, EmulatorConfigError, ScenarioError
 from conformance.providers.emulator import create_app
 from conformance.providers.proxy_cassettes import VERDICT_KEY
 from conformance.scenarios import Scenario, load_corpus, select
-from conformance.traffic.cassette import CassetteError, load_cassette_document
+from conformance.traffic.cassette import load_cassette_document
 from conformance.traffic.roundtrip import Case, Exchange, Target, send
 from conformance.traffic.roundtrip_cases import probe_cases, scenario_cases
 from conformance.traffic.skeleton import skeleton, skeleton_digest

@@ -27,18 +27,11 @@ import httpx
 import openai
 
 from conformance.commands._io import fail
-from conformance.errors import EmulatorConfigError, ScenarioError
+from conformance.errors import CredentialsError, EmulatorConfigError, ScenarioError
 from conformance.providers.emulator import create_app
 from conformance.scenarios import load_corpus, select
 from conformance.traffic.cassette import ContentMode
-from conformance.traffic.roundtrip import (
-    DEFAULT_MODELS,
-    Case,
-    CredentialsError,
-    Target,
-    record,
-    recorded_against,
-)
+from conformance.traffic.roundtrip import DEFAULT_MODELS, Case, Target, record, recorded_against
 from conformance.traffic.roundtrip_cases import probe_cases, scenario_cases
 from conformance.traffic.verdicts import default_cassette_root
 from reference_impl.transcript import SHAPE_NAMES

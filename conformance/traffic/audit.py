@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from conformance.errors import RecordingError
 from conformance.providers.catalog import (
     Profile,
     catalog_dialect,
@@ -39,7 +40,6 @@ from conformance.traffic.endpoints import url_model
 from conformance.traffic.reading import (
     LOG_SUFFIXES,
     RecordedInteraction,
-    RecordingError,
     iter_recording_files,
     log_interaction,
     read_cassette,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import yaml
 
+from conformance.errors import CassetteError
 from conformance.traffic.scrubbing import hash_body, scrub_request, scrub_response
 from conformance.traffic.skeleton import skeleton_matcher
 from reference_impl._documents import (
@@ -42,7 +43,6 @@ from reference_impl._documents import (
     load_yaml_safe,
     read_input_text,
 )
-from reference_impl.errors import CtxconfError
 
 if TYPE_CHECKING:  # vcrpy is imported only to record or replay (make_vcr), never to read
     import vcr
@@ -51,9 +51,7 @@ if TYPE_CHECKING:  # vcrpy is imported only to record or replay (make_vcr), neve
 __all__ = [
     "METADATA_KEY",
     "METADATA_VERSION",
-    "CassetteError",
     "CassetteMetadata",
-    "CassetteMissError",
     "ContentMode",
     "RecordMode",
     "load_cassette_document",
@@ -64,18 +62,6 @@ __all__ = [
 
 METADATA_VERSION: Final = 1
 METADATA_KEY: Final = "ctxconf"
-
-
-class CassetteError(CtxconfError, ValueError):
-    """A cassette or cassette option that cannot be used (bad record mode, bad metadata)."""
-
-    code = "cassette_invalid"
-
-
-class CassetteMissError(CassetteError, LookupError):
-    """No recorded interaction has this request's skeleton; names the closest one recorded."""
-
-    code = "cassette_miss"
 
 
 class RecordMode(str, Enum):

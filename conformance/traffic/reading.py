@@ -49,6 +49,7 @@ from typing import Any, Final
 
 import yaml
 
+from conformance.errors import RecordingError
 from conformance.traffic.endpoints import (
     detect_dialect,
     is_bedrock_count_tokens,
@@ -63,14 +64,12 @@ from reference_impl._documents import (
     max_input_bytes,
     read_input_bytes,
 )
-from reference_impl.errors import CtxconfError
 from reference_impl.transcript import ShapeName
 
 __all__ = [
     "CASSETTE_SUFFIXES",
     "LOG_SUFFIXES",
     "RecordedInteraction",
-    "RecordingError",
     "StreamEvent",
     "decode_event_stream",
     "detect_shape",
@@ -88,25 +87,6 @@ __all__ = [
 CASSETTE_SUFFIXES: Final = (".yaml", ".yml", ".json", ".har")
 LOG_SUFFIXES: Final = (".jsonl", ".ndjson")
 _GZIP_MAGIC: Final = b"\x1f\x8b"
-
-
-class RecordingError(CtxconfError, ValueError):
-    """A recording that cannot be read: names the file, the interaction (or line) and the field."""
-
-    code = "recording_invalid"
-
-    def __init__(
-        self, message: str, *, file: str, index: int | None = None, where: str | None = None
-    ) -> None:
-        self.file = file
-        self.index = index
-        self.reason = message
-        location = file
-        if index is not None:
-            location += f": interactions[{index}]"
-        if where:
-            location += f".{where}" if index is not None else f": {where}"
-        super().__init__(message, where=location)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,14 +33,13 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from starlette.types import ASGIApp
 from vcr.errors import CannotOverwriteExistingCassetteException
 
+from conformance.errors import CassetteError, CassetteMissError, CredentialsError
 from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
 from conformance.providers.verdict import Provenance, Verdict
 from conformance.scenarios import DEFAULT_MODELS
 from conformance.traffic.cassette import (
     METADATA_KEY,
-    CassetteError,
     CassetteMetadata,
-    CassetteMissError,
     ContentMode,
     RecordMode,
     load_cassette_document,
@@ -64,7 +63,6 @@ from reference_impl.transcript import Message
 __all__ = [
     "DEFAULT_MODELS",
     "Case",
-    "CredentialsError",
     "Exchange",
     "RecordedCassette",
     "Target",
@@ -85,12 +83,6 @@ _KEY_VARIABLES: Final[Mapping[str, tuple[str, ...]]] = {
 _PLACEHOLDER_KEY: Final = "test-key-not-secret"
 _EMULATOR_ROOT: Final = "http://emulator.invalid"
 _REPLAY_ROOT: Final = "http://replay.invalid"
-
-
-class CredentialsError(CtxconfError, LookupError):
-    """A live recording without the environment variable that holds the provider's key."""
-
-    code = "credentials_missing"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,17 +28,13 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from conformance.bundled import find_bundled_folder
+from conformance.errors import CassetteError, RecordingError
 from conformance.providers.catalog import load_catalog, profile_for_model
 from conformance.providers.validation import validate_request
 from conformance.providers.verdict import Evidence, Provenance, Verdict
-from conformance.traffic.cassette import (
-    METADATA_KEY,
-    CassetteError,
-    CassetteMetadata,
-    load_cassette_document,
-)
+from conformance.traffic.cassette import METADATA_KEY, CassetteMetadata, load_cassette_document
 from conformance.traffic.endpoints import RULE_HEADER, url_model
-from conformance.traffic.reading import RecordedInteraction, RecordingError, interactions_in
+from conformance.traffic.reading import RecordedInteraction, interactions_in
 from conformance.traffic.skeleton import StoredRequest, request_skeleton, skeleton, skeleton_digest
 from reference_impl.transcript import canonical_json
 
