@@ -263,7 +263,7 @@ class WorkerPool:
     """``jobs`` supervised worker processes running cases of one plug-in.
 
     ``failed(case, reason, output)`` builds the ``error`` result of a case whose worker died or
-    hung. Use as a context manager; :meth:`run` yields results in case order."""
+    hung. Use as a context manager; :meth:`progress` yields results in case order."""
 
     def __init__(
         self,
@@ -336,23 +336,7 @@ class WorkerPool:
 
     def run_one(self, case: Case, specs: Sequence[CheckSpec]) -> CaseResult:
         """One case in a worker (``fuzz`` judges its examples through this)."""
-        results = list(self.run([(case, specs)]))
-        return results[0]
-
-    def run(
-        self,
-        cases: Iterable[tuple[Case, Sequence[CheckSpec]]],
-        *,
-        stop: RunStop | None = None,
-        on_result: Callable[[CaseResult], None] | None = None,
-        deadline: tuple[float, str] | None = None,
-    ) -> Iterator[CaseResult]:
-        """Every case's result in case order; stops early (what finished is still yielded, in
-        order) when ``stop`` is set, or at ``deadline`` (a ``time.monotonic()`` value and the
-        reason to give; it needs ``stop``). ``on_result`` sees each result as it arrives."""
-        for item in self.progress(cases, stop=stop, on_result=on_result, deadline=deadline):
-            if not isinstance(item, int):
-                yield item
+        return next(item for item in self.progress([(case, specs)]) if not isinstance(item, int))
 
     def progress(
         self,
@@ -362,9 +346,13 @@ class WorkerPool:
         on_result: Callable[[CaseResult], None] | None = None,
         deadline: tuple[float, str] | None = None,
     ) -> Iterator[int | CaseResult]:
-        """:meth:`run`, with each case's index yielded just before the case is handed to a
-        worker (with ``jobs > 1`` other cases may start before a result is yielded; results
-        still come in case order, and a case stopped early has started but has no result)."""
+        """Each case's index just before the case is handed to a worker, and every case's result
+        in case order (with ``jobs > 1`` other cases may start before a result is yielded).
+
+        Stops early (what finished is still yielded, in order; a case stopped early has started
+        but has no result) when ``stop`` is set, or at ``deadline`` (a ``time.monotonic()`` value
+        and the reason to give; it needs ``stop``). ``on_result`` sees each result as it
+        arrives."""
         pending = deque(cases)
         order = [case.index for case, _ in pending]
         done: dict[int, CaseResult] = {}
