@@ -11,14 +11,12 @@ names the address (``--listen 127.0.0.1:0`` picks a free port).
 from __future__ import annotations
 
 import logging
-import socket
 from pathlib import Path
 
 import click
-import uvicorn
 
 from conformance.commands._io import fail
-from conformance.providers.emulator_transport import is_loopback, listening_socket
+from conformance.commands._serving import listening, run_server
 from conformance.providers.proxy import (
     DEFAULT_TIMEOUT_S,
     ProxyConfigError,
@@ -106,21 +104,8 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
     except ProxyConfigError as exc:
         fail(f"--{(exc.where or 'upstream').replace('_', '-')}: {exc.message}")
     host, port = _listen_address(listen)
-    if not is_loopback(host):
-        click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
-    try:
-        sock = listening_socket(host, port)
-    except OSError as exc:
-        fail(f"--listen: cannot listen on {host}:{port}: {exc.strerror}")
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
-    click.echo(f"ctxconf proxy listening on http://{shown}:{bound} ({mode}; upstream {upstream})")
-    logging.getLogger("uvicorn.error").addFilter(_OneLineBreaks())
-    # The upstream's own date and server fields pass through; uvicorn adds none of its own.
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", server_header=False, date_header=False
-    )
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        sock.close()
+    with listening(host, port, option="--listen: ") as (sock, url):
+        click.echo(f"ctxconf proxy listening on {url} ({mode}; upstream {upstream})")
+        logging.getLogger("uvicorn.error").addFilter(_OneLineBreaks())
+        # The upstream's own date and server fields pass through; uvicorn adds none of its own.
+        run_server(app, sock, lifespan="on", server_header=False, date_header=False)

@@ -7,15 +7,12 @@ port; the first line on standard output names the address either way.
 
 from __future__ import annotations
 
-import socket
-
 import click
-import uvicorn
 
 from conformance.commands._io import fail
+from conformance.commands._serving import listening, run_server
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app
-from conformance.providers.emulator_transport import is_loopback, listening_socket
 
 __all__ = ["command"]
 
@@ -36,17 +33,6 @@ def command(host: str, port: int, profiles: tuple[str, ...], context_limit: int 
         app = create_app(profile=list(profiles) or None, context_limit=context_limit)
     except EmulatorConfigError as exc:
         fail(f"--profile: {exc.message}")
-    if not is_loopback(host):
-        click.echo(f"ctxconf: warning: listening on {host}, not loopback", err=True)
-    try:
-        sock = listening_socket(host, port)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror}")
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
-    click.echo(f"ctxconf emulator listening on http://{shown}:{bound}", nl=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        sock.close()
+    with listening(host, port) as (sock, url):
+        click.echo(f"ctxconf emulator listening on {url}", nl=True)
+        run_server(app, sock, lifespan="off")
