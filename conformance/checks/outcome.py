@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from conformance.identity import IdentityMap
+from conformance.json_diff import json_difference
 from conformance.providers.verdict import Verdict
 from conformance.traffic.verdicts import Judgement
 from reference_impl.tokens import TokenCounter
@@ -82,24 +83,16 @@ class CaseOutcome:
 
 def first_difference(before: Any, after: Any, where: str = "body") -> str | None:
     """The first place where ``after`` differs from ``before`` (``body.messages[2].content``),
-    or None when they are equal (JSON data compared by value)."""
-    if isinstance(before, Mapping) and isinstance(after, Mapping):
-        for key in before:
-            if key not in after:
-                return f"{where}.{key} was removed"
-            found = first_difference(before[key], after[key], f"{where}.{key}")
-            if found:
-                return found
-        extra = [k for k in after if k not in before]
-        return f"{where}.{extra[0]} was added" if extra else None
-    if isinstance(before, list) and isinstance(after, list):
-        for i, (a, b) in enumerate(zip(before, after, strict=False)):
-            found = first_difference(a, b, f"{where}[{i}]")
-            if found:
-                return found
-        if len(before) != len(after):
-            return f"{where} has {len(after)} items instead of {len(before)}"
+    or None when they are equal (JSON data compared by value and type)."""
+    found = json_difference(before, after, where, exact_types=True)
+    if found is None:
         return None
-    if type(before) is not type(after) or before != after:
-        return f"{where} was changed"
-    return None
+    match found.kind:
+        case "only_first":
+            return f"{found.path} was removed"
+        case "only_second":
+            return f"{found.path} was added"
+        case "length":
+            return f"{found.path} has {len(found.second)} items instead of {len(found.first)}"
+        case _:
+            return f"{found.path} was changed"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
+from conformance.json_diff import json_difference
 from conformance.traffic.endpoints import DIALECT_HEADER, endpoint_for_path
 from reference_impl.transcript import canonical_json
 
@@ -287,24 +288,17 @@ def request_skeleton(request: RequestLike) -> dict[str, Any]:
 
 def first_difference(a: object, b: object, path: str = "$") -> str | None:
     """The first JSON path where two skeletons differ, with both values; ``None`` when equal."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        for k in sorted(set(a) | set(b), key=str):
-            if k not in a or k not in b:
-                side = "recorded" if k in b else "request"
-                return f"{path}.{k} only in the {side}"
-            found = first_difference(a[k], b[k], f"{path}.{k}")
-            if found:
-                return found
+    found = json_difference(a, b, path, sort_keys=True)
+    if found is None:
         return None
-    if isinstance(a, list) and isinstance(b, list):
-        for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            found = first_difference(x, y, f"{path}[{i}]")
-            if found:
-                return found
-        if len(a) != len(b):
-            return f"{path} has {len(a)} items in the request, {len(b)} recorded"
-        return None
-    return None if a == b else f"{path}: {json.dumps(a)} != {json.dumps(b)}"
+    match found.kind:
+        case "only_first" | "only_second":
+            side = "request" if found.kind == "only_first" else "recorded"
+            return f"{found.path} only in the {side}"
+        case "length":
+            return f"{found.path} has {len(found.first)} items in the request, {len(found.second)} recorded"
+        case _:
+            return f"{found.path}: {json.dumps(found.first)} != {json.dumps(found.second)}"
 
 
 def skeleton_matcher(r1: VcrRequest, r2: VcrRequest) -> None:
