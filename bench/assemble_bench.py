@@ -53,9 +53,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import new_ring, realistic_session
 
 from reference_impl import AssemblyConfig, SessionAssembler, assemble
-from reference_impl._encodings import get_encoding
 from reference_impl.shapes import get_shape
 from reference_impl.tokens import TiktokenCounter, TokenCounter
+from reference_impl.tokens.encodings import get_encoding
 from reference_impl.transcript import (
     Message,
     ReasoningPart,

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance.traffic.reading import RecordedInteraction, iter_recordings
-from reference_impl._openai_costs import is_harmony_model
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.tokens import counter_for, encoding_for_model
+from reference_impl.tokens._openai_costs import is_harmony_model
 
 SHARED = Path(
     os.environ.get("CTXCONF_SHARED") or Path(__file__).resolve().parents[1] / ".." / "shared"

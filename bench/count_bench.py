@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import long_session, next_turn
 
-from reference_impl._encodings import get_encoding
 from reference_impl.tokens import TiktokenCounter
+from reference_impl.tokens.encodings import get_encoding
 from reference_impl.transcript import (
     Message,
     ReasoningPart,

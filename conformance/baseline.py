@@ -37,7 +37,7 @@ from conformance.errors import BaselineError
 from conformance.events import CaseResult
 from conformance.reporting.record import RunRecord, read_jsonl
 from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
-from reference_impl._documents import DocumentLimitError, read_input_text
+from reference_impl.documents import DocumentLimitError, read_input_text
 
 __all__ = [
     "BASELINE_FORMAT",

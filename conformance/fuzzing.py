@@ -68,7 +68,7 @@ from conformance.scenarios import (
 from conformance.strategies import VIOLATION_KINDS, broken_transcripts, transcripts
 from conformance.traffic.verdicts import load_library
 from conformance.workers import WorkerPool
-from reference_impl._documents import dump_yaml
+from reference_impl.documents import dump_yaml
 from reference_impl.errors import CtxconfError
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import get_shape

@@ -34,8 +34,8 @@ import yaml
 
 from conformance.bundled import find_bundled_folder, missing_folder_message
 from conformance.errors import ScenarioError
-from reference_impl._documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.config import AssemblyConfig
+from reference_impl.documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.errors import CtxconfError, TranscriptError
 from reference_impl.ledger import Ledger
 from reference_impl.transcript import (

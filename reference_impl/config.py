@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 import yaml
 
-from reference_impl._documents import DocumentLimitError, load_yaml_strict, read_input_text
+from reference_impl.documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.errors import ConfigError
 
 __all__ = [
@@ -155,7 +155,7 @@ class AssemblyConfig:
     def from_yaml(cls, source: str | Path) -> AssemblyConfig:
         """Read a YAML file (a ``Path`` or an existing path string) or YAML text.
 
-        The project's safe reader (:mod:`reference_impl._documents`) applies: a key given twice,
+        The project's safe reader (:mod:`reference_impl.documents`) applies: a key given twice,
         an over-large file or a YAML alias bomb is a :class:`ConfigError` naming the place."""
         text: str
         origin = "<yaml>"

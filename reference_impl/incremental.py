@@ -51,7 +51,8 @@ from reference_impl.steps.normalize import normalize_view
 from reference_impl.steps.state import Unit
 from reference_impl.steps.trim import CHARS_PER_TOKEN_CEILING, degrade_message, unit_chars
 from reference_impl.summary import DeterministicSummarizer, Summarizer
-from reference_impl.tokens import TokenCounter, _MemoizedCounter, counter_for
+from reference_impl.tokens import TokenCounter, counter_for
+from reference_impl.tokens.counters import _MemoizedCounter
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, SummaryPart, Transcript
 
 __all__ = ["SessionAssembler"]

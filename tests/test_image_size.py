@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 
-from reference_impl._image_size import image_size, image_size_from_base64
+from reference_impl.tokens._image_size import image_size, image_size_from_base64
 
 
 def _png(width: int, height: int) -> bytes:

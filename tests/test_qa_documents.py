@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import cli
-from reference_impl._documents import (
+from reference_impl.documents import (
     DocumentTooDeepError,
     DuplicateKeyError,
     load_json_strict,

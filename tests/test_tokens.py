@@ -16,14 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 
-from reference_impl import _encodings
-from reference_impl._encodings import (
-    count_text,
-    encoding_for_model,
-    get_encoding,
-    text_chunks,
+from reference_impl.errors import TokenCountError
+from reference_impl.tokens import (
+    AnthropicEstimateCounter,
+    EstimateCounter,
+    TiktokenCounter,
+    TokenCount,
+    TokenCounter,
+    counter_for,
 )
-from reference_impl._image_tokens import (
+from reference_impl.tokens import encodings as _encodings
+from reference_impl.tokens._image_tokens import (
     AnthropicImageRule,
     PatchRule,
     TileRule,
@@ -33,14 +36,11 @@ from reference_impl._image_tokens import (
     patch_image_tokens,
     tile_image_tokens,
 )
-from reference_impl.errors import TokenCountError
-from reference_impl.tokens import (
-    AnthropicEstimateCounter,
-    EstimateCounter,
-    TiktokenCounter,
-    TokenCount,
-    TokenCounter,
-    counter_for,
+from reference_impl.tokens.encodings import (
+    count_text,
+    encoding_for_model,
+    get_encoding,
+    text_chunks,
 )
 from reference_impl.transcript import (
     FilePart,

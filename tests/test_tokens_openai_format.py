@@ -1,4 +1,4 @@
-"""The OpenAI prompt-format model behind ``TiktokenCounter`` (reference_impl/_openai_costs.py).
+"""The OpenAI prompt-format model behind ``TiktokenCounter`` (reference_impl/tokens/_openai_costs.py).
 
 Expected numbers are computed independently of the implementation: each test writes the prompt
 the model would read *as text*, in the format of openai-cookbook ``articles/openai-harmony.md``
@@ -15,9 +15,9 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_impl._encodings import get_encoding
-from reference_impl._tool_namespace import render_namespace
 from reference_impl.tokens import TiktokenCounter, counter_for
+from reference_impl.tokens._tool_namespace import render_namespace
+from reference_impl.tokens.encodings import get_encoding
 from reference_impl.transcript import (
     Message,
     TextPart,

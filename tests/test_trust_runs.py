@@ -448,7 +448,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from conformance.fuzzing import scenario_document, scenario_yaml  # noqa: E402
 from conformance.scenarios import load_file  # noqa: E402
-from reference_impl._documents import dump_yaml, load_yaml_strict  # noqa: E402
+from reference_impl.documents import dump_yaml, load_yaml_strict  # noqa: E402
 from reference_impl.transcript import Message, TextPart, Transcript  # noqa: E402
 
 FOLDED = st.sampled_from(["\x85", "\u2028", "\u2029", "\n", "\r", " ", "'", '"', "#", ": "])

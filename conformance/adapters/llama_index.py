@@ -39,7 +39,7 @@ def _llama() -> Any:
 
 
 def _tokenizer() -> Callable[[str], list[int]]:
-    from reference_impl._encodings import get_encoding  # noqa: PLC0415 - offline rank files
+    from reference_impl.tokens.encodings import get_encoding  # noqa: PLC0415 - offline rank files
 
     encoding = get_encoding("o200k_base")
     encode: Callable[[str], list[int]] = encoding.encode

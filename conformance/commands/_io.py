@@ -11,7 +11,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 import yaml
 
-from reference_impl._documents import (
+from reference_impl.documents import (
     DocumentLimitError,
     DuplicateKeyError,
     load_json_strict,
@@ -69,7 +69,7 @@ def or_fail_input(
 def read_document(path: str | Path) -> Any:
     """Read a JSON or YAML file (by content, not extension); ``-`` reads standard input.
 
-    Every limit of :mod:`reference_impl._documents` applies (size, YAML aliases, depth)."""
+    Every limit of :mod:`reference_impl.documents` applies (size, YAML aliases, depth)."""
     try:
         text = read_input_text(path)
     except DocumentLimitError as exc:

@@ -12,9 +12,9 @@ import click
 
 from conformance.commands._options import SHAPE_CHOICE
 from conformance.commands._sessions import load_request
-from reference_impl._encodings import encoding_for_model
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens import counter_for
+from reference_impl.tokens.encodings import encoding_for_model
 
 __all__ = ["command"]
 

@@ -31,7 +31,7 @@ import jsonschema
 
 from conformance.errors import CatalogError, UnknownProfileError
 from conformance.providers.verdict import Evidence
-from reference_impl._documents import load_yaml_safe
+from reference_impl.documents import load_yaml_safe
 from reference_impl.errors import ShapeError
 from reference_impl.shapes.dialects import get_dialect
 

@@ -65,7 +65,7 @@ from conformance.traffic.endpoints import (
     Endpoint,
     endpoint_for_path,
 )
-from reference_impl._documents import DocumentLimitError, max_input_bytes
+from reference_impl.documents import DocumentLimitError, max_input_bytes
 from reference_impl.errors import CtxconfError
 
 __all__ = [

@@ -45,7 +45,7 @@ from conformance.traffic.cassette import METADATA_KEY, CassetteMetadata
 from conformance.traffic.endpoints import PROFILE_HEADER, PROVENANCE_HEADER, Endpoint
 from conformance.traffic.scrubbing import scrub_request, scrub_response
 from conformance.traffic.skeleton import request_skeleton, skeleton_digest
-from reference_impl._documents import dump_yaml
+from reference_impl.documents import dump_yaml
 
 __all__ = [
     "RECORDED_BY",

@@ -30,7 +30,7 @@ from conformance.events import (
     level_totals,
 )
 from conformance.scenarios import LEVELS, Level
-from reference_impl._documents import DocumentLimitError, read_input_text
+from reference_impl.documents import DocumentLimitError, read_input_text
 
 __all__ = [
     "REPORT_FORMAT",

@@ -30,7 +30,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from reference_impl._documents import load_yaml_strict
+from reference_impl.documents import load_yaml_strict
 from reference_impl.transcript import canonical_json
 
 __all__ = [

@@ -44,7 +44,7 @@ from conformance.traffic.reading import (
     log_interaction,
     read_cassette,
 )
-from reference_impl._documents import INPUT_LIMIT_ENV, max_input_bytes
+from reference_impl.documents import INPUT_LIMIT_ENV, max_input_bytes
 
 __all__ = [
     "AuditRow",

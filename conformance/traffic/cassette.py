@@ -37,7 +37,7 @@ import yaml
 from conformance.errors import CassetteError
 from conformance.traffic.scrubbing import hash_body, scrub_request, scrub_response
 from conformance.traffic.skeleton import skeleton_matcher
-from reference_impl._documents import (
+from reference_impl.documents import (
     DocumentLimitError,
     dump_yaml,
     load_yaml_safe,

@@ -56,7 +56,7 @@ from conformance.traffic.endpoints import (
     is_token_count_url,
     url_shape,
 )
-from reference_impl._documents import (
+from reference_impl.documents import (
     DocumentLimitError,
     SafeYamlLoader,
     check_input_size,

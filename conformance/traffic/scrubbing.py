@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.traffic.skeleton import STRUCTURE_KEYS, decoded_body
-from reference_impl._documents import dump_yaml
+from reference_impl.documents import dump_yaml
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest

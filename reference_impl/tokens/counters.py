@@ -7,7 +7,7 @@ A counter is bound to one shape (per-message overhead differs per shape) and say
 * ``estimate:anthropic(x1.30,o200k)``: a tiktoken count of the rendered content times an explicit
   safety factor (no public Claude tokenizer exists, token-counting.md section 5);
 * ``anthropic:count_tokens(claude-…)`` / ``openai:responses.input_tokens(gpt-…)``: the providers'
-  count endpoints (``reference_impl.token_apis``), used only when configured.
+  count endpoints (``reference_impl.tokens.apis``), used only when configured.
 
 Per-message counts are memoized by ``Message.digest`` in a bounded LRU, so one request never encodes
 the same message twice and the next turn costs only its new messages.
@@ -26,17 +26,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
-from reference_impl._encodings import (
+from reference_impl.errors import TokenCountError
+from reference_impl.tokens._image_tokens import (
+    AnthropicImageRule,
+    claude_version,
+    openai_image_rule,
+)
+from reference_impl.tokens._message_costs import EstimateRules
+from reference_impl.tokens._openai_costs import OpenAIRules, is_harmony_model
+from reference_impl.tokens.encodings import (
     OFFLINE_ENCODINGS,
     EncodingChoice,
     count_text,
     encoding_for_model,
     get_encoding,
 )
-from reference_impl._image_tokens import AnthropicImageRule, claude_version, openai_image_rule
-from reference_impl._message_costs import EstimateRules
-from reference_impl._openai_costs import OpenAIRules, is_harmony_model
-from reference_impl.errors import TokenCountError
 from reference_impl.transcript import SHAPE_NAMES, Message, ToolSpec, Transcript, canonical_json
 
 __all__ = [
@@ -241,7 +245,7 @@ class TiktokenCounter(_MemoizedCounter):
     Messages: the cookbook formula (3 per message, 1 per name, 3 reply priming), or the harmony
     format for reasoning models. Tools: the TypeScript-namespace rendering. Images: the tile
     formula for gpt-4o class models, the patch formula for the mini/nano class (picked from
-    ``model``). Tool calls, tool results and reasoning items: see ``reference_impl._openai_costs``,
+    ``model``). Tool calls, tool results and reasoning items: see ``reference_impl.tokens._openai_costs``,
     which says which parts are documented and which are calibrated on the public recordings.
     """
 

@@ -59,15 +59,20 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from reference_impl._image_size import part_size
-from reference_impl._image_tokens import PatchRule, TileRule, patch_image_tokens, tile_image_tokens
-from reference_impl._message_costs import (
+from reference_impl.tokens._image_size import part_size
+from reference_impl.tokens._image_tokens import (
+    PatchRule,
+    TileRule,
+    patch_image_tokens,
+    tile_image_tokens,
+)
+from reference_impl.tokens._message_costs import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
     file_tokens,
 )
-from reference_impl._tool_namespace import render_namespace
+from reference_impl.tokens._tool_namespace import render_namespace
 from reference_impl.transcript import (
     FilePart,
     ImagePart,

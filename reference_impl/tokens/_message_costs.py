@@ -1,6 +1,6 @@
 """What one message and one tool list cost in tokens of a local encoding: shared constants, files,
 and the estimate rules for shapes without a public tokenizer (the OpenAI rules are in
-``reference_impl._openai_costs``).
+``reference_impl.tokens._openai_costs``).
 
 These are the accounting rules behind the counters in ``reference_impl.tokens``; they work on the
 neutral transcript (never on a rendered body) so that a message costs the same wherever it sits
@@ -20,8 +20,8 @@ from typing import Final
 
 from typing_extensions import assert_never
 
-from reference_impl._image_size import part_size
-from reference_impl._image_tokens import (
+from reference_impl.tokens._image_size import part_size
+from reference_impl.tokens._image_tokens import (
     AnthropicImageRule,
     anthropic_image_tokens,
 )

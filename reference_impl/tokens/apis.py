@@ -1,0 +1,174 @@
+"""Counters backed by the providers' token-count endpoints, used only when configured.
+
+* ``AnthropicCountTokensCounter``: ``client.messages.count_tokens(...)``, ``POST
+  /v1/messages/count_tokens`` (token-counting.md section 5: free, rate limited separately from
+  message creation, "should be considered an estimate").
+* ``OpenAIInputTokensCounter``: ``client.responses.input_tokens.count(...)``, ``POST
+  /v1/responses/input_tokens`` (section 6).
+
+The endpoints count whole requests. ``count()`` sends the request rendered by the shape adapter and
+reports the provider's total; the per-message and tool numbers in the ``TokenCount`` come from the
+local counter given as ``fallback`` (they are what an assembler needs to decide what to drop, and
+they cost no call), and ``overhead`` is the provider total minus those, so it can be negative when
+the local count is high. ``count_message``/``count_tools`` answer locally for the same reason. Whole
+request totals are memoized by the digest of the rendered body, so a repeated view costs no call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from reference_impl.errors import TokenCountError
+from reference_impl.tokens.counters import (
+    AnthropicEstimateCounter,
+    TokenCount,
+    TokenCounter,
+    _Memo,
+    counter_for,
+)
+from reference_impl.transcript import Message, ToolSpec, Transcript, canonical_json
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+__all__ = ["AnthropicCountTokensCounter", "OpenAIInputTokensCounter", "Render"]
+
+Render = Callable[[Transcript], Mapping[str, Any]]
+
+
+def _render_with(shape: str) -> Render:
+    def render(transcript: Transcript) -> Mapping[str, Any]:
+        from reference_impl.shapes import get_shape  # noqa: PLC0415 - shapes import this module's peers
+
+        return get_shape(shape).render_request(transcript)
+
+    return render
+
+
+class _ProviderCounter:
+    """Shared plumbing: a provider total per rendered body, local numbers per message."""
+
+    def __init__(self, fallback: TokenCounter, render: Render) -> None:
+        self.fallback = fallback
+        self._render = render
+        self._totals: _Memo[str] = _Memo(4096)
+
+    @property
+    def name(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _call(self, body: Mapping[str, Any]) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def count_message(self, message: Message) -> int:
+        return self.fallback.count_message(message)
+
+    def count_tools(self, tools: Sequence[ToolSpec]) -> int:
+        return self.fallback.count_tools(tools)
+
+    def count(self, transcript: Transcript) -> TokenCount:
+        body = self._render(transcript)
+        key = hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+        total = self._totals.get_or_compute(key, lambda: self._call(body))
+        local = self.fallback.count(transcript)
+        return TokenCount(
+            total=total,
+            messages=local.messages,
+            tools=local.tools,
+            overhead=total - sum(local.messages) - local.tools,
+            counter=self.name,
+            encoding=None,
+        )
+
+
+def _provider_failure(endpoint: str, exc: Exception) -> TokenCountError:
+    status = getattr(exc, "status_code", None)
+    detail = f"HTTP {status}: " if status is not None else ""
+    return TokenCountError(f"{endpoint} failed ({detail}{exc})", where=endpoint)
+
+
+class AnthropicCountTokensCounter(_ProviderCounter):
+    """Anthropic's ``count_tokens`` endpoint through the ``anthropic`` SDK (section 5)."""
+
+    _FIELDS = ("system", "tools", "tool_choice", "thinking")  # count_tokens accepts these
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        model: str,
+        *,
+        fallback: TokenCounter | None = None,
+        render: Render | None = None,
+    ) -> None:
+        super().__init__(
+            fallback or AnthropicEstimateCounter(model=model),
+            render or _render_with("anthropic-messages"),
+        )
+        self.client = client
+        self.model = model
+
+    @property
+    def name(self) -> str:
+        """How reports name this counter."""
+        return f"anthropic:count_tokens({self.model})"
+
+    def _call(self, body: Mapping[str, Any]) -> int:
+        import anthropic  # noqa: PLC0415 - the SDK is needed only when this counter is configured
+
+        extra = {k: body[k] for k in self._FIELDS if k in body}
+        try:
+            answer = self.client.messages.count_tokens(
+                model=self.model, messages=body["messages"], **extra
+            )
+        except anthropic.APIError as exc:
+            raise _provider_failure("POST /v1/messages/count_tokens", exc) from exc
+        return int(answer.input_tokens)
+
+
+class OpenAIInputTokensCounter(_ProviderCounter):
+    """OpenAI's ``responses.input_tokens.count`` endpoint through the ``openai`` SDK (section 6)."""
+
+    _FIELDS = (
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "reasoning",
+        "text",
+        "truncation",
+    )
+
+    def __init__(
+        self,
+        client: openai.OpenAI,
+        model: str,
+        *,
+        fallback: TokenCounter | None = None,
+        render: Render | None = None,
+    ) -> None:
+        super().__init__(
+            fallback or counter_for("openai-responses", model),
+            render or _render_with("openai-responses"),
+        )
+        self.client = client
+        self.model = model
+
+    @property
+    def name(self) -> str:
+        """How reports name this counter."""
+        return f"openai:responses.input_tokens({self.model})"
+
+    def _call(self, body: Mapping[str, Any]) -> int:
+        import openai  # noqa: PLC0415 - the SDK is needed only when this counter is configured
+
+        extra = {k: body[k] for k in self._FIELDS if k in body}
+        try:
+            answer = self.client.responses.input_tokens.count(
+                model=self.model, input=body.get("input", []), **extra
+            )
+        except openai.APIError as exc:
+            raise _provider_failure("POST /v1/responses/input_tokens", exc) from exc
+        return int(answer.input_tokens)
