@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from conformance.errors import Refusal
+from reference_impl.shapes import ShapeFact
 from reference_impl.tokens import TokenCounter
 
 __all__ = [
@@ -94,14 +95,8 @@ __all__ = [
 PROTOCOL_VERSION: Final = 1
 """The version of this contract; bumped by any change that can break an existing plug-in."""
 
-MESSAGE_KEYS: Final[Mapping[str, str]] = {
-    "openai-chat": "messages",
-    "openai-responses": "input",
-    "anthropic-messages": "messages",
-    "gemini": "contents",
-    "bedrock-converse": "messages",
-}
-"""Where each shape keeps its message list; the rest of a body (system, tools, model) is context
+MESSAGE_KEYS: Final[Mapping[str, str]] = ShapeFact(lambda adapter: adapter.messages_key)
+"""Where each shape keeps its message list (``ShapeAdapter.messages_key``); the rest of a body (system, tools, model) is context
 that a plain message function never sees and the wrapper puts back unchanged."""
 
 

@@ -38,6 +38,7 @@ from reference_impl.config import AssemblyConfig
 from reference_impl.documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.errors import CtxconfError, TranscriptError
 from reference_impl.ledger import Ledger
+from reference_impl.shapes import ShapeFact
 from reference_impl.transcript import (
     SHAPE_NAMES,
     Message,
@@ -90,16 +91,10 @@ STRICT_GATE_LEVELS: Final[tuple[Level, ...]] = ("must", "should")
 """The check levels gated with ``--strict`` (``--ctxconf-strict`` in pytest)."""
 Outcome: TypeAlias = Literal["assembled", "refused", "either"]
 _SCHEMA_PATH: Final = Path(__file__).parent / "schemas" / "scenario.schema.json"
-DEFAULT_MODELS: Final[Mapping[str, str]] = {
-    # The model a case names when its scenario does not (``models``): it picks the reference
-    # counter's encoding, and it is part of a request's skeleton, so the runner and the recorder
-    # (roundtrip) must share this one table for a replayed verdict to match.
-    "openai-chat": "gpt-4o-mini",
-    "openai-responses": "gpt-4o-mini",
-    "anthropic-messages": "claude-haiku-4-5",
-    "gemini": "gemini-2.5-flash",
-    "bedrock-converse": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
-}
+DEFAULT_MODELS: Final[Mapping[str, str]] = ShapeFact(lambda adapter: adapter.default_model)
+"""The model a case names when its scenario does not (``models``), each shape's
+``ShapeAdapter.default_model``: it picks the reference counter's encoding, and it is part of a
+request's skeleton, so the runner and the recorder (roundtrip) share this one table."""
 
 
 DEFAULT_PARAMS: Final[Mapping[str, Mapping[str, Any]]] = {

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from reference_impl.rings import ViolationKind
+from reference_impl.shapes import reasoning_opens_message
 from reference_impl.shapes.base import ShapeCapabilities
 from reference_impl.transcript import (
     FilePart,
@@ -447,10 +448,6 @@ def _break_text_first(site: _Site) -> None:
     site.set(site.head, replace(site.tool, parts=(*parts[:where], text, *parts[where:])))
 
 
-# Origins whose artifact must open an assistant message with tool calls (A13; Claude on Bedrock).
-_STARTS_ITS_MESSAGE: Final = frozenset({"anthropic-messages", "bedrock-converse"})
-
-
 def _break_reasoning(site: _Site) -> None:
     """Reasoning with nothing after it to belong to, or thinking not first: R4, A13, G6."""
     # A shape without reasoning still gets a break of this kind, in some provider's artifact.
@@ -460,7 +457,7 @@ def _break_reasoning(site: _Site) -> None:
         origin = site.draft.origin
     artifact = _reasoning(site.draw, site.draft, origin)
     variants = ["trailing", "alone"]
-    if origin in _STARTS_ITS_MESSAGE:
+    if reasoning_opens_message(origin):  # A13, B10
         variants.append("not_first")
     variant = site.draw(st.sampled_from(variants))
     if variant == "trailing":  # R4: a reasoning item last, nothing follows it

@@ -10,13 +10,13 @@
 The result is an ``Assembly``: the view (a ``Transcript``) and an ``AssemblyReport`` that says what
 happened, in ids and counts only. ``Assembly.render(shape)`` produces the wire body, valid for that
 shape's default profile: the view is normalized for the shape it is rendered in (same-side turns
-merged where the shape requires alternation, ``steps.normalize``); for ``anthropic-messages`` it also
-places up to four ``cache_control`` breakpoints on stable boundaries.
+merged where the shape requires alternation, ``steps.normalize``); a shape with prompt-cache markers
+(``anthropic-messages``) places them on the stable boundaries the view names
+(``ShapeAdapter.place_cache_breakpoints``).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import logging
 import time
@@ -57,6 +57,8 @@ from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcrip
 __all__ = ["Assembly", "AssemblyReport", "Decision", "assemble"]
 
 log = logging.getLogger("reference_impl")
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
 
 Decision = Literal["ok", "rejected"]
 
@@ -175,9 +177,32 @@ class Assembly:
             body: dict[str, Any] = render_for_dialect(view, dialect)
         else:
             body = shapes.get_shape(name).render_request(view)
-        if name == "anthropic-messages" and self.config.anthropic_cache_breakpoints > 0:
-            body = _with_cache_breakpoints(self, view, body)
+        place = shapes.get_shape(name).place_cache_breakpoints
+        if place is not None and self.config.anthropic_cache_breakpoints > 0:
+            body = place(
+                body, view, self._stable_boundaries(view), self.config.anthropic_cache_breakpoints
+            )
         return body
+
+    def _stable_boundaries(self, view: Transcript) -> list[int]:
+        """View indices after which the request stays stable from turn to turn, in order: the end
+        of the pinned prefix, the summary, and the message just before the newest user turn
+        (system text is its shape's own boundary)."""
+        messages = view.messages
+        boundaries: list[int] = []
+        pinned = [
+            i
+            for i, m in enumerate(messages)
+            if m.id in self.prefix_ids and m.role not in _SYSTEM_ROLES
+        ]
+        if pinned:
+            boundaries.append(pinned[-1])
+        if self.report.summary_id is not None:
+            boundaries.extend(i for i, m in enumerate(messages) if m.id == self.report.summary_id)
+        users = [i for i, m in enumerate(messages) if m.role == "user"]
+        if users and users[-1] > 0:
+            boundaries.append(users[-1] - 1)
+        return sorted({i for i in boundaries if messages[i].role not in _SYSTEM_ROLES})
 
 
 # ------------------------------------------------------------------------------ the pipeline
@@ -466,107 +491,3 @@ def _observe(
         metrics.rejects.labels(**labels, code=report.code).inc()
         if report.code == "context_assembly_pairing_error":
             metrics.pairing_errors.labels(**labels, outcome="rejected").inc()
-
-
-# ---------------------------------------------------------------- anthropic cache breakpoints
-
-_EPHEMERAL = {"type": "ephemeral"}
-_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
-
-
-def _count_existing(body: dict[str, Any]) -> int:
-    found = 0
-    blocks: list[Any] = []
-    if isinstance(body.get("system"), list):
-        blocks.extend(body["system"])
-    for m in body.get("messages", []):
-        if isinstance(m.get("content"), list):
-            blocks.extend(m["content"])
-    blocks.extend(body.get("tools", []) or [])
-    for b in blocks:
-        if isinstance(b, dict) and "cache_control" in b:
-            found += 1
-    return found
-
-
-def _mark_system(body: dict[str, Any]) -> bool:
-    system = body.get("system")
-    if isinstance(system, str) and system:
-        body["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
-        return True
-    if isinstance(system, list) and system and isinstance(system[-1], dict):
-        if "cache_control" in system[-1]:
-            return False
-        system[-1]["cache_control"] = dict(_EPHEMERAL)
-        return True
-    return False
-
-
-def _mark_message(body: dict[str, Any], index: int, blocks: int) -> bool:
-    messages = body.get("messages", [])
-    if not 0 <= index < len(messages):
-        return False
-    message = messages[index]
-    content = message.get("content")
-    if isinstance(content, str):
-        if blocks != 1 or not content:
-            return False
-        message["content"] = [{"type": "text", "text": content, "cache_control": dict(_EPHEMERAL)}]
-        return True
-    if not isinstance(content, list):
-        return False
-    for position in range(min(blocks, len(content)) - 1, -1, -1):
-        block = content[position]
-        if isinstance(block, dict) and block.get("type") not in _UNCACHEABLE:
-            if "cache_control" in block:
-                return False
-            block["cache_control"] = dict(_EPHEMERAL)
-            return True
-    return False
-
-
-def _with_cache_breakpoints(
-    assembly: Assembly, rendered: Transcript, body: dict[str, Any]
-) -> dict[str, Any]:
-    """At most ``anthropic_cache_breakpoints`` (<= 4) breakpoints on stable boundaries: end of the
-    system text, end of the pinned prefix, end of the summary, and just before the newest turn.
-
-    A view index is mapped to the rendered body by rendering the view up to that message: the
-    render of a prefix is a prefix of the render, so its last message and block count say where
-    the boundary is, whatever the shape merged.
-    """
-    adapter = shapes.get_shape("anthropic-messages")
-    out = copy.deepcopy(body)
-    room = min(assembly.config.anthropic_cache_breakpoints, 4) - _count_existing(out)
-    if room <= 0:
-        return out
-    view = rendered.messages
-    boundaries: list[int] = []
-    prefix_positions = [i for i, m in enumerate(view) if m.id in assembly.prefix_ids]
-    non_system_prefix = [i for i in prefix_positions if view[i].role not in ("system", "developer")]
-    if non_system_prefix:
-        boundaries.append(non_system_prefix[-1])
-    if assembly.report.summary_id is not None:
-        boundaries.extend(i for i, m in enumerate(view) if m.id == assembly.report.summary_id)
-    users = [i for i, m in enumerate(view) if m.role == "user"]
-    if users and users[-1] > 0:
-        boundaries.append(users[-1] - 1)
-    if _mark_system(out):
-        room -= 1
-    for index in sorted(set(boundaries)):
-        if room <= 0:
-            break
-        if view[index].role in ("system", "developer"):
-            continue
-        try:
-            partial = adapter.render_request(rendered.with_messages(view[: index + 1]))
-        except ShapeError:
-            continue  # a prefix the shape cannot render on its own: no breakpoint there
-        wire = partial.get("messages", [])
-        if not wire:
-            continue
-        last = wire[-1].get("content")
-        blocks = 1 if isinstance(last, str) else len(last) if isinstance(last, list) else 0
-        if _mark_message(out, len(wire) - 1, blocks):
-            room -= 1
-    return out

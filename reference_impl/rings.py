@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, get_args
 
+from reference_impl.shapes import reasoning_opens_message
 from reference_impl.transcript import (
     Message,
     ReasoningPart,
@@ -191,10 +192,6 @@ VIOLATION_RULES: Final[Mapping[ViolationKind, tuple[str, ...]]] = {
 """The provider rules each violation kind breaks, across shapes and dialects."""
 
 _KIND_ORDER: Final[dict[str, int]] = {k: i for i, k in enumerate(get_args(ViolationKind))}
-
-# Artifacts that must open an assistant message that carries tool calls (A13; Claude on Bedrock
-# relays the same rule, B10).
-_OPENS_ITS_MESSAGE: Final = frozenset({"anthropic-messages", "bedrock-converse"})
 
 
 def _violation(kind: ViolationKind, index: int, ids: Sequence[str], detail: str) -> Violation:
@@ -378,7 +375,7 @@ def _reasoning_reasons(message: Message) -> Iterator[tuple[ReasoningPart, str]]:
                 f"the gemini thoughtSignature at parts[{j}] is not followed by the part it signs",
             )
         elif (
-            part.origin in _OPENS_ITS_MESSAGE
+            reasoning_opens_message(part.origin)  # A13, B10
             and message.tool_calls
             and not isinstance(parts[0], ReasoningPart)
         ):

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from conformance.checks.outcome import CaseOutcome, TurnOutcome
 from conformance.checks.registry import Failure
 from conformance.identity import IdentityMap
 from conformance.scenarios import Scenario
+from reference_impl.config import ROOT, AssemblyConfig
 from reference_impl.rings import Ring, segment
 from reference_impl.transcript import Message, TextPart, Transcript
 
-# The reference defaults (issue 3's example config); a scenario's `config` overrides them.
-DEFAULT_KNOBS: Mapping[str, Any] = {
-    "recent_tool_rings": 3,
-    "recent_user_turns": 2,
-    "keep_middle_error_results": 5,
-    "pin": ["first_user_message", "side_effect_ledger", "security_system_prompt"],
-    "memory": {"max_items": 5},
-}
+DEFAULT_KNOBS: Final[Mapping[str, Any]] = AssemblyConfig().to_mapping()[ROOT]
+"""The reference assembler's defaults, as a config file spells them; a scenario's ``config``
+overrides them."""
 
 
 def knob(scenario: Scenario, name: str) -> Any:

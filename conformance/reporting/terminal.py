@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -16,17 +18,13 @@ from conformance.reporting.matrix import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
+from reference_impl.shapes import ShapeFact
 
 __all__ = ["render_terminal", "terminal_renderable"]
 
-# Short column labels so the matrix fits an 80-column terminal; the legend line names them.
-_SHORT = {
-    "openai-chat": "chat",
-    "openai-responses": "responses",
-    "anthropic-messages": "anthropic",
-    "gemini": "gemini",
-    "bedrock-converse": "bedrock",
-}
+# Short column labels (each shape's ``label``) so the matrix fits an 80-column terminal; the
+# legend line names them.
+_SHORT: Final = ShapeFact(lambda adapter: adapter.label)
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta", None: "dim"}
 
 

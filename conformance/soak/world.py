@@ -28,7 +28,7 @@ from typing import Final
 from conformance.soak.workload import SizeRange, ToolProfile, Workload
 from reference_impl.ledger import LedgerEntry
 from reference_impl.shapes import get_shape
-from reference_impl.steps import ALTERNATING_SHAPES
+from reference_impl.steps import needs_alternation
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -302,7 +302,7 @@ class World:
         if not self.workload.interjections or rng.random() >= behaviour.interjection_rate:
             return ()
         text = rng.choice(self.workload.interjections)
-        if self.shape in ALTERNATING_SHAPES:
+        if needs_alternation(self.shape):
             # A user text right after tool results would be a second user turn in a row there:
             # the user says it with the next task instead.
             self.pending_interjection = text

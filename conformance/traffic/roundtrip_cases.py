@@ -64,8 +64,6 @@ _WEATHER: Final = ToolSpec(
         {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
     ),
 )
-# Gemini and Bedrock carry the model in the URL, so it is part of what a cassette matches.
-_MODEL_IN_URL: Final = frozenset({"gemini", "bedrock-converse"})
 _PARAMS: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
     # Anthropic requires max_tokens; the other shapes do not need a sampling parameter.
     "anthropic-messages": (("max_tokens", "256"),),
@@ -271,7 +269,8 @@ def probe_cases(
 ) -> list[Case]:
     """Every probe in ``shape``, for ``model`` (the shape's default model otherwise)."""
     chosen = model or DEFAULT_MODELS[shape]
-    in_url = shape in _MODEL_IN_URL
+    # A model carried in the URL (Gemini, Bedrock) is part of what a cassette matches.
+    in_url = get_shape(shape).model_in_url
     out: list[Case] = []
     for probe in probes:
         if not probe.applies_to(shape):
@@ -316,7 +315,7 @@ def scenario_cases(
 
     chosen = [_with_model(s, shape, model) for s in scenarios if shape in s.shapes]
     assembler = ReferenceAssembler(shape)
-    in_url = shape in _MODEL_IN_URL
+    in_url = get_shape(shape).model_in_url
     grouped: dict[str, list[Case]] = {}
     for case in plan_cases(chosen, [shape], [shape]):
         name = cassette_name(case.scenario.id, case.dialect)

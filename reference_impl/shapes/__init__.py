@@ -7,11 +7,13 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import Final, TypeVar
 
 from reference_impl.errors import ShapeError
-from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.shapes.base import MergePolicy, ResponseMeta, ShapeAdapter, ShapeCapabilities
 from reference_impl.transcript import SHAPE_NAMES, ShapeName
 
 __all__ = [
@@ -19,9 +21,14 @@ __all__ = [
     "ResponseMeta",
     "ShapeAdapter",
     "ShapeCapabilities",
+    "ShapeFact",
     "get_shape",
+    "merge_policy",
+    "reasoning_opens_message",
     "shape_names",
 ]
+
+T = TypeVar("T")
 
 _MODULES: Final[dict[str, str]] = {
     "openai-chat": "reference_impl.shapes.openai_chat",
@@ -44,3 +51,40 @@ def get_shape(name: str) -> ShapeAdapter:
         raise ShapeError(f"unknown shape {name!r}; known shapes: {', '.join(_MODULES)}")
     adapter: ShapeAdapter = importlib.import_module(module).ADAPTER
     return adapter
+
+
+class ShapeFact(Mapping[str, T]):
+    """One fact of every shape as a read-only mapping, read from the adapters when first asked
+    (a shape module is imported only when its fact is needed).
+
+    >>> ShapeFact(lambda adapter: adapter.messages_key)["gemini"]
+    'contents'
+    """
+
+    def __init__(self, read: Callable[[ShapeAdapter], T]) -> None:
+        self._read = read
+
+    def __getitem__(self, name: str) -> T:
+        if name not in _MODULES:
+            raise KeyError(name)
+        return self._read(get_shape(name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+
+@functools.cache
+def reasoning_opens_message(origin: str) -> bool:
+    """Whether a reasoning artifact of ``origin`` must open the assistant message that carries
+    tool calls: its shape's capability (False for an origin that is not a shape, DeepSeek)."""
+    return origin in _MODULES and get_shape(origin).capabilities.reasoning_opens_message
+
+
+@functools.cache
+def merge_policy(shape: str) -> MergePolicy | None:
+    """How ``shape``'s default profile wants same-side turns merged (None: not at all, or not a
+    shape)."""
+    return get_shape(shape).capabilities.merge_policy if shape in _MODULES else None

@@ -30,13 +30,14 @@ Mapping to the neutral transcript (index paths in errors use Anthropic's ``messa
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from typing_extensions import assert_never
 
-from reference_impl.errors import ParseError, UnsupportedPartError
+from reference_impl.errors import ParseError, ShapeError, UnsupportedPartError
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
@@ -69,7 +70,14 @@ from reference_impl.transcript import (
     Transcript,
 )
 
-__all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
+__all__ = [
+    "ADAPTER",
+    "CAPABILITIES",
+    "parse_request",
+    "parse_response",
+    "place_cache_breakpoints",
+    "render_request",
+]
 
 SHAPE: Final = "anthropic-messages"
 _BODY_KEYS: Final = frozenset({"model", "system", "messages", "tools"})
@@ -113,6 +121,7 @@ CAPABILITIES: Final = ShapeCapabilities(
     user_attachments=frozenset({"text", "image", "file"}),
     message_names=False,
     tool_result_errors=True,
+    reasoning_opens_message=True,  # A13
 )
 
 
@@ -466,11 +475,107 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------------------------- cache breakpoints
+
+_EPHEMERAL: Final = {"type": "ephemeral"}
+_UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
+
+
+def _count_existing(body: dict[str, Any]) -> int:
+    found = 0
+    blocks: list[Any] = []
+    if isinstance(body.get("system"), list):
+        blocks.extend(body["system"])
+    for m in body.get("messages", []):
+        if isinstance(m.get("content"), list):
+            blocks.extend(m["content"])
+    blocks.extend(body.get("tools", []) or [])
+    for b in blocks:
+        if isinstance(b, dict) and "cache_control" in b:
+            found += 1
+    return found
+
+
+def _mark_system(body: dict[str, Any]) -> bool:
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": dict(_EPHEMERAL)}]
+        return True
+    if isinstance(system, list) and system and isinstance(system[-1], dict):
+        if "cache_control" in system[-1]:
+            return False
+        system[-1]["cache_control"] = dict(_EPHEMERAL)
+        return True
+    return False
+
+
+def _mark_message(body: dict[str, Any], index: int, blocks: int) -> bool:
+    messages = body.get("messages", [])
+    if not 0 <= index < len(messages):
+        return False
+    message = messages[index]
+    content = message.get("content")
+    if isinstance(content, str):
+        if blocks != 1 or not content:
+            return False
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(_EPHEMERAL)}]
+        return True
+    if not isinstance(content, list):
+        return False
+    for position in range(min(blocks, len(content)) - 1, -1, -1):
+        block = content[position]
+        if isinstance(block, dict) and block.get("type") not in _UNCACHEABLE:
+            if "cache_control" in block:
+                return False
+            block["cache_control"] = dict(_EPHEMERAL)
+            return True
+    return False
+
+
+def place_cache_breakpoints(
+    body: dict[str, Any], view: Transcript, boundaries: Sequence[int], limit: int
+) -> dict[str, Any]:
+    """A copy of ``body`` with at most ``limit`` ``cache_control`` breakpoints, those already
+    present included (the config refuses more than the API's four, ``ANTHROPIC_BREAKPOINT_CAP``): the end of the system text, then after each view index in
+    ``boundaries`` (``ShapeAdapter.place_cache_breakpoints``).
+
+    A view index is mapped to the rendered body by rendering the view up to that message: the
+    render of a prefix is a prefix of the render, so its last message and block count say where
+    the boundary is, whatever the shape merged.
+    """
+    out = copy.deepcopy(body)
+    room = limit - _count_existing(out)
+    if room <= 0:
+        return out
+    if _mark_system(out):
+        room -= 1
+    for index in boundaries:
+        if room <= 0:
+            break
+        try:
+            partial = render_request(view.with_messages(view.messages[: index + 1]))
+        except ShapeError:
+            continue  # a prefix the shape cannot render on its own: no breakpoint there
+        wire = partial.get("messages", [])
+        if not wire:
+            continue
+        last = wire[-1].get("content")
+        blocks = 1 if isinstance(last, str) else len(last) if isinstance(last, list) else 0
+        if _mark_message(out, len(wire) - 1, blocks):
+            room -= 1
+    return out
+
+
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
+    label="anthropic",
+    messages_key="messages",
+    model_in_url=False,
+    default_model="claude-haiku-4-5",
     capabilities=CAPABILITIES,
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,
     render_response=render_response,
+    place_cache_breakpoints=place_cache_breakpoints,
 )

@@ -4,17 +4,38 @@ A shape module exposes ``ADAPTER: ShapeAdapter``. ``parse_request`` turns a requ
 transcript (raising ``ParseError`` with a JSON path), ``render_request`` does the reverse (raising
 ``UnsupportedPartError`` for what the shape cannot carry), and the response pair does the same for
 one assistant reply (used by the emulator and by the SDK round trips).
+
+The adapter is the one home of every per-shape fact: what the shape can carry and how its turns
+must be ordered (``ShapeCapabilities``), where its body keeps the messages, whether the model
+travels in the URL, the model a case names by default, its short label, and the provider-specific
+rendering hook (cache breakpoints). Other modules read these; none repeats them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from reference_impl.transcript import Message, ReasoningOrigin, Role, ShapeName, Transcript
 
-__all__ = ["ResponseMeta", "ShapeAdapter", "ShapeCapabilities"]
+__all__ = [
+    "CacheBreakpoints",
+    "MergePolicy",
+    "ResponseMeta",
+    "ShapeAdapter",
+    "ShapeCapabilities",
+]
+
+MergePolicy: TypeAlias = Literal["strict", "function_call_turns"]
+"""How a shape's default profile wants same-side turns in a row (``steps.normalize``)."""
+
+CacheBreakpoints: TypeAlias = Callable[
+    [dict[str, Any], Transcript, Sequence[int], int], dict[str, Any]
+]
+"""``(body, view, boundaries, limit) -> body``: a copy of the rendered ``body`` of ``view`` with
+provider cache markers placed after the view messages at ``boundaries`` (sorted indices of stable
+boundaries chosen by the policy), at most ``limit`` markers in all (those already present count)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +54,13 @@ class ShapeCapabilities:
     message_names: bool = False
     tool_result_errors: bool = True
     """True when a result can be flagged ``is_error`` on the wire."""
+    reasoning_opens_message: bool = False
+    """True when the shape's reasoning artifacts must open the assistant message that carries tool
+    calls (Anthropic A13; Claude on Bedrock relays the rule, B10)."""
+    merge_policy: MergePolicy | None = None
+    """Same-side turns in a row the default profile rejects: ``strict`` alternation (Bedrock B3),
+    ``function_call_turns`` (a functionCall turn after a user or functionResponse turn, Gemini
+    G1); None when nothing needs merging."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +76,22 @@ class ResponseMeta:
 
 @dataclass(frozen=True, slots=True)
 class ShapeAdapter:
-    """One wire shape: its capabilities and its four mapping functions (see the module docstring)."""
+    """One wire shape: its facts, its capabilities and its mapping functions (module docstring)."""
 
     name: ShapeName
+    label: str
+    """The short name a report's matrix column uses (``chat``, ``anthropic``...)."""
+    messages_key: str
+    """The body key that holds the message list (``messages``, ``input``, ``contents``)."""
+    model_in_url: bool
+    """True when the model travels in the request URL rather than the body (Gemini, Bedrock)."""
+    default_model: str
+    """The model a conformance case names when its scenario does not: it picks the reference
+    counter's encoding and is part of a recorded request's skeleton."""
     capabilities: ShapeCapabilities
     parse_request: Callable[[Mapping[str, Any]], Transcript]
     render_request: Callable[[Transcript], dict[str, Any]]
     parse_response: Callable[[Mapping[str, Any]], Message]
     render_response: Callable[[Message, ResponseMeta], dict[str, Any]]
+    place_cache_breakpoints: CacheBreakpoints | None = None
+    """The shape's prompt-cache markers (Anthropic ``cache_control``); None when it has none."""

@@ -119,6 +119,8 @@ CAPABILITIES: Final = ShapeCapabilities(
     user_attachments=frozenset({"text", "image", "file"}),
     message_names=False,
     tool_result_errors=True,
+    reasoning_opens_message=True,  # A13 (relayed, B10)
+    merge_policy="strict",  # B3
 )
 
 
@@ -518,6 +520,10 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
 
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
+    label="bedrock",
+    messages_key="messages",
+    model_in_url=True,
+    default_model="us.anthropic.claude-haiku-4-5-20251001-v1:0",
     capabilities=CAPABILITIES,
     parse_request=parse_request,
     render_request=render_request,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from reference_impl.shapes import get_shape
 from reference_impl.transcript import (
     Message,
     Part,
@@ -153,7 +154,7 @@ def convert(transcript: Transcript, source: ShapeName, target: ShapeName) -> Con
         transcript,
         messages=tuple(messages),
         params=tuple(sorted((k, canonical_json(v)) for k, v in new_params.items())),
-        model=transcript.model if target not in ("gemini", "bedrock-converse") else None,
+        model=None if get_shape(target).model_in_url else transcript.model,
     )
     if transcript.model is not None and converted.model is None:
         dropped.append(f"model {transcript.model!r} ({target} names the model in the URL)")
@@ -166,8 +167,6 @@ def lossy_drops(transcript: Transcript, target: ShapeName) -> tuple[Transcript, 
     Completions has none; the result's text stays byte-exact). ``ctxconf convert`` refuses such
     a conversion unless ``--lossy`` asks for exactly these drops; parts a shape cannot carry at
     all (an attachment in a tool result, a foreign reasoning artifact) stay named errors."""
-    from reference_impl.shapes import get_shape  # noqa: PLC0415 - shapes import this module
-
     if get_shape(target).capabilities.tool_result_errors:
         return transcript, ()
     dropped: list[str] = []

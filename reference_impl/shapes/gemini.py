@@ -137,6 +137,7 @@ CAPABILITIES: Final = ShapeCapabilities(
     user_attachments=frozenset({"text", "image", "file"}),
     message_names=False,
     tool_result_errors=True,
+    merge_policy="function_call_turns",  # G1 (G4 contested, not enforced by the default profile)
 )
 
 
@@ -652,6 +653,10 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
 
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
+    label="gemini",
+    messages_key="contents",
+    model_in_url=True,
+    default_model="gemini-2.5-flash",
     capabilities=CAPABILITIES,
     parse_request=parse_request,
     render_request=render_request,

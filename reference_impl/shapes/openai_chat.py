@@ -474,7 +474,11 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
 
 
 ADAPTER: Final = ShapeAdapter(
-    name="openai-chat",
+    name=SHAPE,
+    label="chat",
+    messages_key="messages",
+    model_in_url=False,
+    default_model="gpt-4o-mini",
     capabilities=CAPABILITIES,
     parse_request=parse_request,
     render_request=render_request,

@@ -524,7 +524,11 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
 
 
 ADAPTER: Final = ShapeAdapter(
-    name="openai-responses",
+    name=SHAPE,
+    label="responses",
+    messages_key="input",
+    model_in_url=False,
+    default_model="gpt-4o-mini",
     capabilities=CAPABILITIES,
     parse_request=parse_request,
     render_request=render_request,

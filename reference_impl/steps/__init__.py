@@ -19,9 +19,9 @@ from reference_impl.steps.compact import (
 )
 from reference_impl.steps.ledger_pin import narrow_ledger_pin
 from reference_impl.steps.normalize import (
-    ALTERNATING_SHAPES,
     anchor_first_user,
     drop_leading_non_user,
+    needs_alternation,
     normalize_view,
 )
 from reference_impl.steps.pairing import (
@@ -41,7 +41,6 @@ from reference_impl.steps.trim import (
 )
 
 __all__ = [
-    "ALTERNATING_SHAPES",
     "CLEARED_RESULT_TEXT",
     "SYNTHESIZED_RESULT_TEXT",
     "AssemblyState",
@@ -60,6 +59,7 @@ __all__ = [
     "escalate",
     "load_units",
     "narrow_ledger_pin",
+    "needs_alternation",
     "normalize_view",
     "protect_prefix",
     "protect_suffix",

@@ -12,7 +12,7 @@ Two invariants of provider-rules.md section 7 that trimming can break:
   leaves two messages of that side in a row, and a summary inserted after the pinned goal is a
   second ``user`` message. ``normalize_view`` merges such neighbours, deterministically, as the
   last step before the final recount (and again when an assembly is rendered in another shape).
-  What each shape requires (``MERGE_POLICY``):
+  What each shape requires (its ``ShapeCapabilities.merge_policy``):
 
   - ``bedrock-converse``: strict user/assistant alternation (B3): every pair below is merged;
   - ``gemini``: a functionCall turn must follow a user or functionResponse turn (G1), so only a
@@ -44,44 +44,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Final, Literal, TypeAlias
+from typing import Final
 
+from reference_impl.shapes import merge_policy, reasoning_opens_message
+from reference_impl.shapes.base import MergePolicy
 from reference_impl.steps.state import AssemblyState, Unit
 from reference_impl.transcript import Message, ReasoningPart
 
 __all__ = [
-    "ALTERNATING_SHAPES",
-    "MERGE_POLICY",
-    "MergePolicy",
     "anchor_first_user",
     "drop_leading_non_user",
     "needs_alternation",
     "normalize_view",
 ]
 
-MergePolicy: TypeAlias = Literal["strict", "function_call_turns"]
-MERGE_POLICY: Final[dict[str, MergePolicy]] = {
-    "bedrock-converse": "strict",  # B3
-    "gemini": "function_call_turns",  # G1 (G4 contested, not enforced by the default profile)
-}
-ALTERNATING_SHAPES: Final = frozenset(MERGE_POLICY)
-"""Shapes whose default profile rejects some same-side turns in a row."""
-
 _SYSTEM_ROLES: Final = frozenset({"system", "developer"})
 _WIRE_SIDE: Final = {"user": "user", "tool": "user", "assistant": "assistant"}
-# Reasoning that must open the assistant message carrying tool calls (A13; relayed by Bedrock, B10).
-_OPENING_REASONING: Final = frozenset({"anthropic-messages", "bedrock-converse"})
 _TOOL_MESSAGE_KINDS: Final = frozenset({"tool_result", "text", "image", "file"})
 
 
 def needs_alternation(shape: str) -> bool:
     """Whether the shape's default profile requires user/assistant alternation (B3, G1)."""
-    return shape in ALTERNATING_SHAPES
+    return merge_policy(shape) is not None
 
 
 def _opens_with_pinned_reasoning(message: Message) -> bool:
     first = message.parts[0] if message.parts else None
-    return isinstance(first, ReasoningPart) and first.origin in _OPENING_REASONING
+    return isinstance(first, ReasoningPart) and reasoning_opens_message(first.origin)
 
 
 def _merge(earlier: Message, later: Message, policy: MergePolicy) -> Message | None:
@@ -113,7 +102,7 @@ def normalize_view(
 ) -> tuple[tuple[Message, ...], list[str]]:
     """``messages`` with same-side neighbours merged where ``shape`` requires alternation, and the
     ids of the messages that were merged into a neighbour (empty when nothing changed)."""
-    policy = MERGE_POLICY.get(shape)
+    policy = merge_policy(shape)
     if policy is None:
         return tuple(messages), []
     out: list[Message] = []
