@@ -42,10 +42,12 @@ __all__ = [
     "TOKENS_PER_MESSAGE",
     "TOKENS_PER_NAME",
     "EstimateRules",
+    "TextTokens",
     "file_tokens",
 ]
 
 TextTokens = Callable[[str], int]
+"""Tokens of a text in the counter's encoding."""
 
 # [vendor] openai-cookbook "How to count tokens with tiktoken", section 6 (commit c81359cd):
 # every message is <|start|>{role/name}\n{content}<|end|>\n (3), a name costs 1 more, and every

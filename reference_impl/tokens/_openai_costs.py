@@ -56,7 +56,7 @@ not published; it is not counted (the calibration bench says so for those reques
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from reference_impl.tokens._image_size import part_size
@@ -70,6 +70,7 @@ from reference_impl.tokens._message_costs import (
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
+    TextTokens,
     file_tokens,
 )
 from reference_impl.tokens._tool_namespace import render_namespace
@@ -94,8 +95,6 @@ __all__ = [
     "OpenAIRules",
     "is_harmony_model",
 ]
-
-TextTokens = Callable[[str], int]
 
 # Harmony (see module docstring): ``<|channel|>final`` on every assistant message in the history,
 # and the reply primed with ``<|start|>assistant`` only.
