@@ -1,11 +1,7 @@
 """``assemble()``: turn a session into a view that fits the budget and never breaks pairing.
 
-::
-
-    load session -> validate pairing (reject or repair) -> protect prefix -> protect suffix
-    -> anchor a user message first -> check buckets -> degrade attachments -> clear old results
-    (mode) -> delete the middle by tier -> drop leading non-user units -> summarize -> escalate
-    or fail closed -> normalize for the shape (alternation) -> recount -> emit + observe
+The policy is ``steps.PIPELINE`` run on the state ``steps.load_state`` makes (pairing first);
+this module adds the report, the metrics and the log line.
 
 The result is an ``Assembly``: the view (a ``Transcript``) and an ``AssemblyReport`` that says what
 happened, in ids and counts only. ``Assembly.render(shape)`` produces the wire body, valid for that
@@ -31,25 +27,7 @@ from reference_impl.errors import ConfigError, ContextAssemblyError, ShapeError
 from reference_impl.ledger import Ledger
 from reference_impl.memory import MemoryItem, ledger_message, memory_messages
 from reference_impl.metrics import AssemblyMetrics, default_metrics
-from reference_impl.steps import (
-    AssemblyState,
-    anchor_first_user,
-    check_buckets,
-    check_pairing,
-    classify_middle,
-    clear_tool_results,
-    degrade_attachments,
-    drop_leading_non_user,
-    drop_middle_by_tier,
-    drop_tool_schemas,
-    escalate,
-    load_units,
-    narrow_ledger_pin,
-    normalize_view,
-    protect_prefix,
-    protect_suffix,
-    summarize_middle,
-)
+from reference_impl.steps import PIPELINE, AssemblyState, load_state, normalize_view
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
@@ -246,9 +224,24 @@ def assemble(
     ledger = ledger if ledger is not None else Ledger()
     metrics = metrics if metrics is not None else default_metrics()
     plan = plan_budget(config, budget)
-    strategy = config.middle_delete_unit
     started = time.perf_counter()
     digest = _session_digest(session)
+
+    def finish(state: AssemblyState | None, code: str | None) -> AssemblyReport:
+        """The report of this assembly (``code`` when it was refused), observed in the metrics."""
+        report = _report(
+            state=state,
+            plan=plan,
+            config=config,
+            shape=shape,
+            counter=counter,
+            seconds=time.perf_counter() - started,
+            digest=digest,
+            code=code,
+        )
+        _observe(metrics, report, shape, config.middle_delete_unit, state)
+        return report
+
     holder: list[AssemblyState] = []
     try:
         state = _run(
@@ -263,18 +256,7 @@ def assemble(
             holder=holder,
         )
     except ContextAssemblyError as exc:
-        seconds = time.perf_counter() - started
-        report = _report(
-            state=holder[0] if holder else None,
-            plan=plan,
-            config=config,
-            shape=shape,
-            counter=counter,
-            seconds=seconds,
-            digest=digest,
-            code=exc.code,
-        )
-        _observe(metrics, report, shape, strategy, holder[0] if holder else None)
+        report = finish(holder[0] if holder else None, exc.code)
         exc.details["report"] = report.to_dict()
         log.info(
             "assembly rejected: session=%s code=%s steps=%s",
@@ -283,18 +265,7 @@ def assemble(
             ",".join(report.steps),
         )
         raise
-    seconds = time.perf_counter() - started
-    report = _report(
-        state=state,
-        plan=plan,
-        config=config,
-        shape=shape,
-        counter=counter,
-        seconds=seconds,
-        digest=digest,
-        code=None,
-    )
-    _observe(metrics, report, shape, strategy, state)
+    report = finish(state, None)
     base = state.view()
     log.info(
         "assembled: session=%s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
@@ -339,70 +310,20 @@ def _run(
     shape: str,
     holder: list[AssemblyState],
 ) -> AssemblyState:
-    # Pairing first, before anything else (issue 3 item 4).
-    checked, repairs = check_pairing(session, on_error=config.on_pairing_error, ledger=ledger)
-    state = AssemblyState(
+    state = load_state(
+        session,
         config=config,
         counter=counter,
+        summarizer=summarizer,
         ledger=ledger,
         plan=plan,
-        units=load_units(checked, _injections(config, ledger, memory)),
-        tools=session.tools,
-        session=session,
         shape=shape,
-        repairs=repairs,
+        injections=_injections(config, ledger, memory),
     )
     holder.append(state)
-    state.steps.append("load")
-    state.steps.append("synthesize_error_results" if repairs else "validate_pairing")
-    state.tools_cost = counter.count_tools(session.tools)
-    state.refresh_overhead()
-    protect_prefix(state)
-    protect_suffix(state)
-    anchor_first_user(state)
-    check_buckets(state)
-    classify_middle(state)
-    degrade_attachments(state)
-    clear_tool_results(state)
-    drop_middle_by_tier(state)
-    drop_leading_non_user(state)
-    summarize_middle(state, summarizer)
-    escalate(state)
-    narrow_ledger_pin(state)
-    _normalize(state)
-    _final_recount(state)
+    for step in PIPELINE:
+        step(state)
     return state
-
-
-def _normalize(state: AssemblyState) -> None:
-    """Merge same-side neighbours where the shape requires alternation (steps.normalize)."""
-    view = state.view()
-    messages, merged = normalize_view(view.messages, state.shape)
-    state.merged_ids = merged
-    state.final_view = view.with_messages(messages) if merged else view
-    if merged:
-        state.steps.append("normalize")
-
-
-def _final_recount(state: AssemblyState) -> None:
-    """One memoized pass over the final view; if the whole-request count disagrees with the
-    running totals and is over, escalate once more, then fail closed."""
-    assert state.final_view is not None
-    total = state.counter.count(state.final_view).total
-    if total <= state.budget:
-        return
-    state.notes.append("final_recount_over_budget")
-    if drop_tool_schemas(state):
-        _normalize(state)
-        assert state.final_view is not None
-        total = state.counter.count(state.final_view).total
-        if total <= state.budget:
-            return
-    raise ContextAssemblyError(
-        f"the assembled request counts {total} tokens, over the input budget of {state.budget}",
-        code="context_assembly_over_budget",
-        details={"budget": state.budget, "total": total},
-    )
 
 
 def _before(state: AssemblyState) -> tuple[BucketTokens, bool]:

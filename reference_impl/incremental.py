@@ -16,7 +16,9 @@ attachments, and running sums. When the new session extends the previous one, on
 messages are validated (together with the last old unit, and their call ids against every earlier
 id: the same verdict as validating the whole session) and segmented; the decisions (prefix, suffix,
 the middle fill in tier order) are then recomputed from those indexes in time proportional to what
-is *kept*, never to the length of the session.
+is *kept*, never to the length of the session: ``_fast`` walks ``steps.PIPELINE`` and takes each
+step from the index (``_FAST_STEPS``, sharing the steps' rules: ``range_start``, ``KEEP_ORDER``,
+``DROP_STEPS``, ``short_error``, ``normalize_view``).
 
 The fast path covers the common turn: a valid session that fits, or that fits after degrading
 middle attachments (oldest first) and deleting middle units in tier order. Anything else (a
@@ -35,9 +37,9 @@ import hashlib
 import logging
 import operator
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from reference_impl.assembler import Assembly, AssemblyReport, _injections, _observe, assemble
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
@@ -47,9 +49,34 @@ from reference_impl.ledger import Ledger
 from reference_impl.memory import MemoryItem
 from reference_impl.metrics import AssemblyMetrics, default_metrics
 from reference_impl.rings import Ring, segment, validate
-from reference_impl.steps.normalize import normalize_view
-from reference_impl.steps.state import Unit
-from reference_impl.steps.trim import CHARS_PER_TOKEN_CEILING, degrade_message, unit_chars
+from reference_impl.steps import (
+    PIPELINE,
+    Step,
+    Unit,
+    anchor_first_user,
+    check_buckets,
+    classify_middle,
+    clear_tool_results,
+    degrade_attachments,
+    drop_leading_non_user,
+    drop_middle_by_tier,
+    escalate,
+    final_recount,
+    narrow_ledger_pin,
+    normalize_for_shape,
+    normalize_view,
+    protect_prefix,
+    protect_suffix,
+    summarize_middle,
+)
+from reference_impl.steps.protect import range_start
+from reference_impl.steps.trim import (
+    DROP_STEPS,
+    KEEP_ORDER,
+    degrade_message,
+    short_error,
+    unit_chars,
+)
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.tokens.counters import _MemoizedCounter
@@ -393,208 +420,284 @@ class SessionAssembler:
         return degraded
 
     def _short_error(self, index: _Index, position: int) -> bool:
-        limit = self.config.short_error_max_tokens
-        if index.chars[position] < 0:
-            index.chars[position] = unit_chars(index.units[position])
-        if index.chars[position] > limit * CHARS_PER_TOKEN_CEILING:
-            return False
-        return self._cost(index, position) <= limit
+        """``steps.trim.short_error``, with the unit's characters kept in the index."""
 
-    def _fast(  # noqa: PLR0915 - one pass over the decisions, in pipeline order
+        def chars() -> int:
+            if index.chars[position] < 0:
+                index.chars[position] = unit_chars(index.units[position])
+            return index.chars[position]
+
+        return short_error(
+            chars, lambda: self._cost(index, position), self.config.short_error_max_tokens
+        )
+
+    def _fast(
         self, index: _Index, session: Transcript, settings: _Settings, started: float
     ) -> Assembly | None:
-        config = self.config
-        counter = self.counter
-        assert counter is not None
+        """``steps.PIPELINE`` walked from the index: each step's counterpart (``_FAST_STEPS``)
+        decides from positions, in time proportional to what is kept, or names why this turn
+        needs the full pipeline."""
         if index.unusual:
             return self._fallback("unusual_summary")
-        units = index.units
-        n = len(units)
-        budget = settings.plan.input_budget
-        # prefix: leading system text, injections, the pinned goal, pinned later system text
-        prefix = list(range(index.leading_system))
-        first_user = index.users[0] if index.users else None
-        if first_user is not None and config.pinned("first_user_message"):
-            prefix.append(first_user)
-        if config.pinned("security_system_prompt"):
-            prefix.extend(index.systems)
-        prefix_set = set(prefix)
-        # suffix: the range, and the latest user messages one by one (steps.protect)
-        rings = index.rings
-        if config.recent_tool_rings > 0 and rings:
-            start = rings[-min(config.recent_tool_rings, len(rings))]
-        elif rings:
-            start = rings[-1] + 1
-        else:
-            start = index.users[-1] if index.users else n
-        singles = [
-            i for i in index.users[-max(1, config.recent_user_turns) :] if i not in prefix_set
-        ]
-        suffix = [i for i in range(start, n) if i not in prefix_set]
-        suffix_set = set(suffix).union(singles)
-        protected = prefix_set | suffix_set
-        # a user message must open the conversation (steps.normalize.anchor_first_user)
-        conversational = [i for i in protected if units[i].messages[0].role not in _SYSTEM]
-        if conversational and units[min(conversational)].messages[0].role != "user":
-            return self._fallback("anchor")
-        injections = settings.injections
-        injection_cost, tools_cost, overhead = self._fixed_costs(session, settings)
-        prefix_cost = sum(self._cost(index, i) for i in prefix) + injection_cost
-        suffix_cost = sum(self._cost(index, i) for i in suffix_set)
-        fixed = prefix_cost + suffix_cost + tools_cost + overhead
-        if fixed > budget:  # the full pipeline names the bucket (or drops tool schemas)
-            return self._fallback("bucket_over_budget")
-        room = budget - fixed
-        # the middle, newest first, in tier order (steps.trim.drop_middle_by_tier)
-        cut = bisect.bisect_left
+        turn = _Turn(index, session, settings, settings.plan.input_budget)
+        for step in PIPELINE:
+            why = self._FAST_STEPS[step](self, turn)
+            if why is not None:
+                return self._fallback(why)
+        return self._assembly(turn, started)
 
-        # Short error rings: a fixed property of a unit, decided once per ring (O(new) a turn).
-        left = config.keep_middle_error_results
-        errors: list[int] = []
+    # -- the steps, fed from the index (in PIPELINE order) ------------------------------------
+
+    def _protect_prefix(self, t: _Turn) -> str | None:
+        """Leading system text, the pinned goal, pinned later system text (injections are
+        counted as fixed costs)."""
+        config, index = self.config, t.index
+        t.prefix = list(range(index.leading_system))
+        if index.users and config.pinned("first_user_message"):
+            t.prefix.append(index.users[0])
+        if config.pinned("security_system_prompt"):
+            t.prefix.extend(index.systems)
+        t.prefix_set = set(t.prefix)
+        t.steps.append("protect_prefix")
+        return None
+
+    def _protect_suffix(self, t: _Turn) -> str | None:
+        """The range (``steps.protect.range_start``; every ring of a valid session is complete)
+        and the latest user messages one by one."""
+        config, index = self.config, t.index
+        n = len(index.units)
+        t.start = range_start(
+            index.rings, index.rings, lambda: index.users, n, config.recent_tool_rings
+        )
+        singles = [
+            i for i in index.users[-max(1, config.recent_user_turns) :] if i not in t.prefix_set
+        ]
+        t.suffix = [i for i in range(t.start, n) if i not in t.prefix_set]
+        t.suffix_set = set(t.suffix).union(singles)
+        t.protected = t.prefix_set | t.suffix_set
+        t.steps.append("protect_suffix")
+        return None
+
+    def _anchor_first_user(self, t: _Turn) -> str | None:
+        """A protected unit that would open the conversation without a user message: the full
+        pipeline protects an anchor."""
+        units = t.index.units
+        conversational = [i for i in t.protected if units[i].messages[0].role not in _SYSTEM]
+        if conversational and units[min(conversational)].messages[0].role != "user":
+            return "anchor"
+        return None
+
+    def _check_buckets(self, t: _Turn) -> str | None:
+        """Prefix, suffix, tools and overhead over the budget: the full pipeline names the
+        bucket (or drops tool schemas)."""
+        index = t.index
+        t.injection_cost, t.tools_cost, t.overhead = self._fixed_costs(t.session, t.settings)
+        t.prefix_cost = sum(self._cost(index, i) for i in t.prefix) + t.injection_cost
+        t.suffix_cost = sum(self._cost(index, i) for i in t.suffix_set)
+        t.fixed = t.prefix_cost + t.suffix_cost + t.tools_cost + t.overhead
+        if t.fixed > t.budget:
+            return "bucket_over_budget"
+        t.room = t.budget - t.fixed
+        return None
+
+    def _classify_middle(self, t: _Turn) -> str | None:
+        """Short error rings: a fixed property of a unit, decided once per ring (O(new) a turn);
+        the newest ``keep_middle_error_results`` of the middle form the error tier."""
+        index, left = t.index, self.config.keep_middle_error_results
         if left > 0:
             for i in index.error_rings[index.classified :]:
                 if self._short_error(index, i):
                     index.short_errors.append(i)
             index.classified = len(index.error_rings)
-            errors = index.short_errors[: cut(index.short_errors, start)][-left:]
-        error_set = set(errors)
-        kept_middle: list[int] = []
-        dropped_tiers: set[str] = set()
-        exhausted = False
-        used = 0
-        everything = True
-        # middle units whose attachments are replaced by placeholders: position -> cost
-        degraded: dict[int, int | None] = {}
+            t.errors = index.short_errors[: bisect.bisect_left(index.short_errors, t.start)][-left:]
+        t.error_set = set(t.errors)
+        return None
 
-        def cost_of(i: int) -> int:
-            if i in degraded:
-                found = degraded[i]
-                if found is None:
-                    found = degraded[i] = self._degraded_cost(index, i)
-                return found
-            cost = units[i].cost_cache
-            return cost if cost is not None else self._cost(index, i)
+    def _degrade_attachments(self, t: _Turn) -> str | None:
+        """The middle filled in tier order; when it does not all fit, middle attachments are
+        degraded oldest first and the fill is made again."""
+        index = t.index
+        self._fill(t)
+        early = index.attachments[: bisect.bisect_left(index.attachments, t.start)]
+        degradable = [i for i in early if i not in t.protected] if not t.everything else []
+        if degradable:
+            t.degraded.update(self._degrade(index, degradable, t.protected, t.start, t.room))
+            self._fill(t)
+        if t.degraded:
+            t.steps.append("degrade_attachments")
+        return None
 
-        def walk(positions: list[int], tier: str, skip: set[int]) -> None:
-            nonlocal exhausted, used, everything
-            for i in reversed(positions[: cut(positions, start)]):
-                if i in protected or i in skip:
-                    continue
-                if not exhausted:
-                    cost = cost_of(i)
-                    if used + cost <= room:
-                        used += cost
-                        kept_middle.append(i)
-                        continue
-                    exhausted = True
-                everything = False
-                dropped_tiers.add(tier)
-                return
+    def _clear_tool_results(self, t: _Turn) -> str | None:
+        """``clear_tool_result`` with a middle that does not fit: results would be cleared."""
+        if self.config.middle_delete_unit == "clear_tool_result" and not t.everything:
+            return "clear_tool_results"
+        return None
 
-        def fill() -> None:
-            walk(index.summaries, "summary", set())
-            walk(errors, "error_ring", set())
-            walk(index.turns, "plain_turn", set())
-            walk(index.rings, "verbose_ring", error_set)
+    def _drop_middle_by_tier(self, t: _Turn) -> str | None:
+        """What the fill left out, named by tier (``steps.trim.DROP_STEPS``)."""
+        t.steps.extend(step for tier, step in DROP_STEPS if tier in t.dropped_tiers)
+        return None
 
-        fill()
-        early = index.attachments[: cut(index.attachments, start)]
-        degradable = [i for i in early if i not in protected] if not everything else []
-        if degradable:  # attachments are degraded, oldest first, before any text is cut
-            degraded.update(self._degrade(index, degradable, protected, start, room))
-            kept_middle.clear()
-            dropped_tiers.clear()
-            exhausted, used, everything = False, 0, True
-            fill()
-        kept = sorted([*prefix, *suffix_set, *kept_middle])
-        steps = ["load", "validate_pairing", "protect_prefix", "protect_suffix"]
-        if degraded:
-            steps.append("degrade_attachments")
-        for tier, step in (
-            ("verbose_ring", "drop_middle_rings"),
-            ("plain_turn", "drop_plain_turns"),
-            ("error_ring", "drop_error_rings"),
-            ("summary", "drop_old_summary"),
-        ):
-            if tier in dropped_tiers:
-                steps.append(step)
-        # a user message first (steps.normalize.drop_leading_non_user)
-        kept_middle_set = set(kept_middle)
-        leading: list[int] = []
-        for i in kept:
+    def _drop_leading_non_user(self, t: _Turn) -> str | None:
+        """Kept middle units in front of the first user message go."""
+        units = t.index.units
+        t.kept = sorted([*t.prefix, *t.suffix_set, *t.kept_middle])
+        t.kept_middle_set = set(t.kept_middle)
+        for i in t.kept:
             if units[i].messages[0].role in _SYSTEM:
                 continue
-            if units[i].messages[0].role == "user" or i not in kept_middle_set:
+            if units[i].messages[0].role == "user" or i not in t.kept_middle_set:
                 break
-            leading.append(i)
-        if leading:
-            for i in leading:
-                kept_middle_set.discard(i)
-                used -= cost_of(i)
-            kept = [i for i in kept if i not in leading]
-            steps.append("drop_leading_non_user")
-        # a summary would be written above the trigger ratio (steps.compact.summarize_middle)
-        summarizable = any(units[i].kind != "summary" for i in kept_middle_set)
-        if summarizable and used > budget * config.summarize_trigger_ratio - fixed:
-            return self._fallback("summary")
-        # the view, normalized for the shape, and the final recount
+            t.leading.append(i)
+        if t.leading:
+            for i in t.leading:
+                t.kept_middle_set.discard(i)
+                t.used -= self._cost_of(t, i)
+            t.kept = [i for i in t.kept if i not in t.leading]
+            t.steps.append("drop_leading_non_user")
+        return None
+
+    def _summarize_middle(self, t: _Turn) -> str | None:
+        """Above the trigger ratio with something to summarize: a summary would be written."""
+        units = t.index.units
+        summarizable = any(units[i].kind != "summary" for i in t.kept_middle_set)
+        if summarizable and t.used > t.budget * self.config.summarize_trigger_ratio - t.fixed:
+            return "summary"
+        return None
+
+    def _escalate(self, _t: _Turn) -> str | None:
+        """Nothing to do: the buckets fit and the fill stayed within the room."""
+        return None
+
+    def _narrow_ledger_pin(self, _t: _Turn) -> str | None:
+        """Nothing to do: a note to narrow never takes this path (``assemble``)."""
+        return None
+
+    def _normalize_for_shape(self, t: _Turn) -> str | None:
+        """The view of the kept units, injections after the leading system text, normalized for
+        the shape (``steps.normalize.normalize_view``)."""
+        index, injections = t.index, t.settings.injections
+        units = index.units
         base_messages: list[Message] = []
         placed = False
-        for i in kept:
+        for i in t.kept:
             if not placed and i >= index.leading_system:
                 base_messages.extend(injections)
                 placed = True
-            base_messages.extend(index.degraded_messages(i) if i in degraded else units[i].messages)
+            base_messages.extend(
+                index.degraded_messages(i) if i in t.degraded else units[i].messages
+            )
         if not placed:
             base_messages.extend(injections)
-        base = _trusted_view(tuple(base_messages), session)
-        final, merged = normalize_view(base.messages, self.shape)
-        view = _trusted_view(final, session) if merged else base
-        if merged:
-            steps.append("normalize")
-        # The final recount of the full pipeline. Skipped only when it cannot differ from the
-        # running totals: nothing merged (every message cost is the memoized per-message count)
-        # and one of our counters, whose request overhead never grows with the messages.
-        if (merged or not isinstance(counter, _MemoizedCounter)) and (
-            counter.count(view).total > budget
+        t.base = _trusted_view(tuple(base_messages), t.session)
+        final, t.merged = normalize_view(t.base.messages, self.shape)
+        t.view = _trusted_view(final, t.session) if t.merged else t.base
+        if t.merged:
+            t.steps.append("normalize")
+        return None
+
+    def _final_recount(self, t: _Turn) -> str | None:
+        """The final recount. Skipped only when it cannot differ from the running totals: nothing
+        merged (every message cost is the memoized per-message count) and one of our counters,
+        whose request overhead never grows with the messages."""
+        counter = self.counter
+        assert counter is not None
+        assert t.view is not None
+        if (t.merged or not isinstance(counter, _MemoizedCounter)) and (
+            counter.count(t.view).total > t.budget
         ):
-            return self._fallback("final_recount")
+            return "final_recount"
+        return None
+
+    # -- the fill of the middle ----------------------------------------------------------------
+
+    def _cost_of(self, t: _Turn, i: int) -> int:
+        if i in t.degraded:
+            found = t.degraded[i]
+            if found is None:
+                found = t.degraded[i] = self._degraded_cost(t.index, i)
+            return found
+        cost = t.index.units[i].cost_cache
+        return cost if cost is not None else self._cost(t.index, i)
+
+    def _fill(self, t: _Turn) -> None:
+        """The middle, newest first, in tier order (``steps.trim.KEEP_ORDER``), as
+        ``drop_middle_by_tier`` fills it: kept while it fits, the rest of a tier and every later
+        tier dropped once a unit does not."""
+        index = t.index
+        t.kept_middle = []
+        t.dropped_tiers = set()
+        t.used = 0
+        t.everything = True
+        exhausted = False
+        cut = bisect.bisect_left
+        members = {
+            "summary": (index.summaries, ()),
+            "error_ring": (t.errors, ()),
+            "plain_turn": (index.turns, ()),
+            "verbose_ring": (index.rings, t.error_set),
+        }
+        for tier in KEEP_ORDER:
+            positions, skip = members[tier]
+            for i in reversed(positions[: cut(positions, t.start)]):
+                if i in t.protected or i in skip:
+                    continue
+                if not exhausted:
+                    cost = self._cost_of(t, i)
+                    if t.used + cost <= t.room:
+                        t.used += cost
+                        t.kept_middle.append(i)
+                        continue
+                    exhausted = True
+                t.everything = False
+                t.dropped_tiers.add(tier)
+                break
+
+    # -- the result ----------------------------------------------------------------------------
+
+    def _assembly(self, t: _Turn, started: float) -> Assembly:
+        config, index, units = self.config, t.index, t.index.units
+        counter = self.counter
+        assert counter is not None
+        assert t.view is not None
+        assert t.base is not None
+        cut = bisect.bisect_left
+        start, keep_set = t.start, t.protected | t.kept_middle_set | set(t.leading)
         # Dropped ids by position with set operations and itemgetter (C speed): this list is
         # as long as the old end of the session, the one part of the report that grows with it.
-        keep_set = protected | kept_middle_set | set(leading)
         ring_ids = _ids(index.ids, sorted(set(index.rings[: cut(index.rings, start)]) - keep_set))
         others = set(index.turns[: cut(index.turns, start)])
         others.update(index.summaries[: cut(index.summaries, start)])
         turn_ids = _ids(index.ids, sorted(others - keep_set))
-        dropped_rings = ring_ids + _ids(index.ids, [i for i in leading if units[i].kind == "ring"])
-        dropped_turns = turn_ids + _ids(index.ids, [i for i in leading if units[i].kind != "ring"])
-        kept_cost = used
-        after = BucketTokens(prefix_cost, tools_cost, kept_cost, suffix_cost, overhead)
+        leading_rings = [i for i in t.leading if units[i].kind == "ring"]
+        leading_turns = [i for i in t.leading if units[i].kind != "ring"]
+        dropped_rings = ring_ids + _ids(index.ids, leading_rings)
+        dropped_turns = turn_ids + _ids(index.ids, leading_turns)
+        after = BucketTokens(t.prefix_cost, t.tools_cost, t.used, t.suffix_cost, t.overhead)
         # tokens before: every unit counted so far, on any turn (a lower bound when some of the
         # middle was never counted)
-        protected_before = sum(1 for i in protected if i < start)
-        before_middle = index.counted_cost - (prefix_cost - injection_cost) - suffix_cost
-        lower = index.counted_units - len(protected) < start - protected_before
-        seconds = time.perf_counter() - started
+        protected_before = sum(1 for i in t.protected if i < start)
+        before_middle = index.counted_cost - (t.prefix_cost - t.injection_cost) - t.suffix_cost
+        lower = index.counted_units - len(t.protected) < start - protected_before
         report = AssemblyReport(
             decision="ok",
             code=None,
             shape=self.shape,
             strategy=config.middle_delete_unit,
             counter=counter.name,
-            budget=settings.plan,
+            budget=t.settings.plan,
             tokens_before=BucketTokens(
-                prefix_cost, tools_cost, before_middle, suffix_cost, overhead
+                t.prefix_cost, t.tools_cost, before_middle, t.suffix_cost, t.overhead
             ),
             tokens_before_is_lower_bound=lower,
             tokens_after=after,
             total_after=after.total,
-            steps=tuple(steps),
+            steps=tuple(t.steps),
             dropped_ring_ids=dropped_rings,
             dropped_turn_ids=dropped_turns,
-            degraded_attachment_ids=_ids(index.ids, list(degraded)),
-            merged_ids=tuple(merged),
-            seconds=seconds,
+            degraded_attachment_ids=_ids(index.ids, list(t.degraded)),
+            merged_ids=tuple(t.merged),
+            seconds=time.perf_counter() - started,
             session_digest=index.digest.hexdigest(),
         )
         _observe(self.metrics, report, self.shape, config.middle_delete_unit, None)
@@ -602,14 +705,15 @@ class SessionAssembler:
             "assembled (incremental): session=%s messages=%d->%d tokens=%s/%d steps=%s",
             report.session_digest[:16],
             len(index.messages),
-            len(view.messages),
+            len(t.view.messages),
             report.total_after,
-            budget,
-            ",".join(steps),
+            t.budget,
+            ",".join(t.steps),
         )
-        prefix_ids = [units[i].id for i in kept if i in prefix_set]
+        injections = t.settings.injections
+        prefix_ids = [units[i].id for i in t.kept if i in t.prefix_set]
         return Assembly(
-            view=view,
+            view=t.view,
             report=report,
             config=config,
             injected_ids=tuple(m.id for m in injections),
@@ -618,8 +722,67 @@ class SessionAssembler:
                 *(m.id for m in injections),
                 *prefix_ids[index.leading_system :],
             ),
-            base_view=base,
+            base_view=t.base,
         )
+
+    _FAST_STEPS: ClassVar[Mapping[Step, Callable[[SessionAssembler, _Turn], str | None]]] = {
+        protect_prefix: _protect_prefix,
+        protect_suffix: _protect_suffix,
+        anchor_first_user: _anchor_first_user,
+        check_buckets: _check_buckets,
+        classify_middle: _classify_middle,
+        degrade_attachments: _degrade_attachments,
+        clear_tool_results: _clear_tool_results,
+        drop_middle_by_tier: _drop_middle_by_tier,
+        drop_leading_non_user: _drop_leading_non_user,
+        summarize_middle: _summarize_middle,
+        escalate: _escalate,
+        narrow_ledger_pin: _narrow_ledger_pin,
+        normalize_for_shape: _normalize_for_shape,
+        final_recount: _final_recount,
+    }
+    """Each step of ``steps.PIPELINE`` as the incremental path takes it: from the index, returning
+    why the full pipeline is needed (``last_path``) or None."""
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One turn on the incremental path: the decisions so far, by unit position."""
+
+    index: _Index
+    session: Transcript
+    settings: _Settings
+    budget: int
+    steps: list[str] = field(default_factory=lambda: ["load", "validate_pairing"])
+    prefix: list[int] = field(default_factory=list)
+    prefix_set: set[int] = field(default_factory=set)
+    start: int = 0
+    """Where the suffix range starts."""
+    suffix: list[int] = field(default_factory=list)
+    suffix_set: set[int] = field(default_factory=set)
+    protected: set[int] = field(default_factory=set)
+    injection_cost: int = 0
+    tools_cost: int = 0
+    overhead: int = 0
+    prefix_cost: int = 0
+    suffix_cost: int = 0
+    fixed: int = 0
+    room: int = 0
+    errors: list[int] = field(default_factory=list)
+    error_set: set[int] = field(default_factory=set)
+    kept_middle: list[int] = field(default_factory=list)
+    kept_middle_set: set[int] = field(default_factory=set)
+    dropped_tiers: set[str] = field(default_factory=set)
+    used: int = 0
+    everything: bool = True
+    """Whether the whole middle fits (nothing dropped by the fill)."""
+    degraded: dict[int, int | None] = field(default_factory=dict)
+    """Middle units whose attachments are replaced by placeholders: position -> cost."""
+    kept: list[int] = field(default_factory=list)
+    leading: list[int] = field(default_factory=list)
+    base: Transcript | None = None
+    view: Transcript | None = None
+    merged: list[str] = field(default_factory=list)
 
 
 def _ids(ids: list[str], positions: list[int]) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from conformance.strategies import transcripts
 from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
 from reference_impl.incremental import SessionAssembler
 from reference_impl.shapes import get_shape
+from reference_impl.steps import PIPELINE
 from reference_impl.transcript import SHAPE_NAMES
 
 CONFIGS = st.builds(
@@ -192,3 +193,20 @@ def test_a_session_with_images_keeps_the_incremental_path():
     assert fresh.last_path == "incremental"
     assert degraded.report.degraded_attachment_ids
     assert "degrade_attachments" in degraded.report.steps
+
+
+def test_clearing_old_results_under_pressure_equals_the_stateless_assembly():
+    # clear_tool_result clears middle results before any unit is dropped; the incremental path
+    # leaves that to the full pipeline instead of dropping the rings.
+    config = AssemblyConfig(middle_delete_unit="clear_tool_result", summarize_trigger_ratio=1.0)
+    s = agent_session(12)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    got = assembler.assemble(s, budget=400)
+    cold = assemble(s, config, counter=WordCounter(), budget=400)
+    assert "clear_tool_results" in cold.report.steps
+    assert assembler.last_path == "full:clear_tool_results"
+    assert outcome(lambda: got) == outcome(lambda: cold)
+
+
+def test_the_incremental_path_takes_every_step_of_the_pipeline():
+    assert list(SessionAssembler._FAST_STEPS) == list(PIPELINE)

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from reference_impl.errors import ContextAssemblyError
+from reference_impl.steps.normalize import normalize_for_shape
 from reference_impl.steps.state import AssemblyState, Unit
 from reference_impl.summary import (
     Summarizer,
@@ -19,7 +20,13 @@ from reference_impl.summary import (
     summary_depth,
 )
 
-__all__ = ["check_buckets", "drop_tool_schemas", "escalate", "summarize_middle"]
+__all__ = [
+    "check_buckets",
+    "drop_tool_schemas",
+    "escalate",
+    "final_recount",
+    "summarize_middle",
+]
 
 log = logging.getLogger("reference_impl")
 
@@ -137,7 +144,7 @@ def _summary_id(text: str) -> str:
     return f"summary-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
 
 
-def summarize_middle(state: AssemblyState, summarizer: Summarizer) -> None:
+def summarize_middle(state: AssemblyState) -> None:
     """Replace what is left of the middle with one structured summary block.
 
     Runs when the view is over budget or above ``summarize_trigger_ratio`` of it. A failed
@@ -150,6 +157,7 @@ def summarize_middle(state: AssemblyState, summarizer: Summarizer) -> None:
     middle = [u for u in state.units if u.kept and u.bucket == "middle"]
     if not middle or all(u.kind == "summary" for u in middle):
         return
+    summarizer = state.summarizer
     old_depths = [summary_depth(u.messages[0].text) for u in middle if u.kind == "summary"]
     depth = max(old_depths, default=0) + 1
     source = middle
@@ -220,4 +228,25 @@ def escalate(state: AssemblyState) -> None:
         f"({', '.join(state.steps)})",
         code=code,
         details=_bucket_details(state),
+    )
+
+
+def final_recount(state: AssemblyState) -> None:
+    """One memoized pass over the final view; if the whole-request count disagrees with the
+    running totals and is over, drop tool schemas once more (when configured), then fail closed."""
+    assert state.final_view is not None
+    total = state.counter.count(state.final_view).total
+    if total <= state.budget:
+        return
+    state.notes.append("final_recount_over_budget")
+    if drop_tool_schemas(state):
+        normalize_for_shape(state)
+        assert state.final_view is not None
+        total = state.counter.count(state.final_view).total
+        if total <= state.budget:
+            return
+    raise ContextAssemblyError(
+        f"the assembled request counts {total} tokens, over the input budget of {state.budget}",
+        code="context_assembly_over_budget",
+        details={"budget": state.budget, "total": total},
     )

@@ -55,6 +55,7 @@ __all__ = [
     "anchor_first_user",
     "drop_leading_non_user",
     "needs_alternation",
+    "normalize_for_shape",
     "normalize_view",
 ]
 
@@ -117,6 +118,17 @@ def normalize_view(
                 continue
         out.append(message)
     return tuple(out), absorbed
+
+
+def normalize_for_shape(state: AssemblyState) -> None:
+    """Set ``state.final_view``: the view with same-side neighbours merged where the shape
+    requires alternation (``normalize_view``), recorded as ``normalize`` when anything merged."""
+    view = state.view()
+    messages, merged = normalize_view(view.messages, state.shape)
+    state.merged_ids = merged
+    state.final_view = view.with_messages(messages) if merged else view
+    if merged:
+        state.steps.append("normalize")
 
 
 # ------------------------------------------------------------------------ a user message first

@@ -23,17 +23,25 @@ right after the leading system text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from reference_impl.budget import BudgetPlan
+from reference_impl.config import AssemblyConfig
+from reference_impl.ledger import Ledger
 from reference_impl.rings import Ring, segment
+from reference_impl.steps.pairing import check_pairing
 from reference_impl.steps.state import AssemblyState, Unit
+from reference_impl.summary import Summarizer
+from reference_impl.tokens import TokenCounter
 from reference_impl.transcript import Message, SummaryPart, Transcript
 
 __all__ = [
     "latest_user_positions",
+    "load_state",
     "load_units",
     "protect_prefix",
     "protect_suffix",
+    "range_start",
     "suffix_start",
 ]
 
@@ -74,6 +82,41 @@ def load_units(session: Transcript, injections: Sequence[Message]) -> list[Unit]
     return units
 
 
+def load_state(
+    session: Transcript,
+    *,
+    config: AssemblyConfig,
+    counter: TokenCounter,
+    summarizer: Summarizer,
+    ledger: Ledger,
+    plan: BudgetPlan,
+    shape: str,
+    injections: Sequence[Message],
+) -> AssemblyState:
+    """The state the pipeline starts from: pairing checked first, before anything else (issue 3
+    item 4; rejected or repaired per ``on_pairing_error``), then the session loaded into units
+    with the injections placed after the leading system text (steps ``load`` and
+    ``validate_pairing``/``synthesize_error_results``)."""
+    checked, repairs = check_pairing(session, on_error=config.on_pairing_error, ledger=ledger)
+    state = AssemblyState(
+        config=config,
+        counter=counter,
+        ledger=ledger,
+        plan=plan,
+        units=load_units(checked, injections),
+        tools=session.tools,
+        session=session,
+        shape=shape,
+        summarizer=summarizer,
+        repairs=repairs,
+    )
+    state.steps.append("load")
+    state.steps.append("synthesize_error_results" if repairs else "validate_pairing")
+    state.tools_cost = counter.count_tools(session.tools)
+    state.refresh_overhead()
+    return state
+
+
 def protect_prefix(state: AssemblyState) -> None:
     """Move the pinned units (system text, first user message, memory, ledger) to the prefix."""
     config = state.config
@@ -106,16 +149,30 @@ def protect_suffix(state: AssemblyState) -> None:
 
 
 def suffix_start(units: Sequence[Unit], recent_tool_rings: int) -> int:
-    """Where the suffix range starts: the oldest of the last ``recent_tool_rings`` complete rings;
-    else just after the last ring; else the latest user message; else the end."""
+    """Where the suffix range starts in ``units`` (``range_start``)."""
     rings = [i for i, u in enumerate(units) if u.kind == "ring"]
     complete = [i for i in rings if _complete(units[i])]
-    if recent_tool_rings > 0 and complete:
-        return complete[-min(recent_tool_rings, len(complete))]
+    return range_start(
+        complete, rings, lambda: latest_user_positions(units, 1), len(units), recent_tool_rings
+    )
+
+
+def range_start(
+    complete_rings: Sequence[int],
+    rings: Sequence[int],
+    latest_user: Callable[[], Sequence[int]],
+    count: int,
+    recent_tool_rings: int,
+) -> int:
+    """Where the suffix range starts, from unit positions: the oldest of the last
+    ``recent_tool_rings`` complete rings; else just after the last ring; else the latest user
+    message (``latest_user()``, asked only then); else the end (``count`` units)."""
+    if recent_tool_rings > 0 and complete_rings:
+        return complete_rings[-min(recent_tool_rings, len(complete_rings))]
     if rings:
         return rings[-1] + 1
-    users = latest_user_positions(units, 1)
-    return users[0] if users else len(units)
+    users = latest_user()
+    return users[-1] if users else count
 
 
 def latest_user_positions(units: Sequence[Unit], recent_user_turns: int) -> list[int]:

@@ -10,6 +10,7 @@ never encoded when it is going to be dropped anyway (ARCHITECTURE section 6).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -19,15 +20,18 @@ from reference_impl.errors import ContextAssemblyError
 from reference_impl.ledger import Ledger
 from reference_impl.rings import validate
 from reference_impl.steps.pairing import violations_details
+from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter
 from reference_impl.transcript import Message, ToolSpec, Transcript
 
-__all__ = ["AssemblyState", "Bucket", "Tier", "Unit"]
+__all__ = ["AssemblyState", "Bucket", "Step", "Tier", "Unit"]
 
 Bucket: TypeAlias = Literal["prefix", "middle", "suffix"]
 Tier: TypeAlias = Literal["summary", "error_ring", "plain_turn", "verbose_ring"]
 """Middle tiers in keep order: earlier tiers are kept longest (issue 3 item 5)."""
 UnitKind: TypeAlias = Literal["ring", "turn", "injection", "summary"]
+Step: TypeAlias = Callable[["AssemblyState"], None]
+"""One step of the pipeline: reads and changes the state (``steps.PIPELINE``)."""
 
 
 @dataclass(slots=True)
@@ -73,6 +77,7 @@ class AssemblyState:
     tools: tuple[ToolSpec, ...]
     session: Transcript
     shape: str = "openai-chat"
+    summarizer: Summarizer = field(default_factory=DeterministicSummarizer)
     overhead: int = 0
     tools_cost: int = 0
     steps: list[str] = field(default_factory=list)

@@ -27,18 +27,29 @@ from reference_impl.transcript import (
 __all__ = [
     "CHARS_PER_TOKEN_CEILING",
     "CLEARED_RESULT_TEXT",
+    "DROP_STEPS",
+    "KEEP_ORDER",
     "classify_middle",
     "clear_tool_results",
     "degrade_attachments",
     "degrade_message",
     "drop_middle_by_tier",
     "is_short_error_ring",
+    "short_error",
     "unit_chars",
 ]
 
 # Fixed text, like Anthropic's server-side clear_tool_uses edit: ids and calls stay, content goes.
 CLEARED_RESULT_TEXT: Final = "[Old tool result content cleared to fit the context budget]"
 KEEP_ORDER: Final[tuple[Tier, ...]] = ("summary", "error_ring", "plain_turn", "verbose_ring")
+"""Middle tiers, kept longest first (the fill of ``drop_middle_by_tier`` walks them in this order)."""
+DROP_STEPS: Final[tuple[tuple[Tier, str], ...]] = (
+    ("verbose_ring", "drop_middle_rings"),
+    ("plain_turn", "drop_plain_turns"),
+    ("error_ring", "drop_error_rings"),
+    ("summary", "drop_old_summary"),
+)
+"""The step each tier's deletions are recorded as, in the order a report lists them."""
 
 
 CHARS_PER_TOKEN_CEILING: Final = 8
@@ -63,11 +74,20 @@ def unit_chars(unit: Unit) -> int:
 
 
 def is_short_error_ring(state: AssemblyState, unit: Unit) -> bool:
-    """An error ring within ``short_error_max_tokens`` (encoded only when it may be that short)."""
-    limit = state.config.short_error_max_tokens
-    if not unit.has_error_result or unit_chars(unit) > limit * CHARS_PER_TOKEN_CEILING:
+    """An error ring within ``short_error_max_tokens`` (``short_error``)."""
+    if not unit.has_error_result:
         return False
-    return state.cost(unit) <= limit
+    return short_error(
+        lambda: unit_chars(unit), lambda: state.cost(unit), state.config.short_error_max_tokens
+    )
+
+
+def short_error(chars: Callable[[], int], cost: Callable[[], int], limit: int) -> bool:
+    """Whether an error ring of ``chars()`` characters costing ``cost()`` tokens is short: within
+    ``limit`` tokens, encoded only when its characters allow it (``CHARS_PER_TOKEN_CEILING``)."""
+    if chars() > limit * CHARS_PER_TOKEN_CEILING:
+        return False
+    return cost() <= limit
 
 
 def classify_middle(state: AssemblyState) -> None:
@@ -230,12 +250,7 @@ def drop_middle_by_tier(state: AssemblyState) -> None:
                 state.dropped_ring_ids.append(unit.id)
             else:
                 state.dropped_turn_ids.append(unit.id)
-    for tier, step in (
-        ("verbose_ring", "drop_middle_rings"),
-        ("plain_turn", "drop_plain_turns"),
-        ("error_ring", "drop_error_rings"),
-        ("summary", "drop_old_summary"),
-    ):
+    for tier, step in DROP_STEPS:
         if dropped.get(tier):
             state.record(step, revalidate=False)  # whole units only
     position = _order(state)
