@@ -226,26 +226,29 @@ class _Index:
 
 def _duplicates(index: _Index) -> Iterator[Violation]:
     """C3, A5, R6: a call id made twice, or answered twice."""
-    for call_id, where in index.calls.items():
-        for later in where[1:]:
-            place = "earlier in this message" if later == where[0] else f"at messages[{where[0]}]"
-            yield _violation(
-                "duplicate_id",
-                later,
-                [call_id],
-                f"The tool call id {call_id!r} is used again; it was first used {place}, "
-                "and call ids must be unique.",
-            )
-    for call_id, where in index.results.items():
-        for later in where[1:]:
-            place = "earlier in this message" if later == where[0] else f"at messages[{where[0]}]"
-            yield _violation(
-                "duplicate_id",
-                later,
-                [call_id],
-                f"The tool call {call_id!r} is answered a second time; its first result is "
-                f"{place}, and each call takes exactly one result.",
-            )
+    for occurrences, template in (
+        (
+            index.calls,
+            (
+                "The tool call id {id!r} is used again; it was first used {place}, "
+                "and call ids must be unique."
+            ),
+        ),
+        (
+            index.results,
+            (
+                "The tool call {id!r} is answered a second time; its first result is {place}, "
+                "and each call takes exactly one result."
+            ),
+        ),
+    ):
+        for call_id, where in occurrences.items():
+            for later in where[1:]:
+                first = where[0]
+                place = "earlier in this message" if later == first else f"at messages[{first}]"
+                yield _violation(
+                    "duplicate_id", later, [call_id], template.format(id=call_id, place=place)
+                )
 
 
 def _ring_violations(messages: Sequence[Message], index: _Index, head: int) -> Iterator[Violation]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from reference_impl.errors import CtxconfError
 from reference_impl.ledger import Ledger
@@ -329,68 +329,70 @@ def _finish(model_text: str, request: SummaryRequest, name: str) -> SummaryBlock
 
 
 @dataclass(frozen=True)
-class OpenAISummarizer:
-    """Summarize with an explicit ``openai.OpenAI`` client (Chat Completions)."""
+class _ClientSummarizer:
+    """A summarizer backed by an explicit SDK client: ``_ask`` sends the redacted transcript and
+    returns the model's text; naming, failures and the ledger section are shared."""
 
     client: Any
     model: str
     redact: Redactor = field(default=redact_secrets)
+    vendor: ClassVar[str] = ""
 
     @property
     def name(self) -> str:
         """How reports name this summarizer."""
-        return f"openai:{self.model}"
+        return f"{self.vendor}:{self.model}"
 
     def summarize(self, request: SummaryRequest) -> SummaryBlock:
-        """A summary written by an OpenAI Chat model; SummaryError when the call fails."""
+        """A summary written by the client's model; SummaryError when the call fails."""
         try:
-            response = self.client.chat.completions.create(
-                model=self.model,
-                messages=[
-                    {"role": "system", "content": _INSTRUCTIONS},
-                    {"role": "user", "content": self.redact(_transcript_text(request))},
-                ],
-                max_tokens=request.max_tokens,
-                timeout=request.timeout_s,
-            )
-            text = response.choices[0].message.content
+            text = self._ask(self.redact(_transcript_text(request)), request)
         except Exception as exc:  # noqa: BLE001 - any SDK failure (timeout, 5xx, auth) is a summary failure
             raise SummaryError(f"summarizer {self.name} failed: {type(exc).__name__}") from None
         if not isinstance(text, str) or not text.strip():
             raise SummaryError(f"summarizer {self.name} returned no text")
         return _finish(text, request, self.name)
 
+    def _ask(self, prompt: str, request: SummaryRequest) -> object:
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
-class AnthropicSummarizer:
+class OpenAISummarizer(_ClientSummarizer):
+    """Summarize with an explicit ``openai.OpenAI`` client (Chat Completions)."""
+
+    vendor: ClassVar[str] = "openai"
+
+    def _ask(self, prompt: str, request: SummaryRequest) -> object:
+        response = self.client.chat.completions.create(
+            model=self.model,
+            messages=[
+                {"role": "system", "content": _INSTRUCTIONS},
+                {"role": "user", "content": prompt},
+            ],
+            max_tokens=request.max_tokens,
+            timeout=request.timeout_s,
+        )
+        text: object = response.choices[0].message.content
+        return text
+
+
+@dataclass(frozen=True)
+class AnthropicSummarizer(_ClientSummarizer):
     """Summarize with an explicit ``anthropic.Anthropic`` client (Messages)."""
 
-    client: Any
-    model: str
-    redact: Redactor = field(default=redact_secrets)
+    vendor: ClassVar[str] = "anthropic"
 
-    @property
-    def name(self) -> str:
-        """How reports name this summarizer."""
-        return f"anthropic:{self.model}"
-
-    def summarize(self, request: SummaryRequest) -> SummaryBlock:
-        """A summary written by a Claude model; SummaryError when the call fails."""
-        try:
-            response = self.client.messages.create(
-                model=self.model,
-                max_tokens=request.max_tokens,
-                system=_INSTRUCTIONS,
-                messages=[{"role": "user", "content": self.redact(_transcript_text(request))}],
-                timeout=request.timeout_s,
-            )
-            text = "".join(
-                getattr(block, "text", "")
-                for block in response.content
-                if getattr(block, "type", "") == "text"
-            )
-        except Exception as exc:  # noqa: BLE001 - any SDK failure (timeout, 5xx, auth) is a summary failure
-            raise SummaryError(f"summarizer {self.name} failed: {type(exc).__name__}") from None
-        if not text.strip():
-            raise SummaryError(f"summarizer {self.name} returned no text")
-        return _finish(text, request, self.name)
+    def _ask(self, prompt: str, request: SummaryRequest) -> object:
+        response = self.client.messages.create(
+            model=self.model,
+            max_tokens=request.max_tokens,
+            system=_INSTRUCTIONS,
+            messages=[{"role": "user", "content": prompt}],
+            timeout=request.timeout_s,
+        )
+        return "".join(
+            getattr(block, "text", "")
+            for block in response.content
+            if getattr(block, "type", "") == "text"
+        )

@@ -344,28 +344,31 @@ def _render_message(message: Message, index: int) -> list[dict[str, Any]]:
     return [out]
 
 
+def _input_source(
+    kind: str, part: ImagePart | FilePart, url_key: str, data_key: str
+) -> dict[str, Any]:
+    """An ``input_image``/``input_file`` item with the part's source: a file id, a URL under
+    ``url_key``, or inline data as a data URL under ``data_key``."""
+    out: dict[str, Any] = {"type": kind}
+    if part.source == "file_id":
+        out["file_id"] = part.data
+    elif part.source == "url":
+        out[url_key] = part.data
+    else:
+        out[data_key] = data_url(part.media_type, part.data)
+    return out
+
+
 def _render_input_part(part: Part, index: int, j: int) -> dict[str, Any]:
     if isinstance(part, TextPart | SummaryPart):
         return {"type": "input_text", "text": text_of(part)}
     if isinstance(part, ImagePart):
-        image: dict[str, Any] = {"type": "input_image"}
-        if part.source == "file_id":
-            image["file_id"] = part.data
-        elif part.source == "url":
-            image["image_url"] = part.data
-        else:
-            image["image_url"] = data_url(part.media_type, part.data)
+        image = _input_source("input_image", part, "image_url", "image_url")
         if part.detail is not None:
             image["detail"] = part.detail
         return image
     if isinstance(part, FilePart):
-        file: dict[str, Any] = {"type": "input_file"}
-        if part.source == "file_id":
-            file["file_id"] = part.data
-        elif part.source == "url":
-            file["file_url"] = part.data
-        else:
-            file["file_data"] = data_url(part.media_type, part.data)
+        file = _input_source("input_file", part, "file_url", "file_data")
         if part.filename is not None:
             file["filename"] = part.filename
         return file
