@@ -63,6 +63,11 @@ NULL_CONTENT = {
 }
 
 
+def test_one_dialect_id_the_catalog_and_the_dialect_table_share() -> None:
+    """Issue 10: a gateway has one id; the catalog's profiles name exactly the table's dialects."""
+    assert set(list_dialects("openai-chat")) == set(DIALECTS) - {"openai"}
+
+
 @pytest.mark.parametrize(("spelling", "catalog_name"), SPELLINGS)
 def test_each_spelling_resolves_to_the_catalog_dialect(spelling: str, catalog_name: str) -> None:
     assert catalog_dialect("openai-chat", spelling) == catalog_name

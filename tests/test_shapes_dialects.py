@@ -37,7 +37,7 @@ from reference_impl.transcript import (
 RECORDINGS = SHARED / "recordings"
 BASE = get_dialect("openai")
 REQUIRED = (
-    "azure-openai",
+    "azure",
     "deepseek",
     "mistral",
     "vllm",
@@ -74,7 +74,13 @@ def test_every_required_dialect_is_there_and_based_on_openai_chat() -> None:
 
 @pytest.mark.parametrize(
     ("alias", "name"),
-    [("azure", "azure-openai"), ("dashscope", "qwen"), ("Grok", "xai"), ("llama.cpp", "llama-cpp")],
+    [
+        ("azure-openai", "azure"),
+        ("dashscope", "qwen"),
+        ("Grok", "xai"),
+        ("llama.cpp", "llamacpp"),
+        ("lm-studio", "lmstudio"),
+    ],
 )
 def test_aliases_resolve(alias: str, name: str) -> None:
     # "azure" is what conformance.traffic.endpoints.detect_dialect reports for *.openai.azure.com.
@@ -114,7 +120,7 @@ def test_each_dialect_differs_from_openai_in_data_and_cites_section_6(name: str)
 
 def test_azure_spells_preceding_where_openai_spells_preceeding_C2a() -> None:
     assert "preceeding" in (BASE.error_text("C2") or "")
-    assert "a preceding message" in (get_dialect("azure-openai").error_text("C2") or "")
+    assert "a preceding message" in (get_dialect("azure").error_text("C2") or "")
 
 
 def test_deepseek_takes_reasoning_content_back_and_openai_does_not() -> None:
@@ -190,7 +196,7 @@ def test_vllm_pairing_lives_in_the_chat_template() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["ollama", "lm-studio", "llama-cpp"])
+@pytest.mark.parametrize("name", ["ollama", "lmstudio", "llamacpp"])
 def test_local_servers_get_an_empty_string_instead_of_null_content(name: str) -> None:
     t = ring("abc")
     assert render_for_dialect(t, BASE)["messages"][1]["content"] is None

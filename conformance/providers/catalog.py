@@ -271,14 +271,14 @@ _BASE_DIALECT: Final = "openai"
 
 
 def catalog_dialect(shape: str, dialect: str | None) -> str | None:
-    """The catalog's spelling of ``dialect`` for ``shape``, whatever spelling the caller used.
+    """The canonical id of ``dialect`` for ``shape``, whatever spelling the caller used.
 
-    ``ctxconf convert`` names gateways by ``reference_impl.shapes.dialects`` (``azure-openai``,
-    ``lm-studio``, ``llama-cpp``, with aliases such as ``azure``, ``llama.cpp``, ``dashscope``);
-    the catalog's profiles use short names (``azure``, ``lmstudio``, ``llamacpp``). This maps any
-    name or alias of that one table to the catalog's name, so every command takes every spelling.
-    ``openai`` is the first-party base shape (``None``). A name neither knows is returned as
-    given, for :func:`resolve_profile` to report with the known dialects.
+    A dialect has one id everywhere: the name in ``reference_impl.shapes.dialects`` is the id the
+    catalog's profiles use (``azure``, ``lmstudio``, ``llamacpp``); the other spellings
+    (``azure-openai``, ``lm-studio``, ``llama.cpp``, ``dashscope``, ...) are that table's aliases,
+    so every command takes every spelling. Dialects of other shapes (``bedrock``, ``vertex``) are
+    the catalog's own. ``openai`` is the first-party base shape (``None``). A name neither knows is
+    returned as given, for :func:`resolve_profile` to report with the known dialects.
     """
     if dialect is None:
         return None
@@ -287,15 +287,12 @@ def catalog_dialect(shape: str, dialect: str | None) -> str | None:
     if key in known:
         return key
     try:
-        spec = get_dialect(key)
+        name = get_dialect(key).name
     except ShapeError:
         return dialect
-    if spec.name == _BASE_DIALECT and shape.startswith("openai-"):
+    if name == _BASE_DIALECT and shape.startswith("openai-"):
         return None
-    for name in (spec.name, *spec.aliases):
-        if name in known:
-            return name
-    return dialect
+    return name if name in known else dialect
 
 
 def list_dialects(shape: str | None = None) -> tuple[str, ...]:
@@ -307,7 +304,7 @@ def list_dialects(shape: str | None = None) -> tuple[str, ...]:
 def resolve_profile(shape: str, dialect: str | None = None, profile: str | None = None) -> Profile:
     """The profile to judge with: the named one (checked against shape/dialect) or the default.
 
-    ``dialect`` may be any spelling :func:`catalog_dialect` knows (``lm-studio``, ``lmstudio``).
+    ``dialect`` may be any spelling :func:`catalog_dialect` knows (``lmstudio``, ``lm-studio``).
     """
     catalog = load_catalog()
     if shape not in SHAPES:

@@ -171,8 +171,8 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
             ),
         ),
         Dialect(
-            name="azure-openai",
-            aliases=("azure",),
+            name="azure",
+            aliases=("azure-openai",),
             description="Azure OpenAI: OpenAI's rules (C1/C2); the C2 text is spelled 'preceding'.",
             error_texts=(
                 (
@@ -350,8 +350,8 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
             ),
         ),
         Dialect(
-            name="lm-studio",
-            aliases=("lmstudio",),
+            name="lmstudio",
+            aliases=("lm-studio",),
             description="LM Studio's local server: refuses content null on assistant tool-call messages.",
             null_content_allowed=False,
             pairing="template",
@@ -370,8 +370,8 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
             ),
         ),
         Dialect(
-            name="llama-cpp",
-            aliases=("llama.cpp", "llamacpp"),
+            name="llamacpp",
+            aliases=("llama-cpp", "llama.cpp"),
             description="llama.cpp server: refuses content null; a tool call without type is a 500.",
             null_content_allowed=False,
             pairing="template",
@@ -597,7 +597,7 @@ def dialect_names() -> tuple[str, ...]:
 
 
 def get_dialect(name: str) -> Dialect:
-    """A dialect by name or alias (``azure`` -> ``azure-openai``); a named error otherwise."""
+    """A dialect by name or alias (``azure-openai`` -> ``azure``); a named error otherwise."""
     key = name.strip().lower()
     found = DIALECTS.get(_ALIASES.get(key, key))
     if found is None:
