@@ -116,6 +116,9 @@ MATCHED: dict[Key, str] = {
     ("openai_responses/400_reasoning_without_following_item.yaml", 1): "R4",
     ("anthropic/400_empty_string_content_har__mirascope.har", 0): "A11",
     ("bedrock/400_nova_extraneous_key_toolResult__pydantic-ai.yaml", 1): "B11",
+    ("bedrock/400_invoke_image_url_source_unsupported__chatlas.yaml", 1): "A23",
+    ("bedrock/400_claude_video_unsupported__pydantic-ai.yaml", 1): "B12",
+    ("bedrock/400_claude_document_source_type_required__pydantic-ai.yaml", 1): "B13",
 }
 
 # Not about the request's validity: no rule can tell from the body.
@@ -160,10 +163,7 @@ OUT_OF_SCOPE: dict[Key, str] = {
 UNMATCHED: dict[Key, str] = {
     ("anthropic/400_effort_unsupported_envelope.yaml", 0): "effort level per model",
     ("openai_responses/400_error_envelope_temperature.yaml", 0): "temperature range",
-    ("bedrock/400_claude_document_source_type_required__pydantic-ai.yaml", 1): "document source",
-    ("bedrock/400_claude_video_unsupported__pydantic-ai.yaml", 1): "video block on Claude",
     ("bedrock/400_count_tokens_server_tool_tag__pydantic-ai.yaml", 0): "server tools on Bedrock",
-    ("bedrock/400_invoke_image_url_source_unsupported__chatlas.yaml", 1): "URL image source",
     ("gemini/400_vertex_invalid_temperature__otel-contrib.yaml", 0): "temperature range",
     ("openai_chat/400_stop_unsupported_gpt5mini__mirascope.yaml", 0): "stop per model",
     ("openai_chat/400_stop_unsupported_o1mini__crewai.yaml", 0): "stop per model",

@@ -352,6 +352,17 @@ def no_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
         yield Finding("A22", (-1,), {})
 
 
+@detector(SHAPE, "A23")
+def url_image_source(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A23 (recorded, Bedrock InvokeModel): a message's image block with a URL source. Only
+    message-level blocks are judged: an image inside tool_result content was never recorded."""
+    for i, message in enumerate(messages_of(body)):
+        for j, block in enumerate(_blocks(message)):
+            source = as_dict(block.get("source"))
+            if block.get("type") == "image" and source.get("type") == "url":
+                yield Finding("A23", (i, j), {"index": i, "block": j})
+
+
 def _thinking_enabled(body: Mapping[str, Any]) -> bool:
     return as_dict(body.get("thinking")).get("type") in {"enabled", "adaptive"}
 

@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""AWS Bedrock Converse (``POST /model/{id}/converse``): rules B0-B11 and A3a.
+"""AWS Bedrock Converse (``POST /model/{id}/converse``): rules B0-B13 and A3a.
 
 Errors are ``{"message": ...}`` with ``ValidationException`` (recorded body); paths read
 ``messages.2.content``. Content blocks are single-key objects (``{"text": ...}``,
@@ -278,3 +278,25 @@ def nova_document_in_result(body: Mapping[str, Any], ctx: Context) -> Iterator[F
             content = as_list(as_dict(block.get("toolResult")).get("content"))
             if any("document" in as_dict(part) for part in content):
                 yield Finding("B11", (i, j), {"index": i, "block": j})
+
+
+@detector(SHAPE, "B12")
+def claude_video_block(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """B12 (recorded): Claude on Converse has no video input, in a message or in a toolResult."""
+    for i, message in enumerate(messages_of(body)):
+        for j, block in enumerate(_blocks(message)):
+            nested = objects(as_dict(block.get("toolResult")).get("content"))
+            if "video" in block or any("video" in part for part in nested):
+                yield Finding("B12", (i, j), {"index": i, "block": j})
+
+
+@detector(SHAPE, "B13")
+def claude_document_without_bytes(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """B13 (recorded): a message's document block from an s3Location reaches Claude without a
+    source type. Only the recorded form is judged: a document inside toolResult content, whose
+    error path was never seen, is left alone."""
+    for i, message in enumerate(messages_of(body)):
+        for j, block in enumerate(_blocks(message)):
+            source = as_dict(as_dict(block.get("document")).get("source"))
+            if "s3Location" in source and "bytes" not in source:
+                yield Finding("B13", (i, j), {"index": i, "block": j})
