@@ -119,10 +119,16 @@ MATCHED: dict[Key, str] = {
     ("bedrock/400_invoke_image_url_source_unsupported__chatlas.yaml", 1): "A23",
     ("bedrock/400_claude_video_unsupported__pydantic-ai.yaml", 1): "B12",
     ("bedrock/400_claude_document_source_type_required__pydantic-ai.yaml", 1): "B13",
+    ("openai_responses/400_invalid_file_data_mime_audio__pydantic-ai.yaml", 2): "R13",
 }
 
 # Not about the request's validity: no rule can tell from the body.
 OUT_OF_SCOPE: dict[Key, str] = {
+    # A file_url the provider fetches: its type is the fetched file's, not the body's.
+    (
+        "openai_responses/400_audio_file_type_unsupported__pydantic-ai.yaml",
+        1,
+    ): "type of a fetched file",
     ("bedrock/converse_400_invalid_model.yaml", 0): "unknown model id",
     ("bedrock/400_converse_invalid_model_otel__otel-contrib.yaml", 0): "unknown model id",
     ("bedrock/400_count_tokens_model_unsupported__pydantic-ai.yaml", 0): "model availability",
@@ -169,8 +175,6 @@ UNMATCHED: dict[Key, str] = {
     ("openai_chat/400_stop_unsupported_o1mini__crewai.yaml", 0): "stop per model",
     ("openai_chat/400_strict_schema_additionalProperties_har__mirascope.har", 0): "strict schema",
     ("openai_chat/400_web_search_options_unsupported__pydantic-ai.yaml", 0): "web search per model",
-    ("openai_responses/400_audio_file_type_unsupported__pydantic-ai.yaml", 1): "file type",
-    ("openai_responses/400_invalid_file_data_mime_audio__pydantic-ai.yaml", 2): "file MIME type",
 }
 
 

@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""OpenAI Responses (``POST /v1/responses``, ``/v1/responses/input_tokens``): rules R0-R10.
+"""OpenAI Responses (``POST /v1/responses``, ``/v1/responses/input_tokens``): rules R0-R10 and R13.
 
 Errors name items by id in the text and put ``input`` in ``param`` (recorded, R4). Pairing is by
 ``call_id``; item ``id`` values (``rs_``, ``fc_``, ``msg_``) are server ids (R6, R9).
@@ -270,3 +270,19 @@ def deepseek_grouped_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Fi
         elif pending:
             yield Finding("DS4", (n,), {"index": n, "id": pending[0]})
             return
+
+
+@detector(SHAPE, "R13")
+def audio_file_data(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """R13 (recorded): an ``input_file`` whose ``file_data`` is an audio data URL, in a message's
+    content (the only place it was recorded)."""
+    for n, item in enumerate(_items(body)):
+        if _kind(item) != "message":
+            continue
+        for k, part in enumerate(objects(item.get("content"))):
+            data = part.get("file_data")
+            if part.get("type") != "input_file" or not isinstance(data, str):
+                continue
+            mime = data[5:].split(";", 1)[0].split(",", 1)[0] if data.startswith("data:") else ""
+            if mime.startswith("audio/"):
+                yield Finding("R13", (n, k), {"index": n, "part": k, "mime": mime})
