@@ -120,6 +120,10 @@ MATCHED: dict[Key, str] = {
     ("bedrock/400_claude_video_unsupported__pydantic-ai.yaml", 1): "B12",
     ("bedrock/400_claude_document_source_type_required__pydantic-ai.yaml", 1): "B13",
     ("openai_responses/400_invalid_file_data_mime_audio__pydantic-ai.yaml", 2): "R13",
+    ("openai_responses/400_error_envelope_temperature.yaml", 0): "R14",
+    ("gemini/400_vertex_invalid_temperature__otel-contrib.yaml", 0): "G10",
+    ("openai_chat/400_stop_unsupported_gpt5mini__mirascope.yaml", 0): "C12",
+    ("openai_chat/400_stop_unsupported_o1mini__crewai.yaml", 0): "C12",
 }
 
 # Not about the request's validity: no rule can tell from the body.
@@ -168,11 +172,7 @@ OUT_OF_SCOPE: dict[Key, str] = {
 # About request validity, no rule yet: what is left to write (see the report of issue 12).
 UNMATCHED: dict[Key, str] = {
     ("anthropic/400_effort_unsupported_envelope.yaml", 0): "effort level per model",
-    ("openai_responses/400_error_envelope_temperature.yaml", 0): "temperature range",
     ("bedrock/400_count_tokens_server_tool_tag__pydantic-ai.yaml", 0): "server tools on Bedrock",
-    ("gemini/400_vertex_invalid_temperature__otel-contrib.yaml", 0): "temperature range",
-    ("openai_chat/400_stop_unsupported_gpt5mini__mirascope.yaml", 0): "stop per model",
-    ("openai_chat/400_stop_unsupported_o1mini__crewai.yaml", 0): "stop per model",
     ("openai_chat/400_strict_schema_additionalProperties_har__mirascope.har", 0): "strict schema",
     ("openai_chat/400_web_search_options_unsupported__pydantic-ai.yaml", 0): "web search per model",
 }

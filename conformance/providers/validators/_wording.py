@@ -25,6 +25,7 @@ __all__ = [
     "openai_got",
     "proto_expected",
     "proto_got",
+    "provider_number",
     "pydantic_expected",
     "snake_case",
 ]
@@ -142,3 +143,9 @@ def aws_expected(spec: Spec) -> str:
     """Bedrock's constraint wording (``a string``, ``a structure``, ``a list``)."""
     kinds = _named(spec)
     return " or ".join(_AWS[k] for k in kinds) if kinds else "a valid value"
+
+
+def provider_number(value: float) -> str:
+    """A number as providers print it in their messages: ``-1`` and ``1000`` for integral
+    values (whatever the JSON wrote, ``1000.0`` included), ``0.5`` otherwise (recorded, R14/G10)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))

@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""Gemini ``generateContent`` (AI Studio and Vertex): rules G0-G7.
+"""Gemini ``generateContent`` (AI Studio and Vertex): rules G0-G7 and G10.
 
 Roles are ``user`` and ``model``; function results are ``functionResponse`` parts in user-role
 contents; ``systemInstruction`` is top level. A *call turn* is a model content with
@@ -14,6 +14,7 @@ from typing import Any, Final
 from conformance.providers.validators._base import (
     Context,
     Finding,
+    as_dict,
     detector,
     objects,
     structure,
@@ -23,6 +24,7 @@ from conformance.providers.validators._wording import (
     bracket_path,
     proto_expected,
     proto_got,
+    provider_number,
     snake_case,
 )
 
@@ -248,3 +250,11 @@ def thought_signatures(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
                 else None
             )
             yield Finding("G6", (i,), {"index": i, "name": name, "position": i})
+
+
+@detector(SHAPE, "G10")
+def temperature_range(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """G10 (recorded on Vertex): ``generationConfig.temperature`` outside [0, 2.0001)."""
+    value = as_dict(body.get("generationConfig")).get("temperature")
+    if isinstance(value, int | float) and not isinstance(value, bool) and not 0 <= value < 2.0001:
+        yield Finding("G10", (-1,), {"value": provider_number(value)})

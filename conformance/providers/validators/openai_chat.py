@@ -352,6 +352,13 @@ def parallel_tool_calls_without_tools(body: Mapping[str, Any], ctx: Context) -> 
         yield Finding("C9", (-1,), {})
 
 
+@detector(SHAPE, "C12")
+def stop_unsupported(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """C12 (recorded on o1-mini and gpt-5-mini; in their profiles only): ``stop`` is refused."""
+    if body.get("stop") is not None:
+        yield Finding("C12", (-1,), {})
+
+
 def _string_lengths(message: Mapping[str, Any]) -> Iterator[int]:
     content = message.get("content")
     if isinstance(content, str):

@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""OpenAI Responses (``POST /v1/responses``, ``/v1/responses/input_tokens``): rules R0-R10 and R13.
+"""OpenAI Responses (``POST /v1/responses``, ``/v1/responses/input_tokens``): rules R0-R10, R13 and R14.
 
 Errors name items by id in the text and put ``input`` in ``param`` (recorded, R4). Pairing is by
 ``call_id``; item ``id`` values (``rs_``, ``fc_``, ``msg_``) are server ids (R6, R9).
@@ -20,7 +20,12 @@ from conformance.providers.validators._base import (
     type_name,
 )
 from conformance.providers.validators._types import arr, first_mismatch, obj, scalar
-from conformance.providers.validators._wording import bracket_path, openai_expected, openai_got
+from conformance.providers.validators._wording import (
+    bracket_path,
+    openai_expected,
+    openai_got,
+    provider_number,
+)
 
 __all__ = ["BODY", "responses_structure"]
 
@@ -286,3 +291,11 @@ def audio_file_data(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
             mime = data[5:].split(";", 1)[0].split(",", 1)[0] if data.startswith("data:") else ""
             if mime.startswith("audio/"):
                 yield Finding("R13", (n, k), {"index": n, "part": k, "mime": mime})
+
+
+@detector(SHAPE, "R14")
+def temperature_below_zero(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """R14 (recorded): a negative ``temperature``; above the maximum was never recorded."""
+    value = body.get("temperature")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+        yield Finding("R14", (-1,), {"value": provider_number(value)})
