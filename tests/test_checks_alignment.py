@@ -354,3 +354,11 @@ def test_refusing_above_the_protected_minimum_fails_should_with_the_minimum() ->
     whole = counter_for("openai-chat", "gpt-4o").count(SESSION).total
     assert 0 < minimum < whole
     assert _refused(minimum - 1)["refuses_only_below_minimum"][0] == "pass"
+
+
+def test_a_refusal_exactly_at_the_allowed_budget_fails_should() -> None:
+    """ "Accepted below {allowed}": a refusal at the allowed budget itself is above the minimum."""
+    message = _refused(1000)["refuses_only_below_minimum"][1]
+    allowed = int(message.split("a refusal is accepted below ")[1].split(":")[0])
+    assert _refused(allowed)["refuses_only_below_minimum"][0] == "fail"
+    assert _refused(allowed - 1)["refuses_only_below_minimum"][0] == "pass"

@@ -183,3 +183,11 @@ def test_summary_used_accepts_deletion_where_the_minimum_fits() -> None:
     scenario, outcome = CASES["summary_used"]()
     roomy = replace(outcome, budget=5000)
     assert "summary_used" not in _failing(scenario, roomy, "summary_used")
+
+
+def test_middle_error_results_kept_names_the_dropped_error_ring() -> None:
+    scenario, outcome = CASES["middle_error_results_kept"]()
+    message = _failing(scenario, outcome, "middle_error_results_kept")["middle_error_results_kept"]
+    # The ring is named by its first message (the assistant call at index 2).
+    ring_id = _error_session().messages[2].id
+    assert message == f"0 of 1 middle error rings kept (cap 5); dropped: {ring_id}"
