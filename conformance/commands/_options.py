@@ -2,7 +2,8 @@
 
 ``run``, ``fuzz`` and ``soak`` drive a plug-in (:func:`plugin_options`, :func:`load_impl`,
 :func:`timeout_option`); ``run`` and ``fuzz`` choose among its shapes (:func:`shapes_option`,
-:func:`chosen_shapes`), ``fuzz`` and ``soak`` take a :func:`seed_option`; the commands that read or write a body name its shape (:data:`SHAPE_CHOICE`).
+:func:`chosen_shapes`), ``fuzz`` and ``soak`` take a :func:`seed_option`; the commands that
+read or write a body name its shape (:data:`SHAPE_CHOICE`) and print in a :func:`format_option`.
 A bad value is one line on stderr and exit status 2 (:func:`conformance.commands._io.fail`).
 
 The engine and the plug-in loader are imported when an option needs them, so the commands that
@@ -28,6 +29,7 @@ __all__ = [
     "SHAPE_CHOICE",
     "chosen_shapes",
     "file_option",
+    "format_option",
     "load_impl",
     "plugin_options",
     "seed_option",
@@ -125,4 +127,11 @@ def file_option(
         default=default,
         show_default=default is not None,
         help=help_text,
+    )
+
+
+def format_option(*choices: str) -> Callable[[_F], _F]:
+    """``--format`` (the parameter ``fmt``): one of ``choices``, the first by default."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(list(choices)), default=choices[0], show_default=True
     )

@@ -21,7 +21,7 @@ from conformance.commands._io import (
     or_fail_input,
     read_document,
 )
-from conformance.commands._options import SHAPE_CHOICE
+from conformance.commands._options import SHAPE_CHOICE, format_option
 from conformance.commands._sessions import is_transcript_document, load_session
 from reference_impl.assembler import assemble
 from reference_impl.config import AssemblyConfig
@@ -97,9 +97,7 @@ def _text_report(report: dict[str, Any]) -> str:
     default=None,
     help="Override the input budget (tokens) for a quick experiment.",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option("text", "json")
 def command(
     *,
     session: str,

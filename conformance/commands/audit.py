@@ -33,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.commands._io import EXIT_FINDING, fail, fail_input
+from conformance.commands._options import format_option
 from conformance.errors import RecordingError
 from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
 from conformance.traffic.reading import LOG_SUFFIXES
@@ -177,9 +178,7 @@ def _write_jsonl(rows: list[AuditRow]) -> None:
 
 @click.command("audit")
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True)
-@click.option(
-    "--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True
-)
+@format_option("table", "jsonl")
 @click.option(
     "--all", "show_all", is_flag=True, help="List accepted requests too (default: findings only)."
 )

@@ -10,7 +10,7 @@ import json
 
 import click
 
-from conformance.commands._options import SHAPE_CHOICE
+from conformance.commands._options import SHAPE_CHOICE, format_option
 from conformance.commands._sessions import load_request
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens import counter_for
@@ -29,9 +29,7 @@ __all__ = ["command"]
     default=None,
     help="Safety factor of the estimate counters (Anthropic, Gemini, Bedrock).",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option("text", "json")
 def command(
     request: str, shape: str, model: str | None, safety_factor: float | None, fmt: str
 ) -> None:

@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from conformance.commands._options import SHAPE_CHOICE
+from conformance.commands._options import SHAPE_CHOICE, format_option
 from conformance.commands._sessions import load_session
 from reference_impl import rings
 from reference_impl.errors import TokenCountError
@@ -181,9 +181,7 @@ def _render_text(report: dict[str, Any], transcript: Transcript) -> str:
     "counted for it.",
 )
 @click.option("--model", default=None, help="Model for the counter (default: the session's).")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option("text", "json")
 def command(session: str, shape: str | None, model: str | None, fmt: str) -> None:
     """Show rings, plain turns, pairing violations and tokens of SESSION."""
     transcript = load_session(session, shape)

@@ -16,6 +16,7 @@ import json
 import click
 
 from conformance.commands._io import EXIT_FINDING, fail, read_document
+from conformance.commands._options import format_option
 from conformance.errors import UnknownProfileError
 from conformance.providers.catalog import SHAPES, profile_for_model
 from conformance.providers.validation import lint_request, validate_request
@@ -50,9 +51,7 @@ def _text(verdict: Verdict) -> str:
 @click.option("--context-limit", type=int, default=None, help="Also apply the context-window rule.")
 @click.option("--input-tokens", type=int, default=None, help="Input tokens (else estimated).")
 @click.option("--lint", is_flag=True, help="List every violation, not only the first.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["json", "text"]), default="json", show_default=True
-)
+@format_option("json", "text")
 def command(
     *,
     request: str,
