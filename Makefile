@@ -39,8 +39,8 @@ unit: install
 
 test: check unit
 
-# Random seeds and five times the examples of the slow properties (tests/hypothesis_support.py);
-# `make test` uses the derandomized `ci` profile.
+# Random seeds and five times the examples of the slow properties
+# (tests/support/hypothesis_support.py); `make test` uses the derandomized `ci` profile.
 nightly: install
 	HYPOTHESIS_PROFILE=nightly $(BIN)/python -m pytest -n $(JOBS)
 

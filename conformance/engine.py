@@ -262,8 +262,8 @@ def render_input(
     :func:`reference_impl.steps.normalize.normalize_view` merges them (content and order kept).
     A gateway dialect gets its own renderer (Ollama, LM Studio, llama.cpp: ``""`` for a tool-call
     turn's ``content: null``, OL2/LM1/LC1); ids are never rewritten, so a scenario for Mistral
-    brings Mistral ids itself. ``tests/test_input_validity.py`` runs every case's input through
-    the validators of its profile.
+    brings Mistral ids itself. ``tests/conformance/test_engine_input_validity.py`` runs every case's
+    input through the validators of its profile.
 
     ``merge_turns=False`` keeps the session's messages as they are: the harness judges a view
     against that form (each user turn its own message), so an assembler that keeps a merged

@@ -132,7 +132,7 @@ class Expectation:
     input: Literal["valid", "invalid"] = "valid"
     """``invalid``: the session is broken on purpose and must be refused (the schema enforces
     ``outcome: refused``); otherwise every input body the engine builds is one the target's
-    validators accept (``tests/test_input_validity.py``)."""
+    validators accept (``tests/conformance/test_engine_input_validity.py``)."""
 
 
 @dataclass(frozen=True, slots=True)

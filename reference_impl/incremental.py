@@ -25,7 +25,7 @@ middle attachments (oldest first) and deleting middle units in tier order. Anyth
 pairing error or repair, ``clear_tool_result`` under pressure, a summary to write, an anchor for a session without a pinned
 user goal, escalation, a final recount over budget, changed config/tools/ledger/memory/budget)
 runs the full stateless pipeline, ``assemble()``, with the shared counter's memo. Either way the
-result equals ``assemble()`` on the same input (``tests/test_assembler_incremental.py`` checks
+result equals ``assemble()`` on the same input (``tests/reference_impl/test_incremental.py`` checks
 that), except ``tokens_before.middle``: a lower bound in both (``tokens_before_is_lower_bound``),
 here including units counted on earlier turns.
 """

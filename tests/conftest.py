@@ -1,5 +1,5 @@
 """Loads the hypothesis profile (``ci`` unless ``$HYPOTHESIS_PROFILE`` names another) before any
-test module builds its settings; see ``tests/hypothesis_support.py``."""
+test module builds its settings; see ``tests/support/hypothesis_support.py``."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ Two hazards of tool output (token-counting.md section 1, section 7 rule 7):
   pre-token (1,000,000 spaces with o200k_base; openai/tiktoken#245). Texts longer than
   ``EXACT_MAX_CHARS`` are encoded in chunks cut at whitespace boundaries, and a panic on a shorter
   text falls back to the same chunking. The chunked count can differ from the exact count by a
-  token or so per cut (a pre-token split in two); ``tests/test_tokens.py`` measures it on prose.
+  token or so per cut (a pre-token split in two); ``tests/reference_impl/test_tokens.py`` measures
+  it on prose.
 """
 
 from __future__ import annotations

@@ -1,0 +1,81 @@
+"""Bad inputs of ``ctxconf diff``, ``record`` and ``fuzz``: named exit-2 errors.
+
+An unreadable cassette in either folder is one line naming the file (a YAML error too), an
+empty folder is an error rather than a clean "0 drift(s)", and an ``--out`` under a file is
+refused before anything is recorded or fuzzed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from paths import CASSETTES
+
+from conformance.cli import cli
+
+
+def _invoke(args: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (bytes(range(128, 256)), ("not UTF-8",)),
+        (("interactions: " + "[" * 10_000 + "]" * 10_000).encode(), ("nested too deeply",)),
+        (b"interactions:\n\t- x\n", ("line 2",)),
+    ],
+    ids=["binary", "deep", "tabs"],
+)
+@pytest.mark.parametrize("side", ["old", "new"])
+def test_diff_unreadable_cassette_is_named(
+    tmp_path: Path, content: bytes, words: tuple[str, ...], side: str
+) -> None:
+    bad = tmp_path / "bad" / "openai-chat" / "x.yaml"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(content)
+    pair = [str(tmp_path / "bad"), str(CASSETTES)]
+    code, _, err = _invoke(["diff", *(pair if side == "old" else pair[::-1])])
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert str(bad) in err
+    assert len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err, err
+
+
+@pytest.mark.parametrize("side", ["old", "new"])
+def test_diff_empty_folder_is_not_a_clean_diff(tmp_path: Path, side: str) -> None:
+    empty = tmp_path / "new"
+    empty.mkdir()
+    pair = [str(CASSETTES), str(empty)]
+    code, out, err = _invoke(["diff", *(pair if side == "new" else pair[::-1])])
+    assert code == 2, err
+    assert str(empty) in err
+    assert "no cassette interactions" in err
+    assert "0 drift" not in out
+
+
+def test_record_out_under_a_file_is_refused_before_recording(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", "utf-8")
+    target = blocker / "cassettes"
+    code, _, err = _invoke(["record", "--shape", "openai-chat", "--out", str(target)])
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert "--out" in err
+    assert str(target) in err
+
+
+def test_fuzz_out_under_a_file_is_refused_before_fuzzing(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", "utf-8")
+    target = blocker / "must" / "found.yaml"
+    code, _, err = _invoke(["fuzz", "--examples", "1", "--seed", "1", "--out", str(target)])
+    assert code == 2, err  # was exit 70 (NotADirectoryError) after the whole search
+    assert "Traceback" not in err
+    assert "--out" in err
+    assert str(target) in err

@@ -1,0 +1,94 @@
+"""Saved runs, baselines and report folders: named exit-2 errors, nothing lost.
+
+A binary or over-deep ``run.jsonl`` or baseline is a named error; a run file cut short (no
+footer) is not rendered as a clean run; an uncreatable ``--report-dir`` or baseline folder is
+refused before the run starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import cli
+
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+def _invoke(args: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _assert_named(args: list[str], named: str, *words: str) -> None:
+    code, _, err = _invoke(args)
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert named in err, err
+    for word in words:
+        assert word in err, err
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    code, _, err = _invoke(["run", "--scenarios", "single-tool", "--report-dir", str(out)])
+    assert code == 0, err
+    return out / "run.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (bytes(range(128, 256)), ("not UTF-8",)),
+        (DEEP.encode(), ("nested too deeply",)),
+    ],
+    ids=["binary", "deep"],
+)
+@pytest.mark.parametrize("reader", ["report", "baseline"])
+def test_unreadable_run_and_baseline_files(
+    tmp_path: Path, content: bytes, words: tuple[str, ...], reader: str
+) -> None:
+    path = tmp_path / "file.json"
+    path.write_bytes(content)
+    if reader == "report":
+        args = ["report", str(path), "--format", "md"]
+    else:
+        args = ["run", "--baseline", str(path), "--scenarios", "single-tool", "--no-reports"]
+    _assert_named(args, str(path), *words)
+
+
+def test_truncated_run_file_is_not_rendered_as_a_clean_run(saved_run: Path, tmp_path: Path) -> None:
+    lines = saved_run.read_text("utf-8").splitlines()
+    assert '"type": "footer"' in lines[-1]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:3]) + "\n", "utf-8")
+    _assert_named(["report", str(cut), "--format", "md"], str(cut), "no footer", "2 of")
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "junit"])
+def test_complete_run_file_renders(saved_run: Path, fmt: str) -> None:
+    code, out, err = _invoke(["report", str(saved_run), "--format", fmt])
+    assert code == 0, err
+    assert out.strip()
+
+
+def test_uncreatable_report_dir_is_refused_before_the_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", "utf-8")
+    target = blocker / "reports"
+    code, out, err = _invoke(["run", "--scenarios", "single-tool", "--report-dir", str(target)])
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert "--report-dir" in err
+    assert str(target) in err
+    assert "cases" not in out  # refused up front: nothing ran, so nothing was lost
+
+
+def test_uncreatable_baseline_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", "utf-8")
+    args = ["run", "--scenarios", "single-tool", "--no-reports"]
+    _assert_named([*args, "--write-baseline", str(blocker / "b.json")], str(blocker))

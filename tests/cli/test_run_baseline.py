@@ -1,0 +1,59 @@
+"""``ctxconf run --write-baseline`` / ``--baseline`` end to end (issue 6, item 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import cli
+
+SCENARIOS = "parallel-tools-2,mid-ring-deletion"
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--shapes", "openai-chat", "--scenarios", SCENARIOS, "--no-reports", *args],
+    )
+    return result.exit_code, result.stderr
+
+
+@pytest.fixture
+def reference_baseline(tmp_path: Path) -> Path:
+    path = tmp_path / "baseline.json"
+    status, _ = _run("--write-baseline", str(path))
+    assert status == 0
+    return path
+
+
+def test_baseline_file_records_every_case(reference_baseline: Path) -> None:
+    data = json.loads(reference_baseline.read_text())
+    assert data["version"] == 1
+    assert data["cases"]
+    assert all(case["status"] == "pass" for case in data["cases"].values())
+
+
+def test_a_regression_against_the_baseline_exits_1(reference_baseline: Path) -> None:
+    status, stderr = _run("--impl", "fakes:OrphanResult", "--baseline", str(reference_baseline))
+    assert status == 1
+    assert "regression" in stderr.lower()
+
+
+def test_new_passes_are_reported_and_do_not_fail(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    status, _ = _run("--impl", "fakes:OrphanResult", "--write-baseline", str(broken))
+    assert status == 1  # the fake fails must cases
+    status, stderr = _run("--baseline", str(broken))
+    assert status == 0
+    assert "new pass" in stderr.lower()
+
+
+def test_an_unreadable_baseline_is_a_one_line_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    status, stderr = _run("--baseline", str(bad))
+    assert status == 2
+    assert str(bad) in stderr or "bad.json" in stderr

@@ -1,0 +1,531 @@
+"""Runs that can be trusted (issue 14 items 1-6, 13; issue 9 item 12): what a plug-in does to its
+process (exit, crash, hang, print) is a case result, never a false green, a lost report or a
+corrupted stream; a signal still leaves the finished cases' reports; the footer states the exit
+status the process really returns; YAML bombs and huge inputs are refused by name."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from paths import EXAMPLES, ROOT
+
+from conformance.cli import cli
+from conformance.engine import run_events
+from conformance.events import CaseFinished, RunFinished
+from conformance.loading import load_plugin
+from conformance.scenarios import load_corpus
+from reference_impl.config import AssemblyConfig
+from reference_impl.errors import ConfigError
+
+EXAMPLE = EXAMPLES / "session.json"
+TWO = "single-tool,broken-orphan-result"
+
+PLUGINS = """
+import ctypes, json, os, signal, sys, time
+
+def _long(messages):
+    return len(messages) > 3
+
+def exits(messages, budget):
+    if _long(messages):
+        os._exit(0)
+    return messages
+
+def segfaults(messages, budget):
+    if _long(messages):
+        ctypes.string_at(0)
+    return messages
+
+def oom_killed(messages, budget):
+    if _long(messages):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return messages
+
+def out_of_memory(messages, budget):
+    if _long(messages):
+        raise MemoryError("simulated")
+    return messages
+
+def prints(messages, budget):
+    print(json.dumps({"type": "case", "scenario": "forged", "status": "pass"}))
+    print("noise on stderr", file=sys.stderr)
+    return messages
+
+def hangs(messages, budget):
+    time.sleep(120)
+
+def slow(messages, budget):
+    time.sleep(0.05)
+    marker = os.environ.get("CTXCONF_TEST_MARKER")
+    if marker:
+        with open(marker, "a") as handle:
+            handle.write("x")
+    return messages
+"""
+
+
+@pytest.fixture
+def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "trust_plugins.py").write_text(PLUGINS, "utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    yield folder
+    sys.modules.pop("trust_plugins", None)
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["run", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+# ------------------------------------------------------------------------ crash isolation
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("plugin", "words"),
+    [
+        ("exits", "exit status 0"),
+        ("segfaults", "SIGSEGV"),
+        ("oom_killed", "SIGKILL"),
+        ("out_of_memory", "MemoryError"),
+    ],
+)
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_plugin_that_kills_its_process_is_an_error_case_in_a_complete_report(
+    plugins: Path, tmp_path: Path, plugin: str, words: str, jobs: str
+) -> None:
+    reports = tmp_path / "reports"
+    code, out, err = _run(
+        "--impl", f"trust_plugins:{plugin}", "--scenarios", TWO, "--report-dir", str(reports),
+        "--jobs", jobs,
+    )  # fmt: skip
+    assert code == 1, err  # never a false green, never BrokenProcessPool (exit 70)
+    assert "internal error" not in err
+    lines = _jsonl(reports / "run.jsonl")
+    assert lines[0]["type"] == "header"
+    assert lines[-1]["type"] == "footer"
+    cases = [line for line in lines if line["type"] == "case"]
+    assert len(cases) == lines[0]["case_count"]
+    errors = [c for c in cases if c["status"] == "error"]
+    assert errors
+    assert all(words in str(c["reason"]) for c in errors), errors
+    for name in ("report.md", "report.html", "junit.xml"):
+        assert (reports / name).stat().st_size > 0
+    assert f"exit status {code}" in out
+
+
+@pytest.mark.timeout(120)
+def test_fuzz_survives_a_plugin_that_ends_its_process(plugins: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["fuzz", "--impl", "trust_plugins:exits", "--examples", "40", "--seed", "3"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1, result.stderr  # a finding, not exit 0 with nothing said
+    assert "must failure found" in result.stderr
+
+
+# ------------------------------------------------------------------------- captured output
+
+
+@pytest.mark.timeout(120)
+def test_what_a_plugin_prints_stays_in_its_case_record_not_in_the_stream(
+    plugins: Path, tmp_path: Path
+) -> None:
+    reports = tmp_path / "reports"
+    code, out, _ = _run(
+        "--impl", "trust_plugins:prints", "--scenarios", TWO, "--format", "jsonl",
+        "--report-dir", str(reports),
+    )  # fmt: skip
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[0]["type"] == "header"
+    assert all(line.get("scenario") != "forged" for line in lines)
+    cases = [line for line in lines if line["type"] == "case"]
+    assert len(cases) == lines[0]["case_count"]
+    for case in cases:
+        captured = case["plugin_output"]
+        assert '"forged"' in captured["stdout"]
+        assert captured["stderr"] == "noise on stderr\n"
+    assert lines[-1]["exit_status"] == code
+
+
+# ------------------------------------------------------------------------------ exit status
+
+
+@pytest.mark.timeout(120)
+def test_with_a_baseline_every_report_states_the_exit_status_really_returned(
+    tmp_path: Path,
+) -> None:
+    baseline = tmp_path / "baseline.json"
+    common = ["--shapes", "openai-chat", "--scenarios", "parallel-tools-2,mid-ring-deletion"]
+    code, _, _ = _run(*common, "--impl", "fakes:OrphanResult", "--write-baseline", str(baseline))
+    assert code == 1
+    reports = tmp_path / "reports"
+    code, out, _ = _run(
+        *common, "--impl", "fakes:OrphanResult", "--baseline", str(baseline),
+        "--report-dir", str(reports),
+    )  # fmt: skip
+    assert code == 0  # known failures only: no regression
+    footer = _jsonl(reports / "run.jsonl")[-1]
+    assert footer["exit_status"] == 0
+    assert footer["gate"] == "baseline"
+    assert "exit status 0" in out
+    assert "exit status 0 (gate: baseline)" in (reports / "report.md").read_text("utf-8")
+    code, out, _ = _run(
+        *common, "--impl", "fakes:OrphanResult", "--baseline", str(baseline), "--format", "jsonl",
+        "--no-reports",
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out.splitlines()[-1])["exit_status"] == 0
+
+
+# --------------------------------------------------------------------------------- signals
+
+
+def _ctxconf(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", "from conformance.cli import main; main()", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_writes_the_finished_cases_and_marks_the_footer_interrupted(
+    plugins: Path, tmp_path: Path, signum: int, status: int
+) -> None:
+    marker = tmp_path / "calls"
+    reports = tmp_path / "reports"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT)]),
+        "CTXCONF_TEST_MARKER": str(marker),
+    }
+    process = _ctxconf(
+        "run", "--impl", "trust_plugins:slow", "--level", "should", "--report-dir", str(reports),
+        env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while (not marker.exists() or len(marker.read_text()) < 5) and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.1)
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == status, err
+    lines = _jsonl(reports / "run.jsonl")
+    footer = lines[-1]
+    assert footer["type"] == "footer"
+    assert footer["interrupted"] is True
+    assert footer["exit_status"] == status
+    assert footer["stopped"] == f"interrupted by {signal.Signals(signum).name}"
+    finished = [line for line in lines if line["type"] == "case"]
+    assert finished
+    assert footer["not_run"] == lines[0]["case_count"] - len(finished)
+    assert footer["not_run"] > 0
+    assert "interrupted" in (reports / "report.md").read_text("utf-8")
+    assert f"exit status {status}" in out
+
+
+# ------------------------------------------------------------------------ run-level budgets
+
+
+@pytest.mark.timeout(120)
+def test_hanging_plugin_stops_after_k_consecutive_timeouts_without_thread_pile_up(
+    plugins: Path, tmp_path: Path
+) -> None:
+    before = threading.active_count()
+    reports = tmp_path / "reports"
+    code, out, _ = _run(
+        "--impl", "trust_plugins:hangs", "--level", "must", "--timeout", "0.2",
+        "--max-consecutive-timeouts", "3", "--report-dir", str(reports),
+    )  # fmt: skip
+    assert code == 1
+    lines = _jsonl(reports / "run.jsonl")
+    cases = [line for line in lines if line["type"] == "case"]
+    footer = lines[-1]
+    assert len(cases) == 3
+    assert footer["stopped"].startswith("stopped after 3 consecutive timed-out cases")
+    assert footer["not_run"] == lines[0]["case_count"] - 3
+    assert footer["hung_calls"] == 3
+    assert footer["gate"] == "stopped"
+    assert "case(s) not run" in out
+    assert threading.active_count() == before  # the hung calls died with their workers
+
+
+@pytest.mark.timeout(120)
+def test_a_wall_time_limit_stops_the_run_with_a_clear_footer(plugins: Path) -> None:
+    plugin = load_plugin("trust_plugins:slow")
+    scenarios = [s for s in load_corpus() if s.level == "must"]
+    events = list(run_events(plugin, scenarios, max_seconds=1.0))
+    footer = events[-1]
+    assert isinstance(footer, RunFinished)
+    finished = sum(1 for e in events if isinstance(e, CaseFinished))
+    assert footer.stopped == "stopped at the run's wall-time limit (--max-seconds 1)"
+    assert footer.not_run > 0
+    assert footer.not_run + finished == events[0].case_count  # type: ignore[union-attr]
+    assert footer.exit_status == 1
+
+
+# ------------------------------------------------------------------------------ YAML bombs
+
+
+def _bomb() -> str:
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def bomb(tmp_path: Path) -> Path:
+    path = tmp_path / "bomb" / "must" / "lol.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(_bomb(), "utf-8")
+    return path
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "{f}", "--shape", "openai-chat"],
+        ["scenarios", "validate", "{d}"],
+        ["run", "--scenarios", "{d}", "--no-reports"],
+        ["audit", "{f}"],
+        ["count", "{f}", "--shape", "openai-chat"],
+        ["assemble", str(EXAMPLE), "--config", "{f}", "--shape", "openai-chat"],
+    ],
+    ids=lambda a: "-".join(a[:2]),
+)
+def test_a_billion_laughs_document_is_refused_by_name_everywhere(
+    bomb: Path, args: list[str]
+) -> None:
+    filled = [a.replace("{f}", str(bomb)).replace("{d}", str(bomb.parent.parent)) for a in args]
+    result = CliRunner().invoke(cli, filled, catch_exceptions=False)
+    # audit names an unreadable file as a row and goes on (exit 4: a file could not be read)
+    assert result.exit_code == (4 if args[0] == "audit" else 2), result.output
+    assert "billion laughs" in result.stderr
+    assert str(bomb) in result.stderr
+
+
+def test_assembly_config_from_yaml_refuses_a_bomb_and_a_duplicate_key(bomb: Path) -> None:
+    with pytest.raises(ConfigError, match="billion laughs"):
+        AssemblyConfig.from_yaml(bomb)
+    with pytest.raises(ConfigError, match=r"duplicate key 'recent_tool_rings'"):
+        AssemblyConfig.from_yaml(
+            "context_assembly:\n  recent_tool_rings: 3\n  recent_tool_rings: 0\n"
+        )
+
+
+# ------------------------------------------------------------------------------ size limits
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["inspect", "{f}", "--shape", "openai-chat"],
+        ["validate", "{f}", "--shape", "openai-chat"],
+        ["count", "{f}", "--shape", "openai-chat"],
+        ["audit", "{f}"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_an_input_over_the_size_limit_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "x" * 5000}]}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(body), "utf-8")
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4kB")
+    args = [str(path) if a == "{f}" else a for a in command]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    # audit names an unreadable file as a row and goes on (exit 4: a file could not be read)
+    assert result.exit_code == (4 if command[0] == "audit" else 2), result.output
+    assert "input too large" in result.stderr
+    assert "CTXCONF_MAX_INPUT_BYTES" in result.stderr
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "1MiB")  # configurable: raised, it reads
+    assert "input too large" not in CliRunner().invoke(cli, args).stderr
+
+
+def test_the_default_limit_refuses_a_huge_body_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write('{"model": "gpt-4o", "messages": [{"role": "user", "content": "')
+        handle.write("x" * (33 * 1024 * 1024))
+        handle.write('"}]}')
+    started = time.perf_counter()
+    result = CliRunner().invoke(cli, ["inspect", str(path), "--shape", "openai-chat"])
+    assert result.exit_code == 2
+    assert "over the 32.0 MiB input limit" in result.stderr
+    assert time.perf_counter() - started < 20  # refused up front (29 s and 3 GB before)
+
+
+def test_a_gzip_bomb_in_recordings_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gzip
+
+    path = tmp_path / "log.jsonl.gz"
+    path.write_bytes(gzip.compress(b" " * 200_000))
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "100kB")
+    result = CliRunner().invoke(cli, ["audit", str(path)])
+    # A log is streamed, so its size is no limit; one record over the limit is: that line is an
+    # unreadable row, read in bounded chunks (never inflated whole), and the exit status says so.
+    assert result.exit_code == 4, result.output
+    assert "line 1 is over the input limit" in result.stdout + result.stderr
+
+
+def test_a_bad_limit_value_is_named() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["count", str(EXAMPLE), "--shape", "openai-chat"],
+        env={"CTXCONF_MAX_INPUT_BYTES": "lots"},
+    )
+    assert result.exit_code == 2
+    assert "CTXCONF_MAX_INPUT_BYTES='lots' is not a size" in result.stderr
+
+
+def test_the_jsonl_stream_is_one_process_writer() -> None:
+    # The plug-in's fd 1 is not the harness's: a child that writes to fd 1 directly, bypassing
+    # sys.stdout, is captured too (a C extension printing).
+    code = textwrap.dedent(
+        """
+        import os
+        from conformance.workers import _Capture
+        import tempfile
+        d = tempfile.mkdtemp()
+        c = _Capture(os.path.join(d, "o"), os.path.join(d, "e"))
+        os.write(1, b"raw fd write\\n")
+        print("via print")
+        got = c.collect()
+        os.write(3, repr(got).encode())
+        """
+    )
+    read, write = os.pipe()
+    process = subprocess.run(
+        [sys.executable, "-c", code.replace("os.write(3", f"os.write({write}")],
+        pass_fds=(write,),
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    os.close(write)
+    with os.fdopen(read) as handle:
+        captured = handle.read()
+    assert process.stdout == b""
+    assert "raw fd write" in captured
+    assert "via print" in captured
+
+
+# -------------------------------------------------------------------- YAML writers round-trip
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from conformance.fuzzing import scenario_document, scenario_yaml  # noqa: E402
+from conformance.scenarios import load_file  # noqa: E402
+from reference_impl.documents import dump_yaml, load_yaml_strict  # noqa: E402
+from reference_impl.transcript import Message, TextPart, Transcript  # noqa: E402
+
+FOLDED = st.sampled_from(["\x85", "\u2028", "\u2029", "\n", "\r", " ", "'", '"', "#", ": "])
+TEXTS = st.text() | st.lists(st.text(max_size=5) | FOLDED, max_size=12).map("".join)
+
+
+@given(TEXTS)
+def test_the_yaml_writer_round_trips_every_unicode_string(text: str) -> None:
+    document = {"text": text, "list": [text, {text: text}], "nested": {"key": [text]}}
+    for width in (100, 12):
+        assert load_yaml_strict(dump_yaml(document, sort_keys=False, width=width)) == document
+
+
+def test_a_fuzz_scenario_keeps_a_next_line_character(tmp_path: Path) -> None:
+    # U+0085 (NEXT LINE) must be escaped in a quoted scalar, or it is read back as a space.
+    text = "line one\x85line two\u2028end"
+    session = Transcript(
+        messages=(
+            Message(role="system", parts=(TextPart(text="be brief"),)),
+            Message(role="user", parts=(TextPart(text=text),)),
+        )
+    )
+    document = scenario_document(
+        session,
+        scenario_id="fuzz-nel",
+        title="next line",
+        shape="openai-chat",
+        budget=100,
+        outcome="either",
+        notes="",
+    )
+    path = tmp_path / "must" / "nel.yaml"
+    path.parent.mkdir()
+    path.write_text(scenario_yaml(document), "utf-8")
+    (loaded,) = load_file(path)
+    assert loaded.session.messages[1].parts[0] == TextPart(text=text)
+
+
+# ------------------------------------------------ the example session and convert --lossy
+
+SHAPES = ["openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_example_session_converts_and_assembles_in_every_shape(shape: str) -> None:
+    # Including openai-chat, the shape most start with, which carries no is_error flag.
+    converted = CliRunner().invoke(
+        cli, ["convert", str(EXAMPLE), "--from", "openai-chat", "--to", shape]
+    )
+    assert converted.exit_code == 0, converted.stderr
+    assembled = CliRunner().invoke(
+        cli, ["assemble", str(EXAMPLE), "--shape", shape, "--budget", "4000", "--format", "json"]
+    )
+    assert assembled.exit_code == 0, assembled.stderr
+    assert json.loads(assembled.stdout)
+
+
+def test_convert_names_what_it_would_drop_and_drops_it_only_with_lossy(tmp_path: Path) -> None:
+    document = json.loads(EXAMPLE.read_text("utf-8"))
+    result = document["messages"][7]["parts"][1]
+    result["is_error"] = True
+    path = tmp_path / "with-error.json"
+    path.write_text(json.dumps(document), "utf-8")
+    args = ["convert", str(path), "--from", "anthropic-messages", "--to", "openai-chat"]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2
+    assert (
+        "messages[7].parts[1]: the is_error flag of the result of call_notify_1" in refused.stderr
+    )
+    assert "--lossy" in refused.stderr
+    lossy = CliRunner().invoke(cli, [*args, "--lossy"])
+    assert lossy.exit_code == 0, lossy.stderr
+    assert "not carried to openai-chat: messages[7].parts[1]: the is_error flag" in lossy.stderr
+    body = json.loads(lossy.stdout)
+    texts = [m.get("content") for m in body["messages"] if m["role"] == "tool"]
+    assert result["content"][0]["text"] in texts  # the text itself is kept byte-exact
+    kept = CliRunner().invoke(
+        cli, ["convert", str(path), "--from", "openai-chat", "--to", "anthropic-messages"]
+    )
+    assert kept.exit_code == 0  # Anthropic carries the flag: nothing to drop
+    assert '"is_error": true' in kept.stdout

@@ -1,0 +1,147 @@
+"""``ctxconf validate`` and ``ctxconf audit``: output lines and exit statuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from paths import RECORDINGS
+
+from conformance.cli import cli
+
+ORPHAN = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "x"}]}
+GOOD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _write(tmp_path: Path, name: str, data: object) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(data), "utf-8")
+    return str(path)
+
+
+def test_validate_reject_prints_the_verdict_and_exits_1(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["validate", _write(tmp_path, "r.json", ORPHAN), "--shape", "openai-chat"]
+    )
+    assert result.exit_code == 1
+    payload = json.loads(result.output)
+    assert payload["verdict"] == "reject"
+    assert payload["rule"] == "C2"
+    assert payload["status"] == 400
+    assert payload["provenance"] == "emulated"
+    assert payload["evidence"] == "observed"
+    assert payload["error"]["error"]["param"] == "messages.[0].role"
+
+
+def test_validate_accept_exits_0(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["validate", _write(tmp_path, "r.json", GOOD), "--shape", "openai-chat"]
+    )
+    assert result.exit_code == 0
+    assert json.loads(result.output)["verdict"] == "accept"
+
+
+def test_validate_lint_and_dialect(tmp_path: Path) -> None:
+    args = [
+        "validate",
+        _write(tmp_path, "r.json", ORPHAN),
+        "--shape",
+        "openai-chat",
+        "--dialect",
+        "mistral",
+        "--lint",
+    ]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert [v["rule"] for v in json.loads(result.output)] == [
+        "MI4",
+        "MI3",
+    ]  # tool first: no user before it (MI2)
+
+
+def test_validate_bad_input_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json: [", "utf-8")
+    result = CliRunner().invoke(cli, ["validate", str(bad), "--shape", "openai-chat"])
+    assert result.exit_code == 2
+    unknown = CliRunner().invoke(
+        cli,
+        [
+            "validate",
+            _write(tmp_path, "r.json", GOOD),
+            "--shape",
+            "openai-chat",
+            "--profile",
+            "nope",
+        ],
+    )
+    assert unknown.exit_code == 2
+    assert "nope" in unknown.output
+
+
+def test_audit_jsonl_log(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "requests.jsonl"
+    log.parent.mkdir()
+    lines = [
+        {
+            "url": "https://api.openai.com/v1/chat/completions",
+            "method": "POST",
+            "body": GOOD,
+            "status": 200,
+        },
+        {"url": "https://api.mistral.ai/v1/chat/completions", "method": "POST", "body": ORPHAN},
+    ]
+    log.write_text("\n".join(json.dumps(line) for line in lines) + "\n", "utf-8")
+    result = CliRunner().invoke(cli, ["audit", str(tmp_path), "--format", "jsonl", "--all"])
+    assert result.exit_code == 1, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert [(r["shape"], r["dialect"], r["verdict"], r["rule"]) for r in rows] == [
+        ("openai-chat", None, "accept", None),
+        ("openai-chat", "mistral", "reject", "MI4"),
+    ]
+    assert rows[1]["location"] == f"{log}:2"
+    assert rows[1]["status"] == 400
+    assert rows[1]["message"]
+    findings = CliRunner().invoke(cli, ["audit", str(tmp_path), "--format", "jsonl"])
+    assert [json.loads(line) for line in findings.output.splitlines()] == rows[1:]
+    assert rows[0]["recorded_status"] == 200
+    assert {
+        "file",
+        "interaction",
+        "shape",
+        "verdict",
+        "rule",
+        "evidence",
+        "recorded_status",
+    } <= set(rows[0])
+
+
+def test_audit_all_accepted_exits_0(tmp_path: Path) -> None:
+    log = tmp_path / "ok.jsonl"
+    log.write_text(
+        json.dumps(
+            {"url": "https://api.openai.com/v1/chat/completions", "method": "POST", "body": GOOD}
+        )
+        + "\n",
+        "utf-8",
+    )
+    result = CliRunner().invoke(cli, ["audit", str(log)])
+    assert result.exit_code == 0
+    assert "accept" in result.output
+
+
+def test_audit_missing_path_exits_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["audit", str(tmp_path / "absent")])
+    assert result.exit_code == 2
+
+
+@pytest.mark.recordings
+def test_audit_public_recordings_table() -> None:
+    if not RECORDINGS.is_dir():
+        pytest.skip(f"{RECORDINGS} is absent: ../shared/recordings holds the public evidence")
+    result = CliRunner().invoke(cli, ["audit", str(RECORDINGS), "--format", "jsonl"])
+    assert result.exit_code == 1  # the recordings include real 400s we reproduce
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert {r["rule"] for r in rows if r["verdict"] == "reject"} >= {"C8", "R4", "A12", "G7", "DS4"}

@@ -1,2 +1,0 @@
-"""Independently written assemblers: correct ones with different strategies, and broken ones with
-one defect each. ``tests/test_miniatures.py`` pins each one's verdict over the built-in corpus."""

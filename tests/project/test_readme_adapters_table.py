@@ -1,0 +1,70 @@
+"""The README's adapters table is reproducible: with the extras installed the adapters run offline.
+
+Each README row of "How popular trimmers score" is regenerated the way ``bench/adapters_table.py``
+does it (``ctxconf run --impl X --shapes openai-chat --format jsonl --no-reports``, here in process)
+and must equal the committed row. A change to the corpus, the checks or an adapter that moves a
+score fails here until the README table is regenerated.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from paths import ROOT
+
+from conformance.cli import cli
+
+pytestmark = pytest.mark.slow
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "ctxconf_bench_adapters_table", ROOT / "bench" / "adapters_table.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _bench()
+
+
+def _readme_rows() -> dict[str, str]:
+    """README table rows keyed by the plug-in spec in their first cell."""
+    rows: dict[str, str] = {}
+    for line in (ROOT / "README.md").read_text("utf-8").splitlines():
+        for plugin in BENCH.PLUGINS:
+            if line.startswith(f"| {plugin.label} (`{plugin.spec}`) |"):
+                rows[plugin.spec] = line
+    return rows
+
+
+def test_readme_and_adapters_page_carry_the_same_table() -> None:
+    tables = []
+    for target in BENCH.TARGETS:
+        text = target.read_text("utf-8")
+        start, end = text.index(BENCH.START), text.index(BENCH.END)
+        tables.append(text[start:end])
+    assert tables[0] == tables[1], "regenerate with `make adapters-table`"
+
+
+@pytest.mark.parametrize("plugin", BENCH.PLUGINS, ids=[p.spec for p in BENCH.PLUGINS])
+def test_readme_adapter_row_is_what_ctxconf_generates(plugin: Any) -> None:
+    if not BENCH.installed(plugin):
+        pytest.skip(f"{plugin.module} is not installed: pip install -e '.[adapters]'")
+    committed = _readme_rows().get(plugin.spec)
+    assert committed is not None, f"README has no adapters-table row for {plugin.spec}"
+    out = CliRunner().invoke(cli, BENCH.command(plugin))
+    assert out.exit_code in (0, 1), out.output
+    record = BENCH.parse(out.output)
+    assert record.footer, "the run printed no footer line"
+    regenerated = BENCH.row(plugin, record)
+    assert regenerated == committed, "regenerate with `make adapters-table`"

@@ -1,0 +1,184 @@
+"""The view is valid for the default profile of every shape after trimming (provider-rules.md
+section 7): alternation (B3, G1/G4), a user message first (B4, G1, A8), and tool schemas kept for
+the rings that remain (B5). Judged by the emulator's validators, like the conformance runner."""
+
+from __future__ import annotations
+
+from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from prometheus_client import CollectorRegistry
+
+from conformance.providers.validation import validate_request
+from reference_impl import AssemblyConfig, AssemblyMetrics, Ledger, LedgerEntry, assemble
+from reference_impl.errors import ShapeError
+from reference_impl.rings import validate
+from reference_impl.transcript import SHAPE_NAMES, SummaryPart, ToolSpec
+
+CONFIG = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, recent_user_turns=1)
+TOOLS = (ToolSpec("get_status"), ToolSpec("search_logs"), ToolSpec("read_file"))
+
+
+def run(s, config=CONFIG, *, shape="bedrock-converse", budget=10_000, **kw):
+    return assemble(
+        s,
+        config,
+        shape=shape,
+        counter=WordCounter(),
+        budget=budget,
+        metrics=AssemblyMetrics(CollectorRegistry()),
+        **kw,
+    )
+
+
+def _verdict(assembly, shape):
+    try:
+        return validate_request(assembly.render(shape), shape)
+    except ShapeError:  # e.g. is_error, which openai-chat cannot carry
+        return None
+
+
+def verdicts(assembly):
+    found = {shape: _verdict(assembly, shape) for shape in SHAPE_NAMES}
+    return {shape: verdict for shape, verdict in found.items() if verdict is not None}
+
+
+def test_b3_g4_a_deleted_assistant_turn_leaves_two_user_messages_in_a_row():
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        assistant(words(60, "long")),  # deleted: the pinned goal then meets the next question
+        user("older question"),  # protected on its own (recent_user_turns: 2)
+        assistant("ok"),
+        user("latest"),
+    )
+    config = CONFIG.with_changes(recent_user_turns=2)
+    full = WordCounter().count(s).total
+    a = run(s, config, budget=full - 40)
+    assert a.report.dropped_turn_ids == (s.messages[2].id,)
+    for shape, verdict in verdicts(a).items():
+        assert verdict.accepted, (shape, verdict.rule)
+    # Merged for the alternating shapes only, into the earlier message, parts in order.
+    assert a.report.merged_ids == (s.messages[3].id,)
+    assert [p.text for p in a.view.messages[1].parts] == ["GOAL: audit", "older question"]
+    openai = run(s, config, shape="openai-chat", budget=full - 40)
+    assert openai.report.merged_ids == ()
+    assert [m.id for m in openai.view] == [m.id for m in a.base_view]
+    assert validate(a.view) == ()
+
+
+def test_g1_b3_assistant_text_before_a_ring_goes_before_its_calls():
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        assistant("looking"),  # text and calls sent as two messages (OpenAI-style sessions)
+        ring("c1", "ok"),
+        assistant("done"),
+        user("latest"),
+        tools=TOOLS[:1],
+    )
+    a = run(s)
+    for shape, verdict in verdicts(a).items():
+        assert verdict.accepted, (shape, verdict.rule)
+    assert a.report.merged_ids == (s.messages[2].id,)
+    head = next(m for m in a.view if m.tool_calls)
+    assert head.id == s.messages[3].id  # the ring keeps its identity
+    assert head.parts[0].text == "looking"
+    assert validate(a.view) == ()
+
+
+def test_b3_a_ring_followed_by_a_user_message_after_a_deletion():
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        ring("c1", "denied", error=True),  # a short error ring: kept longer than plain turns
+        assistant(words(60, "long")),  # deleted: the ring's results then meet the user message
+        user("and now?"),
+        ring("c2", "ok"),
+        assistant("done"),
+        user("latest"),
+        tools=TOOLS[:1],
+    )
+    full = WordCounter().count(s).total
+    a = run(s, budget=full - 40)
+    assert a.report.dropped_turn_ids == (s.messages[4].id,)
+    for shape, verdict in verdicts(a).items():
+        assert verdict.accepted, (shape, verdict.rule)
+    results = next(m for m in a.view if m.role == "tool")
+    assert results.parts[0].kind == "tool_result"  # results first (A3), then the user's text
+    assert results.parts[-1].text == "and now?"
+    assert s.messages[5].id in a.report.merged_ids
+
+
+def test_b3_the_summary_after_the_pinned_goal_is_one_user_turn():
+    rings = [ring(f"c{i}", words(80)) for i in range(4)]
+    s = session(system(), user("GOAL: audit"), *rings, user("latest"), tools=TOOLS[:1])
+    config = CONFIG.with_changes(summarize_trigger_ratio=0.3)
+    ledger = Ledger((LedgerEntry("get_status", "c0", "succeeded", idempotency_key="k0"),))
+    a = run(s, config, budget=300, ledger=ledger)
+    assert a.report.summary_used
+    for shape, verdict in verdicts(a).items():
+        assert verdict.accepted, (shape, verdict.rule)
+    first = a.view.messages[2]  # after the system text and the ledger injection
+    assert first.role == "user"
+    assert first.parts[0].text == "GOAL: audit"
+    assert isinstance(first.parts[-1], SummaryPart)
+    # The stored session keeps the goal and the summary apart, so the next turn pins the goal.
+    stored = a.session_after()
+    assert stored.messages[1] == s.messages[1]
+    assert any(isinstance(p, SummaryPart) for p in stored.messages[2].parts)
+
+
+def test_b4_g1_a_user_message_comes_first_when_the_goal_is_not_pinned():
+    s = session(
+        system(),
+        user(words(80, "goal")),
+        assistant("first reply"),
+        user("look at c1"),  # anchors the recent ring: the nearest user message before it
+        ring("c1", "ok"),
+        user("latest"),
+        tools=TOOLS[:1],
+    )
+    config = CONFIG.with_changes(pin=(), recent_tool_rings=1)
+    a = run(s, config, budget=60)
+    assert [m.role for m in a.base_view] == ["system", "user", "assistant", "tool", "user"]
+    assert a.base_view.messages[1].id == s.messages[3].id
+    assert "first_user_anchor_protected" in a.report.notes
+    for shape, verdict in verdicts(a).items():
+        assert verdict.accepted, (shape, verdict.rule)
+
+
+def test_b4_leading_middle_turns_are_dropped_after_the_goal_went():
+    s = session(
+        system(),
+        user(words(80, "goal")),
+        assistant("first reply"),
+        user("second"),
+        assistant("second reply"),
+        user("latest"),
+    )
+    config = CONFIG.with_changes(pin=(), recent_user_turns=2)
+    a = run(s, config, budget=60)
+    assert [m.role for m in a.view] == ["system", "user", "assistant", "user"]
+    assert s.messages[2].id in a.report.dropped_turn_ids
+    assert "drop_leading_non_user" in a.report.steps
+
+
+def test_b5_dropping_tool_schemas_keeps_the_schemas_kept_rings_use():
+    tools = (ToolSpec("get_status", words(40)), ToolSpec("search_logs", words(40)))
+    s = session(system(), user("goal"), ring("c1", "ok"), user("latest"), tools=tools)
+    config = CONFIG.with_changes(on_still_over_budget="drop_tools_schema_then_fail")
+    budget = sum(WordCounter().count_message(m) for m in s.messages) + 3 + 10
+    a = run(s, config, budget=budget)
+    assert [t.name for t in a.view.tools] == ["get_status"]  # the recent ring calls it
+    assert a.report.dropped_tool_names == ("search_logs",)
+    assert "tool_schemas_kept_for_rings" in a.report.notes
+    verdict = validate_request(a.render("bedrock-converse"), "bedrock-converse")
+    assert verdict.accepted, verdict.rule
+
+
+def test_b5_all_schemas_go_when_no_ring_remains():
+    tools = (ToolSpec("get_status", words(40)),)
+    s = session(system(), user("goal"), assistant("ok"), user("latest"), tools=tools)
+    config = CONFIG.with_changes(on_still_over_budget="drop_tools_schema_then_fail")
+    a = run(s, config, budget=WordCounter().count(s.with_messages(s.messages)).total - 10)
+    assert a.view.tools == ()
+    assert a.report.dropped_tool_names == ("get_status",)

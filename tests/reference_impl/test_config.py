@@ -1,0 +1,169 @@
+"""AssemblyConfig: every key of the issue's example, and a named error with the key path otherwise."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from paths import EXAMPLES
+
+from reference_impl import AssemblyConfig, ConfigError
+from reference_impl.budget import BudgetSnapshot, plan_budget
+
+EXAMPLE = EXAMPLES / "assembly.yaml"
+
+ISSUE_YAML = """
+context_assembly:
+  model_input_limit: 128000
+  output_reserve_tokens: 8192
+  safety_margin_tokens: 1024
+  recent_tool_rings: 3
+  recent_user_turns: 2
+  middle_delete_unit: tool_ring          # tool_ring | clear_tool_result
+  keep_middle_error_results: 5
+  summarize_trigger_ratio: 0.8
+  summary_max_tokens: 1024
+  summary_timeout_ms: 8000
+  on_pairing_error: fail_closed          # fail_closed | synthesize_error_results
+  on_still_over_budget: fail_closed      # fail_closed | drop_tools_schema_then_fail
+  token_counter: provider_or_tiktoken_model_encoding
+  pin: [first_user_message, side_effect_ledger, security_system_prompt]
+  memory: {max_items: 5}
+"""
+
+
+def test_the_issue_example_loads_and_equals_the_defaults():
+    config = AssemblyConfig.from_yaml(ISSUE_YAML)
+    assert config == AssemblyConfig()
+    assert config.input_budget == 128000 - 8192 - 1024
+
+
+def test_examples_file_has_every_key_and_loads():
+    loaded = yaml.safe_load(EXAMPLE.read_text("utf-8"))["context_assembly"]
+    issue_keys = set(yaml.safe_load(ISSUE_YAML)["context_assembly"])
+    assert issue_keys <= set(loaded)
+    assert set(loaded) == set(AssemblyConfig().to_mapping()["context_assembly"])
+    assert AssemblyConfig.from_yaml(EXAMPLE) == AssemblyConfig()
+    assert AssemblyConfig.from_yaml(str(EXAMPLE)) == AssemblyConfig()
+
+
+def test_root_is_optional_and_round_trips():
+    assert AssemblyConfig.from_mapping({"recent_tool_rings": 1}).recent_tool_rings == 1
+    config = AssemblyConfig(recent_tool_rings=7, pin=("first_user_message",))
+    assert AssemblyConfig.from_mapping(config.to_mapping()) == config
+    assert AssemblyConfig.from_yaml("") == AssemblyConfig()
+    assert AssemblyConfig.from_mapping({"context_assembly": None}) == AssemblyConfig()
+
+
+@pytest.mark.parametrize(
+    ("body", "where", "fragment"),
+    [
+        (
+            {"recent_tool_ring": 3},
+            "context_assembly.recent_tool_ring",
+            "did you mean 'recent_tool_rings'",
+        ),
+        (
+            {"memory": {"max_item": 3}},
+            "context_assembly.memory.max_item",
+            "did you mean 'max_items'",
+        ),
+        (
+            {"recent_tool_rings": "3"},
+            "context_assembly.recent_tool_rings",
+            "expected an integer, got string",
+        ),
+        (
+            {"recent_tool_rings": True},
+            "context_assembly.recent_tool_rings",
+            "expected an integer, got boolean",
+        ),
+        ({"recent_tool_rings": 2.5}, "context_assembly.recent_tool_rings", "expected an integer"),
+        (
+            {"keep_middle_error_results": -1},
+            "context_assembly.keep_middle_error_results",
+            "negative",
+        ),
+        ({"memory": {"max_items": -2}}, "context_assembly.memory.max_items", "negative"),
+        ({"memory": 5}, "context_assembly.memory", "expected a mapping"),
+        ({"summarize_trigger_ratio": 0}, "context_assembly.summarize_trigger_ratio", "(0, 1]"),
+        ({"summarize_trigger_ratio": 1.5}, "context_assembly.summarize_trigger_ratio", "(0, 1]"),
+        (
+            {"summarize_trigger_ratio": "high"},
+            "context_assembly.summarize_trigger_ratio",
+            "expected a number",
+        ),
+        (
+            {"output_reserve_tokens": 128000},
+            "context_assembly.output_reserve_tokens",
+            "must be smaller",
+        ),
+        (
+            {"model_input_limit": 1000, "safety_margin_tokens": 600, "output_reserve_tokens": 400},
+            "context_assembly.output_reserve_tokens",
+            "nothing would be left",
+        ),
+        (
+            {"pin": ["first_user_mesage"]},
+            "context_assembly.pin[0]",
+            "did you mean 'first_user_message'",
+        ),
+        ({"pin": "first_user_message"}, "context_assembly.pin", "expected a list"),
+        ({"pin": ["first_user_message", "first_user_message"]}, "context_assembly.pin", "twice"),
+        ({"middle_delete_unit": "ring"}, "context_assembly.middle_delete_unit", "is not one of"),
+        (
+            {"on_pairing_error": "fail_close"},
+            "context_assembly.on_pairing_error",
+            "did you mean 'fail_closed'",
+        ),
+        (
+            {"on_still_over_budget": "ignore"},
+            "context_assembly.on_still_over_budget",
+            "is not one of",
+        ),
+        ({"token_counter": "chars"}, "context_assembly.token_counter", "is not one of"),
+        ({"max_retries": 3}, "context_assembly.max_retries", "at most 2"),
+        (
+            {"anthropic_cache_breakpoints": 5},
+            "context_assembly.anthropic_cache_breakpoints",
+            "at most 4",
+        ),
+        ({"summary_max_depth": 0}, "context_assembly.summary_max_depth", "at least 1"),
+        ({"summary_timeout_ms": 0}, "context_assembly.summary_timeout_ms", "positive"),
+    ],
+)
+def test_bad_values_are_named_errors_with_the_key_path(body, where, fragment):
+    with pytest.raises(ConfigError) as info:
+        AssemblyConfig.from_mapping({"context_assembly": body})
+    assert info.value.where == where
+    assert fragment in info.value.message
+    assert isinstance(info.value, ValueError)
+
+
+def test_unknown_top_level_key_and_bad_yaml():
+    with pytest.raises(ConfigError) as info:
+        AssemblyConfig.from_mapping({"context_assembly": {}, "extra": 1})
+    assert info.value.where == "extra"
+    with pytest.raises(ConfigError) as info:
+        AssemblyConfig.from_yaml("context_assembly: [unclosed\n")
+    assert "not valid YAML" in info.value.message
+    with pytest.raises(ConfigError):
+        AssemblyConfig.from_mapping(["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+def test_budget_plan_takes_the_smaller_and_validates():
+    config = AssemblyConfig()
+    assert plan_budget(config).input_budget == 118784
+    assert plan_budget(config, 500).source == "override"
+    assert plan_budget(config, 10**9).source == "model"
+    assert (
+        plan_budget(
+            config, BudgetSnapshot(cost_remaining=1.0, price_per_input_token=0.0001)
+        ).input_budget
+        == 10000
+    )
+    with pytest.raises(ConfigError):
+        plan_budget(config, -1)
+    with pytest.raises(ConfigError):
+        BudgetSnapshot(cost_remaining=1.0)
+    with pytest.raises(ConfigError):
+        plan_budget(config, True)  # type: ignore[arg-type]

@@ -1,0 +1,212 @@
+"""``SessionAssembler`` gives the same result as ``assemble()`` turn after turn, and answers a
+turn that only appends messages without looking at the old ones again."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_support import examples
+from prometheus_client import CollectorRegistry
+
+from conformance.strategies import transcripts
+from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl.incremental import SessionAssembler
+from reference_impl.shapes import get_shape
+from reference_impl.steps import PIPELINE
+from reference_impl.transcript import SHAPE_NAMES
+
+CONFIGS = st.builds(
+    AssemblyConfig,
+    recent_tool_rings=st.integers(0, 2),
+    recent_user_turns=st.integers(0, 2),
+    middle_delete_unit=st.sampled_from(
+        ["tool_ring", "tool_ring", "tool_ring", "clear_tool_result"]
+    ),
+    keep_middle_error_results=st.integers(0, 2),
+    summarize_trigger_ratio=st.sampled_from([0.5, 1.0, 1.0, 1.0]),
+    pin=st.sampled_from(
+        [
+            ("first_user_message", "side_effect_ledger", "security_system_prompt"),
+            ("first_user_message",),
+            (),
+        ]
+    ),
+)
+
+
+def outcome(run):
+    """What an assembly decided, without timings and the lower-bound ``tokens_before.middle``."""
+    try:
+        a = run()
+    except ContextAssemblyError as exc:
+        return ("rejected", exc.code)
+    report = a.report.to_dict()
+    for key in ("seconds", "tokens_before", "tokens_before_is_lower_bound"):
+        report.pop(key)
+    return (
+        [(m.id, m.role, m.parts) for m in a.view],
+        [m.id for m in a.base_view],
+        a.view.tools,
+        a.injected_ids,
+        a.prefix_ids,
+        json.dumps(report, sort_keys=True),
+        a.report.tokens_before.prefix,
+        a.report.tokens_before.suffix,
+    )
+
+
+@st.composite
+def growing_sessions(draw):
+    shape = draw(st.sampled_from(SHAPE_NAMES))
+    caps = get_shape(shape).capabilities
+    if draw(st.booleans()):  # text only, half the time: attachments send trimming the long way
+        caps = replace(
+            caps,
+            tool_result_attachments=frozenset({"text"}),
+            user_attachments=frozenset({"text"}),
+        )
+    full = draw(transcripts(caps, min_messages=3, max_messages=24))
+    cuts = sorted(set(draw(st.lists(st.integers(1, len(full)), min_size=1, max_size=6))))
+    if cuts[-1] != len(full):
+        cuts.append(len(full))
+    config = draw(CONFIGS)
+    total = WordCounter().count(full).total
+    # Budgets between what can never be cut and the whole session, where trimming decides.
+    probe = assemble(
+        full,
+        config.with_changes(summarize_trigger_ratio=1.0, middle_delete_unit="tool_ring"),
+        shape=shape,
+        counter=WordCounter(),
+        budget=total + 1,
+        metrics=AssemblyMetrics(CollectorRegistry()),
+    ).report
+    floor = probe.tokens_before.total - probe.tokens_before.middle
+    budget = draw(st.integers(max(0, floor - 5), total + 20))
+    return shape, full, cuts, config, budget
+
+
+@settings(
+    max_examples=examples(500),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(growing_sessions())
+def test_each_turn_equals_the_stateless_assembly(case):
+    shape, full, cuts, config, budget = case
+    metrics = AssemblyMetrics(CollectorRegistry())
+    assembler = SessionAssembler(config, shape=shape, counter=WordCounter(), metrics=metrics)
+    for cut in cuts:
+        turn = full.with_messages(full.messages[:cut])  # the very same message objects
+        got = outcome(lambda t=turn: assembler.assemble(t, budget=budget))
+        want = outcome(
+            lambda t=turn: assemble(
+                t, config, shape=shape, counter=WordCounter(), budget=budget, metrics=metrics
+            )
+        )
+        assert got == want, cut
+
+
+def agent_session(rings: int):
+    items = [system(), user("GOAL: audit"), user("start")]
+    for i in range(rings):
+        items.extend(ring(f"c{i}", words(30)))
+    return session(*items)
+
+
+def test_the_next_turn_counts_only_new_messages_and_uses_the_fast_path():
+    config = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=2)
+    counter = WordCounter()
+    assembler = SessionAssembler(
+        config, counter=counter, metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    s = agent_session(200)
+    first = assembler.assemble(s, budget=600)
+    assert first.report.dropped_ring_ids
+    counted = len(counter.encoded)
+    assert counted < 60  # what is kept plus one unit, not the 400 messages of the session
+    s2 = s.with_messages((*s.messages, *ring("new", words(30))))
+    second = assembler.assemble(s2, budget=600)
+    assert assembler.fast_turns == 2
+    assert len(counter.encoded) - counted <= 3  # the new ring (2 messages), and one older unit
+    cold = assemble(s2, config, counter=WordCounter(), budget=600)
+    assert [m.id for m in second.view] == [m.id for m in cold.view]
+    assert second.report.dropped_ring_ids == cold.report.dropped_ring_ids
+
+
+def test_a_session_that_is_not_an_extension_starts_afresh():
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    a = assembler.assemble(agent_session(5), budget=10_000)
+    other = session(system(), user("another task"), assistant("ok"), user("go"))
+    b = assembler.assemble(other, budget=10_000)
+    assert [m.id for m in b.view] == [m.id for m in other]
+    assert a.report.session_digest != b.report.session_digest
+
+
+def test_a_broken_new_message_is_refused_like_assemble_does():
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    s = agent_session(3)
+    assembler.assemble(s, budget=10_000)
+    call, _ = ring("c1", "again")  # reuses an old call id (C3, A5)
+    with pytest.raises(ContextAssemblyError) as info:
+        assembler.assemble(s.with_messages((*s.messages, call)), budget=10_000)
+    assert info.value.code == "context_assembly_pairing_error"
+
+
+def test_a_session_with_images_keeps_the_incremental_path():
+    """Attachments in the middle are degraded on the incremental path too (no ``full:`` turn),
+    with the same result as the stateless pipeline, turn after turn."""
+    from reference_impl.transcript import ImagePart, Message, TextPart
+
+    image = ImagePart("url", "https://example.com/chart.png")
+    items = [system(), user("GOAL: audit")]
+    for i in range(40):
+        items.append(Message("user", (TextPart(f"look at chart {i}"), image)))
+        items.extend(ring(f"c{i}", words(30)))
+    items.append(user("what now?"))
+    full = session(*items)
+    config = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=2)
+    metrics = AssemblyMetrics(CollectorRegistry())
+    assembler = SessionAssembler(config, counter=WordCounter(), metrics=metrics)
+    paths = []
+    for cut in (60, 80, 100, len(full)):
+        turn = full.with_messages(full.messages[:cut])
+        for budget in (700, 2500, 6000):
+            got = outcome(lambda t=turn, b=budget: assembler.assemble(t, budget=b))
+            paths.append(assembler.last_path)
+            want = outcome(
+                lambda t=turn, b=budget: assemble(
+                    t, config, counter=WordCounter(), budget=b, metrics=metrics
+                )
+            )
+            assert got == want, (cut, budget)
+    assert "full:attachments" not in paths
+    fresh = SessionAssembler(config, counter=WordCounter(), metrics=metrics)
+    fresh.assemble(full.with_messages(full.messages[:-3]), budget=2500)
+    degraded = fresh.assemble(full, budget=2500)
+    assert fresh.last_path == "incremental"
+    assert degraded.report.degraded_attachment_ids
+    assert "degrade_attachments" in degraded.report.steps
+
+
+def test_clearing_old_results_under_pressure_equals_the_stateless_assembly():
+    # clear_tool_result clears middle results before any unit is dropped; the incremental path
+    # leaves that to the full pipeline instead of dropping the rings.
+    config = AssemblyConfig(middle_delete_unit="clear_tool_result", summarize_trigger_ratio=1.0)
+    s = agent_session(12)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    got = assembler.assemble(s, budget=400)
+    cold = assemble(s, config, counter=WordCounter(), budget=400)
+    assert "clear_tool_results" in cold.report.steps
+    assert assembler.last_path == "full:clear_tool_results"
+    assert outcome(lambda: got) == outcome(lambda: cold)
+
+
+def test_the_incremental_path_takes_every_step_of_the_pipeline():
+    assert list(SessionAssembler._FAST_STEPS) == list(PIPELINE)
