@@ -9,6 +9,11 @@
 
 Imports are read from the syntax tree, so an import inside a function counts as much as one at the
 top of a module.
+
+The suite's own tree is held here too: every test module lives in the folder of its subject
+(``tests/reference_impl/``, ``tests/conformance/``, ``tests/cli/``, or ``tests/project/`` for what
+concerns the whole project), ``tests/support/`` holds only modules the tests import, and no two
+modules share a name (pytest imports them by their bare name, from their own folder).
 """
 
 from __future__ import annotations
@@ -114,3 +119,66 @@ def test_relative_imports_are_resolved() -> None:
     names = {n for _, n in imported_modules(source, "reference_impl.shapes.gemini")}
     assert "reference_impl.steps.trim" in names
     assert "reference_impl.shapes.base" in names
+
+
+# The folders of tests/ and what goes where (docs/architecture.md, "The tree").
+TEST_FOLDERS = ("reference_impl", "conformance", "cli", "project")
+SUPPORT_FOLDER = "support"
+
+
+def misplaced_test_files(tests: Path) -> list[str]:
+    """Every file of ``tests`` outside the tree the suite keeps, with what is wrong."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        parts = path.relative_to(tests).parts
+        if "__pycache__" in parts:
+            continue
+        where = "/".join(parts)
+        if len(parts) == 1:
+            if parts[0] != "conftest.py":
+                found.append(f"{where}: only conftest.py sits at the top of tests/")
+        elif parts[0] == SUPPORT_FOLDER:
+            if path.name.startswith("test_"):
+                found.append(f"{where}: a test module in support/ (it holds imported helpers)")
+        elif parts[0] not in TEST_FOLDERS:
+            found.append(f"{where}: not under {', '.join(TEST_FOLDERS)} or {SUPPORT_FOLDER}")
+        elif not path.name.startswith("test_") and path.name != "conftest.py":
+            found.append(f"{where}: a helper module belongs in {SUPPORT_FOLDER}/")
+    seen: dict[str, str] = {}
+    for path in sorted(tests.rglob("*.py")):
+        where = "/".join(path.relative_to(tests).parts)
+        if path.name in {"__init__.py", "conftest.py"} or "__pycache__" in where:
+            continue
+        if path.name in seen:
+            found.append(f"{where}: the same module name as {seen[path.name]}")
+        seen.setdefault(path.name, where)
+    return found
+
+
+def test_every_test_module_lives_in_the_folder_of_its_subject() -> None:
+    assert (ROOT / "tests" / SUPPORT_FOLDER / "paths.py").is_file()
+    for folder in ("reference_impl", "conformance"):
+        assert (ROOT / folder / "__init__.py").is_file(), f"tests/{folder}/ mirrors no package"
+    assert misplaced_test_files(ROOT / "tests") == []
+
+
+def test_the_tree_check_finds_each_misplaced_file(tmp_path: Path) -> None:
+    for name in (
+        "conftest.py",
+        "test_flat.py",
+        "cli/test_run.py",
+        "cli/helpers.py",
+        "conformance/test_run.py",
+        "support/fakes.py",
+        "support/test_fakes.py",
+        "elsewhere/test_x.py",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", "utf-8")
+    assert misplaced_test_files(tmp_path) == [
+        "cli/helpers.py: a helper module belongs in support/",
+        "elsewhere/test_x.py: not under reference_impl, conformance, cli, project or support",
+        "support/test_fakes.py: a test module in support/ (it holds imported helpers)",
+        "test_flat.py: only conftest.py sits at the top of tests/",
+        "conformance/test_run.py: the same module name as cli/test_run.py",
+    ]
