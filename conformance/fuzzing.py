@@ -65,7 +65,12 @@ from conformance.scenarios import (
     expand_message,
     load_file,
 )
-from conformance.strategies import VIOLATION_KINDS, broken_transcripts, transcripts
+from conformance.strategies import (
+    VIOLATION_KINDS,
+    broken_transcripts,
+    fixed_generation,
+    transcripts,
+)
 from conformance.traffic.verdicts import load_library
 from conformance.workers import WorkerPool
 from reference_impl.documents import dump_yaml
@@ -490,7 +495,8 @@ def _fuzz(
             raise _Found(FuzzFinding(scenario, shape, budget, generated_as, result))
 
     try:
-        search()
+        with fixed_generation():  # the same seed searches the same cases in any process
+            search()
     except _Found as found:
         finding = _minimize(run, found.finding)
         return FuzzReport(

@@ -13,6 +13,8 @@
 * :func:`broken_transcripts` draws sessions broken in exactly one named way, one for each
   ``rings.ViolationKind``, and returns ``(transcript, kind)``.
 * :func:`budgets` draws input-token budgets, weighted towards the edges (0, tiny, huge).
+* :func:`fixed_generation` makes a seeded (or derandomized) search draw the same examples in
+  every process, whatever else the process has imported.
 
 Turns alternate the way the strictest providers want (Bedrock B3, Gemini G1, Mistral's
 ``tool`` -> ``user`` ban): after a user turn or a ring's results comes the model (text or a new
@@ -23,9 +25,11 @@ shape accepts. Requires ``hypothesis`` (the ``dev`` extra).
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal, get_args
 
@@ -57,10 +61,48 @@ __all__ = [
     "VIOLATION_KINDS",
     "broken_transcripts",
     "budgets",
+    "fixed_generation",
     "transcripts",
 ]
 
 VIOLATION_KINDS: Final[tuple[ViolationKind, ...]] = get_args(ViolationKind)
+_LOCAL_CONSTANTS: Final = "_get_local_constants"
+
+
+@contextmanager
+def fixed_generation() -> Iterator[None]:
+    """Within the block, a seeded or derandomized hypothesis search draws the same examples in
+    every process.
+
+    Hypothesis (6.131 on) also draws, now and then, constants it finds in the source of every
+    *local* module loaded (anything in ``sys.modules`` outside the standard library and
+    site-packages, test files excepted): a plug-in, another test's fake written to a temporary
+    folder, a lazily imported part of this package. Which of those are loaded depends on what the
+    process did before, so the same ``--seed`` searched different cases (``ctxconf fuzz`` from the
+    command line and from a test run found different sessions, or none). Inside the block that
+    pool is empty; hypothesis's own built-in constants are still drawn. Hypothesis has no setting
+    for this (the pool is module state of ``hypothesis.internal.conjecture.providers``); with a
+    hypothesis that has no such pool, the block changes nothing."""
+    try:
+        providers = importlib.import_module("hypothesis.internal.conjecture.providers")
+    except ImportError:  # pragma: no cover - a hypothesis without the module has no such pool
+        yield
+        return
+    original = getattr(providers, _LOCAL_CONSTANTS, None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if original is None or cache is None:  # pragma: no cover - as above
+        yield
+        return
+    empty = providers.Constants()
+    setattr(providers, _LOCAL_CONSTANTS, lambda: empty)
+    cache.cache.clear()  # pools drawn before the block hold the loaded modules' constants
+    try:
+        yield
+    finally:
+        setattr(providers, _LOCAL_CONSTANTS, original)
+        cache.cache.clear()
+
+
 _ALL_ORIGINS: Final[tuple[ReasoningOrigin, ...]] = get_args(ReasoningOrigin)
 
 ALL_CAPABILITIES: Final = ShapeCapabilities(
