@@ -62,6 +62,7 @@ from conformance.scenarios import (
     Scenario,
 )
 from conformance.traffic.verdicts import CassetteLibrary, Judgement, judge_request, load_library
+from conformance.wording import with_article
 from conformance.workers import RunStop, WorkerPool
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
@@ -341,7 +342,7 @@ def _turn(
     if not isinstance(value, Mapping):
         return replace(
             base,
-            reason=f"malformed return: {type(value).__name__}, expected a {shape} request body "
+            reason=f"malformed return: {type(value).__name__}, expected {with_article(shape)} request body "
             f"(a mapping)",
         )
     try:
@@ -353,7 +354,7 @@ def _turn(
         return replace(
             base,
             body=value,
-            reason=f"malformed return: not a {shape} request{where}: {exc.message}",
+            reason=f"malformed return: not {with_article(shape)} request{where}: {exc.message}",
         )
     except (TypeError, ValueError) as exc:
         return replace(base, body=value, reason=f"malformed return: not JSON data ({exc})")

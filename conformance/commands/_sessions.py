@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.commands._io import describe_error, fail_input, or_fail_input, read_document
+from conformance.wording import with_article
 from reference_impl.errors import ShapeError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SCHEMA_NAME, Transcript, transcript_from_dict
@@ -28,7 +29,9 @@ def load_request(path: str | Path, shape: str) -> Transcript:
     if is_transcript_document(document):
         return _transcript(path, document)
     if not isinstance(document, Mapping):
-        fail_input(path, f"not a {shape} request body: expected a JSON object at the top")
+        fail_input(
+            path, f"not {with_article(shape)} request body: expected a JSON object at the top"
+        )
     try:
         adapter = get_shape(shape)
     except ShapeError as exc:
@@ -36,7 +39,7 @@ def load_request(path: str | Path, shape: str) -> Transcript:
     except ImportError as exc:
         fail_input(path, f"the {shape} shape is not available in this build ({exc})")
     return or_fail_input(
-        path, adapter.parse_request, document, what=f"not a {shape} request body: "
+        path, adapter.parse_request, document, what=f"not {with_article(shape)} request body: "
     )
 
 

@@ -37,6 +37,7 @@ from conformance.commands._options import format_option
 from conformance.errors import RecordingError
 from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
 from conformance.traffic.reading import LOG_SUFFIXES
+from conformance.wording import plural
 
 __all__ = ["EXIT_UNREADABLE", "command"]
 
@@ -154,14 +155,10 @@ def _table(rows: list[AuditRow]) -> Table:
     return table
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
-
-
 def _totals(counts: Counter[str], rules: Counter[str], files: int) -> str:
     requests = counts["accept"] + counts["reject"]
     text = (
-        f"{_plural(requests, 'request')} in {_plural(files, 'file')}: "
+        f"{plural(requests, 'request')} in {plural(files, 'file')}: "
         f"{counts['accept']:,} accepted, {counts['reject']:,} would be rejected"
     )
     if counts["unreadable"]:

@@ -32,6 +32,7 @@ from conformance.reporting.matrix import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
+from conformance.wording import plural
 
 __all__ = ["render_html"]
 
@@ -212,7 +213,7 @@ def render_html(record: RunRecord) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>ctxconf conformance: {plugin}</title>
 <style>{_CSS}</style></head><body>
 <h1>ctxconf conformance: <code>{plugin}</code></h1>
-<p>{len(record.cases)} cases over {len(shapes)} shapes; exit status {record.exit_status}.
+<p>{plural(len(record.cases), "case")} over {plural(len(shapes), "shape")}; exit status {record.exit_status}.
 Started {escape(str(record.header.get("started", "?")))}, ctxconf {escape(str(record.header.get("ctxconf_version", "?")))}, plug-in protocol {escape(str(record.header.get("protocol_version", "?")))}.</p>
 <table><tr><th>level</th><th>pass</th><th>fail</th><th>error</th><th>result</th></tr>{total_rows}</table>
 <p>{escape(provenance_summary(record.cases).capitalize())}.</p>

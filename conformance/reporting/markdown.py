@@ -13,6 +13,7 @@ from conformance.reporting.matrix import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
+from conformance.wording import plural
 
 __all__ = ["render_markdown"]
 
@@ -41,7 +42,7 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
         f"## ctxconf conformance: `{header.get('plugin', '?')}`",
         "",
         (
-            f"{len(record.cases)} cases over {len(record.shapes)} shapes; exit status "
+            f"{plural(len(record.cases), 'case')} over {plural(len(record.shapes), 'shape')}; exit status "
             f"{record.exit_status}{_gate(record.footer.get('gate'))}."
         ),
         "",

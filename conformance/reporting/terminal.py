@@ -18,6 +18,7 @@ from conformance.reporting.matrix import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
+from conformance.wording import plural
 from reference_impl.shapes import ShapeFact
 
 __all__ = ["render_terminal", "terminal_renderable"]
@@ -70,7 +71,7 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         parts.append(lines)
     footer = record.footer
     summary = (
-        f"{len(record.cases)} cases, {footer.get('statuses', {}).get('pass', 0)} passed"
+        f"{plural(len(record.cases), 'case')}, {footer.get('statuses', {}).get('pass', 0):,} passed"
         f" in {footer.get('seconds', 0)}s; exit status {record.exit_status}"
     )
     if footer.get("stopped"):

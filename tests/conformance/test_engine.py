@@ -102,7 +102,7 @@ def test_garbage_return_is_an_error_result() -> None:
     ]
     assert result.status == "error"
     assert (
-        result.reason == "malformed return: list, expected a openai-chat request body (a mapping)"
+        result.reason == "malformed return: list, expected an openai-chat request body (a mapping)"
     )
 
 

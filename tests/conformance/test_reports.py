@@ -383,3 +383,19 @@ def test_report_command_rerenders_a_saved_run(record: RunRecord, tmp_path: Path)
     bad = runner.invoke(cli, ["report", str(tmp_path / "missing.jsonl")])
     assert bad.exit_code == 2
     assert "missing.jsonl" in bad.output
+
+
+def test_one_case_over_one_shape_is_counted_in_the_singular(record: RunRecord) -> None:
+    """Observation 11: "1 shapes" / "1 cases" in every human-readable report."""
+    one = RunRecord(
+        {**record.header, "shapes": ["openai-chat"]},
+        record.cases[:1],
+        {**record.footer, "statuses": {"pass": 1}},
+    )
+    assert "1 case over 1 shape; exit status" in render_markdown(one)
+    assert "1 case over 1 shape; exit status" in render_html(one)
+    console = Console(file=io.StringIO(), width=110, color_system=None, force_terminal=False)
+    console.print(terminal_renderable(one))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "1 case, 1 passed in" in text
+    assert "1 cases" not in text
