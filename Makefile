@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test check lint typecheck unit nightly bench bench-audit calibrate adapters-table mutation soak-table clean
+.PHONY: install run test test-slow check lint typecheck unit nightly bench bench-audit calibrate adapters-table mutation soak-table clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,13 +34,20 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# `make test` leaves out the tests marked `exhaustive` (each reruns the whole corpus or another long
+# search to re-derive a committed table or one more fuzz seed); `make test-slow` runs exactly those,
+# and .ci/run runs both. Plain `pytest` runs everything.
 unit: install
-	$(BIN)/python -m pytest -n $(JOBS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not exhaustive"
 
 test: check unit
 
+test-slow: install
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m exhaustive
+
 # Random seeds and five times the examples of the slow properties
-# (tests/support/hypothesis_support.py); `make test` uses the derandomized `ci` profile.
+# (tests/support/hypothesis_support.py), the exhaustive tests included; `make test` uses the
+# derandomized `ci` profile.
 nightly: install
 	HYPOTHESIS_PROFILE=nightly $(BIN)/python -m pytest -n $(JOBS)
 

@@ -203,7 +203,7 @@ def test_a_merge_that_jumps_back_is_reported_as_reordered() -> None:
 # -- properties --------------------------------------------------------------------------------
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.lists(st.booleans(), min_size=len(M) - 1, max_size=len(M) - 1))
 def test_the_reference_normalizer_on_any_subsequence_maps_back_exactly(keep: list[bool]) -> None:
     # The ring (5, 6) is kept or dropped whole; the system text always stays.

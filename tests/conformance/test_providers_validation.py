@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 
 from conformance.providers.catalog import list_profiles, load_catalog
 from conformance.providers.validation import (
@@ -46,7 +47,7 @@ BODY = st.one_of(
 PROFILES = [(p.shape, p.id) for p in list_profiles()]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=BODY, which=st.sampled_from(PROFILES))
 def test_any_body_gets_a_verdict_never_an_exception(body: Any, which: tuple[str, str]) -> None:
     shape, profile = which

@@ -82,6 +82,11 @@ def corpus(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+# The subprocesses do not read this project's pytest options: leave out langsmith's plug-in (seconds
+# of imports in every process, unused) as pyproject.toml does.
+NO_LANGSMITH = ("-p", "no:langsmith_plugin")
+
+
 def _args(impl: str, *extra: str) -> list[str]:
     return [
         f"--ctxconf-impl=ptfakes:{impl}",
@@ -157,7 +162,7 @@ def test_the_gate_is_must_by_default_and_should_with_strict(corpus: pytest.Pytes
 @pytest.mark.slow
 def test_xdist_workers_collect_the_same_items(corpus: pytest.Pytester) -> None:
     result = corpus.runpytest_subprocess(
-        *_args("cut_oldest_two", "--ctxconf-level=must", "-n", "2")
+        *_args("cut_oldest_two", "--ctxconf-level=must", "-n", "2"), *NO_LANGSMITH
     )
     result.assert_outcomes(passed=1, failed=2)
     assert "provider_valid (must, fail)" in result.stdout.str()
@@ -180,5 +185,5 @@ def test_idle_without_the_option_and_imports_nothing_heavy(pytester: pytest.Pyte
             assert "reference_impl" not in sys.modules
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *NO_LANGSMITH)
     result.assert_outcomes(passed=1)

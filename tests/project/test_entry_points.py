@@ -45,7 +45,14 @@ def test_a_registered_adapter_loads_by_name() -> None:
     assert "openai-chat" in plugin.shapes
 
 
-@pytest.mark.parametrize("name", sorted(ADAPTERS))
+@pytest.mark.parametrize(
+    "name",
+    [
+        # litellm's import is the costly one: on the worker of the other litellm tests.
+        pytest.param(n, marks=pytest.mark.xdist_group("litellm")) if "litellm" in n else n
+        for n in sorted(ADAPTERS)
+    ],
+)
 def test_every_registered_adapter_loads_by_name(name: str) -> None:
     """Each name resolves to a plug-in of the shape its library speaks."""
     plugin = load_plugin(name)

@@ -12,6 +12,7 @@ import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis_support import examples
 from paths import RECORDINGS, SHARED
 
 from conformance.strategies import VIOLATION_KINDS, broken_transcripts, transcripts
@@ -44,7 +45,10 @@ from reference_impl.transcript import (
 RULES_DOC = SHARED / "design" / "provider-rules.md"
 
 PROPERTY = settings(
-    max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(200),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 # ------------------------------------------------------------------------------- builders
