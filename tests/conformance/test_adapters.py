@@ -67,6 +67,10 @@ TRAILING_RING = """
 """
 
 
+# The adapters' libraries cost seconds of CPU each to import (litellm the most): every test that
+# imports them shares one xdist worker (`--dist loadgroup`), so each is imported once.
+pytestmark = pytest.mark.xdist_group("adapter-libraries")
+
 _EXTRA = {"langchain_core": "langchain", "litellm": "litellm"}
 
 
@@ -168,11 +172,6 @@ def test_langchain_start_on_human_fixes_only_the_leading_edge(corpus: Path) -> N
 # ------------------------------------------------------------------------------------ litellm
 
 
-# litellm costs seconds of CPU to import: its tests share one xdist worker (`--dist loadgroup`).
-LITELLM = pytest.mark.xdist_group("litellm")
-
-
-@LITELLM
 def test_litellm_trims_non_contiguously_and_orphans_a_middle_result(corpus: Path) -> None:
     """A message that does not fit is skipped and older ones are still tried (litellm#10696)."""
     _needs("litellm")
@@ -188,7 +187,6 @@ def test_litellm_trims_non_contiguously_and_orphans_a_middle_result(corpus: Path
     assert all("rule C2" in _failed(r, "provider_valid") for r in orphaned)
 
 
-@LITELLM
 def test_litellm_merges_system_texts_and_protects_only_trailing_tool_messages(
     corpus: Path,
 ) -> None:

@@ -22,7 +22,8 @@ from conformance.scenarios import load_corpus
 from reference_impl.rings import validate
 from reference_impl.shapes import get_shape
 
-pytestmark = pytest.mark.slow
+# On the worker of the other tests that import the libraries (tests/test_adapters.py).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adapter-libraries")]
 
 CORPUS = """version: 1
 scenarios:

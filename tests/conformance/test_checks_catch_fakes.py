@@ -111,6 +111,7 @@ def test_every_check_has_a_fake_meant_for_it() -> None:
 
 
 @cache
+@cache  # both tests of a fake read the same corpus run (FAKE_NAMES keeps them on one worker)
 def failures(name: str) -> dict[str, set[str]]:
     plugin = Plugin(name, name, {"openai-chat": getattr(fakes, name)()})
     found: dict[str, set[str]] = defaultdict(set)
@@ -125,13 +126,17 @@ def failures(name: str) -> dict[str, set[str]]:
     return dict(found)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+# Each fake's two tests share an xdist group, so its corpus run (cached above) happens once.
+FAKE_NAMES = [pytest.param(n, marks=pytest.mark.xdist_group(f"fake-{n}")) for n in sorted(EXPECTED)]
+
+
+@pytest.mark.parametrize("name", FAKE_NAMES)
 def test_fake_is_caught_by_the_intended_check(name: str) -> None:
     intended, _ = EXPECTED[name]
     assert failures(name).get(intended), f"{name} slipped past {intended}"
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", FAKE_NAMES)
 def test_nothing_else_fails_the_fake(name: str) -> None:
     intended, necessary = EXPECTED[name]
     unexpected = {

@@ -47,11 +47,8 @@ def test_a_registered_adapter_loads_by_name() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [
-        # litellm's import is the costly one: on the worker of the other litellm tests.
-        pytest.param(n, marks=pytest.mark.xdist_group("litellm")) if "litellm" in n else n
-        for n in sorted(ADAPTERS)
-    ],
+    # Loading imports the library: on the worker of the other such tests (tests/test_adapters.py).
+    [pytest.param(n, marks=pytest.mark.xdist_group("adapter-libraries")) for n in sorted(ADAPTERS)],
 )
 def test_every_registered_adapter_loads_by_name(name: str) -> None:
     """Each name resolves to a plug-in of the shape its library speaks."""

@@ -57,8 +57,9 @@ def test_readme_and_adapters_page_carry_the_same_table() -> None:
 
 
 # Every row runs the whole corpus through one adapter (over a minute of CPU for the table):
-# `make test-slow` and .ci/run run them, `make test` does not.
+# `make test-slow` and .ci/run run them, `make test` does not. One worker imports the libraries.
 @pytest.mark.exhaustive
+@pytest.mark.xdist_group("adapter-libraries")
 @pytest.mark.parametrize("plugin", BENCH.PLUGINS, ids=[p.spec for p in BENCH.PLUGINS])
 def test_readme_adapter_row_is_what_ctxconf_generates(plugin: Any) -> None:
     if not BENCH.installed(plugin):
