@@ -10,7 +10,7 @@ from functools import cache
 
 import pytest
 
-from conformance.engine import run_events
+from conformance.engine import plan_cases, run_events
 from conformance.events import CaseFinished, CaseResult
 from conformance.loading import load_plugin
 from conformance.scenarios import load_corpus
@@ -20,6 +20,9 @@ from conformance.scenarios import load_corpus
 # were recomputed with the hidden tool-use prompt counted.
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
+# One worker runs the reference over the corpus, once (cached), for every test here.
+pytestmark = pytest.mark.xdist_group("reference-corpus-run")
+
 
 @cache
 def reference_results() -> tuple[CaseResult, ...]:
@@ -28,7 +31,11 @@ def reference_results() -> tuple[CaseResult, ...]:
 
 
 def _cells() -> list[tuple[str, str]]:
-    return sorted({(r.scenario, r.shape) for r in reference_results()})
+    """The (scenario, shape) cells the run will have, from the plan: collecting the tests runs
+    nothing (every xdist worker collects them all); the last test checks the run had exactly these."""
+    plugin = load_plugin("reference")
+    cases = plan_cases(load_corpus(), plugin.shapes, assemblers=plugin.assemblers)
+    return sorted({(c.scenario.id, c.shape) for c in cases})
 
 
 def _problems(scenario: str, shape: str) -> list[str]:
@@ -68,3 +75,5 @@ def test_reference_passes_must_and_should(scenario: str, shape: str) -> None:
 def test_every_scenario_runs_for_the_reference() -> None:
     ran = {r.scenario for r in reference_results()}
     assert ran == {s.id for s in load_corpus()}
+    # The parametrized cells above came from the plan: the run had exactly those.
+    assert sorted({(r.scenario, r.shape) for r in reference_results()}) == _cells()
