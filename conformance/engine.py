@@ -62,7 +62,6 @@ from conformance.scenarios import (
     Scenario,
 )
 from conformance.traffic.verdicts import CassetteLibrary, Judgement, judge_request, load_library
-from conformance.wording import with_article
 from conformance.workers import RunStop, WorkerPool
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
@@ -75,6 +74,7 @@ from reference_impl.transcript import (
     canonical_json,
     params_from_mapping,
 )
+from reference_impl.wording import with_article
 
 __all__ = [
     "DEFAULT_MAX_CONSECUTIVE_TIMEOUTS",

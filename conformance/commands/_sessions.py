@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance.commands._io import describe_error, fail_input, or_fail_input, read_document
-from conformance.wording import with_article
 from reference_impl.errors import ShapeError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SCHEMA_NAME, Transcript, transcript_from_dict
+from reference_impl.wording import with_article
 
 __all__ = ["is_transcript_document", "load_request", "load_session"]
 

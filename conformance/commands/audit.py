@@ -37,7 +37,7 @@ from conformance.commands._options import format_option
 from conformance.errors import RecordingError
 from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
 from conformance.traffic.reading import LOG_SUFFIXES
-from conformance.wording import plural
+from reference_impl.wording import plural
 
 __all__ = ["EXIT_UNREADABLE", "command"]
 

@@ -13,7 +13,7 @@ from conformance.reporting.matrix import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS
-from conformance.wording import plural
+from reference_impl.wording import plural
 
 __all__ = ["render_markdown"]
 

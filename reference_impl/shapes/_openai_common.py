@@ -26,6 +26,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.wording import with_article
 
 __all__ = [
     "IMAGE_DETAILS",
@@ -119,7 +120,9 @@ def tool_results(shape: str, message: Message, index: int) -> Iterator[tuple[int
         raise unsupported(shape, index, None, "a tool message without results")
     for j, part in enumerate(message.parts):
         if not isinstance(part, ToolResultPart):
-            raise unsupported(shape, index, j, f"a {part.kind!r} part in a tool message")
+            raise unsupported(
+                shape, index, j, f"{with_article(repr(part.kind))} part in a tool message"
+            )
         if part.is_error:
             raise unsupported(
                 shape, index, j, "an is_error flag on a tool result (put it in the text)"

@@ -69,6 +69,7 @@ from reference_impl.transcript import (
     ToolSpec,
     Transcript,
 )
+from reference_impl.wording import with_article
 
 __all__ = [
     "ADAPTER",
@@ -214,7 +215,9 @@ def _map_block(block: Wire, role: str, extras: MessageExtras, at: int) -> Part |
         extras.add_raw((at,), dict(block.obj()))
         return None
     if kind in {"tool_use", "thinking", "redacted_thinking"} and role != "assistant":
-        raise block.get("type").fail(f"a {kind} block belongs in an assistant message, not {role}")
+        raise block.get("type").fail(
+            f"{with_article(kind)} block belongs in an assistant message, not {role}"
+        )
     if kind == "tool_use":
         tool_input = block.get("input")
         if not isinstance(tool_input.value, Mapping):
@@ -384,7 +387,7 @@ def _render_part(part: Part, i: int, j: int) -> dict[str, Any]:
         case ReasoningPart():
             if part.origin != SHAPE:
                 raise _unsupported(
-                    f"a {part.origin} reasoning artifact cannot be sent to Anthropic; signatures "
+                    f"{with_article(part.origin)} reasoning artifact cannot be sent to Anthropic; signatures "
                     "only verify with the provider that issued them (A15)",
                     i,
                     j,

@@ -71,6 +71,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.wording import with_article
 
 __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
 
@@ -225,7 +226,7 @@ def _map_block(block: Wire, role: str, extras: MessageExtras, at: int) -> Part |
             extras.add_raw((at,), json.loads(canonical_of(block)))
             return None
     if key in {"toolUse", "reasoningContent"} and role != "assistant":
-        raise value.fail(f"a {key} block belongs in an assistant message, not {role}")
+        raise value.fail(f"{with_article(key)} block belongs in an assistant message, not {role}")
     if key == "toolUse":
         unknown = extra_members(value, frozenset({"toolUseId", "name", "input"}))
         if unknown:
@@ -424,7 +425,7 @@ def _render_part(part: Part, i: int, j: int) -> dict[str, Any]:
         case ReasoningPart():
             if part.origin != SHAPE:
                 raise _unsupported(
-                    f"a {part.origin} reasoning artifact cannot be sent to Converse; signatures "
+                    f"{with_article(part.origin)} reasoning artifact cannot be sent to Converse; signatures "
                     "only verify with the provider that issued them",
                     i,
                     j,

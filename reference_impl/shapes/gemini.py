@@ -85,6 +85,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.wording import with_article
 
 __all__ = [
     "ADAPTER",
@@ -526,7 +527,7 @@ def _render_part(part: Part, names: Mapping[str, str], i: int, j: int) -> dict[s
         case ReasoningPart():
             if part.origin != SHAPE:
                 raise _unsupported(
-                    f"a {part.origin} reasoning artifact cannot be sent to Gemini", i, j
+                    f"{with_article(part.origin)} reasoning artifact cannot be sent to Gemini", i, j
                 )
             return dict(part.value())
         case _:

@@ -61,6 +61,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.wording import with_article
 
 __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
 
@@ -167,10 +168,10 @@ def _map_messages(items: list[Wire]) -> list[Message]:
 def _map_message(item: Wire, role: Role) -> Message:
     if role == "assistant":
         return _map_assistant(item)
-    item.only_keys(_MESSAGE_KEYS[role], f"a {role} message")
+    item.only_keys(_MESSAGE_KEYS[role], f"{with_article(role)} message")
     content = item.get("content")
     if not content.present:
-        raise content.fail(f"a {role} message needs content")
+        raise content.fail(f"{with_article(role)} message needs content")
     parts = _map_content(content, role)
     return build_message(item, role=role, parts=parts, name=item.get("name").opt_str())
 
@@ -196,7 +197,7 @@ def _map_content_part(
     kind = w.get("type").str_()
     if kind not in allowed:
         raise w.get("type").fail(
-            f"a {role} message cannot hold a {kind!r} content part here; supported: {', '.join(allowed)}"
+            f"{with_article(role)} message cannot hold {with_article(repr(kind))} content part here; supported: {', '.join(allowed)}"
         )
     if kind == "text":
         w.only_keys({"type", "text"}, "a text part")
@@ -335,7 +336,7 @@ def _render_content_part(part: Part, index: int, j: int) -> dict[str, Any]:
         if part.filename is not None:
             file["filename"] = part.filename
         return {"type": "file", "file": file}
-    raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in a content array")
+    raise unsupported(SHAPE, index, j, f"{with_article(repr(part.kind))} part in a content array")
 
 
 def _render_assistant(message: Message, index: int) -> dict[str, Any]:
@@ -345,7 +346,9 @@ def _render_assistant(message: Message, index: int) -> dict[str, Any]:
     for j, part in enumerate(message.parts):
         if isinstance(part, ReasoningPart):
             if part.origin != "deepseek":
-                raise unsupported(SHAPE, index, j, f"a {part.origin!r} reasoning artifact")
+                raise unsupported(
+                    SHAPE, index, j, f"{with_article(repr(part.origin))} reasoning artifact"
+                )
             if j != 0:
                 # The wire has one reasoning_content field per message: only the first part fits.
                 raise unsupported(SHAPE, index, j, "reasoning_content that is not the first part")
@@ -367,7 +370,9 @@ def _render_assistant(message: Message, index: int) -> dict[str, Any]:
                 }
             )
         else:
-            raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in an assistant message")
+            raise unsupported(
+                SHAPE, index, j, f"{with_article(repr(part.kind))} part in an assistant message"
+            )
     # C5: null content is how the wire says "no text" (tool-call turns); one text is a string.
     out["content"] = (
         None

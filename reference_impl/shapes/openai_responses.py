@@ -64,6 +64,7 @@ from reference_impl.transcript import (
     ToolSpec,
     Transcript,
 )
+from reference_impl.wording import with_article
 
 __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
 
@@ -372,7 +373,7 @@ def _render_input_part(part: Part, index: int, j: int) -> dict[str, Any]:
         if part.filename is not None:
             file["filename"] = part.filename
         return file
-    raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in message content")
+    raise unsupported(SHAPE, index, j, f"{with_article(repr(part.kind))} part in message content")
 
 
 def _render_assistant(
@@ -400,7 +401,9 @@ def _render_assistant(
         if isinstance(part, ReasoningPart):
             value = part.value()
             if part.origin != "openai-responses" or value.get("type") != "reasoning":
-                raise unsupported(SHAPE, index, j, f"a {part.origin!r} reasoning artifact")
+                raise unsupported(
+                    SHAPE, index, j, f"{with_article(repr(part.origin))} reasoning artifact"
+                )
             items.append(value)
         elif isinstance(part, ToolCallPart):
             call: dict[str, Any] = {
@@ -415,7 +418,9 @@ def _render_assistant(
                 call["status"] = "completed"
             items.append(call)
         else:
-            raise unsupported(SHAPE, index, j, f"a {part.kind!r} part in an assistant message")
+            raise unsupported(
+                SHAPE, index, j, f"{with_article(repr(part.kind))} part in an assistant message"
+            )
     flush()
     if emitted == 0 and (message.wire_id is not None or not message.parts):
         # An id without text (or an empty message) travels as an empty message item, first.

@@ -32,6 +32,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 from typing_extensions import assert_never
 
 from reference_impl.errors import TranscriptError
+from reference_impl.wording import with_article
 
 __all__ = [
     "SUMMARY_CLOSE",
@@ -245,7 +246,7 @@ class Message:
             kind = getattr(part, "kind", None)
             if kind not in allowed:
                 raise TranscriptError(
-                    f"a {self.role} message cannot hold a {kind!r} part "
+                    f"{with_article(self.role)} message cannot hold {with_article(repr(kind))} part "
                     f"(allowed: {', '.join(sorted(allowed))})",
                     where=f"parts[{i}]",
                 )

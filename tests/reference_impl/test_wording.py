@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.wording import plural, with_article
 from reference_impl.shapes import SHAPE_NAMES
+from reference_impl.wording import plural, with_article
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,31 @@ def test_every_shape_name_gets_the_article_it_is_read_with() -> None:
 )
 def test_roles_too(role: str, expected: str) -> None:
     assert with_article(role) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("'image'", "an 'image'"),
+        ("'tool_call'", "a 'tool_call'"),
+        ("'reasoning'", "a 'reasoning'"),
+        ("'openai-responses'", "an 'openai-responses'"),
+    ],
+)
+def test_a_quoted_name_takes_the_article_of_its_word(name: str, expected: str) -> None:
+    assert with_article(name) == expected
+
+
+def test_the_assemblers_errors_read_with_the_right_article() -> None:
+    """A parse error of the reference assembler itself (observation 11, reference_impl side)."""
+    from reference_impl.errors import ShapeError
+    from reference_impl.shapes import get_shape
+
+    image = {"type": "image_url", "image_url": {"url": "https://example.org/a.png"}}
+    body = {
+        "model": "m",
+        "messages": [{"role": "system", "content": [image]}, {"role": "user", "content": "x"}],
+    }
+    with pytest.raises(ShapeError) as info:
+        get_shape("openai-chat").parse_request(body)
+    assert "a system message cannot hold an 'image_url' content part" in str(info.value)
