@@ -8,7 +8,7 @@ Errors are ``{"message": ...}`` with ``ValidationException`` (recorded body); pa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from conformance.providers.validators._base import (
@@ -132,6 +132,16 @@ def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return objects(message.get("content"))
 
 
+def _block_findings(
+    body: Mapping[str, Any], rule: str, refused: Callable[[dict[str, Any]], bool]
+) -> Iterator[Finding]:
+    """A finding of ``rule`` at ``messages.{index}.content.{block}`` for every refused block."""
+    for i, message in enumerate(messages_of(body)):
+        for j, block in enumerate(_blocks(message)):
+            if refused(block):
+                yield Finding(rule, (i, j), {"index": i, "block": j})
+
+
 def _uses(message: Mapping[str, Any]) -> list[str]:
     return [str(as_dict(b["toolUse"]).get("toolUseId")) for b in _blocks(message) if "toolUse" in b]
 
@@ -223,11 +233,11 @@ def text_mixed_with_tools(body: Mapping[str, Any], ctx: Context) -> Iterator[Fin
 
 @detector(SHAPE, "B7")
 def empty_error_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(messages_of(body)):
-        for j, block in enumerate(_blocks(message)):
-            result = as_dict(block.get("toolResult"))
-            if result.get("status") == "error" and not as_list(result.get("content")):
-                yield Finding("B7", (i, j), {"index": i, "block": j})
+    def refused(block: dict[str, Any]) -> bool:
+        result = as_dict(block.get("toolResult"))
+        return result.get("status") == "error" and not as_list(result.get("content"))
+
+    yield from _block_findings(body, "B7", refused)
 
 
 @detector(SHAPE, "B8")
@@ -273,21 +283,22 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
 
 @detector(SHAPE, "B11")
 def nova_document_in_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(messages_of(body)):
-        for j, block in enumerate(_blocks(message)):
-            content = as_list(as_dict(block.get("toolResult")).get("content"))
-            if any("document" in as_dict(part) for part in content):
-                yield Finding("B11", (i, j), {"index": i, "block": j})
+    def refused(block: dict[str, Any]) -> bool:
+        content = as_list(as_dict(block.get("toolResult")).get("content"))
+        return any("document" in as_dict(part) for part in content)
+
+    yield from _block_findings(body, "B11", refused)
 
 
 @detector(SHAPE, "B12")
 def claude_video_block(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """B12 (recorded): Claude on Converse has no video input, in a message or in a toolResult."""
-    for i, message in enumerate(messages_of(body)):
-        for j, block in enumerate(_blocks(message)):
-            nested = objects(as_dict(block.get("toolResult")).get("content"))
-            if "video" in block or any("video" in part for part in nested):
-                yield Finding("B12", (i, j), {"index": i, "block": j})
+
+    def refused(block: dict[str, Any]) -> bool:
+        nested = objects(as_dict(block.get("toolResult")).get("content"))
+        return "video" in block or any("video" in part for part in nested)
+
+    yield from _block_findings(body, "B12", refused)
 
 
 @detector(SHAPE, "B13")
@@ -295,8 +306,9 @@ def claude_document_without_bytes(body: Mapping[str, Any], ctx: Context) -> Iter
     """B13 (recorded): a message's document block from an s3Location reaches Claude without a
     source type. Only the recorded form is judged: a document inside toolResult content, whose
     error path was never seen, is left alone."""
-    for i, message in enumerate(messages_of(body)):
-        for j, block in enumerate(_blocks(message)):
-            source = as_dict(as_dict(block.get("document")).get("source"))
-            if "s3Location" in source and "bytes" not in source:
-                yield Finding("B13", (i, j), {"index": i, "block": j})
+
+    def refused(block: dict[str, Any]) -> bool:
+        source = as_dict(as_dict(block.get("document")).get("source"))
+        return "s3Location" in source and "bytes" not in source
+
+    yield from _block_findings(body, "B13", refused)
