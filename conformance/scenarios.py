@@ -23,9 +23,10 @@ does not carry the corpus; point one of the first two at a copy of the repositor
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, get_args
 
@@ -35,7 +36,12 @@ import yaml
 from conformance.bundled import find_bundled_folder, missing_folder_message
 from conformance.errors import ScenarioError
 from reference_impl.config import AssemblyConfig
-from reference_impl.documents import DocumentLimitError, load_yaml_strict, read_input_text
+from reference_impl.documents import (
+    DocumentLimitError,
+    load_yaml_strict,
+    max_input_bytes,
+    read_input_text,
+)
 from reference_impl.errors import CtxconfError, TranscriptError
 from reference_impl.ledger import Ledger
 from reference_impl.shapes import ShapeFact
@@ -438,7 +444,47 @@ def _level_of(path: Path) -> Level:
 
 
 def load_file(path: Path) -> tuple[Scenario, ...]:
-    """Every scenario of one YAML file; a :class:`ScenarioError` naming the file and JSON path."""
+    """Every scenario of one YAML file; a :class:`ScenarioError` naming the file and JSON path.
+
+    A file that loaded is kept for the life of the process under its identity, size, times and
+    the input limit (:func:`_file_stamp`), so loading a corpus again (the pytest plug-in, a
+    program that runs the harness several times) parses only the files that changed. A file
+    that fails is read afresh every time."""
+    stamp = _file_stamp(path)
+    if stamp is None:
+        return _load_file(path)
+    return _load_file_kept(path, stamp)
+
+
+_FileStamp: TypeAlias = tuple[int, int, int, int, int, "int | None"]
+
+
+def _file_stamp(path: Path) -> _FileStamp | None:
+    """What identifies one version of a regular file (``None``: do not keep it)."""
+    try:
+        found = path.stat()
+        limit = max_input_bytes()
+    except (OSError, DocumentLimitError):
+        return None  # the uncached read reports it, as it always did
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return (
+        found.st_dev,
+        found.st_ino,
+        found.st_size,
+        found.st_mtime_ns,
+        found.st_ctime_ns,
+        limit,
+    )
+
+
+@lru_cache(maxsize=1024)
+def _load_file_kept(path: Path, _stamp: _FileStamp) -> tuple[Scenario, ...]:
+    """:func:`_load_file`, kept per ``(path, stamp)``: the stamp is only the cache's key."""
+    return _load_file(path)
+
+
+def _load_file(path: Path) -> tuple[Scenario, ...]:
     document = _read_file(path)
     scenarios, problems = _file_scenarios(path, document)
     if problems:

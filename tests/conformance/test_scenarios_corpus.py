@@ -129,6 +129,32 @@ def test_schema_error_names_file_and_json_path(tmp_path: Path) -> None:
     assert info.value.where == str(path)
 
 
+_ONE = """\
+    version: 1
+    scenarios:
+      - {id: x, title: %s, session: [{role: user, text: hi}], budget: 10,
+         expect: {outcome: assembled}}
+    """
+
+
+def test_a_file_loaded_again_is_kept_until_it_changes(tmp_path: Path) -> None:
+    path = _write(tmp_path, _ONE % "first")
+    first = load_file(path)
+    assert load_file(path) is first  # kept: parsed once
+    path.write_text(textwrap.dedent(_ONE % "second and longer"))
+    (changed,) = load_file(path)
+    assert changed.title == "second and longer"
+
+
+def test_a_file_that_failed_is_read_again(tmp_path: Path) -> None:
+    path = _write(tmp_path, (_ONE % "x").replace("role: user", "role: wizard"))
+    with pytest.raises(ScenarioError, match="role"):
+        load_file(path)
+    path.write_text(textwrap.dedent(_ONE % "x"))
+    (fixed,) = load_file(path)
+    assert fixed.id == "x"
+
+
 def test_level_must_match_the_folder(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
@@ -167,7 +193,7 @@ def test_version_is_required() -> None:
     assert schema_errors({"scenarios": []})
 
 
-texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)  # Cs: UTF-8-encodable
 
 
 @settings(max_examples=60, deadline=None)
