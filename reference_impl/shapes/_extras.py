@@ -23,13 +23,13 @@ parsed one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-from reference_impl.errors import TranscriptError
+from reference_impl.errors import ParseError, TranscriptError
 from reference_impl.shapes._wire import Wire
-from reference_impl.transcript import Message, Transcript, canonical_json
+from reference_impl.transcript import Message, ToolSpec, Transcript, canonical_json
 
 __all__ = [
     "Extras",
@@ -37,6 +37,7 @@ __all__ = [
     "body_params",
     "canonical_of",
     "extra_members",
+    "message_lists",
     "params_without",
 ]
 
@@ -104,6 +105,31 @@ class MessageExtras:
     def __bool__(self) -> bool:
         return bool(self.raw or self.fields)
 
+    def refuse_in_response(
+        self, carrier: str, examples: str, where: Callable[[Position], str]
+    ) -> None:
+        """A ``ParseError`` at ``where(position)`` of the first thing kept, if anything is kept: a
+        parsed response has no transcript params to keep it in (the follow-up request has)."""
+        if self:
+            position, _ = (self.raw or self.fields)[0]
+            raise ParseError(
+                f"this {carrier} carries content the neutral message cannot keep ({examples}); "
+                "parse the follow-up request instead",
+                where=where(position),
+            )
+
+
+def message_lists(
+    mapped: Iterable[tuple[Message, MessageExtras]],
+) -> tuple[list[Message], list[MessageExtras]]:
+    """The parsed messages and their extras, in wire order, as the two lists ``Extras`` takes."""
+    messages: list[Message] = []
+    per_message: list[MessageExtras] = []
+    for message, extras in mapped:
+        messages.append(message)
+        per_message.append(extras)
+    return messages, per_message
+
 
 NestedList: TypeAlias = "Callable[[dict[str, Any]], list[Any] | None]"
 
@@ -131,6 +157,20 @@ class Extras:
         for address, extras in zip(_addresses(messages), per_message, strict=True):
             if extras:
                 self.messages[address] = extras
+
+    def transcript(
+        self,
+        messages: Sequence[Message],
+        per_message: Sequence[MessageExtras],
+        tools: tuple[ToolSpec, ...],
+        params: tuple[tuple[str, str], ...],
+        model: str | None = None,
+    ) -> Transcript:
+        """The parsed request: ``messages`` with their extras attached and kept in ``params``."""
+        self.attach(messages, per_message)
+        return Transcript(
+            messages=tuple(messages), tools=tools, model=model, params=self.to_params(params)
+        )
 
     def to_params(self, params: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         """``params`` plus this shape's extras entry when there is anything to keep."""

@@ -4,7 +4,8 @@
   hold one (system, developer, user); elsewhere it stays text.
 * The error for something a shape cannot carry, at the neutral position ``messages[i].parts[j]``.
 * Leading system/developer messages: the shapes with a top-level system field (Anthropic, Bedrock,
-  Gemini) take the run at the start of the transcript.
+  Gemini) take the run at the start of the transcript (``split_system``).
+* A rendered response holds an assistant message (``require_assistant``).
 * Tool-call arguments as a JSON value, for the shapes that send an object instead of text.
 * Tool names offered twice: a parse error at the provider's own path (A7), never a later crash.
 """
@@ -12,7 +13,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from reference_impl.errors import ParseError, UnsupportedPartError
@@ -24,13 +25,18 @@ from reference_impl.transcript import (
     SummaryPart,
     TextPart,
     ToolCallPart,
+    ToolResultPart,
 )
 
 __all__ = [
     "SUMMARY_ROLES",
     "call_arguments",
     "leading_system_count",
+    "require_assistant",
+    "split_system",
+    "text_of",
     "text_part",
+    "turn_message",
     "unique_tool_name",
     "unsupported_part",
     "with_summaries",
@@ -49,6 +55,11 @@ def text_part(text: str, role: Role) -> TextPart | SummaryPart:
     return TextPart(text)
 
 
+def text_of(part: TextPart | SummaryPart) -> str:
+    """The wire text of a text or summary part."""
+    return part.wire_text() if isinstance(part, SummaryPart) else part.text
+
+
 def with_summaries(parts: Iterable[Part], role: Role) -> tuple[Part, ...]:
     """``parts`` with each text in the summary markers read as a summary (see :func:`text_part`)."""
     if role not in SUMMARY_ROLES:
@@ -57,6 +68,15 @@ def with_summaries(parts: Iterable[Part], role: Role) -> tuple[Part, ...]:
         (SummaryPart.from_wire_text(p.text) if isinstance(p, TextPart) else None) or p
         for p in parts
     )
+
+
+def turn_message(role: Role, parts: Sequence[Part]) -> Message:
+    """The neutral message of one wire turn: a user turn holding tool results is a ``tool``
+    message (wire order kept, so ``rings.validate`` sees text before results, B2/B6), and its
+    summary text is read where the role may hold one."""
+    if role == "user" and any(isinstance(p, ToolResultPart) for p in parts):
+        role = "tool"
+    return Message(role=role, parts=with_summaries(parts, role))
 
 
 def unsupported_part(shape: str, what: str, i: int, j: int | None = None) -> UnsupportedPartError:
@@ -71,6 +91,35 @@ def leading_system_count(messages: Sequence[Message]) -> int:
     while lead < len(messages) and messages[lead].role in {"system", "developer"}:
         lead += 1
     return lead
+
+
+def split_system(
+    messages: Sequence[Message],
+    render: Callable[[Message, int], list[Any]],
+    shape: str,
+    refusal: str | None,
+) -> tuple[list[Any], list[tuple[Message, list[Any]]]]:
+    """``(the leading system run rendered as one list, each later message with its render)``, for
+    a shape with a top-level system field; a later system/developer message raises ``refusal``
+    (None: the shape carries it inside its messages)."""
+    lead = leading_system_count(messages)
+    system: list[Any] = []
+    for i in range(lead):
+        system.extend(render(messages[i], i))
+    turns: list[tuple[Message, list[Any]]] = []
+    for i in range(lead, len(messages)):
+        message = messages[i]
+        if refusal is not None and message.role in {"system", "developer"}:
+            raise unsupported_part(shape, refusal, i)
+        turns.append((message, render(message, i)))
+    return system, turns
+
+
+def require_assistant(message: Message, wording: str, where: str = "message") -> None:
+    """An ``UnsupportedPartError`` (``"{wording}, not 'user'"``) unless ``message`` is the
+    assistant's: a response carries one assistant reply."""
+    if message.role != "assistant":
+        raise UnsupportedPartError(f"{wording}, not {message.role!r}", where=where)
 
 
 def call_arguments(

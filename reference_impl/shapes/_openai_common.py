@@ -10,17 +10,16 @@ put back on render, for the tools that are still offered.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Final
 
 from reference_impl.errors import ParseError, TranscriptError, UnsupportedPartError
+from reference_impl.shapes._mapping import text_of
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
     Message,
-    SummaryPart,
-    TextPart,
     ToolResultPart,
     ToolSpec,
     Transcript,
@@ -40,6 +39,7 @@ __all__ = [
     "parse_data_url",
     "parse_params",
     "parse_tool",
+    "parse_tools",
     "render_params",
     "render_tool",
     "text_of",
@@ -74,11 +74,6 @@ def data_url(media_type: str | None, data: str) -> str:
 
 
 # ----------------------------------------------------------------------------------- parts
-
-
-def text_of(part: TextPart | SummaryPart) -> str:
-    """The wire text of a text or summary part."""
-    return part.wire_text() if isinstance(part, SummaryPart) else part.text
 
 
 def image_from_url(url: str, detail: Any) -> ImagePart:
@@ -176,6 +171,17 @@ def parse_tool(fn: Wire, extras: dict[str, dict[str, Any]], names: set[str]) -> 
     return ToolSpec(
         name=name, description=fn.get("description").opt_str() or "", parameters=parameters
     )
+
+
+def parse_tools(
+    w: Wire, extras: dict[str, dict[str, Any]], function_of: Callable[[Wire], Wire]
+) -> tuple[ToolSpec, ...]:
+    """The ``tools`` array (none when null): each entry's function definition, as the shape's
+    ``function_of`` finds it inside the entry's envelope (checking the envelope)."""
+    if w.is_null:
+        return ()
+    names: set[str] = set()
+    return tuple(parse_tool(function_of(tool), extras, names) for tool in w.items())
 
 
 def render_tool(tool: ToolSpec, extras: dict[str, Any]) -> dict[str, Any]:

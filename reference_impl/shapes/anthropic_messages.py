@@ -33,22 +33,26 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 from typing_extensions import assert_never
 
-from reference_impl.errors import ParseError, ShapeError, UnsupportedPartError
+from reference_impl.errors import ShapeError
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
     body_params,
     canonical_of,
     extra_members,
+    message_lists,
     params_without,
 )
 from reference_impl.shapes._mapping import (
     call_arguments,
-    leading_system_count,
+    require_assistant,
+    split_system,
+    turn_message,
     unique_tool_name,
     unsupported_part,
     with_summaries,
@@ -61,7 +65,6 @@ from reference_impl.transcript import (
     Message,
     Part,
     ReasoningPart,
-    Role,
     SummaryPart,
     TextPart,
     ToolCallPart,
@@ -270,10 +273,7 @@ def _map_message(wire: Wire) -> tuple[Message, MessageExtras]:
     wire.obj()
     role = wire.get("role").choice(("user", "assistant", "system"), "role")
     parts, extras = _map_content(wire.get("content"), role, system_text_only=role == "system")
-    neutral: Role = role  # type: ignore[assignment]
-    if role == "user" and any(isinstance(p, ToolResultPart) for p in parts):
-        neutral = "tool"
-    return Message(role=neutral, parts=with_summaries(parts, neutral)), extras
+    return turn_message(role, parts), extras  # type: ignore[arg-type]
 
 
 def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
@@ -299,25 +299,17 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     root = Wire.root(body, dotted=True)
     root.obj()
     extras = Extras(SHAPE)
-    messages: list[Message] = []
-    per_message: list[MessageExtras] = []
+    head: list[tuple[Message, MessageExtras]] = []
     system = root.get("system")
     if not system.is_null and system.value not in ("", []):
         parts, system_extras = _map_content(system, "system", system_text_only=True)
-        messages.append(Message(role="system", parts=with_summaries(parts, "system")))
-        per_message.append(system_extras)
-    for wire in root.get("messages").items():
-        message, message_extras = _map_message(wire)
-        messages.append(message)
-        per_message.append(message_extras)
-    tools = _map_tools(root.get("tools"), extras) if not root.get("tools").is_null else ()
-    extras.attach(messages, per_message)
-    return Transcript(
-        messages=tuple(messages),
-        tools=tools,
-        model=root.get("model").opt_str(),
-        params=extras.to_params(params_without(root, _BODY_KEYS)),
+        head.append((Message(role="system", parts=with_summaries(parts, "system")), system_extras))
+    messages, per_message = message_lists(
+        (*head, *(_map_message(wire) for wire in root.get("messages").items()))
     )
+    tools = _map_tools(root.get("tools"), extras) if not root.get("tools").is_null else ()
+    model = root.get("model").opt_str()
+    return extras.transcript(messages, per_message, tools, params_without(root, _BODY_KEYS), model)
 
 
 def parse_response(body: Mapping[str, Any]) -> Message:
@@ -330,21 +322,18 @@ def parse_response(body: Mapping[str, Any]) -> Message:
         )
     root.get("role").choice(("assistant",), "role")
     parts, extras = _map_content(root.get("content"), "assistant")
-    if extras:
-        position, _ = (extras.raw or extras.fields)[0]
-        raise ParseError(
-            "this response block carries content the neutral message cannot keep "
-            "(server-tool blocks, citations, cache_control); parse the follow-up request instead",
-            where=f"content.{'.content.'.join(str(p) for p in position)}",
-        )
+    extras.refuse_in_response(
+        "response block",
+        "server-tool blocks, citations, cache_control",
+        lambda position: f"content.{'.content.'.join(str(p) for p in position)}",
+    )
     return Message(role="assistant", parts=tuple(parts))
 
 
 # --------------------------------------------------------------------------------- rendering
 
 
-def _unsupported(what: str, i: int, j: int | None = None) -> UnsupportedPartError:
-    return unsupported_part(SHAPE, what, i, j)
+_unsupported: Final = partial(unsupported_part, SHAPE)
 
 
 def _render_source(part: ImagePart | FilePart, i: int, j: int) -> dict[str, Any]:
@@ -435,22 +424,16 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     """A Messages request body; leading system/developer messages become top-level ``system``."""
     extras = Extras.from_transcript(SHAPE, transcript)
     per_message = list(extras.for_messages(transcript.messages))
-    messages = transcript.messages
-    lead = leading_system_count(messages)
-    system: list[Any] = []
-    for i in range(lead):
-        system.extend(_render_blocks(messages[i], i, per_message[i]))
+    system, turns = split_system(
+        transcript.messages, lambda m, i: _render_blocks(m, i, per_message[i]), SHAPE, None
+    )
     body: dict[str, Any] = {}
     if transcript.model is not None:
         body["model"] = transcript.model
     if system:
         plain = len(system) == 1 and set(system[0]) == {"type", "text"}
         body["system"] = system[0]["text"] if plain else system
-    body["messages"] = [
-        {"role": _WIRE_ROLES[m.role], "content": _render_blocks(m, i, per_message[i])}
-        for i, m in enumerate(messages)
-        if i >= lead
-    ]
+    body["messages"] = [{"role": _WIRE_ROLES[m.role], "content": blocks} for m, blocks in turns]
     tools = extras.insert_raw_tools([_render_tool(t, extras) for t in transcript.tools])
     if tools:
         body["tools"] = tools
@@ -460,10 +443,7 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
 
 def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     """A Messages response (``type: "message"``) that the ``anthropic`` SDK validates."""
-    if message.role != "assistant":
-        raise UnsupportedPartError(
-            f"a response holds an assistant message, not {message.role!r}", where="message"
-        )
+    require_assistant(message, "a response holds an assistant message")
     content = _render_blocks(message, 0, MessageExtras())
     stop_reason = meta.stop_reason or ("tool_use" if message.tool_calls else "end_turn")
     return {

@@ -34,22 +34,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Final, Literal
 
 from typing_extensions import assert_never
 
-from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
     body_params,
     canonical_of,
     extra_members,
+    message_lists,
     params_without,
 )
 from reference_impl.shapes._mapping import (
     call_arguments,
-    leading_system_count,
+    require_assistant,
+    split_system,
+    text_of,
+    turn_message,
     unique_tool_name,
     unsupported_part,
     with_summaries,
@@ -62,7 +66,6 @@ from reference_impl.transcript import (
     Message,
     Part,
     ReasoningPart,
-    Role,
     SummaryPart,
     TextPart,
     ToolCallPart,
@@ -259,10 +262,7 @@ def _map_message(wire: Wire) -> tuple[Message, MessageExtras]:
     wire.obj()
     role = wire.get("role").choice(("user", "assistant"), "role")
     parts, extras = _map_blocks(wire.get("content"), role)
-    neutral: Role = "assistant" if role == "assistant" else "user"
-    if neutral == "user" and any(isinstance(p, ToolResultPart) for p in parts):
-        neutral = "tool"
-    return Message(role=neutral, parts=with_summaries(parts, neutral)), extras
+    return turn_message("assistant" if role == "assistant" else "user", parts), extras
 
 
 def _map_system(system: Wire) -> tuple[Message, MessageExtras]:
@@ -308,25 +308,18 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     root = Wire.root(body, dotted=True)
     root.obj()
     extras = Extras(SHAPE)
-    messages: list[Message] = []
-    per_message: list[MessageExtras] = []
     system = root.get("system")
-    if not system.is_null and system.items():
-        message, system_extras = _map_system(system)
-        messages.append(message)
-        per_message.append(system_extras)
-    for wire in root.get("messages").items():
-        message, message_extras = _map_message(wire)
-        messages.append(message)
-        per_message.append(message_extras)
+    head = [_map_system(system)] if not system.is_null and system.items() else []
+    messages, per_message = message_lists(
+        (*head, *(_map_message(wire) for wire in root.get("messages").items()))
+    )
     params = params_without(root, _BODY_KEYS)
     tools: tuple[ToolSpec, ...] = ()
     if not root.get("toolConfig").is_null:
         tools, rest = _map_tool_config(root.get("toolConfig"), extras)
         if rest is not None:
             params = tuple(sorted((*params, ("toolConfig", canonical_json(rest)))))
-    extras.attach(messages, per_message)
-    return Transcript(messages=tuple(messages), tools=tools, params=extras.to_params(params))
+    return extras.transcript(messages, per_message, tools, params)
 
 
 def parse_response(body: Mapping[str, Any]) -> Message:
@@ -338,21 +331,18 @@ def parse_response(body: Mapping[str, Any]) -> Message:
     message, extras = _map_message(wire)
     if message.role != "assistant":
         raise wire.get("role").fail("a Converse response holds an assistant message")
-    if extras:
-        position, _ = (extras.raw or extras.fields)[0]
-        raise ParseError(
-            "this response block carries content the neutral message cannot keep "
-            "(cachePoint, citations, guardContent...); parse the follow-up request instead",
-            where=f"output.message.content.{position[0]}",
-        )
+    extras.refuse_in_response(
+        "response block",
+        "cachePoint, citations, guardContent...",
+        lambda position: f"output.message.content.{position[0]}",
+    )
     return message
 
 
 # --------------------------------------------------------------------------------- rendering
 
 
-def _unsupported(what: str, i: int, j: int | None = None) -> UnsupportedPartError:
-    return unsupported_part(SHAPE, what, i, j)
+_unsupported: Final = partial(unsupported_part, SHAPE)
 
 
 def _format_of(part: ImagePart | FilePart, i: int, j: int) -> str:
@@ -405,10 +395,8 @@ def _render_result_item(item: TextPart | ImagePart | FilePart, i: int, j: int) -
 
 def _render_part(part: Part, i: int, j: int) -> dict[str, Any]:
     match part:
-        case TextPart():
-            return {"text": part.text}
-        case SummaryPart():
-            return {"text": part.wire_text()}
+        case TextPart() | SummaryPart():
+            return {"text": text_of(part)}
         case ImagePart() | FilePart():
             return _render_media(part, i, j)
         case ToolCallPart():
@@ -473,24 +461,18 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     """A Converse body; leading system/developer messages become ``system`` blocks."""
     extras = Extras.from_transcript(SHAPE, transcript)
     per_message = list(extras.for_messages(transcript.messages))
-    messages = transcript.messages
     body: dict[str, Any] = {}
-    lead = leading_system_count(messages)
-    system: list[Any] = []
-    for i in range(lead):
-        system.extend(_render_blocks(messages[i], i, per_message[i]))
-    wire_messages: list[Any] = []
-    for i in range(lead, len(messages)):
-        message = messages[i]
-        if message.role in {"system", "developer"}:
-            raise _unsupported(
-                "Converse has no system role inside messages; move the text to the leading "
-                "system messages or into a user turn",
-                i,
-            )
-        role = "assistant" if message.role == "assistant" else "user"
-        wire_messages.append({"role": role, "content": _render_blocks(message, i, per_message[i])})
-    body["messages"] = wire_messages
+    system, turns = split_system(
+        transcript.messages,
+        lambda m, i: _render_blocks(m, i, per_message[i]),
+        SHAPE,
+        "Converse has no system role inside messages; move the text to the leading "
+        "system messages or into a user turn",
+    )
+    body["messages"] = [
+        {"role": "assistant" if m.role == "assistant" else "user", "content": blocks}
+        for m, blocks in turns
+    ]
     if system:
         body["system"] = system
     config = _render_tool_config(transcript, extras)
@@ -502,10 +484,7 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
 
 def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     """A Converse response: ``output.message``, ``stopReason``, ``usage``, ``metrics``."""
-    if message.role != "assistant":
-        raise UnsupportedPartError(
-            f"a response holds an assistant message, not {message.role!r}", where="message"
-        )
+    require_assistant(message, "a response holds an assistant message")
     content = _render_blocks(message, 0, MessageExtras())
     return {
         "output": {"message": {"role": "assistant", "content": content}},

@@ -48,11 +48,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final, Literal
 
 from typing_extensions import assert_never
 
-from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
@@ -64,6 +64,10 @@ from reference_impl.shapes._extras import (
 from reference_impl.shapes._mapping import (
     call_arguments,
     leading_system_count,
+    require_assistant,
+    split_system,
+    text_of,
+    turn_message,
     unique_tool_name,
     unsupported_part,
     with_summaries,
@@ -310,9 +314,7 @@ def _map_content(content: Wire, role: Role, linker: _Linker) -> tuple[Message, M
     parts: list[Part] = []
     for j, part in enumerate(content.get("parts").items()):
         parts.extend(_map_part(part, role, linker, extras, j))
-    if role == "user" and any(isinstance(p, ToolResultPart) for p in parts):
-        role = "tool"
-    return Message(role=role, parts=with_summaries(parts, role)), extras
+    return turn_message(role, parts), extras
 
 
 _ROLES: Final[dict[str, Role]] = {"user": "user", "model": "assistant", "function": "user"}
@@ -391,12 +393,7 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
         messages.append(message)
         per_message.append(message_extras)
     tools = _map_tools(root.get("tools"), extras) if not root.get("tools").is_null else ()
-    extras.attach(messages, per_message)
-    return Transcript(
-        messages=tuple(messages),
-        tools=tools,
-        params=extras.to_params(params_without(root, _BODY_KEYS)),
-    )
+    return extras.transcript(messages, per_message, tools, params_without(root, _BODY_KEYS))
 
 
 def parse_response(body: Mapping[str, Any]) -> Message:
@@ -419,21 +416,18 @@ def parse_response(body: Mapping[str, Any]) -> Message:
     if tag is None:
         tag = hashlib.sha256(canonical_of(content).encode()).hexdigest()[:12]
     message, extras = _map_content(content, "assistant", _Linker(tag))
-    if extras:
-        position, _ = (extras.raw or extras.fields)[0]
-        raise ParseError(
-            "this part carries content the neutral message cannot keep (code execution, "
-            "video metadata...); parse the follow-up request instead",
-            where=f"{content.where}.parts[{position[0]}]",
-        )
+    extras.refuse_in_response(
+        "part",
+        "code execution, video metadata...",
+        lambda position: f"{content.where}.parts[{position[0]}]",
+    )
     return message
 
 
 # --------------------------------------------------------------------------------- rendering
 
 
-def _unsupported(what: str, i: int, j: int | None = None) -> UnsupportedPartError:
-    return unsupported_part(SHAPE, what, i, j)
+_unsupported: Final = partial(unsupported_part, SHAPE)
 
 
 def _is_synthetic(call_id: str) -> bool:
@@ -510,10 +504,8 @@ def _render_result(
 
 def _render_part(part: Part, names: Mapping[str, str], i: int, j: int) -> dict[str, Any]:
     match part:
-        case TextPart():
-            return {"text": part.text}
-        case SummaryPart():
-            return {"text": part.wire_text()}
+        case TextPart() | SummaryPart():
+            return {"text": text_of(part)}
         case ImagePart() | FilePart():
             return _render_blob(part, i, j)
         case ToolCallPart():
@@ -594,32 +586,22 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
     extras = Extras.from_transcript(SHAPE, transcript)
     per_message = list(extras.for_messages(transcript.messages))
     names = _call_names(transcript.messages)
-    messages = transcript.messages
     body: dict[str, Any] = {}
-    lead = leading_system_count(messages)
-    system: list[Any] = []
-    for i in range(lead):
-        system.extend(
-            Extras.apply(_render_parts(messages[i], names, i), per_message[i], _nested_parts)
-        )
-    if lead:
+    system, turns = split_system(
+        transcript.messages,
+        lambda m, i: Extras.apply(_render_parts(m, names, i), per_message[i], _nested_parts),
+        SHAPE,
+        "Gemini has no system role inside contents (G7: user, model); move the text to "
+        "the leading system messages or into a user turn",
+    )
+    if leading_system_count(transcript.messages):
         instruction: dict[str, Any] = {"parts": system}
         if "system_role" in extras.values:
             instruction["role"] = extras.values["system_role"]
         body["systemInstruction"] = instruction
-    contents: list[Any] = []
-    for i in range(lead, len(messages)):
-        message = messages[i]
-        if message.role in {"system", "developer"}:
-            raise _unsupported(
-                "Gemini has no system role inside contents (G7: user, model); move the text to "
-                "the leading system messages or into a user turn",
-                i,
-            )
-        parts = Extras.apply(_render_parts(message, names, i), per_message[i], _nested_parts)
-        role = "model" if message.role == "assistant" else "user"
-        contents.append({"role": role, "parts": parts})
-    body["contents"] = contents
+    body["contents"] = [
+        {"role": "model" if m.role == "assistant" else "user", "parts": parts} for m, parts in turns
+    ]
     tools = _render_tools(transcript, extras)
     if tools:
         body["tools"] = tools
@@ -629,10 +611,7 @@ def render_request(transcript: Transcript) -> dict[str, Any]:
 
 def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     """A generateContent response with one candidate and ``usageMetadata``."""
-    if message.role != "assistant":
-        raise UnsupportedPartError(
-            f"a response holds a model message, not {message.role!r}", where="message"
-        )
+    require_assistant(message, "a response holds a model message")
     parts = _render_parts(message, _call_names([message]), 0)
     return {
         "candidates": [

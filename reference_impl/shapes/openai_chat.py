@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from reference_impl.errors import ShapeError, UnsupportedPartError
-from reference_impl.shapes._mapping import text_part
+from reference_impl.errors import ShapeError
+from reference_impl.shapes._mapping import require_assistant, text_part
 from reference_impl.shapes._openai_common import (
     build_message,
     build_transcript,
@@ -37,7 +37,7 @@ from reference_impl.shapes._openai_common import (
     image_detail,
     image_from_url,
     parse_params,
-    parse_tool,
+    parse_tools,
     render_params,
     render_tool,
     text_of,
@@ -57,7 +57,6 @@ from reference_impl.transcript import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    ToolSpec,
     Transcript,
     canonical_json,
 )
@@ -113,22 +112,16 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     root.obj()
     model = root.get("model").opt_str()
     extras: dict[str, dict[str, Any]] = {}
-    tools = _map_tools(root.get("tools"), extras)
+    tools = parse_tools(root.get("tools"), extras, _function_of)
     messages = _map_messages(root.get("messages").items())
     params = parse_params(root, _STRUCTURAL, extras)
     return build_transcript(root, messages, tools, model, params)
 
 
-def _map_tools(w: Wire, extras: dict[str, dict[str, Any]]) -> tuple[ToolSpec, ...]:
-    if w.is_null:
-        return ()
-    names: set[str] = set()
-    out: list[ToolSpec] = []
-    for tool in w.items():
-        tool.only_keys({"type", "function"}, "a tool")
-        tool.get("type").choice(("function",), "tool type")
-        out.append(parse_tool(tool.get("function"), extras, names))
-    return tuple(out)
+def _function_of(tool: Wire) -> Wire:
+    tool.only_keys({"type", "function"}, "a tool")
+    tool.get("type").choice(("function",), "tool type")
+    return tool.get("function")
 
 
 def _map_messages(items: list[Wire]) -> list[Message]:
@@ -450,10 +443,7 @@ _FINISH: Final[Mapping[str, str]] = {
 
 def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     """One assistant message -> a ``chat.completion`` object the ``openai`` SDK accepts."""
-    if message.role != "assistant":
-        raise UnsupportedPartError(
-            f"a response carries an assistant message, not {message.role!r}", where="message.role"
-        )
+    require_assistant(message, "a response carries an assistant message", where="message.role")
     wire = _render_message(message, 0)[0]
     if meta.stop_reason is None:
         finish = "tool_calls" if message.tool_calls else "stop"

@@ -31,8 +31,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from reference_impl.errors import UnsupportedPartError
-from reference_impl.shapes._mapping import text_part
+from reference_impl.shapes._mapping import require_assistant, text_part
 from reference_impl.shapes._openai_common import (
     build_message,
     build_transcript,
@@ -41,7 +40,7 @@ from reference_impl.shapes._openai_common import (
     image_detail,
     image_from_url,
     parse_params,
-    parse_tool,
+    parse_tools,
     render_params,
     render_tool,
     text_of,
@@ -61,7 +60,6 @@ from reference_impl.transcript import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    ToolSpec,
     Transcript,
 )
 from reference_impl.wording import with_article
@@ -98,7 +96,7 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     root.obj()
     model = root.get("model").opt_str()
     extras: dict[str, dict[str, Any]] = {}
-    tools = _map_tools(root.get("tools"), extras)
+    tools = parse_tools(root.get("tools"), extras, _function_of)
     messages: list[Message] = []
     instructions = root.get("instructions")
     if not instructions.is_null:
@@ -113,16 +111,9 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     return build_transcript(root, messages, tools, model, params)
 
 
-def _map_tools(w: Wire, extras: dict[str, dict[str, Any]]) -> tuple[ToolSpec, ...]:
-    if w.is_null:
-        return ()
-    names: set[str] = set()
-    out: list[ToolSpec] = []
-    for tool in w.items():
-        tool.get("type").choice(("function",), "tool type")
-        fields = {k: v for k, v in tool.obj().items() if k != "type"}
-        out.append(parse_tool(Wire(fields, tool.path), extras, names))
-    return tuple(out)
+def _function_of(tool: Wire) -> Wire:
+    tool.get("type").choice(("function",), "tool type")
+    return Wire({k: v for k, v in tool.obj().items() if k != "type"}, tool.path)
 
 
 class _Items:
@@ -493,10 +484,7 @@ def parse_response(body: Mapping[str, Any]) -> Message:
 
 def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     """One assistant message -> a ``response`` object the ``openai`` SDK accepts."""
-    if message.role != "assistant":
-        raise UnsupportedPartError(
-            f"a response carries an assistant message, not {message.role!r}", where="message.role"
-        )
+    require_assistant(message, "a response carries an assistant message", where="message.role")
     if message.name is not None or message.empty_tool_calls:
         raise unsupported(SHAPE, 0, None, "a message name or an empty tool_calls list")
 
