@@ -197,6 +197,7 @@ def _plan(
 ) -> list[tuple[Case, Assembler, tuple[CheckSpec, ...], tuple[str, ...]]]:
     # Heavy imports only here: a project with ctxconf installed pays nothing without the option.
     from conformance.checks import checks_for  # noqa: PLC0415
+    from conformance.commands._options import comma_list  # noqa: PLC0415
     from conformance.engine import plan_cases  # noqa: PLC0415
     from conformance.loading import load_plugin  # noqa: PLC0415
     from conformance.scenarios import default_corpus_path, load_corpus, select  # noqa: PLC0415
@@ -212,7 +213,7 @@ def _plan(
         if scenarios_spec is not None and Path(scenarios_spec).exists():
             scenarios = select(load_corpus(Path(scenarios_spec)), level=level)
         else:
-            selectors = [s.strip() for s in (scenarios_spec or "").split(",") if s.strip()]
+            selectors = comma_list(scenarios_spec or "")
             root = default_corpus_path()
             scenarios = select(load_corpus(root), selectors=selectors, level=level)
             if selectors and not scenarios:
@@ -225,7 +226,7 @@ def _plan(
         raise pytest.UsageError(f"ctxconf: {where}{exc.message}") from None
     shapes = None
     if chosen_shapes:
-        shapes = [s.strip() for s in chosen_shapes.split(",") if s.strip()]
+        shapes = list(comma_list(chosen_shapes))
         unknown = [s for s in shapes if s not in SHAPE_NAMES]
         if unknown:
             raise pytest.UsageError(

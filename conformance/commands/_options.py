@@ -2,8 +2,10 @@
 
 ``run``, ``fuzz`` and ``soak`` drive a plug-in (:func:`plugin_options`, :func:`load_impl`,
 :func:`timeout_option`); ``run`` and ``fuzz`` choose among its shapes (:func:`shapes_option`,
-:func:`chosen_shapes`), ``fuzz`` and ``soak`` take a :func:`seed_option`; the commands that
-read or write a body name its shape (:data:`SHAPE_CHOICE`) and print in a :func:`format_option`.
+:func:`chosen_shapes`), ``fuzz`` and ``soak`` take a :func:`seed_option` and a number of tries
+(:func:`count_option`, like ``run --jobs``); ``proxy`` waits a :func:`seconds_option`; the
+commands that read or write a body name its shape (:data:`SHAPE_CHOICE`) and print in a
+:func:`format_option`; ``--scenarios`` and ``--shapes`` are comma-separated (:func:`comma_list`).
 A bad value is one line on stderr and exit status 2 (:func:`conformance.commands._io.fail`).
 
 The engine and the plug-in loader are imported when an option needs them, so the commands that
@@ -28,10 +30,13 @@ if TYPE_CHECKING:
 __all__ = [
     "SHAPE_CHOICE",
     "chosen_shapes",
+    "comma_list",
+    "count_option",
     "file_option",
     "format_option",
     "load_impl",
     "plugin_options",
+    "seconds_option",
     "seed_option",
     "shapes_option",
     "timeout_option",
@@ -70,18 +75,39 @@ def load_impl(impl: str, impl_shape: str | None) -> Plugin:
         fail(describe_error(exc))
 
 
+def seconds_option(default: float, help_text: str) -> Callable[[_F], _F]:
+    """``--timeout``: a wait in seconds, from 0.01 to an hour."""
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(0.01, 3600),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
+
+
 def timeout_option(unit: str, *, note: str = "") -> Callable[[_F], _F]:
     """``--timeout``: seconds one plug-in call may take before the ``unit`` (a case, a turn) is
     an error; ``note`` adds what else happens then."""
     from conformance.engine import DEFAULT_TIMEOUT  # noqa: PLC0415 - see the module docstring
 
-    return click.option(
-        "--timeout",
-        type=click.FloatRange(0.01, 3600),
-        default=DEFAULT_TIMEOUT,
-        show_default=True,
-        help=f"Seconds one plug-in call may take before the {unit} is an error{note}.",
+    return seconds_option(
+        DEFAULT_TIMEOUT, f"Seconds one plug-in call may take before the {unit} is an error{note}."
     )
+
+
+def count_option(
+    flag: str, default: int, help_text: str, *, most: int = 100_000
+) -> Callable[[_F], _F]:
+    """A whole number of things to do (cases, turns, workers), from 1 to ``most``."""
+    return click.option(
+        flag, type=click.IntRange(1, most), default=default, show_default=True, help=help_text
+    )
+
+
+def comma_list(value: str) -> tuple[str, ...]:
+    """The names in a comma-separated option value, stripped, empty ones left out."""
+    return tuple(s.strip() for s in value.split(",") if s.strip())
 
 
 def shapes_option(verb: str, everything: str) -> Callable[[_F], _F]:
@@ -96,7 +122,7 @@ def chosen_shapes(value: str | None, plugin: Plugin, impl: str) -> tuple[str, ..
     or when the plug-in speaks none of them."""
     if not value:
         return None
-    names = tuple(s.strip() for s in value.split(",") if s.strip())
+    names = comma_list(value)
     unknown = [n for n in names if n not in SHAPE_NAMES]
     if unknown:
         fail(f"--shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}")

@@ -18,6 +18,7 @@ import click
 from conformance.commands._io import EXIT_FINDING, fail
 from conformance.commands._options import (
     chosen_shapes,
+    count_option,
     file_option,
     load_impl,
     plugin_options,
@@ -40,13 +41,7 @@ def replayable_path(out: Path) -> Path:
 @click.command(name="fuzz")
 @plugin_options
 @shapes_option("fuzz", "all it speaks")
-@click.option(
-    "--examples",
-    type=click.IntRange(1, 100_000),
-    default=DEFAULT_EXAMPLES,
-    show_default=True,
-    help="Generated cases to try before giving up.",
-)
+@count_option("--examples", DEFAULT_EXAMPLES, "Generated cases to try before giving up.")
 @seed_option(None, "Seed for the search (default: random, printed so the run can be repeated).")
 @file_option("--out", "out", "Also write the scenario file here (under a must/ folder).")
 @click.option(

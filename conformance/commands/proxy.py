@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from conformance.commands._io import fail
+from conformance.commands._options import seconds_option
 from conformance.commands._serving import listening, run_server
 from conformance.providers.proxy import (
     DEFAULT_TIMEOUT_S,
@@ -73,13 +74,7 @@ class _OneLineBreaks(logging.Filter):
     multiple=True,
     help="Catalog profile to judge by (repeatable); each applies to its shape.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.01, max=3600),
-    default=DEFAULT_TIMEOUT_S,
-    show_default=True,
-    help="Seconds to wait for the upstream (connect, and between bytes).",
-)
+@seconds_option(DEFAULT_TIMEOUT_S, "Seconds to wait for the upstream (connect, and between bytes).")
 def command(  # noqa: PLR0917 - click passes each option as a parameter
     upstream: str,
     mode: str,

@@ -27,6 +27,7 @@ import httpx
 import openai
 
 from conformance.commands._io import fail
+from conformance.commands._options import comma_list
 from conformance.errors import CredentialsError, EmulatorConfigError, ScenarioError
 from conformance.providers.emulator import create_app
 from conformance.scenarios import load_corpus, select
@@ -47,7 +48,7 @@ def _scenario_cases(
     except ScenarioError as exc:
         fail(f"--corpus: {exc}")
     # Comma-separated like `run --scenarios a,b`, and repeatable.
-    wanted = [part.strip() for s in selectors for part in s.split(",") if part.strip()]
+    wanted = [name for s in selectors for name in comma_list(s)]
     chosen = select(scenarios, selectors=[s for s in wanted if s != "all"])
     if selectors and not chosen:
         fail(f"--scenarios {', '.join(selectors)}: no scenario has that id or tag")

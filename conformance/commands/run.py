@@ -26,6 +26,8 @@ from conformance.checks import REGISTRY
 from conformance.commands._io import describe_error, fail
 from conformance.commands._options import (
     chosen_shapes,
+    comma_list,
+    count_option,
     file_option,
     load_impl,
     plugin_options,
@@ -65,7 +67,7 @@ def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], st
         _check_ids_known(chosen_here)
         return chosen_here, str(root)
     root = default_corpus_path()
-    selectors = [s.strip() for s in spec.split(",") if s.strip()] if spec else []
+    selectors = comma_list(spec) if spec else ()
     chosen = select(load_corpus(root), selectors=selectors, level=level)
     if spec and not chosen:
         fail(
@@ -124,13 +126,7 @@ def _write(path: Path, text: str) -> None:
     show_default=True,
     help="What to print on standard output.",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Worker processes (output order does not depend on it).",
-)
+@count_option("--jobs", 1, "Worker processes (output order does not depend on it).", most=64)
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) on should failures.")
 @file_option(
     "--baseline",

@@ -18,6 +18,7 @@ import click
 from conformance.commands._io import EXIT_FINDING, describe_error, fail
 from conformance.commands._options import (
     SHAPE_CHOICE,
+    count_option,
     file_option,
     load_impl,
     plugin_options,
@@ -41,13 +42,7 @@ __all__ = ["command"]
     show_default=True,
     help="A built-in workload (ops, coding, support) or a workload YAML file.",
 )
-@click.option(
-    "--turns",
-    type=click.IntRange(1, 100_000),
-    default=DEFAULT_TURNS,
-    show_default=True,
-    help="Model calls to simulate.",
-)
+@count_option("--turns", DEFAULT_TURNS, "Model calls to simulate.")
 @seed_option(0, "Run seed.")
 @click.option(
     "--shape",
