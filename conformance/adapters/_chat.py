@@ -26,6 +26,7 @@ __all__ = [
     "bridge",
     "chat_tool_call",
     "convert_chat",
+    "install_hint",
     "require",
     "text_of",
 ]
@@ -36,6 +37,12 @@ ChatPlugin = Callable[[ChatMessages, int], ChatMessages]
 
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
+
+
+def install_hint(missing: str, extra: str) -> str:
+    """What to install when an extra is missing: ``"{missing}: pip install 'ctxconf[{extra}]'"``
+    (``missing`` says who needs which library; the extras are in pyproject.toml)."""
+    return f"{missing}: pip install 'ctxconf[{extra}]'"
 
 
 def require(module: str, message: str) -> Any:

@@ -28,6 +28,7 @@ from conformance.adapters._chat import (
     bridge,
     chat_tool_call,
     convert_chat,
+    install_hint,
     require,
     text_of,
 )
@@ -41,7 +42,7 @@ __all__ = [
     "token_limited",
 ]
 
-_MISSING = "the autogen adapter needs autogen-core: pip install 'ctxconf[autogen]'"
+_MISSING = install_hint("the autogen adapter needs autogen-core", "autogen")
 
 
 def _autogen() -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from conformance.adapters._budget import count_chat_messages
-from conformance.adapters._chat import ChatMessages, ChatPlugin, bridge, require
+from conformance.adapters._chat import ChatMessages, ChatPlugin, bridge, install_hint, require
 
 __all__ = [
     "make_trimmer",
@@ -26,7 +26,7 @@ __all__ = [
     "trim_last_start_on_human",
 ]
 
-_MISSING = "the langchain adapter needs langchain-core: pip install 'ctxconf[langchain]'"
+_MISSING = install_hint("the langchain adapter needs langchain-core", "langchain")
 
 
 def langchain_messages(missing: str = _MISSING) -> Any:

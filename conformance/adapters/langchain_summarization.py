@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from conformance.adapters._chat import ChatMessages, ChatPlugin, require
+from conformance.adapters._chat import ChatMessages, ChatPlugin, install_hint, require
 from conformance.adapters.langchain import langchain_bridge, langchain_messages, reference_count
 
 __all__ = [
@@ -38,9 +38,8 @@ __all__ = [
 SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools were called."
 """What the fake summarizer model answers, every time."""
 
-_MISSING = (
-    "the summarization adapters need langchain and langmem: "
-    "pip install 'ctxconf[langchain-summarization]'"
+_MISSING = install_hint(
+    "the summarization adapters need langchain and langmem", "langchain-summarization"
 )
 
 
@@ -79,8 +78,7 @@ def make_summarization_middleware(
         lc = _langchain_core()
         middleware_module = require(
             "langchain.agents.middleware",
-            "SummarizationMiddleware needs langchain>=1: "
-            "pip install 'ctxconf[langchain-summarization]'",
+            install_hint("SummarizationMiddleware needs langchain>=1", "langchain-summarization"),
         )
         options: dict[str, Any] = {"trigger": ("tokens", budget)}
         if keep_tokens_ratio is not None:
@@ -120,7 +118,7 @@ def make_langmem_summarize(
             warnings.simplefilter("ignore", DeprecationWarning)
             short_term = require(
                 "langmem.short_term",
-                "the langmem adapter needs langmem: pip install 'ctxconf[langchain-summarization]'",
+                install_hint("the langmem adapter needs langmem", "langchain-summarization"),
             )
         for index, message in enumerate(session):
             # LangGraph's state gives every message an id; summarize_messages requires one.

@@ -12,16 +12,14 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from conformance.adapters._chat import ChatMessages, require
+from conformance.adapters._chat import ChatMessages, install_hint, require
 
 __all__ = ["make_trimmer", "trim_messages"]
 
 
 def _import_litellm_trim() -> Callable[..., Any]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    utils = require(
-        "litellm.utils", "the litellm adapter needs litellm: pip install 'ctxconf[litellm]'"
-    )
+    utils = require("litellm.utils", install_hint("the litellm adapter needs litellm", "litellm"))
     trim: Callable[..., Any] = utils.trim_messages
     return trim
 

@@ -22,7 +22,14 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from conformance.adapters._chat import ChatMessages, ChatPlugin, bridge, require, text_of
+from conformance.adapters._chat import (
+    ChatMessages,
+    ChatPlugin,
+    bridge,
+    install_hint,
+    require,
+    text_of,
+)
 
 __all__ = [
     "chat_memory_buffer",
@@ -31,7 +38,7 @@ __all__ = [
     "memory",
 ]
 
-_MISSING = "the llama-index adapter needs llama-index-core: pip install 'ctxconf[llama-index]'"
+_MISSING = install_hint("the llama-index adapter needs llama-index-core", "llama-index")
 
 
 def _llama() -> Any:

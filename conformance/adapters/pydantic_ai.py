@@ -24,6 +24,7 @@ from conformance.adapters._chat import (
     bridge,
     chat_tool_call,
     convert_chat,
+    install_hint,
     require,
     text_of,
 )
@@ -34,7 +35,7 @@ __all__ = ["keep_last", "keep_last_no_repair", "make_process_history"]
 def _messages_module() -> Any:
     return require(
         "pydantic_ai.messages",
-        "the pydantic-ai adapter needs pydantic-ai-slim: pip install 'ctxconf[pydantic-ai]'",
+        install_hint("the pydantic-ai adapter needs pydantic-ai-slim", "pydantic-ai"),
     )
 
 

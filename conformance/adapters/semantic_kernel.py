@@ -25,6 +25,7 @@ from conformance.adapters._chat import (
     ChatPlugin,
     bridge,
     chat_tool_call,
+    install_hint,
     require,
     text_of,
 )
@@ -43,7 +44,7 @@ SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools we
 def _sk() -> Any:
     return require(
         "semantic_kernel.contents",
-        "the semantic-kernel adapter needs semantic-kernel: pip install 'ctxconf[semantic-kernel]'",
+        install_hint("the semantic-kernel adapter needs semantic-kernel", "semantic-kernel"),
     )
 
 
