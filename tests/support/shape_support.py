@@ -15,9 +15,10 @@ from paths import RECORDINGS
 
 from reference_impl.errors import ParseError
 from reference_impl.shapes.base import ShapeAdapter
-from reference_impl.transcript import Message, Transcript
+from reference_impl.transcript import Message, TextPart, Transcript
 
 __all__ = [
+    "after_question",
     "assert_transcript_or_parse_error",
     "needs_recordings",
     "parse_outcome",
@@ -39,6 +40,11 @@ def recorded_requests(folder: str) -> list[Any]:
     from conformance.traffic.reading import iter_recordings
 
     return [i for i in iter_recordings(RECORDINGS / folder) if isinstance(i.request_body, dict)]
+
+
+def after_question(*messages: Message) -> Transcript:
+    """A session that opens with the user's question ``q``, then ``messages``."""
+    return Transcript((Message("user", (TextPart("q"),)), *messages))
 
 
 def sorted_json(value: object) -> str:

@@ -1,0 +1,120 @@
+"""The contract every wire shape meets, one test for the five shapes (``shapes/base.py``).
+
+Each shape is in the registry under its name, renders and parses back every session its
+capabilities allow, and turns JSON nested deeper than the interpreter can walk into a
+``ParseError`` at the provider's own path. What only one shape does stays in its own
+``test_shapes_*.py``. Expected paths are written by hand from each provider's API reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_support import examples
+
+from conformance.strategies import transcripts
+from reference_impl.errors import ParseError
+from reference_impl.shapes import (
+    anthropic_messages,
+    bedrock_converse,
+    gemini,
+    get_shape,
+    openai_chat,
+    openai_responses,
+)
+from reference_impl.shapes.base import ShapeAdapter
+
+# name -> the adapter its module declares, and the longest generated session its round trip
+# tries (None: the strategy's own bound; 10 for the three shapes with a top-level system field,
+# whose messages take longer to map).
+SHAPES: list[tuple[str, ShapeAdapter, int | None]] = [
+    ("openai-chat", openai_chat.ADAPTER, None),
+    ("openai-responses", openai_responses.ADAPTER, None),
+    ("anthropic-messages", anthropic_messages.ADAPTER, 10),
+    ("gemini", gemini.ADAPTER, 10),
+    ("bedrock-converse", bedrock_converse.ADAPTER, 10),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "adapter"), [(n, a) for n, a, _ in SHAPES], ids=[s[0] for s in SHAPES]
+)
+def test_registry_returns_the_adapter_of_each_shape_module(
+    name: str, adapter: ShapeAdapter
+) -> None:
+    assert get_shape(name) is adapter
+    assert adapter.name == name
+
+
+@pytest.mark.parametrize(("name", "adapter", "max_messages"), SHAPES, ids=[s[0] for s in SHAPES])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_round_trip_parse_render_over_generated_transcripts(
+    name: str, adapter: ShapeAdapter, max_messages: int | None, data: st.DataObject
+) -> None:
+    bound = {} if max_messages is None else {"max_messages": max_messages}
+    t = data.draw(transcripts(adapter.capabilities, **bound), label=name)
+    assert adapter.parse_request(adapter.render_request(t)) == t
+
+
+def _deep() -> dict[str, Any]:
+    deep: dict[str, Any] = {}
+    level = deep
+    for _ in range(5000):
+        level["a"] = {}
+        level = level["a"]
+    return deep
+
+
+# A tool call whose arguments nest 5000 objects deep, in each shape that sends them as JSON
+# objects (the OpenAI shapes send arguments as text), and where the provider reports it.
+DEEP_CALLS: list[tuple[ShapeAdapter, Callable[[Any], dict[str, Any]], str]] = [
+    (
+        anthropic_messages.ADAPTER,
+        lambda deep: {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "x", "name": "f", "input": deep}],
+                }
+            ]
+        },
+        "messages.0.content.0.input",
+    ),
+    (
+        bedrock_converse.ADAPTER,
+        lambda deep: {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": [{"toolUse": {"toolUseId": "x", "name": "f", "input": deep}}],
+                }
+            ]
+        },
+        "messages.0.content.0.toolUse.input",
+    ),
+    (
+        gemini.ADAPTER,
+        lambda deep: {
+            "contents": [
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": deep}}]}
+            ]
+        },
+        "contents[0].parts[0].functionCall.args",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("adapter", "body", "where"), DEEP_CALLS, ids=[a.name for a, _, _ in DEEP_CALLS]
+)
+def test_json_nested_deeper_than_python_can_walk_is_a_parse_error(
+    adapter: ShapeAdapter, body: Callable[[Any], dict[str, Any]], where: str
+) -> None:
+    with pytest.raises(ParseError) as info:
+        adapter.parse_request(body(_deep()))
+    assert info.value.where == where
