@@ -38,16 +38,18 @@ SHAPES: list[tuple[str, ShapeAdapter, int | None]] = [
     ("gemini", gemini.ADAPTER, 10),
     ("bedrock-converse", bedrock_converse.ADAPTER, 10),
 ]
+MODULES = [openai_chat, openai_responses, anthropic_messages, gemini, bedrock_converse]
 
 
 @pytest.mark.parametrize(
-    ("name", "adapter"), [(n, a) for n, a, _ in SHAPES], ids=[s[0] for s in SHAPES]
+    ("name", "module"),
+    [(s[0], m) for s, m in zip(SHAPES, MODULES, strict=True)],
+    ids=[s[0] for s in SHAPES],
 )
-def test_registry_returns_the_adapter_of_each_shape_module(
-    name: str, adapter: ShapeAdapter
-) -> None:
-    assert get_shape(name) is adapter
-    assert adapter.name == name
+def test_registry_returns_the_adapter_of_each_shape_module(name: str, module: Any) -> None:
+    assert get_shape(name) is module.ADAPTER
+    assert module.ADAPTER.name == name
+    assert module.ADAPTER.capabilities is module.CAPABILITIES
 
 
 @pytest.mark.parametrize(("name", "adapter", "max_messages"), SHAPES, ids=[s[0] for s in SHAPES])

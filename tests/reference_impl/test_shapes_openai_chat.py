@@ -15,15 +15,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
-from paths import RECORDINGS
-from shape_support import needs_recordings, parse_outcome, plain_json, wireish_json
+from shape_support import (
+    FUZZ_EXAMPLES,
+    assert_parsed_or_located,
+    assert_round_trips_in_meaning,
+    needs_recordings,
+    plain_json,
+    recorded_of_shape,
+    wireish_json,
+)
 
 from reference_impl.errors import ParseError, ShapeError, UnsupportedPartError
-from reference_impl.shapes import get_shape
 from reference_impl.shapes.base import ResponseMeta
 from reference_impl.shapes.openai_chat import (
     ADAPTER,
-    CAPABILITIES,
     parse_request,
     parse_response,
     render_request,
@@ -48,14 +53,6 @@ from reference_impl.transcript import (
 
 def call(id_: str, name: str = "get_weather", args: str = '{"city":"Paris"}') -> dict[str, Any]:
     return {"id": id_, "type": "function", "function": {"name": name, "arguments": args}}
-
-
-# ------------------------------------------------------------------------------ registry
-
-
-def test_adapter_is_registered_under_its_name() -> None:
-    assert get_shape("openai-chat") is ADAPTER
-    assert ADAPTER.capabilities is CAPABILITIES
 
 
 # ----------------------------------------------------------------------------- parse basics
@@ -516,31 +513,21 @@ def _skeleton(body: dict[str, Any]) -> dict[str, Any]:
     return {"messages": messages, "tools": tools, "rest": rest}
 
 
-def _chat_interactions() -> list[Any]:
-    from conformance.traffic.reading import iter_recordings
-
-    return [i for i in iter_recordings(RECORDINGS) if i.shape == "openai-chat"]
-
-
 @needs_recordings
 @pytest.mark.recordings
 def test_every_recorded_chat_request_round_trips_in_meaning() -> None:
-    interactions = _chat_interactions()
+    interactions = recorded_of_shape("openai-chat")
     # openai_chat: 1 + 2 + 2 + 3 requests; gateways: deepseek chat 3, openrouter 3 (grep -c).
     assert len(interactions) == 14
-    for interaction in interactions:
-        body = interaction.request_body
-        assert isinstance(body, dict), interaction
-        transcript = parse_request(body)
-        rendered = render_request(transcript)
-        assert _skeleton(rendered) == _skeleton(body), interaction
-        assert parse_request(rendered) == transcript, interaction
+    assert_round_trips_in_meaning(ADAPTER, interactions, _skeleton)
 
 
 @needs_recordings
 @pytest.mark.recordings
 def test_recorded_deepseek_reasoning_content_survives() -> None:
-    [_, _, third] = [i for i in _chat_interactions() if "deepseek_chat_thinking_tools" in i.file]
+    [_, _, third] = [
+        i for i in recorded_of_shape("openai-chat") if "deepseek_chat_thinking_tools" in i.file
+    ]
     transcript = parse_request(third.request_body)
     heads = [m for m in transcript.messages if m.role == "assistant"]
     assert [type(m.parts[0]).__name__ for m in heads] == ["ReasoningPart"] * 3
@@ -553,7 +540,7 @@ def test_recorded_deepseek_reasoning_content_survives() -> None:
 @pytest.mark.recordings
 def test_each_recorded_reply_reappears_in_the_next_request() -> None:
     """The assistant reply of call n is what the client sent back in call n+1 (same file)."""
-    interactions = _chat_interactions()
+    interactions = recorded_of_shape("openai-chat")
     checked = 0
     for reply, follow in itertools.pairwise(interactions):
         if reply.file != follow.file or reply.status != 200:
@@ -595,8 +582,6 @@ _keys = [
     "model",
 ]
 _roles = ["system", "developer", "user", "assistant", "tool", "x"]
-# Garbage needs fewer examples than the round trip: most draws die at the first wrong type.
-FUZZ_EXAMPLES = 150
 
 _wireish = wireish_json(_keys, _roles)
 
@@ -608,8 +593,7 @@ _wireish = wireish_json(_keys, _roles)
     )
 )
 def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    outcome = parse_outcome(parse_request, body)
-    assert isinstance(outcome, Transcript) or (isinstance(outcome, ParseError) and outcome.where)
+    assert_parsed_or_located(parse_request, body, Transcript)
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
@@ -623,5 +607,4 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
     )
 )
 def test_arbitrary_json_gives_a_reply_or_a_parse_error(body: Any) -> None:
-    outcome = parse_outcome(parse_response, body)
-    assert isinstance(outcome, Message) or (isinstance(outcome, ParseError) and outcome.where)
+    assert_parsed_or_located(parse_response, body, Message)

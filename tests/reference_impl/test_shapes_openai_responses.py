@@ -13,15 +13,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response
-from paths import RECORDINGS
-from shape_support import needs_recordings, parse_outcome, plain_json, wireish_json
+from shape_support import (
+    FUZZ_EXAMPLES,
+    assert_parsed_or_located,
+    assert_round_trips_in_meaning,
+    needs_recordings,
+    plain_json,
+    recorded_of_shape,
+    wireish_json,
+)
 
 from reference_impl.errors import ParseError, UnsupportedPartError
-from reference_impl.shapes import get_shape
 from reference_impl.shapes.base import ResponseMeta
 from reference_impl.shapes.openai_responses import (
     ADAPTER,
-    CAPABILITIES,
     parse_request,
     parse_response,
     render_request,
@@ -56,11 +61,6 @@ def fc(call_id: str, item_id: str | None = None, args: str = '{"city":"Paris"}')
 
 def out(call_id: str, output: Any = "sunny") -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": output}
-
-
-def test_adapter_is_registered_under_its_name() -> None:
-    assert get_shape("openai-responses") is ADAPTER
-    assert ADAPTER.capabilities is CAPABILITIES
 
 
 # ----------------------------------------------------------------------------- parse basics
@@ -407,31 +407,21 @@ def _skeleton(body: dict[str, Any]) -> dict[str, Any]:
     return {"items": items, "tools": tools, "rest": rest}
 
 
-def _responses_interactions() -> list[Any]:
-    from conformance.traffic.reading import iter_recordings
-
-    return [i for i in iter_recordings(RECORDINGS) if i.shape == "openai-responses"]
-
-
 @needs_recordings
 @pytest.mark.recordings
 def test_every_recorded_responses_request_round_trips_in_meaning() -> None:
-    interactions = _responses_interactions()
+    interactions = recorded_of_shape("openai-responses")
     # openai_responses: 1 + 3 + 1 + 2 requests; gateways: deepseek responses 1 (grep -c).
     assert len(interactions) == 8
-    for interaction in interactions:
-        body = interaction.request_body
-        assert isinstance(body, dict), interaction
-        transcript = parse_request(body)
-        rendered = render_request(transcript)
-        assert _skeleton(rendered) == _skeleton(body), interaction
-        assert parse_request(rendered) == transcript, interaction
+    assert_round_trips_in_meaning(ADAPTER, interactions, _skeleton)
 
 
 @needs_recordings
 @pytest.mark.recordings
 def test_recorded_reasoning_item_is_kept_whole() -> None:
-    [first, second, _] = [i for i in _responses_interactions() if "400_reasoning_without" in i.file]
+    [first, second, _] = [
+        i for i in recorded_of_shape("openai-responses") if "400_reasoning_without" in i.file
+    ]
     sent = parse_request(second.request_body)
     [reasoning] = [p for m in sent.messages for p in m.parts if isinstance(p, ReasoningPart)]
     recorded = second.request_body["input"][1]
@@ -445,7 +435,7 @@ def test_recorded_reasoning_item_is_kept_whole() -> None:
 @pytest.mark.recordings
 def test_recorded_replies_parse_and_render_back() -> None:
     checked = 0
-    for interaction in _responses_interactions():
+    for interaction in recorded_of_shape("openai-responses"):
         body = interaction.response_body
         if interaction.status != 200 or not isinstance(body, dict) or "output" not in body:
             continue
@@ -508,8 +498,6 @@ _atoms = [
     "tool",
     "function",
 ]
-# Garbage needs fewer examples than the round trip: most draws die at the first wrong type.
-FUZZ_EXAMPLES = 150
 
 _wireish = wireish_json(_keys, _atoms)
 
@@ -521,8 +509,7 @@ _wireish = wireish_json(_keys, _atoms)
     )
 )
 def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    outcome = parse_outcome(parse_request, body)
-    assert isinstance(outcome, Transcript) or (isinstance(outcome, ParseError) and outcome.where)
+    assert_parsed_or_located(parse_request, body, Transcript)
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
@@ -532,5 +519,4 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
     )
 )
 def test_arbitrary_json_gives_a_reply_or_a_parse_error(body: Any) -> None:
-    outcome = parse_outcome(parse_response, body)
-    assert isinstance(outcome, Message) or (isinstance(outcome, ParseError) and outcome.where)
+    assert_parsed_or_located(parse_response, body, Message)

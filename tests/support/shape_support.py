@@ -6,7 +6,7 @@ Imported by the shape tests (``tests/reference_impl/test_shapes_*.py``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -18,11 +18,15 @@ from reference_impl.shapes.base import ShapeAdapter
 from reference_impl.transcript import Message, TextPart, Transcript
 
 __all__ = [
+    "FUZZ_EXAMPLES",
     "after_question",
+    "assert_parsed_or_located",
+    "assert_round_trips_in_meaning",
     "assert_transcript_or_parse_error",
     "needs_recordings",
     "parse_outcome",
     "plain_json",
+    "recorded_of_shape",
     "recorded_requests",
     "sorted_json",
     "vocabulary_json",
@@ -33,6 +37,32 @@ needs_recordings = pytest.mark.skipif(
     not RECORDINGS.is_dir(),
     reason=f"{RECORDINGS} is absent: the public recordings live next to the repo in ../shared/recordings",
 )
+
+
+FUZZ_EXAMPLES = 150
+"""Examples for a garbage-in property: it needs fewer than a round trip, as most draws die at the
+first wrong type."""
+
+
+def recorded_of_shape(shape: str) -> list[Any]:
+    """Every recorded interaction of ``shape``, wherever it is filed (gateways included)."""
+    from conformance.traffic.reading import iter_recordings
+
+    return [i for i in iter_recordings(RECORDINGS) if i.shape == shape]
+
+
+def assert_round_trips_in_meaning(
+    adapter: ShapeAdapter, interactions: Iterable[Any], skeleton: Callable[[Any], object]
+) -> None:
+    """Each recorded request parses, renders back to a body with the same ``skeleton`` (what it
+    means to the provider), and that render parses to the same transcript."""
+    for interaction in interactions:
+        body = interaction.request_body
+        assert isinstance(body, dict), interaction
+        transcript = adapter.parse_request(body)
+        rendered = adapter.render_request(transcript)
+        assert skeleton(rendered) == skeleton(body), interaction
+        assert adapter.parse_request(rendered) == transcript, interaction
 
 
 def recorded_requests(folder: str) -> list[Any]:
@@ -58,6 +88,14 @@ def parse_outcome(parse: Callable[[Any], object], body: Any) -> object:
         return parse(body)
     except ParseError as exc:
         return exc
+
+
+def assert_parsed_or_located(
+    parse: Callable[[Any], object], body: Any, result: type[Transcript | Message]
+) -> None:
+    """``parse(body)`` gives a ``result`` or a ParseError that says where."""
+    outcome = parse_outcome(parse, body)
+    assert isinstance(outcome, result) or (isinstance(outcome, ParseError) and outcome.where)
 
 
 def assert_transcript_or_parse_error(adapter: ShapeAdapter, body: Any) -> None:
