@@ -118,6 +118,18 @@ def long():
 CONFIG = AssemblyConfig(recent_tool_rings=1, recent_user_turns=1, summarize_trigger_ratio=1.0)
 
 
+def _retry(call, shape):
+    """``call`` through the retry, over the long session, counted in words, with fresh metrics."""
+    return call_with_context_retry(
+        call,
+        long(),
+        CONFIG,
+        shape=shape,
+        counter=WordCounter(),
+        metrics=AssemblyMetrics(CollectorRegistry()),
+    )
+
+
 def test_retry_tightens_one_notch_and_succeeds():
     bodies = []
 
@@ -130,17 +142,7 @@ def test_retry_tightens_one_notch_and_succeeds():
             )
         return "answer"
 
-    assert (
-        call_with_context_retry(
-            call,
-            long(),
-            CONFIG,
-            shape="openai-chat",
-            counter=WordCounter(),
-            metrics=AssemblyMetrics(CollectorRegistry()),
-        )
-        == "answer"
-    )
+    assert _retry(call, "openai-chat") == "answer"
     assert len(bodies) == 2
     assert len(bodies[1]["messages"]) < len(bodies[0]["messages"])
 
@@ -154,14 +156,7 @@ def test_retry_without_numbers_drops_exactly_one_more_unit():
             raise RuntimeError("Input is too long for requested model.")
         return "ok"
 
-    call_with_context_retry(
-        call,
-        long(),
-        CONFIG,
-        shape="bedrock-converse",
-        counter=WordCounter(),
-        metrics=AssemblyMetrics(CollectorRegistry()),
-    )
+    _retry(call, "bedrock-converse")
     assert len(bodies[0]["messages"]) - len(bodies[1]["messages"]) == 2  # one ring: call + results
 
 
@@ -173,14 +168,7 @@ def test_retries_at_most_twice_then_raises_and_never_loops():
         raise RuntimeError("Input is too long for requested model.")
 
     with pytest.raises(ContextAssemblyError) as info:
-        call_with_context_retry(
-            call,
-            long(),
-            CONFIG,
-            shape="bedrock-converse",
-            counter=WordCounter(),
-            metrics=AssemblyMetrics(CollectorRegistry()),
-        )
+        _retry(call, "bedrock-converse")
     assert len(calls) == 3
     assert info.value.code == "context_assembly_over_budget"
     assert info.value.details["attempts"] == 3
@@ -194,14 +182,7 @@ def test_an_overflow_that_cannot_be_met_is_refused_by_the_assembler():
         raise RuntimeError("prompt is too long: 999999 tokens > 1000 maximum")
 
     with pytest.raises(ContextAssemblyError) as info:
-        call_with_context_retry(
-            call,
-            long(),
-            CONFIG,
-            shape="anthropic-messages",
-            counter=WordCounter(),
-            metrics=AssemblyMetrics(CollectorRegistry()),
-        )
+        _retry(call, "anthropic-messages")
     assert len(calls) == 1
     assert info.value.code.endswith("_over_budget")
 
@@ -211,13 +192,6 @@ def test_other_errors_propagate_unchanged_and_retries_are_capped():
         raise KeyError("not a context error")
 
     with pytest.raises(KeyError):
-        call_with_context_retry(
-            call,
-            long(),
-            CONFIG,
-            shape="openai-chat",
-            counter=WordCounter(),
-            metrics=AssemblyMetrics(CollectorRegistry()),
-        )
+        _retry(call, "openai-chat")
     with pytest.raises(ConfigError):
         call_with_context_retry(call, long(), CONFIG, shape="openai-chat", max_retries=3)
