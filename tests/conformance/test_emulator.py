@@ -177,30 +177,35 @@ def test_A9_profiles_differ_on_consecutive_user_turns() -> None:
     assert headers["x-ctxconf-profile"] == "anthropic-2024-strict-alternation"
 
 
+# A Converse body with thinking on whose last assistant turn opens with its tool call, not its
+# reasoning block: B10 refuses it for a Claude model on Bedrock; Nova has no such rule.
+_REASONING_AFTER_THE_CALL_B10: dict[str, Any] = {
+    "messages": [
+        {"role": "user", "content": [{"text": "hi"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}},
+                {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "sig"}}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}]}}],
+        },
+    ],
+    "toolConfig": {
+        "tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object"}}}}]
+    },
+    "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+}
+
+
 def test_profile_follows_the_model_when_none_is_asked_for_B10() -> None:
     # A Claude model on Bedrock is judged by bedrock-claude (as `ctxconf audit` judges it): with
     # thinking on, the last assistant turn must open with its reasoning block (B10); Nova has no
     # such rule, so the same body is accepted there.
-    body = {
-        "messages": [
-            {"role": "user", "content": [{"text": "hi"}]},
-            {
-                "role": "assistant",
-                "content": [
-                    {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}},
-                    {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "sig"}}},
-                ],
-            },
-            {
-                "role": "user",
-                "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}]}}],
-            },
-        ],
-        "toolConfig": {
-            "tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object"}}}}]
-        },
-        "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
-    }
+    body = _REASONING_AFTER_THE_CALL_B10
     client = httpx.Client(transport=httpx_transport(create_app()), base_url="http://emulator")
     claude = client.post("/model/us.anthropic.claude-haiku-4-5-20251001-v1:0/converse", json=body)
     assert claude.status_code == 400
@@ -323,26 +328,7 @@ def test_validate_picks_the_models_profile_like_the_emulator(tmp_path: Any) -> N
 
     from conformance.cli import cli
 
-    body = {
-        "messages": [
-            {"role": "user", "content": [{"text": "hi"}]},
-            {
-                "role": "assistant",
-                "content": [
-                    {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}},
-                    {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "sig"}}},
-                ],
-            },
-            {
-                "role": "user",
-                "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "ok"}]}}],
-            },
-        ],
-        "toolConfig": {
-            "tools": [{"toolSpec": {"name": "f", "inputSchema": {"json": {"type": "object"}}}}]
-        },
-        "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
-    }
+    body = _REASONING_AFTER_THE_CALL_B10
     path = tmp_path / "body.json"
     path.write_text(json.dumps(body))
     args = ["validate", str(path), "--shape", "bedrock-converse"]
