@@ -9,21 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from audit_support import GOOD, ORPHAN, URL
 from click.testing import CliRunner
 
 from conformance.cli import cli
 from conformance.commands import audit as audit_command
 from conformance.traffic.audit import audit_lines, audit_paths
-
-URL = "https://api.openai.com/v1/chat/completions"
-GOOD = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-ORPHAN = {
-    "model": "gpt-4o",
-    "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "tool", "tool_call_id": "call_x", "content": "orphan"},
-    ],
-}
 
 
 def _line(body: object) -> str:

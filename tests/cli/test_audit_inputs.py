@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from audit_support import GOOD, ORPHAN, URL
 from click.testing import CliRunner
 
 from conformance.cli import cli
 
-URL = "https://api.openai.com/v1/chat/completions"
 DEEP = "[" * 10_000 + "]" * 10_000
 DEEP_OBJECT = '{"a":' * 5_000 + "1" + "}" * 5_000
 DEEP_BODY = (
@@ -61,14 +61,7 @@ def test_audit_over_deep_inputs_are_named(
 
 
 def test_audit_jsonl_rows_and_exit_status(tmp_path: Path) -> None:
-    good = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-    orphan = {
-        "model": "gpt-4o",
-        "messages": [
-            {"role": "user", "content": "hi"},
-            {"role": "tool", "tool_call_id": "call_x", "content": "orphan"},
-        ],
-    }
+    good, orphan = GOOD, ORPHAN
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"url": URL, "body": good}) + "\n", "utf-8")
     code, out, err = _invoke(["audit", str(log), "--format", "jsonl", "--all"])

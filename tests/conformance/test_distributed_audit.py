@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from audit_support import GOOD, ORPHAN, URL
 from click.testing import CliRunner
 
 from conformance.cli import cli
@@ -14,16 +15,6 @@ from conformance.cli import cli
 distributed = pytest.importorskip(
     "distributed", reason="the Dask recipe needs the extra: pip install 'ctxconf[distributed]'"
 )
-
-URL = "https://api.openai.com/v1/chat/completions"
-GOOD = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-ORPHAN = {
-    "model": "gpt-4o",
-    "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "tool", "tool_call_id": "call_x", "content": "orphan"},
-    ],
-}
 
 
 def _folder(root: Path) -> Path:

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
-import types
 from pathlib import Path
 
 import pytest
 from paths import ROOT
+from script_support import load_script
 
-
-def _load_tool() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "ctxconf_mutation_tool", ROOT / "tools" / "mutation.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-mutation = _load_tool()
+mutation = load_script("tools/mutation.py", "ctxconf_mutation_tool")
 
 
 def test_every_mutant_has_a_unique_id_and_changed_code() -> None:

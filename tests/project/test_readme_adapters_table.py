@@ -8,33 +8,19 @@ score fails here until the README table is regenerated.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from types import ModuleType
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from paths import ROOT
+from script_support import load_script
 
 from conformance.cli import cli
 
 pytestmark = pytest.mark.slow
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "ctxconf_bench_adapters_table", ROOT / "bench" / "adapters_table.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench()
+BENCH = load_script("bench/adapters_table.py", "ctxconf_bench_adapters_table")
 
 
 def _readme_rows() -> dict[str, str]:

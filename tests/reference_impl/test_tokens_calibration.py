@@ -10,13 +10,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
 from types import ModuleType
 
 import pytest
-from paths import RECORDINGS, ROOT
+from paths import RECORDINGS
+from script_support import load_script
 
 pytestmark = pytest.mark.recordings
 
@@ -28,15 +27,7 @@ if not RECORDINGS.is_dir():
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "calibrate_tokens", ROOT / "bench" / "calibrate_tokens.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["calibrate_tokens"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/calibrate_tokens.py", "calibrate_tokens")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,19 @@
+"""The request bodies the audit tests log: one the rules accept, one they refuse.
+
+Imported by the tests of ``ctxconf audit`` (``tests/cli/``) and of its Dask recipe.
+"""
+
+from __future__ import annotations
+
+__all__ = ["GOOD", "ORPHAN", "URL"]
+
+URL = "https://api.openai.com/v1/chat/completions"
+GOOD = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+ORPHAN = {
+    "model": "gpt-4o",
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "call_x", "content": "orphan"},
+    ],
+}
+"""A tool result that answers no call (C2)."""
