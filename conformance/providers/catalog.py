@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -32,7 +32,7 @@ import jsonschema
 from conformance.errors import CatalogError, UnknownProfileError
 from conformance.providers.verdict import Evidence
 from reference_impl.documents import load_yaml_safe
-from reference_impl.errors import ShapeError
+from reference_impl.errors import CtxconfError, ShapeError
 from reference_impl.shapes.dialects import get_dialect
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "Rule",
     "Variant",
     "catalog_dialect",
+    "known_profiles",
     "list_dialects",
     "list_profiles",
     "load_catalog",
@@ -253,6 +254,20 @@ def load_catalog() -> Catalog:
     if len(set(defaults)) != len(defaults):
         raise CatalogError("more than one default profile for one shape and dialect")
     return Catalog(version=data["version"], rules=rules, profiles=profiles)
+
+
+def known_profiles(names: Iterable[str], error: Callable[..., CtxconfError]) -> tuple[str, ...]:
+    """``names`` when the catalog knows each of them; otherwise ``error`` (the option's own
+    error class) naming the unknown ones and the known, ``where="profile"``."""
+    wanted = tuple(names)
+    known = load_catalog().profiles
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise error(
+            f"unknown profile {', '.join(map(repr, unknown))}; known: {', '.join(known)}",
+            where="profile",
+        )
+    return wanted
 
 
 def list_profiles(shape: str | None = None, dialect: str | None = None) -> tuple[Profile, ...]:

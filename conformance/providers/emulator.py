@@ -36,7 +36,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from conformance.errors import EmulatorConfigError, UnknownProfileError
-from conformance.providers.catalog import load_catalog, profile_for_model, resolve_profile
+from conformance.providers.catalog import (
+    known_profiles,
+    profile_for_model,
+    resolve_profile,
+)
 from conformance.providers.emulator_responses import (
     DirectiveScript,
     EmulatorReply,
@@ -94,15 +98,7 @@ def _profiles(profile: str | Sequence[str] | None) -> tuple[str, ...]:
     if profile is None:
         return ()
     names = profile.split(",") if isinstance(profile, str) else list(profile)
-    wanted = tuple(n.strip() for n in names if n.strip())
-    known = load_catalog().profiles
-    unknown = [n for n in wanted if n not in known]
-    if unknown:
-        raise EmulatorConfigError(
-            f"unknown profile {', '.join(map(repr, unknown))}; known: {', '.join(known)}",
-            where="profile",
-        )
-    return wanted
+    return known_profiles((n.strip() for n in names if n.strip()), EmulatorConfigError)
 
 
 def create_app(

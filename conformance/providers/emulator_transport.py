@@ -38,13 +38,17 @@ _START_TIMEOUT_S: Final = 10.0
 _BACKLOG: Final = 2048  # uvicorn's default
 
 
+_Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+"""An ASGI app's answer: status, raw headers, body."""
+
+
 async def _call(
     app: ASGIApp,
     method: str,
     url: httpx.URL | httpx2.URL,
     headers: list[tuple[bytes, bytes]],
     body: bytes,
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+) -> _Answer:
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -89,18 +93,21 @@ def call_app(
     url: httpx.URL | httpx2.URL,
     headers: list[tuple[bytes, bytes]],
     body: bytes,
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+) -> _Answer:
     """One request through the ASGI app, synchronously (a fresh event loop per call)."""
     return asyncio.run(_call(app, method, url, headers, body))
+
+
+def _answer(app: ASGIApp, request: httpx.Request | httpx2.Request) -> _Answer:
+    """``app``'s answer to an ``httpx`` or ``httpx2`` request (the two share this surface)."""
+    return call_app(app, request.method, request.url, list(request.headers.raw), request.read())
 
 
 def httpx2_transport(app: ASGIApp) -> httpx2.MockTransport:
     """A transport for the ``openai``/``anthropic`` SDKs' ``httpx2.Client`` that runs ``app``."""
 
     def handle(request: httpx2.Request) -> httpx2.Response:
-        status, headers, content = call_app(
-            app, request.method, request.url, list(request.headers.raw), request.read()
-        )
+        status, headers, content = _answer(app, request)
         return httpx2.Response(status, headers=headers, content=content)
 
     return httpx2.MockTransport(handle)
@@ -110,9 +117,7 @@ def httpx_transport(app: ASGIApp) -> httpx.MockTransport:
     """The same for a plain ``httpx.Client`` (Gemini and Bedrock round trips)."""
 
     def handle(request: httpx.Request) -> httpx.Response:
-        status, headers, content = call_app(
-            app, request.method, request.url, list(request.headers.raw), request.read()
-        )
+        status, headers, content = _answer(app, request)
         return httpx.Response(status, headers=headers, content=content)
 
     return httpx.MockTransport(handle)

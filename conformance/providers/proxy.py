@@ -45,7 +45,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from conformance.errors import UnknownProfileError
-from conformance.providers.catalog import load_catalog, profile_for_model, resolve_profile
+from conformance.providers.catalog import (
+    known_profiles,
+    load_catalog,
+    profile_for_model,
+    resolve_profile,
+)
 from conformance.providers.emulator import STRUCTURE_RULES
 from conformance.providers.emulator_responses import error_envelope
 from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder
@@ -150,17 +155,6 @@ def _checked_upstream(upstream: str) -> str:
     return upstream.rstrip("/")
 
 
-def _checked_profiles(profiles: Sequence[str]) -> tuple[str, ...]:
-    known = load_catalog().profiles
-    unknown = [name for name in profiles if name not in known]
-    if unknown:
-        raise ProxyConfigError(
-            f"unknown profile {', '.join(map(repr, unknown))}; known: {', '.join(known)}",
-            where="profile",
-        )
-    return tuple(profiles)
-
-
 def create_proxy_app(
     upstream: str,
     *,
@@ -184,7 +178,9 @@ def create_proxy_app(
         raise ProxyConfigError(str(exc), where="CTXCONF_MAX_INPUT_BYTES") from None
     root = _checked_upstream(upstream)
     recorder = ObserveRecorder(record_dir, upstream=root) if record_dir is not None else None
-    settings = _Settings(root, mode, _checked_profiles(profiles), timeout, limit, recorder)
+    settings = _Settings(
+        root, mode, known_profiles(profiles, ProxyConfigError), timeout, limit, recorder
+    )
     clients: list[httpx.AsyncClient] = []
 
     @contextlib.asynccontextmanager
