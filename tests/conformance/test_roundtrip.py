@@ -206,21 +206,15 @@ def test_live_without_a_key_is_a_one_line_error(tmp_path: Path) -> None:
     assert "GEMINI_API_KEY or GOOGLE_API_KEY" in result.output
 
 
-def test_record_then_replay_in_a_fresh_folder(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "record",
-            "--shape",
-            "bedrock-converse",
-            "--scenarios",
-            "single-tool",
-            "--out",
-            str(tmp_path),
-            "--hash-content",
-        ],
-    )
+def _record_hashed(shape: str, out: Path) -> None:
+    """``ctxconf record`` of the single-tool probes in ``shape`` into ``out``, content hashed."""
+    argv = ["record", "--shape", shape, "--scenarios", "single-tool", "--out", str(out)]
+    result = CliRunner().invoke(cli, [*argv, "--hash-content"])
     assert result.exit_code == 0, result.output
+
+
+def test_record_then_replay_in_a_fresh_folder(tmp_path: Path) -> None:
+    _record_hashed("bedrock-converse", tmp_path)
     text = (tmp_path / "bedrock-converse" / "probe-text.yaml").read_text()
     assert "Say hello" not in text
     assert "content: hashed" in text
@@ -244,20 +238,7 @@ def test_record_then_replay_in_a_fresh_folder(tmp_path: Path) -> None:
 def test_a_hashed_event_stream_keeps_its_events_but_not_their_text(
     tmp_path: Path, shape: str, framing: str
 ) -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "record",
-            "--shape",
-            shape,
-            "--scenarios",
-            "single-tool",
-            "--out",
-            str(tmp_path),
-            "--hash-content",
-        ],
-    )
-    assert result.exit_code == 0, result.output
+    _record_hashed(shape, tmp_path)
     text = (tmp_path / shape / "probe-stream-text.yaml").read_text()
     assert "Hello from" not in text
     assert "sha256:" in text
