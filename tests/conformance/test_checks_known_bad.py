@@ -9,11 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from checks_support import transcript
+from checks_support import assembled_turn, refused_turn, transcript
 
 from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, checks_for, run_checks
-from conformance.identity import map_view
-from conformance.providers.verdict import Verdict
 from conformance.scenarios import Expectation, Scenario, load_corpus
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Transcript
@@ -57,18 +55,7 @@ def _turn(
         if isinstance(keep, Transcript)
         else session.with_messages(session.messages[i] for i in keep)
     )
-    return TurnOutcome(
-        turn=number,
-        status="assembled",
-        session=session,
-        input_body={},
-        body={},
-        view=view,
-        identity=map_view(session, view),
-        verdict=Verdict("accept", 200),
-        tokens=kw.get("tokens", 10),
-        counter=COUNTER,
-    )
+    return assembled_turn(session, view, turn=number, tokens=kw.get("tokens", 10), counter=COUNTER)
 
 
 def _outcome(*turns: TurnOutcome, budget: int = 5000) -> CaseOutcome:
@@ -113,15 +100,7 @@ def _image_session() -> Transcript:
 
 def _refused_below_the_whole_session() -> tuple[Scenario, CaseOutcome]:
     scenario = _scenario(outcome="either", budget=replace(BASE.budget, default=(100, 5000)))
-    turn = TurnOutcome(
-        turn=0,
-        status="refused",
-        session=SESSION,
-        input_body={},
-        refusal_code="context_assembly_over_budget",
-        reason="no room",
-        counter=COUNTER,
-    )
+    turn = refused_turn(SESSION, COUNTER)
     whole = COUNTER.count(SESSION).total
     return scenario, _outcome(turn, budget=whole - 1)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from checks_support import assembled_outcome, transcript
+from checks_support import assembled_outcome, refused_turn, transcript
 
-from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
+from conformance.checks import REGISTRY, CaseOutcome, run_checks
 from conformance.identity import Declarations, map_view
 from conformance.scenarios import Expectation, load_corpus
 from reference_impl.tokens import counter_for
@@ -317,15 +317,7 @@ def test_within_budget_is_must() -> None:
 
 def _refused(budget: int, scenario_outcome: str = "either") -> dict[str, tuple[str, str]]:
     counter = counter_for("openai-chat", "gpt-4o")
-    turn = TurnOutcome(
-        turn=0,
-        status="refused",
-        session=SESSION,
-        input_body={},
-        refusal_code="context_assembly_over_budget",
-        reason="no room",
-        counter=counter,
-    )
+    turn = refused_turn(SESSION, counter)
     outcome = CaseOutcome("openai-chat", None, budget, counter.name, (turn,))
     sweep = replace(
         SCENARIO,
