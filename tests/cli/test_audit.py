@@ -10,20 +10,14 @@ from pathlib import Path
 
 import pytest
 from audit_support import GOOD, ORPHAN, URL
-from click.testing import CliRunner
+from cli_support import invoke
 
-from conformance.cli import cli
 from conformance.commands import audit as audit_command
 from conformance.traffic.audit import audit_lines, audit_paths
 
 
 def _line(body: object) -> str:
     return json.dumps({"url": URL, "method": "POST", "body": body})
-
-
-def _invoke(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _rows(out: str) -> list[dict[str, object]]:
@@ -34,7 +28,7 @@ def test_an_unreadable_file_is_a_row_and_the_folder_is_still_audited(tmp_path: P
     (tmp_path / "a.jsonl").write_text(_line(ORPHAN) + "\n", "utf-8")
     (tmp_path / "b.yaml").write_text("interactions: [unclosed\n", "utf-8")
     (tmp_path / "c.jsonl").write_text(_line(GOOD) + "\n", "utf-8")
-    code, out, err = _invoke(["audit", str(tmp_path), "--format", "jsonl", "--all"])
+    code, out, err = invoke(["audit", str(tmp_path), "--format", "jsonl", "--all"])
     rows = _rows(out)
     assert [(Path(str(r["file"])).name, r["verdict"]) for r in rows] == [
         ("a.jsonl", "reject"),
@@ -53,7 +47,7 @@ def test_an_unreadable_file_is_a_row_and_the_folder_is_still_audited(tmp_path: P
 def test_exit_status_bits(tmp_path: Path, lines: list[str], status: int) -> None:
     log = tmp_path / "log.jsonl"
     log.write_text("\n".join(lines) + "\n", "utf-8")
-    code, _, _ = _invoke(["audit", str(log), "--format", "jsonl"])
+    code, _, _ = invoke(["audit", str(log), "--format", "jsonl"])
     assert code == status
 
 
@@ -103,8 +97,8 @@ def test_jobs_give_the_same_rows_in_the_same_order(
         "".join(_line(ORPHAN if n % 7 == 0 else GOOD) + "\n" for n in range(300)), "utf-8"
     )
     (tmp_path / "bad.json").write_text("{", "utf-8")
-    one = _invoke(["audit", str(tmp_path), "--format", "jsonl", "--all"])
-    two = _invoke(["audit", str(tmp_path), "--format", "jsonl", "--all", "--jobs", "2"])
+    one = invoke(["audit", str(tmp_path), "--format", "jsonl", "--all"])
+    two = invoke(["audit", str(tmp_path), "--format", "jsonl", "--all", "--jobs", "2"])
     assert one == two
     assert one[0] == 5
     assert len(_rows(one[1])) == 301
@@ -119,7 +113,7 @@ def test_table_shows_findings_and_totals_at_80_columns(
     Path("logs/requests.jsonl").write_text(
         "\n".join([_line(GOOD), _line(ORPHAN), _line(GOOD)]) + "\n", "utf-8"
     )
-    code, out, _ = _invoke(["audit", "logs"])
+    code, out, _ = invoke(["audit", "logs"])
     assert code == 1
     assert all(len(line) <= 80 for line in out.splitlines())
     assert "logs/requests.jsonl:2" in out  # the file column is readable at 80 columns
@@ -130,5 +124,5 @@ def test_table_shows_findings_and_totals_at_80_columns(
     assert "C2" in out
     assert "accept " not in out  # findings only
     assert "3 requests in 1 file: 2 accepted, 1 would be rejected; by rule: C2 1" in out
-    _, everything, _ = _invoke(["audit", "logs", "--all"])
+    _, everything, _ = invoke(["audit", "logs", "--all"])
     assert everything.count("logs/requests.jsonl:") == 3

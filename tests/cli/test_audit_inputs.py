@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from audit_support import GOOD, ORPHAN, URL
-from click.testing import CliRunner
-
-from conformance.cli import cli
+from cli_support import invoke
 
 DEEP = "[" * 10_000 + "]" * 10_000
 DEEP_OBJECT = '{"a":' * 5_000 + "1" + "}" * 5_000
@@ -19,11 +17,6 @@ DEEP_BODY = (
     '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"metadata":' + DEEP_OBJECT + "}"
 )
 ROW_KEYS = {"file", "interaction", "shape", "verdict", "rule", "evidence", "recorded_status"}
-
-
-def _invoke(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def _cassette(body: str) -> str:
@@ -49,7 +42,7 @@ def test_audit_over_deep_inputs_are_named(
 ) -> None:
     path = tmp_path / name
     path.write_text(content, "utf-8")
-    code, out, err = _invoke(["audit", str(path), "--format", "jsonl"])
+    code, out, err = invoke(["audit", str(path), "--format", "jsonl"])
     assert code == 4, err  # EXIT_UNREADABLE: a named warning row, never a traceback
     assert "Traceback" not in err
     (row,) = [json.loads(line) for line in out.splitlines()]
@@ -64,14 +57,14 @@ def test_audit_jsonl_rows_and_exit_status(tmp_path: Path) -> None:
     good, orphan = GOOD, ORPHAN
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"url": URL, "body": good}) + "\n", "utf-8")
-    code, out, err = _invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    code, out, err = invoke(["audit", str(log), "--format", "jsonl", "--all"])
     assert code == 0, err
     (row,) = [json.loads(line) for line in out.splitlines()]
     assert set(row) >= ROW_KEYS
     assert row["verdict"] == "accept"
     with log.open("a", encoding="utf-8") as stream:
         stream.write(json.dumps({"url": URL, "body": orphan}) + "\n")
-    code, out, err = _invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    code, out, err = invoke(["audit", str(log), "--format", "jsonl", "--all"])
     assert code == 1, err  # any request a provider would reject
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["verdict"] for r in rows] == ["accept", "reject"]

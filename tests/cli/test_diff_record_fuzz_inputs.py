@@ -10,15 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_support import invoke
 from paths import CASSETTES
-
-from conformance.cli import cli
-
-
-def _invoke(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.mark.parametrize(
@@ -38,7 +31,7 @@ def test_diff_unreadable_cassette_is_named(
     bad.parent.mkdir(parents=True)
     bad.write_bytes(content)
     pair = [str(tmp_path / "bad"), str(CASSETTES)]
-    code, _, err = _invoke(["diff", *(pair if side == "old" else pair[::-1])])
+    code, _, err = invoke(["diff", *(pair if side == "old" else pair[::-1])])
     assert code == 2, err
     assert "Traceback" not in err
     assert str(bad) in err
@@ -52,30 +45,29 @@ def test_diff_empty_folder_is_not_a_clean_diff(tmp_path: Path, side: str) -> Non
     empty = tmp_path / "new"
     empty.mkdir()
     pair = [str(CASSETTES), str(empty)]
-    code, out, err = _invoke(["diff", *(pair if side == "new" else pair[::-1])])
+    code, out, err = invoke(["diff", *(pair if side == "new" else pair[::-1])])
     assert code == 2, err
     assert str(empty) in err
     assert "no cassette interactions" in err
     assert "0 drift" not in out
 
 
-def test_record_out_under_a_file_is_refused_before_recording(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "under"),
+    [
+        (["record", "--shape", "openai-chat"], "cassettes"),
+        (["fuzz", "--examples", "1", "--seed", "1"], "must/found.yaml"),
+    ],
+    ids=["record", "fuzz"],
+)
+def test_out_under_a_file_is_refused_before_recording_or_fuzzing(
+    tmp_path: Path, command: list[str], under: str
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x", "utf-8")
-    target = blocker / "cassettes"
-    code, _, err = _invoke(["record", "--shape", "openai-chat", "--out", str(target)])
-    assert code == 2, err
-    assert "Traceback" not in err
-    assert "--out" in err
-    assert str(target) in err
-
-
-def test_fuzz_out_under_a_file_is_refused_before_fuzzing(tmp_path: Path) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("x", "utf-8")
-    target = blocker / "must" / "found.yaml"
-    code, _, err = _invoke(["fuzz", "--examples", "1", "--seed", "1", "--out", str(target)])
-    assert code == 2, err  # was exit 70 (NotADirectoryError) after the whole search
+    target = blocker / under
+    code, _, err = invoke([*command, "--out", str(target)])
+    assert code == 2, err  # fuzz: not exit 70 (NotADirectoryError) after the whole search
     assert "Traceback" not in err
     assert "--out" in err
     assert str(target) in err

@@ -10,10 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_support import invoke
 from paths import EXAMPLES
 
-from conformance.cli import cli
 from reference_impl.documents import (
     DocumentTooDeepError,
     DuplicateKeyError,
@@ -25,14 +24,8 @@ EXAMPLE = EXAMPLES / "session.json"
 DEEP = "[" * 10_000 + "]" * 10_000
 
 
-def _run(args: list[str]) -> tuple[int, str, str]:
-    # catch_exceptions=False: an unexpected exception fails the test instead of becoming exit 1.
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
 def _assert_named(args: list[str], path: Path, *words: str) -> str:
-    code, _, err = _run(args)
+    code, _, err = invoke(args)
     assert code == 2, err
     assert "Traceback" not in err
     assert str(path) in err

@@ -6,18 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
+from cli_support import invoke
 from paths import EXAMPLES
-
-from conformance.cli import cli
 
 EXAMPLE = EXAMPLES / "session.json"
 CONFIG = EXAMPLES / "assembly.yaml"
-
-
-def _invoke(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_count_json_keys(tmp_path: Path) -> None:
@@ -25,7 +18,7 @@ def test_count_json_keys(tmp_path: Path) -> None:
     body.write_text(
         json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
     )
-    code, out, err = _invoke(["count", str(body), "--shape", "openai-chat", "--format", "json"])
+    code, out, err = invoke(["count", str(body), "--shape", "openai-chat", "--format", "json"])
     assert code == 0, err
     payload = json.loads(out)
     assert set(payload) == {"shape", "model", "encoding", "counter", "input_tokens"}
@@ -37,13 +30,13 @@ def test_count_json_keys(tmp_path: Path) -> None:
 
 def test_assemble_json_and_refusal_contract() -> None:
     args = ["assemble", str(EXAMPLE), "--config", str(CONFIG), "--shape", "gemini"]
-    code, out, err = _invoke([*args, "--budget", "1000", "--format", "json"])
+    code, out, err = invoke([*args, "--budget", "1000", "--format", "json"])
     assert code == 0, err
     payload = json.loads(out)
     assert set(payload) == {"request", "report"}
     assert "contents" in payload["request"]  # a gemini body
     assert payload["report"]["decision"] == "ok"
-    code, out, _ = _invoke([*args, "--budget", "10", "--format", "json"])
+    code, out, _ = invoke([*args, "--budget", "10", "--format", "json"])
     assert code == 3
     error = json.loads(out)["error"]
     assert set(error) == {"code", "message"}
@@ -55,7 +48,7 @@ def test_validate_json_keys(tmp_path: Path) -> None:
     body.write_text(
         json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
     )
-    code, out, err = _invoke(["validate", str(body), "--shape", "openai-chat", "--format", "json"])
+    code, out, err = invoke(["validate", str(body), "--shape", "openai-chat", "--format", "json"])
     assert code == 0, err
     payload = json.loads(out)
     assert {"verdict", "status", "rule", "evidence", "provenance", "error"} <= set(payload)
@@ -68,10 +61,10 @@ def test_assemble_hint_names_the_from_option(tmp_path: Path) -> None:
     body.write_text(
         json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
     )
-    code, _, err = _invoke(["assemble", str(body), "--shape", "gemini"])
+    code, _, err = invoke(["assemble", str(body), "--shape", "gemini"])
     assert code == 2
     assert str(body) in err
     assert "pass --from S" in err  # `assemble` has no --shape for the input; it was suggested
-    code, _, err = _invoke(["inspect", str(body)])
+    code, _, err = invoke(["inspect", str(body)])
     assert code == 2
     assert "pass --shape S" in err

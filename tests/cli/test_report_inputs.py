@@ -10,20 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from conformance.cli import cli
+from cli_support import invoke
 
 DEEP = "[" * 10_000 + "]" * 10_000
 
 
-def _invoke(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
 def _assert_named(args: list[str], named: str, *words: str) -> None:
-    code, _, err = _invoke(args)
+    code, _, err = invoke(args)
     assert code == 2, err
     assert "Traceback" not in err
     assert named in err, err
@@ -34,7 +27,7 @@ def _assert_named(args: list[str], named: str, *words: str) -> None:
 @pytest.fixture(scope="module")
 def saved_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run")
-    code, _, err = _invoke(["run", "--scenarios", "single-tool", "--report-dir", str(out)])
+    code, _, err = invoke(["run", "--scenarios", "single-tool", "--report-dir", str(out)])
     assert code == 0, err
     return out / "run.jsonl"
 
@@ -70,7 +63,7 @@ def test_truncated_run_file_is_not_rendered_as_a_clean_run(saved_run: Path, tmp_
 
 @pytest.mark.parametrize("fmt", ["md", "html", "junit"])
 def test_complete_run_file_renders(saved_run: Path, fmt: str) -> None:
-    code, out, err = _invoke(["report", str(saved_run), "--format", fmt])
+    code, out, err = invoke(["report", str(saved_run), "--format", fmt])
     assert code == 0, err
     assert out.strip()
 
@@ -79,7 +72,7 @@ def test_uncreatable_report_dir_is_refused_before_the_run(tmp_path: Path) -> Non
     blocker = tmp_path / "a-file"
     blocker.write_text("x", "utf-8")
     target = blocker / "reports"
-    code, out, err = _invoke(["run", "--scenarios", "single-tool", "--report-dir", str(target)])
+    code, out, err = invoke(["run", "--scenarios", "single-tool", "--report-dir", str(target)])
     assert code == 2, err
     assert "Traceback" not in err
     assert "--report-dir" in err
