@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis_support import examples
 from shape_support import (
     after_question,
+    assert_round_trips_in_meaning,
     assert_transcript_or_parse_error,
     needs_recordings,
     recorded_requests,
@@ -318,15 +319,9 @@ def _meaning(body: dict[str, Any]) -> dict[str, Any]:
 @needs_recordings
 @pytest.mark.recordings
 def test_every_recorded_request_renders_back_equal_in_meaning() -> None:
-    checked = 0
-    for interaction in recorded_requests("bedrock"):
-        body = interaction.request_body
-        t = ADAPTER.parse_request(body)
-        rendered = ADAPTER.render_request(t)
-        assert _meaning(rendered) == _meaning(body), str(interaction)
-        assert ADAPTER.parse_request(rendered) == t
-        checked += 1
-    assert checked == 3
+    interactions = recorded_requests("bedrock")
+    assert len(interactions) == 3
+    assert_round_trips_in_meaning(ADAPTER, interactions, _meaning)
 
 
 @needs_recordings
