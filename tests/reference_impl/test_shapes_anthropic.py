@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 from shape_support import (
+    assert_raises_at,
     assert_transcript_or_parse_error,
     needs_recordings,
     recorded_requests,
@@ -461,9 +462,7 @@ BAD_BODIES: list[tuple[object, str]] = [
 
 @pytest.mark.parametrize(("body", "where"), BAD_BODIES)
 def test_malformed_bodies_raise_parse_error_with_anthropic_paths(body: object, where: str) -> None:
-    with pytest.raises(ParseError) as info:
-        ADAPTER.parse_request(body)  # type: ignore[arg-type]
-    assert info.value.where == where
+    assert_raises_at(ParseError, where, ADAPTER.parse_request, body)
 
 
 # ----------------------------------------------------------------------- unsupported parts
@@ -493,9 +492,7 @@ def _with_assistant(*parts: Any, name: str | None = None) -> Transcript:
     ],
 )
 def test_parts_anthropic_cannot_carry_raise_unsupported(transcript: Transcript, where: str) -> None:
-    with pytest.raises(UnsupportedPartError) as info:
-        ADAPTER.render_request(transcript)
-    assert info.value.where == where
+    assert_raises_at(UnsupportedPartError, where, ADAPTER.render_request, transcript)
 
 
 # --------------------------------------------------------------------------------- responses

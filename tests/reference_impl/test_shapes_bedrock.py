@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis_support import examples
 from shape_support import (
     after_question,
+    assert_raises_at,
     assert_round_trips_in_meaning,
     assert_transcript_or_parse_error,
     needs_recordings,
@@ -264,9 +265,7 @@ BAD_BODIES: list[tuple[object, str]] = [
 
 @pytest.mark.parametrize(("body", "where"), BAD_BODIES)
 def test_malformed_bodies_raise_parse_error_with_bedrock_paths(body: object, where: str) -> None:
-    with pytest.raises(ParseError) as info:
-        ADAPTER.parse_request(body)  # type: ignore[arg-type]
-    assert info.value.where == where
+    assert_raises_at(ParseError, where, ADAPTER.parse_request, body)
 
 
 # ----------------------------------------------------------------------- unsupported parts
@@ -303,9 +302,7 @@ def test_malformed_bodies_raise_parse_error_with_bedrock_paths(body: object, whe
     ],
 )
 def test_parts_converse_cannot_carry_raise_unsupported(transcript: Transcript, where: str) -> None:
-    with pytest.raises(UnsupportedPartError) as info:
-        ADAPTER.render_request(transcript)
-    assert info.value.where == where
+    assert_raises_at(UnsupportedPartError, where, ADAPTER.render_request, transcript)
 
 
 # -------------------------------------------------------------------------------- recordings

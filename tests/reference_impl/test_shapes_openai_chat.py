@@ -18,6 +18,7 @@ from openai.types.chat import ChatCompletion
 from shape_support import (
     FUZZ_EXAMPLES,
     assert_parsed_or_located,
+    assert_raises_at,
     assert_round_trips_in_meaning,
     needs_recordings,
     plain_json,
@@ -396,9 +397,7 @@ def test_render_refuses_a_param_that_would_overwrite_messages() -> None:
     ],
 )
 def test_malformed_bodies_raise_parse_error_with_a_json_path(body: Any, where: str) -> None:
-    with pytest.raises(ParseError) as info:
-        parse_request(body)
-    assert info.value.where == where
+    assert_raises_at(ParseError, where, parse_request, body)
 
 
 # --------------------------------------------------------------------------------- responses

@@ -16,6 +16,7 @@ from openai.types.responses import Response
 from shape_support import (
     FUZZ_EXAMPLES,
     assert_parsed_or_located,
+    assert_raises_at,
     assert_round_trips_in_meaning,
     needs_recordings,
     plain_json,
@@ -320,9 +321,7 @@ def test_render_refuses_what_responses_cannot_carry(
     ],
 )
 def test_malformed_bodies_raise_parse_error_with_a_json_path(body: Any, where: str) -> None:
-    with pytest.raises(ParseError) as info:
-        parse_request(body)
-    assert info.value.where == where
+    assert_raises_at(ParseError, where, parse_request, body)
 
 
 # --------------------------------------------------------------------------------- responses

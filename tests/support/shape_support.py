@@ -13,7 +13,7 @@ import pytest
 from hypothesis import strategies as st
 from paths import RECORDINGS
 
-from reference_impl.errors import ParseError
+from reference_impl.errors import ParseError, ShapeError
 from reference_impl.shapes.base import ShapeAdapter
 from reference_impl.transcript import Message, TextPart, Transcript
 
@@ -21,6 +21,7 @@ __all__ = [
     "FUZZ_EXAMPLES",
     "after_question",
     "assert_parsed_or_located",
+    "assert_raises_at",
     "assert_round_trips_in_meaning",
     "assert_transcript_or_parse_error",
     "needs_recordings",
@@ -96,6 +97,15 @@ def assert_parsed_or_located(
     """``parse(body)`` gives a ``result`` or a ParseError that says where."""
     outcome = parse_outcome(parse, body)
     assert isinstance(outcome, result) or (isinstance(outcome, ParseError) and outcome.where)
+
+
+def assert_raises_at(
+    error: type[ShapeError], where: str, function: Callable[[Any], object], value: Any
+) -> None:
+    """``function(value)`` raises ``error`` located at ``where`` (the provider's own path)."""
+    with pytest.raises(error) as info:
+        function(value)
+    assert info.value.where == where
 
 
 def assert_transcript_or_parse_error(adapter: ShapeAdapter, body: Any) -> None:
