@@ -72,6 +72,8 @@ _PYTEST_FLAGS = (
     "ignore::pytest.PytestAssertRewriteWarning",
 )
 EQUIVALENT_FILE = ROOT / "tools" / "mutation-equivalent.txt"
+#: How much of a failed coverage run's pytest output is shown.
+_FAILED_RUN_LINES = 30
 
 _COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq,
@@ -353,9 +355,16 @@ def measure_coverage(files: list[str], test_args: list[str], out: Path) -> None:
             )
             per_test = _PerTest(cov)
             cov.start()
-            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-                pytest.main([*test_args, "-q", *_PYTEST_FLAGS], [per_test])
+            output = io.StringIO()
+            with redirect_stdout(output), redirect_stderr(output):
+                status = pytest.main([*test_args, "-q", *_PYTEST_FLAGS], [per_test])
             cov.stop()
+            if status != pytest.ExitCode.OK:
+                # A map from a run that did not pass (a collection error, a failing test) would
+                # call every line it missed "uncovered" and every mutant there a survivor.
+                tail = "\n".join(output.getvalue().splitlines()[-_FAILED_RUN_LINES:])
+                os.write(2, f"{tail}\nmutation: pytest exited {int(status)}\n".encode())
+                os._exit(2)
             data = cov.get_data()
             lines: dict[str, dict[str, list[str]]] = {}
             for measured in data.measured_files():
@@ -370,7 +379,10 @@ def measure_coverage(files: list[str], test_args: list[str], out: Path) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     if status != 0 or not out.exists():
-        raise SystemExit("mutation: the coverage run failed (run the tests on their own first)")
+        raise SystemExit(
+            "mutation: the coverage run failed: the tests must pass on their own first "
+            "(pytest's last lines are above)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,36 @@ def test_equivalent_list_and_score(tmp_path: Path) -> None:
     rows, total = mutation.score_lines(outcomes)
     assert total == pytest.approx(200 / 3)  # 2 killed of 3 counted; the equivalent is left out
     assert "reference_impl/budget.py" in rows[1]
+
+
+def test_a_coverage_run_whose_tests_do_not_pass_is_an_error(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A map from a run that stopped at a collection error would call every mutant uncovered."""
+    (tmp_path / "test_broken.py").write_text("raise ImportError('cannot collect this file')\n")
+    out = tmp_path / "coverage.json"
+    with pytest.raises(SystemExit, match="the coverage run failed"):
+        # outside the project's pytest options: leave out langsmith's plug-in as they do
+        args = [str(tmp_path), "-p", "no:langsmith_plugin"]
+        mutation.measure_coverage(["reference_impl/budget.py"], args, out)
+    assert not out.exists()
+    assert "cannot collect this file" in capfd.readouterr().err
+
+
+def test_the_tests_collect_without_xdist() -> None:
+    """The tool runs pytest with ``-p no:xdist``: the ``xdist_group`` marks must still collect
+    under --strict-markers (the project declares the marker itself)."""
+    marked = sorted(
+        p for p in (ROOT / "tests").rglob("test_*.py") if "xdist_group" in p.read_text()
+    )
+    assert marked
+    smallest = min(marked, key=lambda p: p.stat().st_size)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", str(smallest)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
