@@ -83,9 +83,9 @@ def test_a_coverage_run_whose_tests_do_not_pass_is_an_error(
     """A map from a run that stopped at a collection error would call every mutant uncovered."""
     (tmp_path / "test_broken.py").write_text("raise ImportError('cannot collect this file')\n")
     out = tmp_path / "coverage.json"
+    # outside the project's pytest options: leave out langsmith's plug-in as they do
+    args = [str(tmp_path), "-p", "no:langsmith_plugin"]
     with pytest.raises(SystemExit, match="the coverage run failed"):
-        # outside the project's pytest options: leave out langsmith's plug-in as they do
-        args = [str(tmp_path), "-p", "no:langsmith_plugin"]
         mutation.measure_coverage(["reference_impl/budget.py"], args, out)
     assert not out.exists()
     assert "cannot collect this file" in capfd.readouterr().err
