@@ -218,7 +218,9 @@ def _resolve_profiles(raw_profiles: list[dict[str, Any]], rule_ids: set[str]) ->
 
     for pid in by_id:
         resolve(pid, ())
-    return resolved
+    # Catalog order, not resolution order (a base resolves before the profiles extending it):
+    # profile_for_model takes the first profile whose models match, as the catalog lists them.
+    return {pid: resolved[pid] for pid in by_id}
 
 
 @cache

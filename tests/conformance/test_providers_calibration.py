@@ -2,7 +2,7 @@
 
 Every request in ``../shared/recordings`` is audited. A recorded 2xx must be accepted. A recorded
 4xx whose message matches a catalogued rule's template must be rejected with the same error type
-and a message matching that template. Any other recorded 4xx (invalid model, temperature, effort,
+and a message matching that template. Any other recorded 4xx (invalid model, credentials, quota,
 rate limits) is outside context assembly: it is printed as out of scope and never counted as
 agreement.
 """

@@ -102,6 +102,47 @@ def test_profiles_chosen_by_model() -> None:
     assert profile_for_model("openai-chat", "mistral", "o1-mini").id == "mistral-default"
 
 
+@pytest.mark.parametrize(
+    ("shape", "dialect", "model", "profile"),
+    [
+        # C14: the search models take web_search_options (documented); gpt-5-search-api keeps
+        # the GPT-5 facts (C10b, C12) of the profile it extends.
+        ("openai-chat", None, "gpt-4o-search-preview", "openai-search"),
+        ("openai-chat", None, "gpt-4o-mini-search-preview", "openai-search"),
+        ("openai-chat", None, "gpt-5-search-api", "openai-gpt-5-search"),
+        ("openai-chat", None, "gpt-5-mini", "openai-gpt-5"),
+        # A24: claude-opus-4-6's effort levels (recorded).
+        ("anthropic-messages", None, "claude-opus-4-6", "anthropic-opus-4.6"),
+        ("anthropic-messages", None, "claude-opus-4-5", "anthropic-current"),
+        # A25: Claude Sonnet 4's tool tags on Bedrock, with or without a cross-region prefix.
+        (
+            "anthropic-messages",
+            "bedrock",
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "anthropic-bedrock-claude-sonnet-4",
+        ),
+        (
+            "anthropic-messages",
+            "bedrock",
+            "anthropic.claude-3-5-sonnet",
+            "anthropic-bedrock-invoke",
+        ),
+        ("anthropic-messages", None, "claude-sonnet-4-20250514", "anthropic-current"),
+    ],
+)
+def test_per_model_profiles_of_c14_a24_a25(
+    shape: str, dialect: str | None, model: str, profile: str
+) -> None:
+    assert profile_for_model(shape, dialect, model).id == profile
+
+
+def test_gpt_5_search_keeps_the_gpt_5_rules_but_c14() -> None:
+    search = resolve_profile("openai-chat", profile="openai-gpt-5-search")
+    gpt5 = resolve_profile("openai-chat", profile="openai-gpt-5")
+    assert set(gpt5.rules) - set(search.rules) == {"C14"}
+    assert search.overflow == gpt5.overflow == "C10b"
+
+
 def test_message_pattern_matches_real_wording_and_not_others() -> None:
     rules = load_catalog().rules
     observed = (

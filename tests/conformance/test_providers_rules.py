@@ -20,7 +20,9 @@ from conformance.providers.catalog import (
     Rule,
     load_catalog,
     message_pattern,
+    profile_for_model,
     resolve_profile,
+    rules_for,
 )
 from conformance.providers.validation import lint_request, validate_request
 from conformance.providers.verdict import Verdict
@@ -201,6 +203,68 @@ def test_opus_4_8_accepts_system_after_a_user_turn_only() -> None:
     }
     assert validate_request(body, "anthropic-messages").rule == "A10"
     assert validate_request(body, "anthropic-messages", profile="anthropic-opus-4.8").accepted
+
+
+def test_c14_web_search_options_only_off_the_search_models() -> None:
+    for model in ("gpt-4o-search-preview", "gpt-5-search-api"):
+        body = {"model": model, "messages": [{"role": "user", "content": "today?"}]}
+        body["web_search_options"] = {"search_context_size": "low"}
+        assert validate_request(body, "openai-chat").rule == "C14"  # the default profile
+        profile = profile_for_model("openai-chat", None, model).id
+        assert validate_request(body, "openai-chat", profile=profile).accepted
+    # Gateways are not OpenAI: neither C14 nor C13 is known to apply there.
+    assert "C14" not in rules_ids("openai-chat", "openrouter")
+    assert "C13" not in rules_ids("openai-chat", "azure")
+
+
+def test_c13_judges_strict_tools_only() -> None:
+    open_schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    tool = {"type": "function", "function": {"name": "f", "parameters": open_schema}}
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}], "tools": [tool]}
+    assert validate_request(body, "openai-chat").accepted  # not strict: no schema rule
+    tool["function"]["strict"] = True
+    assert validate_request(body, "openai-chat").rule == "C13"
+    open_schema["additionalProperties"] = False
+    assert validate_request(body, "openai-chat").accepted
+
+
+def test_a24_judges_effort_only_where_the_levels_are_known() -> None:
+    body = {
+        "model": "claude-opus-4-6",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": "2+2?"}],
+        "output_config": {"effort": "xhigh"},
+    }
+    assert validate_request(body, "anthropic-messages").accepted  # no levels in the default
+    assert validate_request(body, "anthropic-messages", profile="anthropic-opus-4.6").rule == "A24"
+    for level in ("low", "medium", "high", "max"):
+        body["output_config"] = {"effort": level}
+        assert validate_request(body, "anthropic-messages", profile="anthropic-opus-4.6").accepted
+
+
+def test_a25_server_tools_refused_on_bedrock_only() -> None:
+    body = {
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": "weather in Paris?"}],
+        "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+    }
+    # Anthropic's own API takes the server tool (recorded 200 on claude-sonnet-4-5).
+    assert validate_request(
+        {**body, "model": "claude-sonnet-4-20250514"}, "anthropic-messages"
+    ).accepted
+    bedrock = validate_request(
+        body, "anthropic-messages", profile="anthropic-bedrock-claude-sonnet-4"
+    )
+    assert bedrock.rule == "A25"
+    assert bedrock.status == 400
+    custom = {**body, "tools": [{"name": "f", "input_schema": {"type": "object"}}]}
+    assert validate_request(
+        custom, "anthropic-messages", profile="anthropic-bedrock-claude-sonnet-4"
+    ).accepted
+
+
+def rules_ids(shape: str, dialect: str | None) -> set[str]:
+    return {rule.id for rule in rules_for(shape, dialect)}
 
 
 def test_mistral_reports_its_id_rule_where_openai_accepts() -> None:

@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A20, A22.
+"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A20, A22-A25.
 
 Paths in texts use Anthropic's notation ``messages.3.content.0`` (provider-rules.md). Profiles that
 no longer enforce strict alternation (A9 relaxed) merge consecutive same-role turns before the
@@ -361,6 +361,28 @@ def url_image_source(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
             source = as_dict(block.get("source"))
             if block.get("type") == "image" and source.get("type") == "url":
                 yield Finding("A23", (i, j), {"index": i, "block": j})
+
+
+@detector(SHAPE, "A24")
+def effort_level(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A24 (recorded on claude-opus-4-6): ``output_config.effort`` outside the profile's
+    ``effort_levels``; the provider lists the supported levels alphabetically (recorded)."""
+    levels = [str(level) for level in as_list(ctx.settings.get("effort_levels"))]
+    effort = as_dict(body.get("output_config")).get("effort")
+    if levels and isinstance(effort, str) and effort not in levels:
+        yield Finding("A24", (-1,), {"level": effort, "levels": ", ".join(sorted(levels))})
+
+
+@detector(SHAPE, "A25")
+def tool_type_offered(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A25 (recorded, Claude through Bedrock): a tool ``type`` outside the profile's
+    ``tool_types``, listed as recorded; a tool without ``type`` is a custom tool."""
+    tags = [str(tag) for tag in as_list(ctx.settings.get("tool_types"))]
+    for i, tool in enumerate(as_list(body.get("tools"))):
+        tag = as_dict(tool).get("type")
+        if tags and isinstance(tag, str) and tag not in tags:
+            listed = ", ".join(f"'{t}'" for t in tags)
+            yield Finding("A25", (-1, i), {"index": i, "tag": tag, "tags": listed})
 
 
 def _thinking_enabled(body: Mapping[str, Any]) -> bool:

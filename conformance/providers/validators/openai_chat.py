@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions (``POST /v1/chat/completions``): rules C0-C11 over the wire body.
+"""OpenAI Chat Completions (``POST /v1/chat/completions``): rules C0-C14 over the wire body.
 
 Index notation follows the provider (provider-rules.md): pairing errors put ``messages.[3].role``
 in ``param`` and schema errors ``messages[3].name``; the templates in rules.yaml carry that, the
@@ -357,6 +357,28 @@ def stop_unsupported(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]
     """C12 (recorded on o1-mini and gpt-5-mini; in their profiles only): ``stop`` is refused."""
     if body.get("stop") is not None:
         yield Finding("C12", (-1,), {})
+
+
+@detector(SHAPE, "C13")
+def strict_schema_open(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """C13 (recorded on gpt-4o-mini): a ``strict`` function tool whose parameters schema does not
+    set ``additionalProperties`` to false at its root (nested objects were never recorded)."""
+    for i, tool in enumerate(as_list(body.get("tools"))):
+        function = as_dict(as_dict(tool).get("function"))
+        parameters = function.get("parameters")
+        open_schema = (
+            isinstance(parameters, dict) and parameters.get("additionalProperties") is not False
+        )
+        if function.get("strict") is True and open_schema:
+            yield Finding("C13", (-1, i), {"index": i, "name": function.get("name")})
+
+
+@detector(SHAPE, "C14")
+def web_search_options_unsupported(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """C14 (recorded on gpt-4o): ``web_search_options`` on a model that does not search; the
+    search models' profiles remove the rule."""
+    if body.get("web_search_options") is not None:
+        yield Finding("C14", (-1,), {})
 
 
 def _string_lengths(message: Mapping[str, Any]) -> Iterator[int]:
