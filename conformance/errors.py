@@ -50,6 +50,7 @@ __all__ = [
     "Refusal",
     "ReportFileError",
     "ScenarioError",
+    "SdkMissingError",
     "ServerStartError",
     "UnknownProfileError",
     "WorkerInternalError",
@@ -147,6 +148,12 @@ class CredentialsError(CtxconfError, LookupError):
     """A live recording without the environment variable that holds the provider's key."""
 
     code = "credentials_missing"
+
+
+class SdkMissingError(CtxconfError, ImportError):
+    """A round trip for a shape whose official SDK is not installed; names the extra to install."""
+
+    code = "sdk_missing"
 
 
 class WorkerInternalError(RuntimeError):

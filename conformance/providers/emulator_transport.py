@@ -1,9 +1,9 @@
 """Reaching the emulator: in process (an httpx/httpx2 transport) or on loopback (uvicorn).
 
-The official ``openai`` 3.x and ``anthropic`` 2.x SDKs speak ``httpx2``; Gemini and Bedrock are
-called with plain ``httpx``. Both libraries' ``MockTransport`` is patched by vcrpy, so a round
-trip through :func:`httpx2_transport` is recorded exactly like one over the network, without a
-port. :func:`serving` runs the same app with uvicorn on ``127.0.0.1`` for clients in other
+The official ``openai`` 3.x and ``anthropic`` 2.x SDKs speak ``httpx2``; Gemini round trips are
+plain ``httpx`` and Bedrock's go through boto3, which hands its signed requests to ``httpx``. Both
+libraries' ``MockTransport`` is patched by vcrpy, so a round trip through :func:`httpx2_transport`
+is recorded exactly like one over the network, without a port. :func:`serving` runs the same app with uvicorn on ``127.0.0.1`` for clients in other
 processes or languages (and for the live code path pointed at the emulator).
 """
 

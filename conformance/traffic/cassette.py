@@ -95,7 +95,7 @@ def sdk_versions() -> dict[str, str]:
     """Installed versions of the client libraries that shape what is sent and parsed."""
     return {
         package: _installed_version(package)
-        for package in ("openai", "anthropic", "httpx", "httpx2")
+        for package in ("openai", "anthropic", "boto3", "httpx", "httpx2")
     }
 
 

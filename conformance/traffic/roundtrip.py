@@ -1,10 +1,12 @@
 """Round trips through the real SDKs: send a request, parse the answer back, record or replay it.
 
 The ``openai`` SDK sends ``openai-chat`` and ``openai-responses`` requests, the ``anthropic`` SDK
-sends ``anthropic-messages``; Gemini and Bedrock Converse go through ``httpx`` (their SDKs are
-not dependencies). A :class:`Target` says where: the in-process emulator (no port), any base URL
-(``ctxconf serve`` on loopback, a gateway), or a provider's official endpoint with keys from the
-usual environment variables. The code path is the same for all three.
+sends ``anthropic-messages``, ``boto3`` sends ``bedrock-converse``
+(:mod:`conformance.traffic.roundtrip_bedrock`, the ``sdks`` extra); Gemini goes as plain
+``httpx`` (google-genai rewrites the body it sends, see that module). A :class:`Target` says
+where: the in-process emulator (no port), any base URL (``ctxconf serve`` on loopback, a
+gateway), or a provider's official endpoint with keys from the usual environment variables. The
+code path is the same for all three.
 
 Recording (:func:`record`) writes ``<out>/<shape>/<case-id>.yaml`` through vcrpy with the
 skeleton matcher and scrubbing of :mod:`conformance.traffic.skeleton` and :mod:`conformance.traffic.scrubbing`; what the cassette was recorded
@@ -54,6 +56,7 @@ from conformance.traffic.endpoints import (
     generate_path,
     is_bedrock_runtime_host,
 )
+from conformance.traffic.roundtrip_bedrock import answer_json, headers_of, send_bedrock
 from conformance.traffic.skeleton import closest_skeleton, request_skeleton
 from conformance.traffic.verdicts import reported_input_tokens
 from reference_impl.errors import CtxconfError
@@ -186,17 +189,6 @@ class Target:
         return root
 
 
-def _headers_of(raw: httpx2.Headers | httpx.Headers) -> dict[str, str]:
-    return {k.lower(): v for k, v in raw.items()}
-
-
-def _json(response: httpx2.Response | httpx.Response) -> Any:
-    try:
-        return response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return response.text
-
-
 def _split(body: Mapping[str, Any], *named: str) -> tuple[list[Any], dict[str, Any]]:
     return [body.get(k) for k in named], {k: v for k, v in body.items() if k not in named}
 
@@ -220,12 +212,12 @@ def _send_openai(
             chat = sdk.chat.completions.with_raw_response.create(
                 model=model, messages=messages, extra_body=rest
             )
-            return chat.status_code, chat.parse().to_dict(mode="json"), _headers_of(chat.headers)
+            return chat.status_code, chat.parse().to_dict(mode="json"), headers_of(chat.headers)
         (model, items), rest = _split(rest, "model", "input")
         raw = sdk.responses.with_raw_response.create(model=model, input=items, extra_body=rest)
-        return raw.status_code, raw.parse().to_dict(mode="json"), _headers_of(raw.headers)
+        return raw.status_code, raw.parse().to_dict(mode="json"), headers_of(raw.headers)
     except openai.APIStatusError as exc:
-        return exc.status_code, _json(exc.response), _headers_of(exc.response.headers)
+        return exc.status_code, answer_json(exc.response), headers_of(exc.response.headers)
 
 
 def _plain_completion(completion: dict[str, Any]) -> dict[str, Any]:
@@ -255,13 +247,13 @@ def _stream_openai(
         for chunk in chunks:
             state.handle_chunk(chunk)
         final = _plain_completion(state.get_final_completion().to_dict(mode="json"))
-        return chunks.response.status_code, final, _headers_of(chunks.response.headers)
+        return chunks.response.status_code, final, headers_of(chunks.response.headers)
     (model, items), rest = _split(body, "model", "input")
     events = sdk.responses.create(model=model, input=items, stream=True, extra_body=rest)
     completed = [e.response for e in events if e.type == "response.completed"]
     # A stream without response.completed has no answer to parse: the exchange says so.
     answer = completed[-1].to_dict(mode="json") if completed else None
-    return events.response.status_code, answer, _headers_of(events.response.headers)
+    return events.response.status_code, answer, headers_of(events.response.headers)
 
 
 def _send_anthropic(
@@ -282,7 +274,7 @@ def _send_anthropic(
                 model=model, max_tokens=limit, messages=messages, extra_body=rest
             ) as stream:
                 final = stream.get_final_message().to_dict(mode="json")
-                return stream.response.status_code, final, _headers_of(stream.response.headers)
+                return stream.response.status_code, final, headers_of(stream.response.headers)
         raw = sdk.messages.with_raw_response.create(
             model=model,
             max_tokens=limit,
@@ -290,26 +282,28 @@ def _send_anthropic(
             extra_body=rest,
         )
         parsed = raw.parse()
-        return raw.status_code, parsed.to_dict(mode="json"), _headers_of(raw.headers)
+        return raw.status_code, parsed.to_dict(mode="json"), headers_of(raw.headers)
     except anthropic.APIStatusError as exc:
-        return exc.status_code, _json(exc.response), _headers_of(exc.response.headers)
+        return exc.status_code, answer_json(exc.response), headers_of(exc.response.headers)
 
 
-def _send_httpx(
+def _send_url_model(
     case: Case, target: Target, client: httpx.Client
 ) -> tuple[int, Any, dict[str, str]]:
+    """The shapes with the model in the URL: Bedrock Converse through boto3
+    (:mod:`conformance.traffic.roundtrip_bedrock`), Gemini as plain HTTP (why: that module)."""
     model = case.model or str(case.body.get("model") or DEFAULT_MODELS[case.shape])
     base = target.base(case.shape, case.dialect)
+    extra = {DIALECT_HEADER: case.dialect} if case.dialect else {}
+    if case.shape == "bedrock-converse":
+        bearer = target.key(case.shape) if target.live else None  # else boto3 signs
+        return send_bedrock(
+            case.body, model, base=base, bearer=bearer, client=client, headers=extra
+        )
+    headers = {"content-type": "application/json", "x-goog-api-key": target.key(case.shape)}
     url = base + generate_path(case.shape, model)
-    headers = {"content-type": "application/json"}
-    if case.shape == "gemini":
-        headers["x-goog-api-key"] = target.key(case.shape)
-    else:
-        headers["authorization"] = f"Bearer {target.key(case.shape)}"
-    if case.dialect:
-        headers[DIALECT_HEADER] = case.dialect
-    response = client.post(url, content=json.dumps(case.body).encode(), headers=headers)
-    return response.status_code, _json(response), _headers_of(response.headers)
+    response = client.post(url, content=json.dumps(case.body).encode(), headers=headers | extra)
+    return response.status_code, answer_json(response), headers_of(response.headers)
 
 
 def send(case: Case, target: Target) -> Exchange:
@@ -323,7 +317,7 @@ def send(case: Case, target: Target) -> Exchange:
     else:
         transport = httpx_transport(target.app) if target.app is not None else None
         with httpx.Client(transport=transport, timeout=60.0) as client:
-            status, body, headers = _send_httpx(case, target, client)
+            status, body, headers = _send_url_model(case, target, client)
     message: Message | None = None
     problem: str | None = None
     if 200 <= status < 300:

@@ -46,6 +46,8 @@ SECRET_HEADERS: Final = frozenset(
         "x-amz-date",
     }
 )
+# Per-request bookkeeping of the SDKs (retry counters, invocation ids: a new value each time).
+_SDK_BOOKKEEPING: Final = ("x-stainless-", "amz-sdk-")
 _SECRET_QUERY_KEYS: Final = frozenset({"key", "api_key", "api-key", "access_token"})
 _SECRET_PATTERNS: Final = (
     re.compile(r"sk-ant-[A-Za-z0-9_-]{8,}"),
@@ -77,7 +79,7 @@ def _scrub_body(body: object) -> object:
 def scrub_request(request: VcrRequest) -> VcrRequest:
     """Remove secret headers and ``key=`` query parameters; redact key-shaped strings in the body."""
     for name in list(request.headers):
-        if name.lower() in SECRET_HEADERS or name.lower().startswith("x-stainless-"):
+        if name.lower() in SECRET_HEADERS or name.lower().startswith(_SDK_BOOKKEEPING):
             del request.headers[name]
     parts = urlsplit(request.uri)
     if parts.query:

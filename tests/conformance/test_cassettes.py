@@ -211,6 +211,25 @@ def test_scrubbing_removes_keys_cookies_and_key_shaped_text() -> None:
     assert set(response["headers"]) == {"x-request-id"}
 
 
+def test_scrubbing_drops_the_sdks_per_request_headers() -> None:
+    # boto3's invocation id is new on every request (a re-recording would never be unchanged),
+    # and its SigV4 date and signature go with the keys; the user agent stays.
+    request = Request(
+        "POST",
+        "http://emulator.invalid/model/m/converse",
+        b"{}",
+        {
+            "amz-sdk-invocation-id": "5f0c0b9e-0d3c-4c55-a0c2-8c2b8f0e9b3a",
+            "amz-sdk-request": "attempt=1; max=1",
+            "X-Amz-Date": "20261202T010000Z",
+            "Authorization": "AWS4-HMAC-SHA256 Credential=AKIDCTXCONFTEST/20261202/us-east-1",
+            "x-stainless-retry-count": "0",
+            "User-Agent": "Boto3/1.44.8",
+        },
+    )
+    assert set(scrub_request(request).headers) == {"User-Agent"}
+
+
 def test_secret_finder_catches_what_scrubbing_removes() -> None:
     leaky = {
         "interactions": [
