@@ -261,6 +261,20 @@ def test_a25_server_tools_refused_on_bedrock_only() -> None:
     assert validate_request(
         custom, "anthropic-messages", profile="anthropic-bedrock-claude-sonnet-4"
     ).accepted
+    # With a beta the tool list is not the recorded one (computer use adds its tools): not judged.
+    computer = {
+        **body,
+        "anthropic_beta": ["computer-use-2025-01-24"],
+        "tools": [{"type": "computer_20250124", "name": "computer", "display_width_px": 1024}],
+    }
+    profile = "anthropic-bedrock-claude-sonnet-4"
+    assert validate_request(computer, "anthropic-messages", profile=profile).accepted
+    assert (
+        validate_request(
+            {**computer, "anthropic_beta": []}, "anthropic-messages", profile=profile
+        ).rule
+        == "A25"
+    )
 
 
 def rules_ids(shape: str, dialect: str | None) -> set[str]:

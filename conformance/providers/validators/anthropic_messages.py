@@ -376,7 +376,10 @@ def effort_level(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 @detector(SHAPE, "A25")
 def tool_type_offered(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A25 (recorded, Claude through Bedrock): a tool ``type`` outside the profile's
-    ``tool_types``, listed as recorded; a tool without ``type`` is a custom tool."""
+    ``tool_types``, listed as recorded; a tool without ``type`` is a custom tool. A body with
+    ``anthropic_beta`` is not judged: betas add tool types (computer use) to the recorded list."""
+    if as_list(body.get("anthropic_beta")):
+        return
     tags = [str(tag) for tag in as_list(ctx.settings.get("tool_types"))]
     for i, tool in enumerate(as_list(body.get("tools"))):
         tag = as_dict(tool).get("type")
