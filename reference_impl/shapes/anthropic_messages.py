@@ -58,7 +58,12 @@ from reference_impl.shapes._mapping import (
     with_summaries,
 )
 from reference_impl.shapes._wire import Wire
-from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.shapes.base import (
+    GenerationOptions,
+    ResponseMeta,
+    ShapeAdapter,
+    ShapeCapabilities,
+)
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -556,6 +561,7 @@ ADAPTER: Final = ShapeAdapter(
     model_in_url=False,
     default_model="claude-haiku-4-5",
     capabilities=CAPABILITIES,
+    options=GenerationOptions("max_tokens", "temperature", "top_p", "stop_sequences"),
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,

@@ -7,8 +7,9 @@ one assistant reply (used by the emulator and by the SDK round trips).
 
 The adapter is the one home of every per-shape fact: what the shape can carry and how its turns
 must be ordered (``ShapeCapabilities``), where its body keeps the messages, whether the model
-travels in the URL, the model a case names by default, its short label, and the provider-specific
-rendering hook (cache breakpoints). Other modules read these; none repeats them.
+travels in the URL, the model a case names by default, its short label, the wire names of the
+generation options (``GenerationOptions``, for ``convert``), and the provider-specific rendering
+hook (cache breakpoints). Other modules read these; none repeats them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from reference_impl.transcript import Message, ReasoningOrigin, Role, ShapeName,
 
 __all__ = [
     "CacheBreakpoints",
+    "GenerationOptions",
     "MergePolicy",
     "ResponseMeta",
     "ShapeAdapter",
@@ -64,6 +66,23 @@ class ShapeCapabilities:
 
 
 @dataclass(frozen=True, slots=True)
+class GenerationOptions:
+    """Where a shape's request keeps the generation options every shape has, by their wire names
+    (``ctxconf convert`` maps them from one shape to another): an output cap, temperature, top-p
+    and stop sequences (None: the shape has no such option)."""
+
+    max_output: str
+    temperature: str
+    top_p: str
+    stop: str | None
+    container: str | None = None
+    """The object that holds them (Gemini ``generationConfig``, Bedrock ``inferenceConfig``); None
+    when they are top-level keys of the body."""
+    max_output_aliases: tuple[str, ...] = ()
+    """Other top-level names of the output cap (Chat Completions ``max_completion_tokens``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseMeta:
     """What a provider response carries besides the message (for the emulator and round trips)."""
 
@@ -72,6 +91,11 @@ class ResponseMeta:
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output: the usage total that Chat, Responses, Gemini and Bedrock report."""
+        return self.input_tokens + self.output_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +113,7 @@ class ShapeAdapter:
     """The model a conformance case names when its scenario does not: it picks the reference
     counter's encoding and is part of a recorded request's skeleton."""
     capabilities: ShapeCapabilities
+    options: GenerationOptions
     parse_request: Callable[[Mapping[str, Any]], Transcript]
     render_request: Callable[[Transcript], dict[str, Any]]
     parse_response: Callable[[Mapping[str, Any]], Message]

@@ -59,7 +59,12 @@ from reference_impl.shapes._mapping import (
     with_summaries,
 )
 from reference_impl.shapes._wire import Wire
-from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.shapes.base import (
+    GenerationOptions,
+    ResponseMeta,
+    ShapeAdapter,
+    ShapeCapabilities,
+)
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -492,7 +497,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
         "usage": {
             "inputTokens": meta.input_tokens,
             "outputTokens": meta.output_tokens,
-            "totalTokens": meta.input_tokens + meta.output_tokens,
+            "totalTokens": meta.total_tokens,
         },
         "metrics": {"latencyMs": 0},
     }
@@ -505,6 +510,9 @@ ADAPTER: Final = ShapeAdapter(
     model_in_url=True,
     default_model="us.anthropic.claude-haiku-4-5-20251001-v1:0",
     capabilities=CAPABILITIES,
+    options=GenerationOptions(
+        "maxTokens", "temperature", "topP", "stopSequences", "inferenceConfig"
+    ),
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,

@@ -28,40 +28,19 @@ from reference_impl.transcript import (
 
 __all__ = ["Conversion", "convert", "lossy_drops"]
 
-# option -> where each shape keeps it: a top-level key, or (container key, nested key).
-_OPTION_PLACES: Final[Mapping[str, Mapping[str, str | tuple[str, str]]]] = {
-    "max_output": {
-        "openai-chat": "max_tokens",
-        "openai-responses": "max_output_tokens",
-        "anthropic-messages": "max_tokens",
-        "gemini": ("generationConfig", "maxOutputTokens"),
-        "bedrock-converse": ("inferenceConfig", "maxTokens"),
-    },
-    "temperature": {
-        "openai-chat": "temperature",
-        "openai-responses": "temperature",
-        "anthropic-messages": "temperature",
-        "gemini": ("generationConfig", "temperature"),
-        "bedrock-converse": ("inferenceConfig", "temperature"),
-    },
-    "top_p": {
-        "openai-chat": "top_p",
-        "openai-responses": "top_p",
-        "anthropic-messages": "top_p",
-        "gemini": ("generationConfig", "topP"),
-        "bedrock-converse": ("inferenceConfig", "topP"),
-    },
-    "stop": {
-        "openai-chat": "stop",
-        "anthropic-messages": "stop_sequences",
-        "gemini": ("generationConfig", "stopSequences"),
-        "bedrock-converse": ("inferenceConfig", "stopSequences"),
-    },
-}
-# Chat Completions also names the output cap ``max_completion_tokens`` (o-series models).
-_ALIASES: Final[Mapping[str, Mapping[str, str]]] = {
-    "openai-chat": {"max_completion_tokens": "max_output"},
-}
+# The options every shape has, in the order a conversion names them; where each shape keeps them
+# is the shape's own fact (``ShapeAdapter.options``).
+_OPTIONS: Final = ("max_output", "temperature", "top_p", "stop")
+
+
+def _place(target: ShapeName | str, option: str) -> str | tuple[str, str] | None:
+    """Where ``target``'s request keeps ``option``: a top-level key, (container key, nested key),
+    or None when it has no such option."""
+    options = get_shape(target).options
+    key: str | None = getattr(options, option)
+    if key is None or options.container is None:
+        return key
+    return (options.container, key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +55,8 @@ def _read_options(params: dict[str, Any], source: str) -> tuple[dict[str, Any], 
     """The portable options found in ``params`` and the param keys (or sub-keys) they used."""
     found: dict[str, Any] = {}
     used: set[str] = set()
-    for option, places in _OPTION_PLACES.items():
-        place = places.get(source)
+    for option in _OPTIONS:
+        place = _place(source, option)
         if isinstance(place, str) and place in params:
             found[option] = params[place]
             used.add(place)
@@ -86,9 +65,9 @@ def _read_options(params: dict[str, Any], source: str) -> tuple[dict[str, Any], 
             if isinstance(container, dict) and place[1] in container:
                 found[option] = container[place[1]]
                 used.add(f"{place[0]}.{place[1]}")
-    for key, option in _ALIASES.get(source, {}).items():
-        if key in params and option not in found:
-            found[option] = params[key]
+    for key in get_shape(source).options.max_output_aliases:
+        if key in params and "max_output" not in found:
+            found["max_output"] = params[key]
             used.add(key)
     return found, used
 
@@ -109,7 +88,7 @@ def _write_options(options: Mapping[str, Any], target: str) -> tuple[dict[str, A
     out: dict[str, Any] = {}
     unplaced: list[str] = []
     for option, value in options.items():
-        place = _OPTION_PLACES[option].get(target)
+        place = _place(target, option)
         if place is None:
             unplaced.append(option)
         elif isinstance(place, str):

@@ -73,7 +73,12 @@ from reference_impl.shapes._mapping import (
     with_summaries,
 )
 from reference_impl.shapes._wire import Wire
-from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.shapes.base import (
+    GenerationOptions,
+    ResponseMeta,
+    ShapeAdapter,
+    ShapeCapabilities,
+)
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -624,7 +629,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
         "usageMetadata": {
             "promptTokenCount": meta.input_tokens,
             "candidatesTokenCount": meta.output_tokens,
-            "totalTokenCount": meta.input_tokens + meta.output_tokens,
+            "totalTokenCount": meta.total_tokens,
         },
         "modelVersion": meta.model,
         "responseId": meta.response_id,
@@ -638,6 +643,9 @@ ADAPTER: Final = ShapeAdapter(
     model_in_url=True,
     default_model="gemini-2.5-flash",
     capabilities=CAPABILITIES,
+    options=GenerationOptions(
+        "maxOutputTokens", "temperature", "topP", "stopSequences", "generationConfig"
+    ),
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,

@@ -45,7 +45,12 @@ from reference_impl.shapes._openai_common import (
     unsupported,
 )
 from reference_impl.shapes._wire import Wire
-from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.shapes.base import (
+    GenerationOptions,
+    ResponseMeta,
+    ShapeAdapter,
+    ShapeCapabilities,
+)
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -463,7 +468,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
         "usage": {
             "prompt_tokens": meta.input_tokens,
             "completion_tokens": meta.output_tokens,
-            "total_tokens": meta.input_tokens + meta.output_tokens,
+            "total_tokens": meta.total_tokens,
         },
     }
 
@@ -475,6 +480,9 @@ ADAPTER: Final = ShapeAdapter(
     model_in_url=False,
     default_model="gpt-4o-mini",
     capabilities=CAPABILITIES,
+    options=GenerationOptions(
+        "max_tokens", "temperature", "top_p", "stop", None, ("max_completion_tokens",)
+    ),
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,

@@ -48,7 +48,12 @@ from reference_impl.shapes._openai_common import (
     unsupported,
 )
 from reference_impl.shapes._wire import Wire
-from reference_impl.shapes.base import ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.shapes.base import (
+    GenerationOptions,
+    ResponseMeta,
+    ShapeAdapter,
+    ShapeCapabilities,
+)
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -514,7 +519,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": meta.output_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": meta.input_tokens + meta.output_tokens,
+            "total_tokens": meta.total_tokens,
         },
     }
 
@@ -526,6 +531,7 @@ ADAPTER: Final = ShapeAdapter(
     model_in_url=False,
     default_model="gpt-4o-mini",
     capabilities=CAPABILITIES,
+    options=GenerationOptions("max_output_tokens", "temperature", "top_p", None),
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,

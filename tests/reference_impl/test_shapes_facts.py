@@ -56,3 +56,22 @@ def test_shape_fact_is_a_read_only_mapping():
     with pytest.raises(KeyError):
         labels["mistral"]
     assert len(labels) == len(SHAPE_NAMES)
+
+
+def test_generation_option_names_per_shape():
+    # The output cap as each API reference names it: Chat ``max_tokens`` (and
+    # ``max_completion_tokens`` for o-series models), Responses ``max_output_tokens``, Anthropic
+    # ``max_tokens``, Gemini ``generationConfig.maxOutputTokens``, Converse
+    # ``inferenceConfig.maxTokens``; Responses has no stop sequences.
+    caps = {
+        n: (get_shape(n).options.container, get_shape(n).options.max_output) for n in SHAPE_NAMES
+    }
+    assert caps == {
+        "openai-chat": (None, "max_tokens"),
+        "openai-responses": (None, "max_output_tokens"),
+        "anthropic-messages": (None, "max_tokens"),
+        "gemini": ("generationConfig", "maxOutputTokens"),
+        "bedrock-converse": ("inferenceConfig", "maxTokens"),
+    }
+    assert get_shape("openai-chat").options.max_output_aliases == ("max_completion_tokens",)
+    assert {n for n in SHAPE_NAMES if get_shape(n).options.stop is None} == {"openai-responses"}
