@@ -30,6 +30,7 @@ __all__ = [
     "recorded_of_shape",
     "recorded_requests",
     "sorted_json",
+    "split_refused",
     "vocabulary_json",
     "wireish_json",
 ]
@@ -54,9 +55,11 @@ def recorded_of_shape(shape: str) -> list[Any]:
 
 def assert_round_trips_in_meaning(
     adapter: ShapeAdapter, interactions: Iterable[Any], skeleton: Callable[[Any], object]
-) -> None:
+) -> list[dict[str, Any]]:
     """Each recorded request parses, renders back to a body with the same ``skeleton`` (what it
-    means to the provider), and that render parses to the same transcript."""
+    means to the provider), and that render parses to the same transcript; the rendered bodies,
+    in the order of ``interactions``."""
+    renders: list[dict[str, Any]] = []
     for interaction in interactions:
         body = interaction.request_body
         assert isinstance(body, dict), interaction
@@ -64,6 +67,18 @@ def assert_round_trips_in_meaning(
         rendered = adapter.render_request(transcript)
         assert skeleton(rendered) == skeleton(body), interaction
         assert adapter.parse_request(rendered) == transcript, interaction
+        renders.append(rendered)
+    return renders
+
+
+def split_refused(interactions: Iterable[Any], answer: str) -> tuple[list[Any], list[Any]]:
+    """The interactions whose recorded response contains ``answer`` (requests the provider
+    refused, which the shape must refuse too), and the others."""
+    refused: list[Any] = []
+    others: list[Any] = []
+    for interaction in interactions:
+        (refused if answer in str(interaction.response_body) else others).append(interaction)
+    return refused, others
 
 
 def recorded_requests(folder: str) -> list[Any]:
