@@ -130,43 +130,40 @@ def _retry(call, shape):
     )
 
 
-def test_retry_tightens_one_notch_and_succeeds():
+def _provider(error, message, *, fails=None):
+    """A provider call that keeps every body it is sent and raises ``error(message)`` on its
+    first ``fails`` calls (on every call when None), answering ``"answer"`` after."""
     bodies = []
 
     def call(body):
         bodies.append(body)
-        if len(bodies) == 1:
-            raise ValueError(
-                "This model's maximum context length is 100 tokens. However, your "
-                "messages resulted in 120 tokens."
-            )
+        if fails is None or len(bodies) <= fails:
+            raise error(message)
         return "answer"
 
+    return bodies, call
+
+
+def test_retry_tightens_one_notch_and_succeeds():
+    bodies, call = _provider(
+        ValueError,
+        "This model's maximum context length is 100 tokens. However, your "
+        "messages resulted in 120 tokens.",
+        fails=1,
+    )
     assert _retry(call, "openai-chat") == "answer"
     assert len(bodies) == 2
     assert len(bodies[1]["messages"]) < len(bodies[0]["messages"])
 
 
 def test_retry_without_numbers_drops_exactly_one_more_unit():
-    bodies = []
-
-    def call(body):
-        bodies.append(body)
-        if len(bodies) == 1:
-            raise RuntimeError("Input is too long for requested model.")
-        return "ok"
-
+    bodies, call = _provider(RuntimeError, "Input is too long for requested model.", fails=1)
     _retry(call, "bedrock-converse")
     assert len(bodies[0]["messages"]) - len(bodies[1]["messages"]) == 2  # one ring: call + results
 
 
 def test_retries_at_most_twice_then_raises_and_never_loops():
-    calls = []
-
-    def call(body):
-        calls.append(body)
-        raise RuntimeError("Input is too long for requested model.")
-
+    calls, call = _provider(RuntimeError, "Input is too long for requested model.")
     with pytest.raises(ContextAssemblyError) as info:
         _retry(call, "bedrock-converse")
     assert len(calls) == 3
@@ -175,12 +172,7 @@ def test_retries_at_most_twice_then_raises_and_never_loops():
 
 
 def test_an_overflow_that_cannot_be_met_is_refused_by_the_assembler():
-    calls = []
-
-    def call(body):
-        calls.append(body)
-        raise RuntimeError("prompt is too long: 999999 tokens > 1000 maximum")
-
+    calls, call = _provider(RuntimeError, "prompt is too long: 999999 tokens > 1000 maximum")
     with pytest.raises(ContextAssemblyError) as info:
         _retry(call, "anthropic-messages")
     assert len(calls) == 1
@@ -188,9 +180,7 @@ def test_an_overflow_that_cannot_be_met_is_refused_by_the_assembler():
 
 
 def test_other_errors_propagate_unchanged_and_retries_are_capped():
-    def call(body):
-        raise KeyError("not a context error")
-
+    _, call = _provider(KeyError, "not a context error")
     with pytest.raises(KeyError):
         _retry(call, "openai-chat")
     with pytest.raises(ConfigError):
