@@ -26,6 +26,7 @@ from reference_impl import (
     assemble,
 )
 from reference_impl.metrics import default_metrics
+from reference_impl.transcript import Transcript
 
 NAMES = {
     "context_assemble_tokens",
@@ -43,19 +44,23 @@ def exposed(metrics: AssemblyMetrics) -> str:
     return generate_latest(metrics.registry).decode("utf-8")
 
 
+def assemble_compacting(
+    s: Transcript, metrics: AssemblyMetrics, *, trigger: float, budget: int
+) -> None:
+    """Assemble ``s`` keeping no old ring whole and only the latest user turn, counted in words."""
+    config = AssemblyConfig(
+        recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=trigger
+    )
+    assemble(s, config, counter=WordCounter(), metrics=metrics, budget=budget)
+
+
 def test_every_metric_name_is_registered_in_its_own_registry():
     a, b = AssemblyMetrics(CollectorRegistry()), AssemblyMetrics(CollectorRegistry())
     names = {m.name for m in a.registry.collect()}
     # prometheus_client strips _total from counter family names and adds it back on samples.
     assert {n if n.endswith(("tokens", "seconds")) else n + "_total" for n in names} == NAMES
     s = session(system(), user("goal"), ring("c1", words(80)), user("latest"))
-    assemble(
-        s,
-        AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=1.0),
-        counter=WordCounter(),
-        metrics=a,
-        budget=40,
-    )
+    assemble_compacting(s, a, trigger=1.0, budget=40)
     assert a.sample("context_assemble_dropped_rings_total", **LABELS) == 1
     assert a.sample("context_assemble_tokens_count", **LABELS) == 1
     assert a.sample("context_assemble_seconds_count", **LABELS) == 1
@@ -75,13 +80,7 @@ def test_rejections_and_summaries_are_counted():
         == 1
     )
     s = session(system(), user("goal"), ring("c1", words(40)), assistant("ok"), user("latest"))
-    assemble(
-        s,
-        AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=0.05),
-        counter=WordCounter(),
-        metrics=m,
-        budget=1000,
-    )
+    assemble_compacting(s, m, trigger=0.05, budget=1000)
     assert m.sample("context_assemble_summary_total", **LABELS) == 1
 
 
