@@ -7,6 +7,7 @@ recordings). The recording round trip compares a skeleton computed from the raw 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -501,21 +502,18 @@ _atoms = [
 _wireish = wireish_json(_keys, _atoms)
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
-@given(
-    st.one_of(
-        plain_json, _wireish, st.fixed_dictionaries({"input": st.lists(_wireish, max_size=4)})
-    )
+@pytest.mark.parametrize(
+    ("parse", "key", "result"),
+    [(parse_request, "input", Transcript), (parse_response, "output", Message)],
+    ids=["request", "reply"],
 )
-def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
-    assert_parsed_or_located(parse_request, body, Transcript)
-
-
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
-@given(
-    st.one_of(
-        plain_json, _wireish, st.fixed_dictionaries({"output": st.lists(_wireish, max_size=4)})
-    )
-)
-def test_arbitrary_json_gives_a_reply_or_a_parse_error(body: Any) -> None:
-    assert_parsed_or_located(parse_response, body, Message)
+@given(data=st.data())
+def test_arbitrary_json_gives_a_result_or_a_parse_error(
+    parse: Callable[[Any], object],
+    key: str,
+    result: type[Transcript | Message],
+    data: st.DataObject,
+) -> None:
+    items = st.fixed_dictionaries({key: st.lists(_wireish, max_size=4)})
+    assert_parsed_or_located(parse, data.draw(st.one_of(plain_json, _wireish, items)), result)
