@@ -10,7 +10,7 @@ put back on render, for the tools that are still offered.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from reference_impl.errors import ParseError, TranscriptError, UnsupportedPartError
@@ -37,9 +37,9 @@ __all__ = [
     "image_detail",
     "image_from_url",
     "parse_data_url",
+    "parse_head",
     "parse_params",
     "parse_tool",
-    "parse_tools",
     "render_params",
     "render_tool",
     "text_of",
@@ -173,15 +173,27 @@ def parse_tool(fn: Wire, extras: dict[str, dict[str, Any]], names: set[str]) -> 
     )
 
 
-def parse_tools(
-    w: Wire, extras: dict[str, dict[str, Any]], function_of: Callable[[Wire], Wire]
-) -> tuple[ToolSpec, ...]:
-    """The ``tools`` array (none when null): each entry's function definition, as the shape's
-    ``function_of`` finds it inside the entry's envelope (checking the envelope)."""
-    if w.is_null:
-        return ()
+def parse_head(
+    body: Mapping[str, Any], function_of: Callable[[Wire], Wire]
+) -> tuple[Wire, str | None, dict[str, dict[str, Any]], tuple[ToolSpec, ...]]:
+    """What both OpenAI request bodies open with: the root object, its ``model``, the fields of
+    its tools that a ``ToolSpec`` has no slot for (by tool name) and the ``tools`` array (none
+    when null), each entry's function definition as the shape's ``function_of`` finds it inside
+    the entry's envelope (checking the envelope)."""
+    root = Wire.root(body)
+    root.obj()
+    model = root.get("model").opt_str()
+    extras: dict[str, dict[str, Any]] = {}
+    tools = root.get("tools")
+    if tools.is_null:
+        return root, model, extras, ()
     names: set[str] = set()
-    return tuple(parse_tool(function_of(tool), extras, names) for tool in w.items())
+    return (
+        root,
+        model,
+        extras,
+        tuple(parse_tool(function_of(t), extras, names) for t in tools.items()),
+    )
 
 
 def render_tool(tool: ToolSpec, extras: dict[str, Any]) -> dict[str, Any]:

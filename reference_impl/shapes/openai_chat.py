@@ -36,8 +36,8 @@ from reference_impl.shapes._openai_common import (
     file_from_data,
     image_detail,
     image_from_url,
+    parse_head,
     parse_params,
-    parse_tools,
     render_params,
     render_tool,
     text_of,
@@ -113,11 +113,7 @@ _EMPTY_ONLY: Final = ("refusal", "audio", "function_call", "annotations")
 
 def parse_request(body: Mapping[str, Any]) -> Transcript:
     """A Chat Completions request body -> transcript (``ParseError`` with a JSON path)."""
-    root = Wire.root(body)
-    root.obj()
-    model = root.get("model").opt_str()
-    extras: dict[str, dict[str, Any]] = {}
-    tools = parse_tools(root.get("tools"), extras, _function_of)
+    root, model, extras, tools = parse_head(body, _function_of)
     messages = _map_messages(root.get("messages").items())
     params = parse_params(root, _STRUCTURAL, extras)
     return build_transcript(root, messages, tools, model, params)

@@ -39,8 +39,8 @@ from reference_impl.shapes._openai_common import (
     file_from_data,
     image_detail,
     image_from_url,
+    parse_head,
     parse_params,
-    parse_tools,
     render_params,
     render_tool,
     text_of,
@@ -97,11 +97,7 @@ AttachmentPart = TextPart | SummaryPart | ImagePart | FilePart
 
 def parse_request(body: Mapping[str, Any]) -> Transcript:
     """A Responses request body -> transcript (``ParseError`` with a JSON path)."""
-    root = Wire.root(body)
-    root.obj()
-    model = root.get("model").opt_str()
-    extras: dict[str, dict[str, Any]] = {}
-    tools = parse_tools(root.get("tools"), extras, _function_of)
+    root, model, extras, tools = parse_head(body, _function_of)
     messages: list[Message] = []
     instructions = root.get("instructions")
     if not instructions.is_null:
