@@ -1,8 +1,9 @@
 """The contract every wire shape meets, one test for the five shapes (``shapes/base.py``).
 
 Each shape is in the registry under its name, renders and parses back every session its
-capabilities allow, and turns JSON nested deeper than the interpreter can walk into a
-``ParseError`` at the provider's own path. What only one shape does stays in its own
+capabilities allow and every recorded request it is sent (equal in meaning to the provider),
+and turns JSON nested deeper than the interpreter can walk into a ``ParseError`` at the
+provider's own path. What only one shape does stays in its own
 ``test_shapes_*.py``. Expected paths are written by hand from each provider's API reference.
 """
 
@@ -15,6 +16,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
+from shape_support import (
+    anthropic_meaning,
+    assert_raises_at,
+    assert_round_trips_in_meaning,
+    bedrock_meaning,
+    chat_meaning,
+    gemini_meaning,
+    needs_recordings,
+    recorded_of_shape,
+    recorded_requests,
+    responses_meaning,
+    split_refused,
+)
 
 from conformance.strategies import transcripts
 from reference_impl.errors import ParseError
@@ -61,6 +75,71 @@ def test_round_trip_parse_render_over_generated_transcripts(
     bound = {} if max_messages is None else {"max_messages": max_messages}
     t = data.draw(transcripts(adapter.capabilities, **bound), label=name)
     assert adapter.parse_request(adapter.render_request(t)) == t
+
+
+# Each shape's recorded requests, how many the provider accepted (counted with grep -c in the
+# recordings: openai_chat 1 + 2 + 2 + 3 and the deepseek and openrouter chat gateways 3 + 3;
+# openai_responses 1 + 3 + 1 + 2 and the deepseek responses gateway 1), the provider's answer to
+# the ones it refused with the path where the shape refuses them too (A12, G7), and what a body
+# means to the provider.
+RECORDED: list[
+    tuple[
+        ShapeAdapter,
+        Callable[[], list[Any]],
+        int,
+        tuple[str, str] | None,
+        Callable[[Any], object],
+    ]
+] = [
+    (openai_chat.ADAPTER, lambda: recorded_of_shape("openai-chat"), 14, None, chat_meaning),
+    (
+        openai_responses.ADAPTER,
+        lambda: recorded_of_shape("openai-responses"),
+        8,
+        None,
+        responses_meaning,
+    ),
+    (
+        anthropic_messages.ADAPTER,
+        lambda: recorded_requests("anthropic"),
+        5,
+        ("Input does not match", "messages.0"),
+        anthropic_meaning,
+    ),
+    (
+        gemini.ADAPTER,
+        lambda: recorded_requests("gemini"),
+        3,
+        ("Please use a valid role", "contents[0].role"),
+        gemini_meaning,
+    ),
+    (bedrock_converse.ADAPTER, lambda: recorded_requests("bedrock"), 3, None, bedrock_meaning),
+]
+
+
+@needs_recordings
+@pytest.mark.recordings
+@pytest.mark.parametrize(
+    ("adapter", "recorded", "accepted", "refused", "meaning"),
+    RECORDED,
+    ids=[r[0].name for r in RECORDED],
+)
+def test_every_recorded_request_renders_back_equal_in_meaning(
+    adapter: ShapeAdapter,
+    recorded: Callable[[], list[Any]],
+    accepted: int,
+    refused: tuple[str, str] | None,
+    meaning: Callable[[Any], object],
+) -> None:
+    interactions = recorded()
+    if refused is not None:
+        answer, where = refused
+        rejected, interactions = split_refused(interactions, answer)
+        assert [i.status for i in rejected] == [400]
+        for interaction in rejected:  # the provider rejected it too
+            assert_raises_at(ParseError, where, adapter.parse_request, interaction.request_body)
+    assert len(interactions) == accepted
+    assert_round_trips_in_meaning(adapter, interactions, meaning)
 
 
 def _deep() -> dict[str, Any]:

@@ -1,10 +1,16 @@
-"""What the shape tests share: the public recordings, and fuzzing bodies into parse errors.
+"""What the shape tests share: the public recordings, what a request body means to each provider,
+and fuzzing bodies into parse errors.
+
+The ``*_meaning`` functions are written from the raw JSON and each API reference (not from the
+shapes' own code): a recorded body and our rendering of it are compared through them, so
+equivalent spellings of the same request count as equal.
 
 Imported by the shape tests (``tests/reference_impl/test_shapes_*.py``).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -20,15 +26,21 @@ from reference_impl.transcript import Message, TextPart, Transcript
 __all__ = [
     "FUZZ_EXAMPLES",
     "after_question",
+    "anthropic_meaning",
     "assert_parsed_or_located",
     "assert_raises_at",
     "assert_round_trips_in_meaning",
     "assert_transcript_or_parse_error",
+    "bedrock_meaning",
+    "chat_meaning",
+    "gemini_meaning",
     "needs_recordings",
     "parse_outcome",
     "plain_json",
     "recorded_of_shape",
+    "recorded_replies",
     "recorded_requests",
+    "responses_meaning",
     "sorted_json",
     "split_refused",
     "vocabulary_json",
@@ -86,6 +98,144 @@ def recorded_requests(folder: str) -> list[Any]:
     from conformance.traffic.reading import iter_recordings
 
     return [i for i in iter_recordings(RECORDINGS / folder) if isinstance(i.request_body, dict)]
+
+
+def recorded_replies(interactions: Iterable[Any], key: str | None = None) -> list[dict[str, Any]]:
+    """The response bodies of the interactions the provider answered: status 200 and a JSON
+    object (that holds ``key``, when given)."""
+    return [
+        i.response_body
+        for i in interactions
+        if i.status == 200
+        and isinstance(i.response_body, dict)
+        and (key is None or key in i.response_body)
+    ]
+
+
+# ------------------------------------------------------------------- what a body means
+
+
+def chat_meaning(body: dict[str, Any]) -> dict[str, Any]:
+    """Meaning of a Chat body, computed straight from the JSON (content forms normalised)."""
+
+    def texts(content: Any) -> list[Any]:
+        if content is None:
+            return []
+        if isinstance(content, str):
+            return [("text", content)]
+        return [json.dumps(p, sort_keys=True) for p in content]
+
+    messages = [
+        (
+            m["role"],
+            m.get("name"),
+            texts(m.get("content")),
+            m.get("reasoning_content"),
+            [
+                (c["id"], c["function"]["name"], c["function"]["arguments"])
+                for c in m.get("tool_calls") or []
+            ],
+            m.get("tool_call_id"),
+        )
+        for m in body["messages"]
+    ]
+    tools = [
+        json.dumps(
+            {"description": "", "parameters": {"type": "object"}} | t["function"], sort_keys=True
+        )
+        for t in body.get("tools", [])
+    ]
+    rest = {k: v for k, v in body.items() if k not in ("messages", "tools")}
+    return {"messages": messages, "tools": tools, "rest": rest}
+
+
+def responses_meaning(body: dict[str, Any]) -> dict[str, Any]:
+    """Meaning of a Responses body from the raw JSON: instructions count as a leading system item."""
+
+    def texts(content: Any) -> list[Any]:
+        if isinstance(content, str):
+            return [("text", content)]
+        return [
+            ("text", p["text"])
+            if p["type"] in ("input_text", "output_text")
+            else json.dumps(p, sort_keys=True)
+            for p in content
+        ]
+
+    given = body["input"]
+    items: list[Any] = []
+    if body.get("instructions") is not None:
+        items.append(("message", "system", None, [("text", body["instructions"])]))
+    for item in [{"role": "user", "content": given}] if isinstance(given, str) else given:
+        kind = item.get("type", "message")
+        if kind == "message":
+            items.append(("message", item["role"], item.get("id"), texts(item["content"])))
+        elif kind == "function_call":
+            items.append((kind, item["call_id"], item["name"], item["arguments"], item.get("id")))
+        elif kind == "function_call_output":
+            items.append((kind, item["call_id"], texts(item["output"]), item.get("id")))
+        else:
+            items.append((kind, json.dumps(item, sort_keys=True)))
+    tools = [json.dumps({"description": ""} | t, sort_keys=True) for t in body.get("tools", [])]
+    rest = {k: v for k, v in body.items() if k not in ("input", "instructions", "tools")}
+    return {"items": items, "tools": tools, "rest": rest}
+
+
+def anthropic_meaning(body: dict[str, Any]) -> dict[str, Any]:
+    """A body with Anthropic's equivalent spellings normalised (string content = one text block,
+    ``is_error: false`` = absent, ``description: ""`` = absent), written from the API reference."""
+    out = copy.deepcopy(body)
+
+    def blocks(content: Any) -> list[Any]:
+        return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+    if "system" in out:
+        out["system"] = blocks(out["system"])
+    for message in out.get("messages", []):
+        message["content"] = blocks(message["content"])
+        for block in message["content"]:
+            if block.get("type") == "tool_result":
+                if block.get("is_error") is False:
+                    del block["is_error"]
+                if "content" in block:
+                    block["content"] = blocks(block["content"])
+    for tool in out.get("tools", []):
+        if tool.get("description") == "":
+            del tool["description"]
+    return out
+
+
+_CAMEL = {
+    "system_instruction": "systemInstruction",
+    "function_declarations": "functionDeclarations",
+    "parameters_json_schema": "parametersJsonSchema",
+    "function_call": "functionCall",
+    "function_response": "functionResponse",
+    "thought_signature": "thoughtSignature",
+    "inline_data": "inlineData",
+    "file_data": "fileData",
+}
+
+
+def gemini_meaning(body: dict[str, Any]) -> dict[str, Any]:
+    """Protobuf JSON accepts snake_case and camelCase field names alike: normalise to camelCase
+    for the structural keys (never inside args, responses or schemas)."""
+    out = {_CAMEL.get(k, k): copy.deepcopy(v) for k, v in body.items()}
+    for content in out.get("contents", []):
+        content["parts"] = [{_CAMEL.get(k, k): v for k, v in p.items()} for p in content["parts"]]
+    for tool in out.get("tools", []):
+        for key in list(tool):
+            tool[_CAMEL.get(key, key)] = tool.pop(key)
+        tool["functionDeclarations"] = [
+            {_CAMEL.get(k, k): v for k, v in d.items()}
+            for d in tool.get("functionDeclarations", [])
+        ]
+    return out
+
+
+def bedrock_meaning(body: dict[str, Any]) -> dict[str, Any]:
+    """``system: []`` is the same as no system (Converse API reference: system is optional)."""
+    return {k: v for k, v in body.items() if not (k == "system" and v == [])}
 
 
 def after_question(*messages: Message) -> Transcript:
