@@ -478,9 +478,7 @@ def test_render_response_maps_stop_reasons() -> None:
 @needs_recordings
 @pytest.mark.recordings
 def test_recorded_deepseek_reasoning_content_survives() -> None:
-    [_, _, third] = [
-        i for i in recorded_of_shape("openai-chat") if "deepseek_chat_thinking_tools" in i.file
-    ]
+    [_, _, third] = recorded_of_shape("openai-chat", "deepseek_chat_thinking_tools")
     transcript = parse_request(third.request_body)
     heads = [m for m in transcript.messages if m.role == "assistant"]
     assert [type(m.parts[0]).__name__ for m in heads] == ["ReasoningPart"] * 3

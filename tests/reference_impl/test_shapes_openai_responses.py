@@ -377,9 +377,7 @@ def test_parse_response_refuses_non_assistant_output() -> None:
 @needs_recordings
 @pytest.mark.recordings
 def test_recorded_reasoning_item_is_kept_whole() -> None:
-    [first, second, _] = [
-        i for i in recorded_of_shape("openai-responses") if "400_reasoning_without" in i.file
-    ]
+    [first, second, _] = recorded_of_shape("openai-responses", "400_reasoning_without")
     sent = parse_request(second.request_body)
     [reasoning] = [p for m in sent.messages for p in m.parts if isinstance(p, ReasoningPart)]
     recorded = second.request_body["input"][1]

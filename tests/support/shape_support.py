@@ -58,11 +58,12 @@ FUZZ_EXAMPLES = 150
 first wrong type."""
 
 
-def recorded_of_shape(shape: str) -> list[Any]:
-    """Every recorded interaction of ``shape``, wherever it is filed (gateways included)."""
+def recorded_of_shape(shape: str, in_file: str = "") -> list[Any]:
+    """Every recorded interaction of ``shape``, wherever it is filed (gateways included), from the
+    files whose path contains ``in_file``."""
     from conformance.traffic.reading import iter_recordings
 
-    return [i for i in iter_recordings(RECORDINGS) if i.shape == shape]
+    return [i for i in iter_recordings(RECORDINGS) if i.shape == shape and in_file in i.file]
 
 
 def assert_round_trips_in_meaning(
