@@ -14,11 +14,12 @@ merged where the shape requires alternation, ``steps.normalize``); a shape with 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from reference_impl import shapes
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
@@ -32,13 +33,70 @@ from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
 
-__all__ = ["Assembly", "AssemblyReport", "Decision", "assemble"]
+__all__ = ["Assembly", "AssemblyReport", "Decision", "IdSlice", "assemble"]
 
 log = logging.getLogger("reference_impl")
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
 Decision = Literal["ok", "rejected"]
+
+
+class IdSlice(Sequence[str]):
+    """``ids[start:stop]`` of a tuple of ids, without copying it.
+
+    The incremental path (``SessionAssembler``) reports the old end of a long session as one
+    slice of a tuple it keeps between turns: copying it would make every turn cost the length of
+    the session (tens of thousands of ids, each a cache miss). Equal to the tuple of the same ids
+    (``==`` either way round), hashed, printed and pickled like it.
+    """
+
+    __slots__ = ("_ids", "_start", "_stop")
+
+    def __init__(self, ids: tuple[str, ...], start: int = 0, stop: int | None = None) -> None:
+        self._ids = ids
+        self._start, self._stop, _ = slice(start, stop).indices(len(ids))
+        self._stop = max(self._start, self._stop)
+
+    def as_tuple(self) -> tuple[str, ...]:
+        """The ids as a tuple (a copy, except when the slice is the whole tuple)."""
+        return self._ids[self._start : self._stop]
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return self.as_tuple()[index]
+        return self.as_tuple()[index] if index < 0 else self._at(index)
+
+    def _at(self, index: int) -> str:
+        if index >= len(self):
+            raise IndexError("IdSlice index out of range")
+        return self._ids[self._start + index]
+
+    def __iter__(self) -> Iterator[str]:
+        return itertools.islice(self._ids, self._start, self._stop)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IdSlice):
+            other = other.as_tuple()
+        if isinstance(other, tuple):
+            return len(other) == len(self) and self.as_tuple() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.as_tuple())
+
+    def __repr__(self) -> str:
+        return repr(self.as_tuple())
+
+    def __reduce__(self) -> tuple[type[tuple[str, ...]], tuple[tuple[str, ...]]]:
+        return (tuple, (self.as_tuple(),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +115,9 @@ class AssemblyReport:
     tokens_after: BucketTokens | None
     total_after: int | None
     steps: tuple[str, ...]
-    dropped_ring_ids: tuple[str, ...] = ()
-    dropped_turn_ids: tuple[str, ...] = ()
+    dropped_ring_ids: Sequence[str] = ()
+    dropped_turn_ids: Sequence[str] = ()
+    """Ids of the dropped units, in session order: a tuple, or an ``IdSlice`` equal to one."""
     cleared_result_ids: tuple[str, ...] = ()
     degraded_attachment_ids: tuple[str, ...] = ()
     repairs: tuple[str, ...] = ()

@@ -12,13 +12,23 @@ keeps what it learnt about the session between calls::
 What is kept: the messages seen (compared by **identity**, a C-speed tuple comparison of the
 previous messages against the head of the new session), the units (rings, turns, summaries) with
 their facts and token costs, the positions of rings, user turns, system text, summaries and
-attachments, and running sums. When the new session extends the previous one, only the new
-messages are validated (together with the last old unit, and their call ids against every earlier
-id: the same verdict as validating the whole session) and segmented; the decisions (prefix, suffix,
-the middle fill in tier order) are then recomputed from those indexes in time proportional to what
-is *kept*, never to the length of the session: ``_fast`` walks ``steps.PIPELINE`` and takes each
-step from the index (``_FAST_STEPS``, sharing the steps' rules: ``range_start``, ``KEEP_ORDER``,
-``DROP_STEPS``, ``short_error``, ``normalize_view``).
+attachments with their ids beside them, and running sums. When the new session extends the
+previous one, only the new messages are validated (together with the last old unit, and their
+call ids against every earlier id: the same verdict as validating the whole session) and
+segmented; the decisions (prefix, suffix, the middle fill in tier order) are then recomputed from
+those indexes: ``_fast`` walks ``steps.PIPELINE`` and takes each step from the index
+(``_FAST_STEPS``, sharing the steps' rules: ``range_start``, ``KEEP_ORDER``, ``DROP_STEPS``,
+``short_error``, ``normalize_view``).
+
+What a turn costs: the new messages (validated, segmented, counted) plus C-speed work on what is
+kept, never a Python loop over the session. The protected range is summed from the list of unit
+costs; each tier of the fill is a slice of its position list walked newest first in chunks that
+double (``_take_newest``: ``map``, ``accumulate``, ``bisect``), counting a unit only when the walk
+reaches it, as the unit-by-unit fill did; the view is the kept units' message tuples chained. The
+dropped ids, as long as the old end of the session, are one ``IdSlice`` of a tuple of ids kept
+between turns (no copy) when the units skipped are at its head, the usual case (the pinned goal).
+What stays proportional to the session: the identity check (about 15 ns a message) and a turn
+whose kept window reaches older units than before, which counts them once.
 
 The fast path covers the common turn: a valid session that fits, or that fits after degrading
 middle attachments (oldest first) and deleting middle units in tier order. Anything else (a
@@ -37,11 +47,19 @@ import hashlib
 import logging
 import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from itertools import accumulate, chain, pairwise
+from typing import Any, ClassVar, TypeVar, cast
 
-from reference_impl.assembler import Assembly, AssemblyReport, _injections, _observe, assemble
+from reference_impl.assembler import (
+    Assembly,
+    AssemblyReport,
+    IdSlice,
+    _injections,
+    _observe,
+    assemble,
+)
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import ConfigError
@@ -70,6 +88,7 @@ from reference_impl.steps import (
     summarize_middle,
 )
 from reference_impl.steps.protect import range_start
+from reference_impl.steps.state import Tier
 from reference_impl.steps.trim import (
     DROP_STEPS,
     KEEP_ORDER,
@@ -100,16 +119,25 @@ class _Index:
     """Message index where each unit starts."""
     chars: list[int] = field(default_factory=list)
     """Characters of each unit (-1 until needed by the short-error test)."""
+    costs: list[int | None] = field(default_factory=list)
+    """Token cost of each unit (None until counted; the same as ``Unit.cost_cache``)."""
+    unit_messages: list[tuple[Message, ...]] = field(default_factory=list)
+    """Messages of each unit: the view is built from these at C speed."""
     leading_system: int = 0
     """How many units at the start are system/developer turns (the security prompt)."""
     rings: list[int] = field(default_factory=list)
     error_rings: list[int] = field(default_factory=list)
+    ring_ids: list[str] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)
     """Plain turns after the leading system text (candidates for the plain-turn tier)."""
+    turn_ids: list[str] = field(default_factory=list)
     users: list[int] = field(default_factory=list)
     systems: list[int] = field(default_factory=list)
     """System/developer turns after the leading ones (pinned by ``security_system_prompt``)."""
     summaries: list[int] = field(default_factory=list)
+    summary_ids: list[str] = field(default_factory=list)
+    """Ids beside positions (``ring_ids`` beside ``rings`` ...): a report's dropped ids are
+    slices of these."""
     attachments: list[int] = field(default_factory=list)
     short_errors: list[int] = field(default_factory=list)
     classified: int = 0
@@ -124,6 +152,16 @@ class _Index:
     degraded: dict[int, tuple[Message, ...]] = field(default_factory=dict)
     """Units with their attachments replaced by placeholders, made once when first needed."""
     digest: Any = field(default_factory=hashlib.sha256)
+    frozen: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """``turn_ids``, ``ring_ids`` ... as tuples, remade only when a slice reaches past their end:
+    a report's dropped ids are one tuple slice (amortized O(1) a turn to keep, not O(dropped))."""
+
+    def frozen_ids(self, name: str, ids: list[str], stop: int) -> tuple[str, ...]:
+        """``ids`` (one of the lists of ids above, ``name``) as a tuple at least ``stop`` long."""
+        found = self.frozen.get(name, ())
+        if len(found) < stop:
+            found = self.frozen[name] = tuple(ids)
+        return found
 
     def start(self, session: Transcript) -> bool:
         """Index a whole session; False when it is not valid."""
@@ -192,11 +230,13 @@ class _Index:
                 has_error = any(r.is_error for m in messages for r in m.tool_results)
                 unit = Unit("ring", messages, tier="verbose_ring", has_error_result=has_error)
                 self.rings.append(position)
+                self.ring_ids.append(unit.id)
                 if has_error:
                     self.error_rings.append(position)
             elif any(isinstance(p, SummaryPart) for p in head.parts):
                 unit = Unit("summary", messages, tier="summary")
                 self.summaries.append(position)
+                self.summary_ids.append(unit.id)
                 self.unusual = self.unusual or head.role in _SYSTEM
             else:
                 unit = Unit("turn", messages)
@@ -205,6 +245,7 @@ class _Index:
                     unit.bucket = "prefix"
                 else:
                     self.turns.append(position)
+                    self.turn_ids.append(unit.id)
                     if head.role == "user":
                         self.users.append(position)
                     elif head.role in _SYSTEM:
@@ -220,6 +261,8 @@ class _Index:
             self.ids.append(unit.id)
             self.starts.append(start)
             self.chars.append(-1)
+            self.costs.append(None)
+            self.unit_messages.append(messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,6 +407,7 @@ class SessionAssembler:
             assert self.counter is not None
             unit.cost_cache = sum(self.counter.count_message(m) for m in unit.messages)
             unit.original_cost = unit.cost_cache
+            index.costs[position] = unit.cost_cache
             index.counted_cost += unit.cost_cache
             index.counted_units += 1
         return unit.cost_cache
@@ -373,25 +417,29 @@ class SessionAssembler:
         return sum(self.counter.count_message(m) for m in index.degraded_messages(position))
 
     def _degrade(
-        self, index: _Index, degradable: list[int], protected: set[int], start: int, room: int
+        self, index: _Index, degradable: list[int], pinned: set[int], start: int, room: int
     ) -> dict[int, int | None]:
         """Which middle attachments ``steps.trim.degrade_attachments`` degrades: oldest first
         until the middle fits, with the same newest-first frontier. Every attachment older than
         the frontier is degraded without changing the verdict, so those are taken in one batch
         (their cost is counted only if the fill reaches them); the window is then walked as the
-        step walks it. Returns position -> degraded cost (``None``: not needed yet)."""
-        units = index.units
+        step walks it. Returns position -> degraded cost (``None``: not needed yet), oldest first.
+        """
         # the frontier: the middle summed newest first up to the first unit that overflows
-        used = 0
-        frontier = start
-        for p in range(start - 1, -1, -1):
-            if p in protected:
-                continue
-            frontier = p
-            known = units[p].cost_cache
-            used += known if known is not None else self._cost(index, p)
-            if used > room:
-                break
+        costs = index.costs
+        taken, over, used, over_cost = _take_newest(
+            range(start),
+            start,
+            skip=pinned,
+            room=room,
+            known=lambda chunk: list(map(costs.__getitem__, chunk)),
+            count=lambda p: self._cost(index, p),
+        )
+        if over is not None:
+            frontier = over
+            used += over_cost
+        else:
+            frontier = taken[-1] if taken else start
         split = bisect.bisect_left(degradable, frontier)
         degraded: dict[int, int | None] = dict.fromkeys(degradable[:split])
 
@@ -403,7 +451,7 @@ class SessionAssembler:
                 return found
             return self._cost(index, p)
 
-        older = (p for p in range(frontier - 1, -1, -1) if p not in protected)
+        older = (p for p in range(frontier - 1, -1, -1) if p not in pinned)
         pending = next(older, None)
         for a in degradable[split:]:
             counted = a >= frontier
@@ -463,37 +511,53 @@ class SessionAssembler:
 
     def _protect_suffix(self, t: _Turn) -> str | None:
         """The range (``steps.protect.range_start``; every ring of a valid session is complete)
-        and the latest user messages one by one."""
+        and the latest user messages one by one. What is protected is the range ``start..``
+        plus ``pinned``: the prefix and the single user messages older than the range (a few
+        units), so no set as long as the range is built."""
         config, index = self.config, t.index
         n = len(index.units)
         t.start = range_start(
             index.rings, index.rings, lambda: index.users, n, config.recent_tool_rings
         )
-        singles = [
-            i for i in index.users[-max(1, config.recent_user_turns) :] if i not in t.prefix_set
+        t.singles = [
+            i
+            for i in index.users[-max(1, config.recent_user_turns) :]
+            if i not in t.prefix_set and i < t.start
         ]
-        t.suffix = [i for i in range(t.start, n) if i not in t.prefix_set]
-        t.suffix_set = set(t.suffix).union(singles)
-        t.protected = t.prefix_set | t.suffix_set
+        t.pinned = {i for i in t.prefix if i < t.start}.union(t.singles)
         t.steps.append("protect_suffix")
         return None
 
     def _anchor_first_user(self, t: _Turn) -> str | None:
         """A protected unit that would open the conversation without a user message: the full
         pipeline protects an anchor."""
-        units = t.index.units
-        conversational = [i for i in t.protected if units[i].messages[0].role not in _SYSTEM]
-        if conversational and units[min(conversational)].messages[0].role != "user":
+        roles = t.index.unit_messages
+        first = min((i for i in t.pinned if roles[i][0].role not in _SYSTEM), default=None)
+        if first is None:
+            first = next(
+                (i for i in range(t.start, len(roles)) if roles[i][0].role not in _SYSTEM), None
+            )
+        if first is not None and roles[first][0].role != "user":
             return "anchor"
         return None
 
     def _check_buckets(self, t: _Turn) -> str | None:
         """Prefix, suffix, tools and overhead over the budget: the full pipeline names the
-        bucket (or drops tool schemas)."""
-        index = t.index
+        bucket (or drops tool schemas). The range is summed at C speed from the unit costs
+        (only its units never counted before, the new ones, are counted here)."""
+        index, start = t.index, t.start
         t.injection_cost, t.tools_cost, t.overhead = self._fixed_costs(t.session, t.settings)
         t.prefix_cost = sum(self._cost(index, i) for i in t.prefix) + t.injection_cost
-        t.suffix_cost = sum(self._cost(index, i) for i in t.suffix_set)
+        costs = index.costs
+        missing = start
+        while (missing := _index_of_none(costs, missing)) >= 0:
+            self._cost(index, missing)
+        in_range = sum(costs[start:])  # type: ignore[arg-type]  # no None left from start on
+        t.suffix_cost = (
+            in_range
+            - sum(self._cost(index, i) for i in t.prefix_set if i >= start)
+            + sum(self._cost(index, i) for i in t.singles)
+        )
         t.fixed = t.prefix_cost + t.suffix_cost + t.tools_cost + t.overhead
         if t.fixed > t.budget:
             return "bucket_over_budget"
@@ -518,11 +582,12 @@ class SessionAssembler:
         degraded oldest first and the fill is made again."""
         index = t.index
         self._fill(t)
-        early = index.attachments[: bisect.bisect_left(index.attachments, t.start)]
-        degradable = [i for i in early if i not in t.protected] if not t.everything else []
-        if degradable:
-            t.degraded.update(self._degrade(index, degradable, t.protected, t.start, t.room))
-            self._fill(t)
+        if not t.everything:
+            early = bisect.bisect_left(index.attachments, t.start)
+            degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
+            if degradable:
+                t.degraded = self._degrade(index, degradable, t.pinned, t.start, t.room)
+                self._fill(t)
         if t.degraded:
             t.steps.append("degrade_attachments")
         return None
@@ -540,20 +605,22 @@ class SessionAssembler:
 
     def _drop_leading_non_user(self, t: _Turn) -> str | None:
         """Kept middle units in front of the first user message go."""
-        units = t.index.units
-        t.kept = sorted([*t.prefix, *t.suffix_set, *t.kept_middle])
+        messages = t.index.unit_messages
+        t.kept = sorted([*t.pinned, *t.kept_middle])
+        t.kept.extend(range(t.start, len(messages)))
         t.kept_middle_set = set(t.kept_middle)
         for i in t.kept:
-            if units[i].messages[0].role in _SYSTEM:
+            if messages[i][0].role in _SYSTEM:
                 continue
-            if units[i].messages[0].role == "user" or i not in t.kept_middle_set:
+            if messages[i][0].role == "user" or i not in t.kept_middle_set:
                 break
             t.leading.append(i)
         if t.leading:
             for i in t.leading:
                 t.kept_middle_set.discard(i)
                 t.used -= self._cost_of(t, i)
-            t.kept = [i for i in t.kept if i not in t.leading]
+            leading = set(t.leading)
+            t.kept = [i for i in t.kept if i not in leading]
             t.steps.append("drop_leading_non_user")
         return None
 
@@ -575,21 +642,17 @@ class SessionAssembler:
 
     def _normalize_for_shape(self, t: _Turn) -> str | None:
         """The view of the kept units, injections after the leading system text, normalized for
-        the shape (``steps.normalize.normalize_view``)."""
-        index, injections = t.index, t.settings.injections
-        units = index.units
-        base_messages: list[Message] = []
-        placed = False
-        for i in t.kept:
-            if not placed and i >= index.leading_system:
-                base_messages.extend(injections)
-                placed = True
-            base_messages.extend(
-                index.degraded_messages(i) if i in t.degraded else units[i].messages
-            )
-        if not placed:
-            base_messages.extend(injections)
-        t.base = _trusted_view(tuple(base_messages), t.session)
+        the shape (``steps.normalize.normalize_view``). Built at C speed: the kept units'
+        message tuples chained, the few degraded units in the kept window swapped in."""
+        index, kept = t.index, t.kept
+        pieces = list(map(index.unit_messages.__getitem__, kept))
+        if t.degraded and t.kept_middle_set:
+            order = t.degraded_order
+            for d in order[bisect.bisect_left(order, min(t.kept_middle_set)) :]:
+                if d in t.kept_middle_set:
+                    pieces[bisect.bisect_left(kept, d)] = index.degraded_messages(d)
+        pieces.insert(bisect.bisect_left(kept, index.leading_system), t.settings.injections)
+        t.base = _trusted_view(tuple(chain.from_iterable(pieces)), t.session)
         final, t.merged = normalize_view(t.base.messages, self.shape)
         t.view = _trusted_view(final, t.session) if t.merged else t.base
         if t.merged:
@@ -620,40 +683,97 @@ class SessionAssembler:
         cost = t.index.units[i].cost_cache
         return cost if cost is not None else self._cost(t.index, i)
 
+    def _known_costs(self, t: _Turn, chunk: list[int]) -> list[int | None]:
+        """The costs of ``chunk`` (ascending positions) as the fill sees them: degraded units at
+        their degraded cost; None where not counted yet."""
+        found = list(map(t.index.costs.__getitem__, chunk))
+        if t.degraded and chunk:
+            order = t.degraded_order
+            low = bisect.bisect_left(order, chunk[0])
+            for d in order[low : bisect.bisect_right(order, chunk[-1])]:
+                k = bisect.bisect_left(chunk, d)
+                if k < len(chunk) and chunk[k] == d:
+                    found[k] = t.degraded[d]
+        return found
+
     def _fill(self, t: _Turn) -> None:
         """The middle, newest first, in tier order (``steps.trim.KEEP_ORDER``), as
         ``drop_middle_by_tier`` fills it: kept while it fits, the rest of a tier and every later
-        tier dropped once a unit does not."""
+        tier dropped once a unit does not. Each tier is a slice of a position list walked at C
+        speed (``_take_newest``); ``t.drop_stop[tier]`` records how much of it was dropped."""
         index = t.index
         t.kept_middle = []
         t.dropped_tiers = set()
+        t.drop_stop = {}
         t.used = 0
         t.everything = True
+        t.degraded_order = list(t.degraded)
         exhausted = False
-        cut = bisect.bisect_left
-        members = {
-            "summary": (index.summaries, ()),
-            "error_ring": (t.errors, ()),
-            "plain_turn": (index.turns, ()),
-            "verbose_ring": (index.rings, t.error_set),
+        members: dict[Tier, tuple[Sequence[int], set[int]]] = {
+            "summary": (index.summaries, t.pinned),
+            "error_ring": (t.errors, t.pinned),
+            "plain_turn": (index.turns, t.pinned),
+            "verbose_ring": (index.rings, t.pinned | t.error_set),
         }
         for tier in KEEP_ORDER:
             positions, skip = members[tier]
-            for i in reversed(positions[: cut(positions, t.start)]):
-                if i in t.protected or i in skip:
-                    continue
-                if not exhausted:
-                    cost = self._cost_of(t, i)
-                    if t.used + cost <= t.room:
-                        t.used += cost
-                        t.kept_middle.append(i)
-                        continue
-                    exhausted = True
+            stop = bisect.bisect_left(positions, t.start)
+            if exhausted:
+                if stop > len(_skipped(positions, stop, skip)):
+                    t.everything = False
+                    t.dropped_tiers.add(tier)
+                    t.drop_stop[tier] = stop
+                continue
+            taken, over, used, _ = _take_newest(
+                positions,
+                stop,
+                skip=skip,
+                room=t.room - t.used,
+                known=lambda chunk: self._known_costs(t, chunk),
+                count=lambda p: self._cost_of(t, p),
+            )
+            t.kept_middle.extend(taken)
+            t.used += used
+            if over is not None:
+                exhausted = True
                 t.everything = False
                 t.dropped_tiers.add(tier)
-                break
+                t.drop_stop[tier] = over + 1
 
     # -- the result ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _dropped(t: _Turn, tier: Tier) -> tuple[Sequence[int], Sequence[str], int, Collection[int]]:
+        """What the fill dropped of one tier: the first ``stop`` of the tier's positions and ids
+        (``drop_stop``: everything older than the unit that did not fit), less those skipped."""
+        index = t.index
+        stop = t.drop_stop.get(tier, 0)
+        if tier == "error_ring":
+            return t.errors, [index.ids[i] for i in t.errors[:stop]], stop, frozenset()
+        if tier == "verbose_ring":
+            ids = index.frozen_ids("rings", index.ring_ids, stop)
+            return index.rings, ids, stop, t.error_set
+        if tier == "plain_turn":
+            return index.turns, index.frozen_ids("turns", index.turn_ids, stop), stop, t.pinned
+        ids = index.frozen_ids("summaries", index.summary_ids, stop)
+        return index.summaries, ids, stop, t.pinned
+
+    @classmethod
+    def _dropped_in_order(cls, t: _Turn, rare: Tier, common: Tier) -> Sequence[str]:
+        """The ids two tiers dropped, in session order: a slice of the common tier's ids when
+        the rare tier dropped nothing (the usual case; an ``IdSlice``, no copy, when the skipped
+        positions are all at the head), else merged by position."""
+        if not t.drop_stop.get(rare):
+            positions, ids, stop, skip = cls._dropped(t, common)
+            head = _skipped_head(positions, stop, skip)
+            if head is not None and isinstance(ids, tuple):
+                return IdSlice(ids, head, stop)
+            return _without(positions, ids, stop, skip)
+        merged: list[int] = []
+        for tier in (rare, common):
+            positions, _, stop, skip = cls._dropped(t, tier)
+            merged.extend(_without(positions, positions, stop, skip))
+        return _ids(t.index.ids, sorted(merged))
 
     def _assembly(self, t: _Turn, started: float) -> Assembly:
         config, index, units = self.config, t.index, t.index.units
@@ -661,24 +781,22 @@ class SessionAssembler:
         assert counter is not None
         assert t.view is not None
         assert t.base is not None
-        cut = bisect.bisect_left
-        start, keep_set = t.start, t.protected | t.kept_middle_set | set(t.leading)
-        # Dropped ids by position with set operations and itemgetter (C speed): this list is
-        # as long as the old end of the session, the one part of the report that grows with it.
-        ring_ids = _ids(index.ids, sorted(set(index.rings[: cut(index.rings, start)]) - keep_set))
-        others = set(index.turns[: cut(index.turns, start)])
-        others.update(index.summaries[: cut(index.summaries, start)])
-        turn_ids = _ids(index.ids, sorted(others - keep_set))
+        start = t.start
+        # Dropped ids by tier, each a slice of a list of ids kept beside the positions (C speed):
+        # the one part of the report as long as the old end of the session.
+        ring_ids = self._dropped_in_order(t, "error_ring", "verbose_ring")
+        turn_ids = self._dropped_in_order(t, "summary", "plain_turn")
         leading_rings = [i for i in t.leading if units[i].kind == "ring"]
         leading_turns = [i for i in t.leading if units[i].kind != "ring"]
-        dropped_rings = ring_ids + _ids(index.ids, leading_rings)
-        dropped_turns = turn_ids + _ids(index.ids, leading_turns)
+        # drop_leading_non_user's ids come after the tiers' (as the pipeline records them)
+        dropped_rings = _joined(ring_ids, _ids(index.ids, leading_rings))
+        dropped_turns = _joined(turn_ids, _ids(index.ids, leading_turns))
         after = BucketTokens(t.prefix_cost, t.tools_cost, t.used, t.suffix_cost, t.overhead)
         # tokens before: every unit counted so far, on any turn (a lower bound when some of the
-        # middle was never counted)
-        protected_before = sum(1 for i in t.protected if i < start)
+        # middle was never counted); protected: the range and the pinned units older than it
+        protected = len(index.units) - start + len(t.pinned)
         before_middle = index.counted_cost - (t.prefix_cost - t.injection_cost) - t.suffix_cost
-        lower = index.counted_units - len(t.protected) < start - protected_before
+        lower = index.counted_units - protected < start - len(t.pinned)
         report = AssemblyReport(
             decision="ok",
             code=None,
@@ -695,7 +813,7 @@ class SessionAssembler:
             steps=tuple(t.steps),
             dropped_ring_ids=dropped_rings,
             dropped_turn_ids=dropped_turns,
-            degraded_attachment_ids=_ids(index.ids, list(t.degraded)),
+            degraded_attachment_ids=_ids(index.ids, t.degraded_order),
             merged_ids=tuple(t.merged),
             seconds=time.perf_counter() - started,
             session_digest=index.digest.hexdigest(),
@@ -711,7 +829,7 @@ class SessionAssembler:
             ",".join(t.steps),
         )
         injections = t.settings.injections
-        prefix_ids = [units[i].id for i in t.kept if i in t.prefix_set]
+        prefix_ids = [index.ids[i] for i in sorted(t.prefix_set)]
         return Assembly(
             view=t.view,
             report=report,
@@ -758,9 +876,10 @@ class _Turn:
     prefix_set: set[int] = field(default_factory=set)
     start: int = 0
     """Where the suffix range starts."""
-    suffix: list[int] = field(default_factory=list)
-    suffix_set: set[int] = field(default_factory=set)
-    protected: set[int] = field(default_factory=set)
+    singles: list[int] = field(default_factory=list)
+    """The latest user messages older than the range (protected one by one)."""
+    pinned: set[int] = field(default_factory=set)
+    """Protected units older than the range: the prefix there and ``singles`` (a few)."""
     injection_cost: int = 0
     tools_cost: int = 0
     overhead: int = 0
@@ -773,16 +892,114 @@ class _Turn:
     kept_middle: list[int] = field(default_factory=list)
     kept_middle_set: set[int] = field(default_factory=set)
     dropped_tiers: set[str] = field(default_factory=set)
+    drop_stop: dict[Tier, int] = field(default_factory=dict)
+    """Per tier: the fill dropped its positions before this index (less the skipped ones)."""
     used: int = 0
     everything: bool = True
     """Whether the whole middle fits (nothing dropped by the fill)."""
     degraded: dict[int, int | None] = field(default_factory=dict)
     """Middle units whose attachments are replaced by placeholders: position -> cost."""
+    degraded_order: list[int] = field(default_factory=list)
+    """The positions of ``degraded``, ascending."""
     kept: list[int] = field(default_factory=list)
     leading: list[int] = field(default_factory=list)
     base: Transcript | None = None
     view: Transcript | None = None
     merged: list[str] = field(default_factory=list)
+
+
+def _take_newest(
+    positions: Sequence[int],
+    stop: int,
+    *,
+    skip: Collection[int],
+    room: int,
+    known: Callable[[list[int]], list[int | None]],
+    count: Callable[[int], int],
+) -> tuple[list[int], int | None, int, int]:
+    """``positions[:stop]`` newest first, less ``skip``, taken while their running sum stays
+    within ``room``: (taken, newest first; the index in ``positions`` of the first that did not
+    fit, or None; the sum taken; that one's cost). Walked at C speed (slices, ``map``,
+    ``accumulate``, ``bisect``) in chunks that double, so it costs what is taken, not the
+    length of ``positions``. ``known(chunk)`` gives the costs of ascending positions (None: not
+    counted yet); ``count(p)`` counts one when the walk reaches it, as a unit-by-unit walk would.
+    """
+    taken: list[int] = []
+    used = 0
+    hi, size = stop, 32
+    while hi > 0:
+        lo = max(0, hi - size)
+        size *= 2
+        chunk = list(positions[lo:hi])
+        for p in skip:
+            k = bisect.bisect_left(chunk, p)
+            if k < len(chunk) and chunk[k] == p:
+                del chunk[k]
+        values = known(chunk)
+        chunk.reverse()
+        values.reverse()
+        i = 0
+        while i < len(chunk):
+            try:
+                gap = values.index(None, i)
+            except ValueError:
+                gap = len(chunk)
+            if gap > i:
+                sums = list(accumulate(cast("list[int]", values[i:gap])))
+                fits = bisect.bisect_right(sums, room - used)
+                if fits < gap - i:
+                    taken.extend(chunk[i : i + fits])
+                    used += sums[fits - 1] if fits else 0
+                    over = bisect.bisect_left(positions, chunk[i + fits])
+                    return taken, over, used, cast("int", values[i + fits])
+                taken.extend(chunk[i:gap])
+                used += sums[-1]
+            if gap == len(chunk):
+                break
+            values[gap] = count(chunk[gap])
+            i = gap
+        hi = lo
+    return taken, None, used, 0
+
+
+_T = TypeVar("_T")
+
+
+def _without(
+    positions: Sequence[int], values: Sequence[_T], stop: int, skip: Collection[int]
+) -> tuple[_T, ...]:
+    """``values[:stop]`` (beside ``positions``) less the entries whose position is in ``skip``
+    (a few): one slice when those are at the head (the pinned goal, the usual case), else
+    slices joined; C speed either way."""
+    cuts = _skipped(positions, stop, skip)
+    out: list[_T] = list(values[: cuts[0] if cuts else stop])
+    for k, following in pairwise([*cuts, stop]):
+        out += values[k + 1 : following]
+    return tuple(out)
+
+
+def _skipped(positions: Sequence[int], stop: int, skip: Collection[int]) -> list[int]:
+    """The indexes in ``positions[:stop]`` of the positions in ``skip``, ascending."""
+    return sorted(
+        k for p in skip if (k := bisect.bisect_left(positions, p)) < stop and positions[k] == p
+    )
+
+
+def _skipped_head(positions: Sequence[int], stop: int, skip: Collection[int]) -> int | None:
+    """How many of ``positions[:stop]`` are skipped when those are all at its head, else None."""
+    cuts = _skipped(positions, stop, skip)
+    return len(cuts) if cuts == list(range(len(cuts))) else None
+
+
+def _index_of_none(values: list[int | None], start: int) -> int:
+    try:
+        return values.index(None, start)
+    except ValueError:
+        return -1
+
+
+def _joined(ids: Sequence[str], more: tuple[str, ...]) -> Sequence[str]:
+    return (*ids, *more) if more else ids
 
 
 def _ids(ids: list[str], positions: list[int]) -> tuple[str, ...]:

@@ -210,3 +210,40 @@ def test_clearing_old_results_under_pressure_equals_the_stateless_assembly():
 
 def test_the_incremental_path_takes_every_step_of_the_pipeline():
     assert list(SessionAssembler._FAST_STEPS) == list(PIPELINE)
+
+
+def test_a_long_session_equals_the_stateless_assembly_turn_after_turn():
+    """Hundreds of units, so the incremental walks cross their chunks: plain turns dropped by
+    the thousand, the latest user messages pinned among the dropped ones (the ids are then
+    slices joined, not one slice), an old summary in its own tier, images degraded."""
+    from reference_impl.transcript import ImagePart, Message, SummaryPart, TextPart
+
+    image = ImagePart("url", "https://example.com/chart.png")
+    items = [system(), user("GOAL: audit"), Message("user", (SummaryPart(words(120)),))]
+    for i in range(150):
+        items.append(assistant(f"note {i} " + words(3)))
+        items.append(Message("user", (TextPart(f"look {i}"), image)) if i % 7 == 0 else user("ok"))
+    items.append(user("now the rings"))  # the latest user messages: older than every ring below
+    items.append(user("go"))
+    for i in range(60):
+        items.extend(ring(f"c{i}", words(8 if i % 3 else 30), error=i % 11 == 0))
+    full = session(*items)
+    metrics = AssemblyMetrics(CollectorRegistry())
+    for config in (
+        AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=2, recent_user_turns=2),
+        AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=0, pin=()),
+    ):
+        for budget in (150, 400, 900, 2500):
+            assembler = SessionAssembler(config, counter=WordCounter(), metrics=metrics)
+            paths = []
+            for cut in range(len(full) - 40, len(full) + 1, 4):
+                turn = full.with_messages(full.messages[:cut])
+                got = outcome(lambda t=turn, b=budget, a=assembler: a.assemble(t, budget=b))
+                paths.append(assembler.last_path)
+                want = outcome(
+                    lambda t=turn, b=budget, c=config: assemble(
+                        t, c, counter=WordCounter(), budget=b, metrics=metrics
+                    )
+                )
+                assert got == want, (config.recent_tool_rings, budget, cut)
+            assert "incremental" in paths, paths

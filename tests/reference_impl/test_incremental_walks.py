@@ -1,0 +1,107 @@
+"""The C-speed walks of the incremental path (``reference_impl.incremental``) against the
+unit-by-unit loops they replace: the newest-first fill (``_take_newest``), the dropped ids
+(``_without``) and the slice of ids a report holds without copying (``IdSlice``)."""
+
+from __future__ import annotations
+
+import pickle
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference_impl.assembler import IdSlice
+from reference_impl.incremental import _take_newest, _without
+
+
+@st.composite
+def walks(draw):
+    # long enough to cross the doubling chunks (32, 64, 128 ...) of _take_newest; the bulk
+    # drawn from a seeded Random, the sizes and the room by hypothesis
+    rng = draw(st.randoms(use_true_random=False))
+    n = draw(st.integers(0, 300))
+    positions = sorted(rng.sample(range(2 * n + 10), n))
+    stop = draw(st.integers(0, n))
+    skip = set(rng.sample(positions, min(n, draw(st.integers(0, 4)))))
+    costs = {p: rng.randint(0, 40) for p in positions}
+    share = draw(st.sampled_from([0.0, 0.5, 0.95, 1.0]))  # of the costs already counted
+    known = {p for p in positions if rng.random() < share}
+    room = draw(st.integers(-5, 20 * n + 5))
+    return positions, stop, skip, costs, known, room
+
+
+def unit_by_unit(positions, stop, skip, costs, known, room):
+    """The loop ``_take_newest`` replaces: newest first, skip, count what is reached."""
+    taken, used, counted = [], 0, []
+    for k in range(stop - 1, -1, -1):
+        p = positions[k]
+        if p in skip:
+            continue
+        if p not in known:
+            counted.append(p)
+        if used + costs[p] <= room:
+            used += costs[p]
+            taken.append(p)
+            continue
+        return taken, k, used, costs[p], counted
+    return taken, None, used, 0, counted
+
+
+@given(walks())
+def test_the_newest_first_walk_equals_the_unit_by_unit_loop(case):
+    positions, stop, skip, costs, known, room = case
+    counted: list[int] = []
+
+    def count(p):
+        counted.append(p)
+        return costs[p]
+
+    got = _take_newest(
+        positions,
+        stop,
+        skip=skip,
+        room=room,
+        known=lambda chunk: [costs[p] if p in known else None for p in chunk],
+        count=count,
+    )
+    want = unit_by_unit(positions, stop, skip, costs, known, room)
+    assert (*got, counted) == want  # same units taken, same stop, and only the reached counted
+
+
+@given(
+    st.lists(st.integers(0, 500), unique=True, max_size=200).map(sorted),
+    st.data(),
+)
+def test_the_dropped_ids_are_the_slice_less_the_skipped(positions, data):
+    stop = data.draw(st.integers(0, len(positions)))
+    skip = set(data.draw(st.lists(st.integers(0, 500), max_size=5)))
+    ids = [f"id{p}" for p in positions]
+    got = _without(positions, tuple(ids), stop, skip)
+    assert got == tuple(i for p, i in zip(positions[:stop], ids, strict=False) if p not in skip)
+
+
+def test_an_id_slice_is_the_tuple_of_its_ids():
+    ids = tuple(f"m{i}" for i in range(10))
+    part = IdSlice(ids, 2, 6)
+    want = ("m2", "m3", "m4", "m5")
+    assert part == want
+    assert want == part
+    assert part == IdSlice(ids[1:], 1, 5)
+    assert part != list(want)  # a tuple's equality: never equal to a list
+    assert part != ("m2", "m3", "m4")
+    assert hash(part) == hash(want)
+    assert len(part) == 4
+    assert list(part) == list(want)
+    assert (part[0], part[3], part[-1]) == ("m2", "m5", "m5")
+    assert part[1:3] == ("m3", "m4")
+    assert repr(part) == repr(want)
+    assert pickle.loads(pickle.dumps(part)) == want
+    assert "m4" in part
+    assert "m6" not in part
+    assert not IdSlice(ids, 5, 5)
+    assert IdSlice(ids, 8, 3) == ()
+    try:
+        part[4]
+    except IndexError:
+        pass
+    else:
+        raise AssertionError("an index past the end must raise")
