@@ -248,8 +248,11 @@ def realistic_session(messages: int, *, attachments: bool = False, seed: int = 7
 
 
 def new_ring(session: Transcript, *, seed: int = 11, tokens: int = 2000) -> Transcript:
-    """The next turn's input: the session plus one tool ring whose result is ``tokens`` long."""
-    rng = random.Random(seed + len(session))
+    """The next turn's input: the session plus one tool ring whose result is ``tokens`` long.
+
+    The ring's content depends on ``seed`` only, not on the session: the same new content at
+    every session size, so the next turn's time across sizes measures the session's weight."""
+    rng = random.Random(seed)
     call = ToolCallPart(f"call_next_{len(session):06d}", "search_logs", '{"q": "latency"}')
     ring = (
         Message("assistant", (TextPart(_prose(rng, 12)), call)),

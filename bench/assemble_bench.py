@@ -22,8 +22,9 @@ Yardsticks (the "plain pass" is ``encode_ordinary`` over the text of the message
 (c) cold ``assemble`` / ``langchain_core`` ``trim_messages`` with a memoized counter (a new memo
     per repetition, so both sides start cold), same budget, same repetitions: <= 0.5;
 (d) the next turn through ``SessionAssembler`` (the session plus a new tool ring whose result is
-    2,000 tokens) / one plain pass over that new ring: <= 3, and flat in session size (growth
-    exponent of the next-turn time from 500 to 32,000 messages <= 0.1);
+    2,000 tokens, the same rings at every size) / one plain pass over that new ring: <= 3, and
+    flat in session size (growth exponent of the next-turn time from 500 to 32,000 messages
+    <= 0.1);
 (e) the same on the sessions with attachments;
 (f) the plug-in path (``parse_request`` of the wire body + ``assemble`` + ``render``) / one plain
     pass over everything: <= 0.5.
