@@ -1,5 +1,6 @@
 """The fast type checker (``_types.conforms``) gives the same judgement as the walk that names
-the mismatch (``_types.walk_mismatch``), for every shape's body spec, on drawn JSON."""
+the mismatch (``_types.walk_mismatch``), for every shape's body spec, on drawn JSON, with and
+without ``null_optional`` (OpenAI's reading of ``null`` as "not given", C0 and R0)."""
 
 from __future__ import annotations
 
@@ -57,18 +58,40 @@ JSON = st.recursive(
 )
 
 
+def _agree(value: Any, which: int, null_optional: bool) -> None:
+    spec, key, numeric_text = SPECS[which]
+    options: dict[str, Any] = {"key": key, "numeric_text": numeric_text}
+    walked = walk_mismatch(value, spec, null_optional=null_optional, **options)
+    assert conforms(value, spec, null_optional=null_optional, **options) is (walked is None)
+
+
+@settings(max_examples=160, deadline=None)
+@given(st.sampled_from(range(len(SPECS))), JSON, st.booleans())
+def test_conforms_agrees_with_the_walk(which: int, value: Any, null_optional: bool) -> None:
+    _agree(value, which, null_optional)
+
+
 @settings(max_examples=120, deadline=None)
-@given(st.sampled_from(range(len(SPECS))), JSON)
-def test_conforms_agrees_with_the_walk(which: int, value: Any) -> None:
-    spec, key, numeric_text = SPECS[which]
-    walked = walk_mismatch(value, spec, key=key, numeric_text=numeric_text)
-    assert conforms(value, spec, key=key, numeric_text=numeric_text) is (walked is None)
-
-
-@settings(max_examples=80, deadline=None)
-@given(st.sampled_from(range(len(SPECS))), st.data())
-def test_conforms_agrees_on_bodies_with_the_specs_top_level_keys(which: int, data: Any) -> None:
-    spec, key, numeric_text = SPECS[which]
+@given(st.sampled_from(range(len(SPECS))), st.data(), st.booleans())
+def test_conforms_agrees_on_bodies_with_the_specs_top_level_keys(
+    which: int, data: Any, null_optional: bool
+) -> None:
+    spec = SPECS[which][0]
     body = data.draw(st.dictionaries(st.sampled_from(sorted(spec.fields)), JSON, max_size=6))
-    walked = walk_mismatch(body, spec, key=key, numeric_text=numeric_text)
-    assert conforms(body, spec, key=key, numeric_text=numeric_text) is (walked is None)
+    _agree(body, which, null_optional)
+
+
+def test_null_optional_takes_null_for_an_optional_field_only() -> None:
+    """C0: a recorded 200 carries ``"name": null`` on a message; a tool's function ``name``
+    (required) may not be ``null``, and without ``null_optional`` neither may the message's."""
+    spec = openai_chat.BODY
+    named = {"messages": [{"role": "user", "content": "hi", "name": None}]}
+    assert conforms(named, spec, null_optional=True)
+    assert walk_mismatch(named, spec, null_optional=True) is None
+    assert not conforms(named, spec)
+    tool = {"type": "function", "function": {"name": None}}
+    nameless = {"messages": [], "tools": [tool]}
+    assert not conforms(nameless, spec, null_optional=True)
+    found = walk_mismatch(nameless, spec, null_optional=True)
+    assert found is not None
+    assert found.path == ("tools", 0, "function", "name")

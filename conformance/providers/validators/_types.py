@@ -169,9 +169,9 @@ def first_mismatch(
     message, ``"status": null`` on a function call, ``"description": null`` on a tool).
 
     Almost every body conforms: :func:`conforms` answers that without building paths, and the
-    walk that names the mismatch runs only when it says no (``null_optional`` always walks).
+    walk that names the mismatch runs only when it says no.
     """
-    if not null_optional and conforms(value, spec, key=key, numeric_text=numeric_text):
+    if conforms(value, spec, key=key, numeric_text=numeric_text, null_optional=null_optional):
         return None
     return walk_mismatch(
         value, spec, key=key, numeric_text=numeric_text, null_optional=null_optional, path=path
@@ -189,23 +189,30 @@ _EXACT_KINDS: Final[Mapping[type, Kind]] = {
     dict: "object",
 }
 _Checker: TypeAlias = Callable[[Any], bool]
-_CHECKERS: dict[tuple[int, Callable[[str], str], bool], tuple[Spec, _Checker]] = {}
+_CHECKERS: dict[tuple[int, Callable[[str], str], bool, bool], tuple[Spec, _Checker]] = {}
 
 
 def conforms(
-    value: Any, spec: Spec, *, key: Callable[[str], str] = str, numeric_text: bool = False
+    value: Any,
+    spec: Spec,
+    *,
+    key: Callable[[str], str] = str,
+    numeric_text: bool = False,
+    null_optional: bool = False,
 ) -> bool:
     """Whether ``first_mismatch(value, spec, ...)`` is ``None``: the same judgement, by a checker
     built once per spec (no paths, no ``Mismatch``)."""
-    return _checker(spec, key, numeric_text)(value)
+    return _checker(spec, key, numeric_text, null_optional)(value)
 
 
-def _checker(spec: Spec, key: Callable[[str], str], numeric_text: bool) -> _Checker:
-    cache_key = (id(spec), key, numeric_text)
+def _checker(
+    spec: Spec, key: Callable[[str], str], numeric_text: bool, null_optional: bool
+) -> _Checker:
+    cache_key = (id(spec), key, numeric_text, null_optional)
     found = _CHECKERS.get(cache_key)
     if found is not None and found[0] is spec:
         return found[1]
-    checker = _build_checker(spec, key, numeric_text)
+    checker = _build_checker(spec, key, numeric_text, null_optional)
     _CHECKERS[cache_key] = (spec, checker)
     return checker
 
@@ -215,70 +222,107 @@ def _is_leaf(spec: Spec) -> bool:
     return not structured and not ("array" in spec.kinds and spec.items is not None)
 
 
-def _build_checker(spec: Spec, key: Callable[[str], str], numeric_text: bool) -> _Checker:
-    kinds = spec.kinds
-    structured = "object" in kinds and bool(spec.fields or spec.variants)
-    items = spec.items if "array" in kinds else None
-    plain_keys = key is str
-    # Per discriminator value (None: no variant applies), built on first use: for each known
-    # field its spec, its kinds and, unless it is a leaf (judged inline), its checker.
-    Field: TypeAlias = tuple[Spec, frozenset[Kind], "_Checker | None"]
-    layouts: dict[str | None, tuple[dict[str, Field], tuple[str, ...]]] = {}
+def _exact_types(kinds: frozenset[Kind]) -> frozenset[type]:
+    """The Python classes of parsed JSON that ``kinds`` takes without a second look (an integer
+    where a number goes too); any other value is judged by :func:`_accepts`."""
+    types = {cls for cls, kind in _EXACT_KINDS.items() if kind in kinds}
+    if "number" in kinds:
+        types.add(int)
+    return frozenset(types)
 
-    def layout(value: dict[Any, Any]) -> tuple[dict[str, Field], tuple[str, ...]]:
+
+_Field: TypeAlias = tuple[frozenset[type], "_Checker | None", Spec]
+"""A known field: the classes taken at once, the checker of its inside (``None`` for a leaf,
+judged inline) and its spec (for the values :func:`_accepts` judges)."""
+
+
+def _build_checker(
+    spec: Spec, key: Callable[[str], str], numeric_text: bool, null_optional: bool
+) -> _Checker:
+    exact = _exact_types(spec.kinds)
+    structured = "object" in spec.kinds and bool(spec.fields or spec.variants)
+    items = spec.items if "array" in spec.kinds else None
+    item_field = _field(items, key, numeric_text, null_optional) if items is not None else None
+    plain_keys = key is str
+    # Per discriminator value (None: no variant applies), built on first use; with
+    # ``null_optional``, a field the object does not require also takes ``null``.
+    layouts: dict[str | None, tuple[dict[str, _Field], tuple[str, ...]]] = {}
+
+    def layout(value: dict[Any, Any]) -> tuple[dict[str, _Field], tuple[str, ...]]:
         tag = value.get(spec.tag) if spec.tag else None
         variant_key = tag if isinstance(tag, str) and tag in spec.variants else None
         found = layouts.get(variant_key)
         if found is None:
             fields, required = _object_fields(spec, value)
             checks = {
-                name: (sub, sub.kinds, None if _is_leaf(sub) else _checker(sub, key, numeric_text))
+                name: _field(sub, key, numeric_text, null_optional, nullable=name not in required)
                 for name, sub in fields.items()
             }
             found = layouts[variant_key] = (checks, required)
         return found
 
-    def field_ok(entry: Field, item: Any) -> bool:
-        sub, sub_kinds, sub_check = entry
-        if sub_check is not None:
-            return sub_check(item)
-        return _EXACT_KINDS.get(type(item)) in sub_kinds or _accepts(
-            sub, item, numeric_text=numeric_text
-        )
+    # Without a discriminator every object has the same layout: built now, looked up never.
+    fixed = layout({}) if structured and not (spec.tag and spec.variants) else None
 
     def check(value: Any) -> bool:
-        kind = _EXACT_KINDS.get(type(value))
-        if (kind is None or kind not in kinds) and not _accepts(
-            spec, value, numeric_text=numeric_text
-        ):
+        if type(value) not in exact and not _accepts(spec, value, numeric_text=numeric_text):
             return False
         if structured and isinstance(value, dict):
-            checks, required = layout(value)
+            checks, required = fixed if fixed is not None else layout(value)
             if plain_keys:
                 for name in required:
                     if name not in value:
                         return False
-                for raw_key, item in value.items():
-                    entry = checks.get(raw_key)
-                    if entry is not None and not field_ok(entry, item):
-                        return False
+                pairs: Any = value.items()
             else:
                 if required:
                     present = {key(k) for k in value if isinstance(k, str)}
                     if any(name not in present for name in required):
                         return False
-                for raw_key, item in value.items():
-                    entry = checks.get(key(raw_key) if isinstance(raw_key, str) else raw_key)
-                    if entry is not None and not field_ok(entry, item):
+                pairs = ((key(k) if isinstance(k, str) else k, v) for k, v in value.items())
+            for name, item in pairs:
+                entry = checks.get(name)
+                if entry is None:
+                    continue
+                types, inner, sub = entry
+                if inner is None:
+                    if type(item) not in types and not _accepts(
+                        sub, item, numeric_text=numeric_text
+                    ):
                         return False
-        if items is not None and isinstance(value, list):
-            item_check = _checker(items, key, numeric_text)
+                elif not inner(item):
+                    return False
+        if item_field is not None and isinstance(value, list):
+            types, inner, sub = item_field
             for item in value:
-                if not item_check(item):
+                if inner is None:
+                    if type(item) not in types and not _accepts(
+                        sub, item, numeric_text=numeric_text
+                    ):
+                        return False
+                elif not inner(item):
                     return False
         return True
 
     return check
+
+
+def _field(
+    sub: Spec,
+    key: Callable[[str], str],
+    numeric_text: bool,
+    null_optional: bool,
+    *,
+    nullable: bool = False,
+) -> _Field:
+    """How a field (or an array's item) is judged; ``nullable``: ``null_optional`` applies."""
+    if _is_leaf(sub):
+        types = _exact_types(sub.kinds)
+        return (types | {type(None)} if null_optional and nullable else types, None, sub)
+    inner = _checker(sub, key, numeric_text, null_optional)
+    if null_optional and nullable and "null" not in sub.kinds:
+        return (frozenset(), lambda item: item is None or inner(item), sub)
+    return (frozenset(), inner, sub)
 
 
 def walk_mismatch(
