@@ -187,10 +187,13 @@ def endpoint_for_path(path: str) -> Endpoint | None:
     return None
 
 
+# A log holds millions of requests to a handful of URLs: what a URL names is computed once.
+@lru_cache(maxsize=4096)
 def _path(url: str) -> str:
     return unquote(urlsplit(url).path).rstrip("/").lower()
 
 
+@lru_cache(maxsize=4096)
 def url_shape(url: str) -> ShapeName | None:
     """The shape a URL's path names (by its ending, whatever the host), else ``None``."""
     path = _path(url)
@@ -231,6 +234,7 @@ def is_bedrock_runtime_host(host: str) -> bool:
     return host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com")
 
 
+@lru_cache(maxsize=4096)
 def detect_dialect(url: str) -> str | None:
     """The gateway dialect a request URL points at (``api.deepseek.com`` -> ``deepseek``).
 
