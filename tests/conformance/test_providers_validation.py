@@ -174,3 +174,28 @@ def test_validator_readers_skip_non_objects_and_count_leading_runs() -> None:
     assert leading([1, 1, 2, 1], lambda x: x == 1) == 2
     assert leading([], lambda x: True) == 0
     assert leading([1, 1], lambda x: x == 1) == 2
+
+
+def test_a_body_changed_between_two_judgements_is_read_afresh() -> None:
+    """The Anthropic detectors share one view of the body judged now (its blocks, its turns):
+    judged again after a change, the body gets the verdict of what it holds now (A1 then A5)."""
+    use = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 16,
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [use]},
+        ],
+    }
+    assert validate_request(body, "anthropic-messages").rule == "A1"  # the tool_use unanswered
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+    body["messages"] += [
+        {"role": "user", "content": [result]},
+        {"role": "assistant", "content": [dict(use)]},  # the same id again
+        {"role": "user", "content": [dict(result)]},
+    ]
+    verdict = validate_request(body, "anthropic-messages")
+    assert (verdict.rule, verdict.accepted) == ("A5", False)
+    del body["messages"][3:]
+    assert validate_request(body, "anthropic-messages").accepted

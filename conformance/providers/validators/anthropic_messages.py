@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import count, repeat
 from typing import Any, Final
 
 from conformance.providers.validators._base import (
@@ -126,6 +125,7 @@ def _wrong_type(body: Any) -> Finding | None:
 @structure(SHAPE)
 def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
     """A12: the body, every message and every block is an object (recorded); A12a: field types."""
+    _LAST.clear()  # it runs first for every request: a body judged again is read afresh
     if not isinstance(body, dict):
         return _shape_error("body")
     messages = body.get("messages")
@@ -158,32 +158,61 @@ class _Turn:
 
     role: str
     index: int
-    blocks: tuple[tuple[int, int, dict[str, Any]], ...]  # (message index, block index, block)
+    blocks: tuple[_Located, ...]
 
 
-_LAST_TURNS: list[tuple[Mapping[str, Any], bool, list[_Turn]]] = []
-"""The turns of the body judged last: three detectors read them for every request."""
+_Located = tuple[int, int, dict[str, Any]]
+"""A block where it stands: (message index, block index, block)."""
+_Message = tuple[int, str, tuple[_Located, ...]]
+"""A message's index, its role and its located blocks."""
+
+_LAST: dict[str, tuple[Mapping[str, Any], Any]] = {}
+"""Per view of a body (its messages' blocks, its turns merged or not): the body judged last and
+that view of it. Several detectors read each view for every request; it is built once (and
+dropped when the next request's structure is judged)."""
+
+
+def _last_view(name: str, body: Mapping[str, Any]) -> Any:
+    found = _LAST.get(name)
+    return found[1] if found is not None and found[0] is body else None
+
+
+def _messages(body: Mapping[str, Any]) -> list[_Message]:
+    """Every message's role and blocks (a string content is one text block)."""
+    found: list[_Message] | None = _last_view("messages", body)
+    if found is None:
+        found = [
+            (i, str(message.get("role")), tuple((i, j, b) for j, b in enumerate(_blocks(message))))
+            for i, message in enumerate(messages_of(body))
+        ]
+        _LAST["messages"] = (body, found)
+    return found
+
+
+def _located_blocks(body: Mapping[str, Any]) -> Iterator[_Located]:
+    for _, _, blocks in _messages(body):
+        yield from blocks
 
 
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
     merge = not ctx.active("A9")  # A9 relaxed: consecutive turns are combined (SDK docstring)
-    if _LAST_TURNS and _LAST_TURNS[0][0] is body and _LAST_TURNS[0][1] == merge:
-        return _LAST_TURNS[0][2]
-    turns = _merged_turns(body, merge)
-    _LAST_TURNS[:] = [(body, merge, turns)]
+    view = "merged turns" if merge else "turns"
+    turns: list[_Turn] | None = _last_view(view, body)
+    if turns is None:
+        turns = _merged_turns(body, merge)
+        _LAST[view] = (body, turns)
     return turns
 
 
 def _merged_turns(body: Mapping[str, Any], merge: bool) -> list[_Turn]:
     turns: list[_Turn] = []
-    for i, message in enumerate(messages_of(body)):
-        role = str(message.get("role"))
-        found = _blocks(message)
-        blocks = tuple(zip(repeat(i, len(found)), count(), found, strict=False))
-        if merge and turns and turns[-1].role == role and role != "system":
+    for i, role, blocks in _messages(body):
+        if role == "system":
+            continue
+        if merge and turns and turns[-1].role == role:
             last = turns[-1]
             turns[-1] = _Turn(role, last.index, last.blocks + blocks)
-        elif role != "system":
+        else:
             turns.append(_Turn(role, i, blocks))
     return turns
 
@@ -260,23 +289,25 @@ def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 @detector(SHAPE, "A5")
 def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
-    for i, message in enumerate(messages_of(body)):
-        for j, block in enumerate(_blocks(message)):
-            if block.get("type") != "tool_use":
-                continue
-            if block.get("id") in seen:
-                yield Finding("A5", (i, j), {"index": i, "block": j, "id": block.get("id")})
-            seen.add(str(block.get("id")))
+    for i, j, block in _located_blocks(body):
+        if block.get("type") != "tool_use":
+            continue
+        if block.get("id") in seen:
+            yield Finding("A5", (i, j), {"index": i, "block": j, "id": block.get("id")})
+        seen.add(str(block.get("id")))
+
+
+_ID_FIELDS: Final[Mapping[str, str]] = {"tool_use": "id", "tool_result": "tool_use_id"}
+"""The block types that carry a tool id (A6), and the key that holds it."""
 
 
 @detector(SHAPE, "A6")
 def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(messages_of(body)):
-        for j, block in enumerate(_blocks(message)):
-            field = {"tool_use": "id", "tool_result": "tool_use_id"}.get(str(block.get("type")))
-            value = block.get(field) if field else None
-            if field and isinstance(value, str) and not TOOL_ID.match(value):
-                yield Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
+    for i, j, block in _located_blocks(body):
+        field = _ID_FIELDS.get(str(block.get("type")))
+        value = block.get(field) if field else None
+        if field and isinstance(value, str) and not TOOL_ID.match(value):
+            yield Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
 
 
 @detector(SHAPE, "A7")
@@ -356,11 +387,10 @@ def no_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 def url_image_source(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A23 (recorded, Bedrock InvokeModel): a message's image block with a URL source. Only
     message-level blocks are judged: an image inside tool_result content was never recorded."""
-    for i, message in enumerate(messages_of(body)):
-        for j, block in enumerate(_blocks(message)):
-            source = as_dict(block.get("source"))
-            if block.get("type") == "image" and source.get("type") == "url":
-                yield Finding("A23", (i, j), {"index": i, "block": j})
+    for i, j, block in _located_blocks(body):
+        source = as_dict(block.get("source"))
+        if block.get("type") == "image" and source.get("type") == "url":
+            yield Finding("A23", (i, j), {"index": i, "block": j})
 
 
 @detector(SHAPE, "A24")
@@ -425,13 +455,16 @@ def _cache_marks(value: Any) -> int:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
+        cls = type(item)
+        if cls is str:  # most values: looked at once, by class, and left
+            continue
+        if cls is dict or (cls is not list and isinstance(item, dict)):
             if "cache_control" in item:
                 count += 1
-                stack.extend(v for k, v in item.items() if k != "cache_control")
+                stack.extend([v for k, v in item.items() if k != "cache_control"])
             else:
                 stack.extend(item.values())
-        elif isinstance(item, list):
+        elif cls is list or isinstance(item, list):
             stack.extend(item)
     return count
 
