@@ -130,12 +130,14 @@ def _rules_by_detector(profile: Profile) -> dict[str, str]:
     return _profile_facts(profile)[0]
 
 
-_FACTS: dict[str, tuple[Profile, dict[str, str], Context, tuple[DetectorFn, ...]]] = {}
-"""Per profile id: what judging with that profile needs, built once (an audit judges millions
-of requests with a handful of profiles). Rebuilt when another profile object has that id."""
+_Facts = tuple[dict[str, str], Context, tuple[DetectorFn, ...], Verdict]
+_FACTS: dict[str, tuple[Profile, _Facts]] = {}
+"""Per profile id: what judging with that profile needs (and its ``accept``, a frozen value),
+built once (an audit judges millions of requests with a handful of profiles). Rebuilt when
+another profile object has that id."""
 
 
-def _profile_facts(profile: Profile) -> tuple[dict[str, str], Context, tuple[DetectorFn, ...]]:
+def _profile_facts(profile: Profile) -> _Facts:
     found = _FACTS.get(profile.id)
     if found is None or (found[0] is not profile and found[0] != profile):
         rules = load_catalog().rules
@@ -148,9 +150,9 @@ def _profile_facts(profile: Profile) -> tuple[dict[str, str], Context, tuple[Det
             fn = registry.get(name)
             if fn is not None and rules[rid].judgeable and fn not in functions:
                 functions.append(fn)
-        found = (profile, by_detector, _new_context(profile), tuple(functions))
-        _FACTS[profile.id] = found
-    return found[1], found[2], found[3]
+        facts = (by_detector, _new_context(profile), tuple(functions), accept_verdict(profile))
+        found = _FACTS[profile.id] = (profile, facts)
+    return found[1]
 
 
 def _findings(body: Mapping[str, Any], profile: Profile, ctx: Context) -> list[Finding]:
@@ -228,7 +230,7 @@ def validate_request(
         context_limit=context_limit,
         input_tokens=input_tokens,
     )
-    return verdicts[0] if verdicts else accept_verdict(resolved)
+    return verdicts[0] if verdicts else _profile_facts(resolved)[3]
 
 
 def lint_request(
@@ -249,7 +251,7 @@ def lint_request(
         context_limit=context_limit,
         input_tokens=input_tokens,
     )
-    return tuple(verdicts) if verdicts else (accept_verdict(resolved),)
+    return tuple(verdicts) if verdicts else (_profile_facts(resolved)[3],)
 
 
 def _overflow_from_body(
