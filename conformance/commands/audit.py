@@ -50,22 +50,37 @@ _GZIP_MAGIC: Final = b"\x1f\x8b"
 
 @dataclass(slots=True)
 class _Block:
-    """What judging one piece of input produced: the rows to show and the totals."""
+    """What judging one piece of input produced: the rows to show and the totals.
+
+    With ``--format jsonl`` the rows come already written out (``text``, their JSON lines) and
+    ``rows`` stays empty: a worker renders its own rows, the parent only writes them.
+    """
 
     rows: list[AuditRow] = field(default_factory=list)
+    text: str = ""
+    warnings: list[str] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)
     counts: Counter[str] = field(default_factory=Counter)
     rules: Counter[str] = field(default_factory=Counter)
 
 
-def _collect(rows: Iterable[AuditRow], show_all: bool) -> _Block:
+def _collect(rows: Iterable[AuditRow], show_all: bool, jsonl: bool) -> _Block:
     block = _Block()
+    lines: list[str] = []
     for row in rows:
         outcome = row.outcome
         block.counts[outcome] += 1
         if outcome == "reject" and row.verdict is not None and row.verdict.rule:
             block.rules[row.verdict.rule] += 1
         if show_all or outcome != "accept":
-            block.rows.append(row)
+            block.files.add(row.file)
+            if row.verdict is None:
+                block.warnings.append(f"ctxconf: warning: {row.location}: {row.message}")
+            if jsonl:
+                lines.append(row.to_json() + "\n")
+            else:
+                block.rows.append(row)
+    block.text = "".join(lines)
     return block
 
 
@@ -73,14 +88,14 @@ _Work = tuple[str, int, bytes] | str
 """A block of log lines ``(file, first line, bytes)``, or a cassette's path."""
 
 
-def _judge_work(work: _Work, show_all: bool) -> _Block:
+def _judge_work(work: _Work, show_all: bool, jsonl: bool) -> _Block:
     if isinstance(work, str):
-        return _collect(audit_file(work), show_all)
+        return _collect(audit_file(work), show_all, jsonl)
     name, start, data = work
     lines = data.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
-    return _collect(audit_lines(lines, file=name, start=start), show_all)
+    return _collect(audit_lines(lines, file=name, start=start), show_all, jsonl)
 
 
 def _log_blocks(path: Path) -> Iterator[_Work]:
@@ -109,20 +124,20 @@ def _work(paths: Iterable[str]) -> Iterator[_Work]:
             yield str(path)
 
 
-def _blocks(paths: tuple[str, ...], show_all: bool, jobs: int) -> Iterator[_Block]:
+def _blocks(paths: tuple[str, ...], show_all: bool, jsonl: bool, jobs: int) -> Iterator[_Block]:
     """Judged blocks in input order; with ``jobs > 1`` in forked workers, a bounded window of
     blocks in flight (memory stays flat however long the input)."""
     work = _work(paths)
     if jobs <= 1:
         for item in work:
-            yield _judge_work(item, show_all)
+            yield _judge_work(item, show_all, jsonl)
         return
     prepare()  # the catalog and validators are built once and shared by the forked workers
     context = multiprocessing.get_context("fork")
     with context.Pool(jobs) as pool:
         pending: deque[AsyncResult[_Block]] = deque()
         for item in work:
-            pending.append(pool.apply_async(_judge_work, (item, show_all)))
+            pending.append(pool.apply_async(_judge_work, (item, show_all, jsonl)))
             if len(pending) >= 2 * jobs:
                 yield pending.popleft().get()
         while pending:
@@ -168,11 +183,6 @@ def _totals(counts: Counter[str], rules: Counter[str], files: int) -> str:
     return text
 
 
-def _write_jsonl(rows: list[AuditRow]) -> None:
-    if rows:
-        click.echo("".join(r.to_json() + "\n" for r in rows), nl=False)
-
-
 @click.command("audit")
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True)
 @format_option("table", "jsonl")
@@ -196,17 +206,15 @@ def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None
     shown: list[AuditRow] = []
     files: set[str] = set()
     try:
-        for block in _blocks(paths, show_all, jobs):
+        for block in _blocks(paths, show_all, fmt == "jsonl", jobs):
             counts.update(block.counts)
             rules.update(block.rules)
-            for row in block.rows:
-                files.add(row.file)
-                if row.verdict is None:
-                    click.echo(f"ctxconf: warning: {row.location}: {row.message}", err=True)
-            if fmt == "jsonl":
-                _write_jsonl(block.rows)
-            else:
-                shown.extend(block.rows)
+            files.update(block.files)
+            for warning in block.warnings:
+                click.echo(warning, err=True)
+            if block.text:
+                click.echo(block.text, nl=False)
+            shown.extend(block.rows)
     except RecordingError as exc:  # a path that vanished while walking
         fail(str(exc))
     file_count = sum(1 for _ in recording_files(paths)) if fmt == "table" else len(files)
