@@ -29,6 +29,7 @@ from conformance.errors import UnknownProfileError
 from conformance.providers.catalog import Profile, Rule, load_catalog, resolve_profile
 from conformance.providers.envelopes import RenderedError, error_headers, render_error
 from conformance.providers.validators import DETECTORS, STRUCTURE, Context, DetectorFn, Finding
+from conformance.providers.validators._base import forget_views
 from conformance.providers.verdict import Verdict
 
 __all__ = [
@@ -188,6 +189,7 @@ def _judge(
     input_tokens: int | None,
 ) -> list[Verdict]:
     ctx = _context(profile)
+    forget_views()  # the detectors' shared views of the body are built afresh for this one
     shape_error = _structure_finding(body, profile, ctx)
     if shape_error is not None:
         return [shape_error]

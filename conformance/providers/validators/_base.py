@@ -7,14 +7,16 @@ detector stands for is decided by the profile, so DeepSeek's DS1 and OpenAI's C1
 ("Check" means a conformance check of :mod:`conformance.checks` only.)
 
 Detectors run only after the shape's structure detector passed, so they may assume the top-level
-types (``messages`` is a list of objects ...). They still read nested fields defensively.
+types (``messages`` is a list of objects ...). They still read nested fields defensively. What
+several detectors read of one body (its message objects, Anthropic's turns) is a
+:func:`body_view`, built once per judgement; a view is never changed by its readers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from conformance.providers.validators._types import kind_of
 
@@ -27,7 +29,9 @@ __all__ = [
     "StructureFn",
     "as_dict",
     "as_list",
+    "body_view",
     "detector",
+    "forget_views",
     "is_list_of_objects",
     "last_index",
     "leading",
@@ -136,9 +140,36 @@ def objects(value: Any) -> list[dict[str, Any]]:
     return [item for item in as_list(value) if isinstance(item, dict)]
 
 
+_V = TypeVar("_V")
+_VIEWS: dict[str, tuple[Mapping[str, Any], Any]] = {}
+"""Per view name: the body it was built for and the view."""
+
+
+def body_view(name: str, body: Mapping[str, Any], build: Callable[[Mapping[str, Any]], _V]) -> _V:
+    """``build(body)``, built once for the body judged now and shared by the detectors that read
+    it (an audit judges millions of bodies, each read by a dozen detectors)."""
+    found = _VIEWS.get(name)
+    if found is not None and found[0] is body:
+        value: _V = found[1]
+        return value
+    value = build(body)
+    _VIEWS[name] = (body, value)
+    return value
+
+
+def forget_views() -> None:
+    """Drop every view: the validation calls it before each judgement, so a body changed since
+    it was last judged is read afresh."""
+    _VIEWS.clear()
+
+
+def _message_objects(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return objects(body.get("messages"))
+
+
 def messages_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The message objects of a body's ``messages`` (Chat, Anthropic, Converse, gateways)."""
-    return objects(body.get("messages"))
+    return body_view("messages", body, _message_objects)
 
 
 def last_index(messages: Sequence[Mapping[str, Any]], role: str) -> int | None:

@@ -18,6 +18,7 @@ from conformance.providers.validators._base import (
     Finding,
     as_dict,
     as_list,
+    body_view,
     detector,
     last_index,
     leading,
@@ -125,7 +126,6 @@ def _wrong_type(body: Any) -> Finding | None:
 @structure(SHAPE)
 def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
     """A12: the body, every message and every block is an object (recorded); A12a: field types."""
-    _LAST.clear()  # it runs first for every request: a body judged again is read afresh
     if not isinstance(body, dict):
         return _shape_error("body")
     messages = body.get("messages")
@@ -166,27 +166,17 @@ _Located = tuple[int, int, dict[str, Any]]
 _Message = tuple[int, str, tuple[_Located, ...]]
 """A message's index, its role and its located blocks."""
 
-_LAST: dict[str, tuple[Mapping[str, Any], Any]] = {}
-"""Per view of a body (its messages' blocks, its turns merged or not): the body judged last and
-that view of it. Several detectors read each view for every request; it is built once (and
-dropped when the next request's structure is judged)."""
 
-
-def _last_view(name: str, body: Mapping[str, Any]) -> Any:
-    found = _LAST.get(name)
-    return found[1] if found is not None and found[0] is body else None
+def _message_blocks(body: Mapping[str, Any]) -> list[_Message]:
+    return [
+        (i, str(message.get("role")), tuple((i, j, b) for j, b in enumerate(_blocks(message))))
+        for i, message in enumerate(messages_of(body))
+    ]
 
 
 def _messages(body: Mapping[str, Any]) -> list[_Message]:
-    """Every message's role and blocks (a string content is one text block)."""
-    found: list[_Message] | None = _last_view("messages", body)
-    if found is None:
-        found = [
-            (i, str(message.get("role")), tuple((i, j, b) for j, b in enumerate(_blocks(message))))
-            for i, message in enumerate(messages_of(body))
-        ]
-        _LAST["messages"] = (body, found)
-    return found
+    """Every message's index, role and blocks (a string content is one text block)."""
+    return body_view("anthropic blocks", body, _message_blocks)
 
 
 def _located_blocks(body: Mapping[str, Any]) -> Iterator[_Located]:
@@ -195,16 +185,13 @@ def _located_blocks(body: Mapping[str, Any]) -> Iterator[_Located]:
 
 
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
-    merge = not ctx.active("A9")  # A9 relaxed: consecutive turns are combined (SDK docstring)
-    view = "merged turns" if merge else "turns"
-    turns: list[_Turn] | None = _last_view(view, body)
-    if turns is None:
-        turns = _merged_turns(body, merge)
-        _LAST[view] = (body, turns)
-    return turns
+    if ctx.active("A9"):
+        return body_view("anthropic turns", body, lambda b: _merged_turns(b, merge=False))
+    # A9 relaxed: consecutive turns are combined (SDK docstring)
+    return body_view("anthropic merged turns", body, lambda b: _merged_turns(b, merge=True))
 
 
-def _merged_turns(body: Mapping[str, Any], merge: bool) -> list[_Turn]:
+def _merged_turns(body: Mapping[str, Any], *, merge: bool) -> list[_Turn]:
     turns: list[_Turn] = []
     for i, role, blocks in _messages(body):
         if role == "system":

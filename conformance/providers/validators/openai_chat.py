@@ -381,20 +381,23 @@ def web_search_options_unsupported(body: Mapping[str, Any], ctx: Context) -> Ite
         yield Finding("C14", (-1,), {})
 
 
-def _string_lengths(message: Mapping[str, Any]) -> Iterator[int]:
+def _longest_string(message: Mapping[str, Any]) -> int:
+    """The length of the message's longest text: its content, or its longest text part."""
     content = message.get("content")
     if isinstance(content, str):
-        yield len(content)
+        return len(content)
+    longest = 0
     for part in as_list(content):
         text = as_dict(part).get("text")
-        if isinstance(text, str):
-            yield len(text)
+        if isinstance(text, str) and len(text) > longest:
+            longest = len(text)
+    return longest
 
 
 @detector(SHAPE, "C11")
 def string_too_long(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     limit = int(ctx.settings.get("max_string_length", 10485760))
     for i, message in enumerate(messages_of(body)):
-        longest = max(_string_lengths(message), default=0)
+        longest = _longest_string(message)
         if longest > limit:
             yield Finding("C11", (i,), {"index": i, "limit": limit, "length": longest})
