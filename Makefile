@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 
-.PHONY: install run test test-slow check lint typecheck unit nightly bench bench-audit calibrate adapters-table mutation soak-table clean
+.PHONY: install run test test-slow check lint typecheck unit nightly bench bench-audit bench-run calibrate adapters-table mutation soak-table clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ bench: install
 
 bench-audit: install
 	$(BIN)/python bench/audit_bench.py
+
+# `ctxconf run --jobs 2` against `--jobs 1` for a plug-in that takes 20 ms a call.
+bench-run: install
+	$(BIN)/python bench/run_jobs_bench.py
 
 adapters-table: install
 	$(BIN)/python bench/adapters_table.py --write
