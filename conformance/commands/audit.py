@@ -99,7 +99,8 @@ def _judge_work(work: _Work, show_all: bool, jsonl: bool) -> _Block:
 
 
 def _log_blocks(path: Path) -> Iterator[_Work]:
-    """A log as blocks of whole lines; a log that cannot be opened is left to ``audit_file``."""
+    """A log as blocks of whole lines (about ``_BLOCK_BYTES`` each, cut after a newline); a log
+    that cannot be opened is left to ``audit_file``."""
     name = str(path)
     try:
         raw: Any = path.open("rb")
@@ -111,9 +112,11 @@ def _log_blocks(path: Path) -> Iterator[_Work]:
             yield name  # compressed: read (streaming) in one worker
             return
         start = 0
-        while lines := raw.readlines(_BLOCK_BYTES):
-            yield (name, start, b"".join(lines))
-            start += len(lines)
+        while data := raw.read(_BLOCK_BYTES):
+            if not data.endswith(b"\n"):
+                data += raw.readline()  # the rest of the block's last line
+            yield (name, start, data)
+            start += data.count(b"\n") + (not data.endswith(b"\n"))
 
 
 def _work(paths: Iterable[str]) -> Iterator[_Work]:
