@@ -9,13 +9,22 @@ its shape, counted with ``counter_for(shape, model)``, and compared with ``promp
 (Gemini) or ``usage.inputTokens`` (Bedrock). Relative error is ``(local - reported) / reported``.
 A recording that cannot be compared says why; nothing is adjusted to fit.
 
+**Two numbers per request.** ``local`` is the point estimate: the OpenAI counters as they are, and
+the estimate counters (Anthropic, Gemini, Bedrock) at ``safety_factor=1.0``, i.e. the content's
+tiktoken count plus the family overhead of ``reference_impl/tokens/_estimate_constants.py``.
+``safe`` is what ``counter_for`` gives by default (content x safety factor + family overhead);
+the assembler budgets with it. Anthropic and Bedrock report cached input apart from
+``input_tokens``; the cache reads and writes are added back, since they are input the request sent.
+
 **Out of sample.** The recordings are split in two halves by file (a stable hash of the file name,
-so the requests of one recording stay together). On each half, one additive constant per group
-(shape, model family, tools or not) is fitted: the median of ``reported - local`` there (the
-request preamble the counter does not model, such as the Responses tool preamble). It is then
-applied to the *other* half, and the median |error| is reported per group in sample and out of
-sample, both ways round. The counter itself is not changed by this; the numbers say how well its
-constants generalize and what a fitted preamble would buy.
+so the requests of one recording stay together). On one half, one additive constant per fit key
+is fitted: the median of ``reported - content`` (content = the point estimate without the family
+overhead). The fit key is (family, tools or not) for the estimate shapes, whose constants are
+shared across shapes in ``_estimate_constants``, and (shape, family, tools) for the OpenAI shapes,
+whose counters carry no fitted constant (there the column says what one would buy). The constants
+are applied to the *other* half, and the median |error| is reported per (shape, family, tools) in
+sample and out of sample, both ways round. The shipped family overheads must equal the fit on
+``FIT_HALF`` (the bench and the calibration tests check it): half 1 is never fitted on.
 """
 
 from __future__ import annotations
@@ -31,9 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from conformance.traffic.reading import RecordedInteraction, iter_recordings
+from reference_impl.config import AssemblyConfig
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.tokens import counter_for, encoding_for_model
+from reference_impl.tokens._estimate_constants import (
+    ESTIMATE_OVERHEADS,
+    FIT_HALF,
+    estimate_family,
+)
 from reference_impl.tokens._openai_costs import is_harmony_model
 
 SHARED = Path(
@@ -56,6 +71,15 @@ class Calibration:
     note: str = ""
     safety_factor: float | None = None
     tools: bool = False
+    safe: int | None = None
+    """The default counter's count (point estimate x safety factor for the estimate shapes)."""
+    overhead: int = 0
+    """The fitted family overhead inside ``local`` (0 for the OpenAI shapes)."""
+
+    @property
+    def content(self) -> int | None:
+        """The point estimate without the fitted family overhead (what a fit starts from)."""
+        return None if self.local is None else self.local - self.overhead
 
     @property
     def error(self) -> float | None:
@@ -71,9 +95,23 @@ def reported_input_tokens(interaction: RecordedInteraction) -> int | None:
         return None
     usage: Any = body.get("usage")
     if isinstance(usage, dict):
-        for key in ("prompt_tokens", "input_tokens", "inputTokens"):
+        if isinstance(usage.get("prompt_tokens"), int):  # Chat: cached tokens are included
+            return int(usage["prompt_tokens"])
+        for key in ("input_tokens", "inputTokens"):
             if isinstance(usage.get(key), int):
-                return int(usage[key])
+                # Anthropic and Bedrock count cache reads and writes apart from input_tokens
+                # (Responses' input_tokens includes its cached tokens and has no such keys).
+                cached = sum(
+                    int(usage[k])
+                    for k in (
+                        "cache_creation_input_tokens",
+                        "cache_read_input_tokens",
+                        "cacheReadInputTokens",
+                        "cacheWriteInputTokens",
+                    )
+                    if isinstance(usage.get(k), int)
+                )
+                return int(usage[key]) + cached
     meta = body.get("usageMetadata")
     if isinstance(meta, dict) and isinstance(meta.get("promptTokenCount"), int):
         return int(meta["promptTokenCount"])
@@ -153,16 +191,23 @@ def calibrate(directory: Path) -> Iterator[Calibration]:
         model = _model(interaction)
         counter = counter_for(shape, model)
         factor = getattr(counter, "safety_factor", None)
+        point = counter if factor is None else counter_for(shape, model, safety_factor=1.0)
+        local: int | None = None
+        safe: int | None = None
+        overhead = 0
+        tools = False
         try:
             transcript = get_shape(shape).parse_request(interaction.request_body)
-            local: int | None = counter.count(transcript).total
+            counted = point.count(transcript)
+            local = counted.total
+            safe = counter.count(transcript).total
+            overhead = counted.overhead if factor is not None else 0
+            tools = bool(transcript.tools)
             note = _known_gap(shape, interaction)
         except (CtxconfError, ImportError) as exc:
-            local, note = None, f"not compared: {exc}"
+            note = f"not compared: {exc}"
         if reported == 0:
             local, note = None, "not compared: the provider reported 0 input tokens (replay stub)"
-        body = interaction.request_body
-        tools = bool(body.get("tools") or body.get("toolConfig"))
         yield Calibration(
             name,
             interaction.index,
@@ -174,6 +219,8 @@ def calibrate(directory: Path) -> Iterator[Calibration]:
             note,
             factor,
             tools,
+            safe,
+            overhead,
         )
 
 
@@ -206,13 +253,9 @@ def request_growth(rows: list[Calibration]) -> Iterator[tuple[Calibration, Calib
 
 def family(row: Calibration) -> str:
     """A coarse model family for grouping: gpt-5 / o-series (harmony), gpt-4*, claude, gemini..."""
-    model = (row.model or "").lower().split("/")[-1]
     if row.shape in OPENAI_SHAPES:
         return "harmony" if is_harmony_model(row.model) else "chatml"
-    for name in ("claude", "gemini", "nova", "llama", "mistral"):
-        if name in model:
-            return name
-    return "other"
+    return estimate_family(row.shape, row.model)
 
 
 def group(row: Calibration) -> tuple[str, str, bool]:
@@ -232,25 +275,71 @@ def _comparable(rows: Iterable[Calibration]) -> list[Calibration]:
     ]
 
 
+FitKey = tuple[str, str, bool]
+
+
+def fit_key(row: Calibration) -> FitKey:
+    """What one fitted constant is shared by: (family, tools) across the estimate shapes (the
+    catalog's key), (shape, family, tools) for the OpenAI shapes."""
+    shape = row.shape if row.shape in OPENAI_SHAPES else "estimate"
+    return shape, family(row), row.tools
+
+
+def fit_overheads(rows: Iterable[Calibration], fit_half: int) -> dict[FitKey, int]:
+    """Per fit key, the median of ``reported - content`` over the requests of ``fit_half`` only."""
+    gaps: dict[FitKey, list[int]] = {}
+    for r in _comparable(rows):
+        if half(r) == fit_half:
+            gaps.setdefault(fit_key(r), []).append((r.reported or 0) - (r.content or 0))
+    return {key: round(statistics.median(values)) for key, values in sorted(gaps.items())}
+
+
+def catalog_drift(rows: list[Calibration]) -> list[tuple[str, bool, int, int]]:
+    """(family, tools, shipped, fitted on FIT_HALF) where ``_estimate_constants`` differs from the
+    fit; empty when the catalog is the half-``FIT_HALF`` fit."""
+    fitted = fit_overheads(rows, FIT_HALF)
+    drift = []
+    for (shape, fam, tools), value in fitted.items():
+        if shape != "estimate":
+            continue
+        found = ESTIMATE_OVERHEADS.get(fam)
+        shipped = 0 if found is None else (found.with_tools if tools else found.request)
+        if shipped != value:
+            drift.append((fam, tools, shipped, value))
+    return drift
+
+
 @dataclass(frozen=True)
 class SplitResult:
     group: tuple[str, str, bool]
     fitted_on: int
-    offset: float
+    offset: int
     n_in: int
     in_sample: float | None
     n_out: int
     out_of_sample_raw: float | None
+    """The other half with the counter as shipped (catalog constants)."""
     out_of_sample: float | None
+    """The other half with the constant fitted on ``fitted_on``."""
 
 
 def _median_abs(values: list[float]) -> float | None:
     return statistics.median(abs(v) for v in values) if values else None
 
 
+def _errors(members: Iterable[Calibration], offset: int | None) -> list[float]:
+    """Relative errors of ``content + offset`` (``offset`` None: the shipped point estimate)."""
+    out = []
+    for r in members:
+        local = (r.local or 0) if offset is None else (r.content or 0) + offset
+        out.append((local - (r.reported or 0)) / (r.reported or 1))
+    return out
+
+
 def split_half(rows: list[Calibration]) -> list[SplitResult]:
-    """Fit one additive constant per group on one half, evaluate it on the other (both ways)."""
+    """Fit the constants on one half, evaluate them on the other (both ways), per group."""
     usable = _comparable(rows)
+    fits = {h: fit_overheads(usable, h) for h in (0, 1)}
     out: list[SplitResult] = []
     for key in sorted({group(r) for r in usable}):
         members = [r for r in usable if group(r) == key]
@@ -259,35 +348,28 @@ def split_half(rows: list[Calibration]) -> list[SplitResult]:
             test = [r for r in members if half(r) != fit_half]
             if not fit:
                 continue
-            offset = statistics.median((r.reported or 0) - (r.local or 0) for r in fit)
-            in_sample = [
-                ((r.local or 0) + offset - (r.reported or 0)) / (r.reported or 1) for r in fit
-            ]
-            raw = [((r.local or 0) - (r.reported or 0)) / (r.reported or 1) for r in test]
-            fitted = [
-                ((r.local or 0) + offset - (r.reported or 0)) / (r.reported or 1) for r in test
-            ]
+            offset = fits[fit_half][fit_key(fit[0])]
             out.append(
                 SplitResult(
                     key,
                     fit_half,
                     offset,
                     len(fit),
-                    _median_abs(in_sample),
+                    _median_abs(_errors(fit, offset)),
                     len(test),
-                    _median_abs(raw),
-                    _median_abs(fitted),
+                    _median_abs(_errors(test, None)),
+                    _median_abs(_errors(test, offset)),
                 )
             )
     return out
 
 
 def safety_shortfalls(rows: list[Calibration]) -> list[Calibration]:
-    """Requests whose safe estimate (local x safety factor) is under the provider's count."""
+    """Requests whose safe estimate (the default counter's count) is under the provider's count."""
     return [
         r
         for r in _comparable(rows)
-        if r.safety_factor is not None and (r.local or 0) * r.safety_factor < (r.reported or 0)
+        if r.safe is not None and r.safety_factor is not None and r.safe < (r.reported or 0)
     ]
 
 
@@ -344,30 +426,45 @@ def main(argv: list[str]) -> int:
         errors = [r.error for r in usable if r.shape == shape and r.error is not None]
         print(f"  {shape:18} {_pct(_median_abs(errors)):>7} over {len(errors)}")
     print(
-        "\nSplit half (by file): an additive constant per (shape, family, tools) fitted on one "
-        "half,\napplied to the other. in = fitted half; raw out = other half with the counter as "
-        "is;\nfitted out = other half with the fitted constant."
+        "\nSplit half (by file): one additive constant per fit key fitted on one half, applied to"
+        "\nthe other. in = fitted half; shipped out = other half with the counter as shipped;"
+        "\nfitted out = other half with the constant fitted on the first half. A group of n < 5"
+        "\nis too small to judge."
     )
     print(
-        f"  {'group':42} {'fit':>3} {'offset':>7} {'n':>3} {'in':>6} {'n':>3} {'raw out':>8} {'fitted out':>10}"
+        f"  {'group':42} {'fit':>3} {'offset':>7} {'n':>3} {'in':>6} {'n':>3} "
+        f"{'shipped out':>11} {'fitted out':>10}"
     )
     for result in split_half(rows):
         shape, fam, tools = result.group
         name = f"{shape}/{fam}/{'tools' if tools else 'no tools'}"
         print(
-            f"  {name:42} {result.fitted_on:>3} {result.offset:>+7.0f} {result.n_in:>3} "
-            f"{_pct(result.in_sample):>6} {result.n_out:>3} {_pct(result.out_of_sample_raw):>8} "
+            f"  {name:42} {result.fitted_on:>3} {result.offset:>+7d} {result.n_in:>3} "
+            f"{_pct(result.in_sample):>6} {result.n_out:>3} {_pct(result.out_of_sample_raw):>11} "
             f"{_pct(result.out_of_sample):>10}"
         )
+    drift = catalog_drift(rows)
+    print(
+        f"\nFamily overheads in reference_impl/tokens/_estimate_constants.py vs the fit on half "
+        f"{FIT_HALF}: " + ("equal" if not drift else "DIFFERENT")
+    )
+    for fam, tools, shipped, fitted in drift:
+        print(f"  {fam} {'with_tools' if tools else 'request'}: shipped {shipped}, fitted {fitted}")
     short = safety_shortfalls(rows)
     with_factor = [r for r in usable if r.safety_factor is not None]
     print(
-        f"\nSafe estimate (local x safety factor) under the provider's count: {len(short)} of "
-        f"{len(with_factor)} requests with a safety factor"
+        f"\nSafe estimate (the default counter: content x safety factor + overhead) under the "
+        f"provider's count: "
+        f"{len(short)} of {len(with_factor)} requests with a safety factor"
     )
-    for row in short:
+    margin = AssemblyConfig().safety_margin_tokens
+    for row in sorted(short, key=lambda r: (r.safe or 0) - (r.reported or 0)):
+        gap = (row.reported or 0) - (row.safe or 0)
         print(
-            f"  {row.file}#{row.interaction} {row.shape} local {row.local} x {row.safety_factor} < {row.reported}"
+            f"  {row.file}#{row.interaction} {row.shape} safe {row.safe} (x{row.safety_factor}) "
+            f"< {row.reported}: {gap} tokens short "
+            f"({'within' if gap <= margin else 'BEYOND'} the default safety_margin_tokens {margin})"
+            + (f"  [{row.note}]" if row.note else "")
         )
     return 0
 

@@ -14,7 +14,6 @@ The package holds every counting module; this namespace is the public surface (t
 from __future__ import annotations
 
 from reference_impl.tokens.counters import (
-    ANTHROPIC_TOOL_PROMPT_TOKENS,
     DEFAULT_SAFETY_FACTORS,
     MEMO_SIZE,
     AnthropicEstimateCounter,
@@ -27,7 +26,6 @@ from reference_impl.tokens.counters import (
 )
 
 __all__ = [
-    "ANTHROPIC_TOOL_PROMPT_TOKENS",
     "DEFAULT_SAFETY_FACTORS",
     "MEMO_SIZE",
     "AnthropicEstimateCounter",

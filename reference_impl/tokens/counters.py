@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.errors import TokenCountError
+from reference_impl.tokens._estimate_constants import estimate_overhead
 from reference_impl.tokens._image_tokens import (
     AnthropicImageRule,
     claude_version,
@@ -44,7 +45,6 @@ from reference_impl.tokens.encodings import (
 from reference_impl.transcript import SHAPE_NAMES, Message, ToolSpec, Transcript, canonical_json
 
 __all__ = [
-    "ANTHROPIC_TOOL_PROMPT_TOKENS",
     "DEFAULT_SAFETY_FACTORS",
     "MEMO_SIZE",
     "AnthropicEstimateCounter",
@@ -327,19 +327,14 @@ def default_safety_factor(shape: str, model: str | None = None) -> float:
     return DEFAULT_SAFETY_FACTORS["anthropic" if is_claude else provider]
 
 
-# [vendor] docs.anthropic.com tool-use pricing (token-counting.md section 5): with ``tools`` a hidden
-# tool-use system prompt is added: 159-530 tokens by model and tool_choice; we take the largest
-# documented value (Claude 3 Opus, auto) so the estimate does not fall short by it.
-ANTHROPIC_TOOL_PROMPT_TOKENS: Final = 530
-
-
 class EstimateCounter(_MemoizedCounter):
     """A local estimate for a shape without a public tokenizer: tiktoken count x ``safety_factor``.
 
-    Images use Anthropic's ``w*h/750`` rule (section 4c) for every estimate shape. For Claude models
-    (Anthropic, or Claude on Bedrock) a request with tools also carries the hidden tool-use system
-    prompt, ``ANTHROPIC_TOOL_PROMPT_TOKENS``, in ``overhead``. Other providers' hidden tool templates
-    are not published; the calibration bench reports that gap.
+    Images use Anthropic's ``w*h/750`` rule (section 4c) for every estimate shape. ``overhead`` is
+    the model family's fitted per-request input (the hidden tool-use prompt of Claude and Nova),
+    from ``_estimate_constants`` (a measured constant, not multiplied by the factor). With
+    ``safety_factor=1.0`` the count is the
+    calibrated point estimate that ``make calibrate`` compares with the providers' counts.
     """
 
     def __init__(
@@ -387,8 +382,8 @@ class EstimateCounter(_MemoizedCounter):
         return self.rules.tools(tools)
 
     def _overhead(self, transcript: Transcript) -> int:
-        is_claude = self.provider == "anthropic" or "claude" in (self.model or "")
-        return ANTHROPIC_TOOL_PROMPT_TOKENS if is_claude and transcript.tools else 0
+        # A measured constant, not tokenizer uncertainty: it is not multiplied by the factor.
+        return estimate_overhead(self.shape, self.model, tools=bool(transcript.tools))
 
 
 class AnthropicEstimateCounter(EstimateCounter):

@@ -1,11 +1,10 @@
 """Local counts against the usage providers reported in ../shared/recordings (calibration).
 
 * OpenAI shapes: the median relative error is within 3% (issue 2, "Must hold").
-* Anthropic estimate: never below the reported count by more than its safety factor allows, i.e.
-  ``estimate * safety_factor >= reported`` (the estimate already includes the factor once; a
-  shortfall larger than a second factor would mean the factor is wrong for that content).
-  The estimate includes Anthropic's documented hidden tool-use prompt (section 5); a request whose
-  input grows server-side (tool search ``tool_reference``) is reported with that reason by the bench.
+* Estimate shapes: the family overheads in ``reference_impl/tokens/_estimate_constants.py`` are
+  the fit on half ``FIT_HALF`` of the recordings (never on the test half).
+* Anthropic estimate: the safe estimate (point x safety factor) covers the reported count of every
+  request without a documented hidden input (tool search ``tool_reference``, server tools).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import statistics
 from types import ModuleType
 
 import pytest
-from paths import RECORDINGS
+from paths import RECORDINGS, RECORDINGS_MORE
 from script_support import load_script
 
 pytestmark = pytest.mark.recordings
@@ -65,10 +64,39 @@ def test_openai_growth_of_a_request_is_counted_where_a_hidden_preamble_cancels(r
         assert abs(local - reported) <= max(3, 0.05 * reported), (earlier, later)
 
 
-def test_anthropic_estimate_is_not_short_beyond_its_factor(rows) -> None:  # type: ignore[no-untyped-def]
+def test_anthropic_safe_estimate_covers_the_reported_count(rows) -> None:  # type: ignore[no-untyped-def]
     anthropic = [r for r in rows if r.shape == "anthropic-messages" and r.local is not None]
     assert len(anthropic) >= 3
     for row in anthropic:
-        assert row.local * row.safety_factor >= row.reported, row
-        if not row.note:  # nothing hidden server-side: the estimate itself covers the count
-            assert row.local >= row.reported, row
+        if not row.note:  # nothing hidden server-side beyond the fitted tool-use prompt
+            assert row.safe >= row.reported, row
+
+
+@pytest.fixture(scope="module")
+def all_rows():  # type: ignore[no-untyped-def]
+    bench = _bench()
+    folders = [d for d in (RECORDINGS, RECORDINGS_MORE) if d.is_dir()]
+    return [row for folder in folders for row in bench.calibrate(folder)]
+
+
+def test_family_overheads_are_the_fit_on_the_fit_half(all_rows) -> None:  # type: ignore[no-untyped-def]
+    # make calibrate's default folders; the catalog must be re-fitted when the recordings change.
+    if not RECORDINGS_MORE.is_dir():
+        pytest.skip("../shared/recordings-more is absent: the catalog was fitted on both folders")
+    assert _bench().catalog_drift(all_rows) == []
+
+
+def test_fitted_claude_tools_overhead_generalizes(all_rows) -> None:  # type: ignore[no-untyped-def]
+    # Claude with tools: the hidden tool-use prompt is the error; fitted on half 0 it must bring
+    # half 1 within 10% (the shipped counter), where the content alone is off by ~80%.
+    if not RECORDINGS_MORE.is_dir():
+        pytest.skip("../shared/recordings-more is absent")
+    results = [
+        r
+        for r in _bench().split_half(all_rows)
+        if r.group == ("anthropic-messages", "claude", True) and r.fitted_on == 0
+    ]
+    assert results
+    assert results[0].n_out >= 5
+    assert results[0].out_of_sample_raw is not None
+    assert results[0].out_of_sample_raw <= 0.10, results[0]
