@@ -6,7 +6,8 @@ per-request overhead per model family: the input the provider adds that the requ
 carry. The evidence in the public recordings (``make calibrate`` prints it request by request):
 
 * **Claude with tools** (Anthropic Messages and Bedrock Converse alike): 500-620 tokens more than
-  the content, whatever the conversation's length: the hidden tool-use system prompt
+  the content in most recordings (300-370 in two), whatever the conversation's length: the hidden
+  tool-use system prompt
   ([vendor] docs.anthropic.com tool-use pricing: "we also automatically include a special system
   prompt for the model which enables tool use", 159-530 tokens for the Claude 3 models).
 * **Nova with tools**: 340-360 (nova-micro) and 820-940 (nova-2-lite) more: its tool template.
