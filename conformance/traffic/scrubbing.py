@@ -48,6 +48,12 @@ SECRET_HEADERS: Final = frozenset(
 )
 # Per-request bookkeeping of the SDKs (retry counters, invocation ids: a new value each time).
 _SDK_BOOKKEEPING: Final = ("x-stainless-", "amz-sdk-")
+# What an SDK's user agent says of the recording process rather than the client: the host's
+# operating system version (boto3: ``os/linux#6.1.0-18-amd64``; the system's name stays) and
+# botocore's feature codes (``m/N,Z,E,b,e``, in a new order in every process). Either would make
+# every re-recording rewrite every cassette.
+_HOST_OS_VERSION: Final = re.compile(r"\b(os/[A-Za-z0-9_.-]+)#\S+")
+_FEATURE_CODES: Final = re.compile(r"\s+m/[A-Za-z0-9,]+(?=\s|$)")
 _SECRET_QUERY_KEYS: Final = frozenset({"key", "api_key", "api-key", "access_token"})
 _SECRET_PATTERNS: Final = (
     re.compile(r"sk-ant-[A-Za-z0-9_-]{8,}"),
@@ -77,10 +83,15 @@ def _scrub_body(body: object) -> object:
 
 
 def scrub_request(request: VcrRequest) -> VcrRequest:
-    """Remove secret headers and ``key=`` query parameters; redact key-shaped strings in the body."""
+    """Remove secret headers and ``key=`` query parameters; redact key-shaped strings in the body;
+    keep a user agent without what it says of the recording process (host OS version,
+    botocore's feature codes)."""
     for name in list(request.headers):
         if name.lower() in SECRET_HEADERS or name.lower().startswith(_SDK_BOOKKEEPING):
             del request.headers[name]
+        elif name.lower() == "user-agent":
+            agent = _HOST_OS_VERSION.sub(r"\1", str(request.headers[name]))
+            request.headers[name] = _FEATURE_CODES.sub("", agent)
     parts = urlsplit(request.uri)
     if parts.query:
         kept = [(k, v) for k, v in parse_qsl(parts.query) if k.lower() not in _SECRET_QUERY_KEYS]

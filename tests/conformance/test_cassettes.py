@@ -230,6 +230,24 @@ def test_scrubbing_drops_the_sdks_per_request_headers() -> None:
     assert set(scrub_request(request).headers) == {"User-Agent"}
 
 
+def test_scrubbing_keeps_the_user_agent_without_what_it_says_of_the_recording_process() -> None:
+    agent = (
+        "Boto3/1.44.8 md/Botocore#1.44.8 ua/2.1 os/linux#6.18.44-fc-v1098 md/arch#x86_64 "
+        "lang/python#3.11.7 md/pyimpl#CPython m/N,Z,E,b,e cfg/retry-mode#standard Botocore/1.44.8"
+    )
+    request = Request(
+        "POST", "http://emulator.invalid/model/m/converse", b"{}", {"User-Agent": agent}
+    )
+    assert scrub_request(request).headers["User-Agent"] == (
+        "Boto3/1.44.8 md/Botocore#1.44.8 ua/2.1 os/linux md/arch#x86_64 "
+        "lang/python#3.11.7 md/pyimpl#CPython cfg/retry-mode#standard Botocore/1.44.8"
+    )
+    plain = Request(
+        "POST", "http://emulator.invalid/v1/messages", b"{}", {"user-agent": "python-httpx/0.28.1"}
+    )
+    assert scrub_request(plain).headers["user-agent"] == "python-httpx/0.28.1"
+
+
 def test_secret_finder_catches_what_scrubbing_removes() -> None:
     leaky = {
         "interactions": [
