@@ -13,7 +13,14 @@ Phases:
 2. *mutation*: the parent imports the target modules, then forks one child per mutant; the child
    patches the enclosing top-level function (or method) and runs only the tests that cover the
    mutated line, fastest first, stopping at the first failure. A failing test (or a timeout)
-   kills the mutant; a mutant no test covers survives as ``uncovered``.
+   kills the mutant; a mutant no test covers survives as ``uncovered``. The timeout counts the
+   CPU time the child (and the processes it waited for) spent, not the wall clock, so a busy
+   machine never turns a slow survivor into a "kill"; a child that sleeps past ten times the
+   timeout in wall time (a hang) is a timeout too.
+
+Outcomes are written to the report as they come (``--report``), and ``--resume`` reads such a
+report back and runs only the mutants it has no outcome for, so a long run can be stopped and
+continued.
 
 Equivalent mutants (no test can tell them apart, because the behaviour is the same) are listed
 with a reason in ``tools/mutation-equivalent.txt`` and left out of the score. Mutant ids are
@@ -36,10 +43,9 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -418,6 +424,33 @@ def _patch(mutant: Mutant) -> bool:
     return True
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+#: A child asleep (not spending CPU) for this many timeouts of wall time is hung.
+_WALL_FACTOR = 10
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of a live process and of the children it has waited for (Linux ``/proc``);
+    None where that cannot be read (the caller then falls back to the wall clock)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    # After the command name: state is field 3, utime..cstime are fields 14-17 (1-based).
+    utime, stime, cutime, cstime = (int(fields[i]) for i in range(11, 15))
+    return (utime + stime + cutime + cstime) / _CLOCK_TICKS
+
+
+def over_time(pid: int, started: float, timeout: float) -> bool:
+    """Whether a mutant's child has run past its timeout (CPU time; a hang by wall time)."""
+    wall = time.monotonic() - started
+    cpu = cpu_seconds(pid)
+    if cpu is None:
+        return wall > timeout
+    return cpu > timeout or wall > timeout * _WALL_FACTOR
+
+
 def _run_items(items: list[Any]) -> int:
     """Run collected pytest items in this process; 1 at the first failure, else 0."""
     from _pytest.runner import runtestprotocol
@@ -443,11 +476,14 @@ class _MutationLoop:
         self,
         mutants: list[Mutant],
         coverage_map: dict[str, Any],
+        *,
         jobs: int,
         timeout: float,
         equivalent: dict[str, str],
+        on_outcome: Callable[[list[Outcome]], object] | None = None,
     ) -> None:
         self.mutants = mutants
+        self.on_outcome = on_outcome
         self.lines: dict[str, dict[str, list[str]]] = coverage_map["lines"]
         self.durations: dict[str, float] = coverage_map["durations"]
         self.jobs = jobs
@@ -489,7 +525,7 @@ class _MutationLoop:
             for pid, (mutant, started, count) in list(running.items()):
                 finished, status = os.waitpid(pid, os.WNOHANG)
                 if finished == 0:
-                    if time.monotonic() - started > self.timeout:
+                    if over_time(pid, started, self.timeout):
                         os.kill(pid, signal.SIGKILL)
                         os.waitpid(pid, 0)
                         del running[pid]
@@ -508,6 +544,8 @@ class _MutationLoop:
                     self.outcomes.append(Outcome(mutant, "error", f"child exit {code}", count))
                 if done % 50 == 0:
                     print(f"mutation: {done} mutants run", file=sys.__stderr__, flush=True)
+                if self.on_outcome is not None and done % 10 == 0:
+                    self.on_outcome(self.outcomes)
         return True
 
 
@@ -519,8 +557,16 @@ def run_mutants(
     jobs: int,
     timeout: float,
     equivalent: dict[str, str],
+    on_outcome: Callable[[list[Outcome]], object] | None = None,
 ) -> list[Outcome]:
-    loop = _MutationLoop(mutants, coverage_map, jobs, timeout, equivalent)
+    loop = _MutationLoop(
+        mutants,
+        coverage_map,
+        jobs=jobs,
+        timeout=timeout,
+        equivalent=equivalent,
+        on_outcome=on_outcome,
+    )
     with redirect_stdout(io.StringIO()):
         pytest.main([*test_args, "-q", *_PYTEST_FLAGS], [loop])
     return loop.outcomes
@@ -594,55 +640,12 @@ def _default_test_args() -> list[str]:
     return ["tests", "-m", " and ".join(f"not {m}" for m in skipped)] if skipped else ["tests"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", action="append", help="a target file or folder (repeatable)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--timeout", type=float, default=90.0, help="seconds per mutant")
-    parser.add_argument("--report", type=Path, default=ROOT / "reports" / "mutation.json")
-    parser.add_argument("--coverage", type=Path, help="reuse a coverage map from an earlier run")
-    parser.add_argument("--limit", type=int, help="at most this many mutants per file (a sample)")
-    parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 under this score")
-    parser.add_argument("tests", nargs="*", help="pytest arguments (default: the unit tests)")
-    args = parser.parse_args(argv)
-    os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
-    files = _target_files(args.only or list(DEFAULT_TARGETS))
-    test_args = args.tests or _default_test_args()
-
-    mutants: list[Mutant] = []
-    for rel in files:
-        generated = generate(ROOT / rel)
-        if args.limit:
-            step = max(1, len(generated) // args.limit)
-            generated = generated[::step][: args.limit]
-        mutants.extend(generated)
-    print(f"mutation: {len(mutants)} mutants in {len(files)} files", flush=True)
-
-    coverage_path = args.coverage
-    if coverage_path is None:
-        coverage_path = Path(tempfile.mkdtemp(prefix="ctxconf-mutation-")) / "coverage.json"
-        started = time.monotonic()
-        measure_coverage(files, test_args, coverage_path)
-        print(f"mutation: coverage map in {time.monotonic() - started:.0f} s", flush=True)
-    coverage_map = json.loads(coverage_path.read_text())
-
-    started = time.monotonic()
-    outcomes = run_mutants(
-        mutants,
-        coverage_map=coverage_map,
-        test_args=test_args,
-        jobs=args.jobs,
-        timeout=args.timeout,
-        equivalent=load_equivalent(),
-    )
-    elapsed = time.monotonic() - started
-
-    rows, total = score_lines(outcomes)
-    print("\n".join(rows))
-    print(f"mutation: {len(outcomes)} mutants run in {elapsed:.0f} s")
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(
+def write_report(path: Path, outcomes: list[Outcome]) -> float:
+    """The report of the outcomes so far (also written while a run goes on); returns the score."""
+    _, total = score_lines(outcomes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(path.suffix + ".part")
+    partial.write_text(
         json.dumps(
             {
                 "score": round(total, 2),
@@ -661,6 +664,87 @@ def main(argv: list[str] | None = None) -> int:
             indent=1,
         )
     )
+    partial.replace(path)  # a reader never sees half a report
+    return total
+
+
+def resumed_outcomes(report: Path, mutants: list[Mutant]) -> list[Outcome]:
+    """The outcomes an earlier report holds for mutants still generated now (same ids)."""
+    if not report.exists():
+        return []
+    by_id = {m.mutant_id: m for m in mutants}
+    earlier = json.loads(report.read_text(encoding="utf-8")).get("mutants", [])
+    return [
+        Outcome(by_id[e["id"]], e["status"], e.get("note", ""), int(e.get("tests_run", 0)))
+        for e in earlier
+        if e.get("id") in by_id and e.get("status") != "error"
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", help="a target file or folder (repeatable)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--timeout", type=float, default=90.0, help="CPU seconds per mutant (a hang: 10x wall)"
+    )
+    parser.add_argument("--report", type=Path, default=ROOT / "reports" / "mutation.json")
+    parser.add_argument("--coverage", type=Path, help="reuse a coverage map from an earlier run")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the outcomes --report already holds"
+    )
+    parser.add_argument("--limit", type=int, help="at most this many mutants per file (a sample)")
+    parser.add_argument("--fail-under", type=float, default=0.0, help="exit 1 under this score")
+    parser.add_argument("tests", nargs="*", help="pytest arguments (default: the unit tests)")
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)
+    sys.path.insert(0, str(ROOT))
+    files = _target_files(args.only or list(DEFAULT_TARGETS))
+    test_args = args.tests or _default_test_args()
+
+    mutants: list[Mutant] = []
+    for rel in files:
+        generated = generate(ROOT / rel)
+        if args.limit:
+            step = max(1, len(generated) // args.limit)
+            generated = generated[::step][: args.limit]
+        mutants.extend(generated)
+    print(f"mutation: {len(mutants)} mutants in {len(files)} files", flush=True)
+    earlier = resumed_outcomes(args.report, mutants) if args.resume else []
+    if earlier:
+        done_ids = {o.mutant.mutant_id for o in earlier}
+        mutants = [m for m in mutants if m.mutant_id not in done_ids]
+        print(f"mutation: {len(earlier)} outcomes kept from {args.report}", flush=True)
+
+    coverage_path = args.coverage
+    if coverage_path is None:
+        # Kept beside the report, so a later run can pass it to --coverage.
+        coverage_path = args.report.with_name(args.report.stem + "-coverage.json")
+        coverage_path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        measure_coverage(files, test_args, coverage_path)
+        print(
+            f"mutation: coverage map in {time.monotonic() - started:.0f} s ({coverage_path})",
+            flush=True,
+        )
+    coverage_map = json.loads(coverage_path.read_text())
+
+    started = time.monotonic()
+    outcomes = earlier + run_mutants(
+        mutants,
+        coverage_map=coverage_map,
+        test_args=test_args,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        equivalent=load_equivalent(),
+        on_outcome=lambda so_far: write_report(args.report, earlier + so_far),
+    )
+    elapsed = time.monotonic() - started
+
+    rows, _ = score_lines(outcomes)
+    print("\n".join(rows))
+    print(f"mutation: {len(outcomes) - len(earlier)} mutants run in {elapsed:.0f} s")
+    total = write_report(args.report, outcomes)
     survivors = [o for o in outcomes if o.status in {"survived", "uncovered"}]
     for outcome in survivors[:40]:
         m = outcome.mutant

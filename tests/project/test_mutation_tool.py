@@ -108,3 +108,43 @@ def test_the_tests_collect_without_xdist() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_the_timeout_counts_cpu_time_not_a_busy_machine() -> None:
+    """A child that sleeps spends no CPU: it is not over a 1 s timeout until 10 s of wall time,
+    while a child that spins is over it as soon as it has spent 1 s of CPU."""
+    import os
+    import time
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        started = time.monotonic()
+        assert mutation.cpu_seconds(os.getpid()) is not None
+        deadline = started + 20
+        while not mutation.over_time(spinner.pid, started, 1.0):
+            assert time.monotonic() < deadline, "a spinning child never went over 1 s of CPU"
+            time.sleep(0.05)
+        assert not mutation.over_time(sleeper.pid, started, 1.0)
+        assert mutation.over_time(sleeper.pid, started - 11.0, 1.0)  # asleep 10x too long: hung
+    finally:
+        sleeper.kill()
+        spinner.kill()
+        sleeper.wait()
+        spinner.wait()
+
+
+def test_a_report_resumes_with_the_outcomes_it_holds(tmp_path: Path) -> None:
+    mutants = mutation.generate(ROOT / "reference_impl" / "budget.py")[:3]
+    report = tmp_path / "mutation.json"
+    written = [mutation.Outcome(mutants[0], "killed", tests_run=2)]
+    written.append(mutation.Outcome(mutants[1], "error", "child exit 2"))
+    assert mutation.write_report(report, written) == pytest.approx(50.0)
+    kept = mutation.resumed_outcomes(report, mutants)
+    # the kill is kept; the runner's own error is run again; the third was never run
+    assert [(o.mutant.mutant_id, o.status, o.tests_run) for o in kept] == [
+        (mutants[0].mutant_id, "killed", 2)
+    ]
+    # an id no longer generated (its code changed) is dropped, not carried as a stale outcome
+    assert mutation.resumed_outcomes(report, mutants[1:]) == []
+    assert not report.with_suffix(".json.part").exists()
