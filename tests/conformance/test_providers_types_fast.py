@@ -4,6 +4,7 @@ without ``null_optional`` (OpenAI's reading of ``null`` as "not given", C0 and R
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -16,15 +17,15 @@ from conformance.providers.validators import (
     openai_chat,
     openai_responses,
 )
-from conformance.providers.validators._types import Spec, conforms, walk_mismatch
+from conformance.providers.validators._types import Reading, Spec, conforms, walk_mismatch
 from conformance.providers.validators._wording import snake_case
 
 SPECS = [
-    (openai_chat.BODY, str, False),
-    (openai_responses.BODY, str, False),
-    (anthropic_messages.BODY, str, False),
-    (bedrock_converse.BODY, str, False),
-    (gemini.BODY, snake_case, True),
+    (openai_chat.BODY, Reading()),
+    (openai_responses.BODY, Reading()),
+    (anthropic_messages.BODY, Reading()),
+    (bedrock_converse.BODY, Reading()),
+    (gemini.BODY, Reading(key=snake_case, numeric_text=True)),
 ]
 
 
@@ -41,7 +42,7 @@ def _names(spec: Spec, out: set[str]) -> set[str]:
     return out
 
 
-NAMES = sorted(set().union(*(_names(spec, set()) for spec, _, _ in SPECS)) | {"type", "x"})
+NAMES = sorted(set().union(*(_names(spec, set()) for spec, _ in SPECS)) | {"type", "x"})
 SCALARS = (
     st.none()
     | st.booleans()
@@ -59,10 +60,10 @@ JSON = st.recursive(
 
 
 def _agree(value: Any, which: int, null_optional: bool) -> None:
-    spec, key, numeric_text = SPECS[which]
-    options: dict[str, Any] = {"key": key, "numeric_text": numeric_text}
-    walked = walk_mismatch(value, spec, null_optional=null_optional, **options)
-    assert conforms(value, spec, null_optional=null_optional, **options) is (walked is None)
+    spec, as_read = SPECS[which]
+    reading = replace(as_read, null_optional=null_optional)
+    walked = walk_mismatch(value, spec, reading)
+    assert conforms(value, spec, reading) is (walked is None)
 
 
 @settings(max_examples=160, deadline=None)
@@ -86,12 +87,13 @@ def test_null_optional_takes_null_for_an_optional_field_only() -> None:
     (required) may not be ``null``, and without ``null_optional`` neither may the message's."""
     spec = openai_chat.BODY
     named = {"messages": [{"role": "user", "content": "hi", "name": None}]}
-    assert conforms(named, spec, null_optional=True)
-    assert walk_mismatch(named, spec, null_optional=True) is None
+    lenient = Reading(null_optional=True)
+    assert conforms(named, spec, lenient)
+    assert walk_mismatch(named, spec, lenient) is None
     assert not conforms(named, spec)
     tool = {"type": "function", "function": {"name": None}}
     nameless = {"messages": [], "tools": [tool]}
-    assert not conforms(nameless, spec, null_optional=True)
-    found = walk_mismatch(nameless, spec, null_optional=True)
+    assert not conforms(nameless, spec, lenient)
+    found = walk_mismatch(nameless, spec, lenient)
     assert found is not None
     assert found.path == ("tools", 0, "function", "name")

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
-
-from conformance.providers.validators._types import kind_of
+from typing import Any, TypeVar
 
 __all__ = [
     "DETECTORS",
@@ -38,7 +36,6 @@ __all__ = [
     "messages_of",
     "objects",
     "structure",
-    "type_name",
 ]
 
 
@@ -101,23 +98,6 @@ def structure(shape: str) -> Callable[[StructureFn], StructureFn]:
         return fn
 
     return register
-
-
-_TYPE_PHRASES: Final[Mapping[str, str]] = {
-    "null": "null",
-    "boolean": "a boolean",
-    "integer": "an integer",
-    "number": "a decimal",
-    "string": "a string",
-    "array": "an array",
-    "object": "an object",
-}
-
-
-def type_name(value: Any) -> str:
-    """How OpenAI-style errors name a JSON type ('a string', 'an object', 'null' ...)."""
-    kind = kind_of(value)
-    return _TYPE_PHRASES[kind] if kind is not None else "an unsupported value"
 
 
 def is_list_of_objects(value: Any) -> bool:

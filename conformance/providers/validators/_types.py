@@ -18,8 +18,18 @@ from typing import Any, Final, Literal, TypeAlias
 
 __all__ = [
     "ANY",
+    "AS_WRITTEN",
+    "BOOLEAN",
+    "INTEGER",
+    "NUMBER",
+    "OPT_BOOLEAN",
+    "OPT_INTEGER",
+    "OPT_NUMBER",
+    "OPT_STRING",
+    "STRING",
     "Kind",
     "Mismatch",
+    "Reading",
     "Spec",
     "arr",
     "conforms",
@@ -27,6 +37,7 @@ __all__ = [
     "kind_of",
     "obj",
     "scalar",
+    "typed",
     "walk_mismatch",
 ]
 
@@ -65,6 +76,16 @@ def scalar(*kinds: Kind) -> Spec:
     return Spec(frozenset(kinds))
 
 
+STRING: Final = scalar("string")
+INTEGER: Final = scalar("integer")
+NUMBER: Final = scalar("number")
+BOOLEAN: Final = scalar("boolean")
+OPT_STRING: Final = scalar("string", "null")
+OPT_INTEGER: Final = scalar("integer", "null")
+OPT_NUMBER: Final = scalar("number", "null")
+OPT_BOOLEAN: Final = scalar("boolean", "null")
+
+
 def obj(
     fields: Mapping[str, Spec] | None = None,
     *,
@@ -82,6 +103,14 @@ def obj(
         tag=tag,
         variants=dict(variants or {}),
         name=name,
+    )
+
+
+def typed(variants: Mapping[str, Spec], fields: Mapping[str, Spec] | None = None) -> Spec:
+    """An object with a required ``type`` that picks its fields from ``variants`` (a content
+    part or block); ``fields`` are known keys of every variant."""
+    return obj(
+        {"type": STRING, **(fields or {})}, required=("type",), tag="type", variants=variants
     )
 
 
@@ -128,6 +157,25 @@ def _accepts(spec: Spec, value: Any, *, numeric_text: bool) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Reading:
+    """How a provider reads a body against a :class:`Spec` (the default: as written).
+
+    ``key`` maps a body key to the name fields are declared under (Gemini takes both camelCase
+    and snake_case); paths carry the mapped name. ``numeric_text`` accepts numbers written as
+    strings for numeric fields (proto3 JSON). ``null_optional`` reads ``null`` as "not given"
+    for every key an object does not require (OpenAI: recorded 200s carry ``"name": null`` on a
+    message, ``"status": null`` on a function call, ``"description": null`` on a tool).
+    """
+
+    key: Callable[[str], str] = str
+    numeric_text: bool = False
+    null_optional: bool = False
+
+
+AS_WRITTEN: Final = Reading()
+
+
+@dataclass(frozen=True, slots=True)
 class Mismatch:
     """The first refused value: its ``path`` (keys and indices), what was expected, what came.
 
@@ -151,31 +199,16 @@ def _object_fields(spec: Spec, value: Mapping[str, Any]) -> tuple[dict[str, Spec
     return fields, required
 
 
-def first_mismatch(
-    value: Any,
-    spec: Spec,
-    *,
-    key: Callable[[str], str] = str,
-    numeric_text: bool = False,
-    null_optional: bool = False,
-    path: tuple[str | int, ...] = (),
-) -> Mismatch | None:
-    """The first value of ``value`` (depth first, in the body's own key order) ``spec`` refuses.
-
-    ``key`` maps a body key to the name fields are declared under (Gemini takes both camelCase
-    and snake_case); paths carry the mapped name. ``numeric_text`` accepts numbers written as
-    strings for numeric fields (proto3 JSON). ``null_optional`` reads ``null`` as "not given"
-    for every key an object does not require (OpenAI: recorded 200s carry ``"name": null`` on a
-    message, ``"status": null`` on a function call, ``"description": null`` on a tool).
+def first_mismatch(value: Any, spec: Spec, reading: Reading = AS_WRITTEN) -> Mismatch | None:
+    """The first value of ``value`` (depth first, in the body's own key order) ``spec`` refuses,
+    read as ``reading`` says.
 
     Almost every body conforms: :func:`conforms` answers that without building paths, and the
     walk that names the mismatch runs only when it says no.
     """
-    if conforms(value, spec, key=key, numeric_text=numeric_text, null_optional=null_optional):
+    if conforms(value, spec, reading):
         return None
-    return walk_mismatch(
-        value, spec, key=key, numeric_text=numeric_text, null_optional=null_optional, path=path
-    )
+    return walk_mismatch(value, spec, reading)
 
 
 # The JSON types of values parsed from JSON (exact classes; a subclass takes the slow path).
@@ -189,30 +222,21 @@ _EXACT_KINDS: Final[Mapping[type, Kind]] = {
     dict: "object",
 }
 _Checker: TypeAlias = Callable[[Any], bool]
-_CHECKERS: dict[tuple[int, Callable[[str], str], bool, bool], tuple[Spec, _Checker]] = {}
+_CHECKERS: dict[tuple[int, Reading], tuple[Spec, _Checker]] = {}
 
 
-def conforms(
-    value: Any,
-    spec: Spec,
-    *,
-    key: Callable[[str], str] = str,
-    numeric_text: bool = False,
-    null_optional: bool = False,
-) -> bool:
-    """Whether ``first_mismatch(value, spec, ...)`` is ``None``: the same judgement, by a checker
-    built once per spec (no paths, no ``Mismatch``)."""
-    return _checker(spec, key, numeric_text, null_optional)(value)
+def conforms(value: Any, spec: Spec, reading: Reading = AS_WRITTEN) -> bool:
+    """Whether ``first_mismatch(value, spec, reading)`` is ``None``: the same judgement, by a
+    checker built once per spec (no paths, no ``Mismatch``)."""
+    return _checker(spec, reading)(value)
 
 
-def _checker(
-    spec: Spec, key: Callable[[str], str], numeric_text: bool, null_optional: bool
-) -> _Checker:
-    cache_key = (id(spec), key, numeric_text, null_optional)
+def _checker(spec: Spec, reading: Reading) -> _Checker:
+    cache_key = (id(spec), reading)
     found = _CHECKERS.get(cache_key)
     if found is not None and found[0] is spec:
         return found[1]
-    checker = _build_checker(spec, key, numeric_text, null_optional)
+    checker = _build_checker(spec, reading)
     _CHECKERS[cache_key] = (spec, checker)
     return checker
 
@@ -231,18 +255,17 @@ def _exact_types(kinds: frozenset[Kind]) -> frozenset[type]:
     return frozenset(types)
 
 
-_Field: TypeAlias = tuple[frozenset[type], "_Checker | None", Spec]
-"""A known field: the classes taken at once, the checker of its inside (``None`` for a leaf,
-judged inline) and its spec (for the values :func:`_accepts` judges)."""
+_Field: TypeAlias = tuple[frozenset[type], _Checker]
+"""A known field: the classes taken at once (a leaf's, and ``null`` where ``null_optional``
+applies), and the checker that judges any other value."""
 
 
-def _build_checker(
-    spec: Spec, key: Callable[[str], str], numeric_text: bool, null_optional: bool
-) -> _Checker:
+def _build_checker(spec: Spec, reading: Reading) -> _Checker:
+    key, numeric_text = reading.key, reading.numeric_text
     exact = _exact_types(spec.kinds)
     structured = "object" in spec.kinds and bool(spec.fields or spec.variants)
     items = spec.items if "array" in spec.kinds else None
-    item_field = _field(items, key, numeric_text, null_optional) if items is not None else None
+    item_field = _field(items, reading) if items is not None else None
     plain_keys = key is str
     # Per discriminator value (None: no variant applies), built on first use; with
     # ``null_optional``, a field the object does not require also takes ``null``.
@@ -255,7 +278,7 @@ def _build_checker(
         if found is None:
             fields, required = _object_fields(spec, value)
             checks = {
-                name: _field(sub, key, numeric_text, null_optional, nullable=name not in required)
+                name: _field(sub, reading, nullable=name not in required)
                 for name, sub in fields.items()
             }
             found = layouts[variant_key] = (checks, required)
@@ -282,60 +305,32 @@ def _build_checker(
                 pairs = ((key(k) if isinstance(k, str) else k, v) for k, v in value.items())
             for name, item in pairs:
                 entry = checks.get(name)
-                if entry is None:
-                    continue
-                types, inner, sub = entry
-                if inner is None:
-                    if type(item) not in types and not _accepts(
-                        sub, item, numeric_text=numeric_text
-                    ):
-                        return False
-                elif not inner(item):
+                if entry is not None and type(item) not in entry[0] and not entry[1](item):
                     return False
         if item_field is not None and isinstance(value, list):
-            types, inner, sub = item_field
+            types, inner = item_field
             for item in value:
-                if inner is None:
-                    if type(item) not in types and not _accepts(
-                        sub, item, numeric_text=numeric_text
-                    ):
-                        return False
-                elif not inner(item):
+                if type(item) not in types and not inner(item):
                     return False
         return True
 
     return check
 
 
-def _field(
-    sub: Spec,
-    key: Callable[[str], str],
-    numeric_text: bool,
-    null_optional: bool,
-    *,
-    nullable: bool = False,
-) -> _Field:
+def _field(sub: Spec, reading: Reading, *, nullable: bool = False) -> _Field:
     """How a field (or an array's item) is judged; ``nullable``: ``null_optional`` applies."""
-    if _is_leaf(sub):
-        types = _exact_types(sub.kinds)
-        return (types | {type(None)} if null_optional and nullable else types, None, sub)
-    inner = _checker(sub, key, numeric_text, null_optional)
-    if null_optional and nullable and "null" not in sub.kinds:
-        return (frozenset(), lambda item: item is None or inner(item), sub)
-    return (frozenset(), inner, sub)
+    types = _exact_types(sub.kinds) if _is_leaf(sub) else frozenset()
+    if reading.null_optional and nullable:
+        types |= {type(None)}
+    return (types, _checker(sub, reading))
 
 
 def walk_mismatch(
-    value: Any,
-    spec: Spec,
-    *,
-    key: Callable[[str], str] = str,
-    numeric_text: bool = False,
-    null_optional: bool = False,
-    path: tuple[str | int, ...] = (),
+    value: Any, spec: Spec, reading: Reading = AS_WRITTEN, path: tuple[str | int, ...] = ()
 ) -> Mismatch | None:
     """:func:`first_mismatch` by walking the whole body (what names the mismatch)."""
-    if not _accepts(spec, value, numeric_text=numeric_text):
+    key = reading.key
+    if not _accepts(spec, value, numeric_text=reading.numeric_text):
         return Mismatch(path, spec, value)
     if isinstance(value, dict) and "object" in spec.kinds and (spec.fields or spec.variants):
         fields, required = _object_fields(spec, value)
@@ -348,28 +343,14 @@ def walk_mismatch(
             sub = fields.get(name)
             if sub is None:
                 continue  # an unknown key is never judged
-            if item is None and null_optional and name not in required:
+            if item is None and reading.null_optional and name not in required:
                 continue
-            found = walk_mismatch(
-                item,
-                sub,
-                key=key,
-                numeric_text=numeric_text,
-                null_optional=null_optional,
-                path=(*path, name),
-            )
+            found = walk_mismatch(item, sub, reading, (*path, name))
             if found is not None:
                 return found
     if isinstance(value, list) and "array" in spec.kinds and spec.items is not None:
         for index, item in enumerate(value):
-            found = walk_mismatch(
-                item,
-                spec.items,
-                key=key,
-                numeric_text=numeric_text,
-                null_optional=null_optional,
-                path=(*path, index),
-            )
+            found = walk_mismatch(item, spec.items, reading, (*path, index))
             if found is not None:
                 return found
     return None

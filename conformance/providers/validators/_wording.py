@@ -12,28 +12,47 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
-from conformance.providers.validators._base import type_name
-from conformance.providers.validators._types import Kind, Spec
+from conformance.providers.validators._types import Kind, Spec, kind_of
 
 __all__ = [
     "aws_expected",
     "bracket_path",
     "dotted_path",
     "openai_expected",
-    "openai_got",
     "proto_expected",
     "proto_got",
+    "proto_message",
     "provider_number",
     "pydantic_expected",
     "snake_case",
+    "type_name",
 ]
 
 # The order kinds are named in a union ("one of a string or array of objects").
 _ORDER: Final[tuple[Kind, ...]] = ("string", "integer", "number", "boolean", "object", "array")
 _PROTO_PACKAGE: Final = "type.googleapis.com/google.ai.generativelanguage.v1beta."
 _CAMEL: Final = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+class _Words(NamedTuple):
+    openai: str
+    pydantic: str
+    proto: str
+    aws: str
+
+
+# What each provider calls a JSON type: OpenAI (C0, R0), Anthropic's pydantic (A12a), Gemini's
+# proto field types (G0), Bedrock's AWS constraints (B0).
+_WORDS: Final[dict[Kind, _Words]] = {
+    "string": _Words("a string", "a valid string", "TYPE_STRING", "a string"),
+    "integer": _Words("an integer", "a valid integer", "TYPE_INT32", "an integer"),
+    "number": _Words("a decimal", "a valid number", "TYPE_FLOAT", "a number"),
+    "boolean": _Words("a boolean", "a valid boolean", "TYPE_BOOL", "a boolean"),
+    "object": _Words("an object", "a valid dictionary", "TYPE_MESSAGE", "a structure"),
+    "array": _Words("an array", "a valid list", "TYPE_MESSAGE", "a list"),
+}
 
 
 def _named(spec: Spec) -> list[Kind]:
@@ -58,68 +77,47 @@ def snake_case(name: str) -> str:
     return _CAMEL.sub(r"_\1", name).lower()
 
 
-_OPENAI_ALONE: Final[dict[Kind, str]] = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a decimal",
-    "boolean": "a boolean",
-    "object": "an object",
-    "array": "an array",
-}
-
-
 def openai_expected(spec: Spec) -> str:
     """``a string``, ``an integer`` ...; unions read ``one of a string or array of objects``."""
     kinds = _named(spec)
     if len(kinds) == 1:
-        return _OPENAI_ALONE[kinds[0]]
+        return _WORDS[kinds[0]].openai
     names = []
     for kind in kinds:
         if kind == "array":
             items = spec.items.kinds if spec.items is not None else frozenset()
             names.append("array of objects" if items == {"object"} else "array")
         else:
-            names.append(_OPENAI_ALONE[kind] if not names else _OPENAI_ALONE[kind].split()[-1])
+            word = _WORDS[kind].openai
+            names.append(word if not names else word.split()[-1])
     return "one of " + " or ".join(names)
 
 
-def openai_got(value: Any) -> str:
-    """OpenAI's name for what came (``an integer``, ``null`` ...)."""
-    return type_name(value)
-
-
-_PYDANTIC: Final[dict[Kind, str]] = {
-    "string": "a valid string",
-    "integer": "a valid integer",
-    "number": "a valid number",
-    "boolean": "a valid boolean",
-    "object": "a valid dictionary",
-    "array": "a valid list",
-}
+def type_name(value: Any) -> str:
+    """How OpenAI-style errors name the JSON type that came (``an integer``, ``null`` ...)."""
+    kind = kind_of(value)
+    if kind is None:
+        return "an unsupported value"
+    return "null" if kind == "null" else _WORDS[kind].openai
 
 
 def pydantic_expected(spec: Spec) -> str:
     """Anthropic's validation wording; a union names its structured member (``a valid list``)."""
     kinds = _named(spec)
-    return _PYDANTIC[kinds[-1]] if kinds else "a valid value"
+    return _WORDS[kinds[-1]].pydantic if kinds else "a valid value"
 
 
-_PROTO: Final[dict[Kind, str]] = {
-    "string": "TYPE_STRING",
-    "integer": "TYPE_INT32",
-    "number": "TYPE_FLOAT",
-    "boolean": "TYPE_BOOL",
-    "object": "TYPE_MESSAGE",
-    "array": "TYPE_MESSAGE",
-}
+def proto_message(name: str) -> str:
+    """Gemini's full name of a proto message type (``Content`` -> ``type.googleapis.com/...``)."""
+    return name if "/" in name else _PROTO_PACKAGE + name
 
 
 def proto_expected(spec: Spec) -> str:
     """Gemini's field type: ``TYPE_STRING``, or the message type ``type.googleapis.com/...``."""
     if spec.name is not None:
-        return spec.name if "/" in spec.name else _PROTO_PACKAGE + spec.name
+        return proto_message(spec.name)
     kinds = _named(spec)
-    return _PROTO[kinds[0]] if kinds else "TYPE_MESSAGE"
+    return _WORDS[kinds[0]].proto if kinds else "TYPE_MESSAGE"
 
 
 def proto_got(value: Any) -> str:
@@ -129,20 +127,10 @@ def proto_got(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)[:80]
 
 
-_AWS: Final[dict[Kind, str]] = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "object": "a structure",
-    "array": "a list",
-}
-
-
 def aws_expected(spec: Spec) -> str:
     """Bedrock's constraint wording (``a string``, ``a structure``, ``a list``)."""
     kinds = _named(spec)
-    return " or ".join(_AWS[k] for k in kinds) if kinds else "a valid value"
+    return " or ".join(_WORDS[k].aws for k in kinds) if kinds else "a valid value"
 
 
 def provider_number(value: float) -> str:

@@ -26,7 +26,18 @@ from conformance.providers.validators._base import (
     objects,
     structure,
 )
-from conformance.providers.validators._types import arr, first_mismatch, obj, scalar
+from conformance.providers.validators._types import (
+    BOOLEAN,
+    INTEGER,
+    NUMBER,
+    OPT_STRING,
+    STRING,
+    Spec,
+    arr,
+    first_mismatch,
+    obj,
+    typed,
+)
 from conformance.providers.validators._wording import dotted_path, pydantic_expected
 
 __all__ = ["BODY", "anthropic_structure"]
@@ -34,7 +45,6 @@ __all__ = ["BODY", "anthropic_structure"]
 SHAPE: Final = "anthropic-messages"
 TOOL_ID: Final = re.compile(r"^[a-zA-Z0-9_-]+$")  # A6
 THINKING: Final = frozenset({"thinking", "redacted_thinking"})
-_FLAG: Final = scalar("boolean")
 
 
 def _shape_error(path: str) -> Finding:
@@ -44,47 +54,38 @@ def _shape_error(path: str) -> Finding:
 # The JSON types of the fields this validator knows (A12a). Blocks are told apart by ``type``;
 # unknown keys and block types are never judged. Optional knobs are not nullable (inferred: the
 # API reference lists them as optional, not as nullable).
-_STR: Final = scalar("string")
-_CACHE: Final = obj({"type": _STR}, also=("null",))
-_SOURCE: Final = obj({"type": _STR, "media_type": _STR, "data": _STR, "url": _STR})
-_NESTED: Final = obj(
-    {"type": _STR, "cache_control": _CACHE},
-    required=("type",),
-    tag="type",
-    variants={
-        "text": obj({"text": _STR}, required=("text",)),
+_CACHE: Final = obj({"type": STRING}, also=("null",))
+_SOURCE: Final = obj({"type": STRING, "media_type": STRING, "data": STRING, "url": STRING})
+
+
+def _block_spec(**variants: Spec) -> Spec:
+    """A content block: ``type`` picks its fields; text and image blocks read alike everywhere."""
+    text_and_image = {
+        "text": obj({"text": STRING}, required=("text",)),
         "image": obj({"source": _SOURCE}, required=("source",)),
-        "document": obj({"source": _SOURCE}, required=("source",)),
-    },
+    }
+    return typed({**text_and_image, **variants}, {"cache_control": _CACHE})
+
+
+# Inside a tool result: text, images and documents only.
+_NESTED: Final = _block_spec(document=obj({"source": _SOURCE}, required=("source",)))
+BLOCK: Final = _block_spec(
+    document=obj({"source": _SOURCE, "title": OPT_STRING}),
+    tool_use=obj({"id": STRING, "name": STRING, "input": obj()}, required=("id", "name")),
+    server_tool_use=obj({"id": STRING, "name": STRING, "input": obj()}),
+    tool_result=obj(
+        {"tool_use_id": STRING, "content": arr(_NESTED, also=("string",)), "is_error": BOOLEAN},
+        required=("tool_use_id",),
+    ),
+    thinking=obj({"thinking": STRING, "signature": STRING}, required=("thinking",)),
+    redacted_thinking=obj({"data": STRING}, required=("data",)),
 )
-BLOCK: Final = obj(
-    {"type": _STR, "cache_control": _CACHE},
-    required=("type",),
-    tag="type",
-    variants={
-        "text": obj({"text": _STR}, required=("text",)),
-        "image": obj({"source": _SOURCE}, required=("source",)),
-        "document": obj({"source": _SOURCE, "title": scalar("string", "null")}),
-        "tool_use": obj({"id": _STR, "name": _STR, "input": obj()}, required=("id", "name")),
-        "server_tool_use": obj({"id": _STR, "name": _STR, "input": obj()}),
-        "tool_result": obj(
-            {
-                "tool_use_id": _STR,
-                "content": arr(_NESTED, also=("string",)),
-                "is_error": scalar("boolean"),
-            },
-            required=("tool_use_id",),
-        ),
-        "thinking": obj({"thinking": _STR, "signature": _STR}, required=("thinking",)),
-        "redacted_thinking": obj({"data": _STR}, required=("data",)),
-    },
-)
-MESSAGE: Final = obj({"role": _STR, "content": arr(BLOCK, also=("string",))})
+MESSAGE: Final = obj({"role": STRING, "content": arr(BLOCK, also=("string",))})
 TOOL: Final = obj(
     {
-        "name": _STR,
-        "type": _STR,
-        "description": _STR,
+        "name": STRING,
+        "type": STRING,
+        "description": STRING,
         "input_schema": obj(),  # a JSON schema: its contents are free-form
         "cache_control": _CACHE,
     },
@@ -92,21 +93,22 @@ TOOL: Final = obj(
 )
 BODY: Final = obj(
     {
-        "model": _STR,
-        "max_tokens": scalar("integer"),
+        "model": STRING,
+        "max_tokens": INTEGER,
         "messages": arr(MESSAGE),
         "system": arr(BLOCK, also=("string",)),
         "tools": arr(TOOL),
         "tool_choice": obj(
-            {"type": _STR, "name": _STR, "disable_parallel_tool_use": _FLAG}, required=("type",)
+            {"type": STRING, "name": STRING, "disable_parallel_tool_use": BOOLEAN},
+            required=("type",),
         ),
-        "temperature": scalar("number"),
-        "top_p": scalar("number"),
-        "top_k": scalar("integer"),
-        "stop_sequences": arr(_STR),
-        "stream": scalar("boolean"),
-        "metadata": obj({"user_id": scalar("string", "null")}),
-        "thinking": obj({"type": _STR, "budget_tokens": scalar("integer")}),
+        "temperature": NUMBER,
+        "top_p": NUMBER,
+        "top_k": INTEGER,
+        "stop_sequences": arr(STRING),
+        "stream": BOOLEAN,
+        "metadata": obj({"user_id": OPT_STRING}),
+        "thinking": obj({"type": STRING, "budget_tokens": INTEGER}),
     }
 )
 
@@ -304,8 +306,9 @@ def duplicate_tool_names(body: Mapping[str, Any], ctx: Context) -> Iterator[Find
         yield Finding("A7", (-1,), {})
 
 
-@detector(SHAPE, "A8")
+@detector(f"{SHAPE},bedrock-converse", "A8")
 def first_message_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A8, and Bedrock Converse's B4 (``detector: A8``): the first message is a user message."""
     messages = messages_of(body)
     if messages and messages[0].get("role") != "user":
         yield Finding("A8", (-1,), {})

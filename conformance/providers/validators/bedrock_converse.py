@@ -22,10 +22,17 @@ from conformance.providers.validators._base import (
     messages_of,
     objects,
     structure,
-    type_name,
 )
-from conformance.providers.validators._types import ANY, arr, first_mismatch, obj, scalar
-from conformance.providers.validators._wording import aws_expected, dotted_path
+from conformance.providers.validators._types import (
+    ANY,
+    INTEGER,
+    NUMBER,
+    STRING,
+    arr,
+    first_mismatch,
+    obj,
+)
+from conformance.providers.validators._wording import aws_expected, dotted_path, type_name
 
 __all__ = ["BODY", "converse_structure"]
 
@@ -39,26 +46,25 @@ def _bad(path: str, expected: str, got: Any) -> Finding:
 # The JSON types of the fields this validator knows (B0). A content block is a single-key object
 # (``{"text": ...}``, ``{"toolUse": {...}}``); ``toolUse.input`` and ``json`` results are any JSON
 # document. Unknown keys are never judged.
-_STR: Final = scalar("string")
-_SOURCE: Final = obj({"bytes": _STR, "s3Location": obj({"uri": _STR})})
-_MEDIA: Final = obj({"format": _STR, "name": _STR, "source": _SOURCE})
-_CACHE_POINT: Final = obj({"type": _STR})
-RESULT_BLOCK: Final = obj({"text": _STR, "json": ANY, "image": _MEDIA, "document": _MEDIA})
+_SOURCE: Final = obj({"bytes": STRING, "s3Location": obj({"uri": STRING})})
+_MEDIA: Final = obj({"format": STRING, "name": STRING, "source": _SOURCE})
+_CACHE_POINT: Final = obj({"type": STRING})
+RESULT_BLOCK: Final = obj({"text": STRING, "json": ANY, "image": _MEDIA, "document": _MEDIA})
 BLOCK: Final = obj(
     {
-        "text": _STR,
+        "text": STRING,
         "image": _MEDIA,
         "document": _MEDIA,
         "toolUse": obj(
-            {"toolUseId": _STR, "name": _STR, "input": ANY},
+            {"toolUseId": STRING, "name": STRING, "input": ANY},
             required=("toolUseId", "name", "input"),
         ),
         "toolResult": obj(
-            {"toolUseId": _STR, "content": arr(RESULT_BLOCK), "status": _STR},
+            {"toolUseId": STRING, "content": arr(RESULT_BLOCK), "status": STRING},
             required=("toolUseId", "content"),
         ),
         "reasoningContent": obj(
-            {"reasoningText": obj({"text": _STR, "signature": _STR}), "redactedContent": _STR}
+            {"reasoningText": obj({"text": STRING, "signature": STRING}), "redactedContent": STRING}
         ),
         "cachePoint": _CACHE_POINT,
     }
@@ -67,8 +73,8 @@ TOOL: Final = obj(
     {
         "toolSpec": obj(
             {
-                "name": _STR,
-                "description": _STR,
+                "name": STRING,
+                "description": STRING,
                 "inputSchema": obj({"json": obj()}, required=("json",)),  # a JSON schema
             },
             required=("name", "inputSchema"),
@@ -78,15 +84,15 @@ TOOL: Final = obj(
 )
 BODY: Final = obj(
     {
-        "messages": arr(obj({"role": _STR, "content": arr(BLOCK)})),
-        "system": arr(obj({"text": _STR, "cachePoint": _CACHE_POINT})),
+        "messages": arr(obj({"role": STRING, "content": arr(BLOCK)})),
+        "system": arr(obj({"text": STRING, "cachePoint": _CACHE_POINT})),
         "toolConfig": obj({"tools": arr(TOOL), "toolChoice": obj()}, required=("tools",)),
         "inferenceConfig": obj(
             {
-                "maxTokens": scalar("integer"),
-                "temperature": scalar("number"),
-                "topP": scalar("number"),
-                "stopSequences": arr(_STR),
+                "maxTokens": INTEGER,
+                "temperature": NUMBER,
+                "topP": NUMBER,
+                "stopSequences": arr(STRING),
             }
         ),
         "additionalModelRequestFields": ANY,
@@ -206,13 +212,6 @@ def alternation(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
         if messages[i].get("role") == messages[i - 1].get("role"):
             yield Finding("B3", (i,), {"index": i})
             return
-
-
-@detector(SHAPE, "B4")
-def starts_with_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = messages_of(body)
-    if messages and messages[0].get("role") != "user":
-        yield Finding("B4", (-1,), {})
 
 
 @detector(SHAPE, "B5")

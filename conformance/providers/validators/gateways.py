@@ -30,20 +30,22 @@ SHAPE: Final = "openai-chat"
 MISTRAL_ID: Final = re.compile(r"^[a-zA-Z0-9]{9}$")  # MI4
 
 
-@detector(SHAPE, "MI1")
-def mistral_user_after_tool(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    messages = messages_of(body)
-    for i in range(1, len(messages)):
-        if messages[i].get("role") == "user" and messages[i - 1].get("role") == "tool":
-            yield Finding("MI1", (i,), {"index": i})
+# Turns Mistral refuses to see in a row: (previous role, role) -> the rule that pair breaks.
+_MISTRAL_REFUSED_PAIRS: Final[Mapping[tuple[str, str], str]] = {
+    ("tool", "user"): "MI1",
+    ("user", "tool"): "MI2",
+}
 
 
-@detector(SHAPE, "MI2")
-def mistral_tool_after_user(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+@detector(SHAPE, "MI1", "MI2")
+def mistral_turn_order(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """MI1: a user message right after a tool message; MI2: a tool message right after a user one."""
     messages = messages_of(body)
     for i in range(1, len(messages)):
-        if messages[i].get("role") == "tool" and messages[i - 1].get("role") == "user":
-            yield Finding("MI2", (i,), {"index": i})
+        pair = (str(messages[i - 1].get("role")), str(messages[i].get("role")))
+        name = _MISTRAL_REFUSED_PAIRS.get(pair)
+        if name is not None:
+            yield Finding(name, (i,), {"index": i})
 
 
 @detector(SHAPE, "MI3")

@@ -19,11 +19,22 @@ from conformance.providers.validators._base import (
     objects,
     structure,
 )
-from conformance.providers.validators._types import ANY, arr, first_mismatch, obj, scalar
+from conformance.providers.validators._types import (
+    ANY,
+    BOOLEAN,
+    INTEGER,
+    NUMBER,
+    STRING,
+    Reading,
+    arr,
+    first_mismatch,
+    obj,
+)
 from conformance.providers.validators._wording import (
     bracket_path,
     proto_expected,
     proto_got,
+    proto_message,
     provider_number,
     snake_case,
 )
@@ -40,52 +51,49 @@ def _bad(path: str, expected: str, got: Any) -> Finding:
 # The JSON types of the fields this validator knows (G0), by proto field name: the API takes
 # camelCase and snake_case keys alike and names fields in snake_case (inferred). Numbers written
 # as strings are valid proto3 JSON; unknown keys are never judged.
-_STR: Final = scalar("string")
-_INT: Final = scalar("integer")
-_FLOAT: Final = scalar("number")
 _STRUCT: Final = obj(name="type.googleapis.com/google.protobuf.Struct")
 PART: Final = obj(
     {
-        "text": _STR,
-        "thought": scalar("boolean"),
-        "thought_signature": _STR,
-        "function_call": obj({"name": _STR, "args": _STRUCT, "id": _STR}, name="FunctionCall"),
+        "text": STRING,
+        "thought": BOOLEAN,
+        "thought_signature": STRING,
+        "function_call": obj({"name": STRING, "args": _STRUCT, "id": STRING}, name="FunctionCall"),
         "function_response": obj(
-            {"name": _STR, "response": _STRUCT, "id": _STR}, name="FunctionResponse"
+            {"name": STRING, "response": _STRUCT, "id": STRING}, name="FunctionResponse"
         ),
-        "inline_data": obj({"mime_type": _STR, "data": _STR}, name="Blob"),
-        "file_data": obj({"mime_type": _STR, "file_uri": _STR}, name="FileData"),
+        "inline_data": obj({"mime_type": STRING, "data": STRING}, name="Blob"),
+        "file_data": obj({"mime_type": STRING, "file_uri": STRING}, name="FileData"),
     },
     name="Part",
 )
-CONTENT: Final = obj({"role": _STR, "parts": arr(PART)}, name="Content")
+CONTENT: Final = obj({"role": STRING, "parts": arr(PART)}, name="Content")
 DECLARATION: Final = obj(
-    {"name": _STR, "description": _STR, "parameters": obj(name="Schema")},
+    {"name": STRING, "description": STRING, "parameters": obj(name="Schema")},
     name="FunctionDeclaration",
 )
 BODY: Final = obj(
     {
-        "model": _STR,
+        "model": STRING,
         "contents": arr(CONTENT),
         "system_instruction": CONTENT,
         "tools": arr(obj({"function_declarations": arr(DECLARATION)}, name="Tool")),
         "tool_config": obj(name="ToolConfig"),
-        "cached_content": _STR,
+        "cached_content": STRING,
         "generation_config": obj(
             {
-                "temperature": _FLOAT,
-                "top_p": _FLOAT,
-                "top_k": _INT,
-                "candidate_count": _INT,
-                "max_output_tokens": _INT,
-                "seed": _INT,
-                "presence_penalty": _FLOAT,
-                "frequency_penalty": _FLOAT,
-                "stop_sequences": arr(_STR),
-                "response_mime_type": _STR,
+                "temperature": NUMBER,
+                "top_p": NUMBER,
+                "top_k": INTEGER,
+                "candidate_count": INTEGER,
+                "max_output_tokens": INTEGER,
+                "seed": INTEGER,
+                "presence_penalty": NUMBER,
+                "frequency_penalty": NUMBER,
+                "stop_sequences": arr(STRING),
+                "response_mime_type": STRING,
                 "response_schema": ANY,
                 "thinking_config": obj(
-                    {"thinking_budget": _INT, "include_thoughts": scalar("boolean")},
+                    {"thinking_budget": INTEGER, "include_thoughts": BOOLEAN},
                     name="ThinkingConfig",
                 ),
             },
@@ -96,9 +104,13 @@ BODY: Final = obj(
 )
 
 
+# Proto3 JSON: a field by its camelCase or snake_case name, a number also written as a string.
+_READING: Final = Reading(key=snake_case, numeric_text=True)
+
+
 def _wrong_type(body: Any) -> Finding | None:
     """G0 for the first known field of ``body`` with a JSON type the API refuses."""
-    found = first_mismatch(body, BODY, key=snake_case, numeric_text=True)
+    found = first_mismatch(body, BODY, _READING)
     if found is None:
         return None
     return _bad(bracket_path(found.path), proto_expected(found.spec), found.value)
@@ -108,21 +120,13 @@ def _wrong_type(body: Any) -> Finding | None:
 def gemini_structure(body: Any, ctx: Context) -> Finding | None:
     """G0: ``contents`` is an array of objects whose ``parts`` are arrays of objects."""
     if not isinstance(body, dict):
-        return _bad(
-            "body",
-            "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentRequest",
-            body,
-        )
+        return _bad("body", proto_message("GenerateContentRequest"), body)
     contents = body.get("contents")
     if not isinstance(contents, list):
         return _bad("contents", "TYPE_MESSAGE", contents)
     for i, content in enumerate(contents):
         if not isinstance(content, dict):
-            return _bad(
-                f"contents[{i}]",
-                "type.googleapis.com/google.ai.generativelanguage.v1beta.Content",
-                content,
-            )
+            return _bad(f"contents[{i}]", proto_message("Content"), content)
         if "role" in content and not isinstance(content["role"], str):
             return _bad(f"contents[{i}].role", "TYPE_STRING", content["role"])
         parts = content.get("parts")
@@ -130,11 +134,7 @@ def gemini_structure(body: Any, ctx: Context) -> Finding | None:
             return _bad(f"contents[{i}].parts", "TYPE_MESSAGE", parts)
         for j, part in enumerate(parts):
             if not isinstance(part, dict):
-                return _bad(
-                    f"contents[{i}].parts[{j}]",
-                    "type.googleapis.com/google.ai.generativelanguage.v1beta.Part",
-                    part,
-                )
+                return _bad(f"contents[{i}].parts[{j}]", proto_message("Part"), part)
     return _wrong_type(body)
 
 

@@ -21,15 +21,20 @@ from conformance.providers.validators._base import (
     detector,
     messages_of,
     structure,
-    type_name,
 )
 from conformance.providers.validators._types import (
+    OPT_BOOLEAN,
+    OPT_INTEGER,
+    OPT_NUMBER,
+    OPT_STRING,
+    STRING,
+    Reading,
     arr,
     first_mismatch,
     obj,
-    scalar,
+    typed,
 )
-from conformance.providers.validators._wording import bracket_path, openai_expected, openai_got
+from conformance.providers.validators._wording import bracket_path, openai_expected, type_name
 
 __all__ = ["BODY", "chat_structure", "pending_calls"]
 
@@ -41,49 +46,42 @@ TOOL_PARTS: Final = frozenset({"text", "image_url"})  # C6
 
 # The JSON types of the fields this validator knows (C0). Optional request parameters are nullable
 # in OpenAI's API reference, so ``null`` is accepted for them; unknown keys are never judged.
-_STR: Final = scalar("string")
-_NUMBER: Final = scalar("number", "null")
-_INTEGER: Final = scalar("integer", "null")
-_FLAG: Final = scalar("boolean", "null")
-PART: Final = obj(
-    {"type": _STR},
-    required=("type",),
-    tag="type",
-    variants={
-        "text": obj({"text": _STR}, required=("text",)),
-        "image_url": obj({"image_url": obj({"url": _STR, "detail": _STR})}),
-        "input_audio": obj({"input_audio": obj({"data": _STR, "format": _STR})}),
-        "file": obj({"file": obj({"file_data": _STR, "file_id": _STR, "filename": _STR})}),
-        "refusal": obj({"refusal": _STR}),
+PART: Final = typed(
+    {
+        "text": obj({"text": STRING}, required=("text",)),
+        "image_url": obj({"image_url": obj({"url": STRING, "detail": STRING})}),
+        "input_audio": obj({"input_audio": obj({"data": STRING, "format": STRING})}),
+        "file": obj({"file": obj({"file_data": STRING, "file_id": STRING, "filename": STRING})}),
+        "refusal": obj({"refusal": STRING}),
     },
 )
 TOOL_CALL: Final = obj(
     {
-        "id": _STR,
-        "type": _STR,
-        "function": obj({"name": _STR, "arguments": _STR}, required=("name",)),
+        "id": STRING,
+        "type": STRING,
+        "function": obj({"name": STRING, "arguments": STRING}, required=("name",)),
     }
 )
 MESSAGE: Final = obj(
     {
-        "role": _STR,
+        "role": STRING,
         "content": arr(PART, also=("string", "null")),
-        "name": _STR,
+        "name": STRING,
         "tool_calls": arr(TOOL_CALL, also=("null",)),
-        "tool_call_id": _STR,
-        "refusal": scalar("string", "null"),
-        "function_call": obj({"name": _STR, "arguments": _STR}, also=("null",)),
+        "tool_call_id": STRING,
+        "refusal": OPT_STRING,
+        "function_call": obj({"name": STRING, "arguments": STRING}, also=("null",)),
     }
 )
 TOOL: Final = obj(
     {
-        "type": _STR,
+        "type": STRING,
         "function": obj(
             {
-                "name": _STR,
-                "description": _STR,
+                "name": STRING,
+                "description": STRING,
                 "parameters": obj(),  # a JSON schema: its contents are free-form
-                "strict": _FLAG,
+                "strict": OPT_BOOLEAN,
             },
             required=("name",),
         ),
@@ -92,28 +90,28 @@ TOOL: Final = obj(
 )
 BODY: Final = obj(
     {
-        "model": _STR,
+        "model": STRING,
         "messages": arr(MESSAGE),
         "tools": arr(TOOL, also=("null",)),
-        "tool_choice": obj({"type": _STR}, required=("type",), also=("string", "null")),
-        "parallel_tool_calls": _FLAG,
-        "temperature": _NUMBER,
-        "top_p": _NUMBER,
-        "presence_penalty": _NUMBER,
-        "frequency_penalty": _NUMBER,
-        "max_tokens": _INTEGER,
-        "max_completion_tokens": _INTEGER,
-        "n": _INTEGER,
-        "seed": _INTEGER,
-        "top_logprobs": _INTEGER,
-        "logprobs": _FLAG,
-        "stream": _FLAG,
-        "store": _FLAG,
-        "stop": arr(_STR, also=("string", "null")),
-        "user": scalar("string", "null"),
-        "reasoning_effort": scalar("string", "null"),
-        "response_format": obj({"type": _STR}, also=("null",)),
-        "stream_options": obj({"include_usage": _FLAG}, also=("null",)),
+        "tool_choice": obj({"type": STRING}, required=("type",), also=("string", "null")),
+        "parallel_tool_calls": OPT_BOOLEAN,
+        "temperature": OPT_NUMBER,
+        "top_p": OPT_NUMBER,
+        "presence_penalty": OPT_NUMBER,
+        "frequency_penalty": OPT_NUMBER,
+        "max_tokens": OPT_INTEGER,
+        "max_completion_tokens": OPT_INTEGER,
+        "n": OPT_INTEGER,
+        "seed": OPT_INTEGER,
+        "top_logprobs": OPT_INTEGER,
+        "logprobs": OPT_BOOLEAN,
+        "stream": OPT_BOOLEAN,
+        "store": OPT_BOOLEAN,
+        "stop": arr(STRING, also=("string", "null")),
+        "user": OPT_STRING,
+        "reasoning_effort": OPT_STRING,
+        "response_format": obj({"type": STRING}, also=("null",)),
+        "stream_options": obj({"include_usage": OPT_BOOLEAN}, also=("null",)),
         "metadata": obj(also=("null",)),
         "logit_bias": obj(also=("null",)),
     }
@@ -129,10 +127,14 @@ _BODY_UNTYPED_TOOLS: Final = obj(
 )
 
 
+# Recorded 200s carry ``"name": null`` on a message: null stands for an optional key not given.
+_READING: Final = Reading(null_optional=True)
+
+
 def _wrong_type(body: Any, ctx: Context) -> Finding | None:
     """C0 for the first known field of ``body`` with a JSON type OpenAI refuses."""
     spec = _BODY_UNTYPED_TOOLS if ctx.settings.get("tool_type_optional") else BODY
-    found = first_mismatch(body, spec, null_optional=True)
+    found = first_mismatch(body, spec, _READING)
     if found is None:
         return None
     path = bracket_path(found.path)
@@ -141,7 +143,7 @@ def _wrong_type(body: Any, ctx: Context) -> Finding | None:
     return Finding(
         "C0",
         (),
-        {"path": path, "expected": openai_expected(found.spec), "got": openai_got(found.value)},
+        {"path": path, "expected": openai_expected(found.spec), "got": type_name(found.value)},
     )
 
 
