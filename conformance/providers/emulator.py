@@ -2,11 +2,13 @@
 
 Every request is judged the way the provider would judge it, in this order:
 
-1. the path names the endpoint and shape (:mod:`.emulator_routes`); a gateway dialect comes from a
-   ``/dialect/{name}/`` path prefix or the ``x-ctxconf-dialect`` header;
+1. the path names the endpoint and shape (:mod:`conformance.traffic.endpoints`); a gateway
+   dialect comes from a ``/dialect/{name}/`` path prefix or the ``x-ctxconf-dialect`` header
+   (:func:`read_request`, :func:`pick_profile`);
 2. a body that is not JSON gets that provider's own kind of 400;
 3. :func:`~conformance.providers.validation.validate_request` applies the rule catalog of the
-   profile (C1, A1, R1, G1, B1 …) and a reject is returned in the provider's envelope;
+   profile (C1, A1, R1, G1, B1 …) and a reject is returned in the provider's envelope (steps 2
+   and 3 are :func:`request_verdict`, which the validating proxy applies too);
 4. the input is counted with the reference counter and the context limit is enforced with the
    provider's overflow error (C10, A18, G8, B9);
 5. a valid request gets a scripted, deterministic reply rendered by the shape
@@ -24,9 +26,10 @@ also carry ``x-ctxconf-rule``. Bad input never produces a 500.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -38,6 +41,7 @@ from starlette.routing import Route
 from conformance.errors import EmulatorConfigError, UnknownProfileError
 from conformance.providers.catalog import (
     known_profiles,
+    load_catalog,
     profile_for_model,
     resolve_profile,
 )
@@ -53,6 +57,7 @@ from conformance.providers.emulator_responses import (
 )
 from conformance.providers.emulator_stream import sse_events, wants_stream
 from conformance.providers.validation import (
+    accept_verdict,
     error_headers_for,
     lint_request,
     malformed_body_verdict,
@@ -74,7 +79,14 @@ from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Transcript
 
-__all__ = ["STRUCTURE_RULES", "create_app"]
+__all__ = [
+    "STRUCTURE_RULES",
+    "Incoming",
+    "create_app",
+    "pick_profile",
+    "read_request",
+    "request_verdict",
+]
 
 log = logging.getLogger(__name__)
 
@@ -86,11 +98,6 @@ class _Settings:
     profiles: tuple[str, ...]
     context_limit: int | None
     script: Script
-
-
-class _Reject(Exception):  # noqa: N818 - control flow inside one request, never escapes
-    def __init__(self, response: Response) -> None:
-        self.response = response
 
 
 def _profiles(profile: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -155,41 +162,65 @@ def _verdict_response(verdict: Verdict, profile: str) -> Response:
     )
 
 
-def _matching_profile(shape: str, dialect: str | None, name: str) -> str | None:
-    try:
-        return resolve_profile(shape, dialect, name).id
-    except UnknownProfileError:
-        return None
-
-
 # Rules about the body's JSON types rather than the conversation: they hold on count endpoints too.
 STRUCTURE_RULES: Final = frozenset({"C0", "R0", "A12", "A12a", "G0", "B0"})
 
 
-def _pick_profile(
-    endpoint: Endpoint,
-    dialect: str | None,
-    asked: str | None,
-    settings: _Settings,
-    model: str | None = None,
-) -> str:
-    """The header's profile, else the first configured one of this shape/dialect, else the one the
-    catalog gives the request's model (a Claude model on Bedrock is judged by ``bedrock-claude``,
-    as ``ctxconf audit`` judges it), else the shape's default."""
-    shape = endpoint.shape
-    if asked:
-        try:
-            return resolve_profile(shape, dialect, asked).id
-        except UnknownProfileError as exc:
-            raise _Reject(_own_error(shape, 400, f"{PROFILE_HEADER}: {exc.message}")) from None
-    for name in settings.profiles:
-        found = _matching_profile(shape, dialect, name)
-        if found is not None:
-            return found
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """What the emulator (and the proxy, judging as it does) reads of a request before judging:
+    the dialect (the path's, else the header's), the JSON body or why it is not JSON, the model
+    (the path's, else the body's) and the profile the header asks for."""
+
+    dialect: str | None
+    body: Any
+    bad_json: str | None
+    model: str | None
+    asked: str | None
+
+
+def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> Incoming:
+    """The :class:`Incoming` of one request to ``endpoint``."""
+    body: Any = None
+    bad_json: str | None = None
     try:
-        return profile_for_model(shape, dialect, model).id
-    except UnknownProfileError as exc:
-        raise _Reject(_own_error(shape, 400, f"{DIALECT_HEADER}: {exc.message}")) from None
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        bad_json = f"invalid JSON ({exc})"
+    model = endpoint.model
+    if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
+        model = body["model"]
+    dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
+    return Incoming(dialect, body, bad_json, model, headers.get(PROFILE_HEADER))
+
+
+def pick_profile(endpoint: Endpoint, incoming: Incoming, configured: Sequence[str]) -> str:
+    """The header's profile, else the first ``configured`` one of this shape/dialect, else the one
+    the catalog gives the request's model (a Claude model on Bedrock is judged by
+    ``bedrock-claude``, as ``ctxconf audit`` judges it), else the shape's default.
+    ``UnknownProfileError`` when the header's profile or the dialect is unknown."""
+    shape, dialect = endpoint.shape, incoming.dialect
+    if incoming.asked:
+        return resolve_profile(shape, dialect, incoming.asked).id
+    for name in configured:
+        with contextlib.suppress(UnknownProfileError):
+            return resolve_profile(shape, dialect, name).id
+    return profile_for_model(shape, dialect, incoming.model).id
+
+
+def request_verdict(endpoint: Endpoint, incoming: Incoming, profile: str) -> Verdict:
+    """The emulator's verdict before it answers: a body that is not JSON, then the profile's
+    rules (count endpoints: the structure rules only); ``accept`` when the request passes."""
+    shape, dialect, body = endpoint.shape, incoming.dialect, incoming.body
+    if incoming.bad_json is not None:
+        return malformed_body_verdict(
+            shape, dialect=dialect, profile=profile, detail=incoming.bad_json
+        )
+    if endpoint.kind == "generate" or not isinstance(body, dict):
+        return validate_request(body, shape, dialect=dialect, profile=profile)
+    found = lint_request(body, shape, dialect=dialect, profile=profile)
+    structural = [v for v in found if not v.accepted and v.rule in STRUCTURE_RULES]
+    return structural[0] if structural else accept_verdict(load_catalog().profiles[profile])
 
 
 async def _handle(request: Request, settings: _Settings) -> Response:
@@ -198,8 +229,6 @@ async def _handle(request: Request, settings: _Settings) -> Response:
         return _own_error(None, 404, f"Unknown request URL: {request.method} {request.url.path}.")
     try:
         return await _judge(request, endpoint, settings)
-    except _Reject as reject:
-        return reject.response
     except Exception:
         # A bug in the emulator or the validators, not the client's fault: say so, and log it.
         log.exception("emulator failed on %s %s", request.method, request.url.path)
@@ -209,38 +238,22 @@ async def _handle(request: Request, settings: _Settings) -> Response:
 
 
 async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> Response:
-    dialect = endpoint.dialect or request.headers.get(DIALECT_HEADER) or None
     shape = endpoint.shape
-    raw = await request.body()
-    body: Any = None
-    bad_json: str | None = None
+    incoming = read_request(endpoint, await request.body(), request.headers)
+    dialect, body, model = incoming.dialect, incoming.body, incoming.model
     try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        bad_json = f"invalid JSON ({exc})"
-    model = None
-    if endpoint.model is not None:
-        model = endpoint.model
-    elif isinstance(body, dict) and isinstance(body.get("model"), str):
-        model = body["model"]
-    asked = request.headers.get(PROFILE_HEADER)
-    profile = _pick_profile(endpoint, dialect, asked, settings, model)
+        profile = pick_profile(endpoint, incoming, settings.profiles)
+    except UnknownProfileError as exc:
+        header = PROFILE_HEADER if incoming.asked else DIALECT_HEADER
+        return _own_error(shape, 400, f"{header}: {exc.message}")
     if request.method != "POST":
         return _own_error(
             shape, 405, f"Method {request.method} is not allowed here; use POST.", profile
         )
-    if bad_json is not None:
-        verdict = malformed_body_verdict(shape, dialect=dialect, profile=profile, detail=bad_json)
+    verdict = request_verdict(endpoint, incoming, profile)
+    if not verdict.accepted:
         return _verdict_response(verdict, profile)
     adapter = get_shape(shape)
-    if endpoint.kind == "generate" or not isinstance(body, dict):
-        verdict = validate_request(body, shape, dialect=dialect, profile=profile)
-        if not verdict.accepted:
-            return _verdict_response(verdict, profile)
-    else:
-        for verdict in lint_request(body, shape, dialect=dialect, profile=profile):
-            if not verdict.accepted and verdict.rule in STRUCTURE_RULES:
-                return _verdict_response(verdict, profile)
     if not isinstance(body, dict):  # pragma: no cover - the structure rules reject non-objects
         return _own_error(shape, 400, "The request body must be a JSON object.", profile)
     try:

@@ -42,14 +42,11 @@ _Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 """An ASGI app's answer: status, raw headers, body."""
 
 
-async def _call(
-    app: ASGIApp,
-    method: str,
-    url: httpx.URL | httpx2.URL,
-    headers: list[tuple[bytes, bytes]],
-    body: bytes,
-) -> _Answer:
-    scope: dict[str, Any] = {
+def _scope(
+    method: str, url: httpx.URL | httpx2.URL, headers: list[tuple[bytes, bytes]]
+) -> dict[str, Any]:
+    """The ASGI ``http`` scope of one request."""
+    return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -63,6 +60,9 @@ async def _call(
         "server": (url.host or "emulator", url.port or 80),
         "client": ("127.0.0.1", 0),
     }
+
+
+async def _call(app: ASGIApp, scope: dict[str, Any], body: bytes) -> _Answer:
     sent = False
     status = 500
     response_headers: list[tuple[bytes, bytes]] = []
@@ -95,7 +95,7 @@ def call_app(
     body: bytes,
 ) -> _Answer:
     """One request through the ASGI app, synchronously (a fresh event loop per call)."""
-    return asyncio.run(_call(app, method, url, headers, body))
+    return asyncio.run(_call(app, _scope(method, url, headers), body))
 
 
 def _answer(app: ASGIApp, request: httpx.Request | httpx2.Request) -> _Answer:

@@ -30,11 +30,10 @@ a timeout a 504 (``upstream_timeout``), a body over the input limit
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 import httpx
@@ -45,25 +44,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from conformance.errors import UnknownProfileError
-from conformance.providers.catalog import (
-    known_profiles,
-    load_catalog,
-    profile_for_model,
-    resolve_profile,
-)
-from conformance.providers.emulator import STRUCTURE_RULES
+from conformance.providers.catalog import known_profiles
+from conformance.providers.emulator import pick_profile, read_request, request_verdict
 from conformance.providers.emulator_responses import error_envelope
 from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder
-from conformance.providers.validation import (
-    accept_verdict,
-    error_headers_for,
-    lint_request,
-    malformed_body_verdict,
-    validate_request,
-)
+from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
 from conformance.traffic.endpoints import (
-    DIALECT_HEADER,
     PROFILE_HEADER,
     PROVENANCE_HEADER,
     RULE_HEADER,
@@ -209,23 +196,6 @@ def create_proxy_app(
 # ------------------------------------------------------------------------------------ judging
 
 
-def _profile_for(
-    endpoint: Endpoint,
-    dialect: str | None,
-    asked: str | None,
-    profiles: Sequence[str],
-    model: str | None,
-) -> str:
-    """As the emulator picks it: the header's profile, else the first ``--profile`` of this
-    shape and dialect, else the one the catalog gives the model (``UnknownProfileError``)."""
-    if asked:
-        return resolve_profile(endpoint.shape, dialect, asked).id
-    for name in profiles:
-        with contextlib.suppress(UnknownProfileError):
-            return resolve_profile(endpoint.shape, dialect, name).id
-    return profile_for_model(endpoint.shape, dialect, model).id
-
-
 def judge(
     method: str,
     path: str,
@@ -241,31 +211,13 @@ def judge(
         return Judged(None, None, unjudged="no-provider-endpoint")
     if method != "POST":
         return Judged(None, endpoint, unjudged=f"method-{method.lower()}")
-    dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
-    body: Any = None
-    bad_json: str | None = None
+    incoming = read_request(endpoint, raw, headers)
+    model = incoming.model
     try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        bad_json = f"invalid JSON ({exc})"
-    model = endpoint.model
-    if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
-        model = body["model"]
-    try:
-        profile = _profile_for(endpoint, dialect, headers.get(PROFILE_HEADER), profiles, model)
+        profile = pick_profile(endpoint, incoming, profiles)
     except UnknownProfileError:
         return Judged(None, endpoint, model=model, unjudged="unknown-profile")
-    if bad_json is not None:
-        verdict = malformed_body_verdict(
-            endpoint.shape, dialect=dialect, profile=profile, detail=bad_json
-        )
-    elif endpoint.kind == "generate" or not isinstance(body, dict):
-        verdict = validate_request(body, endpoint.shape, dialect=dialect, profile=profile)
-    else:
-        # Count endpoints: the structure rules only, as the emulator applies them there.
-        found = lint_request(body, endpoint.shape, dialect=dialect, profile=profile)
-        structural = [v for v in found if not v.accepted and v.rule in STRUCTURE_RULES]
-        verdict = structural[0] if structural else accept_verdict(load_catalog().profiles[profile])
+    verdict = request_verdict(endpoint, incoming, profile)
     return Judged(verdict, endpoint, profile=profile, model=model)
 
 
