@@ -72,39 +72,29 @@ class Route:
     template: str | None = None
 
 
+def _under_v1(shape: ShapeName, kind: EndpointKind, ending: str) -> Route:
+    """An OpenAI or Anthropic endpoint: served at ``ending``, with or without ``/v1`` before it."""
+    return Route(shape, kind, ending, re.compile(rf"^(?:/v1)?{re.escape(ending)}/?$"))
+
+
+def _gemini(kind: EndpointKind, method: str, *, sent: bool = False) -> Route:
+    """A Gemini endpoint ``/v1beta/models/{model}:{method}`` (``v1`` served too); ``sent``: the
+    path round trips send to."""
+    served = re.compile(rf"^/v1(?:beta)?/models/(?P<model>[^/:]+):{method}$")
+    template = f"/v1beta/models/{{model}}:{method}" if sent else None
+    return Route("gemini", kind, f":{method.lower()}", served, template)
+
+
 # Most specific first (``/responses/input_tokens`` before ``/responses``); the first match wins.
 ROUTES: Final[tuple[Route, ...]] = (
-    Route(
-        "openai-chat", "generate", "/chat/completions", re.compile(r"^(?:/v1)?/chat/completions/?$")
-    ),
-    Route(
-        "openai-responses",
-        "count",
-        "/responses/input_tokens",
-        re.compile(r"^(?:/v1)?/responses/input_tokens/?$"),
-    ),
-    Route("openai-responses", "generate", "/responses", re.compile(r"^(?:/v1)?/responses/?$")),
-    Route(
-        "anthropic-messages",
-        "count",
-        "/messages/count_tokens",
-        re.compile(r"^(?:/v1)?/messages/count_tokens/?$"),
-    ),
-    Route("anthropic-messages", "generate", "/messages", re.compile(r"^(?:/v1)?/messages/?$")),
-    Route(
-        "gemini",
-        "generate",
-        ":generatecontent",
-        re.compile(r"^/v1(?:beta)?/models/(?P<model>[^/:]+):generateContent$"),
-        "/v1beta/models/{model}:generateContent",
-    ),
+    _under_v1("openai-chat", "generate", "/chat/completions"),
+    _under_v1("openai-responses", "count", "/responses/input_tokens"),
+    _under_v1("openai-responses", "generate", "/responses"),
+    _under_v1("anthropic-messages", "count", "/messages/count_tokens"),
+    _under_v1("anthropic-messages", "generate", "/messages"),
+    _gemini("generate", "generateContent", sent=True),
     Route("gemini", "generate", ":streamgeneratecontent"),
-    Route(
-        "gemini",
-        "count",
-        ":counttokens",
-        re.compile(r"^/v1(?:beta)?/models/(?P<model>[^/:]+):countTokens$"),
-    ),
+    _gemini("count", "countTokens"),
     Route(
         "bedrock-converse",
         "generate",

@@ -268,6 +268,15 @@ def _load_document(path: Path) -> object:
 # --------------------------------------------------------------------------- body decoding
 
 
+def _wrong_type(
+    expected: str, value: object, *, file: str, index: int, where: str | None = None
+) -> RecordingError:
+    """``expected`` ("headers must be a mapping") and the type that came instead (its Python name)."""
+    return RecordingError(
+        f"{expected}, got {type(value).__name__}", file=file, index=index, where=where
+    )
+
+
 def _headers(value: object, *, file: str, index: int, where: str) -> dict[str, tuple[str, ...]]:
     if value is None:
         return {}
@@ -281,12 +290,7 @@ def _headers(value: object, *, file: str, index: int, where: str) -> dict[str, t
             )
         return {key: tuple(values) for key, values in out_har.items()}
     if not isinstance(value, Mapping):
-        raise RecordingError(
-            f"headers must be a mapping, got {type(value).__name__}",
-            file=file,
-            index=index,
-            where=where,
-        )
+        raise _wrong_type("headers must be a mapping", value, file=file, index=index, where=where)
     out: dict[str, tuple[str, ...]] = {}
     for key, raw in value.items():
         values = raw if isinstance(raw, list) else [raw]
@@ -357,12 +361,7 @@ def _as_body(value: object, encoding: str | None, *, file: str, index: int, wher
             return _Body(binary=data)
     if isinstance(value, str):
         return _Body(text=value)
-    raise RecordingError(
-        f"a body must be text or bytes, got {type(value).__name__}",
-        file=file,
-        index=index,
-        where=where,
-    )
+    raise _wrong_type("a body must be text or bytes", value, file=file, index=index, where=where)
 
 
 def _json_or_text(text: str | None) -> object | None:
@@ -520,9 +519,7 @@ def _response_events(
 
 def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
     if not isinstance(raw, Mapping):
-        raise RecordingError(
-            f"an interaction must be a mapping, got {type(raw).__name__}", file=file, index=index
-        )
+        raise _wrong_type("an interaction must be a mapping", raw, file=file, index=index)
     request = raw.get("request")
     if not isinstance(request, Mapping):
         raise RecordingError("missing the request mapping", file=file, index=index, where="request")
@@ -548,11 +545,8 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
             raw_request_text=request_side.text,
         )
     if not isinstance(response, Mapping):
-        raise RecordingError(
-            f"the response must be a mapping, got {type(response).__name__}",
-            file=file,
-            index=index,
-            where="response",
+        raise _wrong_type(
+            "the response must be a mapping", response, file=file, index=index, where="response"
         )
     response_headers, response_side = _side(response, "response", file=file, index=index)
     status = _status(response.get("status"), file=file, index=index)
@@ -617,12 +611,7 @@ def _base64(value: object, *, file: str, index: int, where: str) -> bytes | None
     if value is None:
         return None
     if not isinstance(value, str):
-        raise RecordingError(
-            f"a base64 body must be text, got {type(value).__name__}",
-            file=file,
-            index=index,
-            where=where,
-        )
+        raise _wrong_type("a base64 body must be text", value, file=file, index=index, where=where)
     try:
         return base64.b64decode("".join(value.split()), validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -634,8 +623,9 @@ def _status(value: object, *, file: str, index: int) -> int | None:
     if code is None:
         return None
     if isinstance(code, bool) or not isinstance(code, int | str):
-        raise RecordingError(
-            f"the status code must be an integer, got {type(code).__name__}",
+        raise _wrong_type(
+            "the status code must be an integer",
+            code,
             file=file,
             index=index,
             where="response.status.code",

@@ -130,32 +130,41 @@ def _everywhere(expect: Expect) -> dict[str, Expect | None]:
 
 _SYSTEM: Final = Message(role="system", parts=(TextPart("You are a terse weather assistant."),))
 
+
+def _question(
+    probe_id: str, title: str, text: str, *, calls_in_reply: int = 0, stream: bool = False
+) -> Probe:
+    """The system turn and one user turn, which every provider accepts: a probe of the reply
+    (the emulator's directives in ``text`` script it)."""
+    shapes = STREAMING_SHAPES if stream else DEFAULT_MODELS
+    return Probe(
+        probe_id,
+        title,
+        (_SYSTEM, _user(text)),
+        dict.fromkeys(shapes, "accept"),
+        calls_in_reply=calls_in_reply,
+        stream=stream,
+    )
+
+
 PROBES: Final[tuple[Probe, ...]] = (
-    Probe(
-        "probe-text",
-        "system and one user turn: a plain text reply",
-        (_SYSTEM, _user("Say hello.")),
-        _everywhere("accept"),
-    ),
-    Probe(
+    _question("probe-text", "system and one user turn: a plain text reply", "Say hello."),
+    _question(
         "probe-call-single",
         "the reply is one tool call",
-        (_SYSTEM, _user("Weather in Paris? [emulator: call get_weather]")),
-        _everywhere("accept"),
+        "Weather in Paris? [emulator: call get_weather]",
         calls_in_reply=1,
     ),
-    Probe(
+    _question(
         "probe-call-parallel",
         "the reply is two parallel tool calls",
-        (_SYSTEM, _user("Weather in Paris and Rome? [emulator: call get_weather x2]")),
-        _everywhere("accept"),
+        "Weather in Paris and Rome? [emulator: call get_weather x2]",
         calls_in_reply=2,
     ),
-    Probe(
+    _question(
         "probe-think",
         "the reply carries a reasoning artifact before its tool call",
-        (_SYSTEM, _user("Weather in Oslo? [emulator: think] [emulator: call get_weather]")),
-        _everywhere("accept"),
+        "Weather in Oslo? [emulator: think] [emulator: call get_weather]",
         calls_in_reply=1,
     ),
     Probe(
@@ -207,21 +216,16 @@ PROBES: Final[tuple[Probe, ...]] = (
         },
     ),
     # Streaming: the answer arrives as the provider's event stream and the SDK accumulates it.
-    Probe(
+    _question(
         "probe-stream-text",
         "stream: true, a text reply read through the SDK's event stream",
-        (_SYSTEM, _user("Say hello. [emulator: say Hello from the event stream]")),
-        dict.fromkeys(STREAMING_SHAPES, "accept"),
+        "Say hello. [emulator: say Hello from the event stream]",
         stream=True,
     ),
-    Probe(
+    _question(
         "probe-stream-call",
         "stream: true, reasoning and two parallel tool calls read through the event stream",
-        (
-            _SYSTEM,
-            _user("Weather in Paris and Rome? [emulator: think] [emulator: call get_weather x2]"),
-        ),
-        dict.fromkeys(STREAMING_SHAPES, "accept"),
+        "Weather in Paris and Rome? [emulator: think] [emulator: call get_weather x2]",
         calls_in_reply=2,
         stream=True,
     ),
