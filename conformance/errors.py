@@ -65,70 +65,48 @@ class Refusal(ContextAssemblyError):  # noqa: N818 - a refusal is an answer, not
         super().__init__(message, code=code)
 
 
-class PluginLoadError(CtxconfError, ValueError):
+class PluginLoadError(CtxconfError, ValueError, code="plugin_load_error"):
     """A ``--impl`` spec that does not name a usable assembler."""
 
-    code = "plugin_load_error"
 
-
-class ScenarioError(CtxconfError, ValueError):
+class ScenarioError(CtxconfError, ValueError, code="scenario_invalid"):
     """A scenario file that cannot be used; ``where`` is ``file: json.path``."""
 
-    code = "scenario_invalid"
 
-
-class WorkloadError(CtxconfError, ValueError):
+class WorkloadError(CtxconfError, ValueError, code="workload_invalid"):
     """A workload file that cannot be used; ``where`` is ``file: json.path``."""
 
-    code = "workload_invalid"
 
-
-class BaselineError(CtxconfError, ValueError):
+class BaselineError(CtxconfError, ValueError, code="baseline_invalid"):
     """A baseline file that cannot be read; ``where`` is ``file`` or ``file: $.json.path``."""
 
-    code = "baseline_invalid"
 
-
-class ReportFileError(CtxconfError, ValueError):
+class ReportFileError(CtxconfError, ValueError, code="report_file_invalid"):
     """A saved run that cannot be read; ``where`` is ``file:line``."""
 
-    code = "report_file_invalid"
 
-
-class CatalogError(CtxconfError, ValueError):
+class CatalogError(CtxconfError, ValueError, code="rule_catalog_invalid"):
     """The rule catalog data is inconsistent (unknown rule in a profile, cycle, schema error)."""
 
-    code = "rule_catalog_invalid"
 
-
-class UnknownProfileError(CtxconfError, ValueError):
+class UnknownProfileError(CtxconfError, ValueError, code="unknown_profile"):
     """A shape, dialect or profile name that the catalog does not know, or that do not fit together."""
 
-    code = "unknown_profile"
 
-
-class EmulatorConfigError(CtxconfError, ValueError):
+class EmulatorConfigError(CtxconfError, ValueError, code="emulator_config_invalid"):
     """An emulator option that cannot work (a profile name the catalog does not know)."""
 
-    code = "emulator_config_invalid"
 
-
-class CassetteError(CtxconfError, ValueError):
+class CassetteError(CtxconfError, ValueError, code="cassette_invalid"):
     """A cassette or cassette option that cannot be used (bad record mode, bad metadata)."""
 
-    code = "cassette_invalid"
 
-
-class CassetteMissError(CassetteError, LookupError):
+class CassetteMissError(CassetteError, LookupError, code="cassette_miss"):
     """No recorded interaction has this request's skeleton; names the closest one recorded."""
 
-    code = "cassette_miss"
 
-
-class RecordingError(CtxconfError, ValueError):
+class RecordingError(CtxconfError, ValueError, code="recording_invalid"):
     """A recording that cannot be read: names the file, the interaction (or line) and the field."""
-
-    code = "recording_invalid"
 
     def __init__(
         self, message: str, *, file: str, index: int | None = None, where: str | None = None
@@ -144,16 +122,12 @@ class RecordingError(CtxconfError, ValueError):
         super().__init__(message, where=location)
 
 
-class CredentialsError(CtxconfError, LookupError):
+class CredentialsError(CtxconfError, LookupError, code="credentials_missing"):
     """A live recording without the environment variable that holds the provider's key."""
 
-    code = "credentials_missing"
 
-
-class SdkMissingError(CtxconfError, ImportError):
+class SdkMissingError(CtxconfError, ImportError, code="sdk_missing"):
     """A round trip for a shape whose official SDK is not installed; names the extra to install."""
-
-    code = "sdk_missing"
 
 
 class WorkerInternalError(RuntimeError):

@@ -18,6 +18,8 @@ Each error mixes in the builtin a caller would naturally catch, says what was wr
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ConfigError",
     "ContextAssemblyError",
@@ -32,9 +34,18 @@ __all__ = [
 
 
 class CtxconfError(Exception):
-    """Base of every error raised on purpose by this project."""
+    """Base of every error raised on purpose by this project.
+
+    A subclass names its ``code`` in its header (``class ConfigError(CtxconfError,
+    code="config_invalid")``); an instance may carry a more specific one (``code=`` below).
+    """
 
     code: str = "ctxconf_error"
+
+    def __init_subclass__(cls, *, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
 
     def __init__(self, message: str, *, where: str | None = None, code: str | None = None) -> None:
         self.message = message
@@ -44,57 +55,41 @@ class CtxconfError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-class TranscriptError(CtxconfError, ValueError):
+class TranscriptError(CtxconfError, ValueError, code="transcript_invalid"):
     """A transcript that is not well formed (wrong types, bad role for a part, duplicate ids)."""
 
-    code = "transcript_invalid"
 
-
-class SessionFileError(TranscriptError):
+class SessionFileError(TranscriptError, code="session_file_invalid"):
     """A session file that cannot be read: not JSON/YAML, wrong schema or version."""
 
-    code = "session_file_invalid"
 
-
-class ShapeError(CtxconfError, ValueError):
+class ShapeError(CtxconfError, ValueError, code="shape_error"):
     """A problem with a wire body of one provider shape."""
 
-    code = "shape_error"
 
-
-class ParseError(ShapeError):
+class ParseError(ShapeError, code="parse_error"):
     """A body that is not of the declared shape. ``where`` is a JSON path such as ``messages[3].role``."""
 
-    code = "parse_error"
 
-
-class UnsupportedPartError(ShapeError):
+class UnsupportedPartError(ShapeError, code="unsupported_part"):
     """A transcript part that the target shape cannot carry. Nothing is dropped silently."""
 
-    code = "unsupported_part"
 
-
-class TokenCountError(CtxconfError):
+class TokenCountError(CtxconfError, code="token_count_error"):
     """A counter could not produce a number (unknown encoding, provider count API failed)."""
 
-    code = "token_count_error"
 
-
-class ConfigError(CtxconfError, ValueError):
+class ConfigError(CtxconfError, ValueError, code="config_invalid"):
     """An AssemblyConfig key that is unknown, of the wrong type, or an impossible value."""
 
-    code = "config_invalid"
 
-
-class ContextAssemblyError(CtxconfError):
+class ContextAssemblyError(CtxconfError, code="context_assembly_error"):
     """Assembly refused to produce a request (fail closed).
 
     ``code`` is one of the ``context_assembly_*`` codes, for example
     ``context_assembly_pairing_error`` or ``context_assembly_prefix_over_budget``.
     ``details`` carries machine-readable specifics (violations, bucket sizes); never message content.
     """
-
-    code = "context_assembly_error"
 
     def __init__(
         self,

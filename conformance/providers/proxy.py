@@ -98,10 +98,8 @@ _HOP_BY_HOP: Final = frozenset(
 _RESET_ON_REQUEST: Final = frozenset({"host", "content-length"})
 
 
-class ProxyConfigError(CtxconfError, ValueError):
+class ProxyConfigError(CtxconfError, ValueError, code="proxy_config_invalid"):
     """A proxy option that cannot work (upstream URL, mode, profile, record folder)."""
-
-    code = "proxy_config_invalid"
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,11 +369,9 @@ def _failure(settings: _Settings, exc: httpx.HTTPError) -> str:
     return f"upstream {settings.upstream} did not answer ({type(exc).__name__}: {detail})"
 
 
-class UpstreamBrokeError(CtxconfError, ConnectionError):
+class UpstreamBrokeError(CtxconfError, ConnectionError, code="upstream_broke_mid_stream"):
     """The upstream failed after its answer had started: the stream to the client is cut (the
     status was sent already), so the client sees a broken stream rather than a short one."""
-
-    code = "upstream_broke_mid_stream"
 
 
 async def _relay(
