@@ -101,12 +101,10 @@ class CaseResult:
             "refusal_code": self.refusal_code,
             "seconds": round(self.seconds, 6),
         }
-        if self.input is not None:
-            out["input"] = self.input
-        if self.output is not None:
-            out["output"] = self.output
-        if self.markup is not None:
-            out["markup"] = self.markup
+        for optional in ("input", "output", "markup"):  # written only when the case kept them
+            value = getattr(self, optional)
+            if value is not None:
+                out[optional] = value
         if self.plugin_output:
             out["plugin_output"] = dict(self.plugin_output)
         return out

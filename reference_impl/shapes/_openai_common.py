@@ -16,6 +16,7 @@ from typing import Any, Final
 from reference_impl.errors import ParseError, TranscriptError, UnsupportedPartError
 from reference_impl.shapes._mapping import text_of
 from reference_impl.shapes._wire import Wire
+from reference_impl.shapes.base import ShapeCapabilities
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -29,6 +30,7 @@ from reference_impl.wording import with_article
 
 __all__ = [
     "IMAGE_DETAILS",
+    "OPENAI_CAPABILITIES",
     "TOOL_EXTRAS_PARAM",
     "build_message",
     "build_transcript",
@@ -46,6 +48,15 @@ __all__ = [
     "tool_results",
     "unsupported",
 ]
+
+OPENAI_CAPABILITIES: Final = ShapeCapabilities(
+    system_roles=frozenset({"system", "developer"}),
+    system_in_messages=True,
+    raw_arguments=True,
+    tool_result_errors=False,
+)
+"""What Chat Completions and Responses share: system text as ``system`` or ``developer``
+messages in the list, tool-call arguments as JSON text, no error flag on a tool result."""
 
 TOOL_EXTRAS_PARAM: Final = "openai.tool_extras"
 """Reserved ``Transcript.params`` key: per-tool wire fields beyond name/description/parameters."""

@@ -16,12 +16,13 @@ reference_impl.errors.ParseError: messages[0].role: expected a string, got int
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from reference_impl.errors import ParseError
 from reference_impl.transcript import canonical_json, json_type_name
+from reference_impl.transcript.serialization import JsonValueReader
 
 __all__ = ["Wire", "type_name"]
 
@@ -31,7 +32,7 @@ type_name = json_type_name
 
 
 @dataclass(frozen=True, slots=True)
-class Wire:
+class Wire(JsonValueReader):
     """One JSON value of a wire body and where it sits. ``present`` is False for an absent key."""
 
     value: Any
@@ -54,14 +55,12 @@ class Wire:
         """A ParseError at this value's path (the caller raises it)."""
         return ParseError(what, where=self.where)
 
-    # -- containers ------------------------------------------------------------------------
+    def came(self) -> str:
+        """``missing`` for an absent key, else what was found (``got an integer`` ...)."""
+        # Named, not super(): a slots dataclass is a new class, which zero-argument super() misses.
+        return "missing" if not self.present else JsonValueReader.came(self)
 
-    def obj(self) -> Mapping[str, Any]:
-        """The value as an object, or a ParseError."""
-        if not isinstance(self.value, Mapping):
-            what = "missing" if not self.present else f"got {type_name(self.value)}"
-            raise self.fail(f"expected an object, {what}")
-        return self.value
+    # -- containers ------------------------------------------------------------------------
 
     def get(self, key: str) -> Wire:
         """The value under ``key``; absent keys give a ``Wire`` with ``present=False``."""
@@ -70,10 +69,6 @@ class Wire:
         if key in mapping:
             return Wire(mapping[key], path, dotted=self.dotted)
         return Wire(None, path, present=False, dotted=self.dotted)
-
-    def has(self, key: str) -> bool:
-        """Whether the object has ``key`` (null counts as present)."""
-        return key in self.obj()
 
     def key_names(self) -> tuple[str, ...]:
         """The object's keys, in wire order."""
@@ -98,8 +93,7 @@ class Wire:
     def items(self) -> list[Wire]:
         """The array's items, each with its path."""
         if not isinstance(self.value, list):
-            what = "missing" if not self.present else f"got {type_name(self.value)}"
-            raise self.fail(f"expected an array, {what}")
+            raise self.fail(f"expected an array, {self.came()}")
         if self.dotted:
             prefix = f"{self.path}." if self.path else ""
             return [Wire(v, f"{prefix}{i}", dotted=True) for i, v in enumerate(self.value)]
@@ -107,30 +101,10 @@ class Wire:
 
     # -- scalars ---------------------------------------------------------------------------
 
-    def str_(self) -> str:
-        """The value as a string, or a ParseError."""
-        if not isinstance(self.value, str):
-            what = "missing" if not self.present else f"got {type_name(self.value)}"
-            raise self.fail(f"expected a string, {what}")
-        return self.value
-
-    def opt_str(self) -> str | None:
-        """A string, or None when the key is absent or null."""
-        return None if self.value is None else self.str_()
-
-    def bool_(self, default: bool = False) -> bool:
-        """The value as a boolean; ``default`` when absent or null."""
-        if self.value is None:
-            return default
-        if not isinstance(self.value, bool):
-            raise self.fail(f"expected true or false, got {type_name(self.value)}")
-        return self.value
-
     def int_(self) -> int:
         """The value as an integer (not a boolean), or a ParseError."""
         if isinstance(self.value, bool) or not isinstance(self.value, int):
-            what = "missing" if not self.present else f"got {type_name(self.value)}"
-            raise self.fail(f"expected an integer, {what}")
+            raise self.fail(f"expected an integer, {self.came()}")
         return self.value
 
     def choice(self, options: Sequence[str], what: str = "value") -> str:

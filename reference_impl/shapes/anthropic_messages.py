@@ -122,14 +122,7 @@ _KNOWN_BLOCK_TYPES: Final = (
 )
 
 CAPABILITIES: Final = ShapeCapabilities(
-    system_roles=frozenset({"system"}),
-    system_in_messages=False,
     reasoning_origins=frozenset({"anthropic-messages"}),
-    raw_arguments=False,
-    tool_result_attachments=frozenset({"text", "image", "file"}),
-    user_attachments=frozenset({"text", "image", "file"}),
-    message_names=False,
-    tool_result_errors=True,
     reasoning_opens_message=True,  # A13
 )
 

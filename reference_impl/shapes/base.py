@@ -15,8 +15,8 @@ hook (cache breakpoints). Other modules read these; none repeats them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
 
 from reference_impl.transcript import Message, ReasoningOrigin, Role, ShapeName, Transcript
 
@@ -40,19 +40,27 @@ provider cache markers placed after the view messages at ``boundaries`` (sorted 
 boundaries chosen by the policy), at most ``limit`` markers in all (those already present count)."""
 
 
+_EVERY_ATTACHMENT: Final = frozenset({"text", "image", "file"})
+
+
 @dataclass(frozen=True, slots=True)
 class ShapeCapabilities:
-    """What a shape can carry, as data (used by strategies, converters and checks)."""
+    """What a shape can carry, as data (used by strategies, converters and checks).
 
-    system_roles: frozenset[Role]
+    The defaults are what the provider-native shapes (Anthropic Messages, Gemini, Bedrock
+    Converse) have in common; a shape states where it differs (the two OpenAI shapes start from
+    ``_openai_common.OPENAI_CAPABILITIES``)."""
+
+    system_roles: frozenset[Role] = frozenset({"system"})
     """Roles that system text may take (``system``/``developer``); top-level for Anthropic etc."""
-    system_in_messages: bool
+    system_in_messages: bool = False
     """False when system text is a top-level field (Anthropic ``system``, Gemini, Bedrock)."""
-    reasoning_origins: frozenset[ReasoningOrigin]
-    raw_arguments: bool
+    reasoning_origins: frozenset[ReasoningOrigin] = frozenset()
+    """Whose reasoning artifacts the shape carries back (its own provider's, DeepSeek's ...)."""
+    raw_arguments: bool = False
     """True when tool-call arguments travel as text (kept byte-exact); False for objects."""
-    tool_result_attachments: frozenset[str] = field(default_factory=lambda: frozenset({"text"}))
-    user_attachments: frozenset[str] = field(default_factory=lambda: frozenset({"text", "image"}))
+    tool_result_attachments: frozenset[str] = _EVERY_ATTACHMENT
+    user_attachments: frozenset[str] = _EVERY_ATTACHMENT
     message_names: bool = False
     tool_result_errors: bool = True
     """True when a result can be flagged ``is_error`` on the wire."""

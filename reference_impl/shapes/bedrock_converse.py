@@ -120,14 +120,7 @@ _DOCUMENT_FORMATS: Final[dict[str, str]] = {
 }
 
 CAPABILITIES: Final = ShapeCapabilities(
-    system_roles=frozenset({"system"}),
-    system_in_messages=False,
     reasoning_origins=frozenset({"bedrock-converse"}),
-    raw_arguments=False,
-    tool_result_attachments=frozenset({"text", "image", "file"}),
-    user_attachments=frozenset({"text", "image", "file"}),
-    message_names=False,
-    tool_result_errors=True,
     reasoning_opens_message=True,  # A13 (relayed, B10)
     merge_policy="strict",  # B3
 )

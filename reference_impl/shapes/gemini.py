@@ -139,14 +139,7 @@ _DECLARATION_KEYS: Final = frozenset(
 )
 
 CAPABILITIES: Final = ShapeCapabilities(
-    system_roles=frozenset({"system"}),
-    system_in_messages=False,
     reasoning_origins=frozenset({"gemini"}),
-    raw_arguments=False,
-    tool_result_attachments=frozenset({"text", "image", "file"}),
-    user_attachments=frozenset({"text", "image", "file"}),
-    message_names=False,
-    tool_result_errors=True,
     merge_policy="function_call_turns",  # G1 (G4 contested, not enforced by the default profile)
 )
 

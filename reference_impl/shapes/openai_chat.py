@@ -25,11 +25,13 @@ Mapping decisions (provider-rules.md section 1):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from reference_impl.errors import ShapeError
 from reference_impl.shapes._mapping import require_assistant, text_part
 from reference_impl.shapes._openai_common import (
+    OPENAI_CAPABILITIES,
     build_message,
     build_transcript,
     data_url,
@@ -49,7 +51,6 @@ from reference_impl.shapes.base import (
     GenerationOptions,
     ResponseMeta,
     ShapeAdapter,
-    ShapeCapabilities,
 )
 from reference_impl.transcript import (
     FilePart,
@@ -72,16 +73,12 @@ __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render
 SHAPE: Final = "openai-chat"
 ROLES: Final = ("system", "developer", "user", "assistant", "tool")
 
-CAPABILITIES: Final = ShapeCapabilities(
-    system_roles=frozenset({"system", "developer"}),
-    system_in_messages=True,
+CAPABILITIES: Final = replace(
+    OPENAI_CAPABILITIES,
     reasoning_origins=frozenset({"deepseek"}),
-    raw_arguments=True,
     # C6: tool message content blocks may be "either text or image_url type".
     tool_result_attachments=frozenset({"text", "image"}),
-    user_attachments=frozenset({"text", "image", "file"}),
     message_names=True,
-    tool_result_errors=False,
 )
 
 _STRUCTURAL: Final = frozenset({"messages", "tools", "model"})

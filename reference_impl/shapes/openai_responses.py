@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from reference_impl.shapes._mapping import require_assistant, text_part
 from reference_impl.shapes._openai_common import (
+    OPENAI_CAPABILITIES,
     build_message,
     build_transcript,
     data_url,
@@ -52,7 +54,6 @@ from reference_impl.shapes.base import (
     GenerationOptions,
     ResponseMeta,
     ShapeAdapter,
-    ShapeCapabilities,
 )
 from reference_impl.transcript import (
     FilePart,
@@ -73,15 +74,8 @@ __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render
 
 SHAPE: Final = "openai-responses"
 
-CAPABILITIES: Final = ShapeCapabilities(
-    system_roles=frozenset({"system", "developer"}),
-    system_in_messages=True,
-    reasoning_origins=frozenset({"openai-responses"}),
-    raw_arguments=True,
-    tool_result_attachments=frozenset({"text", "image", "file"}),
-    user_attachments=frozenset({"text", "image", "file"}),
-    message_names=False,
-    tool_result_errors=False,
+CAPABILITIES: Final = replace(
+    OPENAI_CAPABILITIES, reasoning_origins=frozenset({"openai-responses"})
 )
 
 _STRUCTURAL: Final = frozenset({"input", "instructions", "tools", "model"})

@@ -9,12 +9,13 @@
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from typing_extensions import assert_never
 
-from reference_impl.errors import SessionFileError, TranscriptError
+from reference_impl.errors import CtxconfError, SessionFileError, TranscriptError
 from reference_impl.transcript.model import (
     REASONING_ORIGINS,
     ROLES,
@@ -36,6 +37,7 @@ from reference_impl.transcript.model import (
 __all__ = [
     "SCHEMA_NAME",
     "SCHEMA_VERSION",
+    "JsonValueReader",
     "json_type_name",
     "message_to_dict",
     "transcript_from_dict",
@@ -48,44 +50,46 @@ SCHEMA_NAME: Final = "ctxconf.transcript"
 SCHEMA_VERSION: Final = 1
 
 
+def _given(value: object, *fields: str) -> dict[str, Any]:
+    """The optional ``fields`` of ``value`` that are set (a file leaves out the others)."""
+    found = ((name, getattr(value, name)) for name in fields)
+    return {name: field for name, field in found if field is not None}
+
+
 def _part_to_dict(part: Part) -> dict[str, Any]:
     match part:
         case TextPart(text=text):
             return {"kind": "text", "text": text}
         case ImagePart():
-            out: dict[str, Any] = {"kind": "image", "source": part.source, "data": part.data}
-            for key in ("media_type", "detail", "width", "height"):
-                if getattr(part, key) is not None:
-                    out[key] = getattr(part, key)
-            return out
+            return {
+                "kind": "image",
+                "source": part.source,
+                "data": part.data,
+                **_given(part, "media_type", "detail", "width", "height"),
+            }
         case FilePart():
-            out = {"kind": "file", "source": part.source, "data": part.data}
-            for key in ("media_type", "filename"):
-                if getattr(part, key) is not None:
-                    out[key] = getattr(part, key)
-            return out
+            return {
+                "kind": "file",
+                "source": part.source,
+                "data": part.data,
+                **_given(part, "media_type", "filename"),
+            }
         case ToolCallPart():
-            out = {
+            return {
                 "kind": "tool_call",
                 "id": part.id,
                 "name": part.name,
                 "arguments": part.arguments,
+                **_given(part, "item_id"),
             }
-            if part.item_id is not None:
-                out["item_id"] = part.item_id
-            return out
         case ToolResultPart():
-            out = {
+            return {
                 "kind": "tool_result",
                 "call_id": part.call_id,
                 "content": [_part_to_dict(p) for p in part.content],
+                **({"is_error": True} if part.is_error else {}),
+                **_given(part, "name", "item_id"),
             }
-            if part.is_error:
-                out["is_error"] = True
-            for key in ("name", "item_id"):
-                if getattr(part, key) is not None:
-                    out[key] = getattr(part, key)
-            return out
         case ReasoningPart():
             return {"kind": "reasoning", "origin": part.origin, "data": part.data}
         case SummaryPart(text=text):
@@ -95,17 +99,13 @@ def _part_to_dict(part: Part) -> dict[str, Any]:
 
 
 def message_to_dict(message: Message, *, with_id: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role}
-    if with_id and message.id:
-        out["id"] = message.id
-    if message.name is not None:
-        out["name"] = message.name
-    if message.wire_id is not None:
-        out["wire_id"] = message.wire_id
-    if message.empty_tool_calls:
-        out["empty_tool_calls"] = True
-    out["parts"] = [_part_to_dict(p) for p in message.parts]
-    return out
+    return {
+        "role": message.role,
+        **({"id": message.id} if with_id and message.id else {}),
+        **_given(message, "name", "wire_id"),
+        **({"empty_tool_calls": True} if message.empty_tool_calls else {}),
+        "parts": [_part_to_dict(p) for p in message.parts],
+    }
 
 
 def transcript_to_dict(transcript: Transcript) -> dict[str, Any]:
@@ -134,8 +134,60 @@ def transcript_to_json(transcript: Transcript, *, indent: int | None = 2) -> str
     return json.dumps(transcript_to_dict(transcript), indent=indent, ensure_ascii=False)
 
 
-class _Reader:
-    """Reads one JSON-like value with a path for every error."""
+class JsonValueReader(ABC):
+    """Reads one JSON value with its path, so that a wrong type is an error naming the path.
+
+    What every path-aware reader shares; a subclass says which error carries the path
+    (:meth:`fail`) and how it walks into containers. The session file reader here and the
+    shapes' ``Wire`` (which also names a missing key and writes Anthropic's dotted indices)
+    are the two.
+    """
+
+    __slots__ = ()
+    value: Any
+    path: str
+
+    @abstractmethod
+    def fail(self, what: str) -> CtxconfError:
+        """The error for ``what`` at this value's path (the caller raises it)."""
+
+    def came(self) -> str:
+        """What was found instead of the expected value (``got an integer`` ...)."""
+        return f"got {json_type_name(self.value)}"
+
+    def obj(self) -> Mapping[str, Any]:
+        """The value as an object, or the error."""
+        if not isinstance(self.value, Mapping):
+            raise self.fail(f"expected an object, {self.came()}")
+        return self.value
+
+    def has(self, key: str) -> bool:
+        """Whether the object has ``key`` (null counts as present)."""
+        return key in self.obj()
+
+    def str_(self) -> str:
+        """The value as a string, or the error."""
+        if not isinstance(self.value, str):
+            raise self.fail(f"expected a string, {self.came()}")
+        return self.value
+
+    def opt_str(self) -> str | None:
+        """A string, or None when the value is absent or null."""
+        return None if self.value is None else self.str_()
+
+    def bool_(self, default: bool = False) -> bool:
+        """The value as a boolean; ``default`` when absent or null."""
+        if self.value is None:
+            return default
+        if not isinstance(self.value, bool):
+            raise self.fail(f"expected true or false, {self.came()}")
+        return self.value
+
+
+class _Reader(JsonValueReader):
+    """Reads a session file's values; errors are ``SessionFileError``."""
+
+    __slots__ = ("path", "value")
 
     def __init__(self, value: Any, path: str) -> None:
         self.value = value
@@ -144,48 +196,25 @@ class _Reader:
     def fail(self, what: str) -> SessionFileError:
         return SessionFileError(what, where=self.path or "$")
 
-    def mapping(self) -> Mapping[str, Any]:
-        if not isinstance(self.value, Mapping):
-            raise self.fail(f"expected an object, got {json_type_name(self.value)}")
-        return self.value
-
     def get(self, key: str) -> _Reader:
-        return _Reader(self.mapping().get(key), f"{self.path}.{key}" if self.path else key)
-
-    def has(self, key: str) -> bool:
-        return key in self.mapping()
+        return _Reader(self.obj().get(key), f"{self.path}.{key}" if self.path else key)
 
     def items(self) -> list[_Reader]:
         if not isinstance(self.value, list):
-            raise self.fail(f"expected an array, got {json_type_name(self.value)}")
+            raise self.fail(f"expected an array, {self.came()}")
         return [_Reader(v, f"{self.path}[{i}]") for i, v in enumerate(self.value)]
-
-    def str_(self) -> str:
-        if not isinstance(self.value, str):
-            raise self.fail(f"expected a string, got {json_type_name(self.value)}")
-        return self.value
-
-    def opt_str(self) -> str | None:
-        return None if self.value is None else self.str_()
 
     def opt_int(self) -> int | None:
         if self.value is None:
             return None
         if isinstance(self.value, bool) or not isinstance(self.value, int):
-            raise self.fail(f"expected an integer, got {json_type_name(self.value)}")
-        return self.value
-
-    def bool_(self, default: bool = False) -> bool:
-        if self.value is None:
-            return default
-        if not isinstance(self.value, bool):
-            raise self.fail(f"expected true or false, got {json_type_name(self.value)}")
+            raise self.fail(f"expected an integer, {self.came()}")
         return self.value
 
     def only_keys(self, allowed: Iterable[str]) -> None:
         """Refuse keys this format does not define: a typo must not vanish silently."""
         known = set(allowed)
-        unknown = sorted(k for k in self.mapping() if k not in known)
+        unknown = sorted(k for k in self.obj() if k not in known)
         if unknown:
             raise self.fail(
                 f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
@@ -328,14 +357,14 @@ def transcript_from_dict(value: object) -> Transcript:
                     name=t.get("name").str_(),
                     description=t.get("description").opt_str() or "",
                     parameters=canonical_json(
-                        schema.mapping() if schema.value is not None else {"type": "object"}
+                        schema.obj() if schema.value is not None else {"type": "object"}
                     ),
                     side_effect=t.get("side_effect").bool_(),
                 )
             )
     params: tuple[tuple[str, str], ...] = ()
     if r.has("params"):
-        params = params_from_mapping(r.get("params").mapping())
+        params = params_from_mapping(r.get("params").obj())
     messages = tuple(_message_from(m) for m in r.get("messages").items())
     try:
         return Transcript(
