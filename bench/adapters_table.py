@@ -63,119 +63,107 @@ class Plugin:
     """Failure class (a provider rule id or a check id) -> the upstream report of that class."""
 
 
+@dataclass(frozen=True)
+class Adapter:
+    """An adapter module of ``conformance.adapters``, the module its extra provides (a row of a
+    library that is not installed says so) and the shape its plug-ins speak."""
+
+    name: str
+    module: str
+    shape: str = "openai-chat"
+
+    def plugin(self, attr: str, label: str, **reports: str) -> Plugin:
+        """The row of the plug-in ``attr`` of this adapter; ``reports``: failure class -> report."""
+        return Plugin(
+            f"conformance.adapters.{self.name}:{attr}", self.module, label, self.shape, reports
+        )
+
+
+LANGCHAIN = Adapter("langchain", "langchain_core")
+LITELLM = Adapter("litellm", "litellm")
+SUMMARIZATION = Adapter("langchain_summarization", "langchain")
+LANGMEM = Adapter("langchain_summarization", "langmem")
+AGENTS = Adapter("openai_agents", "agents", shape="openai-responses")
+PYDANTIC_AI = Adapter("pydantic_ai", "pydantic_ai")
+AUTOGEN = Adapter("autogen", "autogen_core")
+LLAMA_INDEX = Adapter("llama_index", "llama_index.core")
+SEMANTIC_KERNEL = Adapter("semantic_kernel", "semantic_kernel")
+
 PLUGINS: tuple[Plugin, ...] = (
     Plugin("reference", "", "ctxconf reference assembler"),
-    Plugin(
-        "conformance.adapters.langchain:trim_last",
-        "langchain_core",
-        "langchain `trim_messages` last",
-        reports={"C2": LANGCHAIN_33245},
-    ),
-    Plugin(
-        "conformance.adapters.langchain:trim_last_start_on_human",
-        "langchain_core",
+    LANGCHAIN.plugin("trim_last", "langchain `trim_messages` last", C2=LANGCHAIN_33245),
+    LANGCHAIN.plugin(
+        "trim_last_start_on_human",
         "langchain `trim_messages` last, `start_on=human`",
-        reports={"C2": LANGCHAIN_33245},
+        C2=LANGCHAIN_33245,
     ),
-    Plugin(
-        "conformance.adapters.langchain:trim_first",
-        "langchain_core",
-        "langchain `trim_messages` first",
-    ),
-    Plugin(
-        "conformance.adapters.langchain:trim_last_approximate",
-        "langchain_core",
+    LANGCHAIN.plugin("trim_first", "langchain `trim_messages` first"),
+    LANGCHAIN.plugin(
+        "trim_last_approximate",
         "langchain `trim_messages` last, approximate counter",
-        reports={"C2": LANGCHAIN_33245},
+        C2=LANGCHAIN_33245,
     ),
-    Plugin(
-        "conformance.adapters.litellm:trim_messages",
-        "litellm",
+    LITELLM.plugin(
+        "trim_messages",
         "litellm `trim_messages`",
-        reports={"C2": LITELLM_10696, "C1": LITELLM_10696, "within_budget": LITELLM_4931},
+        C2=LITELLM_10696,
+        C1=LITELLM_10696,
+        within_budget=LITELLM_4931,
     ),
-    Plugin(
-        "conformance.adapters.langchain_summarization:summarization_middleware",
-        "langchain",
+    SUMMARIZATION.plugin(
+        "summarization_middleware",
         "langchain v1 `SummarizationMiddleware`, `keep` default",
-        reports={"C2": LANGCHAIN_34282, "C1": LANGCHAIN_34282},
+        C2=LANGCHAIN_34282,
+        C1=LANGCHAIN_34282,
     ),
-    Plugin(
-        "conformance.adapters.langchain_summarization:summarization_middleware_keep_tokens",
-        "langchain",
+    SUMMARIZATION.plugin(
+        "summarization_middleware_keep_tokens",
         "langchain v1 `SummarizationMiddleware`, `keep=(tokens, budget/2)`",
-        reports={"C2": LANGCHAIN_34282, "C1": LANGCHAIN_34282},
+        C2=LANGCHAIN_34282,
+        C1=LANGCHAIN_34282,
     ),
-    Plugin(
-        "conformance.adapters.langchain_summarization:langmem_summarize",
-        "langmem",
-        "langmem `summarize_messages`",
-        reports={"C2": LANGMEM_126, "C1": LANGMEM_126},
+    LANGMEM.plugin(
+        "langmem_summarize", "langmem `summarize_messages`", C2=LANGMEM_126, C1=LANGMEM_126
     ),
-    Plugin(
-        "conformance.adapters.openai_agents:session_limit",
-        "agents",
-        "OpenAI Agents `SessionSettings(limit=5)`",
-        shape="openai-responses",
-        reports={"R2": AGENTS_4322, "R1": AGENTS_4322},
+    AGENTS.plugin(
+        "session_limit", "OpenAI Agents `SessionSettings(limit=5)`", R2=AGENTS_4322, R1=AGENTS_4322
     ),
-    Plugin(
-        "conformance.adapters.openai_agents:tool_output_trimmer",
-        "agents",
-        "OpenAI Agents `ToolOutputTrimmer`",
-        shape="openai-responses",
-    ),
-    Plugin(
-        "conformance.adapters.pydantic_ai:keep_last",
-        "pydantic_ai",
+    AGENTS.plugin("tool_output_trimmer", "OpenAI Agents `ToolOutputTrimmer`"),
+    PYDANTIC_AI.plugin(
+        "keep_last",
         "pydantic-ai `ProcessHistory` last 5 + `repair_messages`",
-        reports={"nothing_invented": PYDANTIC_AI_4728, "C2": PYDANTIC_AI_4728},
+        nothing_invented=PYDANTIC_AI_4728,
+        C2=PYDANTIC_AI_4728,
     ),
-    Plugin(
-        "conformance.adapters.pydantic_ai:keep_last_no_repair",
-        "pydantic_ai",
+    PYDANTIC_AI.plugin(
+        "keep_last_no_repair",
         "pydantic-ai `ProcessHistory` last 5, no repair",
-        reports={"C2": PYDANTIC_AI_4728, "C1": PYDANTIC_AI_4728},
+        C2=PYDANTIC_AI_4728,
+        C1=PYDANTIC_AI_4728,
     ),
-    Plugin(
-        "conformance.adapters.autogen:buffered",
-        "autogen_core",
-        "AutoGen `BufferedChatCompletionContext(buffer_size=6)`",
-    ),
-    Plugin(
-        "conformance.adapters.autogen:head_and_tail",
-        "autogen_core",
-        "AutoGen `HeadAndTailChatCompletionContext(2, 4)`",
-    ),
-    Plugin(
-        "conformance.adapters.autogen:token_limited",
-        "autogen_core",
+    AUTOGEN.plugin("buffered", "AutoGen `BufferedChatCompletionContext(buffer_size=6)`"),
+    AUTOGEN.plugin("head_and_tail", "AutoGen `HeadAndTailChatCompletionContext(2, 4)`"),
+    AUTOGEN.plugin(
+        "token_limited",
         "AutoGen `TokenLimitedChatCompletionContext`",
-        reports={"C2": AUTOGEN_7955, "C1": AUTOGEN_7955},
+        C2=AUTOGEN_7955,
+        C1=AUTOGEN_7955,
     ),
-    Plugin(
-        "conformance.adapters.llama_index:chat_memory_buffer",
-        "llama_index.core",
-        "LlamaIndex `ChatMemoryBuffer`",
-        reports={"C2": LLAMA_INDEX_16214},
-    ),
-    Plugin(
-        "conformance.adapters.llama_index:memory",
-        "llama_index.core",
-        "LlamaIndex `Memory`",
-        reports={"C2": LLAMA_INDEX_16214},
-    ),
-    Plugin(
-        "conformance.adapters.semantic_kernel:truncation",
-        "semantic_kernel",
+    LLAMA_INDEX.plugin("chat_memory_buffer", "LlamaIndex `ChatMemoryBuffer`", C2=LLAMA_INDEX_16214),
+    LLAMA_INDEX.plugin("memory", "LlamaIndex `Memory`", C2=LLAMA_INDEX_16214),
+    SEMANTIC_KERNEL.plugin(
+        "truncation",
         "Semantic Kernel `ChatHistoryTruncationReducer(target_count=6)`",
-        reports={"C2": SK_12708, "C1": SK_12708, "system_kept": SK_12612},
+        C2=SK_12708,
+        C1=SK_12708,
+        system_kept=SK_12612,
     ),
-    Plugin(
-        "conformance.adapters.semantic_kernel:summarization",
-        "semantic_kernel",
+    SEMANTIC_KERNEL.plugin(
+        "summarization",
         "Semantic Kernel `ChatHistorySummarizationReducer(target_count=6)`",
-        reports={"C2": SK_13062, "C1": SK_13062, "ledger_pinned": SK_13062},
+        C2=SK_13062,
+        C1=SK_13062,
+        ledger_pinned=SK_13062,
     ),
 )
 

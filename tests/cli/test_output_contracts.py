@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from cli_support import invoke
 from paths import EXAMPLES
 
@@ -13,14 +15,26 @@ EXAMPLE = EXAMPLES / "session.json"
 CONFIG = EXAMPLES / "assembly.yaml"
 
 
-def test_count_json_keys(tmp_path: Path) -> None:
-    body = tmp_path / "body.json"
-    body.write_text(
+@pytest.fixture
+def body(tmp_path: Path) -> Path:
+    """A one-message Chat Completions body in a file."""
+    path = tmp_path / "body.json"
+    path.write_text(
         json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
     )
-    code, out, err = invoke(["count", str(body), "--shape", "openai-chat", "--format", "json"])
+    return path
+
+
+def _json_output(command: str, body: Path) -> dict[str, Any]:
+    """``ctxconf COMMAND BODY --shape openai-chat --format json``, exit 0, its JSON."""
+    code, out, err = invoke([command, str(body), "--shape", "openai-chat", "--format", "json"])
     assert code == 0, err
-    payload = json.loads(out)
+    payload: dict[str, Any] = json.loads(out)
+    return payload
+
+
+def test_count_json_keys(body: Path) -> None:
+    payload = _json_output("count", body)
     assert set(payload) == {"shape", "model", "encoding", "counter", "input_tokens"}
     assert payload["model"] == "gpt-4o"
     assert payload["encoding"] == "o200k_base"  # gpt-4o's encoding (token-counting.md)
@@ -43,24 +57,14 @@ def test_assemble_json_and_refusal_contract() -> None:
     assert error["code"].startswith("context_assembly_")
 
 
-def test_validate_json_keys(tmp_path: Path) -> None:
-    body = tmp_path / "body.json"
-    body.write_text(
-        json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
-    )
-    code, out, err = invoke(["validate", str(body), "--shape", "openai-chat", "--format", "json"])
-    assert code == 0, err
-    payload = json.loads(out)
+def test_validate_json_keys(body: Path) -> None:
+    payload = _json_output("validate", body)
     assert {"verdict", "status", "rule", "evidence", "provenance", "error"} <= set(payload)
     assert payload["provenance"] == "emulated"
     assert payload["verdict"] == "accept"
 
 
-def test_assemble_hint_names_the_from_option(tmp_path: Path) -> None:
-    body = tmp_path / "body.json"
-    body.write_text(
-        json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
-    )
+def test_assemble_hint_names_the_from_option(body: Path) -> None:
     code, _, err = invoke(["assemble", str(body), "--shape", "gemini"])
     assert code == 2
     assert str(body) in err

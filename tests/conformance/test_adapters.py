@@ -128,32 +128,29 @@ def _with_output(results: Sequence[CaseResult]) -> list[CaseResult]:
 # ---------------------------------------------------------------------------------- langchain
 
 
-def test_langchain_trim_last_leaves_orphan_results_at_the_start(corpus: Path) -> None:
-    """langchain#33245: strategy='last' can return ToolMessages first, without their AIMessage."""
+@pytest.mark.parametrize(
+    ("strategy", "edge", "kind", "rule"),
+    [
+        # langchain#33245: strategy='last' can return ToolMessages first, without their AIMessage.
+        ("trim_last", "start", "orphan_result", "C2"),
+        # strategy='first' has no guard for a trailing assistant tool call.
+        ("trim_first", "end", "unanswered_call", "C1"),
+    ],
+)
+def test_langchain_trimming_leaves_a_broken_ring_at_one_edge(
+    corpus: Path, strategy: str, edge: str, kind: str, rule: str
+) -> None:
+    """Each strategy cuts a ring at the edge it trims from, and the provider rejects it."""
     _needs("langchain_core")
-    results = _run("conformance.adapters.langchain:trim_last", corpus, "ring-then-user")
-    leading = []
+    results = _run(f"conformance.adapters.langchain:{strategy}", corpus, "ring-then-user")
+    broken = []
     for result in _with_output(results):
         messages = _messages(result.output)
-        first = next(i for i, m in enumerate(messages) if m["role"] != "system")
-        if messages[first]["role"] == "tool" and ("orphan_result", first) in _kinds(result):
-            leading.append(result)
-    assert leading, "expected an orphan tool result right after the system text at some budget"
-    assert all("rule C2" in _failed(r, "provider_valid") for r in leading)
-
-
-def test_langchain_trim_first_leaves_the_last_call_unanswered(corpus: Path) -> None:
-    """strategy='first' has no guard for a trailing assistant tool call (C1)."""
-    _needs("langchain_core")
-    results = _run("conformance.adapters.langchain:trim_first", corpus, "ring-then-user")
-    trailing = []
-    for result in _with_output(results):
-        messages = _messages(result.output)
-        last = len(messages) - 1
-        if messages[last].get("tool_calls") and ("unanswered_call", last) in _kinds(result):
-            trailing.append(result)
-    assert trailing, "expected an unanswered assistant tool call at the end at some budget"
-    assert all("rule C1" in _failed(r, "provider_valid") for r in trailing)
+        turns = [i for i, m in enumerate(messages) if m["role"] != "system"]
+        if turns and (kind, turns[0] if edge == "start" else turns[-1]) in _kinds(result):
+            broken.append(result)
+    assert broken, f"expected {kind} at the {edge} of the view at some budget"
+    assert all(f"rule {rule}" in _failed(r, "provider_valid") for r in broken)
 
 
 def test_langchain_start_on_human_fixes_only_the_leading_edge(corpus: Path) -> None:

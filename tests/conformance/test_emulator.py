@@ -13,6 +13,7 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shape_support import chat_ring
 
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app
@@ -217,24 +218,8 @@ def test_profile_follows_the_model_when_none_is_asked_for_B10() -> None:
 
 
 def test_dialect_from_path_prefix_applies_mistral_id_rule_MI4() -> None:
-    body = {
-        "model": "mistral-large-latest",
-        "messages": [
-            {"role": "user", "content": "hi"},
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": "call_abc",
-                        "type": "function",
-                        "function": {"name": "f", "arguments": "{}"},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "call_abc", "content": "ok"},
-        ],
-    }
+    messages = [{"role": "user", "content": "hi"}, *chat_ring("call_abc")]
+    body = {"model": "mistral-large-latest", "messages": messages}
     base = _raw().post("/v1/chat/completions", json=body)
     assert base.status_code == 200
     mistral = _raw().post("/dialect/mistral/v1/chat/completions", json=body)

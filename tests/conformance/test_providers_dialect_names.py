@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from shape_support import chat_ring
 
 from conformance.cli import cli
 from conformance.errors import UnknownProfileError
@@ -49,17 +50,7 @@ SPELLINGS = [
 # OpenAI (C5) and refused by LM Studio (LM1) and llama.cpp (LC1).
 NULL_CONTENT = {
     "model": "m",
-    "messages": [
-        {"role": "user", "content": "q"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-    ],
+    "messages": [{"role": "user", "content": "q"}, *chat_ring("c1", content=None)],
 }
 
 

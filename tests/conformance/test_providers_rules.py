@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from shape_support import chat_ring
 
 from conformance.providers.catalog import (
     Profile,
@@ -282,24 +283,7 @@ def rules_ids(shape: str, dialect: str | None) -> set[str]:
 
 
 def test_mistral_reports_its_id_rule_where_openai_accepts() -> None:
-    body = {
-        "model": "m",
-        "messages": [
-            {"role": "user", "content": "q"},
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "f", "arguments": "{}"},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
-        ],
-    }
+    body = {"model": "m", "messages": [{"role": "user", "content": "q"}, *chat_ring("call_1")]}
     assert validate_request(body, "openai-chat").accepted
     verdict = validate_request(body, "openai-chat", dialect="mistral")
     assert verdict.rule == "MI4"

@@ -25,6 +25,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+from audit_support import ORPHAN
 from click.testing import CliRunner
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -52,13 +53,6 @@ GEMINI_KEY = "AIza" + "P" * 35
 SECRETS = (OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, "PROXYTESTSECRET")
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Status of checkout?"}]}
-ORPHAN_CHAT = {
-    "model": "gpt-4o-mini",
-    "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "tool", "tool_call_id": "call_1", "content": "healthy"},
-    ],
-}
 MESSAGES = {
     "model": "claude-haiku-4-5",
     "max_tokens": 64,
@@ -220,7 +214,7 @@ def test_enforce_refuses_with_the_providers_exact_answer_in_both_sdks(
     upstream, counting = emulator
     with _proxy(upstream, mode="enforce") as proxy:
         for send, body, error in (
-            (_openai_raw, ORPHAN_CHAT, openai.BadRequestError),
+            (_openai_raw, ORPHAN, openai.BadRequestError),
             (_anthropic_raw, ORPHAN_MESSAGES, anthropic.BadRequestError),
         ):
             reached = len(counting.seen)
@@ -246,7 +240,7 @@ def test_observe_forwards_a_request_our_rules_reject(
     with _proxy(upstream, mode="observe", record_dir=str(folder)) as proxy:
         reached = len(counting.seen)
         with pytest.raises(openai.BadRequestError) as answered:
-            _openai_raw(proxy, ORPHAN_CHAT)
+            _openai_raw(proxy, ORPHAN)
         assert len(counting.seen) == reached + 1
         headers = answered.value.response.headers
         assert headers[PROXY_HEADER] == "forwarded; ours=reject; rule=C2"
@@ -468,7 +462,7 @@ def test_diff_lists_every_disagreement_between_our_verdicts_and_the_providers(
         assert _anthropic_raw(proxy, TWO_USER_TURNS).status_code == 200  # ours-stricter
         assert _openai_raw(proxy, CHAT).status_code == 200  # agreed: accept
         with pytest.raises(openai.BadRequestError):
-            _openai_raw(proxy, ORPHAN_CHAT)  # agreed: reject, same error
+            _openai_raw(proxy, ORPHAN)  # agreed: reject, same error
     runner = CliRunner()
     result = runner.invoke(cli, ["diff", f"ours:{folder}", str(folder), "--format", "json"])
     assert result.exit_code == 1, result.output

@@ -220,22 +220,29 @@ def test_binary_header_values_are_text_bedrock() -> None:
 
 @needs_recordings
 @pytest.mark.recordings
-def test_json_text_response_with_octet_stream_content_type_deepseek() -> None:
-    (interaction,) = _read("gateways/deepseek_responses_400_interleaved_calls.yaml")
-    assert interaction.dialect == "deepseek"
+@pytest.mark.parametrize(
+    ("recording", "dialect", "message"),
+    [
+        # A JSON error body sent as application/octet-stream (DeepSeek).
+        (
+            "gateways/deepseek_responses_400_interleaved_calls.yaml",
+            "deepseek",
+            "No tool output found for tool call call-a.",
+        ),
+        (
+            "gemini/vertex_400_invalid_role_otel.yaml",
+            "vertex",
+            "Please use a valid role: user, model.",
+        ),
+    ],
+    ids=["deepseek-octet-stream", "vertex"],
+)
+def test_gateway_error_body_and_dialect(recording: str, dialect: str, message: str) -> None:
+    (interaction,) = _read(recording)
+    assert interaction.dialect == dialect
     body = interaction.response_body
     assert isinstance(body, dict)
-    assert body["error"]["message"] == "No tool output found for tool call call-a."
-
-
-@needs_recordings
-@pytest.mark.recordings
-def test_vertex_error_body_and_dialect() -> None:
-    (interaction,) = _read("gemini/vertex_400_invalid_role_otel.yaml")
-    assert interaction.dialect == "vertex"
-    body = interaction.response_body
-    assert isinstance(body, dict)
-    assert body["error"]["message"] == "Please use a valid role: user, model."
+    assert body["error"]["message"] == message
 
 
 @needs_recordings

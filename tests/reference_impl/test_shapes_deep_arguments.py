@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from shape_support import chat_ring
 
 from conformance.cli import cli
 from reference_impl.errors import TranscriptError, UnsupportedPartError
@@ -20,14 +21,7 @@ BODY = {
     "model": "gpt-4o",
     "messages": [
         {"role": "user", "content": "go"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": DEEP_ARGS}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        *chat_ring("c1", content=None, arguments=DEEP_ARGS),
     ],
 }
 OBJECT_SHAPES = ["anthropic-messages", "gemini", "bedrock-converse"]

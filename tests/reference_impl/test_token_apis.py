@@ -60,14 +60,29 @@ def _responses_render(t: Transcript) -> dict[str, Any]:
     }
 
 
+def _client(sdk: Any, base_url: str, recorder: Recorder, **options: Any) -> Any:
+    """A client of ``sdk`` (``anthropic.Anthropic``, ``openai.OpenAI``) that only reaches
+    ``recorder``."""
+    transport = httpx2.MockTransport(recorder)
+    client = httpx2.Client(transport=transport)
+    return sdk(api_key="test-key", base_url=base_url, http_client=client, **options)
+
+
+def _anthropic_counter(
+    recorder: Recorder, model: str, **options: Any
+) -> AnthropicCountTokensCounter:
+    client = _client(anthropic.Anthropic, "http://anthropic.test", recorder, **options)
+    return AnthropicCountTokensCounter(client, model, render=_anthropic_render)
+
+
+def _openai_counter(recorder: Recorder, model: str, **options: Any) -> OpenAIInputTokensCounter:
+    client = _client(openai.OpenAI, "http://openai.test/v1", recorder, **options)
+    return OpenAIInputTokensCounter(client, model, render=_responses_render)
+
+
 def test_anthropic_count_tokens_through_the_sdk() -> None:
     recorder = Recorder(200, {"input_tokens": 14})  # the docs' basic example value
-    client = anthropic.Anthropic(
-        api_key="test-key",
-        base_url="http://anthropic.test",
-        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
-    )
-    counter = AnthropicCountTokensCounter(client, "claude-sonnet-4-5", render=_anthropic_render)
+    counter = _anthropic_counter(recorder, "claude-sonnet-4-5")
     assert isinstance(counter, TokenCounter)
     result = counter.count(_transcript())
     assert result.total == 14
@@ -85,30 +100,9 @@ def test_anthropic_count_tokens_through_the_sdk() -> None:
     assert len(recorder.requests) == 1  # the same view costs no second call
 
 
-def test_anthropic_count_tokens_failure_is_a_named_error() -> None:
-    recorder = Recorder(
-        400,
-        {"type": "error", "error": {"type": "invalid_request_error", "message": "bad model"}},
-    )
-    client = anthropic.Anthropic(
-        api_key="test-key",
-        base_url="http://anthropic.test",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
-    )
-    counter = AnthropicCountTokensCounter(client, "claude-x", render=_anthropic_render)
-    with pytest.raises(TokenCountError, match=r"count_tokens failed \(HTTP 400"):
-        counter.count(_transcript())
-
-
 def test_openai_input_tokens_through_the_sdk() -> None:
     recorder = Recorder(200, {"object": "response.input_tokens", "input_tokens": 51})
-    client = openai.OpenAI(
-        api_key="test-key",
-        base_url="http://openai.test/v1",
-        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
-    )
-    counter = OpenAIInputTokensCounter(client, "gpt-4.1-mini", render=_responses_render)
+    counter = _openai_counter(recorder, "gpt-4.1-mini")
     result = counter.count(_transcript())
     assert result.total == 51
     assert result.counter == "openai:responses.input_tokens(gpt-4.1-mini)"
@@ -123,27 +117,38 @@ def test_openai_input_tokens_through_the_sdk() -> None:
     assert len(recorder.requests) == 1
 
 
-def test_openai_input_tokens_failure_is_a_named_error() -> None:
-    recorder = Recorder(500, {"error": {"message": "oops", "type": "server_error"}})
-    client = openai.OpenAI(
-        api_key="test-key",
-        base_url="http://openai.test/v1",
-        max_retries=0,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
-    )
-    counter = OpenAIInputTokensCounter(client, "gpt-4o", render=_responses_render)
-    with pytest.raises(TokenCountError, match="input_tokens failed"):
+@pytest.mark.parametrize(
+    ("counter_for", "model", "status", "answer", "match"),
+    [
+        (
+            _anthropic_counter,
+            "claude-x",
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": "bad model"}},
+            r"count_tokens failed \(HTTP 400",
+        ),
+        (
+            _openai_counter,
+            "gpt-4o",
+            500,
+            {"error": {"message": "oops", "type": "server_error"}},
+            "input_tokens failed",
+        ),
+    ],
+    ids=["anthropic", "openai"],
+)
+def test_count_api_failure_is_a_named_error(
+    counter_for: Any, model: str, status: int, answer: Mapping[str, Any], match: str
+) -> None:
+    counter = counter_for(Recorder(status, answer), model, max_retries=0)
+    with pytest.raises(TokenCountError, match=match):
         counter.count(_transcript())
 
 
 def test_default_render_uses_the_anthropic_shape() -> None:
     pytest.importorskip("reference_impl.shapes.anthropic_messages")
     recorder = Recorder(200, {"input_tokens": 20})
-    client = anthropic.Anthropic(
-        api_key="test-key",
-        base_url="http://anthropic.test",
-        http_client=httpx2.Client(transport=httpx2.MockTransport(recorder)),
-    )
+    client = _client(anthropic.Anthropic, "http://anthropic.test", recorder)
     counter = AnthropicCountTokensCounter(client, "claude-sonnet-4-5")
     assert counter.count(_transcript()).total == 20
     body = recorder.body()

@@ -1,6 +1,7 @@
-"""The request bodies the audit tests log: one the rules accept, one they refuse.
+"""The request bodies the traffic tests log or send: one the rules accept, one they refuse.
 
-Imported by the tests of ``ctxconf audit`` (``tests/cli/``) and of its Dask recipe.
+Imported by the tests of ``ctxconf audit`` (``tests/cli/``), of its Dask recipe and of the
+validating proxy.
 """
 
 from __future__ import annotations

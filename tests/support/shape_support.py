@@ -33,6 +33,7 @@ __all__ = [
     "assert_transcript_or_parse_error",
     "bedrock_meaning",
     "chat_meaning",
+    "chat_ring",
     "gemini_meaning",
     "needs_recordings",
     "parse_outcome",
@@ -114,6 +115,18 @@ def recorded_replies(interactions: Iterable[Any], key: str | None = None) -> lis
 
 
 # ------------------------------------------------------------------- what a body means
+
+
+def chat_ring(
+    call_id: str, *, content: str | None = "", arguments: str = "{}"
+) -> list[dict[str, Any]]:
+    """Chat Completions messages of one answered call: the assistant message with one call of
+    function ``f`` (its ``content`` as given) and the tool message that answers it with ``ok``."""
+    call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return [
+        {"role": "assistant", "content": content, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+    ]
 
 
 def chat_meaning(body: dict[str, Any]) -> dict[str, Any]:
