@@ -25,40 +25,8 @@ from reference_impl.shapes import get_shape
 # On the worker of the other tests that import the libraries (tests/test_adapters.py).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adapter-libraries")]
 
-CORPUS = """version: 1
-scenarios:
-  - id: parallel-rings
-    title: two user turns, each answered by a parallel ring of three calls
-    shapes: [openai-chat, openai-responses]
-    tools: [{name: get_status}, {name: deploy}]
-    session:
-      - {role: system, text: "You are deploy-bot."}
-      - {role: user, text: "GOAL: roll out checkout v2."}
-      - role: assistant
-        calls:
-          - {id: call_p1, name: get_status, args: {service: checkout}}
-          - {id: call_p2, name: get_status, args: {service: payments}}
-          - {id: call_p3, name: get_status, args: {service: search}}
-      - role: tool
-        results:
-          - {id: call_p1, text: {repeat: "checkout healthy;", times: 20}}
-          - {id: call_p2, text: {repeat: "payments healthy;", times: 20}}
-          - {id: call_p3, text: {repeat: "search healthy;", times: 20}}
-      - {role: user, text: "Deploy all three."}
-      - role: assistant
-        calls:
-          - {id: call_d1, name: deploy, args: {service: checkout}}
-          - {id: call_d2, name: deploy, args: {service: payments}}
-          - {id: call_d3, name: deploy, args: {service: search}}
-      - role: tool
-        results:
-          - {id: call_d1, text: {repeat: "deployed checkout;", times: 20}}
-          - {id: call_d2, text: {repeat: "deployed payments;", times: 20}}
-          - {id: call_d3, text: {repeat: "deployed search;", times: 20}}
-      - {role: user, text: "Status?"}
-    budget: {sweep: [60, 600, 60]}
-    expect: {outcome: either}
-"""
+# The scenario every framework test runs: two user turns, each answered by a parallel ring.
+CORPUS = Path(__file__).with_name("frameworks_corpus.yaml")
 
 MODULES = {
     "autogen": ("autogen_core", "autogen"),
@@ -74,7 +42,7 @@ MODULES = {
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("frameworks")
     (root / "must").mkdir()
-    (root / "must" / "cases.yaml").write_text(CORPUS)
+    (root / "must" / "cases.yaml").write_text(CORPUS.read_text("utf-8"))
     return root
 
 

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 import pytest
+from assembler_support import Call, parallel_ring
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
@@ -381,19 +382,9 @@ def _ring_transcript() -> Transcript:
         (
             Message("system", (TextPart("You are deploy-bot."),)),
             Message("user", (TextPart("Roll out v2 to staging."),)),
-            Message(
-                "assistant",
-                (
-                    ToolCallPart("call_a", "get_status", '{"env":"staging"}'),
-                    ToolCallPart("call_b", "notify_ops", '{"text":"rolling out"}'),
-                ),
-            ),
-            Message(
-                "tool",
-                (
-                    ToolResultPart("call_a", (TextPart("healthy"),)),
-                    ToolResultPart("call_b", (TextPart("error: pager down"),), is_error=True),
-                ),
+            *parallel_ring(
+                Call("call_a", "get_status", '{"env":"staging"}', "healthy"),
+                Call("call_b", "notify_ops", '{"text":"rolling out"}', "error: pager down", True),
             ),
             Message("assistant", (TextPart("Staging is healthy; paging failed."),)),
         ),

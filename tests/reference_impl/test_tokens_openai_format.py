@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import tiktoken
+from assembler_support import Call, parallel_ring
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,19 +84,9 @@ def test_parallel_calls_are_one_multi_tool_use_call_with_compact_arguments() -> 
     transcript = Transcript(
         (
             Message("user", (TextPart("Weather in Oslo and Rome?"),)),
-            Message(
-                "assistant",
-                (
-                    ToolCallPart("c1", "weather", '{"city": "Oslo"}'),
-                    ToolCallPart("c2", "weather", '{ "city" : "Rome" }'),
-                ),
-            ),
-            Message(
-                "tool",
-                (
-                    ToolResultPart("c1", (TextPart("-3C"),)),
-                    ToolResultPart("c2", (TextPart("18C"),)),
-                ),
+            *parallel_ring(
+                Call("c1", "weather", '{"city": "Oslo"}', "-3C"),
+                Call("c2", "weather", '{ "city" : "Rome" }', "18C"),
             ),
         )
     )

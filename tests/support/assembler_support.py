@@ -9,6 +9,7 @@ prove that nothing is counted twice and that the old end of a long session is no
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from reference_impl.tokens import TokenCount
 from reference_impl.transcript import (
@@ -90,6 +91,23 @@ def ring(
     calls = tuple(ToolCallPart(i, name, '{"q": 1}') for i in ids)
     results = tuple(ToolResultPart(i, (TextPart(result),), is_error=error) for i in ids)
     return Message("assistant", calls), Message("tool", results)
+
+
+class Call(NamedTuple):
+    """One call of a :func:`parallel_ring`: its id, tool, arguments (kept as written) and result."""
+
+    id: str
+    name: str
+    arguments: str
+    result: str
+    error: bool = False
+
+
+def parallel_ring(*calls: Call) -> tuple[Message, Message]:
+    """The assistant message making ``calls`` and the tool message answering them, in order."""
+    parts = tuple(ToolCallPart(c.id, c.name, c.arguments) for c in calls)
+    results = tuple(ToolResultPart(c.id, (TextPart(c.result),), is_error=c.error) for c in calls)
+    return Message("assistant", parts), Message("tool", results)
 
 
 def session(*items: Message | tuple[Message, ...], tools: Sequence[ToolSpec] = ()) -> Transcript:
