@@ -16,7 +16,9 @@ Mapping to the neutral transcript:
   data='{"thoughtSignature":...}')`` placed immediately **before** the part it was attached to;
   render re-attaches it to the next part (G6: a functionCall must carry its signature back; G6a:
   with parallel calls only the first has one). A ``thought: true`` part is one ``ReasoningPart``
-  holding the canonical JSON of the whole part (its signature included).
+  holding the canonical JSON of the whole part (its signature included). A parsed *response*
+  carries ``usageMetadata.thoughtsTokenCount`` on its signature parts (``ReasoningPart.tokens``,
+  shared evenly): Gemini 3 bills a replayed signature's thoughts as input.
 * **Call ids.** ``functionCall.id`` is optional. A call without one gets
   ``gemini-call-<message index>-<n>`` (n-th call of that message; in a response,
   ``gemini-call-<responseId>-<n>``). A ``functionResponse`` without an id is linked to the first
@@ -48,6 +50,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any, Final, Literal
 
@@ -419,7 +422,28 @@ def parse_response(body: Mapping[str, Any]) -> Message:
         "code execution, video metadata...",
         lambda position: f"{content.where}.parts[{position[0]}]",
     )
-    return message
+    return _with_thought_tokens(message, body.get("usageMetadata"))
+
+
+def _with_thought_tokens(message: Message, usage: object) -> Message:
+    """``message`` with the response's thought tokens on its signature parts (shared evenly)."""
+    count = usage.get("thoughtsTokenCount") if isinstance(usage, Mapping) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return message
+    indexes = [
+        i
+        for i, p in enumerate(message.parts)
+        if isinstance(p, ReasoningPart) and "thoughtSignature" in p.value()
+    ]
+    if not indexes:
+        return message
+    share, extra = divmod(count, len(indexes))
+    parts = list(message.parts)
+    for n, i in enumerate(indexes):
+        part = parts[i]
+        assert isinstance(part, ReasoningPart)
+        parts[i] = replace(part, tokens=share + (1 if n < extra else 0))
+    return replace(message, parts=tuple(parts))
 
 
 # --------------------------------------------------------------------------------- rendering

@@ -14,7 +14,9 @@ Mapping decisions (provider-rules.md section 2):
 * **Ids.** ``function_call.call_id`` is ``ToolCallPart.id`` and its ``fc_…`` id is ``item_id``;
   a ``function_call_output`` ``id`` is ``ToolResultPart.item_id``. Arguments stay byte-exact.
 * **Reasoning.** A ``reasoning`` item is kept whole (id, summary, ``encrypted_content``) as
-  ``ReasoningPart(origin="openai-responses", data=canonical_json(item))``.
+  ``ReasoningPart(origin="openai-responses", data=canonical_json(item))``. A parsed *response*
+  also carries the reasoning tokens it reported on those parts (``tokens``, not on the wire):
+  the input cost of the items when they are sent back.
 * **instructions.** The top-level ``instructions`` string is the model's system message, so it
   parses to a leading ``system`` message. On render a leading ``system`` message made of one text
   (or summary) part, without a name or id, becomes ``instructions`` again. A body whose ``input``
@@ -459,7 +461,37 @@ def _render_results(message: Message, index: int) -> list[dict[str, Any]]:
 
 
 def parse_response(body: Mapping[str, Any]) -> Message:
-    """A ``response`` object -> its output items as one assistant message."""
+    """A ``response`` object -> its output items as one assistant message.
+
+    The reasoning tokens the response reports (``usage.output_tokens_details.reasoning_tokens``)
+    are carried on its ``reasoning`` parts (``ReasoningPart.tokens``, shared evenly when there are
+    several): the provider bills them as input when the items are sent back, and nothing in the
+    item says how many there were. A count of 0 next to a reasoning item is left unknown: the
+    recordings show gpt-5-mini reporting 0 for items it billed about 60 tokens for when replayed.
+    """
+    message = _parse_output(body)
+    reasoning = _reported_reasoning_tokens(body)
+    indexes = [i for i, p in enumerate(message.parts) if isinstance(p, ReasoningPart)]
+    if not reasoning or not indexes:
+        return message
+    share, extra = divmod(reasoning, len(indexes))
+    parts = list(message.parts)
+    for n, i in enumerate(indexes):
+        part = parts[i]
+        assert isinstance(part, ReasoningPart)
+        parts[i] = replace(part, tokens=share + (1 if n < extra else 0))
+    return replace(message, parts=tuple(parts))
+
+
+def _reported_reasoning_tokens(body: Mapping[str, Any]) -> int:
+    """``usage.output_tokens_details.reasoning_tokens`` of a response (0 when absent)."""
+    usage = body.get("usage")
+    details = usage.get("output_tokens_details") if isinstance(usage, Mapping) else None
+    value = details.get("reasoning_tokens") if isinstance(details, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _parse_output(body: Mapping[str, Any]) -> Message:
     root = Wire.root(body)
     output = root.get("output")
     for item in output.items():
@@ -508,7 +540,11 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
             "input_tokens": meta.input_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": meta.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {
+                "reasoning_tokens": sum(
+                    p.tokens or 0 for p in message.parts if isinstance(p, ReasoningPart)
+                )
+            },
             "total_tokens": meta.total_tokens,
         },
     }

@@ -14,10 +14,12 @@ from typing import Final
 
 __all__ = [
     "AnthropicImageRule",
+    "GeminiImageRule",
     "PatchRule",
     "TileRule",
     "anthropic_image_tokens",
     "claude_version",
+    "gemini_image_tokens",
     "image_patches",
     "openai_image_rule",
     "patch_image_tokens",
@@ -187,3 +189,44 @@ def anthropic_image_tokens(
     w = math.floor(width * scale)
     h = math.floor(height * scale)
     return min(rule.max_tokens, math.ceil(w * h / 750))
+
+
+# --------------------------------------------------------------------------------------- Gemini
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiImageRule:
+    """Gemini 2.x: [community, quoting the Gemini token-counting docs] geminibyexample.com
+    "Calculating multimodal input tokens": an image with both sides at most 384 px is 258 tokens,
+    a larger one is cut into 768x768 tiles of 258 each. Gemini 3: the media resolution sets a
+    budget per image, 1,120 at its default (high) ([community] a Gemini 3 guide's table: high
+    ~1120, medium ~560 for PDFs); the recordings show 1,089 for a 128x128 PNG on
+    gemini-3-flash-preview. ``per_image`` is that budget (None: the 2.x tiles); a PDF page is
+    ``page`` tokens (2.x: one 258 image; Gemini 3: the medium budget)."""
+
+    per_image: int | None = None
+    tile: int = 258
+    page: int = 258
+
+    @staticmethod
+    def for_generation(generation: int) -> GeminiImageRule:
+        """The rule of a Gemini major version (3 and later: the media-resolution budgets)."""
+        if generation >= 3:
+            return GeminiImageRule(per_image=1120, page=560)
+        return GeminiImageRule()
+
+    @property
+    def max_tokens(self) -> int:
+        """What an image of unknown size is charged (the Gemini 3 default budget)."""
+        return self.per_image if self.per_image is not None else 1120
+
+
+def gemini_image_tokens(width: int | None, height: int | None, rule: GeminiImageRule) -> int:
+    """Tokens of an image for Gemini (see ``GeminiImageRule``)."""
+    if rule.per_image is not None:
+        return rule.per_image
+    if width is None or height is None or width <= 0 or height <= 0:
+        return rule.max_tokens
+    if width <= 384 and height <= 384:
+        return rule.tile
+    return math.ceil(width / 768) * math.ceil(height / 768) * rule.tile

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -23,8 +22,11 @@ from typing_extensions import assert_never
 from reference_impl.tokens._image_size import part_size
 from reference_impl.tokens._image_tokens import (
     AnthropicImageRule,
+    GeminiImageRule,
     anthropic_image_tokens,
+    gemini_image_tokens,
 )
+from reference_impl.tokens._pdf import pdf_page_count, pdf_text
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -38,12 +40,14 @@ from reference_impl.transcript import (
 )
 
 __all__ = [
+    "FETCHED_FILE_TOKENS",
     "REPLY_PRIMING",
     "TOKENS_PER_MESSAGE",
     "TOKENS_PER_NAME",
     "EstimateRules",
     "TextTokens",
-    "file_tokens",
+    "file_costs",
+    "inline_pdf_pages",
 ]
 
 TextTokens = Callable[[str], int]
@@ -56,30 +60,55 @@ TOKENS_PER_MESSAGE: Final = 3
 TOKENS_PER_NAME: Final = 1
 REPLY_PRIMING: Final = 3
 
-# Files: nothing in token-counting.md gives a formula. OpenAI and Anthropic both extract the text of a
-# PDF and add an image of each page; Anthropic's PDF guide puts a page at 1,500-3,000 tokens. We take
-# the upper end per page (an estimate that errs high), decode text-like files and count their text,
-# and charge one page for a file we cannot read (URL, file id, unknown type).
-PDF_TOKENS_PER_PAGE: Final = 3_000
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+# Files. A PDF page goes into the context as an image of the page plus its text ([vendor]
+# Anthropic's PDF support page; OpenAI's file inputs guide): ``page_tokens`` per page (the rule
+# set's figure for the page image) plus the tokens of the text the pages draw (``_pdf``).
+# Text-like files are decoded and their text counted. A file the request only references (URL,
+# provider file id) or that cannot be read is input the provider fetches or decodes and the
+# request does not carry: it is charged ``FETCHED_FILE_TOKENS``, a documented allowance (the
+# counters take another one as ``fetched_allowance``). The calibration bench reports requests
+# with such references apart: nothing local can count them.
+FETCHED_FILE_TOKENS: Final = 3_000
 _TEXT_MEDIA = ("text/", "application/json", "application/xml", "application/x-yaml")
 
 
-def file_tokens(part: FilePart, text_tokens: TextTokens) -> int:
-    """Estimated tokens of a file part (decoded text for text media, a per-page figure for
-    documents)."""
-    media = part.media_type or ""
+def _inline_bytes(part: FilePart) -> bytes | None:
+    """The bytes of an inline (base64) file; None for a reference or undecodable data."""
     if part.source != "base64":
-        return PDF_TOKENS_PER_PAGE
+        return None
     try:
-        raw = base64.b64decode(part.data, validate=False)
+        return base64.b64decode(part.data, validate=False)
     except (binascii.Error, ValueError):
-        return PDF_TOKENS_PER_PAGE
-    if media.startswith(_TEXT_MEDIA):
-        return text_tokens(raw.decode("utf-8", errors="replace"))
-    if media == "application/pdf" or raw.startswith(b"%PDF"):
-        return PDF_TOKENS_PER_PAGE * max(1, len(_PDF_PAGE.findall(raw)))
-    return PDF_TOKENS_PER_PAGE
+        return None
+
+
+def _is_pdf(part: FilePart, raw: bytes) -> bool:
+    return part.media_type == "application/pdf" or raw.startswith(b"%PDF")
+
+
+def inline_pdf_pages(part: FilePart) -> int:
+    """Pages of an inline PDF (0 for anything else): what a per-page constant is charged for."""
+    raw = _inline_bytes(part)
+    if raw is None or (part.media_type or "").startswith(_TEXT_MEDIA) or not _is_pdf(part, raw):
+        return 0
+    return pdf_page_count(raw)
+
+
+def file_costs(
+    part: FilePart, text_tokens: TextTokens, page_tokens: int, fetched: int = FETCHED_FILE_TOKENS
+) -> tuple[int, int]:
+    """(text tokens in the counter's encoding, tokens given in provider units) of a file part:
+    decoded text for text media; for a PDF its pages' text and ``page_tokens`` per page; for
+    what the request does not carry (a reference, undecodable data, other binary) ``fetched``."""
+    raw = _inline_bytes(part)
+    if raw is None:
+        return 0, fetched
+    if (part.media_type or "").startswith(_TEXT_MEDIA):
+        return text_tokens(raw.decode("utf-8", errors="replace")), 0
+    if _is_pdf(part, raw):
+        text = pdf_text(raw)
+        return (text_tokens(text) if text else 0), page_tokens * pdf_page_count(raw)
+    return 0, fetched
 
 
 # ----------------------------------------------------------------------------------- estimates
@@ -92,12 +121,30 @@ class EstimateRules:
     The content a provider would render (text, tool names and argument JSON, tool result text,
     visible thinking text) is counted with a tiktoken encoding, framed like an OpenAI message, and
     multiplied by ``safety_factor`` (rounded up per message). Images are counted with Anthropic's
-    ``w*h/750`` rule (section 4c) and not multiplied: that formula is already in provider tokens.
+    ``w*h/750`` rule (section 4c), or Gemini's (``GeminiImageRule``), and not multiplied: those
+    formulas are already in provider tokens. A PDF page costs ``page_tokens`` for its image
+    (Claude: the standard tier's image cap, the recordings show a blank letter page at 1,587 and
+    1,607 tokens; Gemini: its rule's page figure) plus its text. A file or image the request
+    only references costs ``fetched`` (an image: the rule's largest image unless
+    ``fetched_image`` is given). ``tool_call_tokens`` is a measured per-call constant (the
+    wrapper a Claude call and its result are rendered in), not multiplied either.
     """
 
     text_tokens: TextTokens
     safety_factor: float
-    image_rule: AnthropicImageRule
+    image_rule: AnthropicImageRule | GeminiImageRule
+    page_tokens: int = AnthropicImageRule().max_tokens
+    fetched: int = FETCHED_FILE_TOKENS
+    fetched_image: int | None = None
+    tool_call_tokens: int = 0
+    billed_reasoning: bool = False
+    """Whether a reasoning artifact with a carried count (``ReasoningPart.tokens``) costs that
+    count: Gemini 3 bills the thoughts behind a replayed signature of the current turn (the
+    recordings: +138, +132, +49 and +1,009 tokens over the content against 132, 140, 59 and
+    1,009 thought tokens reported by the response that produced it) and not those of earlier
+    turns (1,001 thought tokens before the last user message: not billed); Gemini 2.5 bills
+    none (+10 against 109). The per-message count charges every such artifact; the request
+    overhead takes the earlier turns' back (``earlier_reasoning``)."""
 
     def _scaled(self, tiktoken_count: int) -> int:
         return math.ceil(tiktoken_count * self.safety_factor)
@@ -110,9 +157,13 @@ class EstimateRules:
             case SummaryPart():
                 return self.text_tokens(part.wire_text()), 0
             case ImagePart():
+                if part.source != "base64" and self.fetched_image is not None:
+                    return 0, self.fetched_image
+                if isinstance(self.image_rule, GeminiImageRule):
+                    return 0, gemini_image_tokens(*part_size(part), self.image_rule)
                 return 0, anthropic_image_tokens(*part_size(part), self.image_rule)
             case FilePart():
-                return file_tokens(part, self.text_tokens), 0
+                return file_costs(part, self.text_tokens, self.page_tokens, self.fetched)
             case _:
                 assert_never(part)
 
@@ -139,6 +190,7 @@ class EstimateRules:
                 case ToolCallPart():
                     counted += TOKENS_PER_MESSAGE + self.text_tokens(part.name)
                     counted += self.text_tokens(part.arguments) + self.text_tokens(part.id)
+                    provider += self.tool_call_tokens
                 case ToolResultPart():
                     counted += TOKENS_PER_MESSAGE + self.text_tokens(part.call_id)
                     for inner in part.content:
@@ -146,7 +198,10 @@ class EstimateRules:
                         counted += a
                         provider += b
                 case ReasoningPart():
-                    counted += self.text_tokens(self._reasoning_text(part))
+                    if self.billed_reasoning and part.tokens is not None:
+                        provider += part.tokens
+                    else:
+                        counted += self.text_tokens(self._reasoning_text(part))
                 case TextPart() | SummaryPart() | ImagePart() | FilePart():
                     a, b = self._attachment(part)
                     counted += a
@@ -154,6 +209,22 @@ class EstimateRules:
                 case _:
                     assert_never(part)
         return self._scaled(counted) + provider
+
+    def earlier_reasoning(self, messages: Sequence[Message]) -> int:
+        """What the per-message counts charge for carried reasoning counts before the last user
+        message, which the provider does not bill (``billed_reasoning``)."""
+        if not self.billed_reasoning:
+            return 0
+        last_user = next(
+            (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), -1
+        )
+        return sum(
+            part.tokens
+            for message in messages[:last_user]
+            if message.role == "assistant"
+            for part in message.parts
+            if isinstance(part, ReasoningPart) and part.tokens is not None
+        )
 
     def tools(self, tools: Sequence[ToolSpec]) -> int:
         """Name, description and the schema's JSON text per tool, times the safety factor."""

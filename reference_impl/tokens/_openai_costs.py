@@ -49,8 +49,31 @@ tools' own, not needed when one exists. ``count_tools`` gives the larger ``names
 that budgets tools apart from the messages then never counts low) and the request overhead takes
 the 4 back when a system message carries them, so ``overhead`` can be negative.
 Harmony: a developer message ``# Tools\\n\\n## functions\\n\\n<namespace>`` (harmony guide).
-A reasoning model with tools also gets a hidden system message (channels, date, …) whose size is
-not published; it is not counted (the calibration bench says so for those requests).
+
+**The harmony system message.** [vendor] The harmony guide renders a system message first
+(identity, knowledge cutoff, date, reasoning effort, the valid channels and, with tools, the line
+sending tool calls to the commentary channel): 61 tokens with its frame, 75 with the tools line.
+gpt-oss's open chat template always sends it (a gateway's gpt-oss-120b: 79 reported, 18 + 61
+counted). OpenAI's hosted reasoning models show it in Chat Completions when tools are offered
+(gpt-5-mini/nano: 72-90 tokens over the content, 75 predicted) and not otherwise: not without
+tools (gpt-5-mini 15 reported, 15 counted) and not in Responses, where requests with tools match
+within 2 tokens without it.
+
+**Reasoning items** (Responses). The item's text is encrypted; the model reads its reasoning
+tokens, which the response that produced the item reported (``ReasoningPart.tokens``, carried by
+the Responses parser). A replayed item costs exactly that count, frame included: three replayed
+items in one recording cost 45, 143 and 339 tokens against 45, 98 + 45 and 196 + 143 reported.
+The summary is not input. Items before the last user message are dropped by the server
+([community] openai-agents-python#2203: "if thinking tokens are sent back, most reasoning models
+will drop them server-side"; a replayed item from an earlier turn cost 0 in the recordings) unless
+``reasoning.context`` is ``all_turns``; the per-message count charges every item (it cannot see
+the turn) and the request overhead takes the earlier ones back. An item whose count is unknown
+(built from a request body, not a response) falls back to its frame and summary text, which
+undercounts: the calibration bench reports such requests.
+
+**Files.** A PDF page costs ``page_tokens`` (the fitted ``openai.pdf_page``: the page's image;
+the text is counted apart); a file or image the request only references (URL, file id) costs
+the ``fetched`` allowance (an image: the rule's largest image unless ``fetched_image`` is given).
 """
 
 from __future__ import annotations
@@ -67,11 +90,12 @@ from reference_impl.tokens._image_tokens import (
     tile_image_tokens,
 )
 from reference_impl.tokens._message_costs import (
+    FETCHED_FILE_TOKENS,
     REPLY_PRIMING,
     TOKENS_PER_MESSAGE,
     TOKENS_PER_NAME,
     TextTokens,
-    file_tokens,
+    file_costs,
 )
 from reference_impl.tokens._tool_namespace import render_namespace
 from reference_impl.transcript import (
@@ -90,9 +114,12 @@ from reference_impl.transcript import (
 __all__ = [
     "HARMONY_CHANNEL",
     "HARMONY_REPLY_PRIMING",
+    "HARMONY_SYSTEM",
+    "HARMONY_SYSTEM_TOOLS_LINE",
     "TOOLS_OWN_MESSAGE",
     "TOOLS_SHARE_SYSTEM",
     "OpenAIRules",
+    "harmony_system_policy",
     "is_harmony_model",
 ]
 
@@ -109,6 +136,19 @@ _HARMONY_TOOLS_HEADER: Final = "# Tools\n\n## functions\n\n"
 
 _REASONING_PREFIXES: Final = ("o1", "o3", "o4", "gpt-5", "gpt-oss")
 
+# [vendor] openai-cookbook articles/openai-harmony.md, the rendered system message (the date and
+# cutoff vary; their token counts do not). The tools line follows when functions are offered.
+HARMONY_SYSTEM: Final = (
+    "You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Knowledge cutoff: 2024-06\n"
+    "Current date: 2025-06-28\n\n"
+    "Reasoning: medium\n\n"
+    "# Valid channels: analysis, commentary, final. Channel must be included for every message."
+)
+HARMONY_SYSTEM_TOOLS_LINE: Final = (
+    "\nCalls to these tools must go to the commentary channel: 'functions'."
+)
+
 
 def is_harmony_model(model: str | None) -> bool:
     """Reasoning models (o-series, gpt-5 except its ``-chat`` variants, gpt-oss) use harmony."""
@@ -116,6 +156,16 @@ def is_harmony_model(model: str | None) -> bool:
         return False
     bare = model.strip().rsplit("/", 1)[-1]
     return bare.startswith(_REASONING_PREFIXES) and "-chat" not in bare
+
+
+def harmony_system_policy(model: str | None, shape: str) -> str:
+    """When the harmony system message is part of the prompt: ``always`` (gpt-oss, whose open
+    template sends it), ``with_tools`` (hosted reasoning models in Chat Completions), ``never``."""
+    if not is_harmony_model(model):
+        return "never"
+    if (model or "").strip().rsplit("/", 1)[-1].startswith("gpt-oss"):
+        return "always"
+    return "with_tools" if shape == "openai-chat" else "never"
 
 
 def _compact_arguments(arguments: str) -> object:
@@ -133,7 +183,18 @@ class OpenAIRules:
     every message of a session.
     """
 
-    __slots__ = ("_const", "harmony", "image_rule", "responses", "text_tokens")
+    __slots__ = (
+        "_const",
+        "fetched",
+        "fetched_image",
+        "harmony",
+        "harmony_system",
+        "image_rule",
+        "page_tokens",
+        "responses",
+        "saw_reasoning",
+        "text_tokens",
+    )
 
     def __init__(
         self,
@@ -142,11 +203,22 @@ class OpenAIRules:
         *,
         harmony: bool = False,
         responses: bool = False,
+        harmony_system: str = "never",
+        page_tokens: int = 0,
+        fetched: int = FETCHED_FILE_TOKENS,
+        fetched_image: int | None = None,
     ) -> None:
         self.text_tokens = text_tokens
         self.image_rule = image_rule
         self.harmony = harmony
         self.responses = responses
+        self.harmony_system = harmony_system
+        self.page_tokens = page_tokens
+        self.fetched = fetched
+        self.fetched_image = fetched_image
+        self.saw_reasoning = False
+        """Set once a Responses reasoning item is counted: until then no request can hold one,
+        and ``earlier_reasoning`` has nothing to look for."""
         self._const: dict[str, int] = {}
 
     # -- small pieces ------------------------------------------------------------------------
@@ -166,7 +238,10 @@ class OpenAIRules:
         return HARMONY_REPLY_PRIMING if self.harmony else REPLY_PRIMING
 
     def image(self, part: ImagePart) -> int:
-        """Tokens of one image under the model's tile or patch rule."""
+        """Tokens of one image under the model's tile or patch rule (``fetched_image`` for an
+        image the request only references, when given)."""
+        if part.source != "base64" and self.fetched_image is not None:
+            return self.fetched_image
         if isinstance(self.image_rule, PatchRule):
             return patch_image_tokens(*part_size(part), self.image_rule)
         return tile_image_tokens(*part_size(part), part.detail, self.image_rule)
@@ -179,7 +254,7 @@ class OpenAIRules:
         if isinstance(part, ImagePart):
             return self.image(part)
         if isinstance(part, FilePart):
-            return file_tokens(part, self.text_tokens)
+            return sum(file_costs(part, self.text_tokens, self.page_tokens, self.fetched))
         return 0  # calls, results and reasoning are counted by their own rules
 
     def _frame(self, role: str, name: str | None = None) -> int:
@@ -240,7 +315,10 @@ class OpenAIRules:
         if part.origin == "deepseek":
             return self.text_tokens(str(value.get("reasoning_content") or ""))
         if part.origin == "openai-responses":
-            # An analysis-channel message; its real text is encrypted, so the summary stands in.
+            self.saw_reasoning = True
+            if part.tokens is not None:  # the reasoning tokens, frame included (module docstring)
+                return part.tokens
+            # Unknown count: an analysis-channel message whose summary stands in (undercounts).
             summary = value.get("summary")
             texts = (
                 [str(s.get("text", "")) for s in summary if isinstance(s, dict)]
@@ -312,9 +390,41 @@ class OpenAIRules:
             )
         return self.text_tokens(namespace) + TOOLS_OWN_MESSAGE
 
-    def overhead(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        """Reply priming, and (ChatML) -4 when the tools share an existing system message."""
-        tokens = self.reply_priming
+    def harmony_system_tokens(self, tools: bool) -> int:
+        """The harmony system message with its frame, when this model gets it (module docstring)."""
+        if self.harmony_system == "never" or (self.harmony_system == "with_tools" and not tools):
+            return 0
+        text = HARMONY_SYSTEM + (HARMONY_SYSTEM_TOOLS_LINE if tools else "")
+        return self._frame("system") + self.constant(text)
+
+    def earlier_reasoning(self, messages: Sequence[Message]) -> int:
+        """What the per-message counts charge for reasoning items before the last user message,
+        which the server drops (module docstring)."""
+        if not self.saw_reasoning:  # every message was counted first: none holds an item
+            return 0
+        last_user = next(
+            (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), -1
+        )
+        return sum(
+            self._reasoning(part)
+            for message in messages[:last_user]
+            if message.role == "assistant"
+            for part in message.parts
+            if isinstance(part, ReasoningPart) and part.origin == "openai-responses"
+        )
+
+    def overhead(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        all_turns_reasoning: bool = False,
+    ) -> int:
+        """Reply priming, (ChatML) -4 when the tools share an existing system message, the
+        harmony system message, and (Responses) minus the earlier turns' reasoning items."""
+        tokens = self.reply_priming + self.harmony_system_tokens(bool(tools))
         if tools and not self.harmony and any(m.role in _SYSTEM_ROLES for m in messages):
             tokens += TOOLS_SHARE_SYSTEM
+        if self.responses and not all_turns_reasoning:
+            tokens -= self.earlier_reasoning(messages)
         return tokens

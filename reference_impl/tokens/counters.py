@@ -27,14 +27,24 @@ from dataclasses import dataclass
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.errors import TokenCountError
-from reference_impl.tokens._estimate_constants import estimate_overhead
+from reference_impl.tokens._estimate_constants import (
+    SHIPPED,
+    FittedConstants,
+    estimate_family,
+    thinking_enabled,
+)
 from reference_impl.tokens._image_tokens import (
     AnthropicImageRule,
+    GeminiImageRule,
     claude_version,
     openai_image_rule,
 )
-from reference_impl.tokens._message_costs import EstimateRules
-from reference_impl.tokens._openai_costs import OpenAIRules, is_harmony_model
+from reference_impl.tokens._message_costs import FETCHED_FILE_TOKENS, EstimateRules
+from reference_impl.tokens._openai_costs import (
+    OpenAIRules,
+    harmony_system_policy,
+    is_harmony_model,
+)
 from reference_impl.tokens.encodings import (
     OFFLINE_ENCODINGS,
     EncodingChoice,
@@ -247,6 +257,9 @@ class TiktokenCounter(_MemoizedCounter):
     formula for gpt-4o class models, the patch formula for the mini/nano class (picked from
     ``model``). Tool calls, tool results and reasoning items: see ``reference_impl.tokens._openai_costs``,
     which says which parts are documented and which are calibrated on the public recordings.
+    ``constants`` are the fitted constants (``_estimate_constants``; ``ZERO`` leaves them out);
+    ``fetched_allowance`` is what a file or image the request only references (URL, file id)
+    is charged (None: 3,000 for a file, the image rule's largest image for an image).
     """
 
     def __init__(
@@ -256,6 +269,8 @@ class TiktokenCounter(_MemoizedCounter):
         *,
         model: str | None = None,
         memo_size: int = MEMO_SIZE,
+        constants: FittedConstants = SHIPPED,
+        fetched_allowance: int | None = None,
     ) -> None:
         if shape not in ("openai-chat", "openai-responses"):
             raise TokenCountError(
@@ -266,11 +281,16 @@ class TiktokenCounter(_MemoizedCounter):
         self._encoding_name = _check_encoding(encoding)
         self.shape = shape
         self.model = model
+        _check_allowance(fetched_allowance)
         self.rules = OpenAIRules(
             _text_counter(encoding),
             openai_image_rule(model),
             harmony=is_harmony_model(model),
             responses=shape == "openai-responses",
+            harmony_system=harmony_system_policy(model, shape),
+            page_tokens=constants.openai_pdf_page,
+            fetched=FETCHED_FILE_TOKENS if fetched_allowance is None else fetched_allowance,
+            fetched_image=fetched_allowance,
         )
 
     @property
@@ -287,7 +307,13 @@ class TiktokenCounter(_MemoizedCounter):
     def _overhead(self, transcript: Transcript) -> int:
         # Reply priming (cookbook; harmony for reasoning models) and the tools' share of a system
         # message. ``tool_choice``: litellm's constants ("none" 1, named 7 + name).
-        overhead = self.rules.overhead(transcript.messages, transcript.tools)
+        reasoning = transcript.param("reasoning")
+        overhead = self.rules.overhead(
+            transcript.messages,
+            transcript.tools,
+            all_turns_reasoning=isinstance(reasoning, dict)
+            and reasoning.get("context") == "all_turns",
+        )
         choice = transcript.param("tool_choice")
         if choice == "none":
             overhead += 1
@@ -318,6 +344,15 @@ _ESTIMATE_PROVIDER: Final[dict[str, str]] = {
 }
 
 
+def gemini_generation(model: str | None) -> int:
+    """The major version of a Gemini model name (``gemini-3.1-pro-preview`` -> 3; 0 if none)."""
+    bare = (model or "").rsplit("/", 1)[-1]
+    if not bare.startswith("gemini-"):
+        return 0
+    head = bare.removeprefix("gemini-").split("-", 1)[0].split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
 def default_safety_factor(shape: str, model: str | None = None) -> float:
     """The factor ``counter_for`` uses for an estimate shape when none is given."""
     provider = _ESTIMATE_PROVIDER.get(shape, "anthropic")
@@ -330,11 +365,13 @@ def default_safety_factor(shape: str, model: str | None = None) -> float:
 class EstimateCounter(_MemoizedCounter):
     """A local estimate for a shape without a public tokenizer: tiktoken count x ``safety_factor``.
 
-    Images use Anthropic's ``w*h/750`` rule (section 4c) for every estimate shape. ``overhead`` is
-    the model family's fitted per-request input (the hidden tool-use prompt of Claude and Nova),
-    from ``_estimate_constants`` (a measured constant, not multiplied by the factor). With
-    ``safety_factor=1.0`` the count is the
+    Images use Anthropic's ``w*h/750`` rule (section 4c), Gemini's tiles or media-resolution
+    budgets for Gemini models (``GeminiImageRule``). ``overhead`` is
+    the model family's fitted per-request input (the hidden tool-use prompt of Claude and Nova,
+    Claude's thinking instructions), from ``constants`` (``_estimate_constants``: measured
+    constants, not multiplied by the factor). With ``safety_factor=1.0`` the count is the
     calibrated point estimate that ``make calibrate`` compares with the providers' counts.
+    ``fetched_allowance``: as for ``TiktokenCounter``.
     """
 
     def __init__(
@@ -345,6 +382,8 @@ class EstimateCounter(_MemoizedCounter):
         encoding: str = "o200k_base",
         model: str | None = None,
         memo_size: int = MEMO_SIZE,
+        constants: FittedConstants = SHIPPED,
+        fetched_allowance: int | None = None,
     ) -> None:
         provider = _ESTIMATE_PROVIDER.get(shape)
         if provider is None:
@@ -363,10 +402,28 @@ class EstimateCounter(_MemoizedCounter):
         self.provider = provider
         self.model = model
         self.safety_factor = safety_factor
+        self.constants = constants
+        self.family = estimate_family(shape, model)
+        _check_allowance(fetched_allowance)
+        generation = gemini_generation(model) if self.family == "gemini" else 0
+        image_rule: AnthropicImageRule | GeminiImageRule = (
+            GeminiImageRule.for_generation(generation)
+            if self.family == "gemini"
+            else AnthropicImageRule.for_model(model)
+        )
         self.rules = EstimateRules(
             text_tokens=_text_counter(encoding),
             safety_factor=safety_factor,
-            image_rule=AnthropicImageRule.for_model(model),
+            image_rule=image_rule,
+            page_tokens=(
+                image_rule.page
+                if isinstance(image_rule, GeminiImageRule)
+                else AnthropicImageRule().max_tokens
+            ),
+            fetched=FETCHED_FILE_TOKENS if fetched_allowance is None else fetched_allowance,
+            fetched_image=fetched_allowance,
+            tool_call_tokens=constants.claude_tool_call if self.family == "claude" else 0,
+            billed_reasoning=generation >= 3,
         )
 
     @property
@@ -382,8 +439,11 @@ class EstimateCounter(_MemoizedCounter):
         return self.rules.tools(tools)
 
     def _overhead(self, transcript: Transcript) -> int:
-        # A measured constant, not tokenizer uncertainty: it is not multiplied by the factor.
-        return estimate_overhead(self.shape, self.model, tools=bool(transcript.tools))
+        # Measured constants, not tokenizer uncertainty: they are not multiplied by the factor.
+        tokens = self.constants.overhead(self.shape, self.model, tools=bool(transcript.tools))
+        if self.family == "claude" and thinking_enabled(transcript):
+            tokens += self.constants.claude_thinking
+        return tokens - self.rules.earlier_reasoning(transcript.messages)
 
 
 class AnthropicEstimateCounter(EstimateCounter):
@@ -396,6 +456,8 @@ class AnthropicEstimateCounter(EstimateCounter):
         encoding: str = "o200k_base",
         model: str | None = None,
         memo_size: int = MEMO_SIZE,
+        constants: FittedConstants = SHIPPED,
+        fetched_allowance: int | None = None,
     ) -> None:
         factor = (
             safety_factor
@@ -408,6 +470,15 @@ class AnthropicEstimateCounter(EstimateCounter):
             encoding=encoding,
             model=model,
             memo_size=memo_size,
+            constants=constants,
+            fetched_allowance=fetched_allowance,
+        )
+
+
+def _check_allowance(allowance: int | None) -> None:
+    if allowance is not None and (isinstance(allowance, bool) or allowance < 0):
+        raise TokenCountError(
+            f"fetched_allowance must be a token count of 0 or more, got {allowance!r}"
         )
 
 
@@ -415,28 +486,43 @@ class AnthropicEstimateCounter(EstimateCounter):
 
 
 def counter_for(
-    shape: str, model: str | None = None, *, safety_factor: float | None = None
+    shape: str,
+    model: str | None = None,
+    *,
+    safety_factor: float | None = None,
+    fetched_allowance: int | None = None,
 ) -> TokenCounter:
     """The reference counter for ``shape`` (and ``model``): one instance per arguments per process,
     so its memo carries over from one turn to the next.
 
     OpenAI shapes get a ``TiktokenCounter`` with the model's encoding (token-counting.md section 1;
     unknown models get o200k_base, see ``encoding_for_model(model).reason``). The other shapes get an
-    ``EstimateCounter`` with ``safety_factor`` or the documented default.
+    ``EstimateCounter`` with ``safety_factor`` or the documented default. ``fetched_allowance`` is
+    what each file or image the request only references (a URL or file id the provider fetches)
+    is charged; None keeps the documented defaults (``TiktokenCounter``).
     """
     if shape not in SHAPE_NAMES:
         raise TokenCountError(f"unknown shape {shape!r}; known shapes: {', '.join(SHAPE_NAMES)}")
     if safety_factor is None and shape not in ("openai-chat", "openai-responses"):
         safety_factor = default_safety_factor(shape, model)
-    return _cached_counter(shape, model, safety_factor)
+    _check_allowance(fetched_allowance)
+    return _cached_counter(shape, model, safety_factor, fetched_allowance)
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_counter(shape: str, model: str | None, safety_factor: float | None) -> TokenCounter:
+def _cached_counter(
+    shape: str, model: str | None, safety_factor: float | None, fetched_allowance: int | None
+) -> TokenCounter:
     if shape in ("openai-chat", "openai-responses"):
         choice: EncodingChoice = encoding_for_model(model)
-        return TiktokenCounter(choice.encoding, shape, model=model)
+        return TiktokenCounter(
+            choice.encoding, shape, model=model, fetched_allowance=fetched_allowance
+        )
     assert safety_factor is not None
     if shape == "anthropic-messages":
-        return AnthropicEstimateCounter(safety_factor, model=model)
-    return EstimateCounter(shape, safety_factor=safety_factor, model=model)
+        return AnthropicEstimateCounter(
+            safety_factor, model=model, fetched_allowance=fetched_allowance
+        )
+    return EstimateCounter(
+        shape, safety_factor=safety_factor, model=model, fetched_allowance=fetched_allowance
+    )

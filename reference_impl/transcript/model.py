@@ -171,10 +171,17 @@ class ToolResultPart:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningPart:
-    """An opaque reasoning artifact, kept byte-exact as canonical JSON and tagged with its origin."""
+    """An opaque reasoning artifact, kept byte-exact as canonical JSON and tagged with its origin.
+
+    ``tokens`` is not on the wire: the reasoning tokens the response that produced the artifact
+    reported (Responses ``usage.output_tokens_details.reasoning_tokens``), when known. A provider
+    bills them as input when the artifact is replayed, so the counters read it; like an image's
+    size it is not compared, but it is in the digest.
+    """
 
     origin: ReasoningOrigin
     data: str
+    tokens: int | None = field(default=None, compare=False)
     kind: Literal["reasoning"] = "reasoning"
 
     def value(self) -> dict[str, Any]:
@@ -427,6 +434,8 @@ def _digest_parts(out: list[bytes], parts: Sequence[Part]) -> None:
                 out.append(b"reasoning")
                 _digest_field(out, part.origin)
                 _digest_field(out, part.data)
+                if part.tokens is not None:  # not compared, but it changes the token count
+                    out.append(b"R%d" % part.tokens)
             case SummaryPart(text=text):
                 out.append(b"summary")
                 _digest_field(out, text)

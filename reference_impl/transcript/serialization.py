@@ -91,7 +91,10 @@ def _part_to_dict(part: Part) -> dict[str, Any]:
                 **_given(part, "name", "item_id"),
             }
         case ReasoningPart():
-            return {"kind": "reasoning", "origin": part.origin, "data": part.data}
+            out = {"kind": "reasoning", "origin": part.origin, "data": part.data}
+            if part.tokens is not None:
+                out["tokens"] = part.tokens
+            return out
         case SummaryPart(text=text):
             return {"kind": "summary", "text": text}
         case _:
@@ -257,7 +260,7 @@ _PART_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "file": ("source", "data", "media_type", "filename"),
     "tool_call": ("id", "name", "arguments", "item_id"),
     "tool_result": ("call_id", "content", "is_error", "name", "item_id"),
-    "reasoning": ("origin", "data"),
+    "reasoning": ("origin", "data", "tokens"),
 }
 
 
@@ -310,9 +313,14 @@ def _part_from(r: _Reader) -> Part:
         loaded = None
     if not isinstance(loaded, dict):
         raise data.fail("reasoning data must be a JSON object (or its JSON text)")
+    tokens = r.get("tokens")
+    count = tokens.opt_int()
+    if count is not None and count < 0:
+        raise tokens.fail(f"a reasoning token count cannot be negative, got {count}")
     return ReasoningPart(
         origin=r.get("origin").choice(REASONING_ORIGINS),  # type: ignore[arg-type]
         data=canonical_json(loaded),
+        tokens=count,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import tiktoken
 from assembler_support import Call, parallel_ring
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from reference_impl.tokens._tool_namespace import render_namespace
 from reference_impl.tokens.encodings import get_encoding
 from reference_impl.transcript import (
     Message,
+    ReasoningPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -303,3 +305,132 @@ def test_any_schema_renders_and_counts(schema: object) -> None:
     assert text.startswith("namespace functions {")
     assert "tool_x" in text
     assert counter_for("openai-chat", "gpt-4o").count_tools([tool]) > 0
+
+
+# ------------------------------------------------------------ the harmony system message
+
+# openai-cookbook articles/openai-harmony.md renders this system message first (its example has
+# another date; a date's token count does not change with it).
+_HARMONY_SYSTEM_TEXT = (
+    "You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Knowledge cutoff: 2024-06\nCurrent date: 2025-06-28\n\nReasoning: medium\n\n"
+    "# Valid channels: analysis, commentary, final. Channel must be included for every message."
+)
+_TOOLS_LINE = "\nCalls to these tools must go to the commentary channel: 'functions'."
+_TOOL = ToolSpec(
+    "get_weather",
+    "Get the current weather for a city.",
+    canonical_json(
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    ),
+)
+_NAMESPACE = (
+    "namespace functions {\n\n// Get the current weather for a city.\n"
+    "type get_weather = (_: {\ncity: string,\n}) => any;\n\n} // namespace functions"
+)
+
+
+def test_a_hosted_reasoning_model_in_chat_with_tools_reads_the_harmony_system_message() -> None:
+    transcript = Transcript((Message("user", (TextPart("Paris?"),)),), tools=(_TOOL,))
+    prompt = (
+        f"<|start|>system<|message|>{_HARMONY_SYSTEM_TEXT}{_TOOLS_LINE}<|end|>"
+        f"<|start|>developer<|message|># Tools\n\n## functions\n\n{_NAMESPACE}<|end|>"
+        "<|start|>user<|message|>Paris?<|end|><|start|>assistant"
+    )
+    assert counter_for("openai-chat", "gpt-5-mini").count(transcript).total == prompt_tokens(prompt)
+    # not without tools, and not in Responses (the recordings match without it)
+    bare = Transcript((Message("user", (TextPart("Paris?"),)),))
+    assert counter_for("openai-chat", "gpt-5-mini").count(bare).total == prompt_tokens(
+        "<|start|>user<|message|>Paris?<|end|><|start|>assistant"
+    )
+    responses = counter_for("openai-responses", "gpt-5-mini").count(transcript).total
+    assert responses == prompt_tokens(prompt) - prompt_tokens(
+        f"<|start|>system<|message|>{_HARMONY_SYSTEM_TEXT}{_TOOLS_LINE}<|end|>"
+    )
+
+
+@pytest.mark.parametrize("shape", ["openai-chat", "openai-responses"])
+def test_gpt_oss_always_reads_the_harmony_system_message(shape: str) -> None:
+    bare = Transcript((Message("user", (TextPart("Hi"),)),))
+    prompt = (
+        f"<|start|>system<|message|>{_HARMONY_SYSTEM_TEXT}<|end|>"
+        "<|start|>user<|message|>Hi<|end|><|start|>assistant"
+    )
+    assert counter_for(shape, "openai/gpt-oss-120b").count(bare).total == prompt_tokens(prompt)
+
+
+# --------------------------------------------------------------- replayed reasoning items
+
+
+def _reasoning(tokens: int | None, summary: str = "") -> ReasoningPart:
+    item = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+        "encrypted_content": "gAAAA" + "x" * 400,
+    }
+    return ReasoningPart("openai-responses", canonical_json(item), tokens)
+
+
+def _tool_loop(reasoning: ReasoningPart, *, new_user_turn: bool) -> Transcript:
+    messages = [
+        Message("user", (TextPart("Paris?"),)),
+        Message(
+            "assistant", (reasoning, ToolCallPart("call_9", "get_weather", '{"city":"Paris"}'))
+        ),
+        Message("tool", (ToolResultPart("call_9", (TextPart("Sunny, 22C"),)),)),
+    ]
+    if new_user_turn:
+        messages += [
+            Message("assistant", (TextPart("It is sunny."),)),
+            Message("user", (TextPart("Thanks"),)),
+        ]
+    return Transcript(tuple(messages), tools=(_TOOL,))
+
+
+def test_a_replayed_reasoning_item_costs_its_reasoning_tokens_frame_included() -> None:
+    counter = counter_for("openai-responses", "gpt-5")
+    prompt = (
+        f"<|start|>developer<|message|># Tools\n\n## functions\n\n{_NAMESPACE}<|end|>"
+        "<|start|>user<|message|>Paris?<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather<|message|>"
+        '{"city":"Paris"}<|call|>'
+        "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"
+        "Sunny, 22C<|end|><|start|>assistant"
+    )
+    # The recordings: three replayed items cost 45, 98 and 196 tokens, the counts the responses
+    # that produced them reported, and nothing for their (encrypted) text or frame besides.
+    loop = _tool_loop(_reasoning(98, summary="I should look up the weather."), new_user_turn=False)
+    assert counter.count(loop).total == prompt_tokens(prompt) + 98
+
+
+def test_reasoning_items_of_earlier_turns_are_dropped_unless_all_turns_are_kept() -> None:
+    counter = counter_for("openai-responses", "gpt-5")
+    with_item = _tool_loop(_reasoning(300), new_user_turn=True)
+    without = Transcript(
+        tuple(
+            Message(m.role, tuple(p for p in m.parts if not isinstance(p, ReasoningPart)))
+            for m in with_item.messages
+        ),
+        tools=with_item.tools,
+    )
+    assert counter.count(with_item).total == counter.count(without).total
+    # the per-message count cannot see the turn: it charges the item, the overhead takes it back
+    assert counter.count(with_item).overhead == counter.count(without).overhead - 300
+    kept = Transcript(
+        with_item.messages,
+        tools=with_item.tools,
+        params=(("reasoning", canonical_json({"context": "all_turns"})),),
+    )
+    assert counter.count(kept).total == counter.count(without).total + 300
+
+
+def test_an_item_without_a_carried_count_falls_back_to_its_summary() -> None:
+    counter = counter_for("openai-responses", "gpt-5")
+    summary = "I should look up the weather in Paris first."
+    unknown = _tool_loop(_reasoning(None, summary), new_user_turn=False)
+    none = _tool_loop(_reasoning(0), new_user_turn=False)
+    frame = prompt_tokens("<|start|>assistant<|channel|>analysis<|message|><|end|>")
+    assert counter.count(unknown).total - counter.count(none).total == frame + len(
+        _BASE.encode_ordinary(summary)
+    )

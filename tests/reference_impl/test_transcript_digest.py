@@ -42,7 +42,10 @@ _assistant = st.builds(
         st.builds(TextPart, _text)
         | st.builds(ToolCallPart, _text, _text, _text, _opt)
         | st.builds(
-            ReasoningPart, st.sampled_from(["deepseek", "gemini"]), st.sampled_from(["{}", "[]"])
+            ReasoningPart,
+            st.sampled_from(["deepseek", "gemini"]),
+            st.sampled_from(["{}", "[]"]),
+            st.none() | st.integers(0, 2),
         ),
         max_size=3,
     ).map(tuple),
