@@ -18,8 +18,9 @@ request body it would send to the provider::
 
 A plain function ``f(messages: list[dict], budget: int) -> list[dict]`` over one shape's message
 list is accepted too (:class:`MessageListAssembler` wraps it; see there for the optional keyword
-form ``f(messages, budget, *, tools=..., dialect=...)`` and for what a function that cannot see
-the tools or the dialect is and is not judged on). ``ctxconf run --impl`` loads a
+form ``f(messages, budget, *, tools=..., dialect=...)``, for the budget it gets (what is left for
+its messages) and for what a function that cannot see the tools or the dialect is and is not
+judged on). ``ctxconf run --impl`` loads a
 plug-in by ``module:attr`` or by name from the ``ctxconf.assemblers`` entry-point group (see
 :mod:`conformance.loading` for every form a spec may take).
 
@@ -220,16 +221,19 @@ class MessageListAssembler:
 
     **The plain form** ``f(messages, budget) -> messages`` sees only the message list; system
     (when top-level), tools and the other body keys are put back unchanged around whatever it
-    returns; ``budget`` is the request's budget (the tool schemas count against it, as in every
-    request). Since it cannot drop tools or see the dialect, it is not judged on cases that need
-    either: cases with a gateway dialect and cases whose scenario expects the tool schemas
-    dropped because only that fits (:meth:`can_be_judged_on`).
+    returns. So ``budget`` is what is left for its messages: the request's budget minus what the
+    rest of the body costs by the reference counter (``request.counter``; never below 0), and a
+    function that keeps the messages it returns within it sends a request within the request's
+    budget, which is what ``within_budget`` judges. Since it cannot drop tools or see the
+    dialect, it is not judged on cases that need either: cases with a gateway dialect and cases
+    whose scenario expects the tool schemas dropped because only that fits
+    (:meth:`can_be_judged_on`).
 
     **The keyword form** ``f(messages, budget, *, tools=..., dialect=...)`` (detected by the
     signature; ``**kwargs`` takes both) gets the tool schemas as the shape sends them
     (:func:`body_tools`) and/or the case's dialect (``None`` for a first-party API). A function
-    that takes ``tools`` may return ``{"messages": [...], "tools": [...]}`` to change the tools
-    sent; one that takes ``dialect``
+    that takes ``tools`` counts them itself (its ``budget`` leaves them in) and may return
+    ``{"messages": [...], "tools": [...]}`` to change the tools sent; one that takes ``dialect``
     is run on dialect cases. Either way it is then judged on everything an
     :class:`Assembler` is judged on.
     """
@@ -260,8 +264,30 @@ class MessageListAssembler:
             return False
         return self.sees_tools or "tools_dropped" not in expected_checks
 
+    def message_budget(self, request: AssemblyRequest) -> int:
+        """The request's budget minus the cost of what the function neither sees nor returns:
+        every body key but the message list (a top-level system above all), and the tool schemas
+        unless it takes ``tools``; 0 when that alone is over the budget."""
+        key = MESSAGE_KEYS.get(request.shape, "messages")
+        hidden = {k: v for k, v in request.body.items() if k != key}
+        if self.sees_tools:
+            hidden.pop(_TOOL_KEYS.get(request.shape, ("tools",))[0], None)
+        if not hidden:
+            return request.budget
+        from reference_impl.errors import CtxconfError  # noqa: PLC0415 - keep the contract light
+        from reference_impl.shapes import get_shape  # noqa: PLC0415
+
+        adapter = get_shape(request.shape)
+        try:
+            with_hidden = request.counter.count(adapter.parse_request({**hidden, key: []})).total
+            bare = request.counter.count(adapter.parse_request({key: []})).total
+        except CtxconfError:  # an unparsable remainder: the whole body is judged all the same
+            return request.budget
+        return max(0, request.budget - max(0, with_hidden - bare))
+
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        """Call the function on ``request.messages`` and put its list back into the body."""
+        """Call the function on ``request.messages`` (with :meth:`message_budget`) and put its
+        list back into the body."""
         key = MESSAGE_KEYS.get(request.shape, "messages")
         extra: dict[str, Any] = {}
         if "tools" in self.keywords:
@@ -269,7 +295,7 @@ class MessageListAssembler:
         if "dialect" in self.keywords:
             extra["dialect"] = request.dialect
         # Typed as object: third-party code returns whatever it returns; checked below.
-        returned: object = self.function(request.messages, request.budget, **extra)
+        returned: object = self.function(request.messages, self.message_budget(request), **extra)
         tools: object = None
         if self.sees_tools and isinstance(returned, Mapping):
             tools = returned.get("tools", extra["tools"])

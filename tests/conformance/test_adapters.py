@@ -135,7 +135,9 @@ def test_langchain_trim_last_leaves_orphan_results_at_the_start(corpus: Path) ->
     leading = []
     for result in _with_output(results):
         messages = _messages(result.output)
-        first = next(i for i, m in enumerate(messages) if m["role"] != "system")
+        first = next((i for i, m in enumerate(messages) if m["role"] != "system"), None)
+        if first is None:  # trimmed down to the system text
+            continue
         if messages[first]["role"] == "tool" and ("orphan_result", first) in _kinds(result):
             leading.append(result)
     assert leading, "expected an orphan tool result right after the system text at some budget"
@@ -150,6 +152,8 @@ def test_langchain_trim_first_leaves_the_last_call_unanswered(corpus: Path) -> N
     for result in _with_output(results):
         messages = _messages(result.output)
         last = len(messages) - 1
+        if last < 0:  # trimmed down to nothing
+            continue
         if messages[last].get("tool_calls") and ("unanswered_call", last) in _kinds(result):
             trailing.append(result)
     assert trailing, "expected an unanswered assistant tool call at the end at some budget"

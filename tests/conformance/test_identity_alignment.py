@@ -397,7 +397,24 @@ def test_refusing_a_session_that_fits_fails_must() -> None:
     assert status == "fail"
     assert f"the whole session already fits: {whole} tokens" in message
     assert _refused(whole - 1)["assembles_when_feasible"][0] == "pass"
-    assert _refused(10, "assembled")["assembles_when_feasible"][0] == "fail"
+
+
+def test_refusing_a_case_that_expects_an_assembly_fails_must_where_the_minimum_fits() -> None:
+    # At and above the protected minimum (system, goal, ledger note, latest user turn, newest
+    # ring), refusing a case that expects an assembly is useless: must. Below it only the
+    # scenario's knobs (which a plug-in may ignore) make an assembly possible: should, naming them.
+    message = _refused(1000)["refuses_only_below_minimum"][1]
+    allowed = int(message.split("a refusal is accepted below ")[1].split(":")[0])
+    above = _refused(allowed, "assembled")
+    status, said = above["assembles_when_feasible"]
+    assert status == "fail"
+    assert "the scenario expects an assembly and the protected minimum fits" in said
+    below = _refused(allowed - 1, "assembled")
+    assert below["assembles_when_feasible"][0] == "pass"
+    status, said = below["refuses_only_below_minimum"]
+    assert status == "fail"
+    assert "below the protected minimum" in said
+    assert "its knobs allow (recent_tool_rings: 1, recent_user_turns: 1)" in said
 
 
 def test_refusing_above_the_protected_minimum_fails_should_with_the_minimum() -> None:
