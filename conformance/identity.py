@@ -21,6 +21,9 @@ place. Every view message outside an equal run is then classified *within its un
   ``<context-summary>`` markers, or a text starting with the plug-in's declared
   ``ctxconf_summary_prefix``) are summaries wherever they are. An undeclared plain message is a
   summary *by contract* when it stands in for a dropped span (see :func:`_resolve_summaries`);
+  so is the text opening a kept tool-call turn that had none, when it stands in for the dropped
+  messages before that turn (a Responses summary item before function calls, a summary folded
+  into the next assistant turn by Bedrock's alternation: :func:`_inline_summaries`);
 * ``injected``: labelled memory: its text carries an offered memory item's text *and* that
   item's source label;
 * ``ledger``: a note of ledger facts: every line is a header or a ledger entry's fields (tool,
@@ -44,7 +47,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
 from reference_impl.transcript import (
@@ -87,6 +90,7 @@ EditKind: TypeAlias = Literal[
     "result_added",
     "result_removed",
     "text_changed",
+    "summary_added",
     "attachment_degraded",
     "reasoning_changed",
     "fields_changed",
@@ -186,6 +190,10 @@ class IdentityMap:
     edits: tuple[Edit, ...] = ()
     renames: Mapping[str, str] = field(default_factory=dict)
     """Session call id -> the id the view gives that call, for every renamed call."""
+    inline_summaries: tuple[int, ...] = ()
+    """View messages whose opening text is a summary by contract in front of a kept tool-call
+    turn (a Responses summary item before function calls, a summary Bedrock folds into the next
+    assistant turn); the message itself stays the session's call."""
 
     def view_index_of(self, session_index: int) -> int | None:
         """The view index holding session message ``session_index``, if any."""
@@ -216,8 +224,10 @@ class IdentityMap:
         return bool(edits) and all(e.kind == "result_cleared" for e in edits)
 
     def summaries(self) -> tuple[Link, ...]:
-        """The summary messages of the view."""
-        return self.of_status("summary")
+        """The summary messages of the view (an inline summary as a summary link of the message
+        it opens), in view order."""
+        inline = tuple(Link(i, "summary", None) for i in self.inline_summaries)
+        return tuple(sorted(self.of_status("summary") + inline, key=lambda link: link.index))
 
 
 def is_placeholder(part: ToolResultPart, declared: str | None = None) -> bool:
@@ -289,8 +299,11 @@ def map_view(
     sources = _source_statuses(state, links)
     for j, link in _resolve_summaries(state, links, pending, sources).items():
         links[j] = link
+    inline = _inline_summaries(state, links, sources)
     done = tuple(link for link in links if link is not None)
-    return IdentityMap(done, tuple(sources), tuple(state.edits), dict(state.renames))
+    return IdentityMap(
+        done, tuple(sources), tuple(state.edits), dict(state.renames), tuple(sorted(inline))
+    )
 
 
 def _moved(state: _State, index: int) -> Link | None:
@@ -681,18 +694,8 @@ def _edits(
             )
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
-    old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
-    new_text = "".join(p.text for p in given if isinstance(p, TextPart))
-    old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
-    new_attach = [p for p in given if isinstance(p, ImagePart | FilePart)]
-    if old_attach != new_attach and all(p in old_attach for p in new_attach):
-        add("attachment_degraded", f"{len(old_attach) - len(new_attach)} attachment(s) degraded")
-        kept = [p.text for p in given if isinstance(p, TextPart)]
-        lost = [p.text for p in wanted if isinstance(p, TextPart) and p.text not in kept]
-        if lost:
-            add("text_changed", f"text changed: {_short(lost[0])}")
-    elif old_text != new_text:
-        add("text_changed", f"text changed: {_short(old_text)} -> {_short(new_text)}")
+    for kind, detail in _text_edits(given, wanted):
+        add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
     new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
     if old_reasoning != new_reasoning:
@@ -704,6 +707,44 @@ def _edits(
     if fields and not out:
         add("fields_changed", "message fields (name, wire id) changed")
     return out
+
+
+def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[EditKind, str]]:
+    """The text and attachment edits of ``given`` against ``wanted``."""
+    old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
+    new_text = "".join(p.text for p in given if isinstance(p, TextPart))
+    old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
+    new_attach = [p for p in given if isinstance(p, ImagePart | FilePart)]
+    if old_attach != new_attach and all(p in old_attach for p in new_attach):
+        out: list[tuple[EditKind, str]] = [
+            ("attachment_degraded", f"{len(old_attach) - len(new_attach)} attachment(s) degraded")
+        ]
+        kept = [p.text for p in given if isinstance(p, TextPart)]
+        lost = [p.text for p in wanted if isinstance(p, TextPart) and p.text not in kept]
+        if lost:
+            out.append(("text_changed", f"text changed: {_short(lost[0])}"))
+        return out
+    if old_text == new_text:
+        return []
+    # A message that had no text and now opens with some may carry a summary in front of its
+    # calls; map_view decides (_inline_summaries), else it stays a text change.
+    opened = not old_text and _opens_with_text(given)
+    kind: EditKind = "summary_added" if opened else "text_changed"
+    return [(kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+
+
+def _opens_with_text(parts: Sequence[Part]) -> bool:
+    """Text parts first, then tool calls (and nothing else after the text)."""
+    texts = 0
+    while texts < len(parts) and isinstance(parts[texts], TextPart):
+        texts += 1
+    rest = parts[texts:]
+    return (
+        texts > 0
+        and bool(rest)
+        and all(not isinstance(p, TextPart) for p in rest)
+        and any(isinstance(p, ToolCallPart) for p in rest)
+    )
 
 
 def _same_arguments(given: str, wanted: str) -> bool:
@@ -917,6 +958,36 @@ def _resolve_summaries(
         else:
             out[j] = Link(j, "invented", None)
     return out
+
+
+def _inline_summaries(
+    state: _State, links: Sequence[Link | None], sources: Sequence[SourceStatus]
+) -> set[int]:
+    """Settle each ``summary_added`` edit: the text opening a kept tool-call turn is a summary by
+    contract when it stands in for dropped messages before that turn (between its previous
+    present neighbour and the turn) and names something of them, as a summary message must;
+    otherwise the edit is a ``text_changed``. Returns the view indices holding one."""
+    session, found = state.session, set()
+    taken = {
+        _gap(session, links, link.index)
+        for link in links
+        if link is not None and link.status == "summary"
+    }
+    for k, edit in enumerate(state.edits):
+        if edit.kind != "summary_added":
+            continue
+        before = _gap(session, links, edit.view_index)[0]
+        span = [i for i in range(before + 1, edit.source) if sources[i] == "dropped"]
+        gap = (before, edit.source)
+        message = Message("assistant", (TextPart(state.view.messages[edit.view_index].text),))
+        if span and gap not in taken and _names_the_span(message, session, span):
+            taken.add(gap)
+            found.add(edit.view_index)
+            detail = f"summary added before the calls: {_short(message.text)}"
+            state.edits[k] = replace(edit, detail=detail)
+        else:
+            state.edits[k] = replace(edit, kind="text_changed")
+    return found
 
 
 def _gap(

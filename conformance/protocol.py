@@ -18,7 +18,7 @@ request body it would send to the provider::
 
 A plain function ``f(messages: list[dict], budget: int) -> list[dict]`` over one shape's message
 list is accepted too (:class:`MessageListAssembler` wraps it; see there for the optional keyword
-form ``f(messages, budget, *, tools=..., dialect=...)``, for the budget it gets (what is left for
+form ``f(messages, budget, *, tools=..., dialect=..., counter=...)``, for the budget it gets (what is left for
 its messages) and for what a function that cannot see the tools or the dialect is and is not
 judged on). ``ctxconf run --impl`` loads a
 plug-in by ``module:attr`` or by name from the ``ctxconf.assemblers`` entry-point group (see
@@ -157,10 +157,10 @@ class Assembler(Protocol):
 
 
 MessageFunction = Callable[..., object]
-"""``f(messages, budget) -> messages``, optionally ``f(messages, budget, *, tools, dialect)``:
-the plain-function form of a plug-in."""
+"""``f(messages, budget) -> messages``, optionally ``f(messages, budget, *, tools, dialect,
+counter)``: the plain-function form of a plug-in."""
 
-FUNCTION_KEYWORDS: Final = ("tools", "dialect")
+FUNCTION_KEYWORDS: Final = ("tools", "dialect", "counter")
 """The keyword-only arguments a plain function may declare to see more than its messages."""
 
 _TOOL_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -229,10 +229,13 @@ class MessageListAssembler:
     whose scenario expects the tool schemas dropped because only that fits
     (:meth:`can_be_judged_on`).
 
-    **The keyword form** ``f(messages, budget, *, tools=..., dialect=...)`` (detected by the
-    signature; ``**kwargs`` takes both) gets the tool schemas as the shape sends them
-    (:func:`body_tools`) and/or the case's dialect (``None`` for a first-party API). A function
-    that takes ``tools`` counts them itself (its ``budget`` leaves them in) and may return
+    **The keyword form** ``f(messages, budget, *, tools=..., dialect=..., counter=...)``
+    (detected by the signature; ``**kwargs`` takes them all) gets the tool schemas as the shape
+    sends them (:func:`body_tools`), the case's dialect (``None`` for a first-party API) and/or
+    the case's reference counter (``request.counter``: what ``within_budget`` counts with, for
+    the model the case names, which the message list does not show; an image or the hidden
+    tool-use prompt of Claude costs differently per model). A function that takes ``tools``
+    counts them itself (its ``budget`` leaves them in) and may return
     ``{"messages": [...], "tools": [...]}`` to change the tools sent; one that takes ``dialect``
     is run on dialect cases. Either way it is then judged on everything an
     :class:`Assembler` is judged on.
@@ -294,6 +297,8 @@ class MessageListAssembler:
             extra["tools"] = body_tools(request.body, request.shape)
         if "dialect" in self.keywords:
             extra["dialect"] = request.dialect
+        if "counter" in self.keywords:
+            extra["counter"] = request.counter
         # Typed as object: third-party code returns whatever it returns; checked below.
         returned: object = self.function(request.messages, self.message_budget(request), **extra)
         tools: object = None

@@ -45,7 +45,7 @@ def with_everything(messages: list[dict[str, Any]], budget: int, **_: Any) -> li
 def test_the_keyword_form_is_detected_by_signature() -> None:
     assert MessageListAssembler(plain).keywords == frozenset()
     assert MessageListAssembler(with_dialect).keywords == {"dialect"}
-    assert MessageListAssembler(with_everything).keywords == {"dialect", "tools"}
+    assert MessageListAssembler(with_everything).keywords == {"dialect", "tools", "counter"}
     assert MessageListAssembler(len).keywords == frozenset()  # no signature: the plain form
 
 
@@ -166,6 +166,21 @@ def test_messages_within_their_budget_make_a_request_within_the_budget(shape: st
             assert whole.total <= case.budget, (case.key, start, alone, budget, whole.total)
             checked += 1
     assert checked
+
+
+def test_the_counter_keyword_is_the_case_s_reference_counter() -> None:
+    # The message list does not say which model the case names; the judge counts for it.
+    seen: list[Any] = []
+
+    def spy(messages: list[dict[str, Any]], budget: int, *, counter: Any) -> list[dict[str, Any]]:
+        seen.append(counter)
+        return messages
+
+    scenario = _scenario("reasoning-gemini-signature-current-turn")  # names gemini-3-flash-preview
+    case = plan_cases([scenario], ["gemini"])[0]
+    request = assembly_request(case, 0, scenario.session)
+    MessageListAssembler(spy, "gemini").assemble(request)
+    assert seen == [request.counter]
 
 
 def test_the_keyword_form_may_require_its_keywords() -> None:
