@@ -222,7 +222,8 @@ class MessageListAssembler:
     **The plain form** ``f(messages, budget) -> messages`` sees only the message list; system
     (when top-level), tools and the other body keys are put back unchanged around whatever it
     returns. So ``budget`` is what is left for its messages: the request's budget minus what the
-    rest of the body costs by the reference counter (``request.counter``; never below 0), and a
+    rest of the body costs by the reference counter (``request.counter``; at least 1: libraries
+    refuse a limit of 0), and a
     function that keeps the messages it returns within it sends a request within the request's
     budget, which is what ``within_budget`` judges. Since it cannot drop tools or see the
     dialect, it is not judged on cases that need either: cases with a gateway dialect and cases
@@ -270,7 +271,8 @@ class MessageListAssembler:
     def message_budget(self, request: AssemblyRequest) -> int:
         """The request's budget minus the cost of what the function neither sees nor returns:
         every body key but the message list (a top-level system above all), and the tool schemas
-        unless it takes ``tools``; 0 when that alone is over the budget."""
+        unless it takes ``tools``; 1 when that alone fills the budget (trimming libraries refuse
+        a limit of 0 or below; a function that counts refuses such a request all the same)."""
         key = MESSAGE_KEYS.get(request.shape, "messages")
         hidden = {k: v for k, v in request.body.items() if k != key}
         if self.sees_tools:
@@ -286,7 +288,7 @@ class MessageListAssembler:
             bare = request.counter.count(adapter.parse_request({key: []})).total
         except CtxconfError:  # an unparsable remainder: the whole body is judged all the same
             return request.budget
-        return max(0, request.budget - max(0, with_hidden - bare))
+        return max(1, request.budget - max(0, with_hidden - bare))
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
         """Call the function on ``request.messages`` (with :meth:`message_budget`) and put its
