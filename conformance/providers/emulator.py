@@ -238,7 +238,9 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
         if not verdict.accepted:
             return _verdict_response(verdict, profile)
     else:
-        for verdict in lint_request(body, shape, dialect=dialect, profile=profile):
+        for verdict in lint_request(
+            body, shape, dialect=dialect, profile=profile, endpoint="count"
+        ):
             if not verdict.accepted and verdict.rule in STRUCTURE_RULES:
                 return _verdict_response(verdict, profile)
     if not isinstance(body, dict):  # pragma: no cover - the structure rules reject non-objects

@@ -263,7 +263,9 @@ def judge(
         verdict = validate_request(body, endpoint.shape, dialect=dialect, profile=profile)
     else:
         # Count endpoints: the structure rules only, as the emulator applies them there.
-        found = lint_request(body, endpoint.shape, dialect=dialect, profile=profile)
+        found = lint_request(
+            body, endpoint.shape, dialect=dialect, profile=profile, endpoint="count"
+        )
         structural = [v for v in found if not v.accepted and v.rule in STRUCTURE_RULES]
         verdict = structural[0] if structural else accept_verdict(load_catalog().profiles[profile])
     return Judged(verdict, endpoint, profile=profile, model=model)
