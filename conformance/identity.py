@@ -287,7 +287,7 @@ def map_view(
             open_ = [i for i in region if i > after and i not in state.claimed]
             link = _classify(state, j, open_, ledger=ledger, memory=memory)
             if link is None or link.status == "invented":
-                link = _moved(state, j) or link
+                link = _moved(state, j) or _extended(state, j, open_) or link
             if link is None:
                 pending.append(j)
                 continue
@@ -579,6 +579,40 @@ def _modified_source(state: _State, message: Message, open_: Sequence[int]) -> i
         candidate = session.messages[i]
         if not candidate.has_tool_parts and _same_text(candidate, message):
             return i
+    return None
+
+
+def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
+    """A plain message of its unaligned region whose whole text opens the view message, with
+    something added after it (an instruction appended to the goal's turn): that message,
+    changed. Tried last, once no merge of whole session messages explains the text; a text that
+    only ends with a dropped message's (a summary quoting it) is left to the summary test."""
+    message = state.view.messages[index]
+    text = message.text.strip()
+    if message.has_tool_parts or not text:
+        return None
+    for i in open_:
+        candidate = state.session.messages[i]
+        old = candidate.text.strip()
+        if (
+            candidate.role == message.role
+            and not candidate.has_tool_parts
+            and old
+            and text.startswith(old)
+        ):
+            state.claimed.add(i)
+            state.modified.add(i)
+            state.edits.extend(
+                _edits(
+                    index,
+                    i,
+                    message.parts,
+                    candidate.parts,
+                    state,
+                    fields=_fields_differ(message, candidate),
+                )
+            )
+            return Link(index, "modified", i)
     return None
 
 
