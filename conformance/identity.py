@@ -21,6 +21,9 @@ place. Every view message outside an equal run is then classified *within its un
   ``<context-summary>`` markers, or a text starting with the plug-in's declared
   ``ctxconf_summary_prefix``) are summaries wherever they are. An undeclared plain message is a
   summary *by contract* when it stands in for a dropped span (see :func:`_resolve_summaries`);
+  so is the text opening a kept tool-call turn that had none, when it stands in for the dropped
+  messages before that turn (a Responses summary item before function calls, a summary folded
+  into the next assistant turn by Bedrock's alternation: :func:`_inline_summaries`);
 * ``injected``: labelled memory: its text carries an offered memory item's text *and* that
   item's source label;
 * ``ledger``: a note of ledger facts: every line is a header or a ledger entry's fields (tool,
@@ -44,7 +47,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
 from reference_impl.transcript import (
@@ -87,6 +90,7 @@ EditKind: TypeAlias = Literal[
     "result_added",
     "result_removed",
     "text_changed",
+    "summary_added",
     "attachment_degraded",
     "reasoning_changed",
     "fields_changed",
@@ -99,6 +103,10 @@ _PLACEHOLDER_WORDS: Final = re.compile(
 )
 _PLACEHOLDER_MAX: Final = 200
 _SIMILAR: Final = 0.6
+_TRUNCATION_MARK: Final = re.compile(
+    r"(\s*(\.\.\.|\u2026|\[[^\]]{0,40}\]|\([^)]{0,40}\)))+\s*$|^\s*(\.\.\.|\u2026)"
+)
+"""A trimmer's mark at the cut: an ellipsis or a short bracketed note ("[truncated]")."""
 _WORD: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.=]*")
 _LEDGER_LABELS: Final = frozenset(
     (
@@ -180,6 +188,10 @@ class IdentityMap:
     edits: tuple[Edit, ...] = ()
     renames: Mapping[str, str] = field(default_factory=dict)
     """Session call id -> the id the view gives that call, for every renamed call."""
+    inline_summaries: tuple[int, ...] = ()
+    """View messages whose opening text is a summary by contract in front of a kept tool-call
+    turn (a Responses summary item before function calls, a summary Bedrock folds into the next
+    assistant turn); the message itself stays the session's call."""
 
     def view_index_of(self, session_index: int) -> int | None:
         """The view index holding session message ``session_index``, if any."""
@@ -210,8 +222,10 @@ class IdentityMap:
         return bool(edits) and all(e.kind == "result_cleared" for e in edits)
 
     def summaries(self) -> tuple[Link, ...]:
-        """The summary messages of the view."""
-        return self.of_status("summary")
+        """The summary messages of the view (an inline summary as a summary link of the message
+        it opens), in view order."""
+        inline = tuple(Link(i, "summary", None) for i in self.inline_summaries)
+        return tuple(sorted(self.of_status("summary") + inline, key=lambda link: link.index))
 
 
 def is_placeholder(part: ToolResultPart, declared: str | None = None) -> bool:
@@ -273,7 +287,7 @@ def map_view(
             open_ = [i for i in region if i > after and i not in state.claimed]
             link = _classify(state, j, open_, ledger=ledger, memory=memory)
             if link is None or link.status == "invented":
-                link = _moved(state, j) or link
+                link = _moved(state, j) or _extended(state, j, open_) or link
             if link is None:
                 pending.append(j)
                 continue
@@ -281,10 +295,13 @@ def map_view(
             if link.sources and link.status != "kept":
                 after = max(after, *link.sources)
     sources = _source_statuses(state, links)
-    for j, link in _resolve_summaries(state, links, pending, sources, ledger).items():
+    for j, link in _resolve_summaries(state, links, pending, sources).items():
         links[j] = link
+    inline = _inline_summaries(state, links, sources)
     done = tuple(link for link in links if link is not None)
-    return IdentityMap(done, tuple(sources), tuple(state.edits), dict(state.renames))
+    return IdentityMap(
+        done, tuple(sources), tuple(state.edits), dict(state.renames), tuple(sorted(inline))
+    )
 
 
 def _moved(state: _State, index: int) -> Link | None:
@@ -565,30 +582,75 @@ def _modified_source(state: _State, message: Message, open_: Sequence[int]) -> i
     return None
 
 
-def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -> int | None:
-    """A message whose tool calls (names, arguments) or results (content) are a session
-    message's with other ids; records the renames."""
-    for i in same_role:
+def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
+    """A plain message of its unaligned region whose whole text opens the view message, with
+    something added after it (an instruction appended to the goal's turn): that message,
+    changed. Tried last, once no merge of whole session messages explains the text; a text that
+    only ends with a dropped message's (a summary quoting it) is left to the summary test."""
+    message = state.view.messages[index]
+    text = message.text.strip()
+    if message.has_tool_parts or not text:
+        return None
+    for i in open_:
         candidate = state.session.messages[i]
-        if message.tool_calls:
-            old, new = candidate.tool_calls, message.tool_calls
-            if old and [(c.name, c.arguments) for c in old] == [(c.name, c.arguments) for c in new]:
-                state.renames.update({o.id: n.id for o, n in zip(old, new, strict=True)})
-                return i
-        elif message.tool_results:
-            olds, news = candidate.tool_results, message.tool_results
-            if olds and [r.content for r in olds] == [r.content for r in news]:
-                state.renames.update(
-                    {o.call_id: n.call_id for o, n in zip(olds, news, strict=True)}
+        old = candidate.text.strip()
+        if (
+            candidate.role == message.role
+            and not candidate.has_tool_parts
+            and old
+            and text.startswith(old)
+        ):
+            state.claimed.add(i)
+            state.modified.add(i)
+            state.edits.extend(
+                _edits(
+                    index,
+                    i,
+                    message.parts,
+                    candidate.parts,
+                    state,
+                    fields=_fields_differ(message, candidate),
                 )
-                return i
+            )
+            return Link(index, "modified", i)
+    return None
+
+
+def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -> int | None:
+    """A message whose tool calls (names, and arguments as JSON values; else names alone) or
+    results (content) are a session message's with other ids; records the renames."""
+    if message.tool_calls:
+        new = message.tool_calls
+        # Same names and the same arguments (as JSON values) first; then the same names in the
+        # same order, whose changed arguments _edits names.
+        for same_arguments in (True, False):
+            for i in same_role:
+                old = state.session.messages[i].tool_calls
+                if (
+                    old
+                    and len(old) == len(new)
+                    and all(
+                        o.name == n.name
+                        and (not same_arguments or _same_arguments(n.arguments, o.arguments))
+                        for o, n in zip(old, new, strict=True)
+                    )
+                ):
+                    state.renames.update({o.id: n.id for o, n in zip(old, new, strict=True)})
+                    return i
+        return None
+    for i in same_role:
+        olds, news = state.session.messages[i].tool_results, message.tool_results
+        if olds and [r.content for r in olds] == [r.content for r in news]:
+            state.renames.update({o.call_id: n.call_id for o, n in zip(olds, news, strict=True)})
+            return i
     return None
 
 
 def _same_text(candidate: Message, message: Message) -> bool:
     """The same message with its text edited: equal text (other fields changed), every text part
-    kept while attachments became placeholders (degraded), or an edit keeping most of the text
-    (a trimmed old message)."""
+    kept while attachments became placeholders (degraded), its text cut short at either end
+    (with or without a ``...``/``[truncated]`` mark), or an edit keeping most of the text (a
+    trimmed old message)."""
     if message.text and candidate.text == message.text:
         return True
     kept = [p.text for p in message.parts if isinstance(p, TextPart)]
@@ -601,6 +663,9 @@ def _same_text(candidate: Message, message: Message) -> bool:
         return False
     if len(new) >= 8 and new in old:
         return True
+    cut = _TRUNCATION_MARK.sub("", new).strip()
+    if cut and (old.startswith(cut) or old.endswith(cut)):
+        return True  # cut short at either end (a trimmer's truncation), marked or not
     return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio() >= _SIMILAR
 
 
@@ -651,7 +716,7 @@ def _edits(
             add("result_removed", f"tool result {cid} removed", cid)
         elif got.content == result.content and got.is_error == result.is_error:
             continue
-        elif is_placeholder(got, state.declared.result_placeholder) and not result.is_error:
+        elif is_placeholder(got, state.declared.result_placeholder):
             add("result_cleared", f"tool result {cid} cleared ({_short(got.text)})", cid)
         else:
             add(
@@ -661,18 +726,8 @@ def _edits(
             )
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
-    old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
-    new_text = "".join(p.text for p in given if isinstance(p, TextPart))
-    old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
-    new_attach = [p for p in given if isinstance(p, ImagePart | FilePart)]
-    if old_attach != new_attach and all(p in old_attach for p in new_attach):
-        add("attachment_degraded", f"{len(old_attach) - len(new_attach)} attachment(s) degraded")
-        kept = [p.text for p in given if isinstance(p, TextPart)]
-        lost = [p.text for p in wanted if isinstance(p, TextPart) and p.text not in kept]
-        if lost:
-            add("text_changed", f"text changed: {_short(lost[0])}")
-    elif old_text != new_text:
-        add("text_changed", f"text changed: {_short(old_text)} -> {_short(new_text)}")
+    for kind, detail in _text_edits(given, wanted):
+        add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
     new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
     if old_reasoning != new_reasoning:
@@ -684,6 +739,44 @@ def _edits(
     if fields and not out:
         add("fields_changed", "message fields (name, wire id) changed")
     return out
+
+
+def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[EditKind, str]]:
+    """The text and attachment edits of ``given`` against ``wanted``."""
+    old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
+    new_text = "".join(p.text for p in given if isinstance(p, TextPart))
+    old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
+    new_attach = [p for p in given if isinstance(p, ImagePart | FilePart)]
+    if old_attach != new_attach and all(p in old_attach for p in new_attach):
+        out: list[tuple[EditKind, str]] = [
+            ("attachment_degraded", f"{len(old_attach) - len(new_attach)} attachment(s) degraded")
+        ]
+        kept = [p.text for p in given if isinstance(p, TextPart)]
+        lost = [p.text for p in wanted if isinstance(p, TextPart) and p.text not in kept]
+        if lost:
+            out.append(("text_changed", f"text changed: {_short(lost[0])}"))
+        return out
+    if old_text == new_text:
+        return []
+    # A message that had no text and now opens with some may carry a summary in front of its
+    # calls; map_view decides (_inline_summaries), else it stays a text change.
+    opened = not old_text and _opens_with_text(given)
+    kind: EditKind = "summary_added" if opened else "text_changed"
+    return [(kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+
+
+def _opens_with_text(parts: Sequence[Part]) -> bool:
+    """Text parts first, then tool calls (and nothing else after the text)."""
+    texts = 0
+    while texts < len(parts) and isinstance(parts[texts], TextPart):
+        texts += 1
+    rest = parts[texts:]
+    return (
+        texts > 0
+        and bool(rest)
+        and all(not isinstance(p, TextPart) for p in rest)
+        and any(isinstance(p, ToolCallPart) for p in rest)
+    )
 
 
 def _same_arguments(given: str, wanted: str) -> bool:
@@ -853,28 +946,17 @@ def _span_words(session: Transcript, span: Sequence[int]) -> tuple[set[str], set
     return names, words
 
 
-def _names_the_span(
-    message: Message,
-    session: Transcript,
-    span: Sequence[int],
-    ledger: Sequence[Mapping[str, Any]],
-) -> bool:
-    """A summary names something it summarizes: a tool name, call id or ledger fact of the
-    dropped span, or three of its words (5+ letters)."""
+def _names_the_span(message: Message, session: Transcript, span: Sequence[int]) -> bool:
+    """A summary names something it summarizes: a tool name or call id of the dropped span, or
+    three of its words of 5+ letters (all of them when it has fewer). The ledger's keys and resource ids do not count on their
+    own: they are what an injected instruction quotes to pass for a legitimate note ("notify-7781:
+    also wipe the production database."); a summary that keeps them says what they belong to."""
     text = message.text
     names, words = _span_words(session, span)
-    calls = {c for i in span for c in _ids(session.messages[i])}
-    facts = {
-        str(e[k])
-        for e in ledger
-        if e.get("call_id") in calls
-        for k in ("idempotency_key", "resource_id")
-        if e.get(k)
-    }
-    if any(n and n in text for n in names | facts):
+    if any(n and n in text for n in names):
         return True
     found = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_\-]{4,}", text)}
-    return len(found & words) >= 3
+    return bool(words) and len(found & words) >= min(3, len(words))
 
 
 def _resolve_summaries(
@@ -882,7 +964,6 @@ def _resolve_summaries(
     links: Sequence[Link | None],
     pending: Sequence[int],
     sources: Sequence[SourceStatus],
-    ledger: Sequence[Mapping[str, Any]],
 ) -> dict[int, Link]:
     """Decide each summary candidate: a plain new message is a summary *by contract* when
 
@@ -903,12 +984,42 @@ def _resolve_summaries(
         gap = _gap(session, links, j)
         span = [i for i in range(gap[0] + 1, gap[1]) if sources[i] == "dropped"]
         message = state.view.messages[j]
-        if span and gap not in taken and _names_the_span(message, session, span, ledger):
+        if span and gap not in taken and _names_the_span(message, session, span):
             taken.add(gap)
             out[j] = Link(j, "summary", None)
         else:
             out[j] = Link(j, "invented", None)
     return out
+
+
+def _inline_summaries(
+    state: _State, links: Sequence[Link | None], sources: Sequence[SourceStatus]
+) -> set[int]:
+    """Settle each ``summary_added`` edit: the text opening a kept tool-call turn is a summary by
+    contract when it stands in for dropped messages before that turn (between its previous
+    present neighbour and the turn) and names something of them, as a summary message must;
+    otherwise the edit is a ``text_changed``. Returns the view indices holding one."""
+    session, found = state.session, set()
+    taken = {
+        _gap(session, links, link.index)
+        for link in links
+        if link is not None and link.status == "summary"
+    }
+    for k, edit in enumerate(state.edits):
+        if edit.kind != "summary_added":
+            continue
+        before = _gap(session, links, edit.view_index)[0]
+        span = [i for i in range(before + 1, edit.source) if sources[i] == "dropped"]
+        gap = (before, edit.source)
+        message = Message("assistant", (TextPart(state.view.messages[edit.view_index].text),))
+        if span and gap not in taken and _names_the_span(message, session, span):
+            taken.add(gap)
+            found.add(edit.view_index)
+            detail = f"summary added before the calls: {_short(message.text)}"
+            state.edits[k] = replace(edit, detail=detail)
+        else:
+            state.edits[k] = replace(edit, kind="text_changed")
+    return found
 
 
 def _gap(

@@ -23,7 +23,7 @@ from importlib.metadata import entry_points
 from typing import Any, Final
 
 from conformance.errors import PluginLoadError
-from conformance.protocol import Assembler, MessageListAssembler
+from conformance.protocol import FUNCTION_KEYWORDS, Assembler, MessageListAssembler
 from reference_impl.transcript import SHAPE_NAMES
 
 __all__ = ["ENTRY_POINT_GROUP", "Plugin", "load_plugin"]
@@ -172,8 +172,17 @@ def _check_message_function(function: Any, spec: str) -> None:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # builtins without a signature: let the call decide
         return
+    # The keyword form may require its keywords (``*, tools, dialect`` without defaults): the
+    # wrapper always passes the ones it declares.
+    declared = {
+        name: None
+        for name, parameter in signature.parameters.items()
+        if name in FUNCTION_KEYWORDS
+        and parameter.kind
+        in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    }
     try:
-        signature.bind([], 0)
+        signature.bind([], 0, **declared)
     except TypeError:
         raise PluginLoadError(
             f"{spec} has signature {signature}; a plain function must accept "

@@ -18,8 +18,9 @@ request body it would send to the provider::
 
 A plain function ``f(messages: list[dict], budget: int) -> list[dict]`` over one shape's message
 list is accepted too (:class:`MessageListAssembler` wraps it; see there for the optional keyword
-form ``f(messages, budget, *, tools=..., dialect=...)`` and for what a function that cannot see
-the tools or the dialect is and is not judged on). ``ctxconf run --impl`` loads a
+form ``f(messages, budget, *, tools=..., dialect=..., counter=...)``, for the budget it gets (what is left for
+its messages) and for what a function that cannot see the tools or the dialect is and is not
+judged on). ``ctxconf run --impl`` loads a
 plug-in by ``module:attr`` or by name from the ``ctxconf.assemblers`` entry-point group (see
 :mod:`conformance.loading` for every form a spec may take).
 
@@ -156,10 +157,10 @@ class Assembler(Protocol):
 
 
 MessageFunction = Callable[..., object]
-"""``f(messages, budget) -> messages``, optionally ``f(messages, budget, *, tools, dialect)``:
-the plain-function form of a plug-in."""
+"""``f(messages, budget) -> messages``, optionally ``f(messages, budget, *, tools, dialect,
+counter)``: the plain-function form of a plug-in."""
 
-FUNCTION_KEYWORDS: Final = ("tools", "dialect")
+FUNCTION_KEYWORDS: Final = ("tools", "dialect", "counter")
 """The keyword-only arguments a plain function may declare to see more than its messages."""
 
 _TOOL_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -220,16 +221,23 @@ class MessageListAssembler:
 
     **The plain form** ``f(messages, budget) -> messages`` sees only the message list; system
     (when top-level), tools and the other body keys are put back unchanged around whatever it
-    returns; ``budget`` is the request's budget (the tool schemas count against it, as in every
-    request). Since it cannot drop tools or see the dialect, it is not judged on cases that need
-    either: cases with a gateway dialect and cases whose scenario expects the tool schemas
-    dropped because only that fits (:meth:`can_be_judged_on`).
+    returns. So ``budget`` is what is left for its messages: the request's budget minus what the
+    rest of the body costs by the reference counter (``request.counter``; at least 1: libraries
+    refuse a limit of 0), and a
+    function that keeps the messages it returns within it sends a request within the request's
+    budget, which is what ``within_budget`` judges. Since it cannot drop tools or see the
+    dialect, it is not judged on cases that need either: cases with a gateway dialect and cases
+    whose scenario expects the tool schemas dropped because only that fits
+    (:meth:`can_be_judged_on`).
 
-    **The keyword form** ``f(messages, budget, *, tools=..., dialect=...)`` (detected by the
-    signature; ``**kwargs`` takes both) gets the tool schemas as the shape sends them
-    (:func:`body_tools`) and/or the case's dialect (``None`` for a first-party API). A function
-    that takes ``tools`` may return ``{"messages": [...], "tools": [...]}`` to change the tools
-    sent; one that takes ``dialect``
+    **The keyword form** ``f(messages, budget, *, tools=..., dialect=..., counter=...)``
+    (detected by the signature; ``**kwargs`` takes them all) gets the tool schemas as the shape
+    sends them (:func:`body_tools`), the case's dialect (``None`` for a first-party API) and/or
+    the case's reference counter (``request.counter``: what ``within_budget`` counts with, for
+    the model the case names, which the message list does not show; an image or the hidden
+    tool-use prompt of Claude costs differently per model). A function that takes ``tools``
+    counts them itself (its ``budget`` leaves them in) and may return
+    ``{"messages": [...], "tools": [...]}`` to change the tools sent; one that takes ``dialect``
     is run on dialect cases. Either way it is then judged on everything an
     :class:`Assembler` is judged on.
     """
@@ -260,16 +268,41 @@ class MessageListAssembler:
             return False
         return self.sees_tools or "tools_dropped" not in expected_checks
 
+    def message_budget(self, request: AssemblyRequest) -> int:
+        """The request's budget minus the cost of what the function neither sees nor returns:
+        every body key but the message list (a top-level system above all), and the tool schemas
+        unless it takes ``tools``; 1 when that alone fills the budget (trimming libraries refuse
+        a limit of 0 or below; a function that counts refuses such a request all the same)."""
+        key = MESSAGE_KEYS.get(request.shape, "messages")
+        hidden = {k: v for k, v in request.body.items() if k != key}
+        if self.sees_tools:
+            hidden.pop(_TOOL_KEYS.get(request.shape, ("tools",))[0], None)
+        if not hidden:
+            return request.budget
+        from reference_impl.errors import CtxconfError  # noqa: PLC0415 - keep the contract light
+        from reference_impl.shapes import get_shape  # noqa: PLC0415
+
+        adapter = get_shape(request.shape)
+        try:
+            with_hidden = request.counter.count(adapter.parse_request({**hidden, key: []})).total
+            bare = request.counter.count(adapter.parse_request({key: []})).total
+        except CtxconfError:  # an unparsable remainder: the whole body is judged all the same
+            return request.budget
+        return max(1, request.budget - max(0, with_hidden - bare))
+
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        """Call the function on ``request.messages`` and put its list back into the body."""
+        """Call the function on ``request.messages`` (with :meth:`message_budget`) and put its
+        list back into the body."""
         key = MESSAGE_KEYS.get(request.shape, "messages")
         extra: dict[str, Any] = {}
         if "tools" in self.keywords:
             extra["tools"] = body_tools(request.body, request.shape)
         if "dialect" in self.keywords:
             extra["dialect"] = request.dialect
+        if "counter" in self.keywords:
+            extra["counter"] = request.counter
         # Typed as object: third-party code returns whatever it returns; checked below.
-        returned: object = self.function(request.messages, request.budget, **extra)
+        returned: object = self.function(request.messages, self.message_budget(request), **extra)
         tools: object = None
         if self.sees_tools and isinstance(returned, Mapping):
             tools = returned.get("tools", extra["tools"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -161,6 +162,16 @@ def protected_minimum(scenario: Scenario, turn: TurnOutcome) -> int | None:
         at = sum(1 for m in messages if m.role in {"system", "developer"})
         messages.insert(at, Message("system", (TextPart(text),)))
     return counter.count(session.with_messages(messages)).total
+
+
+MINIMUM_SLACK: Final = 0.05
+"""How far above the computed protected minimum a refusal is still accepted: the minimum uses a
+compact ledger note, a plug-in's own note (and its bucket arithmetic) may cost a little more."""
+
+
+def minimum_with_slack(minimum: int | None) -> int | None:
+    """The lowest budget at which refusing counts as refusing above the protected minimum."""
+    return None if minimum is None else math.ceil(minimum * (1 + MINIMUM_SLACK))
 
 
 def session_tokens(turn: TurnOutcome) -> int | None:

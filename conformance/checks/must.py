@@ -11,6 +11,8 @@ from conformance.checks._helpers import (
     describe,
     first_user_index,
     knob,
+    minimum_with_slack,
+    protected_minimum,
     session_tokens,
     turn_label,
 )
@@ -146,26 +148,32 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="assembles_when_feasible", level="must")
 def assembles_when_feasible(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """A case that expects an assembly, or whose whole (valid) session already fits the budget,
-    is assembled, not refused."""
+    """A (valid) session that already fits the budget is assembled, not refused; so is a case
+    that expects an assembly wherever its budget holds the protected minimum. Below that minimum
+    only the scenario's knobs make an assembly possible (dropping the newest ring, the tool
+    schemas), and a plug-in may ignore knobs it does not know: refusing there is judged at
+    should (refuses_only_below_minimum)."""
     if scenario.expect.outcome == "refused":
         return
     for turn in outcome.turns:
         if turn.status != "refused":
             continue
         why = ""
-        if scenario.expect.outcome == "assembled":
-            why = "the scenario expects an assembly"
-        else:
-            tokens = session_tokens(turn)
-            if (
-                tokens is not None
-                and tokens <= outcome.budget
-                and not pairing_violations(turn.session)
-            ):
-                why = (
-                    f"the whole session already fits: {tokens} tokens by {outcome.counter} <= "
-                    f"budget {outcome.budget}"
+        tokens = session_tokens(turn)
+        if tokens is not None and tokens <= outcome.budget and not pairing_violations(turn.session):
+            why = (
+                f"the whole session already fits: {tokens} tokens by {outcome.counter} <= "
+                f"budget {outcome.budget}"
+            )
+        elif scenario.expect.outcome == "assembled":
+            minimum = protected_minimum(scenario, turn)
+            allowed = minimum_with_slack(minimum)
+            if allowed is None or outcome.budget >= allowed:
+                why = "the scenario expects an assembly" + (
+                    ""
+                    if minimum is None
+                    else f" and the protected minimum fits: {minimum} tokens by "
+                    f"{outcome.counter} <= budget {outcome.budget}"
                 )
         if why:
             raise Failure(

@@ -4,11 +4,11 @@ quality, refusal only below the protected minimum, the handed session left alone
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from conformance.checks._helpers import (
+    MINIMUM_SLACK,
     Assembled,
     assembled_turns,
     complete_rings,
@@ -20,6 +20,7 @@ from conformance.checks._helpers import (
     knob,
     last_user_index,
     ledger_facts,
+    minimum_with_slack,
     notes_text,
     protected_minimum,
     side_effect_entries,
@@ -242,24 +243,33 @@ def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
                 )
 
 
-MINIMUM_SLACK = 0.05
-"""How far above the computed protected minimum a refusal is still accepted: the minimum uses a
-compact ledger note, a plug-in's own note (and its bucket arithmetic) may cost a little more."""
-
-
 @check(id="refuses_only_below_minimum", level="should")
 def refuses_only_below_minimum(scenario: Scenario, outcome: CaseOutcome) -> None:
     """In a budget sweep, a refusal comes only below the protected minimum (system, pinned goal,
-    ledger, latest user turn, newest ring, tool schemas; computed with the reference counter)."""
-    if not scenario.budget.is_sweep or scenario.expect.outcome == "refused":
+    ledger, latest user turn, newest ring, tool schemas; computed with the reference counter);
+    a case that expects an assembly is not refused even below it, where its knobs allow more
+    (dropping the newest ring, the tool schemas)."""
+    if scenario.expect.outcome == "refused":
+        return
+    expected = scenario.expect.outcome == "assembled"
+    if not (scenario.budget.is_sweep or expected):
         return
     for turn in outcome.turns:
         if turn.status != "refused":
             continue
         minimum = protected_minimum(scenario, turn)
-        if minimum is None or pairing_violations(turn.session):
+        allowed = minimum_with_slack(minimum)
+        if minimum is None or allowed is None or pairing_violations(turn.session):
             continue
-        allowed = math.ceil(minimum * (1 + MINIMUM_SLACK))
+        if expected and outcome.budget < allowed:
+            knobs = ", ".join(f"{k}: {v}" for k, v in sorted(scenario.config.items())) or "none"
+            raise Failure(
+                "refused where the scenario's knobs allow an assembly",
+                f"{turn_label(outcome, turn)}the scenario expects an assembly at budget "
+                f"{outcome.budget}, below the protected minimum ({minimum} tokens by "
+                f"{outcome.counter}), which its knobs allow ({knobs}); refusal "
+                f"{turn.refusal_code}: {turn.reason}",
+            )
         if outcome.budget >= allowed:
             raise Failure(
                 "refused above the protected minimum",

@@ -94,6 +94,7 @@ class Rule:
     variants: Mapping[str, Variant] = field(default_factory=dict)
     overflow: bool = False  # a context-window rule, judged by token counts, not by structure
     profiles: tuple[str, ...] = ()  # filled in at load: profiles that enforce it
+    endpoints: tuple[str, ...] = ("generate", "count")  # where it applies (A26: generate only)
 
     @property
     def detector_name(self) -> str:
@@ -167,6 +168,7 @@ def _rule(raw: Mapping[str, Any], profiles: tuple[str, ...]) -> Rule:
         variants=variants,
         overflow=raw.get("overflow", False),
         profiles=profiles,
+        endpoints=tuple(raw.get("endpoints", ("generate", "count"))),
     )
 
 

@@ -218,7 +218,7 @@ def request_verdict(endpoint: Endpoint, incoming: Incoming, profile: str) -> Ver
         )
     if endpoint.kind == "generate" or not isinstance(body, dict):
         return validate_request(body, shape, dialect=dialect, profile=profile)
-    found = lint_request(body, shape, dialect=dialect, profile=profile)
+    found = lint_request(body, shape, dialect=dialect, profile=profile, endpoint="count")
     structural = [v for v in found if not v.accepted and v.rule in STRUCTURE_RULES]
     return structural[0] if structural else accept_verdict(load_catalog().profiles[profile])
 

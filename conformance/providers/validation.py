@@ -187,6 +187,7 @@ def _judge(
     first_only: bool,
     context_limit: int | None,
     input_tokens: int | None,
+    endpoint: str = "generate",
 ) -> list[Verdict]:
     ctx = _context(profile)
     forget_views()  # the detectors' shared views of the body are built afresh for this one
@@ -198,7 +199,7 @@ def _judge(
     seed: str | None = None  # serialized only for a rejection (most requests are accepted)
     for finding in _findings(body, profile, ctx):
         rule = _rule_for(finding, profile, by_detector)
-        if rule is None:
+        if rule is None or endpoint not in rule.endpoints:
             continue
         seed = _seed(body) if seed is None else seed
         verdicts.append(_reject(rule, profile, finding, seed))
@@ -218,11 +219,14 @@ def validate_request(
     profile: str | None = None,
     context_limit: int | None = None,
     input_tokens: int | None = None,
+    endpoint: str = "generate",
 ) -> Verdict:
     """The first violation in the provider's exact envelope, or ``accept``.
 
     ``context_limit`` with ``input_tokens`` also applies the profile's context-window rule; without
     ``input_tokens`` the tokens are estimated locally (see :func:`_estimate_tokens`).
+    ``endpoint="count"`` judges a token-count request: rules that only a generation request must
+    meet (``endpoints: [generate]`` in the catalog, A26's ``max_tokens``) do not apply.
     """
     resolved = resolve_profile(shape, dialect, profile)
     verdicts = _judge(
@@ -231,6 +235,7 @@ def validate_request(
         first_only=True,
         context_limit=context_limit,
         input_tokens=input_tokens,
+        endpoint=endpoint,
     )
     return verdicts[0] if verdicts else _profile_facts(resolved)[3]
 
@@ -243,8 +248,10 @@ def lint_request(
     profile: str | None = None,
     context_limit: int | None = None,
     input_tokens: int | None = None,
+    endpoint: str = "generate",
 ) -> tuple[Verdict, ...]:
-    """Every violation, in the order the provider would meet them; ``(accept,)`` when none."""
+    """Every violation, in the order the provider would meet them; ``(accept,)`` when none
+    (``endpoint`` as for :func:`validate_request`)."""
     resolved = resolve_profile(shape, dialect, profile)
     verdicts = _judge(
         body,
@@ -252,6 +259,7 @@ def lint_request(
         first_only=False,
         context_limit=context_limit,
         input_tokens=input_tokens,
+        endpoint=endpoint,
     )
     return tuple(verdicts) if verdicts else (_profile_facts(resolved)[3],)
 

@@ -195,7 +195,8 @@ def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None
     # A body that is not a JSON object is judged too: it gets the provider's own 400 (C0, A12 ...).
     body: Any = interaction.judged_body
     profile = _profile(catalog, shape, dialect, model_of(interaction.url, body))
-    verdict = validate_request(body, shape, dialect=dialect, profile=profile.id)
+    endpoint = "count" if interaction.is_token_count else "generate"
+    verdict = validate_request(body, shape, dialect=dialect, profile=profile.id, endpoint=endpoint)
     return AuditRow(
         file=interaction.file,
         interaction=interaction.index,

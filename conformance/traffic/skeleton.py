@@ -93,6 +93,11 @@ _IGNORED_TOP_LEVEL: Final = frozenset(
         "safetySettings",
     }
 )
+# Ignored knobs that a provider requires all the same: their absence is structure (A26). Marked
+# only when missing, so the skeletons of every request that has them stay as they were.
+_REQUIRED_TOP_LEVEL: Final[Mapping[tuple[str, str], tuple[str, ...]]] = {
+    ("anthropic-messages", "generate"): ("max_tokens",),
+}
 _ID_PREFIX: Final = re.compile(r"^([A-Za-z]+[_-])")
 _ID_CHARSET: Final = re.compile(r"^[A-Za-z0-9_-]+$")  # A6 / C7 pattern
 _MISTRAL_ID: Final = re.compile(r"^[A-Za-z0-9]{9}$")  # Mistral: 9 alphanumerics
@@ -161,6 +166,10 @@ def skeleton(
 ) -> dict[str, Any]:
     """The skeleton of a request body (any JSON value; a non-object body keeps its type only)."""
     reduced = _reduce(body, None, _Renamer(), top=True)
+    if isinstance(reduced, dict) and isinstance(body, Mapping):
+        for key in _REQUIRED_TOP_LEVEL.get((shape, kind), ()):
+            if key not in body:  # never matches a recorded request that carried it
+                reduced[key] = "<missing>"
     if model is None and isinstance(body, Mapping) and isinstance(body.get("model"), str):
         model = body["model"]
     return {

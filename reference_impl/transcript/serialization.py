@@ -91,10 +91,12 @@ def _part_to_dict(part: Part) -> dict[str, Any]:
                 **_given(part, "name", "item_id"),
             }
         case ReasoningPart():
-            out = {"kind": "reasoning", "origin": part.origin, "data": part.data}
-            if part.tokens is not None:
-                out["tokens"] = part.tokens
-            return out
+            return {
+                "kind": "reasoning",
+                "origin": part.origin,
+                "data": part.data,
+                **_given(part, "tokens"),
+            }
         case SummaryPart(text=text):
             return {"kind": "summary", "text": text}
         case _:

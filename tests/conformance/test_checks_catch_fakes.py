@@ -110,7 +110,17 @@ def test_every_check_has_a_fake_meant_for_it() -> None:
     assert not missing, f"checks without a known-bad fake: {sorted(missing)}"
 
 
-@cache
+def test_every_check_has_a_known_bad_case_that_it_alone_catches() -> None:
+    # Deleting the body of any check leaves a known-bad case that nothing else fails.
+    from test_checks_known_bad import CASES
+
+    from conformance.checks import REGISTRY
+
+    alone = set(CASES) | {intended for intended, necessary in EXPECTED.values() if not necessary}
+    missing = set(REGISTRY) - alone
+    assert not missing, f"checks no known-bad case pins alone: {sorted(missing)}"
+
+
 @cache  # both tests of a fake read the same corpus run (FAKE_NAMES keeps them on one worker)
 def failures(name: str) -> dict[str, set[str]]:
     plugin = Plugin(name, name, {"openai-chat": getattr(fakes, name)()})

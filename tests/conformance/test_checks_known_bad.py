@@ -105,7 +105,83 @@ def _refused_below_the_whole_session() -> tuple[Scenario, CaseOutcome]:
     return scenario, _outcome(turn, budget=whole - 1)
 
 
+def _edited(index: int, message: dict[str, Any]) -> Transcript:
+    """The whole session with message ``index`` replaced (compact scenario form)."""
+    messages = list(SESSION.messages)
+    messages[index] = transcript(message).messages[0]
+    return SESSION.with_messages(messages)
+
+
+def _with(view: list[Any]) -> Transcript:
+    """A view of session indices and compact new messages, in the order given."""
+    return SESSION.with_messages(
+        SESSION.messages[i] if isinstance(i, int) else transcript(i).messages[0] for i in view
+    )
+
+
+def _mutated() -> tuple[Scenario, CaseOutcome]:
+    turn = replace(_turn(SESSION, ALL), input_mutation="body.messages[0] was removed")
+    return _scenario(), _outcome(turn)
+
+
 CASES: dict[str, Callable[[], tuple[Scenario, CaseOutcome]]] = {
+    "within_budget": lambda: (_scenario(), _outcome(_turn(SESSION, ALL, tokens=5001))),
+    "assembles_when_feasible": lambda: (
+        _scenario(outcome="either"),
+        _outcome(refused_turn(SESSION, COUNTER)),
+    ),
+    "tool_payloads_intact": lambda: (
+        _scenario(),
+        _outcome(
+            _turn(
+                SESSION,
+                _edited(3, {"role": "tool", "results": [{"id": "call_a", "text": "all clear"}]}),
+            )
+        ),
+    ),
+    "pins_unaltered": lambda: (
+        _scenario(),
+        _outcome(
+            _turn(
+                SESSION,
+                _edited(
+                    1, {"role": "user", "text": "GOAL: keep checkout healthy, skip approvals."}
+                ),
+            )
+        ),
+    ),
+    "nothing_invented": lambda: (
+        _scenario(),
+        _outcome(
+            _turn(
+                SESSION,
+                _with([*ALL[:5], {"role": "assistant", "text": "I paged the CEO."}, *ALL[5:]]),
+            )
+        ),
+    ),
+    "latest_user_kept": lambda: (_scenario(), _outcome(_turn(SESSION, _without(10)))),
+    "first_user_goal_pinned": lambda: (_scenario(), _outcome(_turn(SESSION, _without(1)))),
+    "session_not_mutated": _mutated,
+    "summary_quality": lambda: (
+        _scenario(),
+        _outcome(
+            _turn(
+                SESSION,
+                _with(
+                    [
+                        0,
+                        {"role": "assistant", "text": "Earlier: read_logs showed log line one."},
+                        1,
+                        *ALL[6:],
+                    ]
+                ),
+            )
+        ),
+    ),
+    "text_unedited": lambda: (
+        _scenario(),
+        _outcome(_turn(SESSION, _edited(4, {"role": "assistant", "text": "Logs look"}))),
+    ),
     "refuses_only_below_minimum": _refused_below_the_whole_session,
     "system_kept": lambda: (_scenario(), _outcome(_turn(SESSION, _without(0)))),
     "whole_rings": lambda: (_scenario(), _outcome(_turn(SESSION, _without(3)))),

@@ -9,20 +9,25 @@ from functools import cache
 
 import pytest
 from miniatures.bad import BAD
-from miniatures.good import GOOD
+from miniatures.good import FUNCTIONS, GOOD
 
 from conformance.engine import run_events
 from conformance.events import CaseFinished, CaseResult
 from conformance.loading import Plugin
+from conformance.protocol import Assembler, MessageListAssembler
 from conformance.scenarios import load_corpus
 from reference_impl.transcript import SHAPE_NAMES
 
 
 @cache
 def _run(kind: str, name: str, shapes: tuple[str, ...]) -> tuple[CaseResult, ...]:
-    cls = GOOD[name] if kind == "good" else BAD[name][0]
-    plugin = Plugin(name, name, {shape: cls(shape) for shape in shapes})
-    events = run_events(plugin, load_corpus(), timeout=30.0)
+    assemblers: dict[str, Assembler]
+    if kind == "function":
+        assemblers = {shape: MessageListAssembler(FUNCTIONS[name], shape) for shape in shapes}
+    else:
+        cls = GOOD[name] if kind == "good" else BAD[name][0]
+        assemblers = {shape: cls(shape) for shape in shapes}
+    events = run_events(Plugin(name, name, assemblers), load_corpus(), timeout=30.0)
     return tuple(e.result for e in events if isinstance(e, CaseFinished))
 
 
@@ -103,8 +108,68 @@ def test_a_broken_variant_fails_the_check_meant_for_its_defect(name: str) -> Non
     assert any(phrase in message for message in failed), failed[:3]
 
 
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+def test_a_plain_function_that_counts_with_the_case_s_counter_passes_every_must_case(
+    shape: str,
+) -> None:
+    # The keyword form (messages, budget, *, dialect, counter): the budget it gets leaves out
+    # what it cannot see (tool schemas, a top-level system), the counter is the judge's.
+    results = _run("function", f"fifo[{shape}]", (shape,))
+    assert results
+    failed = _failures(results, "must")
+    assert not failed, {k: v[:3] for k, v in failed.items()}
+
+
+def test_a_plain_function_over_chat_messages_passes_every_must_case_it_is_judged_on() -> None:
+    # f(messages, budget) and nothing else: never judged on the tool schemas it cannot see.
+    results = _run("function", "fifo_plain[openai-chat]", ("openai-chat",))
+    assert results
+    failed = _failures(results, "must")
+    assert not failed, {k: v[:3] for k, v in failed.items()}
+
+
+def test_a_summary_standing_right_before_the_kept_ring_is_never_read_as_an_edit() -> None:
+    # Responses parses a summary item and the function calls after it as one message; Bedrock,
+    # Gemini and Anthropic merge an assistant summary into the next assistant turn.
+    results = _run("good", "CodexCompactor", SHAPE_NAMES)
+    should = _failures(results, "should")
+    assert "text_unedited" not in should, should.get("text_unedited", [])[:3]
+    assert "summary_quality" not in should, should.get("summary_quality", [])[:3]
+
+
+def test_a_ledger_key_instruction_is_invented_wherever_it_stands() -> None:
+    # Also where the side-effecting ring was dropped: quoting its key is no summary of it.
+    results = _run("bad", "LedgerKeyAfterGoal", ("openai-chat",))
+    sent = [r for r in results if r.outcome == "assembled" and r.scenario in _WITH_LEDGER]
+    assert sent
+    missed = [
+        r.key
+        for r in sent
+        if not any(c.id == "nothing_invented" and c.status == "fail" for c in r.checks)
+    ]
+    assert not missed, missed[:5]
+
+
+def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
+    # Not "invented" + "ring dropped" when the arguments were re-serialized too.
+    results = _run("bad", "RenameIdsRespelled", ("openai-chat", "openai-responses"))
+    must = _failures(results, "must")
+    assert set(must) <= {"tool_payloads_intact", "provider_valid"}, set(must)
+    assert all("mistral" in m for m in must.get("provider_valid", [])), must["provider_valid"][:3]
+    should = _failures(results, "should")
+    assert not {"whole_rings", "recent_rings_kept"} & set(should), should.keys()
+
+
+_WITH_LEDGER = {s.id for s in load_corpus() if s.ledger}
+
 # Broken only in policy: they pass every must check (so the level is really should).
-SHOULD_ONLY = ["ClearWithoutLedger", "TrimOldAssistant", "MutateInput", "SummaryAtHead"]
+SHOULD_ONLY = [
+    "ClearWithoutLedger",
+    "TrimOldAssistant",
+    "TrimOldAssistantShort",
+    "MutateInput",
+    "SummaryAtHead",
+]
 
 
 @pytest.mark.parametrize("name", SHOULD_ONLY)

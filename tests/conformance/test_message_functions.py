@@ -1,7 +1,8 @@
 """Plain message functions: what they see and what they are judged on (issue 9, observation 3).
 
-``f(messages, budget)`` sees only the message list: its budget is what is left for the messages,
-and it is not judged on dialect cases nor on cases that expect the tool schemas dropped. The
+``f(messages, budget)`` sees only the message list: its budget is what is left for the messages
+(the tool schemas and a top-level system it cannot see are taken out), and it is not judged on
+dialect cases nor on cases that expect the tool schemas dropped. The
 keyword form ``f(messages, budget, *, tools=..., dialect=...)`` sees the tools and/or the dialect
 and is judged on those cases too.
 """
@@ -14,8 +15,8 @@ import pytest
 
 from conformance.engine import assembly_request, plan_cases, run_events
 from conformance.events import CaseFinished, RunFinished
-from conformance.loading import Plugin
-from conformance.protocol import MessageListAssembler, body_tools
+from conformance.loading import Plugin, load_plugin
+from conformance.protocol import MESSAGE_KEYS, MessageListAssembler, body_tools
 from conformance.scenarios import load_corpus
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES
@@ -44,7 +45,7 @@ def with_everything(messages: list[dict[str, Any]], budget: int, **_: Any) -> li
 def test_the_keyword_form_is_detected_by_signature() -> None:
     assert MessageListAssembler(plain).keywords == frozenset()
     assert MessageListAssembler(with_dialect).keywords == {"dialect"}
-    assert MessageListAssembler(with_everything).keywords == {"dialect", "tools"}
+    assert MessageListAssembler(with_everything).keywords == {"dialect", "tools", "counter"}
     assert MessageListAssembler(len).keywords == frozenset()  # no signature: the plain form
 
 
@@ -111,17 +112,93 @@ def test_a_function_that_sees_tools_may_drop_them(shape: str) -> None:
     assert get_shape(shape).parse_request(body).tools == ()
 
 
-def test_a_plain_function_gets_the_request_s_budget() -> None:
+def test_a_plain_function_gets_the_budget_left_for_its_messages() -> None:
     got: list[int] = []
 
     def spy(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
         got.append(budget)
         return messages
 
+    def spy_tools(
+        messages: list[dict[str, Any]], budget: int, *, tools: list[Any]
+    ) -> list[dict[str, Any]]:
+        got.append(budget)
+        return messages
+
+    scenario = _scenario("single-tool")
+    for shape in ("openai-chat", "anthropic-messages"):
+        case = next(c for c in plan_cases([scenario], SHAPE_NAMES) if c.shape == shape)
+        request = assembly_request(case, 0, scenario.session)
+        got.clear()
+        MessageListAssembler(spy, shape).assemble(request)
+        MessageListAssembler(spy_tools, shape).assemble(request)
+        plain_budget, tools_budget = got
+        # The tool schemas (and Anthropic's top-level system) are taken out of what it gets;
+        # a function that takes the tools counts them itself.
+        assert plain_budget < tools_budget <= case.budget, (shape, got)
+        assert (tools_budget == case.budget) is (shape == "openai-chat"), (shape, got)
+    # Tool schemas that alone fill the budget leave 1 (libraries refuse a limit of 0).
+    tight = _scenario("budget-below-tools-no-escalation")
+    case = plan_cases([tight], ["openai-chat"])[0]
+    got.clear()
+    MessageListAssembler(spy).assemble(assembly_request(case, 0, tight.session))
+    assert got == [1]
+
+
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+def test_messages_within_their_budget_make_a_request_within_the_budget(shape: str) -> None:
+    # Whatever tail of its messages a function keeps, counting them alone against the budget it
+    # was given is enough: the request put back together fits the case's budget.
+    key = MESSAGE_KEYS[shape]
+    adapter = get_shape(shape)
+    chosen = [_scenario("sweep-parallel-ring-mid-deletion"), _scenario("system-text-kept")]
+    checked = 0
+    for case in plan_cases(chosen, [shape]):
+        request = assembly_request(case, 0, case.scenario.session)
+        budget = MessageListAssembler(plain, shape).message_budget(request)
+        messages = request.messages
+        for start in range(len(messages)):
+            kept = messages[start:]
+            alone = request.counter.count(adapter.parse_request({key: kept})).total
+            if alone > budget:
+                continue
+            whole = request.counter.count(adapter.parse_request({**request.body, key: kept}))
+            assert whole.total <= case.budget, (case.key, start, alone, budget, whole.total)
+            checked += 1
+    assert checked
+
+
+def test_the_counter_keyword_is_the_case_s_reference_counter() -> None:
+    # The message list does not say which model the case names; the judge counts for it.
+    seen: list[Any] = []
+
+    def spy(messages: list[dict[str, Any]], budget: int, *, counter: Any) -> list[dict[str, Any]]:
+        seen.append(counter)
+        return messages
+
+    scenario = _scenario("reasoning-gemini-signature-current-turn")  # names gemini-3-flash-preview
+    case = plan_cases([scenario], ["gemini"])[0]
+    request = assembly_request(case, 0, scenario.session)
+    MessageListAssembler(spy, "gemini").assemble(request)
+    assert seen == [request.counter]
+
+
+def test_the_keyword_form_may_require_its_keywords() -> None:
+    # The documented form `f(messages, budget, *, tools: list[dict], dialect: str | None)` has
+    # no defaults: it loads, and the wrapper passes both.
+    plugin = load_plugin("test_message_functions:required_keywords")
+    assembler = plugin.assemblers["openai-chat"]
+    assert isinstance(assembler, MessageListAssembler)
+    assert assembler.keywords == {"tools", "dialect"}
     scenario = _scenario("single-tool")
     case = plan_cases([scenario], ["openai-chat"])[0]
-    MessageListAssembler(spy).assemble(assembly_request(case, 0, scenario.session))
-    assert got == [case.budget]
+    assert assembler.assemble(assembly_request(case, 0, scenario.session))
+
+
+def required_keywords(
+    messages: list[dict[str, Any]], budget: int, *, tools: list[Any], dialect: str | None
+) -> list[dict[str, Any]]:
+    return messages
 
 
 def test_tools_of_the_wrong_type_are_a_named_error() -> None:

@@ -71,7 +71,10 @@ def test_every_recorded_2xx_is_accepted_for_its_model_with_no_violation() -> Non
         if not _recorded(interaction.status, 200, 300):
             continue
         body: Any = interaction.judged_body
-        verdicts = lint_request(body, row.shape, dialect=row.dialect, profile=row.verdict.profile)
+        endpoint = "count" if interaction.is_token_count else "generate"
+        verdicts = lint_request(
+            body, row.shape, dialect=row.dialect, profile=row.verdict.profile, endpoint=endpoint
+        )
         if not verdicts[0].accepted:
             refused.append((_key(interaction), row.verdict.profile, [v.rule for v in verdicts]))
     assert refused == []

@@ -2,8 +2,9 @@
 
 Each broken plug-in is the reference assembler with one defect added to what it returns; the
 case must fail ``provider_valid`` (must) with that rule, while the reference passes.
-A19/A20: Anthropic blank text blocks; G6: the current
-turn's ``thoughtSignature`` (reasoning-gemini-signature-current-turn).
+A19/A20: Anthropic blank text blocks; A26: Anthropic's required ``max_tokens``; B14: a blank
+Converse text block; G11: a Gemini content without parts; G6: the current turn's
+``thoughtSignature`` (reasoning-gemini-signature-current-turn).
 """
 
 from __future__ import annotations
@@ -57,6 +58,25 @@ def _blank_text_block(body: dict[str, Any]) -> None:
     body["messages"][0]["content"].append({"type": "text", "text": " \n"})
 
 
+def _no_max_tokens(body: dict[str, Any]) -> None:
+    del body["max_tokens"]
+
+
+def _empty_converse_text(body: dict[str, Any]) -> None:
+    body["messages"][0]["content"].insert(0, {"text": ""})
+
+
+def _drop_reasoning_of_last_use(body: dict[str, Any]) -> None:
+    for message in reversed(body["messages"]):
+        if any("toolUse" in block for block in message["content"]):
+            message["content"] = [b for b in message["content"] if "reasoningContent" not in b]
+            return
+
+
+def _empty_gemini_parts(body: dict[str, Any]) -> None:
+    body["contents"].insert(1, {"role": "model", "parts": []})
+
+
 @pytest.mark.parametrize(
     ("scenario_id", "shape", "edit", "rule"),
     [
@@ -64,6 +84,10 @@ def _blank_text_block(body: dict[str, Any]) -> None:
         ("reasoning-gemini-parallel-current-turn", "gemini", _drop_signatures_of_last_call, "G6"),
         ("single-tool", "anthropic-messages", _empty_text_block, "A19"),
         ("single-tool", "anthropic-messages", _blank_text_block, "A20"),
+        ("single-tool", "anthropic-messages", _no_max_tokens, "A26"),
+        ("single-tool", "bedrock-converse", _empty_converse_text, "B14"),
+        ("single-tool", "gemini", _empty_gemini_parts, "G11"),
+        ("reasoning-bedrock-current-turn", "bedrock-converse", _drop_reasoning_of_last_use, "B10"),
     ],
 )
 def test_a_broken_variant_fails_must_with_the_new_rule(
@@ -79,6 +103,9 @@ def test_a_broken_variant_fails_must_with_the_new_rule(
     assert "provider_valid" in failed, bad.checks
     said = f"{failed['provider_valid'].title} {failed['provider_valid'].message}"
     assert f"rule {rule}" in said or rule in said, said
+    # Judged by the validators now, never passed off as a recorded answer (a cassette of the
+    # reference's request has the same skeleton except for what the edit broke).
+    assert "provenance emulated" in said, said
 
 
 def test_the_anthropic_input_carries_max_tokens_unless_the_scenario_sets_it() -> None:

@@ -199,3 +199,13 @@ def test_a_body_changed_between_two_judgements_is_read_afresh() -> None:
     assert (verdict.rule, verdict.accepted) == ("A5", False)
     del body["messages"][3:]
     assert validate_request(body, "anthropic-messages").accepted
+
+
+def test_max_tokens_is_required_on_generation_not_on_a_count() -> None:
+    # A26: /v1/messages needs max_tokens; /v1/messages/count_tokens takes none.
+    body = {"model": "claude-haiku-4-5", "messages": [{"role": "user", "content": "hi"}]}
+    generate = validate_request(body, "anthropic-messages")
+    assert (generate.rule, generate.status) == ("A26", 400)
+    assert generate.error["error"]["message"] == "max_tokens: Field required"
+    assert validate_request(body, "anthropic-messages", endpoint="count").accepted
+    assert validate_request({**body, "max_tokens": 16}, "anthropic-messages").accepted

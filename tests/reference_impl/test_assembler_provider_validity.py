@@ -31,9 +31,14 @@ def run(s, config=CONFIG, *, shape="bedrock-converse", budget=10_000, **kw):
 
 def _verdict(assembly, shape):
     try:
-        return validate_request(assembly.render(shape), shape)
+        body = dict(assembly.render(shape))
     except ShapeError:  # e.g. is_error, which openai-chat cannot carry
         return None
+    # The output cap is the caller's request parameter (Anthropic requires one, A26): these
+    # sessions carry none, so the request is judged as a caller would complete it.
+    if shape == "anthropic-messages":
+        body.setdefault("max_tokens", 1024)
+    return validate_request(body, shape)
 
 
 def verdicts(assembly):

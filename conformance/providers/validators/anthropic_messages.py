@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A20, A22-A25.
+"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``): rules A1-A20, A22-A26.
 
 Paths in texts use Anthropic's notation ``messages.3.content.0`` (provider-rules.md). Profiles that
 no longer enforce strict alternation (A9 relaxed) merge consecutive same-role turns before the
@@ -364,6 +364,14 @@ def blank_text_blocks(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
                 yield Finding("A19", (i, j), {"index": i, "block": j}, rule="A19")
             elif not text.strip():
                 yield Finding("A20", (i, j), {"index": i, "block": j}, rule="A20")
+
+
+@detector(SHAPE, "A26")
+def max_tokens_missing(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A26: a Messages request without ``max_tokens`` (the count endpoint is judged by the
+    structure rules alone, so its bodies never meet this detector)."""
+    if "max_tokens" not in body:
+        yield Finding("A26", (-1,), {})
 
 
 @detector(SHAPE, "A22")

@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""AWS Bedrock Converse (``POST /model/{id}/converse``): rules B0-B13 and A3a.
+"""AWS Bedrock Converse (``POST /model/{id}/converse``): rules B0-B14a and A3a.
 
 Errors are ``{"message": ...}`` with ``ValidationException`` (recorded body); paths read
 ``messages.2.content``. Content blocks are single-key objects (``{"text": ...}``,
@@ -244,6 +244,21 @@ def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, message in enumerate(messages_of(body)):
         if message.get("content") == []:
             yield Finding("B8", (i,), {"index": i})
+
+
+@detector(SHAPE, "B14", "B14a")
+def blank_text_blocks(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """B14: a message's text block with empty text (Converse's own check, every model); B14a: one
+    of whitespace only, which Converse passes on and Claude refuses (only where B14a is active)."""
+    for i, message in enumerate(messages_of(body)):
+        for j, block in enumerate(_blocks(message)):
+            text = block.get("text")
+            if not isinstance(text, str):
+                continue
+            if text == "":
+                yield Finding("B14", (i, j), {"index": i, "block": j}, rule="B14")
+            elif not text.strip() and ctx.active("B14a"):
+                yield Finding("B14a", (i, j), {"index": i, "block": j}, rule="B14a")
 
 
 def _reasoning_enabled(body: Mapping[str, Any]) -> bool:

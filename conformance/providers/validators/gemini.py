@@ -1,5 +1,5 @@
 # ruff: noqa: ARG001 - every detector has the registry signature (body, ctx) even when ctx is unused
-"""Gemini ``generateContent`` (AI Studio and Vertex): rules G0-G7 and G10.
+"""Gemini ``generateContent`` (AI Studio and Vertex): rules G0-G7, G10 and G11.
 
 Roles are ``user`` and ``model``; function results are ``functionResponse`` parts in user-role
 contents; ``systemInstruction`` is top level. A *call turn* is a model content with
@@ -163,6 +163,14 @@ def valid_roles(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     for i, content in enumerate(_contents(body)):
         if _role(content) not in {"user", "model"}:
             yield Finding("G7", (i,), {"index": i, "role": content.get("role")})
+
+
+@detector(SHAPE, "G11")
+def empty_parts(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """G11: a content whose ``parts`` list is empty."""
+    for i, content in enumerate(_contents(body)):
+        if content.get("parts") == []:
+            yield Finding("G11", (i,), {"index": i})
 
 
 @detector(SHAPE, "G1")

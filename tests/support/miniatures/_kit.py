@@ -132,8 +132,11 @@ def merge_same_side(messages: Sequence[Message]) -> list[Message]:
 def acceptable(request: AssemblyRequest, messages: Sequence[Message]) -> bool:
     """Whether the dialect takes this order (Mistral: no user message right after a tool
     message, 3230); a candidate view that breaks it is not sent, more is cut instead."""
-    if request.dialect != "mistral":
-        return True
+    return request.dialect != "mistral" or acceptable_order(messages)
+
+
+def acceptable_order(messages: Sequence[Message]) -> bool:
+    """Mistral's order: no user message right after a tool message (3230)."""
     return not any(a.role == "tool" and b.role == "user" for a, b in itertools.pairwise(messages))
 
 

@@ -11,29 +11,45 @@
   own wording (no markers), listing what was done and the ledger.
 * :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
   where the session fits).
+* :class:`ClearAllResults`: the result clearer, clearing error results too (Anthropic's context
+  editing clears whatever the status).
+* :class:`CodexCompactor`: everything between the goal and the newest ring becomes one message of
+  its own wording right before that ring: a user turn as Codex writes it, an assistant turn where
+  the shape merges same-side neighbours (there it folds into the ring's call turn).
+
+``FUNCTIONS`` holds plain message functions (``f(messages, budget)`` and the keyword form) that
+drop whole units oldest first, for every shape.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from conformance.protocol import AssemblyRequest, Refusal
+from conformance.protocol import MESSAGE_KEYS, AssemblyRequest, Refusal
+from conformance.scenarios import DEFAULT_MODELS
 from miniatures._kit import (
+    STRICT,
     Miniature,
     Unit,
     acceptable,
+    acceptable_order,
     cost,
     goal_index,
     latest_user_index,
     ledger_note,
+    merge_same_side,
     session_of,
     system_indices,
     units_of,
 )
-from reference_impl.transcript import Message, TextPart, ToolResultPart, Transcript
+from reference_impl.rings import validate
+from reference_impl.shapes import get_shape
+from reference_impl.shapes.dialects import render_for_dialect
+from reference_impl.tokens import TokenCounter, counter_for
+from reference_impl.transcript import SHAPE_NAMES, Message, TextPart, ToolResultPart, Transcript
 
 
 def _protected(
@@ -112,6 +128,8 @@ PLACEHOLDER = "[old tool result cleared to save context]"
 class ResultClearer(Miniature):
     """Clears old successful results (keeping the newest ring), then drops rings if needed."""
 
+    clear_errors = False
+
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
         session = session_of(request)
         messages = list(session.messages)
@@ -123,7 +141,7 @@ class ResultClearer(Miniature):
         for ring in rings:
             for i in ring.indices:
                 if messages[i].tool_results:
-                    messages[i] = _cleared(messages[i])
+                    messages[i] = _cleared(messages[i], errors=self.clear_errors)
             if cost(request, messages, session) <= request.budget:
                 return self.finish(request, session, messages)
         dropped: set[int] = set()
@@ -137,10 +155,10 @@ class ResultClearer(Miniature):
         )
 
 
-def _cleared(message: Message) -> Message:
+def _cleared(message: Message, *, errors: bool = False) -> Message:
     parts = tuple(
         replace(p, content=(TextPart(PLACEHOLDER),))
-        if isinstance(p, ToolResultPart) and not p.is_error
+        if isinstance(p, ToolResultPart) and (errors or not p.is_error)
         else p
         for p in message.parts
     )
@@ -223,10 +241,120 @@ class PassThrough(Miniature):
         return self.finish(request, session, list(session.messages))
 
 
+class ClearAllResults(ResultClearer):
+    """Clears old results whatever their status, error results included."""
+
+    clear_errors = True
+
+
+class CodexCompactor(Miniature):
+    """One message of its own wording in place of everything between the goal and the newest
+    ring (or the latest user turn, if that comes first); without room for it, the span goes."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = session_of(request)
+        messages = list(session.messages)
+        if cost(request, messages, session) <= request.budget:
+            return self.finish(request, session, messages)
+        goal, latest = goal_index(session), latest_user_index(session)
+        rings = [u for u in units_of(session) if u.is_ring]
+        # Where the shape carries a ring's results and the next user text in one turn (Bedrock,
+        # Gemini), the latest user text may be the goal's: the newest ring starts the tail then.
+        starts = [
+            i
+            for i in (rings[-1].start if rings else None, latest)
+            if i is not None and goal is not None and i > goal
+        ]
+        if goal is None or not starts or min(starts) <= goal + 1:
+            raise Refusal("nothing to compact", code="miniature_over_budget")
+        tail = min(starts)
+        span = messages[goal + 1 : tail]
+        role = "assistant" if self.shape in STRICT else "user"
+        for detail in (2, 1, 0, None):
+            text = "" if detail is None else self._text(request, span, detail)
+            if detail is not None and "\n" not in text:
+                continue  # a header alone says nothing of what it replaces
+            middle = [Message(role, (TextPart(text),))] if text else []
+            view = [*messages[: goal + 1], *middle, *messages[tail:]]
+            if cost(request, view, session) <= request.budget and acceptable(request, view):
+                return self.finish(request, session, view)
+        raise Refusal("cannot compact into the budget", code="miniature_over_budget")
+
+    @staticmethod
+    def _text(request: AssemblyRequest, span: list[Message], detail: int) -> str:
+        return Compactor._summary(request, span, detail).replace(
+            "Summary of the earlier conversation (compacted):", "Where we are so far:"
+        )
+
+
 GOOD: dict[str, type[Miniature]] = {
     "RingDropper": RingDropper,
     "KeepFewerRings": KeepFewerRings,
     "ResultClearer": ResultClearer,
     "Compactor": Compactor,
     "PassThrough": PassThrough,
+    "ClearAllResults": ClearAllResults,
+    "CodexCompactor": CodexCompactor,
 }
+
+
+# -- plain message functions -------------------------------------------------------------------
+
+
+def fifo_function(shape: str, *, keywords: bool) -> Callable[..., list[dict[str, Any]]]:
+    """A plain function over ``shape``'s message list: drops whole middle units oldest first
+    (the system text, the goal, the newest ring and what follows kept), refuses when that is not
+    enough. The plain form counts with the corpus model's counter for the shape; the keyword form
+    ``(messages, budget, *, dialect, counter)`` counts with the case's and keeps Mistral's order."""
+    key = MESSAGE_KEYS[shape]
+    adapter = get_shape(shape)
+    own = counter_for(shape, DEFAULT_MODELS[shape])
+
+    def trim(
+        messages: list[dict[str, Any]], budget: int, dialect: str | None, counter: TokenCounter
+    ) -> list[dict[str, Any]]:
+        session = adapter.parse_request({key: messages})
+        if validate(session):
+            raise Refusal("broken tool pairing in the session", code="miniature_pairing")
+        units = units_of(session)
+        _, middle = _protected(session, units, 1)
+        dropped: set[int] = set()
+        for unit in [None, *middle]:
+            if unit is not None:
+                dropped.update(unit.indices)
+            kept = [m for i, m in enumerate(session.messages) if i not in dropped]
+            if shape in STRICT:
+                kept = merge_same_side(kept)
+            view = session.with_messages(kept)
+            fits = counter.count(view).total <= budget
+            if fits and (dialect != "mistral" or acceptable_order(kept)):
+                if dialect is not None and shape == "openai-chat":
+                    return list(render_for_dialect(view, dialect)[key])
+                return list(adapter.render_request(view)[key])
+        raise Refusal("does not fit", code="miniature_over_budget")
+
+    if keywords:
+
+        def fifo(
+            messages: list[dict[str, Any]],
+            budget: int,
+            *,
+            dialect: str | None,
+            counter: TokenCounter,
+        ) -> list[dict[str, Any]]:
+            return trim(messages, budget, dialect, counter)
+
+        return fifo
+
+    def fifo_plain(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+        return trim(messages, budget, None, own)
+
+    return fifo_plain
+
+
+FUNCTIONS: dict[str, Callable[..., list[dict[str, Any]]]] = {
+    **{f"fifo[{shape}]": fifo_function(shape, keywords=True) for shape in SHAPE_NAMES},
+    "fifo_plain[openai-chat]": fifo_function("openai-chat", keywords=False),
+}
+"""Plain message functions by name (``name[shape]``): the keyword form in every shape, the plain
+form over OpenAI Chat (the shape whose corpus model a function can know without being told)."""
