@@ -640,6 +640,10 @@ def _default_test_args() -> list[str]:
     return ["tests", "-m", " and ".join(f"not {m}" for m in skipped)] if skipped else ["tests"]
 
 
+#: Outcomes that a resumed run keeps (a survivor or an error is run again).
+_FINAL = frozenset({"killed", "timeout"})
+
+
 def write_report(path: Path, outcomes: list[Outcome]) -> float:
     """The report of the outcomes so far (also written while a run goes on); returns the score."""
     _, total = score_lines(outcomes)
@@ -669,7 +673,8 @@ def write_report(path: Path, outcomes: list[Outcome]) -> float:
 
 
 def resumed_outcomes(report: Path, mutants: list[Mutant]) -> list[Outcome]:
-    """The outcomes an earlier report holds for mutants still generated now (same ids)."""
+    """The kills an earlier report holds for mutants still generated now (same ids, so the same
+    code). Survivors are run again: a test added since may kill them."""
     if not report.exists():
         return []
     by_id = {m.mutant_id: m for m in mutants}
@@ -677,7 +682,7 @@ def resumed_outcomes(report: Path, mutants: list[Mutant]) -> list[Outcome]:
     return [
         Outcome(by_id[e["id"]], e["status"], e.get("note", ""), int(e.get("tests_run", 0)))
         for e in earlier
-        if e.get("id") in by_id and e.get("status") != "error"
+        if e.get("id") in by_id and e.get("status") in _FINAL
     ]
 
 

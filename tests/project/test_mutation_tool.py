@@ -139,9 +139,10 @@ def test_a_report_resumes_with_the_outcomes_it_holds(tmp_path: Path) -> None:
     report = tmp_path / "mutation.json"
     written = [mutation.Outcome(mutants[0], "killed", tests_run=2)]
     written.append(mutation.Outcome(mutants[1], "error", "child exit 2"))
-    assert mutation.write_report(report, written) == pytest.approx(50.0)
+    written.append(mutation.Outcome(mutants[2], "survived", tests_run=5))
+    assert mutation.write_report(report, written) == pytest.approx(100 / 3)
     kept = mutation.resumed_outcomes(report, mutants)
-    # the kill is kept; the runner's own error is run again; the third was never run
+    # the kill is kept; the runner's own error and the survivor (a new test may kill it) run again
     assert [(o.mutant.mutant_id, o.status, o.tests_run) for o in kept] == [
         (mutants[0].mutant_id, "killed", 2)
     ]
