@@ -19,8 +19,12 @@
     │   └── CassetteMissError (LookupError)
     │                                 no recorded interaction has this request's skeleton
     ├── RecordingError (ValueError)   a recording that cannot be read (file, interaction, field)
-    └── CredentialsError (LookupError)
-                                      a live recording without the provider key's variable
+    ├── CredentialsError (LookupError)
+    │                                 a live recording without the provider key's variable
+    ├── SdkMissingError (ImportError) a round trip for a shape whose SDK is not installed
+    ├── ProxyConfigError (ValueError) a proxy option that cannot work
+    └── UpstreamBrokeError (ConnectionError)
+                                      the proxy's upstream broke its answer mid-stream
     RuntimeError
     ├── WorkerInternalError           the harness failed inside a worker (a bug in ctxconf)
     └── ServerStartError              the emulator's server did not come up on loopback
@@ -46,6 +50,7 @@ __all__ = [
     "CredentialsError",
     "EmulatorConfigError",
     "PluginLoadError",
+    "ProxyConfigError",
     "RecordingError",
     "Refusal",
     "ReportFileError",
@@ -53,6 +58,7 @@ __all__ = [
     "SdkMissingError",
     "ServerStartError",
     "UnknownProfileError",
+    "UpstreamBrokeError",
     "WorkerInternalError",
     "WorkloadError",
 ]
@@ -128,6 +134,15 @@ class CredentialsError(CtxconfError, LookupError, code="credentials_missing"):
 
 class SdkMissingError(CtxconfError, ImportError, code="sdk_missing"):
     """A round trip for a shape whose official SDK is not installed; names the extra to install."""
+
+
+class ProxyConfigError(CtxconfError, ValueError, code="proxy_config_invalid"):
+    """A proxy option that cannot work (upstream URL, mode, profile, record folder)."""
+
+
+class UpstreamBrokeError(CtxconfError, ConnectionError, code="upstream_broke_mid_stream"):
+    """The proxy's upstream failed after its answer had started: the stream to the client is cut
+    (the status was sent already), so the client sees a broken stream rather than a short one."""
 
 
 class WorkerInternalError(RuntimeError):

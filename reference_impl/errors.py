@@ -9,6 +9,8 @@
     │   ├── ParseError                   a body that is not of the declared shape (with a path)
     │   └── UnsupportedPartError         a part the target shape cannot carry (never dropped silently)
     ├── TokenCountError                  a counter that cannot produce a number
+    ├── SummaryError                     a summarizer that failed or timed out (the assembler
+    │                                    counts it and escalates)
     ├── ConfigError (ValueError)         an AssemblyConfig that is unknown, mistyped or impossible
     └── ContextAssemblyError             assembly refused (fail closed); ``code`` says why
 
@@ -27,6 +29,7 @@ __all__ = [
     "ParseError",
     "SessionFileError",
     "ShapeError",
+    "SummaryError",
     "TokenCountError",
     "TranscriptError",
     "UnsupportedPartError",
@@ -77,6 +80,10 @@ class UnsupportedPartError(ShapeError, code="unsupported_part"):
 
 class TokenCountError(CtxconfError, code="token_count_error"):
     """A counter could not produce a number (unknown encoding, provider count API failed)."""
+
+
+class SummaryError(CtxconfError, code="context_assembly_summary_failed"):
+    """A summarizer failed or timed out; the assembler counts it and escalates."""
 
 
 class ConfigError(CtxconfError, ValueError, code="config_invalid"):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
-from reference_impl.errors import CtxconfError
+from reference_impl.errors import SummaryError
 from reference_impl.ledger import Ledger
 from reference_impl.memory import ledger_lines
 from reference_impl.transcript import (
@@ -96,12 +96,6 @@ def redact_secrets(text: str) -> str:
             text = pattern.sub(replacement, text)
             lowered = text.lower()
     return text
-
-
-class SummaryError(CtxconfError):
-    """A summarizer failed or timed out; the assembler counts it and escalates."""
-
-    code = "context_assembly_summary_failed"
 
 
 @dataclass(frozen=True, slots=True)

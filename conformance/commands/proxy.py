@@ -18,12 +18,8 @@ import click
 from conformance.commands._io import fail
 from conformance.commands._options import seconds_option
 from conformance.commands._serving import listening, run_server
-from conformance.providers.proxy import (
-    DEFAULT_TIMEOUT_S,
-    ProxyConfigError,
-    UpstreamBrokeError,
-    create_proxy_app,
-)
+from conformance.errors import ProxyConfigError, UpstreamBrokeError
+from conformance.providers.proxy import DEFAULT_TIMEOUT_S, create_proxy_app
 
 __all__ = ["command"]
 

@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from conformance.errors import UnknownProfileError
+from conformance.errors import ProxyConfigError, UnknownProfileError, UpstreamBrokeError
 from conformance.providers.catalog import known_profiles
 from conformance.providers.emulator import pick_profile, read_request, request_verdict
 from conformance.providers.emulator_responses import error_envelope
@@ -58,7 +58,6 @@ from conformance.traffic.endpoints import (
     endpoint_for_path,
 )
 from reference_impl.documents import DocumentLimitError, max_input_bytes
-from reference_impl.errors import CtxconfError
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -96,10 +95,6 @@ _HOP_BY_HOP: Final = frozenset(
 )
 # Set again by the HTTP library for the new connection (``host`` names the upstream).
 _RESET_ON_REQUEST: Final = frozenset({"host", "content-length"})
-
-
-class ProxyConfigError(CtxconfError, ValueError, code="proxy_config_invalid"):
-    """A proxy option that cannot work (upstream URL, mode, profile, record folder)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,11 +362,6 @@ def _failure_name(exc: httpx.TransportError) -> str:
 def _failure(settings: _Settings, exc: httpx.HTTPError) -> str:
     detail = str(exc) or type(exc).__name__
     return f"upstream {settings.upstream} did not answer ({type(exc).__name__}: {detail})"
-
-
-class UpstreamBrokeError(CtxconfError, ConnectionError, code="upstream_broke_mid_stream"):
-    """The upstream failed after its answer had started: the stream to the client is cut (the
-    status was sent already), so the client sees a broken stream rather than a short one."""
 
 
 async def _relay(
