@@ -83,19 +83,18 @@ def system_indices(session: Transcript) -> list[int]:
     return [i for i, m in enumerate(session.messages) if m.role in {"system", "developer"}]
 
 
+def user_text(message: Message) -> bool:
+    """A user turn of text (no tool parts): the goal is the first, the latest user turn the last."""
+    return message.role == "user" and not message.has_tool_parts and bool(message.text)
+
+
 def goal_index(session: Transcript) -> int | None:
-    for i, m in enumerate(session.messages):
-        if m.role == "user" and not m.has_tool_parts and m.text:
-            return i
-    return None
+    return next((i for i, m in enumerate(session.messages) if user_text(m)), None)
 
 
 def latest_user_index(session: Transcript) -> int | None:
-    for i in range(len(session.messages) - 1, -1, -1):
-        m = session.messages[i]
-        if m.role == "user" and not m.has_tool_parts and m.text:
-            return i
-    return None
+    found = [i for i, m in enumerate(session.messages) if user_text(m)]
+    return found[-1] if found else None
 
 
 def ledger_note(request: AssemblyRequest, dropped_calls: set[str]) -> Message | None:
@@ -155,6 +154,21 @@ class Miniature:
 
     def __init__(self, shape: str) -> None:
         self.shape = shape  # type: ignore[misc]
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        """The session unchanged when it fits the budget, else what :meth:`cut` makes of it."""
+        session = session_of(request)
+        messages = list(session.messages)
+        if cost(request, messages, session) <= request.budget:
+            return self.finish(request, session, messages)
+        return self.cut(request, session, messages)
+
+    def cut(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        """The request for a session over the budget: this one sends it as it is (:meth:`finish`
+        refuses it unless dropping the tool schemas is allowed and enough)."""
+        return self.finish(request, session, messages)
 
     def finish(
         self, request: AssemblyRequest, session: Transcript, messages: list[Message]

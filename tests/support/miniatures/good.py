@@ -41,7 +41,6 @@ from miniatures._kit import (
     latest_user_index,
     ledger_note,
     merge_same_side,
-    session_of,
     system_indices,
     units_of,
 )
@@ -80,11 +79,9 @@ class RingDropper(Miniature):
     def rings_kept(self, request: AssemblyRequest) -> int:
         return _knob(request, "recent_tool_rings", 3)
 
-    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        session = session_of(request)
-        messages = list(session.messages)
-        if cost(request, messages, session) <= request.budget:
-            return self.finish(request, session, messages)
+    def cut(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
         units = units_of(session)
         _, middle = _protected(session, units, self.rings_kept(request))
         order = [u for u in middle if u.is_ring] + [u for u in middle if not u.is_ring]
@@ -130,11 +127,9 @@ class ResultClearer(Miniature):
 
     clear_errors = False
 
-    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        session = session_of(request)
-        messages = list(session.messages)
-        if cost(request, messages, session) <= request.budget:
-            return self.finish(request, session, messages)
+    def cut(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
         units = units_of(session)
         _, middle = _protected(session, units, min(1, _knob(request, "recent_tool_rings", 3)))
         rings = [u for u in middle if u.is_ring]
@@ -168,11 +163,9 @@ def _cleared(message: Message, *, errors: bool = False) -> Message:
 class Compactor(Miniature):
     """Replaces everything between the goal and the recent part with its own plain summary."""
 
-    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        session = session_of(request)
-        messages = list(session.messages)
-        if cost(request, messages, session) <= request.budget:
-            return self.finish(request, session, messages)
+    def cut(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
         goal = goal_index(session)
         if goal is None:
             raise Refusal("no goal to keep", code="miniature_over_budget")
@@ -234,11 +227,7 @@ class Compactor(Miniature):
 
 class PassThrough(Miniature):
     """Sends the session unchanged when it fits (same-side neighbours merged where the shape
-    requires it); refuses otherwise."""
-
-    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        session = session_of(request)
-        return self.finish(request, session, list(session.messages))
+    requires it); refuses otherwise (the base's :meth:`~Miniature.cut`)."""
 
 
 class ClearAllResults(ResultClearer):
@@ -251,11 +240,9 @@ class CodexCompactor(Miniature):
     """One message of its own wording in place of everything between the goal and the newest
     ring (or the latest user turn, if that comes first); without room for it, the span goes."""
 
-    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        session = session_of(request)
-        messages = list(session.messages)
-        if cost(request, messages, session) <= request.budget:
-            return self.finish(request, session, messages)
+    def cut(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
         goal, latest = goal_index(session), latest_user_index(session)
         rings = [u for u in units_of(session) if u.is_ring]
         # Where the shape carries a ring's results and the next user text in one turn (Bedrock,
