@@ -319,21 +319,18 @@ def _moved(state: _State, index: int) -> Link | None:
     if not message.has_tool_parts:
         return None
     source = _modified_source(state, message, anywhere)
-    if source is None:
-        return None
+    return None if source is None else _modified_link(state, index, source)
+
+
+def _modified_link(state: _State, index: int, source: int) -> Link:
+    """View message ``index`` is session message ``source`` changed: the source is claimed and
+    what changed is recorded."""
+    message = state.view.messages[index]
+    wanted = state.session.messages[source]
     state.claimed.add(source)
     state.modified.add(source)
-    wanted = state.session.messages[source]
-    state.edits.extend(
-        _edits(
-            index,
-            source,
-            message.parts,
-            wanted.parts,
-            state,
-            fields=_fields_differ(message, wanted),
-        )
-    )
+    fields = _fields_differ(message, wanted)
+    state.edits.extend(_edits(index, source, message.parts, wanted.parts, state, fields=fields))
     return Link(index, "modified", source)
 
 
@@ -371,19 +368,7 @@ def _classify(
         return Link(index, "summary", None, declared=True)
     source = _modified_source(state, message, open_)
     if source is not None:
-        state.claimed.add(source)
-        state.modified.add(source)
-        state.edits.extend(
-            _edits(
-                index,
-                source,
-                message.parts,
-                state.session.messages[source].parts,
-                state,
-                fields=_fields_differ(message, state.session.messages[source]),
-            )
-        )
-        return Link(index, "modified", source)
+        return _modified_link(state, index, source)
     if _is_injection(message, memory):
         return Link(index, "injected", None)
     if _is_ledger_note(message, ledger):
@@ -600,19 +585,7 @@ def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
             and old
             and text.startswith(old)
         ):
-            state.claimed.add(i)
-            state.modified.add(i)
-            state.edits.extend(
-                _edits(
-                    index,
-                    i,
-                    message.parts,
-                    candidate.parts,
-                    state,
-                    fields=_fields_differ(message, candidate),
-                )
-            )
-            return Link(index, "modified", i)
+            return _modified_link(state, index, i)
     return None
 
 
