@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Final
 
 from reference_impl.tokens._image_size import part_size
@@ -176,6 +177,7 @@ def _compact_arguments(arguments: str) -> object:
         return arguments  # not JSON: the text travels as a string
 
 
+@dataclass(slots=True, eq=False)
 class OpenAIRules:
     """Per-message and per-tool-list token counts for the OpenAI shapes (see module docstring).
 
@@ -183,43 +185,19 @@ class OpenAIRules:
     every message of a session.
     """
 
-    __slots__ = (
-        "_const",
-        "fetched",
-        "fetched_image",
-        "harmony",
-        "harmony_system",
-        "image_rule",
-        "page_tokens",
-        "responses",
-        "saw_reasoning",
-        "text_tokens",
-    )
-
-    def __init__(
-        self,
-        text_tokens: TextTokens,
-        image_rule: TileRule | PatchRule,
-        *,
-        harmony: bool = False,
-        responses: bool = False,
-        harmony_system: str = "never",
-        page_tokens: int = 0,
-        fetched: int = FETCHED_FILE_TOKENS,
-        fetched_image: int | None = None,
-    ) -> None:
-        self.text_tokens = text_tokens
-        self.image_rule = image_rule
-        self.harmony = harmony
-        self.responses = responses
-        self.harmony_system = harmony_system
-        self.page_tokens = page_tokens
-        self.fetched = fetched
-        self.fetched_image = fetched_image
-        self.saw_reasoning = False
-        """Set once a Responses reasoning item is counted: until then no request can hold one,
-        and ``earlier_reasoning`` has nothing to look for."""
-        self._const: dict[str, int] = {}
+    text_tokens: TextTokens
+    image_rule: TileRule | PatchRule
+    _: KW_ONLY
+    harmony: bool = False
+    responses: bool = False
+    harmony_system: str = "never"
+    page_tokens: int = 0
+    fetched: int = FETCHED_FILE_TOKENS
+    fetched_image: int | None = None
+    saw_reasoning: bool = field(default=False, init=False)
+    """Set once a Responses reasoning item is counted: until then no request can hold one,
+    and ``earlier_reasoning`` has nothing to look for."""
+    _const: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     # -- small pieces ------------------------------------------------------------------------
 

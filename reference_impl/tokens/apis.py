@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens.counters import (
@@ -28,7 +28,7 @@ from reference_impl.tokens.counters import (
     _Memo,
     counter_for,
 )
-from reference_impl.transcript import Message, ToolSpec, Transcript, canonical_json
+from reference_impl.transcript import Message, ShapeName, ToolSpec, Transcript, canonical_json
 
 if TYPE_CHECKING:
     import anthropic
@@ -49,16 +49,28 @@ def _render_with(shape: str) -> Render:
 
 
 class _ProviderCounter:
-    """Shared plumbing: a provider total per rendered body, local numbers per message."""
+    """Shared plumbing: a provider total per rendered body, local numbers per message. A
+    subclass names the shape it renders, its report name and the body fields its endpoint
+    accepts besides the messages."""
 
-    def __init__(self, fallback: TokenCounter, render: Render) -> None:
+    _SHAPE: ClassVar[ShapeName]
+    _NAME: ClassVar[str]
+    _FIELDS: ClassVar[tuple[str, ...]]
+
+    def __init__(self, model: str, fallback: TokenCounter, render: Render | None) -> None:
+        self.model = model
         self.fallback = fallback
-        self._render = render
+        self._render = render or _render_with(self._SHAPE)
         self._totals: _Memo[str] = _Memo(4096)
 
     @property
-    def name(self) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def name(self) -> str:
+        """How reports name this counter."""
+        return f"{self._NAME}({self.model})"
+
+    def _accepted(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of ``body`` besides the messages that the endpoint takes."""
+        return {k: body[k] for k in self._FIELDS if k in body}
 
     def _call(self, body: Mapping[str, Any]) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -93,7 +105,9 @@ def _provider_failure(endpoint: str, exc: Exception) -> TokenCountError:
 class AnthropicCountTokensCounter(_ProviderCounter):
     """Anthropic's ``count_tokens`` endpoint through the ``anthropic`` SDK (section 5)."""
 
-    _FIELDS = ("system", "tools", "tool_choice", "thinking")  # count_tokens accepts these
+    _SHAPE = "anthropic-messages"
+    _NAME = "anthropic:count_tokens"
+    _FIELDS = ("system", "tools", "tool_choice", "thinking")
 
     def __init__(
         self,
@@ -103,25 +117,15 @@ class AnthropicCountTokensCounter(_ProviderCounter):
         fallback: TokenCounter | None = None,
         render: Render | None = None,
     ) -> None:
-        super().__init__(
-            fallback or AnthropicEstimateCounter(model=model),
-            render or _render_with("anthropic-messages"),
-        )
+        super().__init__(model, fallback or AnthropicEstimateCounter(model=model), render)
         self.client = client
-        self.model = model
-
-    @property
-    def name(self) -> str:
-        """How reports name this counter."""
-        return f"anthropic:count_tokens({self.model})"
 
     def _call(self, body: Mapping[str, Any]) -> int:
         import anthropic  # noqa: PLC0415 - the SDK is needed only when this counter is configured
 
-        extra = {k: body[k] for k in self._FIELDS if k in body}
         try:
             answer = self.client.messages.count_tokens(
-                model=self.model, messages=body["messages"], **extra
+                model=self.model, messages=body["messages"], **self._accepted(body)
             )
         except anthropic.APIError as exc:
             raise _provider_failure("POST /v1/messages/count_tokens", exc) from exc
@@ -131,6 +135,8 @@ class AnthropicCountTokensCounter(_ProviderCounter):
 class OpenAIInputTokensCounter(_ProviderCounter):
     """OpenAI's ``responses.input_tokens.count`` endpoint through the ``openai`` SDK (section 6)."""
 
+    _SHAPE = "openai-responses"
+    _NAME = "openai:responses.input_tokens"
     _FIELDS = (
         "instructions",
         "tools",
@@ -149,25 +155,15 @@ class OpenAIInputTokensCounter(_ProviderCounter):
         fallback: TokenCounter | None = None,
         render: Render | None = None,
     ) -> None:
-        super().__init__(
-            fallback or counter_for("openai-responses", model),
-            render or _render_with("openai-responses"),
-        )
+        super().__init__(model, fallback or counter_for(self._SHAPE, model), render)
         self.client = client
-        self.model = model
-
-    @property
-    def name(self) -> str:
-        """How reports name this counter."""
-        return f"openai:responses.input_tokens({self.model})"
 
     def _call(self, body: Mapping[str, Any]) -> int:
         import openai  # noqa: PLC0415 - the SDK is needed only when this counter is configured
 
-        extra = {k: body[k] for k in self._FIELDS if k in body}
         try:
             answer = self.client.responses.input_tokens.count(
-                model=self.model, input=body.get("input", []), **extra
+                model=self.model, input=body.get("input", []), **self._accepted(body)
             )
         except openai.APIError as exc:
             raise _provider_failure("POST /v1/responses/input_tokens", exc) from exc
