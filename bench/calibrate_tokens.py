@@ -416,21 +416,8 @@ def _calibrate_one(
         return None  # Bedrock count-tokens wraps its request: not compared here
     name = _name(directory, interaction)
     model = _model(interaction)
-    if _scrubbed(interaction):
-        note = "not compared: the recorder replaced request text with placeholders"
-        return Calibration(name, interaction.index, shape, model, None, reported, "-", note)
-    if _made_up_usage(interaction):
-        note = (
-            "not compared: the answer's usage is made up (fewer output tokens than its text "
-            "holds: a test fixture)"
-        )
-        return Calibration(name, interaction.index, shape, model, None, reported, "-", note)
-    counter = counter_for(shape, model)
-    factor = getattr(counter, "safety_factor", None)
-    point = counter if factor is None else counter_for(shape, model, safety_factor=1.0)
-    try:
-        parsed = get_shape(shape).parse_request(interaction.request_body)
-    except (CtxconfError, ImportError) as exc:
+
+    def not_compared(counter_name: str, why: str) -> Calibration:
         return Calibration(
             name,
             interaction.index,
@@ -438,9 +425,25 @@ def _calibrate_one(
             model,
             None,
             reported,
-            counter.name,
-            f"not compared: {exc}",
+            counter_name,
+            f"not compared: {why}",
         )
+
+    if _scrubbed(interaction):
+        return not_compared("-", "the recorder replaced request text with placeholders")
+    if _made_up_usage(interaction):
+        return not_compared(
+            "-",
+            "the answer's usage is made up (fewer output tokens than its text holds: a test "
+            "fixture)",
+        )
+    counter = counter_for(shape, model)
+    factor = getattr(counter, "safety_factor", None)
+    point = counter if factor is None else counter_for(shape, model, safety_factor=1.0)
+    try:
+        parsed = get_shape(shape).parse_request(interaction.request_body)
+    except (CtxconfError, ImportError) as exc:
+        return not_compared(counter.name, str(exc))
     transcript = with_carried_reasoning(parsed, known)
     local = point.count(transcript).total
     content = zero_counter(shape, model).count(transcript).total
@@ -456,16 +459,7 @@ def _calibrate_one(
     if uncarried and not note:
         note = f"{uncarried} replayed reasoning item(s) without a carried count (summary counted)"
     if reported == 0:
-        return Calibration(
-            name,
-            interaction.index,
-            shape,
-            model,
-            None,
-            reported,
-            counter.name,
-            "not compared: the provider reported 0 input tokens (replay stub)",
-        )
+        return not_compared(counter.name, "the provider reported 0 input tokens (replay stub)")
     return Calibration(
         name,
         interaction.index,
