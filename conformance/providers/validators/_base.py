@@ -35,6 +35,7 @@ __all__ = [
     "leading",
     "messages_of",
     "objects",
+    "reasoning_not_leading",
     "structure",
 ]
 
@@ -163,3 +164,22 @@ def leading(items: Sequence[Any], predicate: Callable[[Any], bool]) -> int:
     while count < len(items) and predicate(items[count]):
         count += 1
     return count
+
+
+def reasoning_not_leading(
+    messages: Sequence[Mapping[str, Any]],
+    blocks: Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+    *,
+    is_call: Callable[[Mapping[str, Any]], bool],
+    is_reasoning: Callable[[Mapping[str, Any]], bool],
+) -> tuple[int, Mapping[str, Any]] | None:
+    """Claude's rule with thinking on (A13, relayed on Bedrock as B10): the last assistant message,
+    when it carries a tool call, opens with a reasoning block. Where it does not: its index and
+    its first block (``blocks`` reads a message's blocks in the shape's wire format)."""
+    last = last_index(messages, "assistant")
+    if last is None:
+        return None
+    found = blocks(messages[last])
+    if any(is_call(b) for b in found) and not is_reasoning(found[0]):
+        return last, found[0]
+    return None

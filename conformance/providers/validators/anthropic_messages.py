@@ -20,10 +20,10 @@ from conformance.providers.validators._base import (
     as_list,
     body_view,
     detector,
-    last_index,
     leading,
     messages_of,
     objects,
+    reasoning_not_leading,
     structure,
 )
 from conformance.providers.validators._types import (
@@ -424,13 +424,15 @@ def _thinking_enabled(body: Mapping[str, Any]) -> bool:
 def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if not _thinking_enabled(body):
         return
-    messages = messages_of(body)
-    last = last_index(messages, "assistant")
-    if last is None:
-        return
-    blocks = _blocks(messages[last])
-    if any(b.get("type") == "tool_use" for b in blocks) and blocks[0].get("type") not in THINKING:
-        yield Finding("A13", (last,), {"index": last, "found": blocks[0].get("type")})
+    found = reasoning_not_leading(
+        messages_of(body),
+        _blocks,
+        is_call=lambda b: b.get("type") == "tool_use",
+        is_reasoning=lambda b: b.get("type") in THINKING,
+    )
+    if found is not None:
+        last, first = found
+        yield Finding("A13", (last,), {"index": last, "found": first.get("type")})
 
 
 @detector(SHAPE, "A14")

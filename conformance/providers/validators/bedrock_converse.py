@@ -17,10 +17,10 @@ from conformance.providers.validators._base import (
     as_dict,
     as_list,
     detector,
-    last_index,
     leading,
     messages_of,
     objects,
+    reasoning_not_leading,
     structure,
 )
 from conformance.providers.validators._types import (
@@ -272,13 +272,14 @@ def _reasoning_enabled(body: Mapping[str, Any]) -> bool:
 def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     if not _reasoning_enabled(body):
         return
-    messages = messages_of(body)
-    last = last_index(messages, "assistant")
-    if last is None:
-        return
-    blocks = _blocks(messages[last])
-    if _uses(messages[last]) and blocks and "reasoningContent" not in blocks[0]:
-        yield Finding("B10", (last,), {"index": last})
+    found = reasoning_not_leading(
+        messages_of(body),
+        _blocks,
+        is_call=lambda b: "toolUse" in b,
+        is_reasoning=lambda b: "reasoningContent" in b,
+    )
+    if found is not None:
+        yield Finding("B10", (found[0],), {"index": found[0]})
 
 
 @detector(SHAPE, "A3")
