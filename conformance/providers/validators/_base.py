@@ -14,7 +14,7 @@ several detectors read of one body (its message objects, Anthropic's turns) is a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,6 +29,7 @@ __all__ = [
     "as_list",
     "body_view",
     "detector",
+    "empty_lists",
     "forget_views",
     "is_list_of_objects",
     "last_index",
@@ -156,6 +157,16 @@ def messages_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 def last_index(messages: Sequence[Mapping[str, Any]], role: str) -> int | None:
     """The index of the last message with ``role``, if any."""
     return max((i for i, m in enumerate(messages) if m.get("role") == role), default=None)
+
+
+def empty_lists(
+    items: Sequence[Mapping[str, Any]], key: str, detector_name: str
+) -> Iterator[Finding]:
+    """A finding of ``detector_name`` for every item whose ``key`` holds an empty list (a field
+    the provider wants absent or not empty: C4, B8, G11)."""
+    for i, item in enumerate(items):
+        if item.get(key) == []:
+            yield Finding(detector_name, (i,), {"index": i})
 
 
 def leading(items: Sequence[Any], predicate: Callable[[Any], bool]) -> int:

@@ -17,6 +17,7 @@ from conformance.providers.validators._base import (
     as_dict,
     as_list,
     detector,
+    empty_lists,
     leading,
     messages_of,
     objects,
@@ -241,9 +242,7 @@ def empty_error_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 
 @detector(SHAPE, "B8")
 def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(messages_of(body)):
-        if message.get("content") == []:
-            yield Finding("B8", (i,), {"index": i})
+    yield from empty_lists(messages_of(body), "content", "B8")
 
 
 @detector(SHAPE, "B14", "B14a")

@@ -16,6 +16,7 @@ from conformance.providers.validators._base import (
     Finding,
     as_dict,
     detector,
+    empty_lists,
     objects,
     structure,
 )
@@ -168,9 +169,7 @@ def valid_roles(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 @detector(SHAPE, "G11")
 def empty_parts(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """G11: a content whose ``parts`` list is empty."""
-    for i, content in enumerate(_contents(body)):
-        if content.get("parts") == []:
-            yield Finding("G11", (i,), {"index": i})
+    yield from empty_lists(_contents(body), "parts", "G11")
 
 
 @detector(SHAPE, "G1")

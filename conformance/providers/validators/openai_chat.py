@@ -19,6 +19,7 @@ from conformance.providers.validators._base import (
     as_dict,
     as_list,
     detector,
+    empty_lists,
     messages_of,
     structure,
 )
@@ -305,9 +306,7 @@ def duplicate_tool_results(body: Mapping[str, Any], ctx: Context) -> Iterator[Fi
 
 @detector(SHAPE, "C4")
 def empty_tool_calls(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, message in enumerate(messages_of(body)):
-        if message.get("tool_calls") == []:
-            yield Finding("C4", (i,), {"index": i})
+    yield from empty_lists(messages_of(body), "tool_calls", "C4")
 
 
 @detector(SHAPE, "C5")
