@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from paths import EXAMPLES
+from shape_support import chat_unanswered
 from syrupy.assertion import SnapshotAssertion
 
 from conformance.cli import cli
@@ -105,24 +106,7 @@ def test_inspect_example_session_json(runner: CliRunner, snapshot: SnapshotAsser
 
 def test_inspect_lists_violations(runner: CliRunner, tmp_path: Path) -> None:
     # A real broken session, judged by the real validator (no stand-in).
-    broken = {
-        "model": "gpt-4o",
-        "messages": [
-            {"role": "user", "content": "check the queue"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_x",
-                        "type": "function",
-                        "function": {"name": "read_queue", "arguments": "{}"},
-                    }
-                ],
-            },
-            {"role": "user", "content": "and?"},
-        ],
-    }
+    broken = {"model": "gpt-4o", "messages": chat_unanswered("call_x", name="read_queue")}
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(broken), "utf-8")
     code, out, _ = _run(runner, "inspect", str(path), "--shape", "openai-chat")

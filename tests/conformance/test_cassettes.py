@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from paths import CASSETTES
+from shape_support import chat_call
 from vcr.request import Request
 
 from conformance.errors import CassetteError
@@ -38,17 +39,7 @@ def _chat(
         "temperature": 0.3,
         "messages": [
             {"role": "user", "content": user},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
-                    }
-                ],
-            },
+            chat_call(call_id, name="get_weather", arguments='{"city":"Paris"}'),
             {"role": "tool", "tool_call_id": call_id, "content": result},
         ],
     }

@@ -13,7 +13,7 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from shape_support import chat_ring
+from shape_support import chat_ring, chat_unanswered
 
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app
@@ -142,21 +142,7 @@ def test_C1_unanswered_call_is_rejected_with_the_openai_envelope_and_rule_header
     with pytest.raises(openai.BadRequestError) as caught:
         _openai().chat.completions.create(
             model="gpt-4o-mini",
-            messages=[
-                {"role": "user", "content": "hi"},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "call_a",
-                            "type": "function",
-                            "function": {"name": "f", "arguments": "{}"},
-                        }
-                    ],
-                },
-                {"role": "user", "content": "and?"},
-            ],
+            messages=chat_unanswered("call_a"),
         )
     response = caught.value.response
     assert response.headers["x-ctxconf-rule"] == "C1"

@@ -10,6 +10,7 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from shape_support import chat_unanswered
 
 from conformance.providers.emulator import create_app
 from conformance.providers.emulator_transport import httpx2_transport
@@ -126,17 +127,7 @@ def test_anthropic_text_stream_yields_the_text() -> None:
 
 
 def test_a_rejected_streaming_request_is_a_json_error_not_a_stream() -> None:
-    broken: Any = [
-        {"role": "user", "content": "hi"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-            ],
-        },
-        {"role": "user", "content": "and?"},
-    ]
+    broken: Any = chat_unanswered("call_a")
     with pytest.raises(openai.BadRequestError) as caught:
         _openai().chat.completions.create(model="gpt-4o-mini", messages=broken, stream=True)
     assert caught.value.response.headers["x-ctxconf-rule"] == "C1"

@@ -117,15 +117,33 @@ def recorded_replies(interactions: Iterable[Any], key: str | None = None) -> lis
 # ------------------------------------------------------------------- what a body means
 
 
+def chat_call(
+    call_id: str, *, name: str = "f", arguments: str = "{}", content: str | None = None
+) -> dict[str, Any]:
+    """A Chat Completions assistant message (its ``content`` as given) with one call of ``name``."""
+    function = {"name": name, "arguments": arguments}
+    call = {"id": call_id, "type": "function", "function": function}
+    return {"role": "assistant", "content": content, "tool_calls": [call]}
+
+
 def chat_ring(
     call_id: str, *, content: str | None = "", arguments: str = "{}"
 ) -> list[dict[str, Any]]:
     """Chat Completions messages of one answered call: the assistant message with one call of
     function ``f`` (its ``content`` as given) and the tool message that answers it with ``ok``."""
-    call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": arguments}}
     return [
-        {"role": "assistant", "content": content, "tool_calls": [call]},
+        chat_call(call_id, arguments=arguments, content=content),
         {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+    ]
+
+
+def chat_unanswered(call_id: str, *, name: str = "f") -> list[dict[str, Any]]:
+    """Chat Completions messages that break C1: a user turn, a call of ``name``, and a user turn
+    where its result should be."""
+    return [
+        {"role": "user", "content": "hi"},
+        chat_call(call_id, name=name),
+        {"role": "user", "content": "and?"},
     ]
 
 
