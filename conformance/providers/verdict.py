@@ -14,7 +14,7 @@ Every verdict states its provenance, so nothing emulated is ever presented as a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
 __all__ = ["Evidence", "Provenance", "Verdict"]
@@ -27,13 +27,14 @@ Provenance: TypeAlias = Literal[
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """``accept`` carries no rule; ``reject`` names the rule, its evidence and the error body."""
+    """``accept`` carries no rule; ``reject`` names the rule, its evidence and the error body.
+    The fields are in the order reports store them (:meth:`to_dict`)."""
 
     verdict: Literal["accept", "reject"]
     status: int
-    provenance: Provenance = "emulated"
     rule: str | None = None
     evidence: Evidence | None = None
+    provenance: Provenance = "emulated"
     error: dict[str, Any] | None = field(default=None, hash=False, compare=True)
     shape: str | None = None
     dialect: str | None = None
@@ -45,15 +46,5 @@ class Verdict:
         return self.verdict == "accept"
 
     def to_dict(self) -> dict[str, Any]:
-        """The verdict as reports store it (provenance and evidence always included)."""
-        return {
-            "verdict": self.verdict,
-            "status": self.status,
-            "rule": self.rule,
-            "evidence": self.evidence,
-            "provenance": self.provenance,
-            "error": self.error,
-            "shape": self.shape,
-            "dialect": self.dialect,
-            "profile": self.profile,
-        }
+        """The verdict as reports store it: every field (provenance and evidence always)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
