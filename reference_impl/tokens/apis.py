@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens.counters import (
@@ -30,13 +30,14 @@ from reference_impl.tokens.counters import (
 )
 from reference_impl.transcript import Message, ShapeName, ToolSpec, Transcript, canonical_json
 
-if TYPE_CHECKING:
-    import anthropic
-    import openai
+if TYPE_CHECKING:  # the SDKs name the clients in the counters' base class (a string to ruff)
+    import anthropic  # noqa: F401
+    import openai  # noqa: F401
 
 __all__ = ["AnthropicCountTokensCounter", "OpenAIInputTokensCounter", "Render"]
 
 Render = Callable[[Transcript], Mapping[str, Any]]
+_Client = TypeVar("_Client")
 
 
 def _render_with(shape: str) -> Render:
@@ -48,20 +49,32 @@ def _render_with(shape: str) -> Render:
     return render
 
 
-class _ProviderCounter:
-    """Shared plumbing: a provider total per rendered body, local numbers per message. A
-    subclass names the shape it renders, its report name and the body fields its endpoint
-    accepts besides the messages."""
+class _ProviderCounter(Generic[_Client]):
+    """Shared plumbing: a provider total per rendered body, local numbers per message (by
+    ``fallback``, else the subclass's :meth:`_local` counter). A subclass names the shape it
+    renders, its report name and the body fields its endpoint accepts besides the messages."""
 
     _SHAPE: ClassVar[ShapeName]
     _NAME: ClassVar[str]
     _FIELDS: ClassVar[tuple[str, ...]]
 
-    def __init__(self, model: str, fallback: TokenCounter, render: Render | None) -> None:
+    def __init__(
+        self,
+        client: _Client,
+        model: str,
+        *,
+        fallback: TokenCounter | None = None,
+        render: Render | None = None,
+    ) -> None:
+        self.client = client
         self.model = model
-        self.fallback = fallback
+        self.fallback = fallback or self._local(model)
         self._render = render or _render_with(self._SHAPE)
         self._totals: _Memo[str] = _Memo(4096)
+
+    def _local(self, model: str) -> TokenCounter:
+        """The local counter of the per-message numbers when no ``fallback`` is given."""
+        return counter_for(self._SHAPE, model)
 
     @property
     def name(self) -> str:
@@ -102,23 +115,15 @@ def _provider_failure(endpoint: str, exc: Exception) -> TokenCountError:
     return TokenCountError(f"{endpoint} failed ({detail}{exc})", where=endpoint)
 
 
-class AnthropicCountTokensCounter(_ProviderCounter):
+class AnthropicCountTokensCounter(_ProviderCounter["anthropic.Anthropic"]):
     """Anthropic's ``count_tokens`` endpoint through the ``anthropic`` SDK (section 5)."""
 
     _SHAPE = "anthropic-messages"
     _NAME = "anthropic:count_tokens"
     _FIELDS = ("system", "tools", "tool_choice", "thinking")
 
-    def __init__(
-        self,
-        client: anthropic.Anthropic,
-        model: str,
-        *,
-        fallback: TokenCounter | None = None,
-        render: Render | None = None,
-    ) -> None:
-        super().__init__(model, fallback or AnthropicEstimateCounter(model=model), render)
-        self.client = client
+    def _local(self, model: str) -> TokenCounter:
+        return AnthropicEstimateCounter(model=model)
 
     def _call(self, body: Mapping[str, Any]) -> int:
         import anthropic  # noqa: PLC0415 - the SDK is needed only when this counter is configured
@@ -132,7 +137,7 @@ class AnthropicCountTokensCounter(_ProviderCounter):
         return int(answer.input_tokens)
 
 
-class OpenAIInputTokensCounter(_ProviderCounter):
+class OpenAIInputTokensCounter(_ProviderCounter["openai.OpenAI"]):
     """OpenAI's ``responses.input_tokens.count`` endpoint through the ``openai`` SDK (section 6)."""
 
     _SHAPE = "openai-responses"
@@ -146,17 +151,6 @@ class OpenAIInputTokensCounter(_ProviderCounter):
         "text",
         "truncation",
     )
-
-    def __init__(
-        self,
-        client: openai.OpenAI,
-        model: str,
-        *,
-        fallback: TokenCounter | None = None,
-        render: Render | None = None,
-    ) -> None:
-        super().__init__(model, fallback or counter_for(self._SHAPE, model), render)
-        self.client = client
 
     def _call(self, body: Mapping[str, Any]) -> int:
         import openai  # noqa: PLC0415 - the SDK is needed only when this counter is configured

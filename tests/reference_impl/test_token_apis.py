@@ -15,9 +15,10 @@ import httpx2
 import openai
 import pytest
 
+from reference_impl import tokens
 from reference_impl.errors import TokenCountError
 from reference_impl.token_apis import AnthropicCountTokensCounter, OpenAIInputTokensCounter
-from reference_impl.tokens import TokenCounter
+from reference_impl.tokens import AnthropicEstimateCounter, TokenCounter
 from reference_impl.transcript import Message, TextPart, Transcript
 
 
@@ -98,6 +99,9 @@ def test_anthropic_count_tokens_through_the_sdk() -> None:
     }
     counter.count(_transcript())
     assert len(recorder.requests) == 1  # the same view costs no second call
+    # the per-message numbers come from Anthropic's estimate for the model
+    assert isinstance(counter.fallback, AnthropicEstimateCounter)
+    assert counter.fallback.model == "claude-sonnet-4-5"
 
 
 def test_openai_input_tokens_through_the_sdk() -> None:
@@ -112,9 +116,10 @@ def test_openai_input_tokens_through_the_sdk() -> None:
         "instructions": "You are a scientist",
         "input": [{"role": "user", "content": "Hello, Claude"}],
     }
-    # per-message numbers are local (no call per message)
+    # per-message numbers are local (no call per message), by the shape's reference counter
     assert counter.count_message(_transcript().messages[1]) > 0
     assert len(recorder.requests) == 1
+    assert counter.fallback is tokens.counter_for("openai-responses", "gpt-4.1-mini")
 
 
 @pytest.mark.parametrize(
