@@ -251,6 +251,8 @@ class _State:
     session: Transcript
     view: Transcript
     declared: Declarations
+    ledger: Sequence[Mapping[str, Any]]
+    memory: Sequence[Mapping[str, Any]]
     claimed: set[int] = field(default_factory=set)
     modified: set[int] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
@@ -266,7 +268,7 @@ def map_view(
     declared: Declarations | None = None,
 ) -> IdentityMap:
     """Classify every view message and every session message (see the module docstring)."""
-    state = _State(session, view, declared or Declarations())
+    state = _State(session, view, declared or Declarations(), ledger, memory)
     skeys = [m.digest for m in session.messages]
     vkeys = [m.digest for m in view.messages]
     matcher = difflib.SequenceMatcher(None, skeys, vkeys, autojunk=False)
@@ -285,7 +287,7 @@ def map_view(
         after = i1 - 1
         for j in range(j1, j2):
             open_ = [i for i in region if i > after and i not in state.claimed]
-            link = _classify(state, j, open_, ledger=ledger, memory=memory)
+            link = _classify(state, j, open_)
             if link is None or link.status == "invented":
                 link = _moved(state, j) or _extended(state, j, open_) or link
             if link is None:
@@ -348,20 +350,13 @@ def _source_statuses(state: _State, links: Sequence[Link | None]) -> list[Source
     ]
 
 
-def _classify(
-    state: _State,
-    index: int,
-    open_: Sequence[int],
-    *,
-    ledger: Sequence[Mapping[str, Any]],
-    memory: Sequence[Mapping[str, Any]],
-) -> Link | None:
+def _classify(state: _State, index: int, open_: Sequence[int]) -> Link | None:
     """The link of a view message outside the aligned runs; None for a summary candidate."""
     message = state.view.messages[index]
     merge = _merged_link(state, index, message, open_)
     if merge is not None:
         return merge
-    system = _system_link(state, index, message, open_, ledger=ledger, memory=memory)
+    system = _system_link(state, index, message, open_)
     if system is not None:
         return system
     if _declared_summary(message, state.declared):
@@ -369,9 +364,9 @@ def _classify(
     source = _modified_source(state, message, open_)
     if source is not None:
         return _modified_link(state, index, source)
-    if _is_injection(message, memory):
+    if _is_injection(message, state.memory):
         return Link(index, "injected", None)
-    if _is_ledger_note(message, ledger):
+    if _is_ledger_note(message, state.ledger):
         return Link(index, "ledger", None)
     if _is_synthesized(message, state.session):
         return Link(index, "synthesized", None)
@@ -380,15 +375,7 @@ def _classify(
     return Link(index, "invented", None)
 
 
-def _system_link(
-    state: _State,
-    index: int,
-    message: Message,
-    open_: Sequence[int],
-    *,
-    ledger: Sequence[Mapping[str, Any]],
-    memory: Sequence[Mapping[str, Any]],
-) -> Link | None:
+def _system_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:
     """A system/developer message whose text parts are whole session system/developer messages
     and labelled injections or ledger notes (shapes with one top-level system field carry them
     as blocks of one message): ``merged`` (or ``injected`` when it holds no session message)."""
@@ -415,7 +402,7 @@ def _system_link(
                 break
         else:
             alone = Message(message.role, (parts[position],))
-            if not (_is_injection(alone, memory) or _is_ledger_note(alone, ledger)):
+            if not (_is_injection(alone, state.memory) or _is_ledger_note(alone, state.ledger)):
                 return None
             position += 1
     if not held:
