@@ -1,7 +1,7 @@
 """Token counting: the ``TokenCounter`` protocol, the local counters and ``counter_for``.
 
-The package holds every counting module; this namespace is the public surface (the names of
-:mod:`reference_impl.tokens.counters`):
+The package holds every counting module; this namespace is the public surface: the names of
+:mod:`reference_impl.tokens.counters` (its ``__all__``, imported whole):
 
 * ``counters``: the protocol, the memo, the tiktoken and estimate counters, ``counter_for``;
 * ``apis``: counters backed by the providers' count endpoints (``reference_impl.token_apis``
@@ -13,26 +13,7 @@ The package holds every counting module; this namespace is the public surface (t
 
 from __future__ import annotations
 
-from reference_impl.tokens.counters import (
-    DEFAULT_SAFETY_FACTORS,
-    MEMO_SIZE,
-    AnthropicEstimateCounter,
-    EstimateCounter,
-    TiktokenCounter,
-    TokenCount,
-    TokenCounter,
-    counter_for,
-    encoding_for_model,
-)
+from reference_impl.tokens import counters
+from reference_impl.tokens.counters import *  # noqa: F403 - the package's names are counters'
 
-__all__ = [
-    "DEFAULT_SAFETY_FACTORS",
-    "MEMO_SIZE",
-    "AnthropicEstimateCounter",
-    "EstimateCounter",
-    "TiktokenCounter",
-    "TokenCount",
-    "TokenCounter",
-    "counter_for",
-    "encoding_for_model",
-]
+__all__ = counters.__all__
