@@ -42,7 +42,14 @@ from reference_impl.tokens.encodings import (
     encoding_for_model,
     get_encoding,
 )
-from reference_impl.transcript import SHAPE_NAMES, Message, ToolSpec, Transcript, canonical_json
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    Message,
+    TextPart,
+    ToolSpec,
+    Transcript,
+    canonical_json,
+)
 
 __all__ = [
     "DEFAULT_SAFETY_FACTORS",
@@ -188,6 +195,25 @@ class _MemoizedCounter:
     def count_message(self, message: Message) -> int:
         return self._memo.get_or_compute(message.digest, lambda: self._message(message))
 
+    def count_messages(self, messages: Sequence[Message]) -> list[int]:
+        """``count_message`` of each message, in one memo lookup and one store: each distinct
+        new content is counted once (``_count_new``)."""
+        digests = [m.digest for m in messages]
+        found = self._memo.lookup_all(digests)
+        if None not in found:
+            return found  # type: ignore[return-value]  # no None left
+        todo: dict[str, Message] = {}
+        for digest, known, message in zip(digests, found, messages, strict=True):
+            if known is None and digest not in todo:
+                todo[digest] = message
+        new = dict(zip(todo, self._count_new(list(todo.values())), strict=True))
+        self._memo.store_all(list(new.items()))
+        return [new[d] if known is None else known for d, known in zip(digests, found, strict=True)]
+
+    def _count_new(self, messages: list[Message]) -> list[int]:
+        """Tokens of messages not in the memo (``_message`` of each)."""
+        return [self._message(m) for m in messages]
+
     def count_tools(self, tools: Sequence[ToolSpec]) -> int:
         if not tools:
             return 0
@@ -197,20 +223,7 @@ class _MemoizedCounter:
     def count(self, transcript: Transcript) -> TokenCount:
         # One memo lookup for all messages and one store for the new ones (two lock round trips
         # per request, not two per message); known messages cost a digest read and a dict hit.
-        messages = transcript.messages
-        digests = [m.digest for m in messages]
-        found = self._memo.lookup_all(digests)
-        new: dict[str, int] = {}
-        for i, known in enumerate(found):
-            if known is None:
-                digest = digests[i]
-                counted = new.get(digest)  # the same content twice in one request: encode once
-                if counted is None:
-                    counted = new[digest] = self._message(messages[i])
-                found[i] = counted
-        if new:
-            self._memo.store_all(list(new.items()))
-        per_message = tuple(v for v in found if v is not None)
+        per_message = tuple(self.count_messages(transcript.messages))
         tools = self.count_tools(transcript.tools)
         overhead = self._overhead(transcript)
         return TokenCount(
@@ -272,6 +285,7 @@ class TiktokenCounter(_MemoizedCounter):
             harmony=is_harmony_model(model),
             responses=shape == "openai-responses",
         )
+        self._frames: dict[tuple[str, str | None], int] = {}
 
     @property
     def name(self) -> str:
@@ -280,6 +294,28 @@ class TiktokenCounter(_MemoizedCounter):
 
     def _message(self, message: Message) -> int:
         return self.rules.message(message)
+
+    def _count_new(self, messages: list[Message]) -> list[int]:
+        # A message of one text part (most of a session) costs its frame, the same for every
+        # message of its role and name, plus its text: the frame is taken once from the rules
+        # (``message`` of that message with an empty text), the text counted directly.
+        frames = self._frames
+        text_tokens = self.rules.text_tokens
+        out: list[int] = []
+        for message in messages:
+            parts = message.parts
+            if len(parts) == 1 and type(parts[0]) is TextPart and message.role != "tool":
+                key = (message.role, message.name)
+                frame = frames.get(key)
+                if frame is None:
+                    empty = Message(message.role, (TextPart(""),), name=message.name)
+                    frame = self.rules.message(empty)
+                    if len(frames) < 4096:  # bounded: names come from requests
+                        frames[key] = frame
+                out.append(frame + text_tokens(parts[0].text))
+            else:
+                out.append(self.rules.message(message))
+        return out
 
     def _tools(self, tools: Sequence[ToolSpec]) -> int:
         return self.rules.tools(tools)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias, get_args
@@ -53,6 +54,8 @@ __all__ = [
     "ToolSpec",
     "Transcript",
     "canonical_json",
+    "kind_codes",
+    "kind_positions",
     "message_digest",
     "params_from_mapping",
 ]
@@ -219,6 +222,21 @@ _ALLOWED_KINDS: Final[Mapping[str, frozenset[str]]] = {
 
 # ------------------------------------------------------------------------------------- message
 
+KIND_SYSTEM: Final = 0
+KIND_DEVELOPER: Final = 1
+KIND_USER: Final = 2
+KIND_ASSISTANT: Final = 3
+KIND_OTHER: Final = 4
+"""A message's kind code (``kind_codes``): 0-3 for a message of exactly one text part from the
+system, developer, user or assistant; 4 for every other message (tool parts, attachments,
+reasoning, a summary, several parts, a ``tool`` role, an empty ``tool_calls``)."""
+_PLAIN_KIND: Final[Mapping[str, int]] = {
+    "system": KIND_SYSTEM,
+    "developer": KIND_DEVELOPER,
+    "user": KIND_USER,
+    "assistant": KIND_ASSISTANT,
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -235,6 +253,7 @@ class Message:
     empty_tool_calls: bool = False
     id: str = field(default="", compare=False)
     _digest: str = field(default="", init=False, repr=False, compare=False)
+    _kind: int = field(default=KIND_OTHER, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -250,6 +269,9 @@ class Message:
                     f"(allowed: {', '.join(sorted(allowed))})",
                     where=f"parts[{i}]",
                 )
+        parts = self.parts
+        if len(parts) == 1 and type(parts[0]) is TextPart and not self.empty_tool_calls:
+            object.__setattr__(self, "_kind", _PLAIN_KIND.get(self.role, KIND_OTHER))
 
     # -- convenience views -----------------------------------------------------------------
 
@@ -281,10 +303,17 @@ class Message:
         return any(isinstance(p, ToolCallPart | ToolResultPart) for p in self.parts)
 
     def with_id(self, message_id: str) -> Message:
-        """The same message with another id (ids are not part of equality)."""
-        renamed = replace(self, id=message_id)
-        if self._digest:  # the id is not part of the digest: keep the one already computed
-            object.__setattr__(renamed, "_digest", self._digest)
+        """The same message with another id (ids are not part of equality). A copy of checked
+        fields, not a new construction: a long session gets an id for every message."""
+        renamed: Message = object.__new__(Message)
+        _set(renamed, "role", self.role)
+        _set(renamed, "parts", self.parts)
+        _set(renamed, "name", self.name)
+        _set(renamed, "wire_id", self.wire_id)
+        _set(renamed, "empty_tool_calls", self.empty_tool_calls)
+        _set(renamed, "id", message_id)
+        _set(renamed, "_digest", self._digest)  # the id is not part of the digest
+        _set(renamed, "_kind", self._kind)
         return renamed
 
 
@@ -379,6 +408,33 @@ class Transcript:
         return replace(self, messages=tuple(messages))
 
 
+_KIND_OF = operator.attrgetter("_kind")
+_set = object.__setattr__
+
+
+def kind_codes(messages: Sequence[Message]) -> bytes:
+    """One kind code per message (``KIND_SYSTEM`` ... ``KIND_OTHER``), at C speed: a session is
+    mostly messages of one text part, which can take no part in tool-call pairing; the codes let
+    a pass over a long session visit only the others (``bytes.find``) and name the roles of the
+    rest without reading them."""
+    return bytes(map(_KIND_OF, messages))
+
+
+def kind_positions(
+    codes: bytes | bytearray, kind: int, start: int = 0, stop: int | None = None
+) -> list[int]:
+    """The positions of ``kind`` in ``codes[start:stop]`` (``kind_codes``), found with
+    ``bytes.find``: C speed between them."""
+    end = len(codes) if stop is None else stop
+    out: list[int] = []
+    find = codes.find
+    at = find(kind, start, end)
+    while at >= 0:
+        out.append(at)
+        at = find(kind, at + 1, end)
+    return out
+
+
 def params_from_mapping(values: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, canonical_json(v)) for k, v in values.items()))
 
@@ -440,8 +496,36 @@ def message_digest(message: Message) -> str:
     Every field is tagged and length-prefixed (no JSON is built: hashing the text once is all the
     work, which matters for a counter that digests every message of a long session).
     """
+    if _KIND_OF(message) != KIND_OTHER:
+        return _one_text_digest(message)
     out: list[bytes] = [b"ctxconf.message/2", b"T" if message.empty_tool_calls else b"F"]
     for text in (message.role, message.name, message.wire_id):
         _digest_field(out, text)
     _digest_parts(out, message.parts)
     return hashlib.sha256(b"".join(out)).hexdigest()
+
+
+def _field_bytes(value: str | None) -> bytes:
+    out: list[bytes] = []
+    _digest_field(out, value)
+    return b"".join(out)
+
+
+_ONE_TEXT_HEADS: Final = {
+    role: b"ctxconf.message/2F" + _field_bytes(role)
+    for role in ("system", "developer", "user", "assistant")
+}
+"""The digest's bytes up to the name, for a message of one text part (never an empty tool_calls)."""
+
+
+def _one_text_digest(message: Message) -> str:
+    """``message_digest`` of a message of one text part: the very same bytes, written directly
+    (most messages of a session are of this kind, and a parsed session digests every one)."""
+    name, wire_id = message.name, message.wire_id
+    middle = (
+        b"NN" if name is None and wire_id is None else _field_bytes(name) + _field_bytes(wire_id)
+    )
+    raw = message.parts[0].text.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+    h = hashlib.sha256(_ONE_TEXT_HEADS[message.role] + middle + b"P1:textS%d:" % len(raw))
+    h.update(raw)
+    return h.hexdigest()

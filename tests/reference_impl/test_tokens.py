@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 
+from conformance.strategies import transcripts
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens import (
     AnthropicEstimateCounter,
@@ -526,3 +527,30 @@ def test_count_is_the_sum_of_its_parts(texts: list[str]) -> None:
         result = counter.count(transcript)
         assert result.messages == tuple(counter.count_message(m) for m in transcript.messages)
         assert result.total == sum(result.messages) + result.overhead
+
+
+# ------------------------------------------------------------------------ counting in batches
+
+
+def _fresh_counter(kind: str) -> TiktokenCounter | EstimateCounter:
+    if kind == "estimate":
+        return EstimateCounter("anthropic-messages", safety_factor=1.3)
+    shape, model = kind.split(":")
+    return TiktokenCounter("o200k_base", shape, model=model)
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    transcripts(max_messages=12),
+    st.sampled_from(["openai-chat:gpt-4o", "openai-chat:gpt-5", "openai-responses:o3", "estimate"]),
+    st.lists(st.sampled_from(["a", "bot"]) | st.none(), max_size=3),
+)
+def test_counting_in_a_batch_is_counting_one_by_one(session, kind, names) -> None:
+    # count_messages: one memo round trip, and a message of one text part counted as its frame
+    # plus its text; the counts are those of count_message, repeats and named messages included
+    named = [Message("user", (TextPart(f"hi {n}"),), name=n) for n in names]
+    messages = [*session.messages, *named, *session.messages[:2]]
+    batch, single = _fresh_counter(kind), _fresh_counter(kind)
+    want = [single.count_message(m) for m in messages]
+    assert batch.count_messages(messages) == want
+    assert batch.count_messages(messages) == want  # the second time from the memo

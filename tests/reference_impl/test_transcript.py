@@ -9,11 +9,22 @@ import pytest
 from reference_impl.errors import ParseError, SessionFileError, TranscriptError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import (
+    ImagePart,
     Message,
     TextPart,
+    ToolCallPart,
     ToolSpec,
     Transcript,
     transcript_from_dict,
+)
+from reference_impl.transcript.model import (
+    KIND_ASSISTANT,
+    KIND_DEVELOPER,
+    KIND_OTHER,
+    KIND_SYSTEM,
+    KIND_USER,
+    kind_codes,
+    kind_positions,
 )
 
 
@@ -133,3 +144,33 @@ def test_count_says_when_the_model_is_unknown(tmp_path: Any) -> None:
     assert result.exit_code == 0
     assert json.loads(result.stdout)["encoding"] == "o200k_base"
     assert "unknown model 'my-finetune'" in result.stderr
+
+
+def test_kind_codes_mark_the_messages_of_one_text_part_by_role() -> None:
+    messages = [
+        Message("system", (TextPart("s"),)),
+        Message("developer", (TextPart("d"),)),
+        Message("user", (TextPart("u"),)),
+        Message("assistant", (TextPart("a"),)),
+        Message("tool", (TextPart("t"),)),  # one text part, but a tool message
+        Message("assistant", (TextPart("a"),), empty_tool_calls=True),
+        Message("user", (TextPart("u"), TextPart("v"))),
+        Message("user", ()),
+        Message("assistant", (ToolCallPart("c", "f", "{}"),)),
+        Message("user", (ImagePart("url", "https://x/y.png"),)),
+        Message("user", (TextPart("u"),)).with_id("renamed"),  # the kind survives with_id
+    ]
+    codes = kind_codes(messages)
+    assert list(codes) == [
+        KIND_SYSTEM,
+        KIND_DEVELOPER,
+        KIND_USER,
+        KIND_ASSISTANT,
+        *[KIND_OTHER] * 6,
+        KIND_USER,
+    ]
+    assert kind_positions(codes, KIND_OTHER) == [4, 5, 6, 7, 8, 9]
+    assert kind_positions(codes, KIND_OTHER, 5, 8) == [5, 6, 7]
+    assert kind_positions(codes, KIND_USER) == [2, 10]
+    assert kind_positions(codes, KIND_USER, 3) == [10]
+    assert kind_positions(b"", KIND_USER) == []

@@ -3,6 +3,9 @@ different digest; the id never matters; computed once per object (also across ``
 
 from __future__ import annotations
 
+import hashlib
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
@@ -91,3 +94,38 @@ def test_one_moved_boundary_changes_the_digest() -> None:
     two = Message("assistant", (ToolCallPart("a", "bc", "{}"),))
     assert one.digest != two.digest
     assert Message("user", (TextPart(""),)).digest != Message("user", ()).digest
+
+
+def _field(value: str | None) -> bytes:
+    if value is None:
+        return b"N"
+    raw = value.encode("utf-8")
+    return b"S%d:" % len(raw) + raw
+
+
+@pytest.mark.parametrize(
+    ("role", "text", "name", "wire_id"),
+    [
+        ("user", "hello", None, None),
+        ("assistant", "déjà vu 部署", "bot", None),
+        ("system", "", None, "msg_1"),
+        ("developer", "x" * 300, "a", "b"),
+    ],
+)
+def test_a_one_text_message_digests_the_documented_bytes(role, text, name, wire_id) -> None:
+    # The digest of a message of one text part is written without the general walk: it must be
+    # the same bytes, spelled out here from the format (tag, fields, then the parts).
+    raw = (
+        b"ctxconf.message/2F"
+        + _field(role)
+        + _field(name)
+        + _field(wire_id)
+        + b"P1:text"
+        + _field(text)
+    )
+    message = Message(role, (TextPart(text),), name=name, wire_id=wire_id)
+    assert message.digest == hashlib.sha256(raw).hexdigest()
+    # and a message of two parts still takes the walk: the same bytes with P2 and both parts
+    two = Message(role, (TextPart(text), TextPart("")), name=name, wire_id=wire_id)
+    raw_two = raw.replace(b"P1:", b"P2:") + b"text" + _field("")
+    assert two.digest == hashlib.sha256(raw_two).hexdigest()
