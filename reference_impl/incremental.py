@@ -43,13 +43,14 @@ here including units counted on earlier turns.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import logging
 import operator
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, compress, pairwise, repeat
+from itertools import accumulate, compress, pairwise, repeat, takewhile
 from typing import Any, ClassVar, TypeVar, cast
 
 from reference_impl.assembler import (
@@ -119,6 +120,7 @@ from reference_impl.transcript.model import (
     KIND_USER,
     kind_codes,
     kind_positions,
+    same_messages,
 )
 
 __all__ = ["SessionAssembler"]
@@ -134,6 +136,14 @@ _FRAME_ESTIMATE = 8
 """Tokens of a message's frame (role, separators), from above, for ``_Index.estimates``."""
 _ATTACHMENT_ESTIMATE = 3_000
 """Tokens of an image or a file (a PDF page), from above, for ``_Index.estimates``."""
+_FIRST_BATCH = 16
+"""Units a walk counts by their estimates before it counts ahead by their mean cost."""
+_SMALL_BATCH = 4
+"""Up to this many units are counted one by one (``_count_units``)."""
+_GROWTH_LOOKAHEAD = 256
+"""Units ahead of a growing window (``_degrade``) that may be counted in one go."""
+_AHEAD_MARGIN = 4
+"""Counting ahead by the mean cost fills at most this fraction (1/n) of the room left."""
 
 
 def _part_facts(message: Message) -> tuple[bool, bool, bool]:
@@ -222,6 +232,8 @@ class _Index:
     counted_cost: int = 0
     counted_units: int = 0
     """Sum and number of the units reached so far (for ``tokens_before``)."""
+    estimated: list[int] = field(default_factory=list)
+    """Each unit's ``estimates`` (0 until needed)."""
     unusual: bool = False
     """A system-role summary: rare enough to leave to the full pipeline."""
     call_ids: set[str] = field(default_factory=set)
@@ -343,7 +355,18 @@ class _Index:
 
     def estimates(self, positions: list[int]) -> list[int]:
         """An estimate from above of each unit's tokens, from its characters (``_count_run``):
-        at C speed for the units of one text part, one by one for the others."""
+        at C speed for the units of one text part, one by one for the others; kept, as a walk
+        often looks at the same units again."""
+        cache = self.estimated
+        found = list(map(cache.__getitem__, positions))
+        if 0 in found:  # 0: not estimated yet (an estimate is at least a frame)
+            missing = list(compress(positions, map(operator.not_, found)))
+            for p, estimate in zip(missing, self._estimates(missing), strict=True):
+                cache[p] = estimate
+            found = list(map(cache.__getitem__, positions))
+        return found
+
+    def _estimates(self, positions: list[int]) -> list[int]:
         heads = list(map(self.starts.__getitem__, positions))
         kinds = bytes(map(self.codes.__getitem__, heads))
         plain = compress(heads, map(operator.ne, kinds, repeat(KIND_OTHER)))
@@ -353,11 +376,15 @@ class _Index:
             found.insert(k, _estimate(self.unit_messages(positions[k])))
         return found
 
-    def reach(self, positions: Iterable[int]) -> None:
-        """Note units (counted) as needed by a step: ``tokens_before`` sums them."""
+    def reach(self, positions: Sequence[int]) -> None:
+        """Note units (counted) as needed by a step: ``tokens_before`` sums them. At C speed
+        when they all were already (a walk over what the previous turn kept)."""
         reached, costs = self.reached, self.costs
-        for p in positions:
-            if not reached[p]:
+        flags = bytes(map(reached.__getitem__, positions))
+        if 0 not in flags:
+            return
+        for p in compress(positions, map(operator.not_, flags)):
+            if not reached[p]:  # a position given twice is noted once
                 reached[p] = 1
                 self.counted_cost += costs[p]  # type: ignore[operator]  # counted first
                 self.counted_units += 1
@@ -399,6 +426,7 @@ class _Index:
         units = len(self.starts)
         self.costs.extend([None] * (units - first_unit))
         self.reached.extend(bytes(units - first_unit))
+        self.estimated.extend([0] * (units - first_unit))
         if self.leading_system == first_unit:
             self._leading(first_unit, set(cuts))
         self._systems(lo, system_others)
@@ -600,9 +628,9 @@ class SessionAssembler:
         index = self._index
         if index is not None and settings == self._settings:
             seen = index.messages
-            # Identity at C speed: the head of the new session must hold the very same objects
-            # (Message equality ignores ids, so equal-but-new objects start afresh).
-            if len(messages) >= len(seen) and all(map(operator.is_, messages, seen)):
+            # The head of the new session must hold the very same objects (Message equality
+            # ignores ids, so equal-but-new objects start afresh), compared at C speed.
+            if len(messages) >= len(seen) and same_messages(messages[: len(seen)], seen):
                 if len(messages) == len(seen):
                     return index
                 if index.extend(messages):
@@ -658,8 +686,8 @@ class SessionAssembler:
         counter = self.counter
         assert counter is not None
         costs, messages, starts = index.costs, index.messages, index.starts
-        if not isinstance(counter, _MemoizedCounter):
-            count = counter.count_message
+        if not isinstance(counter, _MemoizedCounter) or len(positions) <= _SMALL_BATCH:
+            count = counter.count_message  # a few: one by one costs less than a batch
             for p in positions:
                 costs[p] = sum(map(count, index.unit_messages(p)))
             return
@@ -676,14 +704,23 @@ class SessionAssembler:
         for p, cost in zip(positions, found, strict=True):
             costs[p] = cost
 
-    def _count_run(self, index: _Index, run: list[int], room: int) -> list[int]:
+    def _count_run(self, index: _Index, run: list[int], room: int, walk: _Walk) -> list[int]:
         """The costs of a prefix of ``run`` (uncounted positions, newest first, as a walk meets
-        them with ``room`` tokens left), at least its first: the units that the walk surely
-        reaches, counted in one go. A unit's characters (plus its frame, and a page for an
-        attachment) are taken as an estimate of its tokens from above, so the units whose
-        estimates fit the room all fit and the walk reaches one more; an estimate that falls
-        short only counts a few units early (never reported: ``_Index.reach``)."""
-        take, total, size = 0, 0, 16
+        them with ``room`` tokens left), at least its first, counted in one go: as many as the
+        walk will reach, as far as that can be told.
+
+        Far from the end of the room, by the units met so far on this ``walk``: as many as would
+        fill a quarter of the room at their mean cost. Near it, by the units' characters (plus a
+        frame, and a page for an attachment), taken as an estimate of their tokens from above:
+        the units whose estimates fit the room all fit and the walk reaches one more. A guess
+        that falls short counts a few units early: they are reported in ``tokens_before`` only
+        when a walk reaches them (``_Index.reach``)."""
+        ahead = room // (_AHEAD_MARGIN * walk.mean()) if walk.units >= _FIRST_BATCH else 0
+        if ahead >= _FIRST_BATCH:
+            costs = self._count_prefix(index, run, min(ahead, len(run)))
+            walk.met(costs)
+            return costs
+        take, total, size = 0, 0, _FIRST_BATCH
         while take < len(run):  # estimates in chunks that double: what is taken, not the run
             part = run[take : take + size]
             sums = list(accumulate(index.estimates(part), initial=total))
@@ -694,15 +731,23 @@ class SessionAssembler:
             take += len(part)
             total = sums[-1]
             size *= 2
-        take = min(take, len(run))
-        batch = sorted(run[:take])
-        self._count_units(index, batch)
+        costs = self._count_prefix(index, run, min(take, len(run)))
+        walk.met(costs)
+        return costs
+
+    def _count_prefix(self, index: _Index, run: list[int], take: int) -> list[int]:
+        """Count ``run[:take]`` in one go; their costs, in ``run``'s order."""
+        self._count_units(index, sorted(run[:take]))
         costs = index.costs
         return [costs[p] for p in run[:take]]  # type: ignore[misc]  # all counted now
 
     def _degraded_cost(self, index: _Index, position: int) -> int:
-        assert self.counter is not None
-        return sum(map(self.counter.count_message, self._degraded_messages(index, position)))
+        counter = self.counter
+        assert counter is not None
+        messages = self._degraded_messages(index, position)
+        if isinstance(counter, _MemoizedCounter):
+            return sum(counter.count_messages(messages))
+        return sum(map(counter.count_message, messages))
 
     @staticmethod
     def _degraded_messages(index: _Index, position: int) -> tuple[Message, ...]:
@@ -724,8 +769,10 @@ class SessionAssembler:
         position -> degraded cost (``None``: not needed yet), oldest first.
         """
         index, pinned, room = t.index, t.pinned, t.room
+        costs = index.costs
         split = bisect.bisect_left(degradable, frontier)
         degraded: dict[int, int | None] = dict.fromkeys(degradable[:split])
+        walk = _Walk()
 
         def cost(p: int) -> int:
             if p in degraded:
@@ -733,6 +780,10 @@ class SessionAssembler:
                 if found is None:
                     found = degraded[p] = self._degraded_cost(index, p)
                 return found
+            if costs[p] is None:  # count the units the window will grow over next in one go
+                ahead = [q for q in range(p, max(-1, p - _GROWTH_LOOKAHEAD), -1) if q not in pinned]
+                run = list(takewhile(lambda q: q not in degraded and costs[q] is None, ahead))
+                self._count_run(index, run, room - used, walk)
             return self._cost(index, p)
 
         older = (p for p in range(frontier - 1, -1, -1) if p not in pinned)
@@ -881,26 +932,36 @@ class SessionAssembler:
 
     def _degrade_attachments(self, t: _Turn) -> str | None:
         """The middle summed newest first by position until it overflows the room, as
-        ``AssemblyState.fits`` sums it (so the same units are counted); when it overflows,
-        middle attachments are degraded oldest first from that frontier; then the fill in tier
-        order, with the degraded costs (``_fill``)."""
+        ``AssemblyState.fits`` sums it; when it overflows, middle attachments are degraded
+        oldest first from that frontier; then the fill in tier order, with the degraded costs
+        (``_fill``).
+
+        That sum is made on a session's first turn, where the report must be the pipeline's to
+        the letter (``tokens_before``: the units the steps count). On a later turn, which
+        reports ``tokens_before`` as a lower bound anyway, the fill comes first and the sum is
+        made only when the middle does not fit and holds attachments to degrade."""
         index = t.index
+        early = bisect.bisect_left(index.attachments, t.start)
+        degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
+        if not self._indexed_now:
+            self._fill(t)
+            if t.everything or not degradable:
+                return None
         costs = index.costs
+        walk = _Walk()
         taken, over, used, over_cost = _take_newest(
             range(t.start),
             t.start,
             skip=t.pinned,
             room=t.room,
             known=lambda chunk: list(map(costs.__getitem__, chunk)),
-            count=lambda run, room: self._count_run(index, run, room),
+            count=lambda run, room: self._count_run(index, run, room, walk),
         )
         index.reach_range(0 if over is None else over, t.start)
         if over is None:  # the whole middle fits: nothing to degrade or drop
             t.kept_middle = taken
             t.used = used
             return None
-        early = bisect.bisect_left(index.attachments, t.start)
-        degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
         if degradable:
             t.degraded = self._degrade(t, degradable, over, used + over_cost)
             t.steps.append("degrade_attachments")
@@ -999,11 +1060,14 @@ class SessionAssembler:
         cost = t.index.costs[i]
         return cost if cost is not None else self._cost(t.index, i)
 
-    def _fill_run(self, t: _Turn, run: list[int], room: int) -> list[int]:
-        """``_count_run`` for the fill: a degraded unit at its degraded cost."""
-        if t.degraded and not t.degraded.keys().isdisjoint(run):
-            return [self._cost_of(t, run[0])]
-        return self._count_run(t.index, run, room)
+    def _fill_run(self, t: _Turn, run: list[int], room: int, *, walk: _Walk) -> list[int]:
+        """``_count_run`` for the fill, up to the first degraded unit (at its degraded cost)."""
+        degraded = t.degraded
+        if degraded:
+            if run[0] in degraded:
+                return [self._cost_of(t, run[0])]
+            run = list(takewhile(lambda p: p not in degraded, run))
+        return self._count_run(t.index, run, room, walk)
 
     def _known_costs(self, t: _Turn, chunk: list[int]) -> list[int | None]:
         """The costs of ``chunk`` (ascending positions) as the fill sees them: degraded units at
@@ -1052,10 +1116,12 @@ class SessionAssembler:
                 skip=skip,
                 room=t.room - t.used,
                 known=lambda chunk: self._known_costs(t, chunk),
-                count=lambda run, room: self._fill_run(t, run, room),
+                count=functools.partial(self._fill_run, t, walk=_Walk()),
             )
             reached = taken if over is None else [*taken, positions[over]]
-            index.reach(p for p in reached if p not in t.degraded)
+            if t.degraded:  # a degraded unit's own cost is not what it cost before
+                reached = [p for p in reached if p not in t.degraded]
+            index.reach(reached)
             t.kept_middle.extend(taken)
             t.used += used
             if over is not None:
@@ -1187,6 +1253,23 @@ class SessionAssembler:
     }
     """Each step of ``steps.PIPELINE`` as the incremental path takes it: from the index, returning
     why the full pipeline is needed (``last_path``) or None."""
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The units one walk has counted ahead so far (``_count_run``): their number and cost."""
+
+    units: int = 0
+    cost: int = 0
+
+    def mean(self) -> int:
+        """Their mean cost (at least 1)."""
+        return max(1, self.cost // max(1, self.units))
+
+    def met(self, costs: list[int]) -> None:
+        """Note more units counted."""
+        self.units += len(costs)
+        self.cost += sum(costs)
 
 
 @dataclass(slots=True)

@@ -65,6 +65,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.transcript.model import text_message_at
 from reference_impl.wording import with_article
 
 __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
@@ -107,6 +108,13 @@ _MESSAGE_KEYS: Final[Mapping[str, frozenset[str]]] = {
     "tool": frozenset({"role", "content", "tool_call_id", "name"}),
 }
 _EMPTY_ONLY: Final = ("refusal", "audio", "function_call", "annotations")
+_PLAIN_ROLES: Final[Mapping[str, Role]] = {
+    "system": "system",
+    "developer": "developer",
+    "user": "user",
+    "assistant": "assistant",
+}
+"""The roles of a message that may be a role and a string content only (``_map_messages``)."""
 
 # ------------------------------------------------------------------------------ parse request
 
@@ -114,7 +122,7 @@ _EMPTY_ONLY: Final = ("refusal", "audio", "function_call", "annotations")
 def parse_request(body: Mapping[str, Any]) -> Transcript:
     """A Chat Completions request body -> transcript (``ParseError`` with a JSON path)."""
     root, model, extras, tools = parse_head(body, _function_of)
-    messages = _map_messages(root.get("messages").items())
+    messages = _map_messages(root.get("messages"))
     params = parse_params(root, _STRUCTURAL, extras)
     return build_transcript(root, messages, tools, model, params)
 
@@ -125,7 +133,13 @@ def _function_of(tool: Wire) -> Wire:
     return tool.get("function")
 
 
-def _map_messages(items: list[Wire]) -> list[Message]:
+def _map_messages(array: Wire) -> list[Message]:
+    """The neutral messages of the wire's ``messages`` array. A message that is a role and a
+    string content (most of a long conversation) is made directly, with its id; every other one
+    goes through the checked walk below (``Wire``), which names what it cannot take."""
+    values = array.value
+    if not isinstance(values, list):
+        array.items()  # the named error
     out: list[Message] = []
     ring_ids: frozenset[str] = frozenset()
     pending: list[ToolResultPart] = []
@@ -137,10 +151,21 @@ def _map_messages(items: list[Wire]) -> list[Message]:
             out.append(build_message(pending_at, role="tool", parts=tuple(pending)))
         pending.clear()
 
-    for item in items:
+    for i, value in enumerate(values):
+        named = value.get("role") if type(value) is dict else None
+        plain = _PLAIN_ROLES.get(named) if type(named) is str else None
+        if plain is not None and len(value) == 2 and type(content := value.get("content")) is str:
+            if pending:
+                flush()
+            pending_at = None
+            out.append(text_message_at(len(out), plain, text_part(content, plain)))
+            if plain == "assistant":
+                ring_ids = frozenset()
+            continue
+        item = Wire(value, f"{array.path}[{i}]")
         role: Role = item.get("role").choice(ROLES, "role")  # type: ignore[assignment]
         if role == "tool":
-            result = _map_tool_message(item)
+            result = _plain_tool_result(value) or _map_tool_message(item)
             in_ring = result.call_id in ring_ids
             # A tool message joins the previous one only when both answer the same ring.
             if pending and in_ring != pending_in_ring:
@@ -249,6 +274,15 @@ def _map_tool_call(w: Wire) -> ToolCallPart:
     return ToolCallPart(
         id=w.get("id").str_(), name=fn.get("name").str_(), arguments=fn.get("arguments").str_()
     )
+
+
+def _plain_tool_result(value: Mapping[str, Any]) -> ToolResultPart | None:
+    """The result of a tool message that is a call id and a string content (the usual one),
+    made directly; None for any other, left to ``_map_tool_message``."""
+    call_id, content = value.get("tool_call_id"), value.get("content")
+    if len(value) == 3 and type(call_id) is str and type(content) is str:
+        return ToolResultPart(call_id=call_id, content=(TextPart(content),))
+    return None
 
 
 def _map_tool_message(item: Wire) -> ToolResultPart:

@@ -20,10 +20,12 @@ the same message twice and the next turn costs only its new messages.
 from __future__ import annotations
 
 import functools
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.errors import TokenCountError
@@ -39,6 +41,7 @@ from reference_impl.tokens.encodings import (
     OFFLINE_ENCODINGS,
     EncodingChoice,
     count_text,
+    count_texts,
     encoding_for_model,
     get_encoding,
 )
@@ -50,6 +53,17 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.transcript.model import (
+    KIND_OTHER,
+    kind_codes,
+    kind_positions,
+    message_digests,
+)
+
+_NAME = operator.attrgetter("name")
+_PARTS = operator.attrgetter("parts")
+_FIRST = operator.itemgetter(0)
+_TEXT = operator.attrgetter("text")
 
 __all__ = [
     "DEFAULT_SAFETY_FACTORS",
@@ -140,11 +154,14 @@ class _Memo(Generic[_K]):
         """The memoized values of ``keys`` (None where absent), under one lock."""
         data = self._data
         with self._lock:
-            found = [data.get(key) for key in keys]
-            for key, value in zip(keys, found, strict=True):
-                if value is not None:
-                    data.move_to_end(key)
-            hits = len(keys) - found.count(None)
+            if not data:  # a new memo: nothing to look up
+                self.misses += len(keys)
+                return [None] * len(keys)
+            found = list(map(data.get, keys))
+            known = list(compress(keys, map(operator.is_not, found, repeat(None))))
+            for key in known:
+                data.move_to_end(key)
+            hits = len(known)
             self.hits += hits
             self.misses += len(keys) - hits
         return found
@@ -198,10 +215,15 @@ class _MemoizedCounter:
     def count_messages(self, messages: Sequence[Message]) -> list[int]:
         """``count_message`` of each message, in one memo lookup and one store: each distinct
         new content is counted once (``_count_new``)."""
-        digests = [m.digest for m in messages]
-        found = self._memo.lookup_all(digests)
+        digests = message_digests(messages)
+        memo = self._memo
+        found = memo.lookup_all(digests)
         if None not in found:
             return found  # type: ignore[return-value]  # no None left
+        if found.count(None) == len(found) and len(set(digests)) == len(digests):
+            counts = self._count_new(list(messages))  # all new, all different: the usual batch
+            memo.store_all(list(zip(digests, counts, strict=True)))
+            return counts
         todo: dict[str, Message] = {}
         for digest, known, message in zip(digests, found, messages, strict=True):
             if known is None and digest not in todo:
@@ -285,7 +307,8 @@ class TiktokenCounter(_MemoizedCounter):
             harmony=is_harmony_model(model),
             responses=shape == "openai-responses",
         )
-        self._frames: dict[tuple[str, str | None], int] = {}
+        self._frames: list[int] = []
+        self._texts = functools.partial(count_texts, get_encoding(encoding))
 
     @property
     def name(self) -> str:
@@ -296,26 +319,46 @@ class TiktokenCounter(_MemoizedCounter):
         return self.rules.message(message)
 
     def _count_new(self, messages: list[Message]) -> list[int]:
-        # A message of one text part (most of a session) costs its frame, the same for every
-        # message of its role and name, plus its text: the frame is taken once from the rules
-        # (``message`` of that message with an empty text), the text counted directly.
-        frames = self._frames
-        text_tokens = self.rules.text_tokens
-        out: list[int] = []
-        for message in messages:
-            parts = message.parts
-            if len(parts) == 1 and type(parts[0]) is TextPart and message.role != "tool":
-                key = (message.role, message.name)
-                frame = frames.get(key)
-                if frame is None:
-                    empty = Message(message.role, (TextPart(""),), name=message.name)
-                    frame = self.rules.message(empty)
-                    if len(frames) < 4096:  # bounded: names come from requests
-                        frames[key] = frame
-                out.append(frame + text_tokens(parts[0].text))
-            else:
-                out.append(self.rules.message(message))
+        # A message of one text part and no name (most of a session) costs its role's frame plus
+        # its text: the frames are taken from the rules (``message`` of an empty text of that
+        # role), the texts encoded in one pass (``count_texts``); the others one by one.
+        kinds = kind_codes(messages)
+        plain = list(
+            compress(
+                range(len(messages)),
+                map(
+                    operator.and_,
+                    map(KIND_OTHER.__ne__, kinds),
+                    map(operator.is_, map(_NAME, messages), repeat(None)),
+                ),
+            )
+        )
+        picked = map(messages.__getitem__, plain)
+        texts = list(map(_TEXT, map(_FIRST, map(_PARTS, picked))))
+        frames = self._kind_frames()
+        counts = map(
+            operator.add, map(frames.__getitem__, map(kinds.__getitem__, plain)), self._texts(texts)
+        )
+        if len(plain) == len(messages):
+            return list(counts)
+        out = [0] * len(messages)
+        for i, cost in zip(plain, counts, strict=True):
+            out[i] = cost
+        flags = bytearray(len(messages))  # the others, one by one
+        for i in plain:
+            flags[i] = 1
+        for i in kind_positions(flags, 0):
+            out[i] = self.rules.message(messages[i])
         return out
+
+    def _kind_frames(self) -> list[int]:
+        """The frame of a message of one text part, by kind code (system ... assistant)."""
+        if not self._frames:
+            self._frames = [
+                self.rules.message(Message(role, (TextPart(""),)))
+                for role in ("system", "developer", "user", "assistant")
+            ]
+        return self._frames
 
     def _tools(self, tools: Sequence[ToolSpec]) -> int:
         return self.rules.tools(tools)

@@ -24,10 +24,12 @@ Conventions that the shapes rely on:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from typing_extensions import assert_never
@@ -54,10 +56,14 @@ __all__ = [
     "ToolSpec",
     "Transcript",
     "canonical_json",
+    "default_id",
     "kind_codes",
     "kind_positions",
     "message_digest",
+    "message_digests",
     "params_from_mapping",
+    "same_messages",
+    "text_message_at",
 ]
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
@@ -302,6 +308,25 @@ class Message:
         """Whether the message holds a tool call or a tool result."""
         return any(isinstance(p, ToolCallPart | ToolResultPart) for p in self.parts)
 
+    def __eq__(self, other: object) -> bool:
+        # The dataclass equality (fields in order, id and caches left out), written out so that
+        # each comparison by value is counted: ``same_messages`` relies on it.
+        next(_VALUE_COMPARISONS)
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Message)
+        return (self.role, self.parts, self.name, self.wire_id, self.empty_tool_calls) == (
+            other.role,
+            other.parts,
+            other.name,
+            other.wire_id,
+            other.empty_tool_calls,
+        )
+
+    def __hash__(self) -> int:
+        # What the dataclass would generate for a frozen class with this equality.
+        return hash((self.role, self.parts, self.name, self.wire_id, self.empty_tool_calls))
+
     def with_id(self, message_id: str) -> Message:
         """The same message with another id (ids are not part of equality). A copy of checked
         fields, not a new construction: a long session gets an id for every message."""
@@ -352,6 +377,33 @@ class Transcript:
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
             raise TranscriptError(f"messages must be a tuple, got {type(self.messages).__name__}")
+        if not self._checked_at_c_speed():
+            self._check_messages()
+        self._check_tools()
+
+    def _checked_at_c_speed(self) -> bool:
+        """Whether every message is a ``Message`` with an id of its own, no two alike (ids
+        filled in where missing): checked at C speed for the usual transcript, whose messages
+        have their ids (or most of them, for a parsed one); False sends it to the careful
+        check, which names what is wrong."""
+        messages = self.messages
+        if not all(map(operator.is_, map(type, messages), repeat(Message))):
+            return False
+        ids = list(map(_ID_OF, messages))
+        if "" in ids:
+            fixed = list(messages)
+            for index in compress(range(len(ids)), map(operator.not_, ids)):
+                fixed[index] = messages[index].with_id(default_id(index, messages[index]))
+                ids[index] = fixed[index].id
+            if len(set(ids)) != len(ids):
+                return False
+            object.__setattr__(self, "messages", tuple(fixed))
+            return True
+        return len(set(ids)) == len(ids)
+
+    def _check_messages(self) -> None:
+        """Every message a ``Message``, ids filled in from the position and the digest, no id
+        twice (each error names the message)."""
         seen: dict[str, int] = {}
         fixed: list[Message] = []
         changed = False
@@ -362,7 +414,7 @@ class Transcript:
                 )
             message = given
             if not message.id:
-                message = given.with_id(f"m{index}-{given.digest[:10]}")
+                message = given.with_id(default_id(index, given))
                 changed = True
             if message.id in seen:
                 raise TranscriptError(
@@ -373,6 +425,8 @@ class Transcript:
             fixed.append(message)
         if changed:
             object.__setattr__(self, "messages", tuple(fixed))
+
+    def _check_tools(self) -> None:
         if not isinstance(self.tools, tuple):
             raise TranscriptError(f"tools must be a tuple, got {type(self.tools).__name__}")
         names: dict[str, int] = {}
@@ -409,6 +463,10 @@ class Transcript:
 
 
 _KIND_OF = operator.attrgetter("_kind")
+_ID_OF = operator.attrgetter("id")
+_VALUE_COMPARISONS: Final = itertools.count()
+"""Incremented by every ``Message.__eq__`` call (``same_messages``)."""
+_DIGEST_OF = operator.attrgetter("_digest")
 _set = object.__setattr__
 
 
@@ -418,6 +476,66 @@ def kind_codes(messages: Sequence[Message]) -> bytes:
     a pass over a long session visit only the others (``bytes.find``) and name the roles of the
     rest without reading them."""
     return bytes(map(_KIND_OF, messages))
+
+
+def default_id(index: int, message: Message) -> str:
+    """The id a transcript gives the message at ``index`` that has none: the position and the
+    start of the content digest."""
+    return f"m{index}-{(_DIGEST_OF(message) or message.digest)[:10]}"
+
+
+def text_message_at(index: int, role: Role, part: TextPart | SummaryPart) -> Message:
+    """``Message(role, (part,))`` with the id ``default_id`` gives it at ``index``: made once
+    (where a message made without an id is copied to take one), its checks those of a message
+    of one part, for the many such messages a parser meets."""
+    kind = _PLAIN_KIND.get(role)
+    if kind is None or (type(part) is SummaryPart and role == "assistant"):
+        message = Message(role, (part,))  # the checks name what is wrong
+    else:
+        message = object.__new__(Message)
+        _set(message, "role", role)
+        _set(message, "parts", (part,))
+        _set(message, "name", None)
+        _set(message, "wire_id", None)
+        _set(message, "empty_tool_calls", False)
+        if type(part) is TextPart:
+            _set(message, "_kind", kind)
+            raw = part.text.encode("utf-8", "surrogatepass")  # _one_text_digest, no name or id
+            h = hashlib.sha256(_ONE_TEXT_HEADS[role] + b"NNP1:textS%d:" % len(raw))
+            h.update(raw)
+            _set(message, "_digest", h.hexdigest())
+        else:
+            _set(message, "_kind", KIND_OTHER)
+            _set(message, "_digest", "")
+    _set(message, "id", default_id(index, message))  # a new object: nobody else holds it yet
+    return message
+
+
+def same_messages(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:
+    """Whether ``a`` and ``b`` hold the very same message objects, in order.
+
+    At C speed: a tuple comparison passes over identical elements without calling ``__eq__``;
+    ``Message.__eq__`` counts the comparisons by value (``_VALUE_COMPARISONS``, a thread-safe
+    counter), so a comparison that called none met identical objects only. When one was called
+    (an equal but distinct message, or another thread comparing messages meanwhile), the
+    answer comes from comparing each pair by identity."""
+    if len(a) != len(b):
+        return False
+    before = next(_VALUE_COMPARISONS)
+    if a != b:
+        return False
+    if next(_VALUE_COMPARISONS) == before + 1:
+        return True
+    return all(map(operator.is_, a, b))
+
+
+def message_digests(messages: Sequence[Message]) -> list[str]:
+    """``Message.digest`` of each message; at C speed for those already computed (a session's
+    messages all have theirs once the transcript has given them ids)."""
+    found = list(map(_DIGEST_OF, messages))
+    if "" in found:
+        return [m.digest for m in messages]
+    return found
 
 
 def kind_positions(

@@ -39,6 +39,7 @@ from reference_impl.tokens._image_tokens import (
 )
 from reference_impl.tokens.encodings import (
     count_text,
+    count_texts,
     encoding_for_model,
     get_encoding,
     text_chunks,
@@ -339,6 +340,38 @@ def test_other_base_exceptions_are_not_swallowed(monkeypatch: pytest.MonkeyPatch
 
     with pytest.raises(KeyboardInterrupt):
         count_text(Boom(), "abc")  # type: ignore[arg-type]
+
+
+def test_counting_texts_in_one_pass_is_counting_each() -> None:
+    # count_texts: one C-speed pass when it can; a text past EXACT_MAX_CHARS, or a panic,
+    # sends the batch through count_text one by one: the same counts either way
+    enc = get_encoding("o200k_base")
+    texts = ["", "hello world", "<|endoftext|>", "部署 😀 " * 50]
+    assert count_texts(enc, texts) == [count_text(enc, t) for t in texts]
+    long = [*texts, " " * 1_000_000]  # past EXACT_MAX_CHARS: chunked, never the exact path
+    assert count_texts(enc, long) == [count_text(enc, t) for t in long]
+
+    panic = type("PanicException", (BaseException,), {})
+
+    class Panicky:
+        """An encoding whose Rust core panics once, on the batch's second text."""
+
+        calls = 0
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            self.calls += 1
+            if self.calls == 2:
+                raise panic
+            return enc.encode_ordinary(text)
+
+    assert count_texts(Panicky(), texts) == [count_text(enc, t) for t in texts]  # type: ignore[arg-type]
+
+    class Interrupted:
+        def encode_ordinary(self, text: str) -> list[int]:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        count_texts(Interrupted(), ["abc"])  # type: ignore[arg-type]
 
 
 def _english_prose() -> str:

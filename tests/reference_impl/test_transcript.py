@@ -174,3 +174,20 @@ def test_kind_codes_mark_the_messages_of_one_text_part_by_role() -> None:
     assert kind_positions(codes, KIND_USER) == [2, 10]
     assert kind_positions(codes, KIND_USER, 3) == [10]
     assert kind_positions(b"", KIND_USER) == []
+
+
+def test_same_messages_means_the_very_same_objects() -> None:
+    from reference_impl.transcript.model import same_messages
+
+    a = tuple(Message("user", (TextPart(f"m{i}"),)) for i in range(50))
+    assert same_messages(a, a[:])
+    assert same_messages((*a[:10], *a[10:]), a)
+    assert not same_messages(a, a[:-1])
+    # equal but distinct objects (one of them, anywhere): not the same, whatever their ids
+    twin = Message("user", (TextPart("m7"),))
+    assert twin == a[7]
+    assert hash(twin) == hash(a[7])
+    assert not same_messages((*a[:7], twin, *a[8:]), a)
+    assert not same_messages((*a[:7], a[7].with_id("other"), *a[8:]), a)
+    assert not same_messages((*a[:49], Message("user", (TextPart("x"),))), a)
+    assert same_messages((), ())
