@@ -138,6 +138,10 @@ _ATTACHMENT_ESTIMATE = 3_000
 """Tokens of an image or a file (a PDF page), from above, for ``_Index.estimates``."""
 _FIRST_BATCH = 16
 """Units a walk counts by their estimates before it counts ahead by their mean cost."""
+_NEAR_END_ESTIMATE = 2_048
+_NEAR_END_UNITS = 8
+"""Past the unit a walk surely reaches, up to this many more units, whose estimates add up to
+at most ``_NEAR_END_ESTIMATE``, are counted along (``_count_run``)."""
 _SMALL_BATCH = 4
 """Up to this many units are counted one by one (``_count_units``)."""
 _GROWTH_LOOKAHEAD = 256
@@ -726,7 +730,10 @@ class SessionAssembler:
             sums = list(accumulate(index.estimates(part), initial=total))
             fits = bisect.bisect_right(sums, room, 1) - 1
             if fits < len(part):
-                take += fits + 1  # those fit, and the walk reaches the next one
+                # those fit, and the walk reaches the next one; a few small ones past it are
+                # counted along (near the end of the room the walk meets units one at a time)
+                extra = bisect.bisect_right(sums, sums[fits + 1] + _NEAR_END_ESTIMATE, fits + 2)
+                take += min(extra - 1, fits + 1 + _NEAR_END_UNITS)
                 break
             take += len(part)
             total = sums[-1]
@@ -1028,7 +1035,10 @@ class SessionAssembler:
             for d in order[bisect.bisect_left(order, min(t.kept_middle_set)) :]:
                 if d in t.kept_middle_set:
                     degraded[d] = self._degraded_messages(index, d)
-        messages = _view_messages(index, kept, degraded, t.settings.injections)
+        rings = index.rings
+        older = bisect.bisect_left(rings, t.start)  # rings from the range on are all kept
+        kept_rings = [*filter(t.kept_middle_set.__contains__, rings[:older]), *rings[older:]]
+        messages = _view_messages(index, kept, kept_rings, degraded, t.settings.injections)
         t.base = _trusted_view(messages, t.session)
         final, t.merged = normalize_view(t.base.messages, self.shape)
         t.view = _trusted_view(final, t.session) if t.merged else t.base
@@ -1429,15 +1439,16 @@ def _ids(ids: list[str], positions: list[int]) -> tuple[str, ...]:
 def _view_messages(
     index: _Index,
     kept: list[int],
+    kept_rings: list[int],
     degraded: Mapping[int, tuple[Message, ...]],
     injections: tuple[Message, ...],
 ) -> tuple[Message, ...]:
-    """The messages of the ``kept`` units (ascending positions), ``degraded`` ones replaced, the
-    injections after the leading system text. At C speed: a message index per kept unit, one
-    more for each kept ring (a few hundred at most, found by bisection)."""
+    """The messages of the ``kept`` units (ascending positions; ``kept_rings`` the rings among
+    them), ``degraded`` ones replaced, the injections after the leading system text. At C
+    speed: a message index per kept unit, one more for each kept ring."""
     starts = index.starts
     at = list(map(starts.__getitem__, kept))
-    tails = [starts[r] + 1 for r in index.rings if _contains(kept, r)]
+    tails = [starts[r] + 1 for r in kept_rings]
     if tails:
         at = sorted(at + tails)
     messages: list[Message] = list(_pick(index.messages, at))
@@ -1446,10 +1457,6 @@ def _view_messages(
         messages[k : k + len(replacement)] = replacement
     messages[index.leading_system : index.leading_system] = injections
     return tuple(messages)
-
-
-def _contains(ordered: Sequence[int], value: int) -> bool:
-    return _find(ordered, value) >= 0
 
 
 def _find(ordered: Sequence[int], value: int) -> int:
