@@ -336,7 +336,7 @@ def _row(label: str, p: Paired, target: float) -> str:
 def main() -> None:
     load = os.getloadavg()
     print(
-        f"paired A B A B, {PAIRS} pairs a ratio, CPU time; load average "
+        f"paired, order alternating (A B, B A), {PAIRS} pairs a ratio, CPU time; load average "
         f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} cores; budget {BUDGET:,}"
     )
     metrics: list[Metric] = []
