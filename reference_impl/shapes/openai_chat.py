@@ -108,6 +108,9 @@ _MESSAGE_KEYS: Final[Mapping[str, frozenset[str]]] = {
     "tool": frozenset({"role", "content", "tool_call_id", "name"}),
 }
 _EMPTY_ONLY: Final = ("refusal", "audio", "function_call", "annotations")
+_CALLS_KEYS: Final = frozenset({"role", "content", "tool_calls"})
+_CALL_KEYS: Final = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS: Final = frozenset({"name", "arguments"})
 _PLAIN_ROLES: Final[Mapping[str, Role]] = {
     "system": "system",
     "developer": "developer",
@@ -163,9 +166,10 @@ def _map_messages(array: Wire) -> list[Message]:
                 ring_ids = frozenset()
             continue
         item = Wire(value, f"{array.path}[{i}]")
-        role: Role = item.get("role").choice(ROLES, "role")  # type: ignore[assignment]
+        short = _plain_tool_result(value) if named == "tool" else None
+        role: Role = "tool" if short else item.get("role").choice(ROLES, "role")  # type: ignore[assignment]
         if role == "tool":
-            result = _plain_tool_result(value) or _map_tool_message(item)
+            result = short or _map_tool_message(item)
             in_ring = result.call_id in ring_ids
             # A tool message joins the previous one only when both answer the same ring.
             if pending and in_ring != pending_in_ring:
@@ -176,7 +180,7 @@ def _map_messages(array: Wire) -> list[Message]:
             continue
         flush()
         pending_at = None
-        message = _map_message(item, role)
+        message = (role == "assistant" and _plain_calls(value)) or _map_message(item, role)
         if role == "assistant":
             ring_ids = frozenset(c.id for c in message.tool_calls)
         out.append(message)
@@ -274,6 +278,32 @@ def _map_tool_call(w: Wire) -> ToolCallPart:
     return ToolCallPart(
         id=w.get("id").str_(), name=fn.get("name").str_(), arguments=fn.get("arguments").str_()
     )
+
+
+def _plain_calls(value: Mapping[str, Any]) -> Message | None:
+    """An assistant message that is an optional string content and a non-empty list of plain
+    function calls (``id``, ``type: function``, ``function: {name, arguments}`` with strings),
+    made directly; None for any other, left to ``_map_assistant``."""
+    content, calls = value.get("content"), value.get("tool_calls")
+    if not value.keys() <= _CALLS_KEYS or type(calls) is not list or not calls:
+        return None
+    if content is not None and type(content) is not str:
+        return None
+    parts: list[Part] = [TextPart(content)] if content is not None else []
+    for call in calls:
+        function = call.get("function") if type(call) is dict else None
+        if (
+            type(function) is not dict
+            or call.keys() != _CALL_KEYS
+            or call["type"] != "function"
+            or type(call_id := call["id"]) is not str
+            or function.keys() != _FUNCTION_KEYS
+            or type(name := function["name"]) is not str
+            or type(arguments := function["arguments"]) is not str
+        ):
+            return None
+        parts.append(ToolCallPart(id=call_id, name=name, arguments=arguments))
+    return Message("assistant", tuple(parts))
 
 
 def _plain_tool_result(value: Mapping[str, Any]) -> ToolResultPart | None:

@@ -503,10 +503,12 @@ def text_message_at(index: int, role: Role, part: TextPart | SummaryPart) -> Mes
             raw = part.text.encode("utf-8", "surrogatepass")  # _one_text_digest, no name or id
             h = hashlib.sha256(_ONE_TEXT_HEADS[role] + b"NNP1:textS%d:" % len(raw))
             h.update(raw)
-            _set(message, "_digest", h.hexdigest())
-        else:
-            _set(message, "_kind", KIND_OTHER)
-            _set(message, "_digest", "")
+            digest = h.hexdigest()
+            _set(message, "_digest", digest)
+            _set(message, "id", f"m{index}-{digest[:10]}")  # default_id, the digest in hand
+            return message
+        _set(message, "_kind", KIND_OTHER)
+        _set(message, "_digest", "")
     _set(message, "id", default_id(index, message))  # a new object: nobody else holds it yet
     return message
 
