@@ -1,10 +1,13 @@
 """Assembly cost as paired ratios on realistic sessions (issue 13, items 1 and 2).
 
-Run with ``make bench``. Every ratio compares two sides measured **A B A B** in one process on the
-same content: each repetition times side A then side B back to back, the ratio of that pair is
-kept, and the metric is the **median of the paired ratios**; the spread (max - min of the paired
-ratios) is printed beside it. Load that drifts during the run moves both sides of a pair alike,
-which is what keeps the ratios steady on a shared machine. Times are CPU times of this process
+Run with ``make bench``. Every ratio compares two sides measured in pairs in one process on the
+same content: each repetition prepares both sides, then times them back to back, A then B in
+one pair and B then A in the next (``BENCH_PAIRS``, 6 by default: three of each order), the
+ratio of each pair is kept, and the metric is the **median of the paired ratios**; the spread
+(max - min of the paired ratios) is printed beside it. Load that drifts during the run moves
+both sides of a pair alike, which is what keeps the ratios steady on a shared machine; the
+alternating order keeps either side from always finding the caches warmed by the other (the
+second side of a pair reads content the first has just read). Times are CPU times of this process
 (``time.process_time``) with the collector off while a side runs.
 
 Sessions (``bench/_corpus.py``, ``realistic_session``): 500, 2,000, 8,000 and 32,000 messages,
@@ -69,7 +72,7 @@ from reference_impl.transcript import (
 
 BUDGET = 100_000
 SIZES = tuple(int(s) for s in os.environ.get("BENCH_SIZES", "500,2000,8000,32000").split(","))
-PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
+PAIRS = int(os.environ.get("BENCH_PAIRS", "6"))
 
 
 def _config(input_budget: int) -> AssemblyConfig:
@@ -141,15 +144,22 @@ def paired(
     side_b: Callable[[int], Callable[[], object]],
     pairs: int = PAIRS,
 ) -> Paired:
-    """A B A B: ``side_x(i)`` prepares repetition ``i`` (untimed) and returns the timed run."""
+    """Pairs of A and B: ``side_x(i)`` prepares repetition ``i`` (untimed) and returns the timed
+    run. Both sides of a pair are prepared before either runs, and the order alternates (A B,
+    then B A): the side that runs first meets the caches as the preparation left them, the
+    other finds the same content just read, so a fixed order would favour the second side."""
     a: list[float] = []
     b: list[float] = []
     gc.collect()
     for i in range(pairs):
         run_a = side_a(i)
-        a.append(_timed(run_a))
         run_b = side_b(i)
-        b.append(_timed(run_b))
+        if i % 2:
+            b.append(_timed(run_b))
+            a.append(_timed(run_a))
+        else:
+            a.append(_timed(run_a))
+            b.append(_timed(run_b))
     return Paired(a, b)
 
 
@@ -326,7 +336,7 @@ def _row(label: str, p: Paired, target: float) -> str:
 def main() -> None:
     load = os.getloadavg()
     print(
-        f"paired A B A B, {PAIRS} pairs a ratio, CPU time; load average "
+        f"paired, order alternating (A B, B A), {PAIRS} pairs a ratio, CPU time; load average "
         f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} cores; budget {BUDGET:,}"
     )
     metrics: list[Metric] = []

@@ -33,7 +33,7 @@ from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
 
-__all__ = ["Assembly", "AssemblyReport", "Decision", "IdSlice", "assemble"]
+__all__ = ["Assembly", "AssemblyReport", "Decision", "IdSlice", "assemble", "assemble_pipeline"]
 
 log = logging.getLogger("reference_impl")
 
@@ -250,13 +250,11 @@ def _session_digest(session: Transcript) -> str:
 
 
 def session_digest_of(ids: Iterable[str]) -> str:
-    """sha256 over the message ids in order: identifies the input in logs without reading (or
-    hashing) any content, so messages that are never counted are never serialized either."""
-    h = hashlib.sha256()
-    for message_id in ids:
-        h.update(message_id.encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
+    """sha256 over the message ids in order, each followed by a newline: identifies the input in
+    logs without reading (or hashing) any content, so messages that are never counted are never
+    serialized either."""
+    joined = "\n".join(ids)
+    return hashlib.sha256(f"{joined}\n".encode() if joined else b"").hexdigest()
 
 
 def assemble(
@@ -272,7 +270,36 @@ def assemble(
     metrics: AssemblyMetrics | None = None,
 ) -> Assembly:
     """Assemble ``session`` into a view for ``shape`` within the budget, or raise
-    ``ContextAssemblyError`` (fail closed) with a ``context_assembly_*`` code."""
+    ``ContextAssemblyError`` (fail closed) with a ``context_assembly_*`` code.
+
+    The result is that of ``assemble_pipeline`` (every step of ``steps.PIPELINE`` on the
+    session's units), reached the short way when it can be: a ``SessionAssembler`` indexes the
+    session at C speed and takes each step from the index, in time proportional to what is kept
+    (``reference_impl.incremental``); a session it does not cover (a pairing error, a summary to
+    write, an anchor, an escalation ...) runs the pipeline itself.
+    """
+    from reference_impl.incremental import SessionAssembler  # noqa: PLC0415 - built on this module
+
+    assembler = SessionAssembler(
+        config, shape=shape, counter=counter, summarizer=summarizer, metrics=metrics
+    )
+    return assembler.assemble(session, ledger=ledger, memory=memory, budget=budget)
+
+
+def assemble_pipeline(
+    session: Transcript,
+    config: AssemblyConfig | None = None,
+    *,
+    shape: ShapeName = "openai-chat",
+    counter: TokenCounter | None = None,
+    summarizer: Summarizer | None = None,
+    ledger: Ledger | None = None,
+    memory: Sequence[MemoryItem] = (),
+    budget: BudgetSnapshot | int | None = None,
+    metrics: AssemblyMetrics | None = None,
+) -> Assembly:
+    """``assemble`` the long way: ``steps.load_state`` and every step of ``steps.PIPELINE`` on
+    the session's units (the definition of the policy; ``assemble`` gives the same result)."""
     config = config if config is not None else AssemblyConfig()
     if shape not in SHAPE_NAMES:
         raise ConfigError(

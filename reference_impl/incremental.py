@@ -43,13 +43,14 @@ here including units counted on earlier turns.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import logging
 import operator
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, pairwise
+from itertools import accumulate, compress, pairwise, repeat, takewhile
 from typing import Any, ClassVar, TypeVar, cast
 
 from reference_impl.assembler import (
@@ -58,7 +59,7 @@ from reference_impl.assembler import (
     IdSlice,
     _injections,
     _observe,
-    assemble,
+    assemble_pipeline,
 )
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
 from reference_impl.config import AssemblyConfig
@@ -66,11 +67,10 @@ from reference_impl.errors import ConfigError
 from reference_impl.ledger import Ledger
 from reference_impl.memory import MemoryItem
 from reference_impl.metrics import AssemblyMetrics, default_metrics
-from reference_impl.rings import Ring, segment, validate
+from reference_impl.rings import pairing, validate
 from reference_impl.steps import (
     PIPELINE,
     Step,
-    Unit,
     anchor_first_user,
     check_buckets,
     classify_middle,
@@ -93,45 +93,131 @@ from reference_impl.steps.trim import (
     DROP_STEPS,
     KEEP_ORDER,
     degrade_message,
+    has_attachment,
     short_error,
     unit_chars,
 )
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.tokens.counters import _MemoizedCounter
-from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, SummaryPart, Transcript
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    FilePart,
+    ImagePart,
+    Message,
+    ReasoningPart,
+    ShapeName,
+    SummaryPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+)
+from reference_impl.transcript.model import (
+    KIND_DEVELOPER,
+    KIND_OTHER,
+    KIND_SYSTEM,
+    KIND_USER,
+    kind_codes,
+    kind_positions,
+    same_messages,
+)
 
 __all__ = ["SessionAssembler"]
 
 log = logging.getLogger("reference_impl")
 
 _SYSTEM = frozenset({"system", "developer"})
+_ID = operator.attrgetter("id")
+_PARTS = operator.attrgetter("parts")
+_FIRST = operator.itemgetter(0)
+_TEXT = operator.attrgetter("text")
+_FRAME_ESTIMATE = 8
+"""Tokens of a message's frame (role, separators), from above, for ``_Index.estimates``."""
+_ATTACHMENT_ESTIMATE = 3_000
+"""Tokens of an image or a file (a PDF page), from above, for ``_Index.estimates``."""
+_FIRST_BATCH = 16
+"""Units a walk counts by their estimates before it counts ahead by their mean cost."""
+_NEAR_END_ESTIMATE = 2_048
+_NEAR_END_UNITS = 8
+"""Past the unit a walk surely reaches, up to this many more units, whose estimates add up to
+at most ``_NEAR_END_ESTIMATE``, are counted along (``_count_run``)."""
+_SMALL_BATCH = 4
+"""Up to this many units are counted one by one (``_count_units``)."""
+_GROWTH_LOOKAHEAD = 256
+"""Units ahead of a growing window (``_degrade``) that may be counted in one go."""
+_AHEAD_MARGIN = 4
+"""Counting ahead by the mean cost fills at most this fraction (1/n) of the room left."""
+
+
+def _part_facts(message: Message) -> tuple[bool, bool, bool]:
+    """Whether the message holds a tool call, a summary, an image or file part of its own."""
+    calls = summary = attached = False
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            calls = True
+        elif isinstance(part, SummaryPart):
+            summary = True
+        elif isinstance(part, ImagePart | FilePart):
+            attached = True
+    return calls, summary, attached
+
+
+def _estimate(messages: Sequence[Message]) -> int:
+    """An estimate from above of the tokens of messages that are not all of one text part:
+    every character of text, arguments, results and reasoning, frames and attachments."""
+    tokens = _FRAME_ESTIMATE * len(messages)
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                tokens += _FRAME_ESTIMATE + sum(
+                    len(c.text) if isinstance(c, TextPart) else _ATTACHMENT_ESTIMATE
+                    for c in part.content
+                )
+            elif isinstance(part, TextPart | SummaryPart):
+                tokens += len(part.text)
+            elif isinstance(part, ToolCallPart):
+                tokens += _FRAME_ESTIMATE + len(part.name) + len(part.arguments)
+            elif isinstance(part, ReasoningPart):
+                tokens += len(part.data)
+            else:
+                tokens += _ATTACHMENT_ESTIMATE
+    return tokens
 
 
 @dataclass(slots=True)
 class _Index:
-    """What is known about the session so far: units in order and positions by kind."""
+    """What is known about the session so far: where its units start, their costs, and the
+    positions of rings, turns, summaries, system text and attachments, with ids beside them.
+
+    Built at C speed: ``kind_codes`` marks the messages of one text part, which are plain turns
+    (the great majority of a long session); only the others (rings, attachments, summaries...)
+    are read one by one. Unit positions are what the policy works on: a ring is one unit of two
+    messages (a valid session answers every call in the message right after it), every other
+    message one unit.
+    """
 
     messages: tuple[Message, ...] = ()
-    units: list[Unit] = field(default_factory=list)
-    ids: list[str] = field(default_factory=list)
+    codes: bytearray = field(default_factory=bytearray)
+    """``kind_codes`` of the messages."""
+    message_ids: list[str] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
     """Message index where each unit starts."""
-    chars: list[int] = field(default_factory=list)
-    """Characters of each unit (-1 until needed by the short-error test)."""
     costs: list[int | None] = field(default_factory=list)
-    """Token cost of each unit (None until counted; the same as ``Unit.cost_cache``)."""
-    unit_messages: list[tuple[Message, ...]] = field(default_factory=list)
-    """Messages of each unit: the view is built from these at C speed."""
+    """Token cost of each unit (None until counted)."""
     leading_system: int = 0
     """How many units at the start are system/developer turns (the security prompt)."""
     rings: list[int] = field(default_factory=list)
+    ring_heads: list[int] = field(default_factory=list)
+    """Message index of each ring's assistant message (beside ``rings``)."""
     error_rings: list[int] = field(default_factory=list)
     ring_ids: list[str] = field(default_factory=list)
     turns: list[int] = field(default_factory=list)
     """Plain turns after the leading system text (candidates for the plain-turn tier)."""
     turn_ids: list[str] = field(default_factory=list)
-    users: list[int] = field(default_factory=list)
+    user_others: list[int] = field(default_factory=list)
+    """Message indices of the user turns that are not one text part (a text with an image...);
+    the others are found in ``codes``."""
     systems: list[int] = field(default_factory=list)
     """System/developer turns after the leading ones (pinned by ``security_system_prompt``)."""
     summaries: list[int] = field(default_factory=list)
@@ -139,12 +225,19 @@ class _Index:
     """Ids beside positions (``ring_ids`` beside ``rings`` ...): a report's dropped ids are
     slices of these."""
     attachments: list[int] = field(default_factory=list)
-    short_errors: list[int] = field(default_factory=list)
-    classified: int = 0
-    """Error rings decided short or not so far (``short_errors`` holds the short ones)."""
+    short: dict[int, bool] = field(default_factory=dict)
+    """Error rings decided short (``short_error``) or not: a fixed property of a ring."""
+    chars: dict[int, int] = field(default_factory=dict)
+    """Characters of the error rings measured by the short-error test."""
+    reached: bytearray = field(default_factory=bytearray)
+    """1 for each unit a step has needed the cost of (what ``AssemblyState.cost`` would have
+    counted); a unit may be counted before a walk reaches it (``_count_run``), and is
+    reported in ``tokens_before`` only once reached."""
     counted_cost: int = 0
     counted_units: int = 0
-    """Sum and number of the units counted so far (for ``tokens_before``)."""
+    """Sum and number of the units reached so far (for ``tokens_before``)."""
+    estimated: list[int] = field(default_factory=list)
+    """Each unit's ``estimates`` (0 until needed)."""
     unusual: bool = False
     """A system-role summary: rare enough to leave to the full pipeline."""
     call_ids: set[str] = field(default_factory=set)
@@ -165,15 +258,15 @@ class _Index:
 
     def start(self, session: Transcript) -> bool:
         """Index a whole session; False when it is not valid."""
-        if validate(session):
-            return False
         messages = session.messages
-        self.messages = messages
-        self.call_ids = {c.id for m in messages for c in m.tool_calls}
-        self.result_ids = {r.call_id for m in messages for r in m.tool_results}
-        self._digest(messages)
-        self._add_units(session, 0)
-        return True
+        codes = kind_codes(messages)
+        others = kind_positions(codes, KIND_OTHER)
+        checked = pairing(messages, others)
+        if checked.violations:
+            return False
+        self.call_ids = set(checked.calls)
+        self.result_ids = set(checked.results)
+        return self._add(messages, codes, others)
 
     def extend(self, messages: tuple[Message, ...]) -> bool:
         """Add the messages after ``self.messages``; False when the session is not valid.
@@ -198,71 +291,246 @@ class _Index:
             return False
         self.call_ids |= new_calls
         self.result_ids |= new_results
-        self.messages = messages
-        self._digest(new)
-        self._add_units(Transcript(new), old)
-        return True
+        codes = kind_codes(new)
+        return self._add(messages, codes, kind_positions(codes, KIND_OTHER))
 
-    def degraded_messages(self, position: int) -> tuple[Message, ...]:
-        """The unit's messages with attachments replaced (``steps.trim.degrade_attachments``)."""
-        found = self.degraded.get(position)
-        if found is None:
-            found = tuple(degrade_message(m) for m in self.units[position].messages)
-            self.degraded[position] = found
+    # -- units -----------------------------------------------------------------------------
+
+    def unit_count(self) -> int:
+        """How many units the session has."""
+        return len(self.starts)
+
+    def unit_messages(self, position: int) -> tuple[Message, ...]:
+        """The messages of the unit at ``position`` (units tile the session)."""
+        starts = self.starts
+        stop = starts[position + 1] if position + 1 < len(starts) else len(self.messages)
+        return self.messages[starts[position] : stop]
+
+    def head(self, position: int) -> Message:
+        """The first message of the unit at ``position``."""
+        return self.messages[self.starts[position]]
+
+    def unit_id(self, position: int) -> str:
+        """The id of the unit at ``position`` (its first message's)."""
+        return self.message_ids[self.starts[position]]
+
+    def ids_of(self, positions: Sequence[int]) -> tuple[str, ...]:
+        """The ids of the units at ``positions``, in that order (C speed)."""
+        return _ids(self.message_ids, list(map(self.starts.__getitem__, positions)))
+
+    def is_ring(self, position: int) -> bool:
+        """Whether the unit at ``position`` is a ring."""
+        k = bisect.bisect_left(self.rings, position)
+        return k < len(self.rings) and self.rings[k] == position
+
+    def is_summary(self, position: int) -> bool:
+        """Whether the unit at ``position`` is a summary."""
+        k = bisect.bisect_left(self.summaries, position)
+        return k < len(self.summaries) and self.summaries[k] == position
+
+    def unit_of(self, message_index: int) -> int:
+        """The position of the unit that starts at ``message_index``: each ring before it holds
+        one message more than its unit."""
+        return message_index - bisect.bisect_left(self.ring_heads, message_index)
+
+    def first_user(self) -> int | None:
+        """The position of the first plain user turn (None without one)."""
+        plain = self.codes.find(KIND_USER)
+        other = self.user_others[0] if self.user_others else -1
+        found = [i for i in (plain, other) if i >= 0]
+        return self.unit_of(min(found)) if found else None
+
+    def latest_users(self, count: int) -> list[int]:
+        """The positions of the latest ``count`` plain user turns, oldest first."""
+        codes, others = self.codes, self.user_others
+        found: list[int] = []
+        hi = len(codes)
+        k = len(others)
+        while len(found) < count:
+            plain = codes.rfind(KIND_USER, 0, hi)
+            k = bisect.bisect_left(others, hi, 0, k)
+            other = others[k - 1] if k else -1
+            at = max(plain, other)
+            if at < 0:
+                break
+            found.append(at)
+            hi = at
+        return [self.unit_of(i) for i in reversed(found)]
+
+    def estimates(self, positions: list[int]) -> list[int]:
+        """An estimate from above of each unit's tokens, from its characters (``_count_run``):
+        at C speed for the units of one text part, one by one for the others; kept, as a walk
+        often looks at the same units again."""
+        cache = self.estimated
+        found = list(map(cache.__getitem__, positions))
+        if 0 in found:  # 0: not estimated yet (an estimate is at least a frame)
+            missing = list(compress(positions, map(operator.not_, found)))
+            for p, estimate in zip(missing, self._estimates(missing), strict=True):
+                cache[p] = estimate
+            found = list(map(cache.__getitem__, positions))
         return found
 
-    def _digest(self, messages: Sequence[Message]) -> None:
-        for m in messages:  # the same digest as assembler.session_digest_of
-            self.digest.update(m.id.encode("utf-8"))
-            self.digest.update(b"\n")
+    def _estimates(self, positions: list[int]) -> list[int]:
+        heads = list(map(self.starts.__getitem__, positions))
+        kinds = bytes(map(self.codes.__getitem__, heads))
+        plain = compress(heads, map(operator.ne, kinds, repeat(KIND_OTHER)))
+        texts = map(_TEXT, map(_FIRST, map(_PARTS, map(self.messages.__getitem__, plain))))
+        found = list(map(operator.add, map(len, texts), repeat(_FRAME_ESTIMATE)))
+        for k in kind_positions(kinds, KIND_OTHER):
+            found.insert(k, _estimate(self.unit_messages(positions[k])))
+        return found
 
-    def _add_units(self, part: Transcript, offset: int) -> None:
-        for seg in segment(part):
-            if isinstance(seg, Ring):
-                messages = part.messages[seg.start : seg.stop]
-                start = seg.start + offset
-            else:
-                messages = (part.messages[seg.index],)
-                start = seg.index + offset
-            position = len(self.units)
-            head = messages[0]
-            if isinstance(seg, Ring):
-                has_error = any(r.is_error for m in messages for r in m.tool_results)
-                unit = Unit("ring", messages, tier="verbose_ring", has_error_result=has_error)
-                self.rings.append(position)
-                self.ring_ids.append(unit.id)
-                if has_error:
-                    self.error_rings.append(position)
-            elif any(isinstance(p, SummaryPart) for p in head.parts):
-                unit = Unit("summary", messages, tier="summary")
+    def reach(self, positions: Sequence[int]) -> None:
+        """Note units (counted) as needed by a step: ``tokens_before`` sums them. At C speed
+        when they all were already (a walk over what the previous turn kept)."""
+        reached, costs = self.reached, self.costs
+        flags = bytes(map(reached.__getitem__, positions))
+        if 0 not in flags:
+            return
+        for p in compress(positions, map(operator.not_, flags)):
+            if not reached[p]:  # a position given twice is noted once
+                reached[p] = 1
+                self.counted_cost += costs[p]  # type: ignore[operator]  # counted first
+                self.counted_units += 1
+
+    def reach_range(self, lo: int, hi: int) -> None:
+        """``reach`` every unit of ``lo..hi`` (all counted), at C speed."""
+        flags = self.reached[lo:hi]
+        new = flags.count(0)
+        if new:
+            fresh = compress(self.costs[lo:hi], map(operator.not_, flags))
+            self.counted_cost += sum(fresh)  # type: ignore[arg-type]  # counted first
+            self.counted_units += new
+            self.reached[lo:hi] = b"\x01" * (hi - lo)
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def _add(self, messages: tuple[Message, ...], new_codes: bytes, others: list[int]) -> bool:
+        """Index ``messages`` from where the index ends (``new_codes``: the ``kind_codes`` of
+        the new messages, ``others`` the positions in them of ``KIND_OTHER``); False for a
+        ring that does not span two messages (never in a valid session: the caller then takes
+        the full pipeline)."""
+        lo, n = len(self.messages), len(messages)
+        ids = list(map(_ID, messages[lo:]))
+        first_unit = len(self.starts)
+        found = self._others(messages, lo, ids, others)
+        if found is None:
+            return False
+        heads, cuts, system_others = found
+        self.messages = messages
+        self.codes += new_codes
+        self.message_ids += ids
+        if ids:  # the same digest as assembler.session_digest_of
+            self.digest.update(("\n".join(ids) + "\n").encode("utf-8"))
+        prev = lo
+        for h in heads:
+            self.starts.extend(range(prev, h + 1))
+            prev = h + 2
+        self.starts.extend(range(prev, n))
+        units = len(self.starts)
+        self.costs.extend([None] * (units - first_unit))
+        self.reached.extend(bytes(units - first_unit))
+        self.estimated.extend([0] * (units - first_unit))
+        if self.leading_system == first_unit:
+            self._leading(first_unit, set(cuts))
+        self._systems(lo, system_others)
+        self._turns(max(first_unit, self.leading_system), units, cuts)
+        return True
+
+    def _others(
+        self, messages: tuple[Message, ...], lo: int, ids: list[str], others: list[int]
+    ) -> tuple[list[int], list[int], list[int]] | None:
+        """Index the new messages that are not of one text part (``others``, from ``lo``):
+        rings, summaries, attachments. Returns the ring heads (message indices), the positions
+        of the new units that are not turns, and the system turns among them (message indices);
+        None for a ring that does not span two messages."""
+        absorbed = lo - len(self.starts)
+        heads: list[int] = []
+        cuts: list[int] = []
+        system_others: list[int] = []
+        skip = -1
+        for k in others:
+            i = lo + k
+            if i == skip:  # the tool message of the ring just indexed
+                continue
+            message = messages[i]
+            role = message.role
+            position = i - absorbed
+            calls, summary, attached = _part_facts(message)
+            if calls and role == "assistant":
+                if not self._ring(messages, i, position, ids[i - lo]):
+                    return None
+                heads.append(i)
+                cuts.append(position)
+                absorbed += 1
+                skip = i + 1
+                continue
+            if role == "tool":
+                return None  # a tool message outside a ring: never in a valid session
+            if summary:
                 self.summaries.append(position)
-                self.summary_ids.append(unit.id)
-                self.unusual = self.unusual or head.role in _SYSTEM
-            else:
-                unit = Unit("turn", messages)
-                if head.role in _SYSTEM and self.leading_system == position:
-                    self.leading_system += 1
-                    unit.bucket = "prefix"
-                else:
-                    self.turns.append(position)
-                    self.turn_ids.append(unit.id)
-                    if head.role == "user":
-                        self.users.append(position)
-                    elif head.role in _SYSTEM:
-                        self.systems.append(position)
-            if any(
-                p.kind in ("image", "file")
-                or (p.kind == "tool_result" and any(c.kind != "text" for c in p.content))
-                for m in messages
-                for p in m.parts
-            ):
+                self.summary_ids.append(ids[i - lo])
+                self.unusual = self.unusual or role in _SYSTEM
+                cuts.append(position)
+            elif role == "user":
+                self.user_others.append(i)
+            elif role in _SYSTEM:
+                system_others.append(i)
+            if attached:  # a message outside a ring holds attachments as parts of its own
                 self.attachments.append(position)
-            self.units.append(unit)
-            self.ids.append(unit.id)
-            self.starts.append(start)
-            self.chars.append(-1)
-            self.costs.append(None)
-            self.unit_messages.append(messages)
+        return heads, cuts, system_others
+
+    def _ring(self, messages: tuple[Message, ...], head: int, position: int, ring_id: str) -> bool:
+        """Index the ring whose assistant message is at ``head``: in a valid session its results
+        are all in the message right after it."""
+        if head + 1 >= len(messages) or messages[head + 1].role != "tool":
+            return False
+        pair = messages[head : head + 2]
+        results = pair[1].tool_results
+        self.rings.append(position)
+        self.ring_heads.append(head)
+        self.ring_ids.append(ring_id)
+        if any(r.is_error for r in results):
+            self.error_rings.append(position)
+        if has_attachment(pair):
+            self.attachments.append(position)
+        return True
+
+    def _leading(self, first_unit: int, cuts: set[int]) -> None:
+        """Extend the leading system text over the new units that are system/developer turns."""
+        position = first_unit
+        codes, starts = self.codes, self.starts
+        while position < len(starts) and position not in cuts:
+            code = codes[starts[position]]
+            if code not in (KIND_SYSTEM, KIND_DEVELOPER) and not (
+                code == KIND_OTHER and self.head(position).role in _SYSTEM
+            ):
+                break
+            position += 1
+        self.leading_system = position
+
+    def _systems(self, lo: int, others: list[int]) -> None:
+        """System/developer turns among the messages from ``lo`` (``others``: those that are not
+        one text part), after the leading ones."""
+        codes = self.codes
+        found = [
+            *kind_positions(codes, KIND_SYSTEM, lo),
+            *kind_positions(codes, KIND_DEVELOPER, lo),
+            *others,
+        ]
+        positions = sorted(self.unit_of(i) for i in found)
+        self.systems += (p for p in positions if p >= self.leading_system)
+
+    def _turns(self, first: int, units: int, cuts: list[int]) -> None:
+        """Plain turns among the new units: runs of positions between rings and summaries, with
+        their ids beside them (a run's messages are consecutive)."""
+        prev = first
+        for cut in [*cuts, units]:
+            if cut > prev:
+                self.turns.extend(range(prev, cut))
+                start = self.starts[prev]
+                self.turn_ids.extend(self.message_ids[start : start + cut - prev])
+            prev = max(prev, cut + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +573,8 @@ class SessionAssembler:
         self._index: _Index | None = None
         self._settings: _Settings | None = None
         self._fixed: tuple[_Settings, tuple[int, int, int]] | None = None
+        self._indexed_now = False
+        """Whether this turn indexed the session from scratch (it then logs as ``assemble``)."""
         self.fast_turns = 0
         """Turns answered by the incremental path (the rest ran the full pipeline)."""
         self.last_path = ""
@@ -334,6 +604,7 @@ class SessionAssembler:
             tuple(_injections(self.config, ledger, memory)),
         )
         self.last_path = "full:invalid_or_new_session"
+        self._indexed_now = False
         index = self._follow(session, settings)
         # The narrowed ledger note depends on what is kept: left to the full pipeline.
         narrowing = self.config.ledger_pin_mode != "always" and bool(ledger.side_effects)
@@ -343,7 +614,7 @@ class SessionAssembler:
                 self.fast_turns += 1
                 self.last_path = "incremental"
                 return fast
-        return assemble(
+        return assemble_pipeline(
             session,
             self.config,
             shape=self.shape,
@@ -361,9 +632,9 @@ class SessionAssembler:
         index = self._index
         if index is not None and settings == self._settings:
             seen = index.messages
-            # Identity at C speed: the head of the new session must hold the very same objects
-            # (Message equality ignores ids, so equal-but-new objects start afresh).
-            if len(messages) >= len(seen) and all(map(operator.is_, messages, seen)):
+            # The head of the new session must hold the very same objects (Message equality
+            # ignores ids, so equal-but-new objects start afresh), compared at C speed.
+            if len(messages) >= len(seen) and same_messages(messages[: len(seen)], seen):
                 if len(messages) == len(seen):
                     return index
                 if index.extend(messages):
@@ -376,6 +647,7 @@ class SessionAssembler:
             self._index = None
             return None
         self._index = index
+        self._indexed_now = True
         return index
 
     # ----------------------------------------------------------------------------- fast path
@@ -402,46 +674,112 @@ class SessionAssembler:
         return None
 
     def _cost(self, index: _Index, position: int) -> int:
-        unit = index.units[position]
-        if unit.cost_cache is None:
+        """The unit's tokens, counted the first time they are needed (``AssemblyState.cost``)."""
+        cost = index.costs[position]
+        if cost is None:
             assert self.counter is not None
-            unit.cost_cache = sum(self.counter.count_message(m) for m in unit.messages)
-            unit.original_cost = unit.cost_cache
-            index.costs[position] = unit.cost_cache
-            index.counted_cost += unit.cost_cache
-            index.counted_units += 1
-        return unit.cost_cache
+            count = self.counter.count_message
+            cost = index.costs[position] = sum(map(count, index.unit_messages(position)))
+        if not index.reached[position]:
+            index.reach((position,))
+        return cost
+
+    def _count_units(self, index: _Index, positions: list[int]) -> None:
+        """Count the units at ``positions`` (ascending, none counted yet) in one go: with one of
+        our counters, one memo round trip for all their messages (``count_messages``)."""
+        counter = self.counter
+        assert counter is not None
+        costs, messages, starts = index.costs, index.messages, index.starts
+        if not isinstance(counter, _MemoizedCounter) or len(positions) <= _SMALL_BATCH:
+            count = counter.count_message  # a few: one by one costs less than a batch
+            for p in positions:
+                costs[p] = sum(map(count, index.unit_messages(p)))
+            return
+        heads = list(map(starts.__getitem__, positions))
+        found = counter.count_messages(_pick(messages, heads))
+        rings = index.rings
+        low = bisect.bisect_left(rings, positions[0]) if positions else 0
+        high = bisect.bisect_right(rings, positions[-1]) if positions else 0
+        tails = [(k, starts[r] + 1) for r in rings[low:high] if (k := _find(positions, r)) >= 0]
+        if tails:  # a ring's unit is its two messages
+            more = counter.count_messages([messages[m] for _, m in tails])
+            for (k, _), cost in zip(tails, more, strict=True):
+                found[k] += cost
+        for p, cost in zip(positions, found, strict=True):
+            costs[p] = cost
+
+    def _count_run(self, index: _Index, run: list[int], room: int, walk: _Walk) -> list[int]:
+        """The costs of a prefix of ``run`` (uncounted positions, newest first, as a walk meets
+        them with ``room`` tokens left), at least its first, counted in one go: as many as the
+        walk will reach, as far as that can be told.
+
+        Far from the end of the room, by the units met so far on this ``walk``: as many as would
+        fill a quarter of the room at their mean cost. Near it, by the units' characters (plus a
+        frame, and a page for an attachment), taken as an estimate of their tokens from above:
+        the units whose estimates fit the room all fit and the walk reaches one more. A guess
+        that falls short counts a few units early: they are reported in ``tokens_before`` only
+        when a walk reaches them (``_Index.reach``)."""
+        ahead = room // (_AHEAD_MARGIN * walk.mean()) if walk.units >= _FIRST_BATCH else 0
+        if ahead >= _FIRST_BATCH:
+            costs = self._count_prefix(index, run, min(ahead, len(run)))
+            walk.met(costs)
+            return costs
+        take, total, size = 0, 0, _FIRST_BATCH
+        while take < len(run):  # estimates in chunks that double: what is taken, not the run
+            part = run[take : take + size]
+            sums = list(accumulate(index.estimates(part), initial=total))
+            fits = bisect.bisect_right(sums, room, 1) - 1
+            if fits < len(part):
+                # those fit, and the walk reaches the next one; a few small ones past it are
+                # counted along (near the end of the room the walk meets units one at a time)
+                extra = bisect.bisect_right(sums, sums[fits + 1] + _NEAR_END_ESTIMATE, fits + 2)
+                take += min(extra - 1, fits + 1 + _NEAR_END_UNITS)
+                break
+            take += len(part)
+            total = sums[-1]
+            size *= 2
+        costs = self._count_prefix(index, run, min(take, len(run)))
+        walk.met(costs)
+        return costs
+
+    def _count_prefix(self, index: _Index, run: list[int], take: int) -> list[int]:
+        """Count ``run[:take]`` in one go; their costs, in ``run``'s order."""
+        self._count_units(index, sorted(run[:take]))
+        costs = index.costs
+        return [costs[p] for p in run[:take]]  # type: ignore[misc]  # all counted now
 
     def _degraded_cost(self, index: _Index, position: int) -> int:
-        assert self.counter is not None
-        return sum(self.counter.count_message(m) for m in index.degraded_messages(position))
+        counter = self.counter
+        assert counter is not None
+        messages = self._degraded_messages(index, position)
+        if isinstance(counter, _MemoizedCounter):
+            return sum(counter.count_messages(messages))
+        return sum(map(counter.count_message, messages))
+
+    @staticmethod
+    def _degraded_messages(index: _Index, position: int) -> tuple[Message, ...]:
+        """The unit's messages with attachments replaced (``steps.trim.degrade_attachments``)."""
+        found = index.degraded.get(position)
+        if found is None:
+            found = tuple(degrade_message(m) for m in index.unit_messages(position))
+            index.degraded[position] = found
+        return found
 
     def _degrade(
-        self, index: _Index, degradable: list[int], pinned: set[int], start: int, room: int
+        self, t: _Turn, degradable: list[int], frontier: int, used: int
     ) -> dict[int, int | None]:
         """Which middle attachments ``steps.trim.degrade_attachments`` degrades: oldest first
-        until the middle fits, with the same newest-first frontier. Every attachment older than
-        the frontier is degraded without changing the verdict, so those are taken in one batch
-        (their cost is counted only if the fill reaches them); the window is then walked as the
-        step walks it. Returns position -> degraded cost (``None``: not needed yet), oldest first.
+        until the middle fits, from the newest-first ``frontier`` (the unit that overflowed the
+        room, ``used`` the sum up to it). Every attachment older than the frontier is degraded
+        without changing the verdict, so those are taken in one batch (their cost is counted
+        only if the fill reaches them); the window is then walked as the step walks it. Returns
+        position -> degraded cost (``None``: not needed yet), oldest first.
         """
-        # the frontier: the middle summed newest first up to the first unit that overflows
+        index, pinned, room = t.index, t.pinned, t.room
         costs = index.costs
-        taken, over, used, over_cost = _take_newest(
-            range(start),
-            start,
-            skip=pinned,
-            room=room,
-            known=lambda chunk: list(map(costs.__getitem__, chunk)),
-            count=lambda p: self._cost(index, p),
-        )
-        if over is not None:
-            frontier = over
-            used += over_cost
-        else:
-            frontier = taken[-1] if taken else start
         split = bisect.bisect_left(degradable, frontier)
         degraded: dict[int, int | None] = dict.fromkeys(degradable[:split])
+        walk = _Walk()
 
         def cost(p: int) -> int:
             if p in degraded:
@@ -449,6 +787,10 @@ class SessionAssembler:
                 if found is None:
                     found = degraded[p] = self._degraded_cost(index, p)
                 return found
+            if costs[p] is None:  # count the units the window will grow over next in one go
+                ahead = [q for q in range(p, max(-1, p - _GROWTH_LOOKAHEAD), -1) if q not in pinned]
+                run = list(takewhile(lambda q: q not in degraded and costs[q] is None, ahead))
+                self._count_run(index, run, room - used, walk)
             return self._cost(index, p)
 
         older = (p for p in range(frontier - 1, -1, -1) if p not in pinned)
@@ -471,9 +813,10 @@ class SessionAssembler:
         """``steps.trim.short_error``, with the unit's characters kept in the index."""
 
         def chars() -> int:
-            if index.chars[position] < 0:
-                index.chars[position] = unit_chars(index.units[position])
-            return index.chars[position]
+            found = index.chars.get(position)
+            if found is None:
+                found = index.chars[position] = unit_chars(index.unit_messages(position))
+            return found
 
         return short_error(
             chars, lambda: self._cost(index, position), self.config.short_error_max_tokens
@@ -501,8 +844,9 @@ class SessionAssembler:
         counted as fixed costs)."""
         config, index = self.config, t.index
         t.prefix = list(range(index.leading_system))
-        if index.users and config.pinned("first_user_message"):
-            t.prefix.append(index.users[0])
+        first_user = index.first_user()
+        if first_user is not None and config.pinned("first_user_message"):
+            t.prefix.append(first_user)
         if config.pinned("security_system_prompt"):
             t.prefix.extend(index.systems)
         t.prefix_set = set(t.prefix)
@@ -515,13 +859,13 @@ class SessionAssembler:
         plus ``pinned``: the prefix and the single user messages older than the range (a few
         units), so no set as long as the range is built."""
         config, index = self.config, t.index
-        n = len(index.units)
+        n = index.unit_count()
         t.start = range_start(
-            index.rings, index.rings, lambda: index.users, n, config.recent_tool_rings
+            index.rings, index.rings, lambda: index.latest_users(1), n, config.recent_tool_rings
         )
         t.singles = [
             i
-            for i in index.users[-max(1, config.recent_user_turns) :]
+            for i in index.latest_users(max(1, config.recent_user_turns))
             if i not in t.prefix_set and i < t.start
         ]
         t.pinned = {i for i in t.prefix if i < t.start}.union(t.singles)
@@ -531,13 +875,14 @@ class SessionAssembler:
     def _anchor_first_user(self, t: _Turn) -> str | None:
         """A protected unit that would open the conversation without a user message: the full
         pipeline protects an anchor."""
-        roles = t.index.unit_messages
-        first = min((i for i in t.pinned if roles[i][0].role not in _SYSTEM), default=None)
+        head = t.index.head
+        first = min((i for i in t.pinned if head(i).role not in _SYSTEM), default=None)
         if first is None:
             first = next(
-                (i for i in range(t.start, len(roles)) if roles[i][0].role not in _SYSTEM), None
+                (i for i in range(t.start, t.index.unit_count()) if head(i).role not in _SYSTEM),
+                None,
             )
-        if first is not None and roles[first][0].role != "user":
+        if first is not None and head(first).role != "user":
             return "anchor"
         return None
 
@@ -547,11 +892,18 @@ class SessionAssembler:
         (only its units never counted before, the new ones, are counted here)."""
         index, start = t.index, t.start
         t.injection_cost, t.tools_cost, t.overhead = self._fixed_costs(t.session, t.settings)
-        t.prefix_cost = sum(self._cost(index, i) for i in t.prefix) + t.injection_cost
         costs = index.costs
-        missing = start
-        while (missing := _index_of_none(costs, missing)) >= 0:
-            self._cost(index, missing)
+        needed = sorted({*t.prefix, *t.singles})
+        missing = [p for p in needed if costs[p] is None]
+        at = start
+        while (at := _index_of_none(costs, at)) >= 0:  # the range: usually only the new units
+            missing.append(at)
+            at += 1
+        if missing:
+            self._count_units(index, sorted(missing))
+        index.reach(needed)
+        index.reach_range(start, index.unit_count())
+        t.prefix_cost = sum(self._cost(index, i) for i in t.prefix) + t.injection_cost
         in_range = sum(costs[start:])  # type: ignore[arg-type]  # no None left from start on
         t.suffix_cost = (
             in_range
@@ -565,31 +917,62 @@ class SessionAssembler:
         return None
 
     def _classify_middle(self, t: _Turn) -> str | None:
-        """Short error rings: a fixed property of a unit, decided once per ring (O(new) a turn);
-        the newest ``keep_middle_error_results`` of the middle form the error tier."""
+        """The error tier: the newest ``keep_middle_error_results`` short error rings of the
+        middle, found as ``steps.trim.classify_middle`` finds them (newest first, deciding each
+        error ring on the way until enough are found, so the same rings are counted). Whether a
+        ring is short is a fixed property of it, decided once (``index.short``)."""
         index, left = t.index, self.config.keep_middle_error_results
         if left > 0:
-            for i in index.error_rings[index.classified :]:
-                if self._short_error(index, i):
-                    index.short_errors.append(i)
-            index.classified = len(index.error_rings)
-            t.errors = index.short_errors[: bisect.bisect_left(index.short_errors, t.start)][-left:]
+            rings = index.error_rings
+            for i in reversed(rings[: bisect.bisect_left(rings, t.start)]):
+                short = index.short.get(i)
+                if short is None:
+                    short = index.short[i] = self._short_error(index, i)
+                if short:
+                    t.errors.append(i)
+                    left -= 1
+                    if left == 0:
+                        break
+            t.errors.reverse()
         t.error_set = set(t.errors)
         return None
 
     def _degrade_attachments(self, t: _Turn) -> str | None:
-        """The middle filled in tier order; when it does not all fit, middle attachments are
-        degraded oldest first and the fill is made again."""
+        """The middle summed newest first by position until it overflows the room, as
+        ``AssemblyState.fits`` sums it; when it overflows, middle attachments are degraded
+        oldest first from that frontier; then the fill in tier order, with the degraded costs
+        (``_fill``).
+
+        That sum is made on a session's first turn, where the report must be the pipeline's to
+        the letter (``tokens_before``: the units the steps count). On a later turn, which
+        reports ``tokens_before`` as a lower bound anyway, the fill comes first and the sum is
+        made only when the middle does not fit and holds attachments to degrade."""
         index = t.index
-        self._fill(t)
-        if not t.everything:
-            early = bisect.bisect_left(index.attachments, t.start)
-            degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
-            if degradable:
-                t.degraded = self._degrade(index, degradable, t.pinned, t.start, t.room)
-                self._fill(t)
-        if t.degraded:
+        early = bisect.bisect_left(index.attachments, t.start)
+        degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
+        if not self._indexed_now:
+            self._fill(t)
+            if t.everything or not degradable:
+                return None
+        costs = index.costs
+        walk = _Walk()
+        taken, over, used, over_cost = _take_newest(
+            range(t.start),
+            t.start,
+            skip=t.pinned,
+            room=t.room,
+            known=lambda chunk: list(map(costs.__getitem__, chunk)),
+            count=lambda run, room: self._count_run(index, run, room, walk),
+        )
+        index.reach_range(0 if over is None else over, t.start)
+        if over is None:  # the whole middle fits: nothing to degrade or drop
+            t.kept_middle = taken
+            t.used = used
+            return None
+        if degradable:
+            t.degraded = self._degrade(t, degradable, over, used + over_cost)
             t.steps.append("degrade_attachments")
+        self._fill(t)
         return None
 
     def _clear_tool_results(self, t: _Turn) -> str | None:
@@ -605,14 +988,15 @@ class SessionAssembler:
 
     def _drop_leading_non_user(self, t: _Turn) -> str | None:
         """Kept middle units in front of the first user message go."""
-        messages = t.index.unit_messages
+        head = t.index.head
         t.kept = sorted([*t.pinned, *t.kept_middle])
-        t.kept.extend(range(t.start, len(messages)))
+        t.kept.extend(range(t.start, t.index.unit_count()))
         t.kept_middle_set = set(t.kept_middle)
         for i in t.kept:
-            if messages[i][0].role in _SYSTEM:
+            role = head(i).role
+            if role in _SYSTEM:
                 continue
-            if messages[i][0].role == "user" or i not in t.kept_middle_set:
+            if role == "user" or i not in t.kept_middle_set:
                 break
             t.leading.append(i)
         if t.leading:
@@ -626,8 +1010,8 @@ class SessionAssembler:
 
     def _summarize_middle(self, t: _Turn) -> str | None:
         """Above the trigger ratio with something to summarize: a summary would be written."""
-        units = t.index.units
-        summarizable = any(units[i].kind != "summary" for i in t.kept_middle_set)
+        is_summary = t.index.is_summary
+        summarizable = not all(map(is_summary, t.kept_middle_set))
         if summarizable and t.used > t.budget * self.config.summarize_trigger_ratio - t.fixed:
             return "summary"
         return None
@@ -645,14 +1029,17 @@ class SessionAssembler:
         the shape (``steps.normalize.normalize_view``). Built at C speed: the kept units'
         message tuples chained, the few degraded units in the kept window swapped in."""
         index, kept = t.index, t.kept
-        pieces = list(map(index.unit_messages.__getitem__, kept))
+        degraded = {}
         if t.degraded and t.kept_middle_set:
             order = t.degraded_order
             for d in order[bisect.bisect_left(order, min(t.kept_middle_set)) :]:
                 if d in t.kept_middle_set:
-                    pieces[bisect.bisect_left(kept, d)] = index.degraded_messages(d)
-        pieces.insert(bisect.bisect_left(kept, index.leading_system), t.settings.injections)
-        t.base = _trusted_view(tuple(chain.from_iterable(pieces)), t.session)
+                    degraded[d] = self._degraded_messages(index, d)
+        rings = index.rings
+        older = bisect.bisect_left(rings, t.start)  # rings from the range on are all kept
+        kept_rings = [*filter(t.kept_middle_set.__contains__, rings[:older]), *rings[older:]]
+        messages = _view_messages(index, kept, kept_rings, degraded, t.settings.injections)
+        t.base = _trusted_view(messages, t.session)
         final, t.merged = normalize_view(t.base.messages, self.shape)
         t.view = _trusted_view(final, t.session) if t.merged else t.base
         if t.merged:
@@ -680,8 +1067,17 @@ class SessionAssembler:
             if found is None:
                 found = t.degraded[i] = self._degraded_cost(t.index, i)
             return found
-        cost = t.index.units[i].cost_cache
+        cost = t.index.costs[i]
         return cost if cost is not None else self._cost(t.index, i)
+
+    def _fill_run(self, t: _Turn, run: list[int], room: int, *, walk: _Walk) -> list[int]:
+        """``_count_run`` for the fill, up to the first degraded unit (at its degraded cost)."""
+        degraded = t.degraded
+        if degraded:
+            if run[0] in degraded:
+                return [self._cost_of(t, run[0])]
+            run = list(takewhile(lambda p: p not in degraded, run))
+        return self._count_run(t.index, run, room, walk)
 
     def _known_costs(self, t: _Turn, chunk: list[int]) -> list[int | None]:
         """The costs of ``chunk`` (ascending positions) as the fill sees them: degraded units at
@@ -730,8 +1126,12 @@ class SessionAssembler:
                 skip=skip,
                 room=t.room - t.used,
                 known=lambda chunk: self._known_costs(t, chunk),
-                count=lambda p: self._cost_of(t, p),
+                count=functools.partial(self._fill_run, t, walk=_Walk()),
             )
+            reached = taken if over is None else [*taken, positions[over]]
+            if t.degraded:  # a degraded unit's own cost is not what it cost before
+                reached = [p for p in reached if p not in t.degraded]
+            index.reach(reached)
             t.kept_middle.extend(taken)
             t.used += used
             if over is not None:
@@ -749,7 +1149,7 @@ class SessionAssembler:
         index = t.index
         stop = t.drop_stop.get(tier, 0)
         if tier == "error_ring":
-            return t.errors, [index.ids[i] for i in t.errors[:stop]], stop, frozenset()
+            return t.errors, index.ids_of(t.errors[:stop]), stop, frozenset()
         if tier == "verbose_ring":
             ids = index.frozen_ids("rings", index.ring_ids, stop)
             return index.rings, ids, stop, t.error_set
@@ -773,10 +1173,10 @@ class SessionAssembler:
         for tier in (rare, common):
             positions, _, stop, skip = cls._dropped(t, tier)
             merged.extend(_without(positions, positions, stop, skip))
-        return _ids(t.index.ids, sorted(merged))
+        return t.index.ids_of(sorted(merged))
 
     def _assembly(self, t: _Turn, started: float) -> Assembly:
-        config, index, units = self.config, t.index, t.index.units
+        config, index = self.config, t.index
         counter = self.counter
         assert counter is not None
         assert t.view is not None
@@ -786,15 +1186,15 @@ class SessionAssembler:
         # the one part of the report as long as the old end of the session.
         ring_ids = self._dropped_in_order(t, "error_ring", "verbose_ring")
         turn_ids = self._dropped_in_order(t, "summary", "plain_turn")
-        leading_rings = [i for i in t.leading if units[i].kind == "ring"]
-        leading_turns = [i for i in t.leading if units[i].kind != "ring"]
+        leading_rings = [i for i in t.leading if index.is_ring(i)]
+        leading_turns = [i for i in t.leading if not index.is_ring(i)]
         # drop_leading_non_user's ids come after the tiers' (as the pipeline records them)
-        dropped_rings = _joined(ring_ids, _ids(index.ids, leading_rings))
-        dropped_turns = _joined(turn_ids, _ids(index.ids, leading_turns))
+        dropped_rings = _joined(ring_ids, index.ids_of(leading_rings))
+        dropped_turns = _joined(turn_ids, index.ids_of(leading_turns))
         after = BucketTokens(t.prefix_cost, t.tools_cost, t.used, t.suffix_cost, t.overhead)
         # tokens before: every unit counted so far, on any turn (a lower bound when some of the
         # middle was never counted); protected: the range and the pinned units older than it
-        protected = len(index.units) - start + len(t.pinned)
+        protected = index.unit_count() - start + len(t.pinned)
         before_middle = index.counted_cost - (t.prefix_cost - t.injection_cost) - t.suffix_cost
         lower = index.counted_units - protected < start - len(t.pinned)
         report = AssemblyReport(
@@ -813,30 +1213,32 @@ class SessionAssembler:
             steps=tuple(t.steps),
             dropped_ring_ids=dropped_rings,
             dropped_turn_ids=dropped_turns,
-            degraded_attachment_ids=_ids(index.ids, t.degraded_order),
+            degraded_attachment_ids=index.ids_of(t.degraded_order),
             merged_ids=tuple(t.merged),
             seconds=time.perf_counter() - started,
             session_digest=index.digest.hexdigest(),
         )
         _observe(self.metrics, report, self.shape, config.middle_delete_unit, None)
         log.info(
-            "assembled (incremental): session=%s messages=%d->%d tokens=%s/%d steps=%s",
+            "assembled%s: session=%s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
+            "" if self._indexed_now else " (incremental)",
             report.session_digest[:16],
             len(index.messages),
-            len(t.view.messages),
+            len(t.base.messages),
             report.total_after,
             t.budget,
             ",".join(t.steps),
+            len(dropped_rings),
         )
         injections = t.settings.injections
-        prefix_ids = [index.ids[i] for i in sorted(t.prefix_set)]
+        prefix_ids = index.ids_of(sorted(t.prefix_set))
         return Assembly(
             view=t.view,
             report=report,
             config=config,
             injected_ids=tuple(m.id for m in injections),
             prefix_ids=(
-                *(units[i].id for i in range(index.leading_system)),
+                *index.ids_of(range(index.leading_system)),
                 *(m.id for m in injections),
                 *prefix_ids[index.leading_system :],
             ),
@@ -861,6 +1263,23 @@ class SessionAssembler:
     }
     """Each step of ``steps.PIPELINE`` as the incremental path takes it: from the index, returning
     why the full pipeline is needed (``last_path``) or None."""
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The units one walk has counted ahead so far (``_count_run``): their number and cost."""
+
+    units: int = 0
+    cost: int = 0
+
+    def mean(self) -> int:
+        """Their mean cost (at least 1)."""
+        return max(1, self.cost // max(1, self.units))
+
+    def met(self, costs: list[int]) -> None:
+        """Note more units counted."""
+        self.units += len(costs)
+        self.cost += sum(costs)
 
 
 @dataclass(slots=True)
@@ -915,14 +1334,17 @@ def _take_newest(
     skip: Collection[int],
     room: int,
     known: Callable[[list[int]], list[int | None]],
-    count: Callable[[int], int],
+    count: Callable[[list[int], int], list[int]],
 ) -> tuple[list[int], int | None, int, int]:
     """``positions[:stop]`` newest first, less ``skip``, taken while their running sum stays
     within ``room``: (taken, newest first; the index in ``positions`` of the first that did not
     fit, or None; the sum taken; that one's cost). Walked at C speed (slices, ``map``,
     ``accumulate``, ``bisect``) in chunks that double, so it costs what is taken, not the
     length of ``positions``. ``known(chunk)`` gives the costs of ascending positions (None: not
-    counted yet); ``count(p)`` counts one when the walk reaches it, as a unit-by-unit walk would.
+    counted yet); ``count(run, room)`` is asked when the walk reaches a run of positions not
+    counted yet (newest first, ``room`` left) and gives the costs of a prefix of it, at least
+    the first: a unit-by-unit walk counts just that one, a caller that can count several in one
+    go gives more (the walk takes them as it would have met them).
     """
     taken: list[int] = []
     used = 0
@@ -938,12 +1360,10 @@ def _take_newest(
         values = known(chunk)
         chunk.reverse()
         values.reverse()
+        missing = list(map(operator.is_, values, repeat(None)))
         i = 0
         while i < len(chunk):
-            try:
-                gap = values.index(None, i)
-            except ValueError:
-                gap = len(chunk)
+            gap = _index_of(missing, True, i)
             if gap > i:
                 sums = list(accumulate(cast("list[int]", values[i:gap])))
                 fits = bisect.bisect_right(sums, room - used)
@@ -956,7 +1376,9 @@ def _take_newest(
                 used += sums[-1]
             if gap == len(chunk):
                 break
-            values[gap] = count(chunk[gap])
+            got = count(chunk[gap : _index_of(missing, False, gap)], room - used)
+            values[gap : gap + len(got)] = got
+            missing[gap : gap + len(got)] = repeat(False, len(got))
             i = gap
         hi = lo
     return taken, None, used, 0
@@ -991,6 +1413,14 @@ def _skipped_head(positions: Sequence[int], stop: int, skip: Collection[int]) ->
     return len(cuts) if cuts == list(range(len(cuts))) else None
 
 
+def _index_of(values: list[bool], value: bool, start: int) -> int:
+    """The index of the first ``value`` in ``values`` from ``start``, or ``len(values)``."""
+    try:
+        return values.index(value, start)
+    except ValueError:
+        return len(values)
+
+
 def _index_of_none(values: list[int | None], start: int) -> int:
     try:
         return values.index(None, start)
@@ -1003,11 +1433,45 @@ def _joined(ids: Sequence[str], more: tuple[str, ...]) -> Sequence[str]:
 
 
 def _ids(ids: list[str], positions: list[int]) -> tuple[str, ...]:
+    return _pick(ids, positions)
+
+
+def _view_messages(
+    index: _Index,
+    kept: list[int],
+    kept_rings: list[int],
+    degraded: Mapping[int, tuple[Message, ...]],
+    injections: tuple[Message, ...],
+) -> tuple[Message, ...]:
+    """The messages of the ``kept`` units (ascending positions; ``kept_rings`` the rings among
+    them), ``degraded`` ones replaced, the injections after the leading system text. At C
+    speed: a message index per kept unit, one more for each kept ring."""
+    starts = index.starts
+    at = list(map(starts.__getitem__, kept))
+    tails = [starts[r] + 1 for r in kept_rings]
+    if tails:
+        at = sorted(at + tails)
+    messages: list[Message] = list(_pick(index.messages, at))
+    for position, replacement in degraded.items():
+        k = bisect.bisect_left(at, starts[position])
+        messages[k : k + len(replacement)] = replacement
+    messages[index.leading_system : index.leading_system] = injections
+    return tuple(messages)
+
+
+def _find(ordered: Sequence[int], value: int) -> int:
+    """The index of ``value`` in ``ordered`` (ascending), or -1."""
+    k = bisect.bisect_left(ordered, value)
+    return k if k < len(ordered) and ordered[k] == value else -1
+
+
+def _pick(values: Sequence[_T], positions: list[int]) -> tuple[_T, ...]:
+    """``values`` at ``positions``, as a tuple, at C speed."""
     if not positions:
         return ()
     if len(positions) == 1:
-        return (ids[positions[0]],)
-    found: tuple[str, ...] = operator.itemgetter(*positions)(ids)
+        return (values[positions[0]],)
+    found: tuple[_T, ...] = operator.itemgetter(*positions)(values)
     return found
 
 

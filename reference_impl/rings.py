@@ -21,19 +21,23 @@ from reference_impl.transcript import (
     ReasoningPart,
     Role,
     TextPart,
+    ToolCallPart,
     ToolResultPart,
     Transcript,
 )
+from reference_impl.transcript.model import KIND_OTHER, kind_codes, kind_positions
 
 __all__ = [
     "VIOLATION_RULES",
     "Edge",
+    "Pairing",
     "Ring",
     "Segment",
     "Turn",
     "Violation",
     "ViolationKind",
     "edges",
+    "pairing",
     "rings",
     "segment",
     "validate",
@@ -132,11 +136,12 @@ def _is_ring_head(message: Message) -> bool:
 def segment(transcript: Transcript) -> tuple[Segment, ...]:
     """Split a transcript into rings and turns, in order. Never raises."""
     messages = transcript.messages
+    codes = kind_codes(messages)
     out: list[Segment] = []
     i = 0
     while i < len(messages):
         head = messages[i]
-        if not _is_ring_head(head):
+        if codes[i] != KIND_OTHER or not _is_ring_head(head):
             out.append(Turn(i, head.id, head.role))
             i += 1
             continue
@@ -192,6 +197,7 @@ VIOLATION_RULES: Final[Mapping[ViolationKind, tuple[str, ...]]] = {
 """The provider rules each violation kind breaks, across shapes and dialects."""
 
 _KIND_ORDER: Final[dict[str, int]] = {k: i for i, k in enumerate(get_args(ViolationKind))}
+_TOOL_ROLES: Final = frozenset({"assistant", "tool"})
 
 
 def _violation(kind: ViolationKind, index: int, ids: Sequence[str], detail: str) -> Violation:
@@ -210,14 +216,19 @@ class _Index:
     results: Mapping[str, Sequence[int]]
 
     @staticmethod
-    def of(messages: Sequence[Message]) -> _Index:
+    def of(messages: Sequence[Message], positions: Sequence[int]) -> _Index:
+        """The index of the messages at ``positions`` (the only ones with tool parts)."""
         calls: dict[str, list[int]] = {}
         results: dict[str, list[int]] = {}
-        for i, message in enumerate(messages):
-            for call in message.tool_calls:
-                calls.setdefault(call.id, []).append(i)
-            for result in message.tool_results:
-                results.setdefault(result.call_id, []).append(i)
+        for i in positions:
+            message = messages[i]
+            if message.role not in _TOOL_ROLES:  # only these can hold tool parts
+                continue
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    calls.setdefault(part.id, []).append(i)
+                elif isinstance(part, ToolResultPart):
+                    results.setdefault(part.call_id, []).append(i)
         return _Index(calls, results)
 
     def first_result_after(self, call_id: str, index: int) -> int | None:
@@ -251,9 +262,14 @@ def _duplicates(index: _Index) -> Iterator[Violation]:
                 )
 
 
-def _ring_violations(messages: Sequence[Message], index: _Index, head: int) -> Iterator[Violation]:
+def _ring_violations(
+    messages: Sequence[Message], index: _Index, head: int, calls: Sequence[ToolCallPart]
+) -> Iterator[Violation]:
     """One assistant message with calls: every call answered, right after it, in one message."""
-    ids = list(dict.fromkeys(c.id for c in messages[head].tool_calls))
+    right_after = [head + 1]
+    if all(index.results.get(c.id) == right_after for c in calls):
+        return  # each answered once, in the message right after: the common case
+    ids = list(dict.fromkeys(c.id for c in calls))
     answered_at = {i: index.first_result_after(i, head) for i in ids}
     unanswered = [i for i in ids if answered_at[i] is None]
     if unanswered:
@@ -442,9 +458,28 @@ def validate(transcript: Transcript) -> tuple[Violation, ...]:
     even though OpenAI Chat sends them as consecutive messages (its shape merges them on parse).
     """
     messages = transcript.messages
-    index = _Index.of(messages)
+    return pairing(messages, kind_positions(kind_codes(messages), KIND_OTHER)).violations
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """The pairing facts of messages: their violations (``validate``), and the message indices
+    where each call id is made and answered."""
+
+    violations: tuple[Violation, ...]
+    calls: Mapping[str, Sequence[int]]
+    results: Mapping[str, Sequence[int]]
+
+
+def pairing(messages: Sequence[Message], others: Sequence[int]) -> Pairing:
+    """``validate`` of ``messages`` whose indices that are not of one text part are ``others``
+    (ascending; ``kind_positions``): a message of one text part (and no empty tool_calls) can
+    take part in no violation, so only the others are visited, which keeps a long session's
+    check at C speed."""
+    index = _Index.of(messages, others)
     found: list[Violation] = list(_duplicates(index))
-    for at, message in enumerate(messages):
+    for at in others:
+        message = messages[at]
         if message.empty_tool_calls:
             found.append(
                 _violation(
@@ -456,10 +491,11 @@ def validate(transcript: Transcript) -> tuple[Violation, ...]:
                 )
             )
         if message.role == "assistant":
-            if message.tool_calls:
-                found.extend(_ring_violations(messages, index, at))
+            calls = message.tool_calls
+            if calls:
+                found.extend(_ring_violations(messages, index, at, calls))
             found.extend(_reasoning_violations(message, at))
         elif message.role == "tool":
             found.extend(_tool_message_violations(message, index, at))
     found.sort(key=lambda v: (v.message_index, _KIND_ORDER[v.kind]))
-    return tuple(found)
+    return Pairing(tuple(found), index.calls, index.results)

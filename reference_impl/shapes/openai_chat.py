@@ -66,6 +66,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.transcript.model import text_message_at
 from reference_impl.wording import with_article
 
 __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
@@ -104,6 +105,16 @@ _MESSAGE_KEYS: Final[Mapping[str, frozenset[str]]] = {
     "tool": frozenset({"role", "content", "tool_call_id", "name"}),
 }
 _EMPTY_ONLY: Final = ("refusal", "audio", "function_call", "annotations")
+_CALLS_KEYS: Final = frozenset({"role", "content", "tool_calls"})
+_CALL_KEYS: Final = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS: Final = frozenset({"name", "arguments"})
+_PLAIN_ROLES: Final[Mapping[str, Role]] = {
+    "system": "system",
+    "developer": "developer",
+    "user": "user",
+    "assistant": "assistant",
+}
+"""The roles of a message that may be a role and a string content only (``_map_messages``)."""
 
 # ------------------------------------------------------------------------------ parse request
 
@@ -111,7 +122,7 @@ _EMPTY_ONLY: Final = ("refusal", "audio", "function_call", "annotations")
 def parse_request(body: Mapping[str, Any]) -> Transcript:
     """A Chat Completions request body -> transcript (``ParseError`` with a JSON path)."""
     root, model, extras, tools = parse_head(body, _function_of)
-    messages = _map_messages(root.get("messages").items())
+    messages = _map_messages(root.get("messages"))
     params = parse_params(root, _STRUCTURAL, extras)
     return build_transcript(root, messages, tools, model, params)
 
@@ -122,7 +133,13 @@ def _function_of(tool: Wire) -> Wire:
     return tool.get("function")
 
 
-def _map_messages(items: list[Wire]) -> list[Message]:
+def _map_messages(array: Wire) -> list[Message]:
+    """The neutral messages of the wire's ``messages`` array. A message that is a role and a
+    string content (most of a long conversation) is made directly, with its id; every other one
+    goes through the checked walk below (``Wire``), which names what it cannot take."""
+    values = array.value
+    if not isinstance(values, list):
+        array.items()  # the named error
     out: list[Message] = []
     ring_ids: frozenset[str] = frozenset()
     pending: list[ToolResultPart] = []
@@ -134,10 +151,22 @@ def _map_messages(items: list[Wire]) -> list[Message]:
             out.append(build_message(pending_at, role="tool", parts=tuple(pending)))
         pending.clear()
 
-    for item in items:
-        role: Role = item.get("role").choice(ROLES, "role")  # type: ignore[assignment]
+    for i, value in enumerate(values):
+        named = value.get("role") if type(value) is dict else None
+        plain = _PLAIN_ROLES.get(named) if type(named) is str else None
+        if plain is not None and len(value) == 2 and type(content := value.get("content")) is str:
+            if pending:
+                flush()
+            pending_at = None
+            out.append(text_message_at(len(out), plain, text_part(content, plain)))
+            if plain == "assistant":
+                ring_ids = frozenset()
+            continue
+        item = Wire(value, f"{array.path}[{i}]")
+        short = _plain_tool_result(value) if named == "tool" else None
+        role: Role = "tool" if short else item.get("role").choice(ROLES, "role")  # type: ignore[assignment]
         if role == "tool":
-            result = _map_tool_message(item)
+            result = short or _map_tool_message(item)
             in_ring = result.call_id in ring_ids
             # A tool message joins the previous one only when both answer the same ring.
             if pending and in_ring != pending_in_ring:
@@ -148,7 +177,7 @@ def _map_messages(items: list[Wire]) -> list[Message]:
             continue
         flush()
         pending_at = None
-        message = _map_message(item, role)
+        message = (role == "assistant" and _plain_calls(value)) or _map_message(item, role)
         if role == "assistant":
             ring_ids = frozenset(c.id for c in message.tool_calls)
         out.append(message)
@@ -246,6 +275,41 @@ def _map_tool_call(w: Wire) -> ToolCallPart:
     return ToolCallPart(
         id=w.get("id").str_(), name=fn.get("name").str_(), arguments=fn.get("arguments").str_()
     )
+
+
+def _plain_calls(value: Mapping[str, Any]) -> Message | None:
+    """An assistant message that is an optional string content and a non-empty list of plain
+    function calls (``id``, ``type: function``, ``function: {name, arguments}`` with strings),
+    made directly; None for any other, left to ``_map_assistant``."""
+    content, calls = value.get("content"), value.get("tool_calls")
+    if not value.keys() <= _CALLS_KEYS or type(calls) is not list or not calls:
+        return None
+    if content is not None and type(content) is not str:
+        return None
+    parts: list[Part] = [TextPart(content)] if content is not None else []
+    for call in calls:
+        function = call.get("function") if type(call) is dict else None
+        if (
+            type(function) is not dict
+            or call.keys() != _CALL_KEYS
+            or call["type"] != "function"
+            or type(call_id := call["id"]) is not str
+            or function.keys() != _FUNCTION_KEYS
+            or type(name := function["name"]) is not str
+            or type(arguments := function["arguments"]) is not str
+        ):
+            return None
+        parts.append(ToolCallPart(id=call_id, name=name, arguments=arguments))
+    return Message("assistant", tuple(parts))
+
+
+def _plain_tool_result(value: Mapping[str, Any]) -> ToolResultPart | None:
+    """The result of a tool message that is a call id and a string content (the usual one),
+    made directly; None for any other, left to ``_map_tool_message``."""
+    call_id, content = value.get("tool_call_id"), value.get("content")
+    if len(value) == 3 and type(call_id) is str and type(content) is str:
+        return ToolResultPart(call_id=call_id, content=(TextPart(content),))
+    return None
 
 
 def _map_tool_message(item: Wire) -> ToolResultPart:

@@ -9,7 +9,7 @@ deleted as one unit.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -34,6 +34,7 @@ __all__ = [
     "degrade_attachments",
     "degrade_message",
     "drop_middle_by_tier",
+    "has_attachment",
     "is_short_error_ring",
     "short_error",
     "unit_chars",
@@ -59,10 +60,11 @@ which are not the short error messages this tier is for. It keeps the old end of
 unencoded (ARCHITECTURE section 6)."""
 
 
-def unit_chars(unit: Unit) -> int:
-    """Characters of text, arguments and result text in a unit (attachments count as 0)."""
+def unit_chars(messages: Sequence[Message]) -> int:
+    """Characters of text, arguments and result text in a unit's messages (attachments count
+    as 0)."""
     n = 0
-    for m in unit.messages:
+    for m in messages:
         for p in m.parts:
             if isinstance(p, TextPart):
                 n += len(p.text)
@@ -78,7 +80,9 @@ def is_short_error_ring(state: AssemblyState, unit: Unit) -> bool:
     if not unit.has_error_result:
         return False
     return short_error(
-        lambda: unit_chars(unit), lambda: state.cost(unit), state.config.short_error_max_tokens
+        lambda: unit_chars(unit.messages),
+        lambda: state.cost(unit),
+        state.config.short_error_max_tokens,
     )
 
 
@@ -137,14 +141,15 @@ def degrade_message(message: Message) -> Message:
     return replace(message, parts=tuple(parts))
 
 
-def _has_attachment(unit: Unit) -> bool:
+def has_attachment(messages: Sequence[Message]) -> bool:
+    """Whether any of ``messages`` holds an image or a file (also inside a tool result)."""
     return any(
         isinstance(p, ImagePart | FilePart)
         or (
             isinstance(p, ToolResultPart)
             and any(isinstance(c, ImagePart | FilePart) for c in p.content)
         )
-        for m in unit.messages
+        for m in messages
         for p in m.parts
     )
 
@@ -172,7 +177,7 @@ def degrade_attachments(state: AssemblyState) -> None:
     changed = False
     for n, i in enumerate(middle):
         unit = state.units[i]
-        if not _has_attachment(unit):
+        if not has_attachment(unit.messages):
             continue
         counted = n >= frontier
         before = state.cost(unit) if counted else 0

@@ -20,10 +20,12 @@ the same message twice and the next turn costs only its new messages.
 from __future__ import annotations
 
 import functools
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.errors import TokenCountError
@@ -49,10 +51,29 @@ from reference_impl.tokens.encodings import (
     OFFLINE_ENCODINGS,
     EncodingChoice,
     count_text,
+    count_texts,
     encoding_for_model,
     get_encoding,
 )
-from reference_impl.transcript import SHAPE_NAMES, Message, ToolSpec, Transcript, canonical_json
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    Message,
+    TextPart,
+    ToolSpec,
+    Transcript,
+    canonical_json,
+)
+from reference_impl.transcript.model import (
+    KIND_OTHER,
+    kind_codes,
+    kind_positions,
+    message_digests,
+)
+
+_NAME = operator.attrgetter("name")
+_PARTS = operator.attrgetter("parts")
+_FIRST = operator.itemgetter(0)
+_TEXT = operator.attrgetter("text")
 
 __all__ = [
     "DEFAULT_SAFETY_FACTORS",
@@ -143,11 +164,14 @@ class _Memo(Generic[_K]):
         """The memoized values of ``keys`` (None where absent), under one lock."""
         data = self._data
         with self._lock:
-            found = [data.get(key) for key in keys]
-            for key, value in zip(keys, found, strict=True):
-                if value is not None:
-                    data.move_to_end(key)
-            hits = len(keys) - found.count(None)
+            if not data:  # a new memo: nothing to look up
+                self.misses += len(keys)
+                return [None] * len(keys)
+            found = list(map(data.get, keys))
+            known = list(compress(keys, map(operator.is_not, found, repeat(None))))
+            for key in known:
+                data.move_to_end(key)
+            hits = len(known)
             self.hits += hits
             self.misses += len(keys) - hits
         return found
@@ -198,6 +222,30 @@ class _MemoizedCounter:
     def count_message(self, message: Message) -> int:
         return self._memo.get_or_compute(message.digest, lambda: self._message(message))
 
+    def count_messages(self, messages: Sequence[Message]) -> list[int]:
+        """``count_message`` of each message, in one memo lookup and one store: each distinct
+        new content is counted once (``_count_new``)."""
+        digests = message_digests(messages)
+        memo = self._memo
+        found = memo.lookup_all(digests)
+        if None not in found:
+            return found  # type: ignore[return-value]  # no None left
+        if found.count(None) == len(found) and len(set(digests)) == len(digests):
+            counts = self._count_new(list(messages))  # all new, all different: the usual batch
+            memo.store_all(list(zip(digests, counts, strict=True)))
+            return counts
+        todo: dict[str, Message] = {}
+        for digest, known, message in zip(digests, found, messages, strict=True):
+            if known is None and digest not in todo:
+                todo[digest] = message
+        new = dict(zip(todo, self._count_new(list(todo.values())), strict=True))
+        self._memo.store_all(list(new.items()))
+        return [new[d] if known is None else known for d, known in zip(digests, found, strict=True)]
+
+    def _count_new(self, messages: list[Message]) -> list[int]:
+        """Tokens of messages not in the memo (``_message`` of each)."""
+        return [self._message(m) for m in messages]
+
     def count_tools(self, tools: Sequence[ToolSpec]) -> int:
         if not tools:
             return 0
@@ -207,20 +255,7 @@ class _MemoizedCounter:
     def count(self, transcript: Transcript) -> TokenCount:
         # One memo lookup for all messages and one store for the new ones (two lock round trips
         # per request, not two per message); known messages cost a digest read and a dict hit.
-        messages = transcript.messages
-        digests = [m.digest for m in messages]
-        found = self._memo.lookup_all(digests)
-        new: dict[str, int] = {}
-        for i, known in enumerate(found):
-            if known is None:
-                digest = digests[i]
-                counted = new.get(digest)  # the same content twice in one request: encode once
-                if counted is None:
-                    counted = new[digest] = self._message(messages[i])
-                found[i] = counted
-        if new:
-            self._memo.store_all(list(new.items()))
-        per_message = tuple(v for v in found if v is not None)
+        per_message = tuple(self.count_messages(transcript.messages))
         tools = self.count_tools(transcript.tools)
         overhead = self._overhead(transcript)
         return TokenCount(
@@ -292,6 +327,8 @@ class TiktokenCounter(_MemoizedCounter):
             fetched=FETCHED_FILE_TOKENS if fetched_allowance is None else fetched_allowance,
             fetched_image=fetched_allowance,
         )
+        self._frames: list[int] = []
+        self._texts = functools.partial(count_texts, get_encoding(encoding))
 
     @property
     def name(self) -> str:
@@ -300,6 +337,48 @@ class TiktokenCounter(_MemoizedCounter):
 
     def _message(self, message: Message) -> int:
         return self.rules.message(message)
+
+    def _count_new(self, messages: list[Message]) -> list[int]:
+        # A message of one text part and no name (most of a session) costs its role's frame plus
+        # its text: the frames are taken from the rules (``message`` of an empty text of that
+        # role), the texts encoded in one pass (``count_texts``); the others one by one.
+        kinds = kind_codes(messages)
+        plain = list(
+            compress(
+                range(len(messages)),
+                map(
+                    operator.and_,
+                    map(KIND_OTHER.__ne__, kinds),
+                    map(operator.is_, map(_NAME, messages), repeat(None)),
+                ),
+            )
+        )
+        picked = map(messages.__getitem__, plain)
+        texts = list(map(_TEXT, map(_FIRST, map(_PARTS, picked))))
+        frames = self._kind_frames()
+        counts = map(
+            operator.add, map(frames.__getitem__, map(kinds.__getitem__, plain)), self._texts(texts)
+        )
+        if len(plain) == len(messages):
+            return list(counts)
+        out = [0] * len(messages)
+        for i, cost in zip(plain, counts, strict=True):
+            out[i] = cost
+        flags = bytearray(len(messages))  # the others, one by one
+        for i in plain:
+            flags[i] = 1
+        for i in kind_positions(flags, 0):
+            out[i] = self.rules.message(messages[i])
+        return out
+
+    def _kind_frames(self) -> list[int]:
+        """The frame of a message of one text part, by kind code (system ... assistant)."""
+        if not self._frames:
+            self._frames = [
+                self.rules.message(Message(role, (TextPart(""),)))
+                for role in ("system", "developer", "user", "assistant")
+            ]
+        return self._frames
 
     def _tools(self, tools: Sequence[ToolSpec]) -> int:
         return self.rules.tools(tools)

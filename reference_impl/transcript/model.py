@@ -24,9 +24,12 @@ Conventions that the shapes rely on:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from typing_extensions import assert_never
@@ -53,8 +56,14 @@ __all__ = [
     "ToolSpec",
     "Transcript",
     "canonical_json",
+    "default_id",
+    "kind_codes",
+    "kind_positions",
     "message_digest",
+    "message_digests",
     "params_from_mapping",
+    "same_messages",
+    "text_message_at",
 ]
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
@@ -226,6 +235,21 @@ _ALLOWED_KINDS: Final[Mapping[str, frozenset[str]]] = {
 
 # ------------------------------------------------------------------------------------- message
 
+KIND_SYSTEM: Final = 0
+KIND_DEVELOPER: Final = 1
+KIND_USER: Final = 2
+KIND_ASSISTANT: Final = 3
+KIND_OTHER: Final = 4
+"""A message's kind code (``kind_codes``): 0-3 for a message of exactly one text part from the
+system, developer, user or assistant; 4 for every other message (tool parts, attachments,
+reasoning, a summary, several parts, a ``tool`` role, an empty ``tool_calls``)."""
+_PLAIN_KIND: Final[Mapping[str, int]] = {
+    "system": KIND_SYSTEM,
+    "developer": KIND_DEVELOPER,
+    "user": KIND_USER,
+    "assistant": KIND_ASSISTANT,
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -242,6 +266,7 @@ class Message:
     empty_tool_calls: bool = False
     id: str = field(default="", compare=False)
     _digest: str = field(default="", init=False, repr=False, compare=False)
+    _kind: int = field(default=KIND_OTHER, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -257,6 +282,9 @@ class Message:
                     f"(allowed: {', '.join(sorted(allowed))})",
                     where=f"parts[{i}]",
                 )
+        parts = self.parts
+        if len(parts) == 1 and type(parts[0]) is TextPart and not self.empty_tool_calls:
+            object.__setattr__(self, "_kind", _PLAIN_KIND.get(self.role, KIND_OTHER))
 
     # -- convenience views -----------------------------------------------------------------
 
@@ -287,11 +315,37 @@ class Message:
         """Whether the message holds a tool call or a tool result."""
         return any(isinstance(p, ToolCallPart | ToolResultPart) for p in self.parts)
 
+    def __eq__(self, other: object) -> bool:
+        # The dataclass equality (fields in order, id and caches left out), written out so that
+        # each comparison by value is counted: ``same_messages`` relies on it.
+        next(_VALUE_COMPARISONS)
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Message)
+        return (self.role, self.parts, self.name, self.wire_id, self.empty_tool_calls) == (
+            other.role,
+            other.parts,
+            other.name,
+            other.wire_id,
+            other.empty_tool_calls,
+        )
+
+    def __hash__(self) -> int:
+        # What the dataclass would generate for a frozen class with this equality.
+        return hash((self.role, self.parts, self.name, self.wire_id, self.empty_tool_calls))
+
     def with_id(self, message_id: str) -> Message:
-        """The same message with another id (ids are not part of equality)."""
-        renamed = replace(self, id=message_id)
-        if self._digest:  # the id is not part of the digest: keep the one already computed
-            object.__setattr__(renamed, "_digest", self._digest)
+        """The same message with another id (ids are not part of equality). A copy of checked
+        fields, not a new construction: a long session gets an id for every message."""
+        renamed: Message = object.__new__(Message)
+        _set(renamed, "role", self.role)
+        _set(renamed, "parts", self.parts)
+        _set(renamed, "name", self.name)
+        _set(renamed, "wire_id", self.wire_id)
+        _set(renamed, "empty_tool_calls", self.empty_tool_calls)
+        _set(renamed, "id", message_id)
+        _set(renamed, "_digest", self._digest)  # the id is not part of the digest
+        _set(renamed, "_kind", self._kind)
         return renamed
 
 
@@ -330,6 +384,33 @@ class Transcript:
     def __post_init__(self) -> None:
         if not isinstance(self.messages, tuple):
             raise TranscriptError(f"messages must be a tuple, got {type(self.messages).__name__}")
+        if not self._checked_at_c_speed():
+            self._check_messages()
+        self._check_tools()
+
+    def _checked_at_c_speed(self) -> bool:
+        """Whether every message is a ``Message`` with an id of its own, no two alike (ids
+        filled in where missing): checked at C speed for the usual transcript, whose messages
+        have their ids (or most of them, for a parsed one); False sends it to the careful
+        check, which names what is wrong."""
+        messages = self.messages
+        if not all(map(operator.is_, map(type, messages), repeat(Message))):
+            return False
+        ids = list(map(_ID_OF, messages))
+        if "" in ids:
+            fixed = list(messages)
+            for index in compress(range(len(ids)), map(operator.not_, ids)):
+                fixed[index] = messages[index].with_id(default_id(index, messages[index]))
+                ids[index] = fixed[index].id
+            if len(set(ids)) != len(ids):
+                return False
+            object.__setattr__(self, "messages", tuple(fixed))
+            return True
+        return len(set(ids)) == len(ids)
+
+    def _check_messages(self) -> None:
+        """Every message a ``Message``, ids filled in from the position and the digest, no id
+        twice (each error names the message)."""
         seen: dict[str, int] = {}
         fixed: list[Message] = []
         changed = False
@@ -340,7 +421,7 @@ class Transcript:
                 )
             message = given
             if not message.id:
-                message = given.with_id(f"m{index}-{given.digest[:10]}")
+                message = given.with_id(default_id(index, given))
                 changed = True
             if message.id in seen:
                 raise TranscriptError(
@@ -351,6 +432,8 @@ class Transcript:
             fixed.append(message)
         if changed:
             object.__setattr__(self, "messages", tuple(fixed))
+
+    def _check_tools(self) -> None:
         if not isinstance(self.tools, tuple):
             raise TranscriptError(f"tools must be a tuple, got {type(self.tools).__name__}")
         names: dict[str, int] = {}
@@ -384,6 +467,99 @@ class Transcript:
     def with_messages(self, messages: Iterable[Message]) -> Transcript:
         """The same transcript with other messages (tools, model and params kept)."""
         return replace(self, messages=tuple(messages))
+
+
+_KIND_OF = operator.attrgetter("_kind")
+_ID_OF = operator.attrgetter("id")
+_VALUE_COMPARISONS: Final = itertools.count()
+"""Incremented by every ``Message.__eq__`` call (``same_messages``)."""
+_DIGEST_OF = operator.attrgetter("_digest")
+_set = object.__setattr__
+
+
+def kind_codes(messages: Sequence[Message]) -> bytes:
+    """One kind code per message (``KIND_SYSTEM`` ... ``KIND_OTHER``), at C speed: a session is
+    mostly messages of one text part, which can take no part in tool-call pairing; the codes let
+    a pass over a long session visit only the others (``bytes.find``) and name the roles of the
+    rest without reading them."""
+    return bytes(map(_KIND_OF, messages))
+
+
+def default_id(index: int, message: Message) -> str:
+    """The id a transcript gives the message at ``index`` that has none: the position and the
+    start of the content digest."""
+    return f"m{index}-{(_DIGEST_OF(message) or message.digest)[:10]}"
+
+
+def text_message_at(index: int, role: Role, part: TextPart | SummaryPart) -> Message:
+    """``Message(role, (part,))`` with the id ``default_id`` gives it at ``index``: made once
+    (where a message made without an id is copied to take one), its checks those of a message
+    of one part, for the many such messages a parser meets."""
+    kind = _PLAIN_KIND.get(role)
+    if kind is None or (type(part) is SummaryPart and role == "assistant"):
+        message = Message(role, (part,))  # the checks name what is wrong
+    else:
+        message = object.__new__(Message)
+        _set(message, "role", role)
+        _set(message, "parts", (part,))
+        _set(message, "name", None)
+        _set(message, "wire_id", None)
+        _set(message, "empty_tool_calls", False)
+        if type(part) is TextPart:
+            _set(message, "_kind", kind)
+            raw = part.text.encode("utf-8", "surrogatepass")  # _one_text_digest, no name or id
+            h = hashlib.sha256(_ONE_TEXT_HEADS[role] + b"NNP1:textS%d:" % len(raw))
+            h.update(raw)
+            digest = h.hexdigest()
+            _set(message, "_digest", digest)
+            _set(message, "id", f"m{index}-{digest[:10]}")  # default_id, the digest in hand
+            return message
+        _set(message, "_kind", KIND_OTHER)
+        _set(message, "_digest", "")
+    _set(message, "id", default_id(index, message))  # a new object: nobody else holds it yet
+    return message
+
+
+def same_messages(a: tuple[Message, ...], b: tuple[Message, ...]) -> bool:
+    """Whether ``a`` and ``b`` hold the very same message objects, in order.
+
+    At C speed: a tuple comparison passes over identical elements without calling ``__eq__``;
+    ``Message.__eq__`` counts the comparisons by value (``_VALUE_COMPARISONS``, a thread-safe
+    counter), so a comparison that called none met identical objects only. When one was called
+    (an equal but distinct message, or another thread comparing messages meanwhile), the
+    answer comes from comparing each pair by identity."""
+    if len(a) != len(b):
+        return False
+    before = next(_VALUE_COMPARISONS)
+    if a != b:
+        return False
+    if next(_VALUE_COMPARISONS) == before + 1:
+        return True
+    return all(map(operator.is_, a, b))
+
+
+def message_digests(messages: Sequence[Message]) -> list[str]:
+    """``Message.digest`` of each message; at C speed for those already computed (a session's
+    messages all have theirs once the transcript has given them ids)."""
+    found = list(map(_DIGEST_OF, messages))
+    if "" in found:
+        return [m.digest for m in messages]
+    return found
+
+
+def kind_positions(
+    codes: bytes | bytearray, kind: int, start: int = 0, stop: int | None = None
+) -> list[int]:
+    """The positions of ``kind`` in ``codes[start:stop]`` (``kind_codes``), found with
+    ``bytes.find``: C speed between them."""
+    end = len(codes) if stop is None else stop
+    out: list[int] = []
+    find = codes.find
+    at = find(kind, start, end)
+    while at >= 0:
+        out.append(at)
+        at = find(kind, at + 1, end)
+    return out
 
 
 def params_from_mapping(values: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
@@ -449,8 +625,36 @@ def message_digest(message: Message) -> str:
     Every field is tagged and length-prefixed (no JSON is built: hashing the text once is all the
     work, which matters for a counter that digests every message of a long session).
     """
+    if _KIND_OF(message) != KIND_OTHER:
+        return _one_text_digest(message)
     out: list[bytes] = [b"ctxconf.message/2", b"T" if message.empty_tool_calls else b"F"]
     for text in (message.role, message.name, message.wire_id):
         _digest_field(out, text)
     _digest_parts(out, message.parts)
     return hashlib.sha256(b"".join(out)).hexdigest()
+
+
+def _field_bytes(value: str | None) -> bytes:
+    out: list[bytes] = []
+    _digest_field(out, value)
+    return b"".join(out)
+
+
+_ONE_TEXT_HEADS: Final = {
+    role: b"ctxconf.message/2F" + _field_bytes(role)
+    for role in ("system", "developer", "user", "assistant")
+}
+"""The digest's bytes up to the name, for a message of one text part (never an empty tool_calls)."""
+
+
+def _one_text_digest(message: Message) -> str:
+    """``message_digest`` of a message of one text part: the very same bytes, written directly
+    (most messages of a session are of this kind, and a parsed session digests every one)."""
+    name, wire_id = message.name, message.wire_id
+    middle = (
+        b"NN" if name is None and wire_id is None else _field_bytes(name) + _field_bytes(wire_id)
+    )
+    raw = message.parts[0].text.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+    h = hashlib.sha256(_ONE_TEXT_HEADS[message.role] + middle + b"P1:textS%d:" % len(raw))
+    h.update(raw)
+    return h.hexdigest()

@@ -51,9 +51,9 @@ def test_the_newest_first_walk_equals_the_unit_by_unit_loop(case):
     positions, stop, skip, costs, known, room = case
     counted: list[int] = []
 
-    def count(p):
-        counted.append(p)
-        return costs[p]
+    def count(run, _room):
+        counted.append(run[0])
+        return [costs[run[0]]]
 
     got = _take_newest(
         positions,
@@ -65,6 +65,31 @@ def test_the_newest_first_walk_equals_the_unit_by_unit_loop(case):
     )
     want = unit_by_unit(positions, stop, skip, costs, known, room)
     assert (*got, counted) == want  # same units taken, same stop, and only the reached counted
+
+
+@given(walks(), st.integers(1, 50))
+def test_counting_runs_ahead_changes_nothing_the_walk_decides(case, ahead):
+    # count(run, room) may count more than the first unit of a run (in one go): the walk takes
+    # the units as a unit-by-unit walk meets them, so what it decides is the same
+    positions, stop, skip, costs, known, room = case
+    counted: list[int] = []
+
+    def count(run, _room):
+        counted.extend(run[:ahead])
+        return [costs[p] for p in run[:ahead]]
+
+    got = _take_newest(
+        positions,
+        stop,
+        skip=skip,
+        room=room,
+        known=lambda chunk: [costs[p] if p in known else None for p in chunk],
+        count=count,
+    )
+    want = unit_by_unit(positions, stop, skip, costs, known, room)
+    assert got == want[:4]
+    assert set(want[4]) <= set(counted)  # every unit reached was counted
+    assert len(counted) == len(set(counted))  # and none twice
 
 
 @given(

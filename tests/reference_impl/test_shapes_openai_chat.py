@@ -559,3 +559,71 @@ def test_arbitrary_json_gives_a_transcript_or_a_parse_error(body: Any) -> None:
 )
 def test_arbitrary_json_gives_a_reply_or_a_parse_error(body: Any) -> None:
     assert_parsed_or_located(parse_response, body, Message)
+
+
+_SHORT_FORM_MESSAGES = st.lists(
+    st.one_of(
+        st.builds(
+            lambda role, text: {"role": role, "content": text},
+            st.sampled_from(["system", "developer", "user", "assistant"]),
+            st.text(max_size=20) | st.just("<context-summary>\nold\n</context-summary>"),
+        ),
+        st.tuples(st.just("ring"), st.integers(1, 3), st.none() | st.text(max_size=8)),
+    ),
+    max_size=12,
+)
+
+
+def _body(items: list[Any]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for n, item in enumerate(items):
+        if isinstance(item, tuple):  # a ring: width calls, a text or none before them
+            _, width, text = item
+            ids = [f"c{n}.{k}" for k in range(width)]
+            calls = [
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                for i in ids
+            ]
+            messages.append({"role": "assistant", "content": text, "tool_calls": calls})
+            messages.extend({"role": "tool", "tool_call_id": i, "content": f"out {i}"} for i in ids)
+        else:
+            messages.append(item)
+    return {"model": "gpt-4o", "messages": messages}
+
+
+@settings(max_examples=100, deadline=None)
+@given(_SHORT_FORM_MESSAGES)
+def test_short_form_messages_parse_as_the_checked_walk_parses_them(items: list[Any]) -> None:
+    # A message that is a role and a string (a tool message: a call id and a string; an
+    # assistant's: plain function calls) is made directly; with a null name added it takes the
+    # checked walk: the same messages, same ids
+    body = _body(items)
+    walked = _body(items)
+    for message in walked["messages"]:
+        message["name"] = None
+    short, long = parse_request(body), parse_request(walked)
+    assert short == long
+    assert [m.id for m in short] == [m.id for m in long]
+
+
+@pytest.mark.parametrize(
+    ("message", "where"),
+    [
+        ({"role": ["user"], "content": "a"}, "messages[0].role"),
+        ({"role": "user", "name": "a"}, "messages[0].content"),
+        ({"role": "tool", "tool_call_id": 7, "content": "a"}, "messages[0].tool_call_id"),
+        ({"role": "robot", "content": "a"}, "messages[0].role"),
+        (
+            {"role": "assistant", "tool_calls": [{"id": "c", "type": "fn", "function": {}}]},
+            "messages[0].tool_calls[0].type",
+        ),
+        (
+            {"role": "assistant", "content": 3, "tool_calls": [{"id": "c", "function": {}}]},
+            "messages[0].content",
+        ),
+    ],
+)
+def test_short_form_lookalikes_get_the_named_error(message: dict[str, Any], where: str) -> None:
+    with pytest.raises(ParseError) as info:
+        parse_request({"messages": [message]})
+    assert info.value.where == where

@@ -37,6 +37,7 @@ from reference_impl import (
     assemble,
     redact_secrets,
 )
+from reference_impl.assembler import assemble_pipeline
 from reference_impl.summary import NO_REPEAT_LINE, SummaryError, summary_depth
 from reference_impl.transcript import SummaryPart
 
@@ -220,7 +221,7 @@ def test_summary_failure_code_when_nothing_else_can_make_it_fit(monkeypatch):
     metrics = AssemblyMetrics(CollectorRegistry())
     monkeypatch.setattr(compact.AssemblyState, "fits", lambda self, limit=None: False)
     with pytest.raises(ContextAssemblyError) as info:
-        assemble(
+        assemble_pipeline(  # the steps' own state is patched: the pipeline itself must run
             compactable(),
             AssemblyConfig(recent_tool_rings=0, recent_user_turns=1),
             counter=WordCounter(),

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 
+from conformance.strategies import transcripts
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens import (
     AnthropicEstimateCounter,
@@ -39,6 +40,7 @@ from reference_impl.tokens._image_tokens import (
 )
 from reference_impl.tokens.encodings import (
     count_text,
+    count_texts,
     encoding_for_model,
     get_encoding,
     text_chunks,
@@ -341,6 +343,38 @@ def test_other_base_exceptions_are_not_swallowed(monkeypatch: pytest.MonkeyPatch
         count_text(Boom(), "abc")  # type: ignore[arg-type]
 
 
+def test_counting_texts_in_one_pass_is_counting_each() -> None:
+    # count_texts: one C-speed pass when it can; a text past EXACT_MAX_CHARS, or a panic,
+    # sends the batch through count_text one by one: the same counts either way
+    enc = get_encoding("o200k_base")
+    texts = ["", "hello world", "<|endoftext|>", "部署 😀 " * 50]
+    assert count_texts(enc, texts) == [count_text(enc, t) for t in texts]
+    long = [*texts, " " * 1_000_000]  # past EXACT_MAX_CHARS: chunked, never the exact path
+    assert count_texts(enc, long) == [count_text(enc, t) for t in long]
+
+    panic = type("PanicException", (BaseException,), {})
+
+    class Panicky:
+        """An encoding whose Rust core panics once, on the batch's second text."""
+
+        calls = 0
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            self.calls += 1
+            if self.calls == 2:
+                raise panic
+            return enc.encode_ordinary(text)
+
+    assert count_texts(Panicky(), texts) == [count_text(enc, t) for t in texts]  # type: ignore[arg-type]
+
+    class Interrupted:
+        def encode_ordinary(self, text: str) -> list[int]:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        count_texts(Interrupted(), ["abc"])  # type: ignore[arg-type]
+
+
 def _english_prose() -> str:
     from pydoc_data.topics import topics  # the Python reference manual's English prose
 
@@ -517,3 +551,30 @@ def test_count_is_the_sum_of_its_parts(texts: list[str]) -> None:
         result = counter.count(transcript)
         assert result.messages == tuple(counter.count_message(m) for m in transcript.messages)
         assert result.total == sum(result.messages) + result.overhead
+
+
+# ------------------------------------------------------------------------ counting in batches
+
+
+def _fresh_counter(kind: str) -> TiktokenCounter | EstimateCounter:
+    if kind == "estimate":
+        return EstimateCounter("anthropic-messages", safety_factor=1.3)
+    shape, model = kind.split(":")
+    return TiktokenCounter("o200k_base", shape, model=model)
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    transcripts(max_messages=12),
+    st.sampled_from(["openai-chat:gpt-4o", "openai-chat:gpt-5", "openai-responses:o3", "estimate"]),
+    st.lists(st.sampled_from(["a", "bot"]) | st.none(), max_size=3),
+)
+def test_counting_in_a_batch_is_counting_one_by_one(session, kind, names) -> None:
+    # count_messages: one memo round trip, and a message of one text part counted as its frame
+    # plus its text; the counts are those of count_message, repeats and named messages included
+    named = [Message("user", (TextPart(f"hi {n}"),), name=n) for n in names]
+    messages = [*session.messages, *named, *session.messages[:2]]
+    batch, single = _fresh_counter(kind), _fresh_counter(kind)
+    want = [single.count_message(m) for m in messages]
+    assert batch.count_messages(messages) == want
+    assert batch.count_messages(messages) == want  # the second time from the memo

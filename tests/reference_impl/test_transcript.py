@@ -9,11 +9,22 @@ import pytest
 from reference_impl.errors import ParseError, SessionFileError, TranscriptError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import (
+    ImagePart,
     Message,
     TextPart,
+    ToolCallPart,
     ToolSpec,
     Transcript,
     transcript_from_dict,
+)
+from reference_impl.transcript.model import (
+    KIND_ASSISTANT,
+    KIND_DEVELOPER,
+    KIND_OTHER,
+    KIND_SYSTEM,
+    KIND_USER,
+    kind_codes,
+    kind_positions,
 )
 
 
@@ -133,3 +144,50 @@ def test_count_says_when_the_model_is_unknown(tmp_path: Any) -> None:
     assert result.exit_code == 0
     assert json.loads(result.stdout)["encoding"] == "o200k_base"
     assert "unknown model 'my-finetune'" in result.stderr
+
+
+def test_kind_codes_mark_the_messages_of_one_text_part_by_role() -> None:
+    messages = [
+        Message("system", (TextPart("s"),)),
+        Message("developer", (TextPart("d"),)),
+        Message("user", (TextPart("u"),)),
+        Message("assistant", (TextPart("a"),)),
+        Message("tool", (TextPart("t"),)),  # one text part, but a tool message
+        Message("assistant", (TextPart("a"),), empty_tool_calls=True),
+        Message("user", (TextPart("u"), TextPart("v"))),
+        Message("user", ()),
+        Message("assistant", (ToolCallPart("c", "f", "{}"),)),
+        Message("user", (ImagePart("url", "https://x/y.png"),)),
+        Message("user", (TextPart("u"),)).with_id("renamed"),  # the kind survives with_id
+    ]
+    codes = kind_codes(messages)
+    assert list(codes) == [
+        KIND_SYSTEM,
+        KIND_DEVELOPER,
+        KIND_USER,
+        KIND_ASSISTANT,
+        *[KIND_OTHER] * 6,
+        KIND_USER,
+    ]
+    assert kind_positions(codes, KIND_OTHER) == [4, 5, 6, 7, 8, 9]
+    assert kind_positions(codes, KIND_OTHER, 5, 8) == [5, 6, 7]
+    assert kind_positions(codes, KIND_USER) == [2, 10]
+    assert kind_positions(codes, KIND_USER, 3) == [10]
+    assert kind_positions(b"", KIND_USER) == []
+
+
+def test_same_messages_means_the_very_same_objects() -> None:
+    from reference_impl.transcript.model import same_messages
+
+    a = tuple(Message("user", (TextPart(f"m{i}"),)) for i in range(50))
+    assert same_messages(a, a[:])
+    assert same_messages((*a[:10], *a[10:]), a)
+    assert not same_messages(a, a[:-1])
+    # equal but distinct objects (one of them, anywhere): not the same, whatever their ids
+    twin = Message("user", (TextPart("m7"),))
+    assert twin == a[7]
+    assert hash(twin) == hash(a[7])
+    assert not same_messages((*a[:7], twin, *a[8:]), a)
+    assert not same_messages((*a[:7], a[7].with_id("other"), *a[8:]), a)
+    assert not same_messages((*a[:49], Message("user", (TextPart("x"),))), a)
+    assert same_messages((), ())

@@ -1,0 +1,189 @@
+"""``assemble()`` takes the indexed path (``reference_impl.incremental``) when it can; its result
+is the pipeline's (``assemble_pipeline``), report included, field for field: ``tokens_before``
+too, which says what was counted, so the indexed path counts exactly what the steps count."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_support import examples
+from prometheus_client import CollectorRegistry
+
+from conformance.strategies import transcripts
+from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError
+from reference_impl.assembler import assemble, assemble_pipeline
+from reference_impl.incremental import SessionAssembler
+from reference_impl.ledger import Ledger, LedgerEntry
+from reference_impl.memory import MemoryItem
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SHAPE_NAMES
+
+CONFIGS = st.builds(
+    AssemblyConfig,
+    recent_tool_rings=st.integers(0, 2),
+    recent_user_turns=st.integers(0, 2),
+    middle_delete_unit=st.sampled_from(
+        ["tool_ring", "tool_ring", "tool_ring", "clear_tool_result"]
+    ),
+    keep_middle_error_results=st.integers(0, 2),
+    short_error_max_tokens=st.sampled_from([5, 40, 200]),
+    summarize_trigger_ratio=st.sampled_from([0.5, 1.0, 1.0, 1.0]),
+    pin=st.sampled_from(
+        [
+            ("first_user_message", "side_effect_ledger", "security_system_prompt"),
+            ("first_user_message",),
+            (),
+        ]
+    ),
+)
+
+
+def everything(run):
+    """All an assembly says but its timing, or the refusal's code and details."""
+    try:
+        a = run()
+    except ContextAssemblyError as exc:
+        details = dict(exc.details)
+        details["report"] = {k: v for k, v in details["report"].items() if k != "seconds"}
+        return ("rejected", exc.code, json.dumps(details, sort_keys=True, default=str))
+    report = a.report.to_dict()
+    report.pop("seconds")
+    return (
+        [(m.id, m.role, m.parts, m.name) for m in a.view],
+        [m.id for m in a.base_view],
+        a.view.tools,
+        a.injected_ids,
+        a.prefix_ids,
+        json.dumps(report, sort_keys=True),
+    )
+
+
+@st.composite
+def cases(draw):
+    """A session, a config, memory, a ledger and a budget; the budget mostly between what is
+    never cut and the whole session, where trimming decides."""
+    shape = draw(st.sampled_from(SHAPE_NAMES))
+    caps = get_shape(shape).capabilities
+    if draw(st.booleans()):  # text only, half the time
+        caps = replace(
+            caps,
+            tool_result_attachments=frozenset({"text"}),
+            user_attachments=frozenset({"text"}),
+        )
+    session = draw(transcripts(caps, min_messages=1, max_messages=30))
+    config = draw(CONFIGS)
+    memory = draw(st.sampled_from([(), (MemoryItem("notes", "prefers canary deploys"),)]))
+    calls = [c.id for m in session.messages for c in m.tool_calls]
+    entries = draw(
+        st.lists(
+            st.builds(
+                LedgerEntry,
+                st.just("notify"),
+                st.sampled_from(calls or ["c-none"]),
+                st.sampled_from(["succeeded", "timed_out"]),
+                st.none() | st.just("key-1"),
+            ),
+            max_size=2,
+            unique_by=lambda e: e.call_id,
+        )
+    )
+    ledger = Ledger(tuple(entries))
+    total = WordCounter().count(session).total
+    try:
+        probe = assemble_pipeline(
+            session,
+            config.with_changes(summarize_trigger_ratio=1.0, middle_delete_unit="tool_ring"),
+            shape=shape,
+            counter=WordCounter(),
+            budget=total + 200,
+            metrics=AssemblyMetrics(CollectorRegistry()),
+            memory=memory,
+            ledger=ledger,
+        ).report
+        floor = probe.tokens_before.total - probe.tokens_before.middle
+    except ContextAssemblyError:
+        floor = 0
+    budget = draw(st.integers(max(0, floor - 5), total + 120) | st.integers(0, total + 120))
+    return shape, session, config, budget, memory, ledger
+
+
+@settings(
+    max_examples=examples(600),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(cases())
+def test_assemble_is_the_pipeline(case):
+    shape, session, config, budget, memory, ledger = case
+    metrics = AssemblyMetrics(CollectorRegistry())
+
+    def run(how):
+        return lambda: how(
+            session,
+            config,
+            shape=shape,
+            counter=WordCounter(),
+            budget=budget,
+            metrics=metrics,
+            memory=memory,
+            ledger=ledger,
+        )
+
+    assert everything(run(assemble)) == everything(run(assemble_pipeline))
+
+
+def _both(s, config, budget):
+    """What the indexed path and the pipeline each say, and the messages each counted."""
+    metrics = AssemblyMetrics(CollectorRegistry())
+    fast_counter, slow_counter = WordCounter(), WordCounter()
+    assembler = SessionAssembler(config, counter=fast_counter, metrics=metrics)
+    fast = everything(lambda: assembler.assemble(s, budget=budget))
+    slow = everything(
+        lambda: assemble_pipeline(s, config, counter=slow_counter, budget=budget, metrics=metrics)
+    )
+    assert assembler.last_path == "incremental"
+    return fast, slow, set(fast_counter.encoded), set(slow_counter.encoded)
+
+
+def test_only_the_newest_short_error_rings_are_decided():
+    # Four short error rings in the middle, one kept as the error tier: classify_middle decides
+    # (and counts) error rings newest first only until it has found one short ring.
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        *(part for i in range(4) for part in (ring(f"e{i}", "boom", error=True), assistant("ok"))),
+        ring("last", words(3)),
+        user("next?"),
+    )
+    config = AssemblyConfig(
+        keep_middle_error_results=1, recent_tool_rings=1, summarize_trigger_ratio=1.0
+    )
+    fast, slow, _, _ = _both(s, config, budget=60)
+    assert fast == slow  # tokens_before: the oldest error rings were never reached
+    assert json.loads(fast[-1])["tokens_before_is_lower_bound"]
+
+
+def test_the_middle_is_summed_by_position_before_the_tiers():
+    # The newest middle unit is a long ring; the older plain turns fill the room first and the
+    # ring is dropped. AssemblyState.fits() sums the middle by position first, so the ring is
+    # counted (and reported in tokens_before) although the fill never reaches it.
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        *(assistant(words(6)) for _ in range(3)),
+        ring("long", words(40)),
+        ring("kept", words(2)),
+        user("next?"),
+    )
+    config = AssemblyConfig(recent_tool_rings=1, summarize_trigger_ratio=1.0)
+    # prefix 17 + suffix 18 + overhead 3: a room of 25 for three turns of 10 and a ring of 51
+    fast, slow, counted, _ = _both(s, config, budget=63)
+    assert fast == slow
+    assert s.messages[6].id in counted  # the long ring's result
+    report = json.loads(fast[-1])
+    assert report["dropped_ring_ids"]  # the long ring went
+    assert report["tokens_before"]["middle"] > 40  # and was counted on the way
