@@ -203,7 +203,9 @@ class Assembly:
     def render(
         self, shape: ShapeName | None = None, *, dialect: str | None = None
     ) -> dict[str, Any]:
-        """The request body in ``shape`` (the assembly's shape by default)."""
+        """The request body in ``shape`` (the assembly's shape by default). Where the shape's
+        provider requires an output cap the session does not set (Anthropic ``max_tokens``), the
+        body asks for ``config.output_reserve_tokens``, the output room the budget kept."""
         name = shape or self.report.shape
         view = self.view_for(name)
         if dialect is not None:
@@ -214,6 +216,11 @@ class Assembly:
             body: dict[str, Any] = render_for_dialect(view, dialect)
         else:
             body = shapes.get_shape(name).render_request(view)
+        options = shapes.get_shape(name).options
+        if options.max_output_required and options.output_cap(body) is None:
+            # A26: the provider refuses a request without its output cap. The budget was planned
+            # with room for this much output, so that is the cap the request asks for.
+            body = options.with_output_cap(body, self.config.output_reserve_tokens)
         place = shapes.get_shape(name).place_cache_breakpoints
         if place is not None and self.config.anthropic_cache_breakpoints > 0:
             body = place(

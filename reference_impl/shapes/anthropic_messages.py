@@ -554,7 +554,9 @@ ADAPTER: Final = ShapeAdapter(
     model_in_url=False,
     default_model="claude-haiku-4-5",
     capabilities=CAPABILITIES,
-    options=GenerationOptions("max_tokens", "temperature", "top_p", "stop_sequences"),
+    options=GenerationOptions(
+        "max_tokens", "temperature", "top_p", "stop_sequences", max_output_required=True
+    ),
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,

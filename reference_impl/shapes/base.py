@@ -88,6 +88,27 @@ class GenerationOptions:
     when they are top-level keys of the body."""
     max_output_aliases: tuple[str, ...] = ()
     """Other top-level names of the output cap (Chat Completions ``max_completion_tokens``)."""
+    max_output_required: bool = False
+    """True when the provider refuses a generation request without the output cap (Anthropic
+    ``max_tokens``, rule A26): ``Assembly.render`` then fills it from the output reserve."""
+
+    def output_cap(self, body: Mapping[str, Any]) -> object:
+        """The output cap ``body`` carries under any of its names (None when it has none)."""
+        holder = body.get(self.container) if self.container else body
+        if not isinstance(holder, Mapping):
+            return None
+        for key in (self.max_output, *self.max_output_aliases):
+            if holder.get(key) is not None:
+                return holder[key]
+        return None
+
+    def with_output_cap(self, body: dict[str, Any], tokens: int) -> dict[str, Any]:
+        """``body`` with the output cap set to ``tokens`` (a new dict; ``body`` is not changed)."""
+        if self.container is None:
+            return {**body, self.max_output: tokens}
+        holder = body.get(self.container)
+        inner = dict(holder) if isinstance(holder, Mapping) else {}
+        return {**body, self.container: {**inner, self.max_output: tokens}}
 
 
 @dataclass(frozen=True, slots=True)

@@ -387,6 +387,7 @@ class Transcript:
         if not self._checked_at_c_speed():
             self._check_messages()
         self._check_tools()
+        self._check_params()
 
     def _checked_at_c_speed(self) -> bool:
         """Whether every message is a ``Message`` with an id of its own, no two alike (ids
@@ -449,6 +450,24 @@ class Transcript:
                     where=f"tools[{index}]",
                 )
             names[tool.name] = index
+
+    def _check_params(self) -> None:
+        params = self.params
+        if not isinstance(params, tuple):
+            raise TranscriptError(
+                f"params must be a tuple of (key, canonical JSON) pairs, got "
+                f"{type(params).__name__} (params_from_mapping makes one from a dict)"
+            )
+        for index, pair in enumerate(params):
+            given: object = pair  # the annotation is a promise the caller may not have kept
+            if not (
+                isinstance(given, tuple)
+                and len(given) == 2
+                and all(isinstance(item, str) for item in given)
+            ):
+                raise TranscriptError(
+                    "expected a (key, canonical JSON) pair of strings", where=f"params[{index}]"
+                )
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self.messages)

@@ -11,7 +11,13 @@ from conformance.providers.validation import validate_request
 from reference_impl import AssemblyConfig, AssemblyMetrics, Ledger, LedgerEntry, assemble
 from reference_impl.errors import ShapeError
 from reference_impl.rings import validate
-from reference_impl.transcript import SHAPE_NAMES, SummaryPart, ToolSpec
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    SummaryPart,
+    ToolSpec,
+    Transcript,
+    params_from_mapping,
+)
 
 CONFIG = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, recent_user_turns=1)
 TOOLS = (ToolSpec("get_status"), ToolSpec("search_logs"), ToolSpec("read_file"))
@@ -34,10 +40,6 @@ def _verdict(assembly, shape):
         body = dict(assembly.render(shape))
     except ShapeError:  # e.g. is_error, which openai-chat cannot carry
         return None
-    # The output cap is the caller's request parameter (Anthropic requires one, A26): these
-    # sessions carry none, so the request is judged as a caller would complete it.
-    if shape == "anthropic-messages":
-        body.setdefault("max_tokens", 1024)
     return validate_request(body, shape)
 
 
@@ -187,3 +189,40 @@ def test_b5_all_schemas_go_when_no_ring_remains():
     a = run(s, config, budget=WordCounter().count(s.with_messages(s.messages)).total - 10)
     assert a.view.tools == ()
     assert a.report.dropped_tool_names == ("get_status",)
+
+
+def test_a26_the_anthropic_body_asks_for_the_output_reserve_when_the_session_sets_no_cap():
+    """Anthropic refuses a request without max_tokens (A26): the rendered body asks for the
+    output room the budget kept; a cap the session sets is left as it is; other shapes, whose
+    cap is optional, get none added."""
+    s = session(system(), user("GOAL: audit"), assistant("ok"), user("latest"))
+    config = CONFIG.with_changes(output_reserve_tokens=3000)
+    body = run(s, config, shape="anthropic-messages").render()
+    assert body["max_tokens"] == 3000
+    assert validate_request(body, "anthropic-messages").accepted
+    capped = Transcript(messages=s.messages, params=params_from_mapping({"max_tokens": 77}))
+    assert run(capped, config, shape="anthropic-messages").render()["max_tokens"] == 77
+    for shape in ("openai-chat", "openai-responses", "bedrock-converse"):
+        rendered = run(s, config, shape=shape).render()
+        assert "max_tokens" not in rendered
+        assert "max_output_tokens" not in rendered
+        assert "maxTokens" not in rendered.get("inferenceConfig", {})
+    gemini = run(s, config, shape="gemini").render()
+    assert "maxOutputTokens" not in gemini.get("generationConfig", {})
+
+
+def test_the_output_cap_is_read_and_written_where_each_shape_keeps_it():
+    from reference_impl.shapes import get_shape
+
+    chat = get_shape("openai-chat").options
+    assert chat.output_cap({"max_completion_tokens": 5}) == 5  # an alias counts
+    assert chat.output_cap({"max_tokens": None}) is None
+    gemini = get_shape("gemini").options
+    assert gemini.output_cap({"generationConfig": {"maxOutputTokens": 9}}) == 9
+    assert gemini.output_cap({"generationConfig": "not an object"}) is None
+    body = {"contents": [], "generationConfig": {"temperature": 0.5}}
+    written = gemini.with_output_cap(body, 40)
+    assert written["generationConfig"] == {"temperature": 0.5, "maxOutputTokens": 40}
+    assert body["generationConfig"] == {"temperature": 0.5}  # the given body is not changed
+    assert get_shape("anthropic-messages").options.with_output_cap({}, 8) == {"max_tokens": 8}
+    assert gemini.with_output_cap({}, 3) == {"generationConfig": {"maxOutputTokens": 3}}

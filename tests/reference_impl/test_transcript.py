@@ -75,6 +75,23 @@ def test_duplicate_tool_names_in_a_transcript() -> None:
 
 
 @pytest.mark.parametrize(
+    ("params", "where", "says"),
+    [
+        ({"max_tokens": 5}, None, "params_from_mapping"),
+        ((("max_tokens", 5),), "params[0]", "pair of strings"),
+        ((("max_tokens",),), "params[0]", "pair of strings"),
+    ],
+)
+def test_params_of_the_wrong_type_are_named(params: Any, where: str | None, says: str) -> None:
+    """A dict (or pairs whose value is not canonical JSON text) is refused where it is given,
+    not met later as an unpacking error inside a shape."""
+    with pytest.raises(TranscriptError) as caught:
+        Transcript((Message("user", (TextPart("hi"),)),), params=params)
+    assert caught.value.where == where
+    assert says in caught.value.message
+
+
+@pytest.mark.parametrize(
     ("shape", "body", "where"),
     [
         (
