@@ -39,35 +39,32 @@ def test_an_explicit_budget_is_capped_by_the_model_window(override, budget, sour
 
 
 @pytest.mark.parametrize(
-    ("snapshot", "budget", "source"),
+    ("fields", "budget", "source"),
     [
-        (BudgetSnapshot(tokens_remaining=0), 0, "run_tokens"),
-        (BudgetSnapshot(tokens_remaining=3_000), 3_000, "run_tokens"),
-        (BudgetSnapshot(tokens_remaining=20_000), 8_500, "model"),
+        ({"tokens_remaining": 0}, 0, "run_tokens"),
+        ({"tokens_remaining": 3_000}, 3_000, "run_tokens"),
+        ({"tokens_remaining": 20_000}, 8_500, "model"),
         # 1.00 at 0.0003 a token: 3,333.3 tokens, rounded down so the request never costs more.
-        (BudgetSnapshot(cost_remaining=1.0, price_per_input_token=0.0003), 3_333, "run_cost"),
-        (BudgetSnapshot(cost_remaining=0.0, price_per_input_token=0.0003), 0, "run_cost"),
+        ({"cost_remaining": 1.0, "price_per_input_token": 0.0003}, 3_333, "run_cost"),
+        ({"cost_remaining": 0.0, "price_per_input_token": 0.0003}, 0, "run_cost"),
         (
-            BudgetSnapshot(
-                tokens_remaining=3_000, cost_remaining=0.6, price_per_input_token=0.0003
-            ),
+            {"tokens_remaining": 3_000, "cost_remaining": 0.6, "price_per_input_token": 0.0003},
             2_000,
             "run_cost",
         ),
         (
-            BudgetSnapshot(
-                tokens_remaining=1_000, cost_remaining=0.6, price_per_input_token=0.0003
-            ),
+            {"tokens_remaining": 1_000, "cost_remaining": 0.6, "price_per_input_token": 0.0003},
             1_000,
             "run_tokens",
         ),
         # A price alone sets no limit: there is no amount of money to divide.
-        (BudgetSnapshot(price_per_input_token=0.0003), 8_500, "model"),
-        (BudgetSnapshot(), 8_500, "model"),
+        ({"price_per_input_token": 0.0003}, 8_500, "model"),
+        ({}, 8_500, "model"),
     ],
 )
-def test_a_run_snapshot_lowers_the_budget_and_names_what_bound_it(snapshot, budget, source):
-    plan = plan_budget(CONFIG, snapshot)
+def test_a_run_snapshot_lowers_the_budget_and_names_what_bound_it(fields, budget, source):
+    # Built in the test, not at collection: validating the snapshot is part of what is tested.
+    plan = plan_budget(CONFIG, BudgetSnapshot(**fields))
     assert (plan.input_budget, plan.model_budget, plan.source) == (budget, 8_500, source)
 
 

@@ -7,10 +7,23 @@ does not make an entry with facts visible: a cleared result has lost its resourc
 
 from __future__ import annotations
 
+import json
+import re
+
 from assembler_support import Call, WordCounter, parallel_ring, session, system, user, words
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 
-from reference_impl import AssemblyConfig, AssemblyMetrics, Ledger, LedgerEntry, assemble
+from reference_impl import (
+    AssemblyConfig,
+    AssemblyMetrics,
+    ContextAssemblyError,
+    Ledger,
+    LedgerEntry,
+    assemble,
+)
 from reference_impl.memory import ledger_message
 from reference_impl.transcript import Transcript
 
@@ -185,3 +198,84 @@ def test_a_summary_ledger_section_makes_every_fact_visible():
     assert "RF-77" in summary.text
     assert "INV-1001" in summary.text
     assert ledger_note(a) == ledger_message(Ledger((NOTIFY,)))
+
+
+# ------------------------------------------------------------------------------ the invariant
+
+RING_SPECS = st.lists(
+    st.tuples(
+        st.sampled_from([True, False]),  # a side effect (else a read)
+        st.sampled_from(["resource", "key", "both", "none"]),  # which facts it has
+        st.integers(1, 60),  # words of its result
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _view_text(assembly) -> str:
+    return "\n".join(
+        [m.text for m in assembly.view]
+        + [c.arguments for m in assembly.view for c in m.tool_calls]
+        + [r.text for m in assembly.view for r in m.tool_results]
+    )
+
+
+@settings(max_examples=examples(250), deadline=None)
+@given(
+    specs=RING_SPECS,
+    share=st.floats(0.55, 1.0),
+    delete=st.sampled_from(["tool_ring", "clear_tool_result"]),
+    trigger=st.sampled_from([0.5, 1.0]),
+    recent=st.integers(0, 2),
+)
+def test_every_side_effect_stays_visible_and_the_note_lists_only_what_is_not(
+    specs, share, delete, trigger, recent
+):
+    items: list = [system(), user("GOAL: run the batch")]
+    entries: list[LedgerEntry] = []
+    for i, (effect, facts, size) in enumerate(specs):
+        key = f"idem-{i}x" if facts in ("key", "both") else None
+        resource = f"RES-{i}x" if facts in ("resource", "both") else None
+        arguments = json.dumps({"key": key}) if key else "{}"
+        result = f"{resource or 'done'} {words(size)}"
+        items.append(parallel_ring(Call(f"c{i}", f"tool{i}", arguments, result)))
+        items.append(user(f"next {i}"))
+        entries.append(
+            LedgerEntry(f"tool{i}", f"c{i}", "succeeded", key, resource, side_effect=effect)
+        )
+    items.append(user("latest?"))
+    s = session(*items)
+    ledger = Ledger(tuple(entries))
+    counter = WordCounter()
+    note = ledger_message(ledger)
+    full = counter.count(s).total + (counter.count_message(note) if note else 0)
+    config = NARROW.with_changes(
+        middle_delete_unit=delete, summarize_trigger_ratio=trigger, recent_tool_rings=recent
+    )
+    try:
+        a = run(s, config, ledger, budget=int(full * share))
+    except ContextAssemblyError:
+        event("refused")
+        return  # refusing is always safe; the property is about what is sent
+    event("assembled" + (" with a summary" if a.report.summary_used else ""))
+    assert a.report.total_after <= int(full * share)
+    kept = ledger_note(a)
+    listed = set(re.findall(r"call_id=(\S+)", kept.text)) if kept else set()
+    others = [m for m in a.view if kept is None or m.id != kept.id]
+    other_text = "\n".join(
+        [m.text for m in others]
+        + [c.arguments for m in others for c in m.tool_calls]
+        + [r.text for m in others for r in m.tool_results]
+    )
+    ring_calls = {c.id for m in others for c in m.tool_calls}
+    text = _view_text(a)
+    for entry in ledger.side_effects:
+        facts = [f for f in (entry.idempotency_key, entry.resource_id) if f]
+        shown_elsewhere = (
+            any(f in other_text for f in facts) if facts else entry.call_id in ring_calls
+        )
+        # Never lost: each side effect's facts (or, without any, its call) are in the view.
+        assert any(f in text for f in facts) if facts else entry.call_id in ring_calls | listed
+        # The note lists exactly what nothing else in the view shows.
+        assert (entry.call_id in listed) is not shown_elsewhere
