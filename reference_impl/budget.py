@@ -31,11 +31,14 @@ class BudgetSnapshot:
         if self.tokens_remaining is not None and self.tokens_remaining < 0:
             raise ConfigError("must not be negative", where="budget.tokens_remaining")
         if self.cost_remaining is not None:
+            if not math.isfinite(self.cost_remaining):
+                raise ConfigError("must be a finite number", where="budget.cost_remaining")
             if self.cost_remaining < 0:
                 raise ConfigError("must not be negative", where="budget.cost_remaining")
-            if not self.price_per_input_token or self.price_per_input_token <= 0:
+            price = self.price_per_input_token
+            if price is None or not math.isfinite(price) or price <= 0:
                 raise ConfigError(
-                    "a cost budget needs a positive price per input token",
+                    "a cost budget needs a positive, finite price per input token",
                     where="budget.price_per_input_token",
                 )
 

@@ -19,6 +19,7 @@ from reference_impl.summary import (
     redact_secrets,
     summary_depth,
 )
+from reference_impl.transcript import Transcript
 
 __all__ = [
     "check_buckets",
@@ -88,13 +89,21 @@ def _fixed_fits(state: AssemblyState) -> bool:
     return state.fixed_cost <= state.budget
 
 
+def _overhead_without_tools(state: AssemblyState) -> int:
+    """The request overhead the tools do not cause. What they add (Claude's hidden tool-use
+    prompt) is the tools' cost: it goes with them, so it never makes the prefix overflow."""
+    empty = Transcript((), model=state.session.model, params=state.session.params)
+    return min(state.counter.count(empty).overhead, state.overhead)
+
+
 def check_buckets(state: AssemblyState) -> None:
     """Prefix and suffix are never cut for the middle: if they (with tools) cannot fit, refuse and
     say which bucket overflowed (or drop tool schemas first when configured)."""
-    prefix = state.bucket_cost("prefix") + state.overhead
-    suffix = state.bucket_cost("suffix")
-    if prefix + suffix + state.tools_cost <= state.budget:
+    if _fixed_fits(state):
         return
+    overhead = _overhead_without_tools(state)
+    prefix = state.bucket_cost("prefix") + overhead
+    suffix = state.bucket_cost("suffix")
     if prefix > state.budget:
         bucket = "prefix"
     elif prefix + suffix > state.budget:
@@ -103,9 +112,10 @@ def check_buckets(state: AssemblyState) -> None:
         if drop_tool_schemas(state) and _fixed_fits(state):
             return
         bucket = "tools"
+    tools = state.tools_cost + state.overhead - overhead  # the schemas left, and their prompt
     raise ContextAssemblyError(
         f"the {bucket} bucket does not fit the input budget of {state.budget} tokens "
-        f"(prefix {prefix}, suffix {suffix}, tools {state.tools_cost}); the prefix and suffix "
+        f"(prefix {prefix}, suffix {suffix}, tools {tools}); the prefix and suffix "
         "are never cut to make room",
         code=f"context_assembly_{bucket}_over_budget",
         details={**_bucket_details(state), "bucket": bucket},

@@ -86,7 +86,8 @@ def _merge(earlier: Message, later: Message, policy: MergePolicy) -> Message | N
     if later.role == "tool" or earlier.name != later.name:
         return None
     if earlier.role == "tool":  # a ring's results, then a plain user message (A3: results first)
-        if later.role != "user" or any(p.kind not in _TOOL_MESSAGE_KINDS for p in later.parts):
+        # (``later`` is a user message here: same side, and a tool message never merges.)
+        if any(p.kind not in _TOOL_MESSAGE_KINDS for p in later.parts):
             return None
         return replace(earlier, parts=earlier.parts + later.parts)
     if earlier.tool_calls:  # a ring's assistant message is always followed by its results

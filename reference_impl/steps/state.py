@@ -57,9 +57,9 @@ class Unit:
         return self.messages[0].id
 
     def replace_messages(self, messages: tuple[Message, ...]) -> None:
-        """Swap in changed content (degraded, cleared), keeping the cost before the change."""
-        if self.original_cost is None and self.cost_cache is not None:
-            self.original_cost = self.cost_cache
+        """Swap in changed content (degraded, cleared). ``original_cost`` keeps the cost of the
+        content as loaded, or stays None when that was never counted: a unit changed twice must
+        not pass its first change's cost off as the session's."""
         self.messages = messages
         self.cost_cache = None
         self.replaced = True
@@ -114,10 +114,6 @@ class AssemblyState:
             (), tools=self.tools, model=self.session.model, params=self.session.params
         )
         self.overhead = self.counter.count(empty).overhead
-
-    def counted(self, unit: Unit) -> bool:
-        """Whether the unit's cost is known (it has been encoded)."""
-        return unit.cost_cache is not None
 
     def kept(self, bucket: Bucket) -> list[Unit]:
         """The kept units of ``bucket``, in view order."""
