@@ -427,7 +427,8 @@ def plain_turns_fifo(scenario: Scenario, outcome: CaseOutcome) -> None:
     session = final.session
     users = [i for i, m in enumerate(session.messages) if m.role == "user" and not m.has_tool_parts]
     protected = int(knob(scenario, "recent_user_turns"))
-    suffix_start = users[-protected] if protected and len(users) >= protected else len(session)
+    recent = users[-protected:] if protected else []  # every user turn when there are fewer
+    suffix_start = recent[0] if recent else len(session)
     pinned = first_user_index(session) if "first_user_message" in knob(scenario, "pin") else None
     candidates = [i for i in range(suffix_start) if i != pinned and is_plain(session.messages[i])]
     present = [final.identity.present(i) for i in candidates]
