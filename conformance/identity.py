@@ -92,6 +92,7 @@ EditKind: TypeAlias = Literal[
     "text_changed",
     "summary_added",
     "attachment_degraded",
+    "attachment_changed",
     "reasoning_changed",
     "fields_changed",
 ]
@@ -192,6 +193,9 @@ class IdentityMap:
     """View messages whose opening text is a summary by contract in front of a kept tool-call
     turn (a Responses summary item before function calls, a summary Bedrock folds into the next
     assistant turn); the message itself stays the session's call."""
+    cleared_sources: frozenset[int] = frozenset()
+    """Session messages whose every tool result the view replaced by a placeholder (ids kept),
+    with no other edit."""
 
     def view_index_of(self, session_index: int) -> int | None:
         """The view index holding session message ``session_index``, if any."""
@@ -218,8 +222,7 @@ class IdentityMap:
 
     def cleared(self, session_index: int) -> bool:
         """Present, and every one of its tool results replaced by a placeholder (ids kept)."""
-        edits = self.edits_of(session_index)
-        return bool(edits) and all(e.kind == "result_cleared" for e in edits)
+        return session_index in self.cleared_sources
 
     def summaries(self) -> tuple[Link, ...]:
         """The summary messages of the view (an inline summary as a summary link of the message
@@ -300,7 +303,25 @@ def map_view(
     inline = _inline_summaries(state, links, sources)
     done = tuple(link for link in links if link is not None)
     return IdentityMap(
-        done, tuple(sources), tuple(state.edits), dict(state.renames), tuple(sorted(inline))
+        done,
+        tuple(sources),
+        tuple(state.edits),
+        dict(state.renames),
+        tuple(sorted(inline)),
+        _cleared_sources(session, state.edits),
+    )
+
+
+def _cleared_sources(session: Transcript, edits: Sequence[Edit]) -> frozenset[int]:
+    """The session messages whose every result was cleared, and nothing else changed."""
+    by_source: dict[int, list[Edit]] = {}
+    for edit in edits:
+        by_source.setdefault(edit.source, []).append(edit)
+    return frozenset(
+        i
+        for i, found in by_source.items()
+        if all(e.kind == "result_cleared" for e in found)
+        and {r.call_id for r in session.messages[i].tool_results} == {e.call_id for e in found}
     )
 
 
@@ -756,13 +777,17 @@ def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[Edi
         if lost:
             out.append(("text_changed", f"text changed: {_short(lost[0])}"))
         return out
+    changed: list[tuple[EditKind, str]] = []
+    if old_attach != new_attach:  # an image or file the session message did not hold
+        added = sum(p not in old_attach for p in new_attach)
+        changed.append(("attachment_changed", f"{added} attachment(s) not in the session"))
     if old_text == new_text:
-        return []
+        return changed
     # A message that had no text and now opens with some may carry a summary in front of its
     # calls; map_view decides (_inline_summaries), else it stays a text change.
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
-    return [(kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+    return [*changed, (kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
 
 
 def _opens_with_text(parts: Sequence[Part]) -> bool:

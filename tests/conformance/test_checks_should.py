@@ -545,3 +545,21 @@ def test_a_ledger_quoted_by_a_kept_assistant_text_is_no_pinned_ledger() -> None:
     status, message = _one("ledger_in_summary", view, session=session)
     assert status == "fail"
     assert message.endswith("names 'notify-7781', 'msg_991'")
+
+
+def test_a_ring_with_one_of_its_results_cleared_still_carries_its_content() -> None:
+    # oldest_rings_first counts a ring as removed when every result is cleared, not one of two.
+    scenario = replace(SCENARIO, expect=Expectation("assembled", checks=("oldest_rings_first",)))
+    (a, b) = M[3].tool_results
+    placeholder = (TextPart("[result cleared]"),)
+    one = Message("tool", (replace(a, content=placeholder), b))
+    both = Message("tool", (replace(a, content=placeholder), replace(b, content=placeholder)))
+    status, message = _one("oldest_rings_first", _view(0, 1, 2, one, *ALL[4:]), scenario=scenario)
+    assert (status, message) == (
+        "fail",
+        "all 1 middle rings were kept (none dropped, cleared or summarized)",
+    )
+    assert _one("oldest_rings_first", _view(0, 1, 2, both, *ALL[4:]), scenario=scenario) == (
+        "pass",
+        "",
+    )
