@@ -390,7 +390,13 @@ def _classify(
         return system
     if _declared_summary(message, state.declared):
         return Link(index, "summary", None, declared=True)
+    renamed = len(state.renames)
     source = _modified_source(state, message, open_)
+    if source is not None and len(state.renames) > renamed:
+        # The ids it renamed are known now: a merge of same-side messages may hold the call.
+        merge = _merged_link(state, index, message, open_)
+        if merge is not None:
+            return merge
     if source is not None:
         state.claimed.add(source)
         state.modified.add(source)
@@ -791,13 +797,17 @@ def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[Edi
 
 
 def _opens_with_text(parts: Sequence[Part]) -> bool:
-    """Text parts first, then tool calls (and nothing else after the text)."""
-    texts = 0
+    """Text parts first (after the turn's reasoning artifacts, which must lead it: A13, R3),
+    then tool calls (and nothing else after the text)."""
+    start = 0
+    while start < len(parts) and isinstance(parts[start], ReasoningPart):
+        start += 1
+    texts = start
     while texts < len(parts) and isinstance(parts[texts], TextPart):
         texts += 1
     rest = parts[texts:]
     return (
-        texts > 0
+        texts > start
         and bool(rest)
         and all(not isinstance(p, TextPart) for p in rest)
         and any(isinstance(p, ToolCallPart) for p in rest)
