@@ -4,8 +4,9 @@ A plug-in returns wire bodies, not message ids, so the only honest way to know w
 compare content. The view and the session are first aligned as two sequences of message digests
 (role included) with :class:`difflib.SequenceMatcher`: equal runs are ``kept``, in order, so a
 session in which the same text occurs twice ("continue" typed twice) maps each copy to its own
-place. Every view message outside an equal run is then classified *within its unaligned region*
-(the session messages between the same two aligned anchors), in order, as:
+place, and a copy that could be either counts as the latest (:func:`_alignment`). Every view
+message outside an equal run is then classified *within its unaligned region* (the session
+messages between the same two aligned anchors), in order, as:
 
 * ``merged``: the ordered concatenation of the parts of several session messages of one side of
   the conversation (user and tool results, or assistant), optionally with a run of summary parts
@@ -270,10 +271,7 @@ def map_view(
 ) -> IdentityMap:
     """Classify every view message and every session message (see the module docstring)."""
     state = _State(session, view, declared or Declarations())
-    skeys = [m.digest for m in session.messages]
-    vkeys = [m.digest for m in view.messages]
-    matcher = difflib.SequenceMatcher(None, skeys, vkeys, autojunk=False)
-    opcodes = matcher.get_opcodes()
+    opcodes = _alignment([m.digest for m in session.messages], [m.digest for m in view.messages])
     links: list[Link | None] = [None] * len(view.messages)
     pending: list[int] = []
     for tag, i1, i2, j1, _j2 in opcodes:  # the aligned runs first: they are kept
@@ -288,7 +286,7 @@ def map_view(
         after = i1 - 1
         for j in range(j1, j2):
             open_ = [i for i in region if i > after and i not in state.claimed]
-            link = _classify(state, j, open_, ledger=ledger, memory=memory)
+            link = _classify(state, j, open_, ledger=ledger, memory=memory, room=j < j2 - 1)
             if link is None or link.status == "invented":
                 link = _moved(state, j) or _extended(state, j, open_) or link
             if link is None:
@@ -323,6 +321,21 @@ def _cleared_sources(session: Transcript, edits: Sequence[Edit]) -> frozenset[in
         if all(e.kind == "result_cleared" for e in found)
         and {r.call_id for r in session.messages[i].tool_results} == {e.call_id for e in found}
     )
+
+
+def _alignment(skeys: list[str], vkeys: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """The opcodes of an order-preserving alignment of the session and the view, in order.
+
+    Where equal messages could match more than one way (a "continue" kept without neighbours
+    of a session that has it twice), they match the *latest* copies: the two requests are the
+    same, and an assembler keeps what is recent. (SequenceMatcher prefers the earliest, so it
+    aligns the two sequences reversed.)"""
+    n, m = len(skeys), len(vkeys)
+    matcher = difflib.SequenceMatcher(None, skeys[::-1], vkeys[::-1], autojunk=False)
+    return [
+        (tag, n - i2, n - i1, m - j2, m - j1)
+        for tag, i1, i2, j1, j2 in reversed(matcher.get_opcodes())
+    ]
 
 
 def _moved(state: _State, index: int) -> Link | None:
@@ -379,10 +392,12 @@ def _classify(
     *,
     ledger: Sequence[Mapping[str, Any]],
     memory: Sequence[Mapping[str, Any]],
+    room: bool = True,
 ) -> Link | None:
-    """The link of a view message outside the aligned runs; None for a summary candidate."""
+    """The link of a view message outside the aligned runs; None for a summary candidate.
+    ``room``: later view messages of the region are still to be placed after it."""
     message = state.view.messages[index]
-    merge = _merged_link(state, index, message, open_)
+    merge = _merged_link(state, index, message, open_, room=room)
     if merge is not None:
         return merge
     system = _system_link(state, index, message, open_, ledger=ledger, memory=memory)
@@ -394,7 +409,7 @@ def _classify(
     source = _modified_source(state, message, open_)
     if source is not None and len(state.renames) > renamed:
         # The ids it renamed are known now: a merge of same-side messages may hold the call.
-        merge = _merged_link(state, index, message, open_)
+        merge = _merged_link(state, index, message, open_, room=room)
         if merge is not None:
             return merge
     if source is not None:
@@ -868,21 +883,27 @@ def _decompose(
     session: Transcript,
     candidates_in: Sequence[int],
     back: Mapping[str, str] | None = None,
+    *,
+    latest: bool = False,
 ) -> list[_Chunk] | None:
     """``message``'s parts as whole session messages of its side in session order (and summary
-    runs), or None. A depth-first search over (part position, last session index used) with the
-    failures remembered, so it stays polynomial in the session's length."""
+    runs), or None: the earliest such messages, or with ``latest`` the latest ones. A
+    depth-first search over (part position, last session index used) with the failures
+    remembered, so it stays polynomial in the session's length."""
     side = _SIDE.get(message.role)
     if side is None:
         return None
     parts = message.parts
-    candidates = [
-        i
-        for i in candidates_in
-        if session.messages[i].parts
-        and _SIDE.get(session.messages[i].role) == side
-        and session.messages[i].name == message.name
-    ]
+    candidates = sorted(
+        (
+            i
+            for i in candidates_in
+            if session.messages[i].parts
+            and _SIDE.get(session.messages[i].role) == side
+            and session.messages[i].name == message.name
+        ),
+        reverse=latest,
+    )
     failed: set[tuple[int, int]] = set()
 
     def walk(position: int, after: int) -> list[_Chunk] | None:
@@ -914,8 +935,15 @@ def _decompose(
     return walk(0, -1)
 
 
-def _merged_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:
-    """The link of a merged view message (recording its changed session messages), or None."""
+def _merged_link(
+    state: _State, index: int, message: Message, open_: Sequence[int], *, room: bool = True
+) -> Link | None:
+    """The link of a merged view message (recording its changed session messages), or None.
+
+    Where a text occurs more than once ("continue" typed twice), a merge holds the copies
+    closest to one another: its last message as early as possible when later view messages of
+    the region need ``room`` after it, else (the region's last message) as late as possible,
+    and each other message the latest before the next."""
     session = state.session
     back = {new: old for old, new in state.renames.items()}
     chunks = _decompose(message, session, open_, back)
@@ -924,6 +952,11 @@ def _merged_link(state: _State, index: int, message: Message, open_: Sequence[in
     held = [c.source for c in chunks if c.source is not None]
     if not held:
         return None
+    bound = held[-1] if room else max(open_)
+    tight = _decompose(message, session, [i for i in open_ if i <= bound], back, latest=True)
+    if tight is not None and len(tight) >= 2:
+        chunks = tight
+        held = [c.source for c in chunks if c.source is not None]
     roles = [session.messages[i].role for i in held]
     # Results open their wire turn (A3): a tool message may only be the first of a merge, and
     # only a tool message can carry the others after its results.
