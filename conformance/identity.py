@@ -953,8 +953,9 @@ def _merged_link(
     if not held:
         return None
     bound = held[-1] if room else max(open_)
+    # The earliest decomposition lies within the bound, so the latest one is always found.
     tight = _decompose(message, session, [i for i in open_ if i <= bound], back, latest=True)
-    if tight is not None and len(tight) >= 2:
+    if tight and len(tight) >= 2:
         chunks = tight
         held = [c.source for c in chunks if c.source is not None]
     roles = [session.messages[i].role for i in held]
