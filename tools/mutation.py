@@ -429,9 +429,36 @@ def _patch(mutant: Mutant) -> bool:
     if not functions:
         return False
     for function in functions:
-        if len(function.__code__.co_freevars) != len(mutant.code.co_freevars):
+        if len(function.__code__.co_freevars) == len(mutant.code.co_freevars):
+            function.__code__ = mutant.code
+        elif not _replace_method(function, mutant):
             return False
-        function.__code__ = mutant.code
+    return True
+
+
+def _replace_method(function: types.FunctionType, mutant: Mutant) -> bool:
+    """A method whose mutant uses fewer free variables (``super()`` removed: no ``__class__``
+    cell) cannot take the new code in place: its class gets a new function instead, with the
+    cells the mutant still uses."""
+    owner_name, _, name = mutant.qualname.rpartition(".")
+    owner = function.__globals__.get(owner_name)
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or (), strict=True))
+    if (
+        not isinstance(owner, type)
+        or owner.__dict__.get(name) is not function
+        or not set(mutant.code.co_freevars) <= cells.keys()
+    ):
+        return False
+    replacement = types.FunctionType(
+        mutant.code,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        tuple(cells[v] for v in mutant.code.co_freevars),
+    )
+    replacement.__kwdefaults__ = function.__kwdefaults__
+    replacement.__qualname__ = function.__qualname__
+    setattr(owner, name, replacement)
     return True
 
 

@@ -185,3 +185,30 @@ def test_a_condition_split_over_lines_is_covered_by_the_tests_that_ran_any_of_it
     )
     by_id = {"t1": object(), "t2": object(), "t3": object()}
     assert loop._covering(mutant, by_id) == ["t2", "t1"]  # fastest first; not t3 (the body)
+
+
+def test_a_method_whose_mutant_drops_super_is_patched_through_its_class() -> None:
+    """``super().__init__(...)`` removed leaves no ``__class__`` cell: the code cannot be swapped
+    in place, so the class gets a new function (in a forked child, as the tool does)."""
+    import os
+
+    from conformance.checks.registry import Failure
+
+    mutant = next(
+        m
+        for m in mutation.generate(ROOT / "conformance" / "checks" / "registry.py")
+        if m.qualname == "Failure.__init__" and m.operator == "statement"
+    )
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 2
+        try:
+            patched = mutation._patch(mutant)
+            failure = Failure("title", "message")
+            # Without AssertionError.__init__ the message is the bare args, not "title: message".
+            code = 0 if patched and str(failure) == "('title', 'message')" else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert str(Failure("title", "message")) == "title: message"  # the parent is untouched
