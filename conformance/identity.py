@@ -953,11 +953,10 @@ def _merged_link(
     if not held:
         return None
     bound = held[-1] if room else max(open_)
-    # The earliest decomposition lies within the bound, so the latest one is always found.
-    tight = _decompose(message, session, [i for i in open_ if i <= bound], back, latest=True)
-    if tight and len(tight) >= 2:
-        chunks = tight
-        held = [c.source for c in chunks if c.source is not None]
+    # The earliest decomposition lies within the bound, so a latest one is always found.
+    latest = [i for i in open_ if i <= bound]
+    chunks = _decompose(message, session, latest, back, latest=True) or chunks
+    held = [c.source for c in chunks if c.source is not None]
     roles = [session.messages[i].role for i in held]
     # Results open their wire turn (A3): a tool message may only be the first of a merge, and
     # only a tool message can carry the others after its results.

@@ -1005,3 +1005,17 @@ def test_the_goal_merged_with_the_latest_of_two_equal_turns_keeps_the_latest() -
     summary = _text("user", "Earlier: get_status on the canary (call_c) showed no errors.")
     view = _view(0, Message("user", (*M[1].parts, *M[5].parts)), summary, 9)
     assert _map(view).links[1].sources == (1, 5)
+
+
+def test_a_merge_leaves_room_for_an_edited_message_after_it() -> None:
+    # The goal merged with a "continue", then the canary text edited: only the earlier
+    # "continue" (5) leaves the canary text (8) after it, so the latest turn (9) is dropped.
+    edited = _text("assistant", "Canary is healthy!")
+    view = _view(0, Message("user", (*M[1].parts, *M[9].parts)), edited)
+    identity = _map(view)
+    assert [(link.status, link.sources) for link in identity.links] == [
+        ("kept", (0,)),
+        ("merged", (1, 5)),
+        ("modified", (8,)),
+    ]
+    assert _run(view, "latest_user_kept") == {"latest_user_kept": "fail"}
