@@ -4,8 +4,9 @@ A plug-in returns wire bodies, not message ids, so the only honest way to know w
 compare content. The view and the session are first aligned as two sequences of message digests
 (role included) with :class:`difflib.SequenceMatcher`: equal runs are ``kept``, in order, so a
 session in which the same text occurs twice ("continue" typed twice) maps each copy to its own
-place. Every view message outside an equal run is then classified *within its unaligned region*
-(the session messages between the same two aligned anchors), in order, as:
+place, and a copy that could be either counts as the latest (:func:`_alignment`). Every view
+message outside an equal run is then classified *within its unaligned region* (the session
+messages between the same two aligned anchors), in order, as:
 
 * ``merged``: the ordered concatenation of the parts of several session messages of one side of
   the conversation (user and tool results, or assistant), optionally with a run of summary parts
@@ -92,6 +93,7 @@ EditKind: TypeAlias = Literal[
     "text_changed",
     "summary_added",
     "attachment_degraded",
+    "attachment_changed",
     "reasoning_changed",
     "fields_changed",
 ]
@@ -192,6 +194,9 @@ class IdentityMap:
     """View messages whose opening text is a summary by contract in front of a kept tool-call
     turn (a Responses summary item before function calls, a summary Bedrock folds into the next
     assistant turn); the message itself stays the session's call."""
+    cleared_sources: frozenset[int] = frozenset()
+    """Session messages whose every tool result the view replaced by a placeholder (ids kept),
+    with no other edit."""
 
     def view_index_of(self, session_index: int) -> int | None:
         """The view index holding session message ``session_index``, if any."""
@@ -218,8 +223,7 @@ class IdentityMap:
 
     def cleared(self, session_index: int) -> bool:
         """Present, and every one of its tool results replaced by a placeholder (ids kept)."""
-        edits = self.edits_of(session_index)
-        return bool(edits) and all(e.kind == "result_cleared" for e in edits)
+        return session_index in self.cleared_sources
 
     def summaries(self) -> tuple[Link, ...]:
         """The summary messages of the view (an inline summary as a summary link of the message
@@ -269,10 +273,7 @@ def map_view(
 ) -> IdentityMap:
     """Classify every view message and every session message (see the module docstring)."""
     state = _State(session, view, declared or Declarations(), ledger, memory)
-    skeys = [m.digest for m in session.messages]
-    vkeys = [m.digest for m in view.messages]
-    matcher = difflib.SequenceMatcher(None, skeys, vkeys, autojunk=False)
-    opcodes = matcher.get_opcodes()
+    opcodes = _alignment([m.digest for m in session.messages], [m.digest for m in view.messages])
     links: list[Link | None] = [None] * len(view.messages)
     pending: list[int] = []
     for tag, i1, i2, j1, _j2 in opcodes:  # the aligned runs first: they are kept
@@ -287,7 +288,7 @@ def map_view(
         after = i1 - 1
         for j in range(j1, j2):
             open_ = [i for i in region if i > after and i not in state.claimed]
-            link = _classify(state, j, open_)
+            link = _classify(state, j, open_, room=j < j2 - 1)
             if link is None or link.status == "invented":
                 link = _moved(state, j) or _extended(state, j, open_) or link
             if link is None:
@@ -302,8 +303,41 @@ def map_view(
     inline = _inline_summaries(state, links, sources)
     done = tuple(link for link in links if link is not None)
     return IdentityMap(
-        done, tuple(sources), tuple(state.edits), dict(state.renames), tuple(sorted(inline))
+        done,
+        tuple(sources),
+        tuple(state.edits),
+        dict(state.renames),
+        tuple(sorted(inline)),
+        _cleared_sources(session, state.edits),
     )
+
+
+def _cleared_sources(session: Transcript, edits: Sequence[Edit]) -> frozenset[int]:
+    """The session messages whose every result was cleared, and nothing else changed."""
+    by_source: dict[int, list[Edit]] = {}
+    for edit in edits:
+        by_source.setdefault(edit.source, []).append(edit)
+    return frozenset(
+        i
+        for i, found in by_source.items()
+        if all(e.kind == "result_cleared" for e in found)
+        and {r.call_id for r in session.messages[i].tool_results} == {e.call_id for e in found}
+    )
+
+
+def _alignment(skeys: list[str], vkeys: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """The opcodes of an order-preserving alignment of the session and the view, in order.
+
+    Where equal messages could match more than one way (a "continue" kept without neighbours
+    of a session that has it twice), they match the *latest* copies: the two requests are the
+    same, and an assembler keeps what is recent. (SequenceMatcher prefers the earliest, so it
+    aligns the two sequences reversed.)"""
+    n, m = len(skeys), len(vkeys)
+    matcher = difflib.SequenceMatcher(None, skeys[::-1], vkeys[::-1], autojunk=False)
+    return [
+        (tag, n - i2, n - i1, m - j2, m - j1)
+        for tag, i1, i2, j1, j2 in reversed(matcher.get_opcodes())
+    ]
 
 
 def _moved(state: _State, index: int) -> Link | None:
@@ -350,10 +384,11 @@ def _source_statuses(state: _State, links: Sequence[Link | None]) -> list[Source
     ]
 
 
-def _classify(state: _State, index: int, open_: Sequence[int]) -> Link | None:
-    """The link of a view message outside the aligned runs; None for a summary candidate."""
+def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = True) -> Link | None:
+    """The link of a view message outside the aligned runs; None for a summary candidate.
+    ``room``: later view messages of the region are still to be placed after it."""
     message = state.view.messages[index]
-    merge = _merged_link(state, index, message, open_)
+    merge = _merged_link(state, index, message, open_, room=room)
     if merge is not None:
         return merge
     system = _system_link(state, index, message, open_)
@@ -361,7 +396,13 @@ def _classify(state: _State, index: int, open_: Sequence[int]) -> Link | None:
         return system
     if _declared_summary(message, state.declared):
         return Link(index, "summary", None, declared=True)
+    renamed = len(state.renames)
     source = _modified_source(state, message, open_)
+    if source is not None and len(state.renames) > renamed:
+        # The ids it renamed are known now: a merge of same-side messages may hold the call.
+        merge = _merged_link(state, index, message, open_, room=room)
+        if merge is not None:
+            return merge
     if source is not None:
         return _modified_link(state, index, source)
     if _is_injection(message, state.memory):
@@ -716,23 +757,31 @@ def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[Edi
         if lost:
             out.append(("text_changed", f"text changed: {_short(lost[0])}"))
         return out
+    changed: list[tuple[EditKind, str]] = []
+    if old_attach != new_attach:  # an image or file the session message did not hold
+        added = sum(p not in old_attach for p in new_attach)
+        changed.append(("attachment_changed", f"{added} attachment(s) not in the session"))
     if old_text == new_text:
-        return []
+        return changed
     # A message that had no text and now opens with some may carry a summary in front of its
     # calls; map_view decides (_inline_summaries), else it stays a text change.
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
-    return [(kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+    return [*changed, (kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
 
 
 def _opens_with_text(parts: Sequence[Part]) -> bool:
-    """Text parts first, then tool calls (and nothing else after the text)."""
-    texts = 0
+    """Text parts first (after the turn's reasoning artifacts, which must lead it: A13, R3),
+    then tool calls (and nothing else after the text)."""
+    start = 0
+    while start < len(parts) and isinstance(parts[start], ReasoningPart):
+        start += 1
+    texts = start
     while texts < len(parts) and isinstance(parts[texts], TextPart):
         texts += 1
     rest = parts[texts:]
     return (
-        texts > 0
+        texts > start
         and bool(rest)
         and all(not isinstance(p, TextPart) for p in rest)
         and any(isinstance(p, ToolCallPart) for p in rest)
@@ -793,21 +842,27 @@ def _decompose(
     session: Transcript,
     candidates_in: Sequence[int],
     back: Mapping[str, str] | None = None,
+    *,
+    latest: bool = False,
 ) -> list[_Chunk] | None:
     """``message``'s parts as whole session messages of its side in session order (and summary
-    runs), or None. A depth-first search over (part position, last session index used) with the
-    failures remembered, so it stays polynomial in the session's length."""
+    runs), or None: the earliest such messages, or with ``latest`` the latest ones. A
+    depth-first search over (part position, last session index used) with the failures
+    remembered, so it stays polynomial in the session's length."""
     side = _SIDE.get(message.role)
     if side is None:
         return None
     parts = message.parts
-    candidates = [
-        i
-        for i in candidates_in
-        if session.messages[i].parts
-        and _SIDE.get(session.messages[i].role) == side
-        and session.messages[i].name == message.name
-    ]
+    candidates = sorted(
+        (
+            i
+            for i in candidates_in
+            if session.messages[i].parts
+            and _SIDE.get(session.messages[i].role) == side
+            and session.messages[i].name == message.name
+        ),
+        reverse=latest,
+    )
     failed: set[tuple[int, int]] = set()
 
     def walk(position: int, after: int) -> list[_Chunk] | None:
@@ -839,8 +894,15 @@ def _decompose(
     return walk(0, -1)
 
 
-def _merged_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:
-    """The link of a merged view message (recording its changed session messages), or None."""
+def _merged_link(
+    state: _State, index: int, message: Message, open_: Sequence[int], *, room: bool = True
+) -> Link | None:
+    """The link of a merged view message (recording its changed session messages), or None.
+
+    Where a text occurs more than once ("continue" typed twice), a merge holds the copies
+    closest to one another: its last message as early as possible when later view messages of
+    the region need ``room`` after it, else (the region's last message) as late as possible,
+    and each other message the latest before the next."""
     session = state.session
     back = {new: old for old, new in state.renames.items()}
     chunks = _decompose(message, session, open_, back)
@@ -849,6 +911,11 @@ def _merged_link(state: _State, index: int, message: Message, open_: Sequence[in
     held = [c.source for c in chunks if c.source is not None]
     if not held:
         return None
+    bound = held[-1] if room else max(open_)
+    # The earliest decomposition lies within the bound, so a latest one is always found.
+    latest = [i for i in open_ if i <= bound]
+    chunks = _decompose(message, session, latest, back, latest=True) or chunks
+    held = [c.source for c in chunks if c.source is not None]
     roles = [session.messages[i].role for i in held]
     # Results open their wire turn (A3): a tool message may only be the first of a merge, and
     # only a tool message can carry the others after its results.

@@ -111,6 +111,7 @@ class Mutant:
     path: str
     qualname: str  # of the top-level function or method whose code is replaced
     line: int
+    last_line: int  # the mutated node's last line (an `if`'s: its condition's)
     first_line: int  # where the enclosing function's code starts (to find it live)
     operator: str
     description: str
@@ -271,6 +272,7 @@ def generate(path: Path) -> list[Mutant]:
                         path=rel,
                         qualname=qualname,
                         line=getattr(node, "lineno", function.lineno),
+                        last_line=_last_line(node, getattr(node, "lineno", function.lineno)),
                         first_line=_first_line(function),
                         operator=operator,
                         description=f"{description}: {text.splitlines()[0][:80]}",
@@ -278,6 +280,15 @@ def generate(path: Path) -> list[Mutant]:
                     )
                 )
     return mutants
+
+
+def _last_line(node: ast.AST, first: int) -> int:
+    """The last line of what a mutant changes (from its ``first``): the node, or an ``if``'s or
+    ``while``'s condition (not its body). Python runs no code on the first line of an ``if (``
+    split over lines, so the tests that cover a mutant are those that ran any line of it."""
+    head = node.test if isinstance(node, ast.If | ast.While) else node
+    last = getattr(head, "end_lineno", None)
+    return last if isinstance(last, int) else first
 
 
 def _replace_by_position(tree: ast.Module, target: ast.AST, replacement: ast.AST) -> ast.Module:
@@ -418,9 +429,36 @@ def _patch(mutant: Mutant) -> bool:
     if not functions:
         return False
     for function in functions:
-        if len(function.__code__.co_freevars) != len(mutant.code.co_freevars):
+        if len(function.__code__.co_freevars) == len(mutant.code.co_freevars):
+            function.__code__ = mutant.code
+        elif not _replace_method(function, mutant):
             return False
-        function.__code__ = mutant.code
+    return True
+
+
+def _replace_method(function: types.FunctionType, mutant: Mutant) -> bool:
+    """A method whose mutant uses fewer free variables (``super()`` removed: no ``__class__``
+    cell) cannot take the new code in place: its class gets a new function instead, with the
+    cells the mutant still uses."""
+    owner_name, _, name = mutant.qualname.rpartition(".")
+    owner = function.__globals__.get(owner_name)
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or (), strict=True))
+    if (
+        not isinstance(owner, type)
+        or owner.__dict__.get(name) is not function
+        or not set(mutant.code.co_freevars) <= cells.keys()
+    ):
+        return False
+    replacement = types.FunctionType(
+        mutant.code,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        tuple(cells[v] for v in mutant.code.co_freevars),
+    )
+    replacement.__kwdefaults__ = function.__kwdefaults__
+    replacement.__qualname__ = function.__qualname__
+    setattr(owner, name, replacement)
     return True
 
 
@@ -491,6 +529,18 @@ class _MutationLoop:
         self.equivalent = equivalent
         self.outcomes: list[Outcome] = []
 
+    def _covering(self, mutant: Mutant, by_id: dict[str, Any]) -> list[str]:
+        """The collected tests that ran any line of the mutated node, fastest first."""
+        by_line = self.lines.get(mutant.path, {})
+        contexts = {
+            c
+            for line in range(mutant.line, max(mutant.line, mutant.last_line) + 1)
+            for c in by_line.get(str(line), [])
+        }
+        return sorted(
+            (c for c in contexts if c in by_id), key=lambda t: float(self.durations.get(t, 0.0))
+        )
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: Any) -> bool:
         by_id = {item.nodeid: item for item in session.items}
@@ -504,11 +554,7 @@ class _MutationLoop:
                     reason = self.equivalent[mutant.mutant_id]
                     self.outcomes.append(Outcome(mutant, "equivalent", reason))
                     continue
-                contexts = self.lines.get(mutant.path, {}).get(str(mutant.line), [])
-                tests = sorted(
-                    (c for c in set(contexts) if c in by_id),
-                    key=lambda t: float(self.durations.get(t, 0.0)),
-                )
+                tests = self._covering(mutant, by_id)
                 if not tests:
                     self.outcomes.append(Outcome(mutant, "uncovered"))
                     continue

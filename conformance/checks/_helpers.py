@@ -179,19 +179,9 @@ def session_tokens(turn: TurnOutcome) -> int | None:
     return None if turn.counter is None else turn.counter.count(turn.session).total
 
 
-def ledger_key(entry: Mapping[str, Any]) -> str:
-    """What must survive of one entry: its idempotency key, else its call id."""
-    return str(entry.get("idempotency_key") or entry["call_id"])
-
-
 def side_effect_entries(scenario: Scenario) -> list[Mapping[str, Any]]:
     """The scenario's ledger entries that had a side effect."""
     return [e for e in scenario.ledger if e.get("side_effect", True)]
-
-
-def call_ids_in(view: Transcript) -> set[str]:
-    """The ids of every tool call the view carries."""
-    return {c.id for m in view.messages for c in m.tool_calls}
 
 
 def is_plain(message: Message) -> bool:

@@ -135,7 +135,7 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
         goal = first_user_index(turn.session)
         for edit in turn.identity.edits:
             message = turn.session.messages[edit.source]
-            if edit.kind in {"text_changed", "fields_changed"} and (
+            if edit.kind in {"text_changed", "attachment_changed", "fields_changed"} and (
                 message.role in {"system", "developer"} or (goal_pinned and edit.source == goal)
             ):
                 what = "the pinned goal" if edit.source == goal else "pinned system text"

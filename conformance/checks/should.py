@@ -224,15 +224,16 @@ def session_not_mutated(_scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="text_unedited", level="should")
 def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """Kept plain messages keep their text (an edit is reported as one, not as an invention;
-    pinned messages are judged at must by pins_unaltered)."""
+    """Kept plain messages keep their text and attachments (an edit is reported as one, not as
+    an invention; an attachment may be degraded to a placeholder; pinned messages are judged at
+    must by pins_unaltered)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session) if goal_pinned else None
         for edit in turn.identity.edits:
             role = turn.session.messages[edit.source].role
             if (
-                edit.kind == "text_changed"
+                edit.kind in {"text_changed", "attachment_changed"}
                 and role not in {"system", "developer"}
                 and (edit.source != goal)
             ):
@@ -427,7 +428,8 @@ def plain_turns_fifo(scenario: Scenario, outcome: CaseOutcome) -> None:
     session = final.session
     users = [i for i, m in enumerate(session.messages) if m.role == "user" and not m.has_tool_parts]
     protected = int(knob(scenario, "recent_user_turns"))
-    suffix_start = users[-protected] if protected and len(users) >= protected else len(session)
+    recent = users[-protected:] if protected else []  # every user turn when there are fewer
+    suffix_start = recent[0] if recent else len(session)
     pinned = first_user_index(session) if "first_user_message" in knob(scenario, "pin") else None
     candidates = [i for i in range(suffix_start) if i != pinned and is_plain(session.messages[i])]
     present = [final.identity.present(i) for i in candidates]

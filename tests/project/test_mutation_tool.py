@@ -149,3 +149,66 @@ def test_a_report_resumes_with_the_outcomes_it_holds(tmp_path: Path) -> None:
     # an id no longer generated (its code changed) is dropped, not carried as a stale outcome
     assert mutation.resumed_outcomes(report, mutants[1:]) == []
     assert not report.with_suffix(".json.part").exists()
+
+
+def test_a_condition_split_over_lines_is_covered_by_the_tests_that_ran_any_of_its_lines(
+    tmp_path: Path,
+) -> None:
+    """Python runs no code on the line of an ``if (`` whose condition continues below: the
+    tests that ran the condition's other lines cover a mutant of the ``if``, none of its body's
+    lines do."""
+    source = tmp_path / "target.py"
+    source.write_text(
+        "def f(a, b):\n"  # 1
+        "    if (\n"  # 2
+        "        a\n"  # 3
+        "        and b\n"  # 4
+        "    ):\n"  # 5
+        "        return 1\n"  # 6
+        "    return 0\n"  # 7
+    )
+    tree = ast.parse(source.read_text())
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.If))
+    assert (node.lineno, mutation._last_line(node, node.lineno)) == (2, 4)
+    boolop = node.test
+    assert mutation._last_line(boolop, boolop.lineno) == 4
+    mutant = mutation.Mutant("m", "target.py", "f", 2, 4, 1, "if", "condition negated", code=None)  # type: ignore[arg-type]
+    loop = mutation._MutationLoop(
+        [mutant],
+        {
+            "lines": {"target.py": {"3": ["t1"], "4": ["t2"], "6": ["t3"]}},
+            "durations": {"t2": 0.1, "t1": 0.5},
+        },
+        jobs=1,
+        timeout=1.0,
+        equivalent={},
+    )
+    by_id = {"t1": object(), "t2": object(), "t3": object()}
+    assert loop._covering(mutant, by_id) == ["t2", "t1"]  # fastest first; not t3 (the body)
+
+
+def test_a_method_whose_mutant_drops_super_is_patched_through_its_class() -> None:
+    """``super().__init__(...)`` removed leaves no ``__class__`` cell: the code cannot be swapped
+    in place, so the class gets a new function (in a forked child, as the tool does)."""
+    import os
+
+    from conformance.checks.registry import Failure
+
+    mutant = next(
+        m
+        for m in mutation.generate(ROOT / "conformance" / "checks" / "registry.py")
+        if m.qualname == "Failure.__init__" and m.operator == "statement"
+    )
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 2
+        try:
+            patched = mutation._patch(mutant)
+            failure = Failure("title", "message")
+            # Without AssertionError.__init__ the message is the bare args, not "title: message".
+            code = 0 if patched and str(failure) == "('title', 'message')" else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert str(Failure("title", "message")) == "title: message"  # the parent is untouched

@@ -1,0 +1,188 @@
+"""The ``must`` checks at their edges: the budget boundary, multi-turn cases, and what a failure
+message names when there are many offenders (the first three, and how many more)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from checks_support import assembled_turn, refused_turn, transcript
+
+from conformance.checks import REGISTRY, CaseOutcome, CheckResult, TurnOutcome, run_checks
+from conformance.providers.verdict import Verdict
+from conformance.scenarios import Expectation, Scenario, load_corpus
+from reference_impl.tokens import counter_for
+from reference_impl.transcript import Message, TextPart, ToolResultPart, Transcript
+
+SESSION = transcript(
+    {"role": "system", "text": "You are the billing bot."},  # 0
+    {"role": "user", "text": "GOAL: reconcile the March invoices."},  # 1
+    {
+        "role": "assistant",
+        "calls": [
+            {"id": "call_1", "name": "fetch", "args": {"n": 1}},
+            {"id": "call_2", "name": "fetch", "args": {"n": 2}},
+            {"id": "call_3", "name": "fetch", "args": {"n": 3}},
+            {"id": "call_4", "name": "fetch", "args": {"n": 4}},
+        ],
+    },  # 2
+    {
+        "role": "tool",
+        "results": [
+            {"id": "call_1", "text": "invoice 1 paid"},
+            {"id": "call_2", "text": "invoice 2 paid"},
+            {"id": "call_3", "text": "invoice 3 open"},
+            {"id": "call_4", "text": "invoice 4 open"},
+        ],
+    },  # 3
+    {"role": "user", "text": "Which are still open?"},  # 4
+)
+M = SESSION.messages
+COUNTER = counter_for("openai-chat", "gpt-4o")
+SCENARIO: Scenario = replace(
+    next(s for s in load_corpus() if s.id == "single-tool"),
+    session=SESSION,
+    config={},
+    ledger=(),
+    expect=Expectation("either"),
+)
+
+
+def _outcome(*turns: TurnOutcome, budget: int = 1000) -> CaseOutcome:
+    return CaseOutcome("openai-chat", None, budget, COUNTER.name, turns)
+
+
+def _run(check_id: str, outcome: CaseOutcome, scenario: Scenario = SCENARIO) -> CheckResult:
+    (result,) = run_checks(scenario, outcome, [REGISTRY[check_id]])
+    return result
+
+
+def _view(*items: int | Message) -> Transcript:
+    return SESSION.with_messages(M[i] if isinstance(i, int) else i for i in items)
+
+
+def _text(role: str, text: str) -> Message:
+    return Message(role, (TextPart(text),))  # type: ignore[arg-type]
+
+
+# -- provider_valid ------------------------------------------------------------------------------
+
+
+def _rejected(error: dict[str, object] | None) -> Verdict:
+    return Verdict("reject", 400, rule="C1", evidence="documented", error=error)
+
+
+def test_a_rejection_in_a_later_turn_fails_and_quotes_the_providers_message() -> None:
+    accepted = assembled_turn(SESSION, SESSION)
+    error = {"error": {"message": "messages with role 'tool' must answer a tool call"}}
+    later = replace(assembled_turn(SESSION, SESSION, turn=1), verdict=_rejected(error))
+    result = _run("provider_valid", _outcome(accepted, later))
+    assert result.status == "fail"
+    assert result.title == "openai-chat rejects the request (rule C1)"
+    assert result.message == (
+        "turn 1: HTTP 400: messages with role 'tool' must answer a tool call; "
+        "evidence documented, provenance emulated"
+    )
+
+
+def test_a_rejection_without_an_error_body_is_still_a_failure() -> None:
+    turn = replace(assembled_turn(SESSION, SESSION), verdict=_rejected(None))
+    result = _run("provider_valid", _outcome(turn))
+    assert result.status == "fail"
+    assert result.message.startswith("HTTP 400: {}")
+
+
+# -- refuses_broken_input, nothing_invented, within_budget -----------------------------------------
+
+
+def test_assembling_a_broken_session_names_its_first_three_violations() -> None:
+    # Four results answer calls that the session never made: four pairing violations.
+    orphans = transcript(
+        {"role": "system", "text": "sys"},
+        {"role": "user", "text": "go"},
+        *({"role": "tool", "results": [{"id": f"ghost_{n}", "text": "x"}]} for n in range(4)),
+    )
+    refused = replace(SCENARIO, expect=Expectation("refused"))
+    result = _run("refuses_broken_input", _outcome(assembled_turn(orphans, orphans)), refused)
+    assert result.status == "fail"
+    assert [f"'ghost_{n}'" in result.message for n in range(4)] == [True, True, True, False]
+    assert result.message.endswith("the plug-in returned a request of 6 messages")
+
+
+def test_nothing_invented_counts_every_invention_and_names_the_first_three() -> None:
+    made_up = [_text("assistant", f"Invented remark number {n}.") for n in range(4)]
+    view = _view(0, 1, 2, 3, *made_up, 4)
+    result = _run("nothing_invented", _outcome(assembled_turn(SESSION, view)))
+    assert result.status == "fail"
+    assert result.title == "4 message(s) match nothing in the session"
+    assert result.message.count("Invented remark") == 3
+    assert "number 3" not in result.message
+
+
+def test_nothing_invented_quotes_sixty_characters_of_the_invention() -> None:
+    long = "x" * 59 + "ABCDEF"
+    view = _view(0, 1, 2, 3, 4, _text("assistant", long))
+    result = _run("nothing_invented", _outcome(assembled_turn(SESSION, view)))
+    assert result.message == f"view messages[5] (assistant): {'x' * 59 + 'A'!r}"
+
+
+def test_a_request_of_exactly_the_budget_fits() -> None:
+    exact = _outcome(assembled_turn(SESSION, SESSION, tokens=500), budget=500)
+    assert _run("within_budget", exact).status == "pass"
+    over = _outcome(assembled_turn(SESSION, SESSION, tokens=501), budget=500)
+    assert _run("within_budget", over).message == (
+        f"501 tokens by {COUNTER.name} > budget 500 (over by 1)"
+    )
+
+
+# -- tool_payloads_intact ----------------------------------------------------------------------------
+
+
+def _results_changed(count: int) -> Message:
+    parts = [
+        ToolResultPart(r.call_id, (TextPart("forged"),)) if n < count else r
+        for n, r in enumerate(M[3].tool_results)
+    ]
+    return Message("tool", tuple(parts))
+
+
+def test_three_changed_results_are_all_named_with_nothing_more() -> None:
+    view = _view(0, 1, 2, _results_changed(3), 4)
+    result = _run("tool_payloads_intact", _outcome(assembled_turn(SESSION, view)))
+    assert result.status == "fail"
+    assert result.title == "3 tool call/result edit(s)"
+    assert [f"tool result call_{n} changed" in result.message for n in (1, 2, 3)] == [True] * 3
+    assert "more" not in result.message
+
+
+def test_four_changed_results_name_three_and_count_the_rest() -> None:
+    view = _view(0, 1, 2, _results_changed(4), 4)
+    result = _run("tool_payloads_intact", _outcome(assembled_turn(SESSION, view)))
+    assert result.title == "4 tool call/result edit(s)"
+    assert "tool result call_4" not in result.message
+    assert result.message.endswith(" (and 1 more)")
+    assert result.message.startswith(
+        "session messages[3] (tool, ids call_1,call_2,call_3,call_4) -> view messages[3]: "
+        "tool result call_1 changed: 'invoice 1 paid' -> 'forged'"
+    )
+
+
+# -- assembles_when_feasible ------------------------------------------------------------------------
+
+
+def test_refusing_a_session_of_exactly_the_budget_fails() -> None:
+    whole = COUNTER.count(SESSION).total
+    at = _run("assembles_when_feasible", _outcome(refused_turn(SESSION, COUNTER), budget=whole))
+    assert at.status == "fail"
+    assert f"{whole} tokens by {COUNTER.name} <= budget {whole}" in at.message
+    below = _outcome(refused_turn(SESSION, COUNTER), budget=whole - 1)
+    assert _run("assembles_when_feasible", below).status == "pass"
+
+
+def test_a_refusal_in_a_later_turn_is_judged_and_named() -> None:
+    whole = COUNTER.count(SESSION).total
+    later = replace(refused_turn(SESSION, COUNTER), turn=1)
+    outcome = _outcome(assembled_turn(SESSION, SESSION), later, budget=whole + 50)
+    result = _run("assembles_when_feasible", outcome)
+    assert result.status == "fail"
+    assert result.message.startswith("turn 1: the whole session already fits")
+    assert result.message.endswith("refusal context_assembly_over_budget: no room")

@@ -1,0 +1,565 @@
+"""The ``should`` checks at their edges: what passes as well as what fails (a check that fails
+everything is as wrong as one that passes everything), boundaries of budgets and counts, later
+turns of a multi-turn case, and the wording of what a failure names."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from checks_support import assembled_turn, refused_turn, transcript
+
+from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
+from conformance.identity import map_view
+from conformance.scenarios import Expectation, Scenario, load_corpus
+from reference_impl.tokens import counter_for
+from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
+
+SESSION = transcript(
+    {"role": "system", "text": "You are deploy-bot."},  # 0
+    {"role": "user", "text": "GOAL: roll out checkout v2 and keep ops informed."},  # 1
+    {
+        "role": "assistant",
+        "calls": [
+            {"id": "call_a", "name": "get_status", "args": {"service": "checkout"}},
+            {"id": "call_b", "name": "notify_ops", "args": {"text": "starting rollout"}},
+        ],
+    },  # 2
+    {
+        "role": "tool",
+        "results": [
+            {"id": "call_a", "text": "pod=checkout-7f9c ready=true"},
+            {"id": "call_b", "text": "posted"},
+        ],
+    },  # 3
+    {"role": "assistant", "text": "Status read and ops notified; the canary comes next."},  # 4
+    {"role": "user", "text": "Go on with the canary."},  # 5
+    {"role": "assistant", "calls": [{"id": "call_c", "name": "restart_pod", "args": {}}]},  # 6
+    {"role": "tool", "results": [{"id": "call_c", "text": "restarted"}]},  # 7
+    {"role": "assistant", "text": "Canary is healthy."},  # 8
+    {"role": "user", "text": "What next?"},  # 9
+)
+BASE = next(s for s in load_corpus() if s.id == "single-tool")
+SESSION = replace(SESSION, tools=BASE.tools)
+M = SESSION.messages
+NOTIFY = {
+    "tool": "notify_ops",
+    "call_id": "call_b",
+    "status": "succeeded",
+    "idempotency_key": "notify-7781",
+    "resource_id": "msg_991",
+}
+RESTART = {
+    "tool": "restart_pod",
+    "call_id": "call_c",
+    "status": "succeeded",
+    "idempotency_key": "restart-42",
+    "resource_id": "pod-7f9c",
+}
+COUNTER = counter_for("openai-chat", "gpt-4o")
+SCENARIO = replace(
+    BASE,
+    session=SESSION,
+    ledger=(NOTIFY,),
+    config={"recent_tool_rings": 1, "recent_user_turns": 1},
+    expect=Expectation("assembled"),
+)
+
+
+def _text(role: str, text: str) -> Message:
+    return Message(role, (TextPart(text),))  # type: ignore[arg-type]
+
+
+def _view(*items: int | Message, session: Transcript = SESSION) -> Transcript:
+    return session.with_messages(session.messages[i] if isinstance(i, int) else i for i in items)
+
+
+def _turn(
+    view: Transcript, *, session: Transcript = SESSION, scenario: Scenario = SCENARIO, turn: int = 0
+) -> TurnOutcome:
+    assembled = assembled_turn(session, view, turn=turn, counter=COUNTER)
+    identity = map_view(session, view, ledger=scenario.ledger, memory=scenario.memory)
+    return replace(assembled, identity=identity)
+
+
+def _outcome(*turns: TurnOutcome, budget: int = 5000) -> CaseOutcome:
+    return CaseOutcome("openai-chat", None, budget, COUNTER.name, turns)
+
+
+def _check(
+    check_id: str, *turns: TurnOutcome, scenario: Scenario = SCENARIO, budget: int = 5000
+) -> tuple[str, str]:
+    (result,) = run_checks(scenario, _outcome(*turns, budget=budget), [REGISTRY[check_id]])
+    return result.status, result.message
+
+
+def _one(check_id: str, view: Transcript, **kw: Any) -> tuple[str, str]:
+    scenario = kw.pop("scenario", SCENARIO)
+    session = kw.pop("session", SESSION)
+    return _check(
+        check_id, _turn(view, session=session, scenario=scenario), scenario=scenario, **kw
+    )
+
+
+ALL = tuple(range(len(M)))
+
+
+# -- what a failure quotes ---------------------------------------------------------------------------
+
+
+def test_a_lost_system_text_and_a_dropped_goal_are_quoted_to_sixty_characters() -> None:
+    system = "S" * 59 + "ystem prompt"
+    goal = "G" * 59 + "oal of the session"
+    session = SESSION.with_messages([_text("system", system), _text("user", goal), *M[2:]])
+    view = _view(*range(2, len(M)), session=session)
+    status, message = _one("system_kept", view, session=session)
+    assert (status, message) == (
+        "fail",
+        f"session messages[0] (system) {system[:60]!r} is not in the view",
+    )
+    status, message = _one("first_user_goal_pinned", view, session=session)
+    assert message == (
+        f"session messages[1] (user) {goal[:60]!r} is pinned but missing from the view"
+    )
+
+
+# -- ledger_pinned and ledger_in_summary ------------------------------------------------------------
+
+
+def test_a_kept_result_keeps_its_side_effect_even_when_its_text_does_not_quote_the_ledger() -> None:
+    # "posted" carries neither the idempotency key nor the message id: the kept result itself is
+    # the fact, no ledger note is needed while it is in the view.
+    assert _one("ledger_pinned", _view(*ALL)) == ("pass", "")
+
+
+def test_a_dropped_ring_is_not_kept_by_an_older_ring_that_is() -> None:
+    scenario = replace(SCENARIO, ledger=(RESTART,))
+    status, message = _one("ledger_pinned", _view(0, 1, 2, 3, 4, 5, 8, 9), scenario=scenario)
+    assert status == "fail"
+    assert message == (
+        "ledger entry restart_pod call call_c: restart-42, pod-7f9c is in no kept result, pinned "
+        "ledger note or summary"
+    )
+
+
+def test_a_ledger_entry_whose_call_the_session_no_longer_holds_must_be_noted() -> None:
+    # An earlier compaction removed the call: only a note (or a summary) can keep the fact.
+    gone = {"tool": "refund", "call_id": "call_z", "status": "succeeded", "resource_id": "rf_1"}
+    scenario = replace(SCENARIO, ledger=(NOTIFY, gone))
+    status, message = _one("ledger_pinned", _view(*ALL), scenario=scenario)
+    assert (status, message.split(":")[0]) == ("fail", "ledger entry refund call call_z")
+    note = _text("system", "- tool=refund call_id=call_z resource_id=rf_1 status=succeeded")
+    assert _one("ledger_pinned", _view(0, note, *ALL[1:]), scenario=scenario)[0] == "pass"
+
+
+SUMMARY_OF_FIRST_RING = "Earlier: get_status showed checkout healthy; ops were told."
+
+
+def test_a_summary_without_the_tool_name_is_missing_its_ledger_entry() -> None:
+    # Key and resource id are there; what they belong to is not.
+    summary = _text("user", "Earlier: get_status showed checkout healthy (notify-7781, msg_991).")
+    status, message = _one("ledger_in_summary", _view(0, 1, summary, 6, 7, 8, 9))
+    assert status == "fail"
+    assert message.endswith("neither the summary nor a pinned ledger names 'notify_ops'")
+
+
+def test_a_summary_missing_everything_names_the_tool_first() -> None:
+    summary = _text("user", SUMMARY_OF_FIRST_RING)
+    status, message = _one("ledger_in_summary", _view(0, 1, summary, 6, 7, 8, 9))
+    assert status == "fail"
+    assert message == (
+        "call call_b (notify_ops) was summarized away; neither the summary nor a pinned ledger "
+        "names 'notify_ops', 'notify-7781', 'msg_991'"
+    )
+
+
+def test_a_summary_of_plain_turns_next_to_a_kept_side_effect_ring_needs_no_ledger() -> None:
+    summary = _text("user", "Earlier: status read, ops notified, the canary comes next.")
+    view = _view(0, 1, 2, 3, summary, 6, 7, 8, 9)
+    assert map_view(SESSION, view, ledger=(NOTIFY,)).links[4].status == "summary"
+    assert _one("ledger_in_summary", view) == ("pass", "")
+
+
+def test_a_later_turns_summary_is_judged_after_an_earlier_turn_without_one() -> None:
+    summary = _text("user", SUMMARY_OF_FIRST_RING)
+    first = _turn(_view(*ALL))
+    second = _turn(_view(0, 1, summary, 6, 7, 8, 9), turn=1)
+    status, message = _check("ledger_in_summary", first, second)
+    assert status == "fail"
+    assert message.startswith("turn 1: call call_b (notify_ops) was summarized away")
+
+
+# -- order_preserved ----------------------------------------------------------------------------------
+
+
+def _renamed_first_ring() -> tuple[Message, Message]:
+    calls = tuple(replace(c, id=c.id.replace("call_", "id_")) for c in M[2].tool_calls)
+    results = tuple(
+        replace(r, call_id=r.call_id.replace("call_", "id_")) for r in M[3].tool_results
+    )
+    return Message("assistant", calls), Message("tool", results)
+
+
+def test_renamed_ids_are_not_reordered_results() -> None:
+    # The renaming is tool_payloads_intact's finding (must); the order is the session's.
+    call, result = _renamed_first_ring()
+    view = _view(0, 1, call, result, 4, 5, 6, 7, 8, 9)
+    assert _one("order_preserved", view) == ("pass", "")
+    assert _one("tool_payloads_intact", view)[0] == "fail"
+
+
+def test_a_message_moved_after_a_summary_is_reordered() -> None:
+    summary = _text("user", SUMMARY_OF_FIRST_RING)
+    view = _view(0, 1, summary, 6, 7, 4, 9)
+    identity = map_view(SESSION, view, ledger=(NOTIFY,))
+    assert [link.status for link in identity.links][2] == "summary"
+    status, message = _one("order_preserved", view)
+    assert status == "fail"
+    assert message == (
+        "view messages[5] holds session messages[4] (assistant) but comes after session messages[7]"
+    )
+
+
+# -- reasoning_kept_with_ring ------------------------------------------------------------------------
+
+REASONING = [{"origin": "openai-responses", "data": {"type": "reasoning", "id": "rs_1"}}]
+THOUGHTFUL = transcript(
+    {"role": "system", "text": "sys"},
+    {"role": "user", "text": "go"},
+    {"role": "assistant", "reasoning": REASONING, "calls": [{"id": "c1", "name": "f", "args": {}}]},
+    {"role": "tool", "results": [{"id": "c1", "text": "ok"}]},
+    {"role": "assistant", "reasoning": REASONING, "text": "All done."},
+    {"role": "user", "text": "thanks"},
+)
+T = THOUGHTFUL.messages
+
+
+def test_only_a_ring_must_keep_its_reasoning() -> None:
+    bare_call = Message("assistant", T[2].tool_calls)
+    view = _view(0, 1, bare_call, 3, 4, 5, session=THOUGHTFUL)
+    status, message = _one("reasoning_kept_with_ring", view, session=THOUGHTFUL)
+    assert status == "fail"
+    assert message.startswith("session messages[2] (assistant, ids c1): 1 reasoning artifact(s)")
+    bare_text = _text("assistant", "All done.")
+    view = _view(0, 1, 2, 3, bare_text, 5, session=THOUGHTFUL)
+    assert _one("reasoning_kept_with_ring", view, session=THOUGHTFUL) == ("pass", "")
+
+
+def test_changed_arguments_are_no_reasoning_finding() -> None:
+    changed = Message(
+        "assistant", (T[2].parts[0], replace(T[2].tool_calls[0], arguments='{"x": 1}'))
+    )
+    view = _view(0, 1, changed, 3, 4, 5, session=THOUGHTFUL)
+    assert _one("reasoning_kept_with_ring", view, session=THOUGHTFUL) == ("pass", "")
+    assert _one("tool_payloads_intact", view, session=THOUGHTFUL)[0] == "fail"
+
+
+# -- refuses_only_below_minimum ----------------------------------------------------------------------
+
+SWEEP = replace(
+    SCENARIO, expect=Expectation("either"), budget=replace(BASE.budget, default=(100, 5000))
+)
+
+
+def _refused(session: Transcript = SESSION, turn: int = 0) -> TurnOutcome:
+    return replace(refused_turn(session, COUNTER), turn=turn)
+
+
+def _allowed(scenario: Scenario = SWEEP) -> int:
+    """The lowest budget at which a refusal counts as above the minimum (as the check says)."""
+    message = _check("refuses_only_below_minimum", _refused(), scenario=scenario, budget=5000)[1]
+    return int(message.split("a refusal is accepted below ")[1].split(":")[0])
+
+
+def test_a_refusal_in_a_later_turn_above_the_minimum_fails() -> None:
+    status, message = _check(
+        "refuses_only_below_minimum", _turn(_view(*ALL)), _refused(turn=1), scenario=SWEEP
+    )
+    assert status == "fail"
+    assert message.startswith("turn 1: the protected minimum costs ")
+
+
+BROKEN = SESSION.with_messages([*M[:3], *M[4:]])  # the first ring's results are missing
+
+
+def test_a_broken_session_may_be_refused_at_any_budget() -> None:
+    assert _check("refuses_only_below_minimum", _refused(BROKEN), scenario=SWEEP) == ("pass", "")
+
+
+def test_a_refused_broken_turn_does_not_excuse_a_later_refusal_above_the_minimum() -> None:
+    status, message = _check(
+        "refuses_only_below_minimum", _refused(BROKEN), _refused(turn=1), scenario=SWEEP
+    )
+    assert status == "fail"
+    assert message.startswith("turn 1: the protected minimum costs ")
+
+
+def test_a_case_expecting_an_assembly_refused_at_the_allowed_budget_is_above_the_minimum() -> None:
+    expected = replace(SWEEP, expect=Expectation("assembled"))
+    allowed = _allowed(expected)
+    (result,) = run_checks(
+        expected, _outcome(_refused(), budget=allowed), [REGISTRY["refuses_only_below_minimum"]]
+    )
+    assert result.title == "refused above the protected minimum"
+    (below,) = run_checks(
+        expected, _outcome(_refused(), budget=allowed - 1), [REGISTRY["refuses_only_below_minimum"]]
+    )
+    assert below.title == "refused where the scenario's knobs allow an assembly"
+
+
+# -- summary_quality: no summary of a summary ---------------------------------------------------------
+
+OLD_SUMMARY = "Earlier summary: the build was fixed by pinning setuptools."
+SUMMARIZED = transcript(
+    {"role": "system", "text": "You are a build bot."},  # 0
+    {"role": "user", "text": "GOAL: keep the build green."},  # 1
+    {"role": "user", "summary": OLD_SUMMARY},  # 2
+    {"role": "assistant", "calls": [{"id": "c1", "name": "run_tests", "args": {}}]},  # 3
+    {"role": "tool", "results": [{"id": "c1", "text": "412 passed"}]},  # 4
+    {"role": "assistant", "text": "Tests pass."},  # 5
+    {"role": "user", "text": "Ship it."},  # 6
+)
+S = SUMMARIZED.messages
+
+
+def _summary(text: str) -> Message:
+    return Message("user", (SummaryPart(text),))
+
+
+def test_a_summary_that_wraps_a_dropped_summary_whole_is_a_summary_of_a_summary() -> None:
+    wrapped = _summary(f"{OLD_SUMMARY} Then run_tests passed (412).")
+    view = _view(0, 1, wrapped, 6, session=SUMMARIZED)
+    status, message = _one("summary_quality", view, session=SUMMARIZED)
+    assert status == "fail"
+    assert message == (
+        "view messages[2] wraps the whole of the earlier summary session messages[2] (user)"
+    )
+
+
+def test_a_summary_that_quotes_a_kept_summary_or_none_is_no_summary_of_a_summary() -> None:
+    quoting = _summary(f"{OLD_SUMMARY} Then run_tests passed (412).")
+    kept = _view(0, 1, 2, quoting, 6, session=SUMMARIZED)
+    assert _one("summary_quality", kept, session=SUMMARIZED) == ("pass", "")
+    fresh = _summary("run_tests passed (412); the build is green.")
+    replaced = _view(0, 1, fresh, 6, session=SUMMARIZED)
+    assert _one("summary_quality", replaced, session=SUMMARIZED) == ("pass", "")
+
+
+# -- summary_used and tools_dropped ---------------------------------------------------------------------
+
+USES_SUMMARY = replace(SCENARIO, expect=Expectation("assembled", checks=("summary_used",)))
+
+
+def _minimum() -> int:
+    """The protected minimum as summary_used states it (below it deletion alone cannot fit)."""
+    _, message = _one("summary_used", _view(0, 1, 6, 7, 8, 9), scenario=USES_SUMMARY, budget=10)
+    return int(message.split("the protected minimum costs ")[1].split(" ")[0])
+
+
+def test_deletion_alone_passes_summary_used_at_exactly_the_minimum() -> None:
+    minimum = _minimum()
+    deleted = _view(0, 1, 6, 7, 8, 9)
+    assert _one("summary_used", deleted, scenario=USES_SUMMARY, budget=minimum)[0] == "pass"
+    status, message = _one("summary_used", deleted, scenario=USES_SUMMARY, budget=minimum - 1)
+    assert status == "fail"
+    assert message.endswith("the view has 6 messages and no summary")
+
+
+def test_a_summary_below_the_minimum_passes_summary_used() -> None:
+    summary = _text("user", SUMMARY_OF_FIRST_RING)
+    view = _view(0, 1, summary, 6, 7, 8, 9)
+    assert _one("summary_used", view, scenario=USES_SUMMARY, budget=10) == ("pass", "")
+
+
+def test_tools_dropped_passes_a_view_without_tools_and_a_refused_case() -> None:
+    scenario = replace(SCENARIO, expect=Expectation("assembled", checks=("tools_dropped",)))
+    without = replace(SESSION, tools=())
+    assert _one("tools_dropped", without, scenario=scenario) == ("pass", "")
+    assert _check("tools_dropped", _refused(), scenario=scenario) == ("pass", "")
+    status, message = _one("tools_dropped", SESSION, scenario=scenario)
+    assert (status, message.split(";")[0]) == (
+        "fail",
+        "the scenario only fits without its tool schemas",
+    )
+
+
+# -- the middle: rings removed oldest first, error results kept, plain turns first in first out -------
+
+RINGS = transcript(
+    {"role": "system", "text": "You are the ops bot."},  # 0
+    {"role": "user", "text": "GOAL: find the slow query."},  # 1
+    {"role": "assistant", "calls": [{"id": "c1", "name": "query_log", "args": {"n": 1}}]},  # 2
+    {"role": "tool", "results": [{"id": "c1", "text": "timed out", "is_error": True}]},  # 3
+    {"role": "assistant", "calls": [{"id": "c2", "name": "query_log", "args": {"n": 2}}]},  # 4
+    {"role": "tool", "results": [{"id": "c2", "text": "select 1: 3 ms"}]},  # 5
+    {"role": "assistant", "calls": [{"id": "c3", "name": "query_log", "args": {"n": 3}}]},  # 6
+    {"role": "tool", "results": [{"id": "c3", "text": "select 2: 3 ms"}]},  # 7
+    {"role": "assistant", "calls": [{"id": "c4", "name": "query_log", "args": {"n": 4}}]},  # 8
+    {"role": "tool", "results": [{"id": "c4", "text": "select 3: 900 ms"}]},  # 9
+    {"role": "user", "text": "Which one is slow?"},  # 10
+)
+
+
+def _middle(check_id: str, *keep: int, recent_tool_rings: int = 1) -> tuple[str, str]:
+    scenario = replace(
+        SCENARIO,
+        session=RINGS,
+        ledger=(),
+        config={"recent_tool_rings": recent_tool_rings, "recent_user_turns": 1},
+        expect=Expectation("assembled", checks=(check_id,)),
+    )
+    return _one(check_id, _view(*keep, session=RINGS), session=RINGS, scenario=scenario)
+
+
+def test_removing_every_middle_ring_passes_oldest_rings_first() -> None:
+    # Rings c2 and c3 are the successful middle (c1 failed, c4 is the recent ring).
+    assert _middle("oldest_rings_first", 0, 1, 2, 3, 8, 9, 10) == ("pass", "")
+    assert _middle("oldest_rings_first", 0, 1, 2, 3, 6, 7, 8, 9, 10) == ("pass", "")
+
+
+def test_keeping_every_middle_ring_counts_only_the_middle() -> None:
+    everything = tuple(range(len(RINGS.messages)))
+    assert _middle("oldest_rings_first", *everything) == (
+        "fail",
+        "all 2 middle rings were kept (none dropped, cleared or summarized)",
+    )
+    # No recent ring protected: every successful ring is middle.
+    assert _middle("oldest_rings_first", *everything, recent_tool_rings=0)[1].startswith(
+        "all 3 middle rings"
+    )
+
+
+def test_a_kept_middle_error_ring_passes_and_a_dropped_one_fails() -> None:
+    assert _middle("middle_error_results_kept", 0, 1, 2, 3, 8, 9, 10) == ("pass", "")
+    status, message = _middle("middle_error_results_kept", 0, 1, 8, 9, 10)
+    assert status == "fail"
+    assert message.startswith("0 of 1 middle error rings kept (cap 5)")
+
+
+PLAIN = transcript(
+    {"role": "system", "text": "You are a helpful bot."},  # 0
+    {"role": "user", "text": "GOAL: plan the offsite."},  # 1
+    {"role": "assistant", "text": "Where would you like to go?"},  # 2
+    {"role": "user", "text": "Somewhere near the sea."},  # 3
+    {"role": "assistant", "text": "Lisbon or Porto, then."},  # 4
+    {"role": "assistant", "calls": [{"id": "c1", "name": "weather", "args": {"city": "Porto"}}]},
+    {"role": "tool", "results": [{"id": "c1", "text": "sunny"}]},  # 6
+    {"role": "user", "text": "Porto it is."},  # 7
+    {"role": "assistant", "text": "Booked."},  # 8
+)
+
+
+def _fifo(*keep: int, **config: Any) -> tuple[str, str]:
+    scenario = replace(
+        SCENARIO,
+        session=PLAIN,
+        ledger=(),
+        config={"recent_tool_rings": 1, "recent_user_turns": 1} | config,
+        expect=Expectation("assembled", checks=("plain_turns_fifo",)),
+    )
+    return _one("plain_turns_fifo", _view(*keep, session=PLAIN), session=PLAIN, scenario=scenario)
+
+
+def test_dropping_the_oldest_plain_turn_first_passes() -> None:
+    assert _fifo(0, 1, 3, 4, 5, 6, 7, 8) == ("pass", "")
+    assert _fifo(0, 1, 4, 5, 6, 7, 8) == ("pass", "")
+    status, message = _fifo(0, 1, 2, 4, 5, 6, 7, 8)
+    assert status == "fail"
+    assert message == (
+        "session messages[3] (user) dropped while the older session messages[2] (assistant) "
+        "was kept"
+    )
+
+
+def test_the_middle_plain_turns_are_those_before_the_recent_user_turns_but_the_goal() -> None:
+    everything = tuple(range(len(PLAIN.messages)))
+    # Messages 2, 3 and 4: the goal is pinned, the ring is no plain turn, 7 on are recent.
+    assert _fifo(*everything) == ("fail", "all 3 middle plain turns kept")
+    # An unpinned goal is middle too; with no recent user turn, so is everything after it.
+    assert _fifo(*everything, pin=[]) == ("fail", "all 4 middle plain turns kept")
+    assert _fifo(*everything, recent_user_turns=0) == ("fail", "all 5 middle plain turns kept")
+
+
+def test_with_no_more_user_turns_than_protected_no_plain_turn_is_middle() -> None:
+    # Three user turns, all of them recent: nothing is left to drop first in, first out.
+    everything = tuple(range(len(PLAIN.messages)))
+    assert _fifo(*everything, recent_user_turns=3) == ("pass", "")
+    assert _fifo(*everything, recent_user_turns=4) == ("pass", "")
+
+
+# -- latest_user_kept and the ledger notes a summary may lean on ----------------------------------------
+
+CHAT = transcript(
+    {"role": "system", "text": "You are a helpful bot."},  # 0
+    {"role": "user", "text": "GOAL: plan the offsite."},  # 1
+    {"role": "assistant", "text": "Where to?"},  # 2
+    {"role": "user", "text": "Somewhere near the sea."},  # 3
+    {"role": "assistant", "text": "Lisbon or Porto?"},  # 4
+    {"role": "user", "text": "Porto."},  # 5
+    {"role": "assistant", "text": "Booked Porto."},  # 6
+)
+
+
+def test_the_latest_user_turn_is_the_last_user_message_even_when_the_assistant_spoke_last() -> None:
+    assert _one("latest_user_kept", _view(0, 1, 2, 3, 4, 5, session=CHAT), session=CHAT) == (
+        "pass",
+        "",
+    )
+    status, message = _one("latest_user_kept", _view(0, 1, 2, 3, 4, 6, session=CHAT), session=CHAT)
+    assert (status, message) == ("fail", "session messages[5] (user) is dropped in the view")
+
+
+def test_every_check_passes_an_empty_conversation_sent_back_empty() -> None:
+    empty = replace(SESSION.with_messages([]), tools=())
+    scenario = replace(
+        SCENARIO,
+        session=empty,
+        ledger=(),
+        expect=Expectation("assembled", checks=tuple(REGISTRY)),
+    )
+    outcome = _outcome(_turn(empty, session=empty, scenario=scenario))
+    results = run_checks(scenario, outcome, list(REGISTRY.values()))
+    assert {(r.id, r.status) for r in results} == {(c, "pass") for c in REGISTRY}
+
+
+LEDGER_NOTE = "- tool=notify_ops idempotency_key=notify-7781 resource_id=msg_991"
+
+
+def test_a_ledger_note_sent_as_a_user_message_or_a_system_block_backs_a_summary() -> None:
+    summary = _text("user", "Earlier: get_status showed checkout healthy; notify_ops was called.")
+    as_user = _view(0, _text("user", LEDGER_NOTE), 1, summary, 6, 7, 8, 9)
+    assert map_view(SESSION, as_user, ledger=(NOTIFY,)).links[1].status == "ledger"
+    assert _one("ledger_in_summary", as_user) == ("pass", "")
+    # Anthropic's one system field: the session's system text and the note as two blocks.
+    block = Message("system", (*M[0].parts, TextPart(LEDGER_NOTE)))
+    as_block = _view(block, 1, summary, 6, 7, 8, 9)
+    assert map_view(SESSION, as_block, ledger=(NOTIFY,)).links[0].status == "merged"
+    assert _one("ledger_in_summary", as_block) == ("pass", "")
+
+
+def test_a_ledger_quoted_by_a_kept_assistant_text_is_no_pinned_ledger() -> None:
+    summary = _text("user", "Earlier: get_status showed checkout healthy; notify_ops was called.")
+    chatter = _text("assistant", f"For the record: {LEDGER_NOTE}")
+    session = SESSION.with_messages([*M, chatter])
+    view = _view(0, 1, summary, 6, 7, 8, 9, 10, session=session)
+    status, message = _one("ledger_in_summary", view, session=session)
+    assert status == "fail"
+    assert message.endswith("names 'notify-7781', 'msg_991'")
+
+
+def test_a_ring_with_one_of_its_results_cleared_still_carries_its_content() -> None:
+    # oldest_rings_first counts a ring as removed when every result is cleared, not one of two.
+    scenario = replace(SCENARIO, expect=Expectation("assembled", checks=("oldest_rings_first",)))
+    (a, b) = M[3].tool_results
+    placeholder = (TextPart("[result cleared]"),)
+    one = Message("tool", (replace(a, content=placeholder), b))
+    both = Message("tool", (replace(a, content=placeholder), replace(b, content=placeholder)))
+    status, message = _one("oldest_rings_first", _view(0, 1, 2, one, *ALL[4:]), scenario=scenario)
+    assert (status, message) == (
+        "fail",
+        "all 1 middle rings were kept (none dropped, cleared or summarized)",
+    )
+    assert _one("oldest_rings_first", _view(0, 1, 2, both, *ALL[4:]), scenario=scenario) == (
+        "pass",
+        "",
+    )
