@@ -4,11 +4,19 @@ the rings that remain (B5). Judged by the emulator's validators, like the confor
 
 from __future__ import annotations
 
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
-from prometheus_client import CollectorRegistry
+from assembler_support import (
+    WordCounter,
+    assemble_words,
+    assistant,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 
 from conformance.providers.validation import validate_request
-from reference_impl import AssemblyConfig, AssemblyMetrics, Ledger, LedgerEntry, assemble
+from reference_impl import AssemblyConfig, Ledger, LedgerEntry
 from reference_impl.errors import ShapeError
 from reference_impl.rings import validate
 from reference_impl.transcript import (
@@ -24,15 +32,7 @@ TOOLS = (ToolSpec("get_status"), ToolSpec("search_logs"), ToolSpec("read_file"))
 
 
 def run(s, config=CONFIG, *, shape="bedrock-converse", budget=10_000, **kw):
-    return assemble(
-        s,
-        config,
-        shape=shape,
-        counter=WordCounter(),
-        budget=budget,
-        metrics=AssemblyMetrics(CollectorRegistry()),
-        **kw,
-    )
+    return assemble_words(s, config, shape=shape, budget=budget, **kw)
 
 
 def _verdict(assembly, shape):

@@ -1,4 +1,5 @@
-"""Shared helpers for the assembler tests: a tiny transparent counter and session builders.
+"""Shared helpers for the assembler tests: a tiny transparent counter, ``assemble`` with it, and
+session builders.
 
 The counter makes budgets easy to reason about by hand: a message costs 4 tokens plus one per
 whitespace-separated word of its text, arguments and results; an image or file costs 100; each tool
@@ -9,8 +10,11 @@ prove that nothing is counted twice and that the old end of a long session is no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from prometheus_client import CollectorRegistry
+
+from reference_impl import Assembly, AssemblyConfig, AssemblyMetrics, assemble
 from reference_impl.tokens import TokenCount
 from reference_impl.transcript import (
     FilePart,
@@ -61,6 +65,14 @@ class WordCounter:
         per = tuple(self.count_message(m) for m in transcript.messages)
         tools = self.count_tools(transcript.tools)
         return TokenCount(sum(per) + tools + 3, per, tools, 3, self.name)
+
+
+def assemble_words(session: Transcript, config: AssemblyConfig, **knobs: Any) -> Assembly:
+    """``assemble`` counted by a new ``WordCounter``, with metrics of its own (not the process's
+    registry); ``knobs`` are ``assemble``'s other keywords and may replace either."""
+    knobs.setdefault("counter", WordCounter())
+    knobs.setdefault("metrics", AssemblyMetrics(CollectorRegistry()))
+    return assemble(session, config, **knobs)
 
 
 def words(n: int, word: str = "w") -> str:
