@@ -75,6 +75,45 @@ def assemble_words(session: Transcript, config: AssemblyConfig, **knobs: Any) ->
     return assemble(session, config, **knobs)
 
 
+class Case(NamedTuple):
+    """A session with the config (and budget, in ``WordCounter`` tokens) that makes its point."""
+
+    session: Transcript
+    config: AssemblyConfig
+    budget: int
+
+
+def goal_meets_a_question(config: AssemblyConfig) -> Case:
+    """system, the goal, a long reply, an older question, a short reply, the latest question.
+    With ``recent_user_turns=2`` and a budget 40 under the whole, trimming deletes the long reply
+    (a plain turn of the middle), and the pinned goal then meets the older question: two user
+    messages in a row, which the alternating shapes merge."""
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        assistant(words(60, "long")),
+        user("older question"),
+        assistant("ok"),
+        user("latest"),
+    )
+    return Case(s, config.with_changes(recent_user_turns=2), WordCounter().count(s).total - 40)
+
+
+def long_goal_then_turns(config: AssemblyConfig) -> Case:
+    """system, a long goal, a reply, a second question, its reply, the latest question. Unpinned
+    (``pin=()``), with ``recent_user_turns=2`` and a budget of 60, the goal goes and the reply
+    after it would lead the middle: the assembler drops it (a user message first)."""
+    s = session(
+        system(),
+        user(words(80, "goal")),
+        assistant("first reply"),
+        user("second"),
+        assistant("second reply"),
+        user("latest"),
+    )
+    return Case(s, config.with_changes(pin=(), recent_user_turns=2), 60)
+
+
 def words(n: int, word: str = "w") -> str:
     return " ".join([word] * n)
 
