@@ -14,7 +14,16 @@ from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry
 
-from reference_impl import Assembly, AssemblyConfig, AssemblyMetrics, assemble
+from reference_impl import (
+    Assembly,
+    AssemblyConfig,
+    AssemblyMetrics,
+    DeterministicSummarizer,
+    Ledger,
+    assemble,
+)
+from reference_impl.budget import plan_budget
+from reference_impl.steps import AssemblyState, load_state, protect_prefix, protect_suffix
 from reference_impl.tokens import TokenCount
 from reference_impl.transcript import (
     FilePart,
@@ -81,6 +90,26 @@ class Case(NamedTuple):
     session: Transcript
     config: AssemblyConfig
     budget: int
+
+
+def protected_state(
+    s: Transcript, config: AssemblyConfig, budget: int, *, counter: Any = None
+) -> AssemblyState:
+    """The state of ``s`` for openai-chat as the pipeline has it after protecting the prefix and
+    the suffix (counted by a new ``WordCounter`` unless ``counter`` is given)."""
+    state = load_state(
+        s,
+        config=config,
+        counter=counter or WordCounter(),
+        summarizer=DeterministicSummarizer(),
+        ledger=Ledger(),
+        plan=plan_budget(config, budget),
+        shape="openai-chat",
+        injections=(),
+    )
+    protect_prefix(state)
+    protect_suffix(state)
+    return state
 
 
 def goal_meets_a_question(config: AssemblyConfig) -> Case:
