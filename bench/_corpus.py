@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 
 from reference_impl.transcript import (
     Message,
+    ReasoningPart,
     Role,
+    SummaryPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -20,7 +23,7 @@ from reference_impl.transcript import (
     Transcript,
 )
 
-__all__ = ["long_session", "new_ring", "next_turn", "realistic_session"]
+__all__ = ["counted_texts", "long_session", "new_ring", "next_turn", "realistic_session"]
 
 _WORDS = [
     "deploy",
@@ -259,3 +262,21 @@ def new_ring(session: Transcript, *, seed: int = 11, tokens: int = 2000) -> Tran
         Message("tool", (ToolResultPart(call.id, (TextPart(_result_of(rng, tokens)),)),)),
     )
     return session.with_messages((*session.messages, *ring))
+
+
+def counted_texts(messages: Iterable[Message]) -> list[str]:
+    """All the text a counter must encode in ``messages`` (texts, summaries, tool names and
+    arguments, the text of tool results, reasoning), in order: encoding it alone is the floor the
+    benchmarks compare counting with."""
+    out: list[str] = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart | SummaryPart):
+                out.append(part.text)
+            elif isinstance(part, ToolCallPart):
+                out.extend((part.name, part.arguments))
+            elif isinstance(part, ToolResultPart):
+                out.extend(p.text for p in part.content if isinstance(p, TextPart))
+            elif isinstance(part, ReasoningPart):
+                out.append(part.data)
+    return out

@@ -54,7 +54,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import new_ring, realistic_session
+from _corpus import counted_texts, new_ring, realistic_session
 
 from reference_impl import AssemblyConfig, SessionAssembler, assemble
 from reference_impl.shapes import get_shape
@@ -62,10 +62,6 @@ from reference_impl.tokens import TiktokenCounter, TokenCounter
 from reference_impl.tokens.encodings import get_encoding
 from reference_impl.transcript import (
     Message,
-    ReasoningPart,
-    SummaryPart,
-    TextPart,
-    ToolCallPart,
     ToolResultPart,
     Transcript,
 )
@@ -92,21 +88,6 @@ def _config(input_budget: int) -> AssemblyConfig:
 def _counter() -> TokenCounter:
     """A new counter with an empty memo (gpt-4o: o200k_base, the cookbook formula)."""
     return TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o")
-
-
-def _texts(messages: Sequence[Message]) -> list[str]:
-    out: list[str] = []
-    for message in messages:
-        for part in message.parts:
-            if isinstance(part, TextPart | SummaryPart):
-                out.append(part.text)
-            elif isinstance(part, ToolCallPart):
-                out.extend((part.name, part.arguments))
-            elif isinstance(part, ToolResultPart):
-                out.extend(p.text for p in part.content if isinstance(p, TextPart))
-            elif isinstance(part, ReasoningPart):
-                out.append(part.data)
-    return out
 
 
 def _timed(run: Callable[[], object]) -> float:
@@ -165,7 +146,7 @@ def paired(
 
 def plain_pass(messages: Sequence[Message]) -> Callable[[int], Callable[[], object]]:
     encoding = get_encoding("o200k_base")
-    texts = _texts(messages)
+    texts = counted_texts(messages)
 
     def prepare(_: int) -> Callable[[], object]:
         return lambda: [encoding.encode_ordinary(t) for t in texts]
@@ -270,7 +251,7 @@ def next_turn(session: Transcript, budget: int) -> tuple[Paired, str]:
 
     def prepare_plain(i: int) -> Callable[[], object]:
         _, turn = turns[i]
-        texts = _texts(turn.messages[len(session) :])
+        texts = counted_texts(turn.messages[len(session) :])
         return lambda: [encoding.encode_ordinary(t) for t in texts]
 
     result = paired(prepare_turn, prepare_plain)

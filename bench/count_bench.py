@@ -30,36 +30,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import long_session, next_turn
+from _corpus import counted_texts, long_session, next_turn
 
 from reference_impl.tokens import TiktokenCounter
 from reference_impl.tokens.encodings import get_encoding
 from reference_impl.transcript import (
-    Message,
-    ReasoningPart,
-    SummaryPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
     Transcript,
 )
 
 REPEATS = 5
-
-
-def _texts(message: Message) -> list[str]:
-    """All text a counter must encode (the same selection as bench/assemble_bench.py)."""
-    out: list[str] = []
-    for part in message.parts:
-        if isinstance(part, TextPart | SummaryPart):
-            out.append(part.text)
-        elif isinstance(part, ToolCallPart):
-            out.extend((part.name, part.arguments))
-        elif isinstance(part, ToolResultPart):
-            out.extend(p.text for p in part.content if isinstance(p, TextPart))
-        elif isinstance(part, ReasoningPart):
-            out.append(part.data)
-    return out
 
 
 def _best(run: Callable[[], object], prepare: Callable[[], object] | None = None) -> float:
@@ -83,7 +62,7 @@ def main(argv: list[str]) -> int:
     messages = int(argv[1]) if len(argv) > 1 else 2_000
     session = long_session(messages)
     encoding = get_encoding("o200k_base")
-    texts = [t for m in session.messages for t in _texts(m)]
+    texts = counted_texts(session.messages)
     tokens = sum(len(encoding.encode_ordinary(t)) for t in texts)
     plain = _best(lambda: [encoding.encode_ordinary(t) for t in texts])
 

@@ -186,16 +186,31 @@ class _Memo(Generic[_K]):
         return len(self._data)
 
 
-class _MemoizedCounter:
-    """Shared plumbing: memoized message/tool counts and the whole-request sum."""
+class _Rules(Protocol):
+    """What a local counter counts with: the tokens of one message and of a tool list."""
+
+    def message(self, message: Message) -> int: ...
+
+    def tools(self, tools: Sequence[ToolSpec]) -> int: ...
+
+
+_R = TypeVar("_R", bound=_Rules)
+
+
+class _MemoizedCounter(Generic[_R]):
+    """Shared plumbing: memoized message/tool counts, each computed by the counter's ``rules``,
+    and the whole-request sum."""
 
     _memo: _Memo[str]
     _tool_memo: _Memo[tuple[str, ...]]
     _encoding_name: str
+    rules: _R
 
-    def __init__(self, memo_size: int) -> None:
+    def __init__(self, memo_size: int, encoding: str, fetched_allowance: int | None) -> None:
         self._memo = _Memo(memo_size)
         self._tool_memo = _Memo(1024)
+        self._encoding_name = _check_encoding(encoding)
+        _check_allowance(fetched_allowance)
 
     @property
     def name(self) -> str:  # pragma: no cover - overridden
@@ -210,11 +225,11 @@ class _MemoizedCounter:
         """The per-message memo (exposed for tests and benchmarks: ``hits``/``misses``)."""
         return self._memo
 
-    def _message(self, message: Message) -> int:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def _message(self, message: Message) -> int:
+        return self.rules.message(message)
 
-    def _tools(self, tools: Sequence[ToolSpec]) -> int:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def _tools(self, tools: Sequence[ToolSpec]) -> int:
+        return self.rules.tools(tools)
 
     def _overhead(self, transcript: Transcript) -> int:  # noqa: ARG002 - subclasses read it
         return 0
@@ -284,7 +299,7 @@ def _text_counter(encoding: str) -> Callable[[str], int]:
 # --------------------------------------------------------------------------- OpenAI shapes
 
 
-class TiktokenCounter(_MemoizedCounter):
+class TiktokenCounter(_MemoizedCounter[OpenAIRules]):
     """OpenAI Chat Completions / Responses, counted locally with a tiktoken encoding.
 
     Messages: the cookbook formula (3 per message, 1 per name, 3 reply priming), or the harmony
@@ -312,11 +327,9 @@ class TiktokenCounter(_MemoizedCounter):
                 f"TiktokenCounter counts the OpenAI shapes, not {shape!r}; "
                 "use counter_for(shape) for an estimate counter"
             )
-        super().__init__(memo_size)
-        self._encoding_name = _check_encoding(encoding)
+        super().__init__(memo_size, encoding, fetched_allowance)
         self.shape = shape
         self.model = model
-        _check_allowance(fetched_allowance)
         self.rules = OpenAIRules(
             _text_counter(encoding),
             openai_image_rule(model),
@@ -334,9 +347,6 @@ class TiktokenCounter(_MemoizedCounter):
     def name(self) -> str:
         """How reports name this counter."""
         return f"tiktoken:{self._encoding_name}/{self.shape}"
-
-    def _message(self, message: Message) -> int:
-        return self.rules.message(message)
 
     def _count_new(self, messages: list[Message]) -> list[int]:
         # A message of one text part and no name (most of a session) costs its role's frame plus
@@ -379,9 +389,6 @@ class TiktokenCounter(_MemoizedCounter):
                 for role in ("system", "developer", "user", "assistant")
             ]
         return self._frames
-
-    def _tools(self, tools: Sequence[ToolSpec]) -> int:
-        return self.rules.tools(tools)
 
     def _overhead(self, transcript: Transcript) -> int:
         # Reply priming (cookbook; harmony for reasoning models) and the tools' share of a system
@@ -441,7 +448,7 @@ def default_safety_factor(shape: str, model: str | None = None) -> float:
     return DEFAULT_SAFETY_FACTORS["anthropic" if is_claude else provider]
 
 
-class EstimateCounter(_MemoizedCounter):
+class EstimateCounter(_MemoizedCounter[EstimateRules]):
     """A local estimate for a shape without a public tokenizer: tiktoken count x ``safety_factor``.
 
     Images use Anthropic's ``w*h/750`` rule (section 4c), Gemini's tiles or media-resolution
@@ -475,15 +482,13 @@ class EstimateCounter(_MemoizedCounter):
                 f"safety_factor must be between 1.0 and 10 (an estimate that may count low is "
                 f"not a safety margin), got {safety_factor!r}"
             )
-        super().__init__(memo_size)
-        self._encoding_name = _check_encoding(encoding)
+        super().__init__(memo_size, encoding, fetched_allowance)
         self.shape = shape
         self.provider = provider
         self.model = model
         self.safety_factor = safety_factor
         self.constants = constants
         self.family = estimate_family(shape, model)
-        _check_allowance(fetched_allowance)
         generation = gemini_generation(model) if self.family == "gemini" else 0
         image_rule: AnthropicImageRule | GeminiImageRule = (
             GeminiImageRule.for_generation(generation)
@@ -510,12 +515,6 @@ class EstimateCounter(_MemoizedCounter):
         """How reports name this counter."""
         short = self._encoding_name.removesuffix("_base")
         return f"estimate:{self.provider}(x{self.safety_factor:.2f},{short})"
-
-    def _message(self, message: Message) -> int:
-        return self.rules.message(message)
-
-    def _tools(self, tools: Sequence[ToolSpec]) -> int:
-        return self.rules.tools(tools)
 
     def _overhead(self, transcript: Transcript) -> int:
         # Measured constants, not tokenizer uncertainty: they are not multiplied by the factor.

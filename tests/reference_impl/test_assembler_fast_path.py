@@ -5,41 +5,20 @@ too, which says what was counted, so the indexed path counts exactly what the st
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
+from assembler_strategies import CONFIGS, never_cut, sessions
 from assembler_support import WordCounter, assistant, ring, session, system, user, words
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 
-from conformance.strategies import transcripts
 from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError
 from reference_impl.assembler import assemble, assemble_pipeline
 from reference_impl.incremental import SessionAssembler
 from reference_impl.ledger import Ledger, LedgerEntry
 from reference_impl.memory import MemoryItem
-from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES
-
-CONFIGS = st.builds(
-    AssemblyConfig,
-    recent_tool_rings=st.integers(0, 2),
-    recent_user_turns=st.integers(0, 2),
-    middle_delete_unit=st.sampled_from(
-        ["tool_ring", "tool_ring", "tool_ring", "clear_tool_result"]
-    ),
-    keep_middle_error_results=st.integers(0, 2),
-    short_error_max_tokens=st.sampled_from([5, 40, 200]),
-    summarize_trigger_ratio=st.sampled_from([0.5, 1.0, 1.0, 1.0]),
-    pin=st.sampled_from(
-        [
-            ("first_user_message", "side_effect_ledger", "security_system_prompt"),
-            ("first_user_message",),
-            (),
-        ]
-    ),
-)
 
 
 def everything(run):
@@ -67,14 +46,7 @@ def cases(draw):
     """A session, a config, memory, a ledger and a budget; the budget mostly between what is
     never cut and the whole session, where trimming decides."""
     shape = draw(st.sampled_from(SHAPE_NAMES))
-    caps = get_shape(shape).capabilities
-    if draw(st.booleans()):  # text only, half the time
-        caps = replace(
-            caps,
-            tool_result_attachments=frozenset({"text"}),
-            user_attachments=frozenset({"text"}),
-        )
-    session = draw(transcripts(caps, min_messages=1, max_messages=30))
+    session = sessions(draw, shape, min_messages=1, max_messages=30)
     config = draw(CONFIGS)
     memory = draw(st.sampled_from([(), (MemoryItem("notes", "prefers canary deploys"),)]))
     calls = [c.id for m in session.messages for c in m.tool_calls]
@@ -93,29 +65,12 @@ def cases(draw):
     )
     ledger = Ledger(tuple(entries))
     total = WordCounter().count(session).total
-    try:
-        probe = assemble_pipeline(
-            session,
-            config.with_changes(summarize_trigger_ratio=1.0, middle_delete_unit="tool_ring"),
-            shape=shape,
-            counter=WordCounter(),
-            budget=total + 200,
-            metrics=AssemblyMetrics(CollectorRegistry()),
-            memory=memory,
-            ledger=ledger,
-        ).report
-        floor = probe.tokens_before.total - probe.tokens_before.middle
-    except ContextAssemblyError:
-        floor = 0
+    floor = never_cut(session, config, shape, memory=memory, ledger=ledger)
     budget = draw(st.integers(max(0, floor - 5), total + 120) | st.integers(0, total + 120))
     return shape, session, config, budget, memory, ledger
 
 
-@settings(
-    max_examples=examples(600),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(max_examples=examples(600))  # deadline, health checks: hypothesis_support's profiles
 @given(cases())
 def test_assemble_is_the_pipeline(case):
     shape, session, config, budget, memory, ledger = case

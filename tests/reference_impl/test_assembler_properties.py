@@ -12,15 +12,15 @@ import json
 from dataclasses import replace
 
 import pytest
-from assembler_support import WordCounter
+from assembler_strategies import never_cut
+from assembler_support import WordCounter, assemble_words
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
-from prometheus_client import CollectorRegistry
 
 from conformance.providers.validation import validate_request
 from conformance.strategies import broken_transcripts, transcripts
-from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl import AssemblyConfig, ContextAssemblyError
 from reference_impl.errors import ShapeError
 from reference_impl.rings import Ring, segment, validate
 from reference_impl.shapes import get_shape
@@ -77,24 +77,16 @@ def cases(draw):
         session = _verbose_results(session, draw(st.integers(10, 40)))
     config = draw(CONFIGS)
     full = WordCounter().count(session).total
-    # What can never be cut (prefix, suffix, tools), from a run with room to spare: most budgets
-    # are drawn between that floor and the whole session, where trimming decides; some anywhere.
-    probe = run(shape, session, config.with_changes(summarize_trigger_ratio=1.0), full + 1).report
-    floor = probe.tokens_before.total - probe.tokens_before.middle
+    # Most budgets between what is never cut and the whole session, where trimming decides;
+    # some anywhere.
+    floor = never_cut(session, config, shape)
     near = st.integers(max(0, floor - 5), full + full // 5)
     budget = draw(st.one_of(st.integers(0, full), near, near, near))
     return shape, session, config, budget
 
 
 def run(shape, session, config, budget):
-    return assemble(
-        session,
-        config,
-        shape=shape,
-        counter=WordCounter(),
-        budget=budget,
-        metrics=AssemblyMetrics(CollectorRegistry()),
-    )
+    return assemble_words(session, config, shape=shape, budget=budget)
 
 
 def _protected(session: Transcript, config: AssemblyConfig) -> set[str]:

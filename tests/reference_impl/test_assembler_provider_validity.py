@@ -4,11 +4,21 @@ the rings that remain (B5). Judged by the emulator's validators, like the confor
 
 from __future__ import annotations
 
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
-from prometheus_client import CollectorRegistry
+from assembler_support import (
+    WordCounter,
+    assemble_words,
+    assistant,
+    goal_meets_a_question,
+    long_goal_then_turns,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 
 from conformance.providers.validation import validate_request
-from reference_impl import AssemblyConfig, AssemblyMetrics, Ledger, LedgerEntry, assemble
+from reference_impl import AssemblyConfig, Ledger, LedgerEntry
 from reference_impl.errors import ShapeError
 from reference_impl.rings import validate
 from reference_impl.transcript import (
@@ -24,15 +34,7 @@ TOOLS = (ToolSpec("get_status"), ToolSpec("search_logs"), ToolSpec("read_file"))
 
 
 def run(s, config=CONFIG, *, shape="bedrock-converse", budget=10_000, **kw):
-    return assemble(
-        s,
-        config,
-        shape=shape,
-        counter=WordCounter(),
-        budget=budget,
-        metrics=AssemblyMetrics(CollectorRegistry()),
-        **kw,
-    )
+    return assemble_words(s, config, shape=shape, budget=budget, **kw)
 
 
 def _verdict(assembly, shape):
@@ -49,24 +51,15 @@ def verdicts(assembly):
 
 
 def test_b3_g4_a_deleted_assistant_turn_leaves_two_user_messages_in_a_row():
-    s = session(
-        system(),
-        user("GOAL: audit"),
-        assistant(words(60, "long")),  # deleted: the pinned goal then meets the next question
-        user("older question"),  # protected on its own (recent_user_turns: 2)
-        assistant("ok"),
-        user("latest"),
-    )
-    config = CONFIG.with_changes(recent_user_turns=2)
-    full = WordCounter().count(s).total
-    a = run(s, config, budget=full - 40)
+    s, config, budget = goal_meets_a_question(CONFIG)
+    a = run(s, config, budget=budget)
     assert a.report.dropped_turn_ids == (s.messages[2].id,)
     for shape, verdict in verdicts(a).items():
         assert verdict.accepted, (shape, verdict.rule)
     # Merged for the alternating shapes only, into the earlier message, parts in order.
     assert a.report.merged_ids == (s.messages[3].id,)
     assert [p.text for p in a.view.messages[1].parts] == ["GOAL: audit", "older question"]
-    openai = run(s, config, shape="openai-chat", budget=full - 40)
+    openai = run(s, config, shape="openai-chat", budget=budget)
     assert openai.report.merged_ids == ()
     assert [m.id for m in openai.view] == [m.id for m in a.base_view]
     assert validate(a.view) == ()
@@ -154,16 +147,8 @@ def test_b4_g1_a_user_message_comes_first_when_the_goal_is_not_pinned():
 
 
 def test_b4_leading_middle_turns_are_dropped_after_the_goal_went():
-    s = session(
-        system(),
-        user(words(80, "goal")),
-        assistant("first reply"),
-        user("second"),
-        assistant("second reply"),
-        user("latest"),
-    )
-    config = CONFIG.with_changes(pin=(), recent_user_turns=2)
-    a = run(s, config, budget=60)
+    s, config, budget = long_goal_then_turns(CONFIG)
+    a = run(s, config, budget=budget)
     assert [m.role for m in a.view] == ["system", "user", "assistant", "user"]
     assert s.messages[2].id in a.report.dropped_turn_ids
     assert "drop_leading_non_user" in a.report.steps

@@ -5,22 +5,24 @@ The rings between the task and the newest rings are the deletable middle."""
 from __future__ import annotations
 
 import pytest
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
-from prometheus_client import CollectorRegistry
+from assembler_support import (
+    WordCounter,
+    assemble_words,
+    assistant,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 
-from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl import AssemblyConfig, ContextAssemblyError
 
 CONFIG = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=2, recent_user_turns=2)
 
 
 def run(s, config=CONFIG, budget=10_000):
-    return assemble(
-        s,
-        config,
-        counter=WordCounter(),
-        budget=budget,
-        metrics=AssemblyMetrics(CollectorRegistry()),
-    )
+    return assemble_words(s, config, budget=budget)
 
 
 def agent_loop():

@@ -4,39 +4,19 @@ turn that only appends messages without looking at the old ones again."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
+from assembler_strategies import CONFIGS, never_cut, sessions
 from assembler_support import WordCounter, assistant, ring, session, system, user, words
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 
-from conformance.strategies import transcripts
 from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
 from reference_impl.incremental import SessionAssembler
-from reference_impl.shapes import get_shape
 from reference_impl.steps import PIPELINE
 from reference_impl.transcript import SHAPE_NAMES
-
-CONFIGS = st.builds(
-    AssemblyConfig,
-    recent_tool_rings=st.integers(0, 2),
-    recent_user_turns=st.integers(0, 2),
-    middle_delete_unit=st.sampled_from(
-        ["tool_ring", "tool_ring", "tool_ring", "clear_tool_result"]
-    ),
-    keep_middle_error_results=st.integers(0, 2),
-    summarize_trigger_ratio=st.sampled_from([0.5, 1.0, 1.0, 1.0]),
-    pin=st.sampled_from(
-        [
-            ("first_user_message", "side_effect_ledger", "security_system_prompt"),
-            ("first_user_message",),
-            (),
-        ]
-    ),
-)
 
 
 def outcome(run):
@@ -63,38 +43,18 @@ def outcome(run):
 @st.composite
 def growing_sessions(draw):
     shape = draw(st.sampled_from(SHAPE_NAMES))
-    caps = get_shape(shape).capabilities
-    if draw(st.booleans()):  # text only, half the time: attachments send trimming the long way
-        caps = replace(
-            caps,
-            tool_result_attachments=frozenset({"text"}),
-            user_attachments=frozenset({"text"}),
-        )
-    full = draw(transcripts(caps, min_messages=3, max_messages=24))
+    full = sessions(draw, shape, min_messages=3, max_messages=24)
     cuts = sorted(set(draw(st.lists(st.integers(1, len(full)), min_size=1, max_size=6))))
     if cuts[-1] != len(full):
         cuts.append(len(full))
     config = draw(CONFIGS)
     total = WordCounter().count(full).total
-    # Budgets between what can never be cut and the whole session, where trimming decides.
-    probe = assemble(
-        full,
-        config.with_changes(summarize_trigger_ratio=1.0, middle_delete_unit="tool_ring"),
-        shape=shape,
-        counter=WordCounter(),
-        budget=total + 1,
-        metrics=AssemblyMetrics(CollectorRegistry()),
-    ).report
-    floor = probe.tokens_before.total - probe.tokens_before.middle
+    floor = never_cut(full, config, shape)  # where trimming decides
     budget = draw(st.integers(max(0, floor - 5), total + 20))
     return shape, full, cuts, config, budget
 
 
-@settings(
-    max_examples=examples(500),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(max_examples=examples(500))  # deadline, health checks: hypothesis_support's profiles
 @given(growing_sessions())
 def test_each_turn_equals_the_stateless_assembly(case):
     shape, full, cuts, config, budget = case

@@ -46,31 +46,9 @@ def unit_by_unit(positions, stop, skip, costs, known, room):
     return taken, None, used, 0, counted
 
 
-@given(walks())
-def test_the_newest_first_walk_equals_the_unit_by_unit_loop(case):
-    positions, stop, skip, costs, known, room = case
-    counted: list[int] = []
-
-    def count(run, _room):
-        counted.append(run[0])
-        return [costs[run[0]]]
-
-    got = _take_newest(
-        positions,
-        stop,
-        skip=skip,
-        room=room,
-        known=lambda chunk: [costs[p] if p in known else None for p in chunk],
-        count=count,
-    )
-    want = unit_by_unit(positions, stop, skip, costs, known, room)
-    assert (*got, counted) == want  # same units taken, same stop, and only the reached counted
-
-
-@given(walks(), st.integers(1, 50))
-def test_counting_runs_ahead_changes_nothing_the_walk_decides(case, ahead):
-    # count(run, room) may count more than the first unit of a run (in one go): the walk takes
-    # the units as a unit-by-unit walk meets them, so what it decides is the same
+def walk_newest(case, ahead):
+    """``_take_newest`` over ``case`` with a ``count(run, room)`` that counts the first ``ahead``
+    units of each run in one go: what the walk returns, and the positions counted in order."""
     positions, stop, skip, costs, known, room = case
     counted: list[int] = []
 
@@ -86,7 +64,22 @@ def test_counting_runs_ahead_changes_nothing_the_walk_decides(case, ahead):
         known=lambda chunk: [costs[p] if p in known else None for p in chunk],
         count=count,
     )
-    want = unit_by_unit(positions, stop, skip, costs, known, room)
+    return got, counted
+
+
+@given(walks())
+def test_the_newest_first_walk_equals_the_unit_by_unit_loop(case):
+    got, counted = walk_newest(case, 1)
+    want = unit_by_unit(*case)
+    assert (*got, counted) == want  # same units taken, same stop, and only the reached counted
+
+
+@given(walks(), st.integers(1, 50))
+def test_counting_runs_ahead_changes_nothing_the_walk_decides(case, ahead):
+    # count(run, room) may count more than the first unit of a run (in one go): the walk takes
+    # the units as a unit-by-unit walk meets them, so what it decides is the same
+    got, counted = walk_newest(case, ahead)
+    want = unit_by_unit(*case)
     assert got == want[:4]
     assert set(want[4]) <= set(counted)  # every unit reached was counted
     assert len(counted) == len(set(counted))  # and none twice

@@ -7,6 +7,7 @@ import json
 import pytest
 from assembler_support import (
     WordCounter,
+    assemble_words,
     assistant,
     ring,
     session,
@@ -24,7 +25,6 @@ from reference_impl import (
     Ledger,
     LedgerEntry,
     MemoryItem,
-    assemble,
 )
 from reference_impl.config import MemoryConfig
 from reference_impl.steps import CLEARED_RESULT_TEXT, SYNTHESIZED_RESULT_TEXT
@@ -34,9 +34,7 @@ NO_SUMMARY = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, re
 
 
 def run(s, config=NO_SUMMARY, **kw):
-    kw.setdefault("counter", WordCounter())
-    kw.setdefault("metrics", AssemblyMetrics(CollectorRegistry()))
-    return assemble(s, config, **kw)
+    return assemble_words(s, config, **kw)
 
 
 def ids(assembly):

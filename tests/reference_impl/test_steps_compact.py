@@ -12,26 +12,30 @@ import logging
 import threading
 
 import pytest
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from assembler_support import (
+    WordCounter,
+    assemble_words,
+    assistant,
+    protected_state,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 from prometheus_client import CollectorRegistry
 
 from reference_impl import (
     AssemblyConfig,
     AssemblyMetrics,
     ContextAssemblyError,
-    DeterministicSummarizer,
-    Ledger,
     SummaryBlock,
     SummaryRequest,
     assemble,
 )
-from reference_impl.budget import plan_budget
 from reference_impl.steps import (
     drop_tool_schemas,
     escalate,
-    load_state,
-    protect_prefix,
-    protect_suffix,
 )
 from reference_impl.tokens import TokenCount, counter_for
 from reference_impl.transcript import Message, SummaryPart, ToolSpec, Transcript
@@ -41,9 +45,7 @@ DROP_TOOLS = NO_SUMMARY.with_changes(on_still_over_budget="drop_tools_schema_the
 
 
 def run(s, config=NO_SUMMARY, **kw):
-    kw.setdefault("counter", WordCounter())
-    kw.setdefault("metrics", AssemblyMetrics(CollectorRegistry()))
-    return assemble(s, config, **kw)
+    return assemble_words(s, config, **kw)
 
 
 def refused(s, config=NO_SUMMARY, **kw) -> ContextAssemblyError:
@@ -54,19 +56,7 @@ def refused(s, config=NO_SUMMARY, **kw) -> ContextAssemblyError:
 
 def state_for(s, config, budget, *, counter=None):
     """The state as the pipeline has it after protecting the prefix and the suffix."""
-    state = load_state(
-        s,
-        config=config,
-        counter=counter or WordCounter(),
-        summarizer=DeterministicSummarizer(),
-        ledger=Ledger(),
-        plan=plan_budget(config, budget),
-        shape="openai-chat",
-        injections=(),
-    )
-    protect_prefix(state)
-    protect_suffix(state)
-    return state
+    return protected_state(s, config, budget, counter=counter)
 
 
 class ToolPromptCounter(WordCounter):

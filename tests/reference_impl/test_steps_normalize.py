@@ -3,10 +3,20 @@ must not make, a user message first (the anchor), and leading non-user units aft
 
 from __future__ import annotations
 
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
-from prometheus_client import CollectorRegistry
+from assembler_support import (
+    WordCounter,
+    assemble_words,
+    assistant,
+    goal_meets_a_question,
+    long_goal_then_turns,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 
-from reference_impl import AssemblyConfig, AssemblyMetrics, assemble
+from reference_impl import AssemblyConfig
 from reference_impl.steps import needs_alternation, normalize_view
 from reference_impl.transcript import (
     Message,
@@ -21,14 +31,7 @@ CONFIG = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, recent
 
 
 def run(s, config=CONFIG, *, shape="bedrock-converse", budget=10_000):
-    return assemble(
-        s,
-        config,
-        shape=shape,
-        counter=WordCounter(),
-        budget=budget,
-        metrics=AssemblyMetrics(CollectorRegistry()),
-    )
+    return assemble_words(s, config, shape=shape, budget=budget)
 
 
 def ring_opening_with(reasoning: ReasoningPart) -> tuple[Message, Message]:
@@ -83,20 +86,11 @@ def test_a_summary_after_a_rings_results_stays_its_own_message():
 
 
 def test_the_normalize_step_is_recorded_only_when_something_was_merged():
-    s = session(
-        system(),
-        user("GOAL: audit"),
-        assistant(words(60, "long")),
-        user("older question"),
-        assistant("ok"),
-        user("latest"),
-    )
-    config = CONFIG.with_changes(recent_user_turns=2)
-    full = WordCounter().count(s).total
-    merged = run(s, config, budget=full - 40)
+    s, config, budget = goal_meets_a_question(CONFIG)
+    merged = run(s, config, budget=budget)
     assert merged.report.merged_ids == (s.messages[3].id,)
     assert "normalize" in merged.report.steps
-    apart = run(s, config, shape="openai-chat", budget=full - 40)
+    apart = run(s, config, shape="openai-chat", budget=budget)
     assert apart.report.merged_ids == ()
     assert "normalize" not in apart.report.steps
 
@@ -194,14 +188,7 @@ def test_dropping_whole_units_in_front_of_the_first_user_message_does_not_revali
         return real(view)
 
     monkeypatch.setattr(state_module, "validate", spy)
-    s = session(
-        system(),
-        user(words(80, "goal")),
-        assistant("first reply"),
-        user("second"),
-        assistant("second reply"),
-        user("latest"),
-    )
-    a = run(s, CONFIG.with_changes(pin=(), recent_user_turns=2), shape="openai-chat", budget=60)
+    s, config, budget = long_goal_then_turns(CONFIG)
+    a = run(s, config, shape="openai-chat", budget=budget)
     assert "drop_leading_non_user" in a.report.steps
     assert calls == []

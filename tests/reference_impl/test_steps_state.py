@@ -4,38 +4,31 @@ a unit's content changed, and the pairing re-check after a step."""
 from __future__ import annotations
 
 import pytest
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from assembler_support import (
+    WordCounter,
+    assistant,
+    protected_state,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 from prometheus_client import CollectorRegistry
 
 from reference_impl import (
     AssemblyConfig,
     AssemblyMetrics,
     ContextAssemblyError,
-    DeterministicSummarizer,
-    Ledger,
     assemble,
 )
-from reference_impl.budget import plan_budget
-from reference_impl.steps import load_state, protect_prefix, protect_suffix
 from reference_impl.transcript import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 
 CONFIG = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, recent_user_turns=1)
 
 
 def state_for(s, budget, *, counter=None, config=CONFIG):
-    state = load_state(
-        s,
-        config=config,
-        counter=counter or WordCounter(),
-        summarizer=DeterministicSummarizer(),
-        ledger=Ledger(),
-        plan=plan_budget(config, budget),
-        shape="openai-chat",
-        injections=(),
-    )
-    protect_prefix(state)
-    protect_suffix(state)
-    return state
+    return protected_state(s, config, budget, counter=counter)
 
 
 def middle_session():

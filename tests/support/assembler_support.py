@@ -1,4 +1,5 @@
-"""Shared helpers for the assembler tests: a tiny transparent counter and session builders.
+"""Shared helpers for the assembler tests: a tiny transparent counter, ``assemble`` with it, and
+session builders.
 
 The counter makes budgets easy to reason about by hand: a message costs 4 tokens plus one per
 whitespace-separated word of its text, arguments and results; an image or file costs 100; each tool
@@ -9,8 +10,20 @@ prove that nothing is counted twice and that the old end of a long session is no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from prometheus_client import CollectorRegistry
+
+from reference_impl import (
+    Assembly,
+    AssemblyConfig,
+    AssemblyMetrics,
+    DeterministicSummarizer,
+    Ledger,
+    assemble,
+)
+from reference_impl.budget import plan_budget
+from reference_impl.steps import AssemblyState, load_state, protect_prefix, protect_suffix
 from reference_impl.tokens import TokenCount
 from reference_impl.transcript import (
     FilePart,
@@ -61,6 +74,73 @@ class WordCounter:
         per = tuple(self.count_message(m) for m in transcript.messages)
         tools = self.count_tools(transcript.tools)
         return TokenCount(sum(per) + tools + 3, per, tools, 3, self.name)
+
+
+def assemble_words(session: Transcript, config: AssemblyConfig, **knobs: Any) -> Assembly:
+    """``assemble`` counted by a new ``WordCounter``, with metrics of its own (not the process's
+    registry); ``knobs`` are ``assemble``'s other keywords and may replace either."""
+    knobs.setdefault("counter", WordCounter())
+    knobs.setdefault("metrics", AssemblyMetrics(CollectorRegistry()))
+    return assemble(session, config, **knobs)
+
+
+class Case(NamedTuple):
+    """A session with the config (and budget, in ``WordCounter`` tokens) that makes its point."""
+
+    session: Transcript
+    config: AssemblyConfig
+    budget: int
+
+
+def protected_state(
+    s: Transcript, config: AssemblyConfig, budget: int, *, counter: Any = None
+) -> AssemblyState:
+    """The state of ``s`` for openai-chat as the pipeline has it after protecting the prefix and
+    the suffix (counted by a new ``WordCounter`` unless ``counter`` is given)."""
+    state = load_state(
+        s,
+        config=config,
+        counter=counter or WordCounter(),
+        summarizer=DeterministicSummarizer(),
+        ledger=Ledger(),
+        plan=plan_budget(config, budget),
+        shape="openai-chat",
+        injections=(),
+    )
+    protect_prefix(state)
+    protect_suffix(state)
+    return state
+
+
+def goal_meets_a_question(config: AssemblyConfig) -> Case:
+    """system, the goal, a long reply, an older question, a short reply, the latest question.
+    With ``recent_user_turns=2`` and a budget 40 under the whole, trimming deletes the long reply
+    (a plain turn of the middle), and the pinned goal then meets the older question: two user
+    messages in a row, which the alternating shapes merge."""
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        assistant(words(60, "long")),
+        user("older question"),
+        assistant("ok"),
+        user("latest"),
+    )
+    return Case(s, config.with_changes(recent_user_turns=2), WordCounter().count(s).total - 40)
+
+
+def long_goal_then_turns(config: AssemblyConfig) -> Case:
+    """system, a long goal, a reply, a second question, its reply, the latest question. Unpinned
+    (``pin=()``), with ``recent_user_turns=2`` and a budget of 60, the goal goes and the reply
+    after it would lead the middle: the assembler drops it (a user message first)."""
+    s = session(
+        system(),
+        user(words(80, "goal")),
+        assistant("first reply"),
+        user("second"),
+        assistant("second reply"),
+        user("latest"),
+    )
+    return Case(s, config.with_changes(pin=(), recent_user_turns=2), 60)
 
 
 def words(n: int, word: str = "w") -> str:
