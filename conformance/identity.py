@@ -57,6 +57,7 @@ from reference_impl.transcript import (
     Message,
     Part,
     ReasoningPart,
+    Role,
     SummaryPart,
     TextPart,
     ToolCallPart,
@@ -91,6 +92,7 @@ EditKind: TypeAlias = Literal[
     "result_added",
     "result_removed",
     "text_changed",
+    "text_added",
     "summary_added",
     "attachment_degraded",
     "attachment_changed",
@@ -599,11 +601,13 @@ def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
     """A plain message of its unaligned region whose whole text opens the view message, with
     something added after it (an instruction appended to the goal's turn): that message,
     changed. Tried last, once no merge of whole session messages explains the text; a text that
-    only ends with a dropped message's (a summary quoting it) is left to the summary test."""
+    only ends with a dropped message's (a summary quoting it) is left to the summary test, unless
+    that message is the latest user turn, which no summary replaces."""
     message = state.view.messages[index]
     text = message.text.strip()
     if message.has_tool_parts or not text:
         return None
+    latest = _latest_user(state.session)
     for i in open_:
         candidate = state.session.messages[i]
         old = candidate.text.strip()
@@ -611,10 +615,23 @@ def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
             candidate.role == message.role
             and not candidate.has_tool_parts
             and old
-            and text.startswith(old)
+            and (text.startswith(old) or (i == latest and text.endswith(old)))
         ):
             return _modified_link(state, index, i)
     return None
+
+
+def _latest_user(session: Transcript) -> int | None:
+    """The session's latest plain user message: the request being made, which no summary
+    stands in for (a line put in front of it is added text, not a summary quoting it)."""
+    return next(
+        (
+            i
+            for i in range(len(session.messages) - 1, -1, -1)
+            if session.messages[i].role == "user" and not session.messages[i].has_tool_parts
+        ),
+        None,
+    )
 
 
 def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -> int | None:
@@ -728,7 +745,12 @@ def _edits(
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
     for kind, detail in _text_edits(given, wanted):
-        add(kind, detail)
+        role = state.session.messages[source].role
+        added = _added_text(given, wanted, role, state) if kind == "text_changed" else None
+        if added is not None:
+            add("text_added", f"text added to it: {_short(added)}")
+        else:
+            add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
     new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
     if old_reasoning != new_reasoning:
@@ -768,6 +790,27 @@ def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[Edi
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
     return [*changed, (kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+
+
+def _added_text(
+    given: Sequence[Part], wanted: Sequence[Part], role: Role, state: _State
+) -> str | None:
+    """What a view message's text adds around its session message's whole text (an order
+    appended to a user turn, a line put in front of it), unless what was added is a labelled
+    memory item, a ledger note or a declared summary (those may travel in a kept message, as in
+    their own); None when the text was not added to but cut or rewritten."""
+    old = "".join(p.text for p in wanted if isinstance(p, TextPart)).strip()
+    new = "".join(p.text for p in given if isinstance(p, TextPart)).strip()
+    if not old or len(new) <= len(old) or old not in new:
+        return None
+    added = new.replace(old, "\n", 1).strip()
+    prefix = state.declared.summary_prefix
+    if not added or (prefix and added.startswith(prefix.strip())):
+        return None  # a declared summary merged into the turn is judged as a summary's text
+    probe = Message(role, (TextPart(added),))  # memory and ledger notes: system/user text only
+    if _is_injection(probe, state.memory) or _is_ledger_note(probe, state.ledger):
+        return None
+    return added
 
 
 def _opens_with_text(parts: Sequence[Part]) -> bool:

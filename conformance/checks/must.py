@@ -69,7 +69,9 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="nothing_invented", level="must")
 def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, a ledger note or a labelled
-    memory injection (an invented user turn is the worst kind)."""
+    memory injection (an invented user turn is the worst kind), and no kept message carries
+    text its session copy does not (an order appended to a user turn; a labelled memory item or
+    a ledger note added to a kept message is no invention)."""
     for turn in assembled_turns(outcome):
         invented = turn.identity.of_status("invented")
         if invented:
@@ -81,6 +83,14 @@ def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
             )
             raise turn.failure(
                 f"{len(invented)} message(s) match nothing in the session", "; ".join(named)
+            )
+        added = [e for e in turn.identity.edits if e.kind == "text_added"]
+        if added:
+            edit = added[0]
+            raise turn.failure(
+                f"{len(added)} kept message(s) carry text the session does not hold",
+                f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
+                f"{edit.detail}",
             )
 
 
@@ -135,7 +145,12 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
         goal = first_user_index(turn.session)
         for edit in turn.identity.edits:
             message = turn.session.messages[edit.source]
-            if edit.kind in {"text_changed", "attachment_changed", "fields_changed"} and (
+            if edit.kind in {
+                "text_changed",
+                "text_added",
+                "attachment_changed",
+                "fields_changed",
+            } and (
                 message.role in {"system", "developer"} or (goal_pinned and edit.source == goal)
             ):
                 what = "the pinned goal" if edit.source == goal else "pinned system text"

@@ -233,7 +233,7 @@ def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
         for edit in turn.identity.edits:
             role = turn.session.messages[edit.source].role
             if (
-                edit.kind in {"text_changed", "attachment_changed"}
+                edit.kind in {"text_changed", "text_added", "attachment_changed"}
                 and role not in {"system", "developer"}
                 and (edit.source != goal)
             ):

@@ -697,7 +697,7 @@ def test_an_attachment_replaced_or_added_is_an_edit_not_a_degradation() -> None:
     both = Message("user", (P[2].parts[0], other, replace(other, data=other.data + "?2")))
     assert [e.detail for e in _pictured(both).edits] == ["2 attachment(s) not in the session"]
     added = Message("user", (*P[2].parts, other, TextPart("Here it is!")))
-    assert [e.kind for e in _pictured(added).edits] == ["attachment_changed", "text_changed"]
+    assert [e.kind for e in _pictured(added).edits] == ["attachment_changed", "text_added"]
     view = _view(0, 1, swapped, 3, 4, session=PICTURED)
     assert _run(view, "text_unedited", session=PICTURED, ledger=()) == {"text_unedited": "fail"}
     goal = Message("user", (*P[1].parts, other))
