@@ -267,8 +267,13 @@ def refuses_only_below_minimum(scenario: Scenario, outcome: CaseOutcome) -> None
             raise Failure(
                 "refused where the scenario's knobs allow an assembly",
                 f"{turn_label(outcome, turn)}the scenario expects an assembly at budget "
-                f"{outcome.budget}, below the protected minimum ({minimum} tokens by "
-                f"{outcome.counter}), which its knobs allow ({knobs}); refusal "
+                f"{outcome.budget}, "
+                + (
+                    "below the protected minimum"
+                    if outcome.budget < minimum
+                    else f"within {MINIMUM_SLACK:.0%} of the protected minimum"
+                )
+                + f" ({minimum} tokens by {outcome.counter}), which its knobs allow ({knobs}); refusal "
                 f"{turn.refusal_code}: {turn.reason}",
             )
         if outcome.budget >= allowed:

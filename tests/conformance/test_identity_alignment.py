@@ -451,8 +451,13 @@ def test_refusing_a_case_that_expects_an_assembly_fails_must_where_the_minimum_f
     assert below["assembles_when_feasible"][0] == "pass"
     status, said = below["refuses_only_below_minimum"]
     assert status == "fail"
-    assert "below the protected minimum" in said
+    minimum = int(said.split("protected minimum (")[1].split(" ")[0])
+    assert minimum < allowed - 1  # inside the slack, not below the minimum: the message says so
+    assert f"at budget {allowed - 1}, within 5% of the protected minimum ({minimum} tokens" in said
     assert "its knobs allow (recent_tool_rings: 1, recent_user_turns: 1)" in said
+    status, said = _refused(minimum - 1, "assembled")["refuses_only_below_minimum"]
+    assert status == "fail"
+    assert f"at budget {minimum - 1}, below the protected minimum ({minimum} tokens" in said
 
 
 def test_refusing_above_the_protected_minimum_fails_should_with_the_minimum() -> None:
