@@ -9,14 +9,17 @@ from assembler_support import (
     assistant,
     goal_meets_a_question,
     long_goal_then_turns,
+    protected_state,
     ring,
     session,
     system,
     user,
     words,
 )
+from prometheus_client import CollectorRegistry
 
-from reference_impl import AssemblyConfig
+from reference_impl import AssemblyConfig, AssemblyMetrics
+from reference_impl.assembler import assemble_pipeline
 from reference_impl.steps import needs_alternation, normalize_view
 from reference_impl.transcript import (
     Message,
@@ -28,6 +31,7 @@ from reference_impl.transcript import (
 )
 
 CONFIG = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, recent_user_turns=1)
+METRICS = AssemblyMetrics(CollectorRegistry())
 
 
 def run(s, config=CONFIG, *, shape="bedrock-converse", budget=10_000):
@@ -177,18 +181,33 @@ def test_gemini_merges_only_a_plain_model_turn_into_the_ring_after_it():
 
 def test_dropping_whole_units_in_front_of_the_first_user_message_does_not_revalidate(monkeypatch):
     # Design notes, Performance: a step that only drops whole units cannot unpair the view, so
-    # its O(n) pairing check is skipped. The spy calls the real check and counts.
+    # its O(n) pairing check is skipped. The spy calls the real check and counts; the steps run
+    # one by one (assemble_pipeline: assemble's indexed path has no such step to spy on).
     import reference_impl.steps.state as state_module
 
-    calls: list[int] = []
+    calls: list[str] = []
     real = state_module.validate
+    real_record = state_module.AssemblyState.record
 
     def spy(view):
-        calls.append(len(view.messages))
+        calls.append(current[-1])
         return real(view)
 
+    current: list[str] = ["-"]
+
+    def record(self, step, *, revalidate=True):
+        current.append(step)
+        return real_record(self, step, revalidate=revalidate)
+
     monkeypatch.setattr(state_module, "validate", spy)
+    monkeypatch.setattr(state_module.AssemblyState, "record", record)
     s, config, budget = long_goal_then_turns(CONFIG)
-    a = run(s, config, shape="openai-chat", budget=budget)
+    a = assemble_pipeline(
+        s, config, shape="openai-chat", budget=budget, counter=WordCounter(), metrics=METRICS
+    )
     assert "drop_leading_non_user" in a.report.steps
-    assert calls == []
+    assert "drop_leading_non_user" not in calls
+    # The control: a step recorded as revalidating is checked through the same spy.
+    state = protected_state(s, config, budget)
+    state.record("a_step_that_edits_messages")
+    assert calls[-1:] == ["a_step_that_edits_messages"]
