@@ -7,7 +7,16 @@ from __future__ import annotations
 import json
 
 from assembler_strategies import CONFIGS, never_cut, sessions
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from assembler_support import (
+    WordCounter,
+    assembly_facts,
+    assistant,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
@@ -24,21 +33,9 @@ from reference_impl.transcript import SHAPE_NAMES
 def everything(run):
     """All an assembly says but its timing, or the refusal's code and details."""
     try:
-        a = run()
+        return assembly_facts(run())
     except ContextAssemblyError as exc:
-        details = dict(exc.details)
-        details["report"] = {k: v for k, v in details["report"].items() if k != "seconds"}
-        return ("rejected", exc.code, json.dumps(details, sort_keys=True, default=str))
-    report = a.report.to_dict()
-    report.pop("seconds")
-    return (
-        [(m.id, m.role, m.parts, m.name) for m in a.view],
-        [m.id for m in a.base_view],
-        a.view.tools,
-        a.injected_ids,
-        a.prefix_ids,
-        json.dumps(report, sort_keys=True),
-    )
+        return assembly_facts(exc)
 
 
 @st.composite

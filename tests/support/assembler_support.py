@@ -9,7 +9,8 @@ prove that nothing is counted twice and that the old end of a long session is no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry
@@ -22,7 +23,9 @@ from reference_impl import (
     Ledger,
     assemble,
 )
+from reference_impl.assembler import assemble_pipeline
 from reference_impl.budget import plan_budget
+from reference_impl.errors import ContextAssemblyError
 from reference_impl.steps import AssemblyState, load_state, protect_prefix, protect_suffix
 from reference_impl.tokens import TokenCount
 from reference_impl.transcript import (
@@ -78,10 +81,49 @@ class WordCounter:
 
 def assemble_words(session: Transcript, config: AssemblyConfig, **knobs: Any) -> Assembly:
     """``assemble`` counted by a new ``WordCounter``, with metrics of its own (not the process's
-    registry); ``knobs`` are ``assemble``'s other keywords and may replace either."""
+    registry); ``knobs`` are ``assemble``'s other keywords and may replace either.
+
+    With the default counter and summarizer the same request also goes through
+    ``assemble_pipeline`` (every step one by one, with a counter and metrics of its own), which
+    must say the same: so a test of a step's behaviour runs the step itself, not only the
+    indexed path that must equal it. A test that passes its own counter or summarizer (a spy
+    that counts its calls, say) is left to ``assemble``."""
+    cross_check = "counter" not in knobs and "summarizer" not in knobs
     knobs.setdefault("counter", WordCounter())
     knobs.setdefault("metrics", AssemblyMetrics(CollectorRegistry()))
-    return assemble(session, config, **knobs)
+    result = _outcome(lambda: assemble(session, config, **knobs))
+    if cross_check:
+        twin = {**knobs, "counter": WordCounter(), "metrics": AssemblyMetrics(CollectorRegistry())}
+        pipeline = _outcome(lambda: assemble_pipeline(session, config, **twin))
+        assert assembly_facts(result) == assembly_facts(pipeline), "assemble != assemble_pipeline"
+    if isinstance(result, ContextAssemblyError):
+        raise result
+    return result
+
+
+def _outcome(run: Callable[[], Assembly]) -> Assembly | ContextAssemblyError:
+    try:
+        return run()
+    except ContextAssemblyError as exc:
+        return exc
+
+
+def assembly_facts(outcome: Assembly | ContextAssemblyError) -> tuple[Any, ...]:
+    """All an assembly says but its timing, or the refusal's code and details."""
+    if isinstance(outcome, ContextAssemblyError):
+        details = dict(outcome.details)
+        details["report"] = {k: v for k, v in details["report"].items() if k != "seconds"}
+        return ("rejected", outcome.code, json.dumps(details, sort_keys=True, default=str))
+    report = outcome.report.to_dict()
+    report.pop("seconds")
+    return (
+        [(m.id, m.role, m.parts, m.name) for m in outcome.view],
+        [m.id for m in outcome.base_view] if outcome.base_view is not None else None,
+        outcome.view.tools,
+        outcome.injected_ids,
+        outcome.prefix_ids,
+        json.dumps(report, sort_keys=True),
+    )
 
 
 class Case(NamedTuple):
