@@ -174,7 +174,7 @@ def next_turn(session: Transcript, *, seed: int = 11) -> Transcript:
     return session.with_messages((*session.messages, reply))
 
 
-# ------------------------------------------------------------------ the realistic corpus (issue 13)
+# ---------------------------------------------------------------------------- the realistic corpus
 
 
 def _png(width: int, height: int, payload: int) -> str:

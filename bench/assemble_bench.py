@@ -1,4 +1,4 @@
-"""Assembly cost as paired ratios on realistic sessions (issue 13, items 1 and 2).
+"""Assembly cost as paired ratios on realistic sessions.
 
 Run with ``make bench``. Every ratio compares two sides measured in pairs in one process on the
 same content: each repetition prepares both sides, then times them back to back, A then B in
@@ -72,7 +72,7 @@ PAIRS = int(os.environ.get("BENCH_PAIRS", "6"))
 
 
 def _config(input_budget: int) -> AssemblyConfig:
-    # input budget = limit - reserve - margin (issue 3, item 3)
+    # input budget = limit - reserve - margin
     return AssemblyConfig.from_mapping(
         {
             "context_assembly": {

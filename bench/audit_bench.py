@@ -1,4 +1,4 @@
-"""``ctxconf audit`` throughput and memory on generated request logs (issue 13, item 4).
+"""``ctxconf audit`` throughput and memory on generated request logs.
 
 Run with ``make bench-audit``. For 10k, 100k and 1M requests of each of openai-chat and
 anthropic-messages (requests of the size ``docs/auditing-traffic.md`` and the tests show: a system

@@ -1,5 +1,4 @@
-"""``ctxconf run --jobs 2`` against ``--jobs 1`` for a plug-in that takes 20 ms a call (issue 13,
-item 6).
+"""``ctxconf run --jobs 2`` against ``--jobs 1`` for a plug-in that takes 20 ms a call.
 
 Run with ``make bench-run``. The plug-in is a plain message function that spends 20 ms of CPU
 (not sleep: a sleeping plug-in would let any number of workers overlap on one core) and returns

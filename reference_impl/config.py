@@ -40,7 +40,7 @@ PinName: TypeAlias = Literal["first_user_message", "side_effect_ledger", "securi
 LedgerPinMode: TypeAlias = Literal["always", "when_not_visible"]
 
 ROOT: Final = "context_assembly"
-MAX_RETRIES_CAP: Final = 2  # issue 3 item 8: retry at most twice, never loop
+MAX_RETRIES_CAP: Final = 2  # retry at most twice, never loop
 ANTHROPIC_BREAKPOINT_CAP: Final = 4  # Anthropic accepts at most 4 cache_control blocks
 
 

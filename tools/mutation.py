@@ -55,7 +55,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: The files issue 9 names: the checks, identity, the pipeline steps, rings, budget, assembler.
+#: The files where a silent mistake is worst: the checks, identity, the pipeline steps, rings, budget, assembler.
 DEFAULT_TARGETS = (
     "conformance/checks/",
     "conformance/identity.py",

@@ -225,7 +225,7 @@ def _final_status(
 ) -> int:
     """The exit status the process returns, written into the footer event (the last one) so
     that every report states it: an interrupted or stopped run keeps the engine's status; with a
-    baseline, regressions at the run's gate decide (issue 6, item 2; ``should`` counts only with
+    baseline, regressions at the run's gate decide (``should`` counts only with
     ``--strict``)."""
     finished = collected[-1]
     assert isinstance(finished, RunFinished)

@@ -93,8 +93,8 @@ def load_state(
     shape: str,
     injections: Sequence[Message],
 ) -> AssemblyState:
-    """The state the pipeline starts from: pairing checked first, before anything else (issue 3
-    item 4; rejected or repaired per ``on_pairing_error``), then the session loaded into units
+    """The state the pipeline starts from: pairing checked first, before anything else
+    (rejected or repaired per ``on_pairing_error``), then the session loaded into units
     with the injections placed after the leading system text (steps ``load`` and
     ``validate_pairing``/``synthesize_error_results``)."""
     checked, repairs = check_pairing(session, on_error=config.on_pairing_error, ledger=ledger)

@@ -28,7 +28,7 @@ __all__ = ["AssemblyState", "Bucket", "Step", "Tier", "Unit"]
 
 Bucket: TypeAlias = Literal["prefix", "middle", "suffix"]
 Tier: TypeAlias = Literal["summary", "error_ring", "plain_turn", "verbose_ring"]
-"""Middle tiers in keep order: earlier tiers are kept longest (issue 3 item 5)."""
+"""Middle tiers in keep order: earlier tiers are kept longest."""
 UnitKind: TypeAlias = Literal["ring", "turn", "injection", "summary"]
 Step: TypeAlias = Callable[["AssemblyState"], None]
 """One step of the pipeline: reads and changes the state (``steps.PIPELINE``)."""
@@ -177,7 +177,7 @@ class AssemblyState:
         )
 
     def record(self, step: str, *, revalidate: bool = True) -> None:
-        """Note a step that changed the view, then re-check pairing on the view (issue 3 item 4).
+        """Note a step that changed the view, then re-check pairing on the view.
 
         ``revalidate=False`` is for steps that only dropped whole units (rings, turns) from a
         view whose pairing held: a ring is its call and all of its results, so taking whole

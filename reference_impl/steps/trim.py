@@ -1,6 +1,6 @@
 """Cutting the middle: degrade attachments, clear old results, then delete by tier.
 
-Keep priority inside the middle, highest kept longest (issue 3 item 5): an earlier summary; short
+Keep priority inside the middle, highest kept longest: an earlier summary; short
 error results (the newest ``keep_middle_error_results``); plain user/assistant turns; successful
 (verbose) tool rings, which go first. Within a tier the oldest unit goes first. A ring is always
 deleted as one unit.
@@ -156,7 +156,7 @@ def has_attachment(messages: Sequence[Message]) -> bool:
 
 def degrade_attachments(state: AssemblyState) -> None:
     """Replace images/files in the middle by a named placeholder, oldest first, before any text
-    of the middle is cut (issue 3 item 7), until the view fits.
+    of the middle is cut, until the view fits.
 
     Linear: the fit is kept as a running total. ``fits()`` sums the middle newest first and stops
     at the first unit that overflows (the *frontier*); degrading a unit older than the frontier

@@ -1,4 +1,4 @@
-"""``ctxconf run --write-baseline`` / ``--baseline`` end to end (issue 6, item 2)."""
+"""``ctxconf run --write-baseline`` / ``--baseline`` end to end."""
 
 from __future__ import annotations
 

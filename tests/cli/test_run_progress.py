@@ -1,5 +1,4 @@
-"""``ctxconf run`` draws a progress bar when standard error is a terminal, and none otherwise
-(issue 5 item 5)."""
+"""``ctxconf run`` draws a progress bar when standard error is a terminal, and none otherwise."""
 
 from __future__ import annotations
 

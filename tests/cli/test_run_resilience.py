@@ -1,4 +1,4 @@
-"""Runs that can be trusted (issue 14 items 1-6, 13; issue 9 item 12): what a plug-in does to its
+"""Runs that can be trusted: what a plug-in does to its
 process (exit, crash, hang, print) is a case result, never a false green, a lost report or a
 corrupted stream; a signal still leaves the finished cases' reports; the footer states the exit
 status the process really returns; YAML bombs and huge inputs are refused by name."""

@@ -1,8 +1,8 @@
 """``ctxconf scenarios list|validate`` and ``ctxconf run --scenarios PATH`` over scenario files.
 
 Broken scenario files and corpora give named exit-2 errors, never a traceback and never a
-silent pass; ``validate`` names a missing cassette and a duplicate scenario id (issue 5 item 2:
-"unique ids, referenced checks exist, cassettes present").
+silent pass; ``validate`` names a missing cassette and a duplicate scenario id
+(unique ids, referenced checks exist, cassettes present).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_anthropic_sdk_gets_the_served_profile_A9(served: str) -> None:
 
 
 def test_sdk_streaming_helpers_read_event_streams_over_loopback(served: str) -> None:
-    """Issue 14 item 10: stream=True gets an event stream the SDK helpers accumulate."""
+    """stream=True gets an event stream the SDK helpers accumulate."""
     chat = openai.OpenAI(base_url=f"{served}/v1", api_key="test", max_retries=0)
     chunks = chat.chat.completions.create(
         model="gpt-4o-mini",

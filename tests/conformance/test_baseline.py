@@ -194,7 +194,7 @@ def _should_failure(index: int, scenario: str) -> CaseResult:
 
 
 def test_a_new_should_failure_regresses_only_at_the_strict_gate() -> None:
-    """The baseline gates on the run's levels (issue 9, obs. 13): must by default, should strict."""
+    """The baseline gates on the run's levels: must by default, should strict."""
     before = [_case(0, "single-tool", "pass")]
     now = [_should_failure(0, "single-tool")]
     lenient = compare_to_baseline(now, to_baseline(before))

@@ -87,7 +87,7 @@ EXPECTED: dict[str, tuple[str, dict[str, str]]] = {
 
 # Fakes that look wrong but are not: the harness must pass them at every level.
 FAIR = {
-    # A summary without ledger lines next to the ledger pinned in the prefix (issue 9, item 6).
+    # A summary without ledger lines next to the ledger pinned in the prefix.
     "LoseLedgerInSummary",
 }
 

@@ -1,4 +1,4 @@
-"""The suite's own proof that it is fair (issue 9): independently written assemblers over the
+"""The suite's own proof that it is fair: independently written assemblers over the
 built-in corpus. Each correct strategy passes every ``must`` case in every shape; each broken
 variant fails the check meant for its defect, at that check's level, with a message naming it."""
 
@@ -67,7 +67,7 @@ def test_a_pass_through_fails_must_only_where_an_assembly_was_needed(shape: str)
 
 
 def test_a_plain_summary_of_its_own_wording_is_a_summary() -> None:
-    # Issue 9 (1): no <context-summary> markers, yet never "invented", and summary_used does not
+    # No <context-summary> markers, yet never "invented", and summary_used does not
     # demand a summary where deletion alone fits.
     results = _run("good", "Compactor", ("openai-chat",))
     should = _failures(results, "should")
@@ -83,7 +83,7 @@ def test_a_plain_summary_of_its_own_wording_is_a_summary() -> None:
 
 
 def test_clearing_results_satisfies_the_ordering_checks() -> None:
-    # Issue 9 (5): results cleared oldest first count as removed rings.
+    # Results cleared oldest first count as removed rings.
     results = _run("good", "ResultClearer", ("openai-chat", "anthropic-messages"))
     should = _failures(results, "should")
     assert "oldest_rings_first" not in should, should.get("oldest_rings_first", [])[:3]
@@ -91,7 +91,7 @@ def test_clearing_results_satisfies_the_ordering_checks() -> None:
 
 
 def test_deletion_alone_satisfies_summary_used_and_ledger_in_summary() -> None:
-    # Issue 9 (5, 6): no summary is demanded where deletion fits; the pinned ledger is enough.
+    # No summary is demanded where deletion fits; the pinned ledger is enough.
     results = _run("good", "RingDropper", SHAPE_NAMES)
     should = _failures(results, "should")
     assert "summary_used" not in should

@@ -1,4 +1,4 @@
-"""Every input body the engine hands a plug-in is valid for its target (issue 9, observation 2).
+"""Every input body the engine hands a plug-in is valid for its target.
 
 The protocol promises the session "exactly as the plug-in would send it": a plug-in that returns a
 session that already fits unchanged must not fail ``provider_valid``. Each case's input (every

@@ -241,7 +241,7 @@ def test_scenario_document_round_trips_the_session(session: Transcript) -> None:
     assert [t.side_effect for t in loaded.session.tools] == [t.side_effect for t in session.tools]
 
 
-# ---------------------------------------------------------- fuzz that tells the truth (issue 9)
+# ------------------------------------------------------------------ fuzz that tells the truth
 
 
 def test_fuzz_finds_an_assembler_that_refuses_everything(fakes: Path) -> None:

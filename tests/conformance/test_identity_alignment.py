@@ -1,5 +1,5 @@
 """Identity by alignment and the checks that read it: repeats, named edits, summaries by contract,
-cleared results, labelled memory, budgets and refusals (issue 9)."""
+cleared results, labelled memory, budgets and refusals."""
 
 from __future__ import annotations
 

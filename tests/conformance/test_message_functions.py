@@ -1,4 +1,4 @@
-"""Plain message functions: what they see and what they are judged on (issue 9, observation 3).
+"""Plain message functions: what they see and what they are judged on.
 
 ``f(messages, budget)`` sees only the message list: its budget is what is left for the messages
 (the tool schemas and a top-level system it cannot see are taken out), and it is not judged on

@@ -1,4 +1,4 @@
-"""Calibration against public evidence (issue 4, item 8): our verdicts vs what providers answered.
+"""Calibration against public evidence: our verdicts vs what providers answered.
 
 Every request in ``../shared/recordings`` is audited. A recorded 2xx must be accepted. A recorded
 4xx whose message matches a catalogued rule's template must be rejected with the same error type

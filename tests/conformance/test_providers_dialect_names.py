@@ -55,7 +55,7 @@ NULL_CONTENT = {
 
 
 def test_one_dialect_id_the_catalog_and_the_dialect_table_share() -> None:
-    """Issue 10: a gateway has one id; the catalog's profiles name exactly the table's dialects."""
+    """A gateway has one id; the catalog's profiles name exactly the table's dialects."""
     assert set(list_dialects("openai-chat")) == set(DIALECTS) - {"openai"}
 
 

@@ -1,4 +1,4 @@
-"""Provider rules proved end to end through a run (issue 9, observations 6d, 8 and 9).
+"""Provider rules proved end to end through a run.
 
 Each broken plug-in is the reference assembler with one defect added to what it returns; the
 case must fail ``provider_valid`` (must) with that rule, while the reference passes.

@@ -135,7 +135,7 @@ def test_k_selects_by_scenario_id_and_m_by_level(corpus: pytest.Pytester) -> Non
 
 
 def test_k_and_m_select_check_levels_and_scenario_levels(corpus: pytest.Pytester) -> None:
-    # -k must: the must checks of every case, the should scenario's included (issue 9, obs. 13).
+    # -k must: the must checks of every case, the should scenario's included.
     must_checks = corpus.runpytest(*_args("keep_all", "-k", "must", "-v"))
     must_checks.assert_outcomes(passed=4, deselected=4)
     must_checks.stdout.fnmatch_lines(["*ctxconf::pt-policy?openai-chat@4000?::must PASSED*"])

@@ -246,7 +246,7 @@ def test_a_sweep_case_body_charts_every_budget_of_its_sweep(record: RunRecord) -
 
 
 def test_a_large_failing_run_gives_a_light_page() -> None:
-    """Issue 14 item 14: 425 failing cases made a 3.4 MB page; bodies are compressed now."""
+    """425 failing cases made a 3.4 MB page; bodies are compressed now."""
     messages = [
         {"role": "user" if i % 2 else "assistant", "content": f"turn {i}: " + "ops log " * 40}
         for i in range(24)
@@ -386,7 +386,7 @@ def test_report_command_rerenders_a_saved_run(record: RunRecord, tmp_path: Path)
 
 
 def test_one_case_over_one_shape_is_counted_in_the_singular(record: RunRecord) -> None:
-    """Observation 11: "1 shapes" / "1 cases" in every human-readable report."""
+    """No "1 shapes" / "1 cases" in any human-readable report."""
     one = RunRecord(
         {**record.header, "shapes": ["openai-chat"]},
         record.cases[:1],

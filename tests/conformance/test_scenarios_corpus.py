@@ -1,4 +1,4 @@
-"""The scenario corpus: schema, coverage of issue 5's topics, realistic budgets, and the format."""
+"""The scenario corpus: schema, coverage of the required topics, realistic budgets, and the format."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from reference_impl.transcript import SHAPE_NAMES, transcript_from_dict
 
 CORPUS = load_corpus()
 
-# Issue 5 item 2: every topic must be covered by at least one scenario tagged with it.
+# Every topic must be covered by at least one scenario tagged with it.
 TOPICS = [
     "single-tool",
     "parallel-tools",

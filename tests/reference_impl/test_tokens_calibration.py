@@ -1,6 +1,6 @@
 """Local counts against the usage providers reported in ../shared/recordings (calibration).
 
-* OpenAI shapes: the median relative error is within 3% (issue 2, "Must hold").
+* OpenAI shapes: the median relative error is within 3%.
 * The fitted constants in ``reference_impl/tokens/_estimate_constants.py`` are the fit on half
   ``FIT_HALF`` of the recordings (never on the test half).
 * The safe estimate is never under a locally countable request's reported count by more than the
@@ -58,15 +58,15 @@ def test_every_recording_with_usage_is_compared(rows) -> None:  # type: ignore[n
 
 
 def test_openai_median_error_within_3_percent(rows) -> None:  # type: ignore[no-untyped-def]
-    # Issue 2 must-hold. Requests to non-OpenAI models (other tokenizers) are left out.
+    # Requests to non-OpenAI models (other tokenizers) are left out.
     errors = _bench().openai_median_sample(rows)
     assert len(errors) >= 5
     assert statistics.median(errors) <= 0.03, sorted(errors)
 
 
 def test_a_reasoning_model_with_tools_in_chat_reads_the_harmony_system_message(rows) -> None:  # type: ignore[no-untyped-def]
-    # gpt-5-mini with tools: 52 counted against 132 reported before the system message was
-    # modelled; its documented rendering brings both requests within 5%.
+    # gpt-5-mini with tools: 132 reported, 52 without the harmony system message; its
+    # documented rendering brings both requests within 5%.
     found = [r for r in rows if "single_tool_followup" in r.file]
     assert len(found) == 2
     for row in found:
@@ -102,8 +102,8 @@ def test_what_no_local_counter_can_know_is_reported_apart_with_its_reason(all_ro
 
 
 def test_replayed_reasoning_items_cost_their_reported_tokens(all_rows) -> None:  # type: ignore[no-untyped-def]
-    # Three requests replaying one, two and three reasoning items (45, 98 and 196 tokens): the
-    # summary-based count was 22-60% short; the carried counts bring each within 2%.
+    # Three requests replaying one, two and three reasoning items (45, 98 and 196 tokens):
+    # counted as their summaries they are 22-60% short; the carried counts bring each within 2%.
     _need_more()
     found = [
         r

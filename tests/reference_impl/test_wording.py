@@ -1,4 +1,4 @@
-"""Counts and articles in printed text (observation 11: "1 shapes", "a openai-chat")."""
+"""Counts and articles in printed text (never "1 shapes" or "a openai-chat")."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_a_quoted_name_takes_the_article_of_its_word(name: str, expected: str) -
 
 
 def test_the_assemblers_errors_read_with_the_right_article() -> None:
-    """A parse error of the reference assembler itself (observation 11, reference_impl side)."""
+    """A parse error of the reference assembler itself (the reference_impl side)."""
     from reference_impl.errors import ShapeError
     from reference_impl.shapes import get_shape
 

@@ -1,4 +1,4 @@
-"""Broken assemblers: each is a correct miniature with one defect from issue 9's lists added
+"""Broken assemblers: each is a correct miniature with one defect of the kind a conformance run must catch added
 (a :class:`Breaker` breaks the messages a correct ring dropper would send).
 
 ``BAD`` maps each to (the check that must catch it, its level, a phrase its message must hold).
