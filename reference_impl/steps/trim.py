@@ -189,7 +189,7 @@ def degrade_attachments(state: AssemblyState) -> None:
         while frontier > 0 and used <= room:  # the window grows while it fits
             frontier -= 1
             used += state.cost(state.units[middle[frontier]])
-        if room >= 0 and used <= room and frontier == 0:
+        if used <= room and frontier == 0:  # (used >= 0, so room >= 0 too)
             break  # fits() would now say True
     if changed:
         state.record("degrade_attachments")
