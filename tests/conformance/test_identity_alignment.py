@@ -458,6 +458,8 @@ def test_refusing_a_case_that_expects_an_assembly_fails_must_where_the_minimum_f
     status, said = _refused(minimum - 1, "assembled")["refuses_only_below_minimum"]
     assert status == "fail"
     assert f"at budget {minimum - 1}, below the protected minimum ({minimum} tokens" in said
+    said = _refused(minimum, "assembled")["refuses_only_below_minimum"][1]
+    assert f"at budget {minimum}, within 5% of the protected minimum ({minimum} tokens" in said
 
 
 def test_refusing_above_the_protected_minimum_fails_should_with_the_minimum() -> None:
