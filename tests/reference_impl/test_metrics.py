@@ -113,3 +113,19 @@ def test_logs_and_metrics_never_carry_message_content(caplog):
     assert secret not in json.dumps(a.report.to_dict())
     assert secret not in json.dumps(info.value.details)
     assert secret not in str(info.value)
+
+
+def test_the_pipeline_counts_a_summary_once_and_nothing_else_as_one():
+    # assemble_pipeline observes its own report (the steps one by one): the same metrics.
+    from reference_impl.assembler import assemble_pipeline
+
+    s = session(system(), user("goal"), ring("c1", words(40)), assistant("ok"), user("latest"))
+    config = AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_trigger_ratio=0.05)
+    m = AssemblyMetrics(CollectorRegistry())
+    a = assemble_pipeline(s, config, counter=WordCounter(), metrics=m, budget=1000)
+    assert a.report.summary_used
+    assert m.sample("context_assemble_summary_total", **LABELS) == 1
+    plain = AssemblyMetrics(CollectorRegistry())
+    b = assemble_pipeline(s, counter=WordCounter(), metrics=plain, budget=10_000)
+    assert not b.report.summary_used
+    assert plain.sample("context_assemble_summary_total", **LABELS) == 0

@@ -375,6 +375,13 @@ def test_anthropic_render_places_at_most_four_breakpoints_on_stable_boundaries()
         budget=400,
     )
     assert _cache_marks(none.render()) == []
+    one = run(
+        s,
+        config.with_changes(anthropic_cache_breakpoints=1),
+        shape="anthropic-messages",
+        budget=400,
+    )
+    assert len(_cache_marks(one.render())) == 1  # at most the configured number, here one
     assert "cache_control" not in json.dumps(a.render("openai-chat"))
 
 
