@@ -10,19 +10,24 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from assembler_support import (
+    WordCounter,
+    assistant,
+    protected_state,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 
-from reference_impl import AssemblyConfig, DeterministicSummarizer, Ledger
-from reference_impl.budget import plan_budget
+from reference_impl import AssemblyConfig
 from reference_impl.steps import (
     CLEARED_RESULT_TEXT,
     classify_middle,
     clear_tool_results,
     degrade_attachments,
     drop_middle_by_tier,
-    load_state,
-    protect_prefix,
-    protect_suffix,
 )
 from reference_impl.steps.trim import (
     degrade_message,
@@ -47,18 +52,7 @@ FIXED = 11 + 5 + 5 + 3  # system, "goal", "latest", overhead
 
 
 def state_for(s, budget, *, counter=None, config=CONFIG):
-    state = load_state(
-        s,
-        config=config,
-        counter=counter or WordCounter(),
-        summarizer=DeterministicSummarizer(),
-        ledger=Ledger(),
-        plan=plan_budget(config, budget),
-        shape="openai-chat",
-        injections=(),
-    )
-    protect_prefix(state)
-    protect_suffix(state)
+    state = protected_state(s, config, budget, counter=counter)
     classify_middle(state)
     return state
 
