@@ -47,7 +47,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
@@ -263,6 +263,10 @@ class _State:
     modified: set[int] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
     renames: dict[str, str] = field(default_factory=dict)
+    latest_user: int | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.latest_user = _latest_user(self.session)
 
 
 def map_view(
@@ -607,7 +611,6 @@ def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
     text = message.text.strip()
     if message.has_tool_parts or not text:
         return None
-    latest = _latest_user(state.session)
     for i in open_:
         candidate = state.session.messages[i]
         old = candidate.text.strip()
@@ -615,7 +618,7 @@ def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
             candidate.role == message.role
             and not candidate.has_tool_parts
             and old
-            and (text.startswith(old) or (i == latest and text.endswith(old)))
+            and (text.startswith(old) or (i == state.latest_user and text.endswith(old)))
         ):
             return _modified_link(state, index, i)
     return None
@@ -744,13 +747,9 @@ def _edits(
             )
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
-    for kind, detail in _text_edits(given, wanted):
-        role = state.session.messages[source].role
-        added = _added_text(given, wanted, role, state) if kind == "text_changed" else None
-        if added is not None:
-            add("text_added", f"text added to it: {_short(added)}")
-        else:
-            add(kind, detail)
+    role = state.session.messages[source].role
+    for kind, detail in _text_edits(given, wanted, lambda added: _may_add(added, role, state)):
+        add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
     new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
     if old_reasoning != new_reasoning:
@@ -764,8 +763,11 @@ def _edits(
     return out
 
 
-def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[EditKind, str]]:
-    """The text and attachment edits of ``given`` against ``wanted``."""
+def _text_edits(
+    given: Sequence[Part], wanted: Sequence[Part], may_add: Callable[[str], bool]
+) -> list[tuple[EditKind, str]]:
+    """The text and attachment edits of ``given`` against ``wanted``; text added around the whole
+    of ``wanted``'s is ``text_added`` unless ``may_add`` allows what was added."""
     old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
     new_text = "".join(p.text for p in given if isinstance(p, TextPart))
     old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
@@ -785,6 +787,9 @@ def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[Edi
         changed.append(("attachment_changed", f"{added} attachment(s) not in the session"))
     if old_text == new_text:
         return changed
+    extra = _added_text(old_text, new_text)
+    if extra is not None and not may_add(extra):
+        return [*changed, ("text_added", f"text added to it: {_short(extra)}")]
     # A message that had no text and now opens with some may carry a summary in front of its
     # calls; map_view decides (_inline_summaries), else it stays a text change.
     opened = not old_text and _opens_with_text(given)
@@ -792,25 +797,23 @@ def _text_edits(given: Sequence[Part], wanted: Sequence[Part]) -> list[tuple[Edi
     return [*changed, (kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
 
 
-def _added_text(
-    given: Sequence[Part], wanted: Sequence[Part], role: Role, state: _State
-) -> str | None:
-    """What a view message's text adds around its session message's whole text (an order
-    appended to a user turn, a line put in front of it), unless what was added is a labelled
-    memory item, a ledger note or a declared summary (those may travel in a kept message, as in
-    their own); None when the text was not added to but cut or rewritten."""
-    old = "".join(p.text for p in wanted if isinstance(p, TextPart)).strip()
-    new = "".join(p.text for p in given if isinstance(p, TextPart)).strip()
+def _added_text(old_text: str, new_text: str) -> str | None:
+    """What ``new_text`` adds around the whole of ``old_text`` (an order appended to a user turn,
+    a line put in front of it); None when the text was not added to but cut or rewritten."""
+    old, new = old_text.strip(), new_text.strip()
     if not old or len(new) <= len(old) or old not in new:
         return None
-    added = new.replace(old, "\n", 1).strip()
+    return new.replace(old, "\n", 1).strip() or None
+
+
+def _may_add(added: str, role: Role, state: _State) -> bool:
+    """Whether text added to a kept message of ``role`` is something that may travel in it as
+    in a message of its own: a labelled memory item, a ledger note, or a declared summary."""
     prefix = state.declared.summary_prefix
-    if not added or (prefix and added.startswith(prefix.strip())):
-        return None  # a declared summary merged into the turn is judged as a summary's text
+    if prefix and added.startswith(prefix.strip()):
+        return True  # a declared summary merged into the turn is judged as a summary's text
     probe = Message(role, (TextPart(added),))  # memory and ledger notes: system/user text only
-    if _is_injection(probe, state.memory) or _is_ledger_note(probe, state.ledger):
-        return None
-    return added
+    return _is_injection(probe, state.memory) or _is_ledger_note(probe, state.ledger)
 
 
 def _opens_with_text(parts: Sequence[Part]) -> bool:

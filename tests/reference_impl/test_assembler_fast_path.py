@@ -11,6 +11,7 @@ from assembler_support import (
     WordCounter,
     assembly_facts,
     assistant,
+    outcome_of,
     ring,
     session,
     system,
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 
-from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError
+from reference_impl import AssemblyConfig, AssemblyMetrics
 from reference_impl.assembler import assemble, assemble_pipeline
 from reference_impl.incremental import SessionAssembler
 from reference_impl.ledger import Ledger, LedgerEntry
@@ -32,10 +33,7 @@ from reference_impl.transcript import SHAPE_NAMES
 
 def everything(run):
     """All an assembly says but its timing, or the refusal's code and details."""
-    try:
-        return assembly_facts(run())
-    except ContextAssemblyError as exc:
-        return assembly_facts(exc)
+    return assembly_facts(outcome_of(run))
 
 
 @st.composite

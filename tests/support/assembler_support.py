@@ -91,17 +91,18 @@ def assemble_words(session: Transcript, config: AssemblyConfig, **knobs: Any) ->
     cross_check = "counter" not in knobs and "summarizer" not in knobs
     knobs.setdefault("counter", WordCounter())
     knobs.setdefault("metrics", AssemblyMetrics(CollectorRegistry()))
-    result = _outcome(lambda: assemble(session, config, **knobs))
+    result = outcome_of(lambda: assemble(session, config, **knobs))
     if cross_check:
         twin = {**knobs, "counter": WordCounter(), "metrics": AssemblyMetrics(CollectorRegistry())}
-        pipeline = _outcome(lambda: assemble_pipeline(session, config, **twin))
+        pipeline = outcome_of(lambda: assemble_pipeline(session, config, **twin))
         assert assembly_facts(result) == assembly_facts(pipeline), "assemble != assemble_pipeline"
     if isinstance(result, ContextAssemblyError):
         raise result
     return result
 
 
-def _outcome(run: Callable[[], Assembly]) -> Assembly | ContextAssemblyError:
+def outcome_of(run: Callable[[], Assembly]) -> Assembly | ContextAssemblyError:
+    """What ``run`` returns, or the refusal it raises."""
     try:
         return run()
     except ContextAssemblyError as exc:
