@@ -938,10 +938,11 @@ class SessionAssembler:
         return None
 
     def _degrade_attachments(self, t: _Turn) -> str | None:
-        """The middle summed newest first by position until it overflows the room, as
-        ``AssemblyState.fits`` sums it; when it overflows, middle attachments are degraded
-        oldest first from that frontier; then the fill in tier order, with the degraded costs
-        (``_fill``).
+        """A middle without attachments is not summed (the step leaves it uncounted): the
+        fill in tier order (``_fill``) counts what it keeps. With attachments, the middle is
+        summed newest first by position until it overflows the room, as
+        ``steps.trim.degrade_attachments`` sums it; when it overflows, middle attachments are
+        degraded oldest first from that frontier; then the fill, with the degraded costs.
 
         That sum is made on a session's first turn, where the report must be the pipeline's to
         the letter (``tokens_before``: the units the steps count). On a later turn, which
@@ -950,7 +951,7 @@ class SessionAssembler:
         index = t.index
         early = bisect.bisect_left(index.attachments, t.start)
         degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
-        if not self._indexed_now:
+        if not self._indexed_now or not degradable:
             self._fill(t)
             if t.everything or not degradable:
                 return None

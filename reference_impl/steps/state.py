@@ -2,9 +2,10 @@
 
 A **unit** is what the policy keeps or drops as one piece: a ring (assistant with calls plus all of
 its results), one plain turn, one injection or the summary. Token costs are computed lazily and at
-most once per unit (the counter memoizes per message as well), and ``fits`` sums the middle from
-newest to oldest and stops as soon as the budget is exceeded, so the old end of a long session is
-never encoded when it is going to be dropped anyway (ARCHITECTURE section 6).
+most once per unit (the counter memoizes per message as well), and ``fits`` sums the middle in
+the order the fill keeps it and stops as soon as the budget is exceeded, so what the fill is going
+to drop (the old end of a long session, the verbose rings first) is never encoded (ARCHITECTURE
+section 6).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from reference_impl.budget import BucketTokens, BudgetPlan
 from reference_impl.config import AssemblyConfig
@@ -24,11 +25,14 @@ from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter
 from reference_impl.transcript import Message, ToolSpec, Transcript
 
-__all__ = ["AssemblyState", "Bucket", "Step", "Tier", "Unit"]
+__all__ = ["KEEP_ORDER", "AssemblyState", "Bucket", "Step", "Tier", "Unit"]
 
 Bucket: TypeAlias = Literal["prefix", "middle", "suffix"]
 Tier: TypeAlias = Literal["summary", "error_ring", "plain_turn", "verbose_ring"]
 """Middle tiers in keep order: earlier tiers are kept longest."""
+KEEP_ORDER: Final[tuple[Tier, ...]] = ("summary", "error_ring", "plain_turn", "verbose_ring")
+"""Middle tiers, kept longest first: the fill of ``drop_middle_by_tier`` walks them in this
+order, newest first within a tier (``AssemblyState.keep_order``)."""
 UnitKind: TypeAlias = Literal["ring", "turn", "injection", "summary"]
 Step: TypeAlias = Callable[["AssemblyState"], None]
 """One step of the pipeline: reads and changes the state (``steps.PIPELINE``)."""
@@ -138,20 +142,31 @@ class AssemblyState:
         """The input-token budget of the plan."""
         return self.plan.input_budget
 
+    def keep_order(self) -> list[Unit]:
+        """The kept middle units in the order the fill keeps them: by tier (``KEEP_ORDER``),
+        newest first within a tier. Before ``classify_middle`` every unit is a plain turn, so
+        this is newest first."""
+        tiers: dict[Tier, list[Unit]] = {tier: [] for tier in KEEP_ORDER}
+        for unit in reversed(self.units):
+            if unit.kept and unit.bucket == "middle":
+                tiers[unit.tier].append(unit)
+        return [unit for tier in KEEP_ORDER for unit in tiers[tier]]
+
     def fits(self, limit: float | None = None) -> bool:
         """Whether the kept units fit ``limit`` (the budget by default), counting lazily.
 
-        The middle is summed newest to oldest and the walk stops at the first unit that overflows.
+        The middle is summed in keep order (``keep_order``) and the walk stops at the first unit
+        that overflows: the verdict does not depend on the order, and this one counts what the
+        fill of ``drop_middle_by_tier`` keeps, plus the unit it stops at, and nothing it drops.
         """
         room = (self.budget if limit is None else limit) - self.fixed_cost
         if room < 0:
             return False
         used = 0
-        for unit in reversed(self.units):
-            if unit.kept and unit.bucket == "middle":
-                used += self.cost(unit)
-                if used > room:
-                    return False
+        for unit in self.keep_order():
+            used += self.cost(unit)
+            if used > room:
+                return False
         return True
 
     def tokens(self) -> BucketTokens:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from reference_impl.steps.state import AssemblyState, Tier, Unit
+from reference_impl.steps.state import KEEP_ORDER, AssemblyState, Tier, Unit
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -42,8 +42,6 @@ __all__ = [
 
 # Fixed text, like Anthropic's server-side clear_tool_uses edit: ids and calls stay, content goes.
 CLEARED_RESULT_TEXT: Final = "[Old tool result content cleared to fit the context budget]"
-KEEP_ORDER: Final[tuple[Tier, ...]] = ("summary", "error_ring", "plain_turn", "verbose_ring")
-"""Middle tiers, kept longest first (the fill of ``drop_middle_by_tier`` walks them in this order)."""
 DROP_STEPS: Final[tuple[tuple[Tier, str], ...]] = (
     ("verbose_ring", "drop_middle_rings"),
     ("plain_turn", "drop_plain_turns"),
@@ -158,22 +156,25 @@ def degrade_attachments(state: AssemblyState) -> None:
     """Replace images/files in the middle by a named placeholder, oldest first, before any text
     of the middle is cut, until the view fits.
 
-    Linear: the fit is kept as a running total. ``fits()`` sums the middle newest first and stops
-    at the first unit that overflows (the *frontier*); degrading a unit older than the frontier
-    cannot change that verdict, and degrading one inside the counted window lowers the total by
-    what it won. So each unit is counted at most twice (as it was, and degraded), instead of the
-    whole window being walked again after every attachment.
+    A middle without attachments is left as it is, uncounted (the fill counts what it keeps).
+    Otherwise linear: the fit is kept as a running total. The middle is summed newest first and
+    the walk stops at the first unit that overflows (the *frontier*); degrading a unit older
+    than the frontier cannot change that verdict, and degrading one inside the counted window
+    lowers the total by what it won. So each unit is counted at most twice (as it was, and
+    degraded), instead of the whole window being walked again after every attachment.
     """
-    if state.fits():
+    middle = [i for i, u in enumerate(state.units) if u.kept and u.bucket == "middle"]
+    if not any(has_attachment(state.units[i].messages) for i in middle):
         return
     room = state.budget - state.fixed_cost
-    middle = [i for i, u in enumerate(state.units) if u.kept and u.bucket == "middle"]
     # walk newest first until the total overflows: middle[frontier:] is counted
     used = 0
     frontier = len(middle)
     while frontier > 0 and used <= room:
         frontier -= 1
         used += state.cost(state.units[middle[frontier]])
+    if used <= room:  # the whole middle fits (room >= 0, as used >= 0)
+        return
     changed = False
     for n, i in enumerate(middle):
         unit = state.units[i]
@@ -237,24 +238,21 @@ def drop_middle_by_tier(state: AssemblyState) -> None:
     if state.fits():
         return
     room = state.budget - state.fixed_cost
-    middle = [u for u in state.units if u.kept and u.bucket == "middle"]
     exhausted = room < 0
     dropped: dict[Tier, bool] = {}
-    for tier in KEEP_ORDER:
-        members = [u for u in middle if u.tier == tier]
-        for unit in reversed(members):
-            if not exhausted:
-                cost = state.cost(unit)
-                if cost <= room:
-                    room -= cost
-                    continue
-                exhausted = True
-            unit.kept = False
-            dropped[tier] = True
-            if unit.kind == "ring":
-                state.dropped_ring_ids.append(unit.id)
-            else:
-                state.dropped_turn_ids.append(unit.id)
+    for unit in state.keep_order():
+        if not exhausted:
+            cost = state.cost(unit)
+            if cost <= room:
+                room -= cost
+                continue
+            exhausted = True
+        unit.kept = False
+        dropped[unit.tier] = True
+        if unit.kind == "ring":
+            state.dropped_ring_ids.append(unit.id)
+        else:
+            state.dropped_turn_ids.append(unit.id)
     for tier, step in DROP_STEPS:
         if dropped.get(tier):
             state.record(step, revalidate=False)  # whole units only

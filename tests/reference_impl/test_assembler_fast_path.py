@@ -117,10 +117,10 @@ def test_only_the_newest_short_error_rings_are_decided():
     assert json.loads(fast[-1])["tokens_before_is_lower_bound"]
 
 
-def test_the_middle_is_summed_by_position_before_the_tiers():
-    # The newest middle unit is a long ring; the older plain turns fill the room first and the
-    # ring is dropped. AssemblyState.fits() sums the middle by position first, so the ring is
-    # counted (and reported in tokens_before) although the fill never reaches it.
+def test_the_middle_is_summed_in_keep_order_so_a_ring_the_fill_drops_is_never_counted():
+    # The newest middle unit is a long ring; the older plain turns fill the room first (a tier
+    # kept longer than verbose rings) and the ring is dropped. AssemblyState.fits() sums the
+    # middle in the fill's order, so neither path ever encodes the ring.
     s = session(
         system(),
         user("GOAL: audit"),
@@ -131,9 +131,12 @@ def test_the_middle_is_summed_by_position_before_the_tiers():
     )
     config = AssemblyConfig(recent_tool_rings=1, summarize_trigger_ratio=1.0)
     # prefix 17 + suffix 18 + overhead 3: a room of 25 for three turns of 10 and a ring of 51
-    fast, slow, counted, _ = _both(s, config, budget=63)
+    fast, slow, counted_fast, counted_slow = _both(s, config, budget=63)
     assert fast == slow
-    assert s.messages[6].id in counted  # the long ring's result
+    assert s.messages[6].id not in counted_fast | counted_slow  # the long ring's result
     report = json.loads(fast[-1])
-    assert report["dropped_ring_ids"]  # the long ring went
-    assert report["tokens_before"]["middle"] > 40  # and was counted on the way
+    assert report["dropped_ring_ids"] == [s.messages[5].id]  # the long ring (its call's id)
+    assert report["dropped_turn_ids"] == [s.messages[2].id]  # 10 + 10 fit, the third overflows
+    # the three turns were counted (the third is where the fill stopped), the ring never
+    assert report["tokens_before"]["middle"] == 30
+    assert report["tokens_before_is_lower_bound"]

@@ -273,6 +273,44 @@ def test_attachments_are_degraded_oldest_first_until_the_view_fits(budget, degra
     assert state.fits() is (cost <= budget - FIXED)
 
 
+def test_the_fit_sums_the_middle_in_keep_order_so_a_newer_verbose_ring_waits_for_the_turns():
+    # Middle: turns of 10 and 20, then the newest unit, a verbose ring. The fit walks the plain
+    # turns first (newest first: 20, then 10), the tier the fill keeps longer; with room for 25
+    # the second turn overflows and the ring is never counted, although it is the newest.
+    counter = WordCounter()
+    s = framed(assistant(words(6)), assistant(words(16)), ring("v1", words(40)))
+    state = state_for(s, 1000, counter=counter)
+    assert [u.tier for u in middle_units(state)] == ["plain_turn", "plain_turn", "verbose_ring"]
+    assert state.fixed_cost == FIXED
+    counter.encoded.clear()
+    assert state.fits(FIXED + 25) is False
+    assert counter.encoded == [s.messages[3].id, s.messages[2].id]
+    ring_cost = WordCounter().count_message(s.messages[4]) + WordCounter().count_message(
+        s.messages[5]
+    )
+    assert state.fits(FIXED + 30 + ring_cost) is True
+    assert state.fits(FIXED + 29 + ring_cost) is False
+    assert counter.encoded == [
+        s.messages[3].id,
+        s.messages[2].id,
+        s.messages[4].id,
+        s.messages[5].id,
+    ]
+
+
+def test_degrading_leaves_a_middle_without_attachments_uncounted():
+    counter = WordCounter()
+    state = state_for(
+        framed(assistant(words(6)), ring("v1", words(40))), FIXED + 5, counter=counter
+    )
+    assert state.fixed_cost == FIXED
+    counter.encoded.clear()
+    degrade_attachments(state)
+    assert counter.encoded == []
+    assert "degrade_attachments" not in state.steps
+    assert not state.fits()  # over budget: what to drop is the fill's to decide
+
+
 def test_attachments_are_degraded_when_the_fixed_part_alone_is_over_budget_without_counting():
     counter = WordCounter()
     state = state_for(framed(image_turn("a"), image_turn("b")), FIXED - 1, counter=counter)
@@ -494,8 +532,9 @@ def test_an_earlier_summary_is_kept_longest_and_dropped_last():
 
 
 def test_a_middle_over_a_budget_the_fixed_part_fills_is_dropped_without_being_counted():
-    # Room 0: the fit counts the newest unit (the ring) and finds it over; the fill counts the
-    # first unit in keep order (the plain turn) and finds it over. Room -1: nothing is counted.
+    # Room 0: the fit counts the first unit in keep order (the plain turn, a tier kept longer
+    # than the newer ring) and finds it over; the fill stops at the same unit, so the ring is
+    # never counted. Room -1: nothing is counted.
     counter = WordCounter()
     s = framed(assistant(words(6)), ring("v1", "ok"))
     state = state_for(s, FIXED, counter=counter)
@@ -503,7 +542,7 @@ def test_a_middle_over_a_budget_the_fixed_part_fills_is_dropped_without_being_co
     counter.encoded.clear()
     drop_middle_by_tier(state)
     assert not any(u.kept for u in middle_units(state))
-    assert counter.encoded == [s.messages[3].id, s.messages[4].id, s.messages[2].id]
+    assert counter.encoded == [s.messages[2].id]
     state = state_for(s, FIXED - 1, counter=(counter := WordCounter()))
     assert state.fixed_cost == FIXED
     counter.encoded.clear()
