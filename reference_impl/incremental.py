@@ -144,8 +144,6 @@ _NEAR_END_UNITS = 8
 at most ``_NEAR_END_ESTIMATE``, are counted along (``_count_run``)."""
 _SMALL_BATCH = 4
 """Up to this many units are counted one by one (``_count_units``)."""
-_GROWTH_LOOKAHEAD = 256
-"""Units ahead of a growing window (``_degrade``) that may be counted in one go."""
 _AHEAD_MARGIN = 4
 """Counting ahead by the mean cost fills at most this fraction (1/n) of the room left."""
 
@@ -765,49 +763,33 @@ class SessionAssembler:
             index.degraded[position] = found
         return found
 
-    def _degrade(
-        self, t: _Turn, degradable: list[int], frontier: int, used: int
-    ) -> dict[int, int | None]:
+    def _degrade(self, t: _Turn, degradable: list[int]) -> None:
         """Which middle attachments ``steps.trim.degrade_attachments`` degrades: oldest first
-        until the middle fits, from the newest-first ``frontier`` (the unit that overflowed the
-        room, ``used`` the sum up to it). Every attachment older than the frontier is degraded
-        without changing the verdict, so those are taken in one batch (their cost is counted
-        only if the fill reaches them); the window is then walked as the step walks it. Returns
-        position -> degraded cost (``None``: not needed yet), oldest first.
+        until the middle fits, ``t`` filled (``_fill``) with the ones degraded so far. The step's
+        window is the fill's: what it keeps and the unit it stopped at. An attachment outside
+        the window is degraded without changing the verdict (its cost is counted only if a fill
+        reaches it); one inside lowers the room used by what it won, and the fill resumes where
+        it stopped (``_resume``), as the step's window grows while it fits.
         """
-        index, pinned, room = t.index, t.pinned, t.room
-        costs = index.costs
-        split = bisect.bisect_left(degradable, frontier)
-        degraded: dict[int, int | None] = dict.fromkeys(degradable[:split])
-        walk = _Walk()
-
-        def cost(p: int) -> int:
-            if p in degraded:
-                found = degraded[p]
-                if found is None:
-                    found = degraded[p] = self._degraded_cost(index, p)
-                return found
-            if costs[p] is None:  # count the units the window will grow over next in one go
-                ahead = [q for q in range(p, max(-1, p - _GROWTH_LOOKAHEAD), -1) if q not in pinned]
-                run = list(takewhile(lambda q: q not in degraded and costs[q] is None, ahead))
-                self._count_run(index, run, room - used, walk)
-            return self._cost(index, p)
-
-        older = (p for p in range(frontier - 1, -1, -1) if p not in pinned)
-        pending = next(older, None)
-        for a in degradable[split:]:
-            counted = a >= frontier
-            before = cost(a) if counted else 0
-            degraded[a] = self._degraded_cost(index, a) if counted else None
-            if counted:
-                used += cost(a) - before
-            while pending is not None and used <= room:  # the window grows while it fits
-                frontier = pending
-                used += cost(pending)
-                pending = next(older, None)
-            if used <= room and pending is None:
+        index = t.index
+        window = set(t.kept_middle)
+        for a in degradable:
+            if t.everything:
                 break  # the middle fits now
-        return degraded
+            t.degraded_order.append(a)
+            if a != t.over and a not in window:
+                t.degraded[a] = None
+                continue
+            before = self._cost(index, a)  # in the window: counted as it was
+            after = t.degraded[a] = self._degraded_cost(index, a)
+            if a == t.over:
+                self._resume(t, window)
+            elif after <= before:
+                t.used -= before - after
+                self._resume(t, window)
+            else:  # a placeholder dearer than the attachment: what fits is decided afresh
+                self._fill(t)
+                window = set(t.kept_middle)
 
     def _short_error(self, index: _Index, position: int) -> bool:
         """``steps.trim.short_error``, with the unit's characters kept in the index."""
@@ -938,42 +920,19 @@ class SessionAssembler:
         return None
 
     def _degrade_attachments(self, t: _Turn) -> str | None:
-        """A middle without attachments is not summed (the step leaves it uncounted): the
-        fill in tier order (``_fill``) counts what it keeps. With attachments, the middle is
-        summed newest first by position until it overflows the room, as
-        ``steps.trim.degrade_attachments`` sums it; when it overflows, middle attachments are
-        degraded oldest first from that frontier; then the fill, with the degraded costs.
-
-        That sum is made on a session's first turn, where the report must be the pipeline's to
-        the letter (``tokens_before``: the units the steps count). On a later turn, which
-        reports ``tokens_before`` as a lower bound anyway, the fill comes first and the sum is
-        made only when the middle does not fit and holds attachments to degrade."""
+        """The fill in tier order (``_fill``); when the middle does not fit and holds
+        attachments, they are degraded oldest first as ``steps.trim.degrade_attachments``
+        degrades them, over the fill's window (``_degrade``), the fill resuming as it grows. The
+        step sums the middle in the fill's order, so the units counted are the same on the
+        first turn (the pipeline's report to the letter)."""
         index = t.index
         early = bisect.bisect_left(index.attachments, t.start)
         degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
-        if not self._indexed_now or not degradable:
-            self._fill(t)
-            if t.everything or not degradable:
-                return None
-        costs = index.costs
-        walk = _Walk()
-        taken, over, used, over_cost = _take_newest(
-            range(t.start),
-            t.start,
-            skip=t.pinned,
-            room=t.room,
-            known=lambda chunk: list(map(costs.__getitem__, chunk)),
-            count=lambda run, room: self._count_run(index, run, room, walk),
-        )
-        index.reach_range(0 if over is None else over, t.start)
-        if over is None:  # the whole middle fits: nothing to degrade or drop
-            t.kept_middle = taken
-            t.used = used
-            return None
-        if degradable:
-            t.degraded = self._degrade(t, degradable, over, used + over_cost)
-            t.steps.append("degrade_attachments")
         self._fill(t)
+        if t.everything or not degradable:
+            return None
+        self._degrade(t, degradable)
+        t.steps.append("degrade_attachments")
         return None
 
     def _clear_tool_results(self, t: _Turn) -> str | None:
@@ -1097,14 +1056,32 @@ class SessionAssembler:
         """The middle, newest first, in tier order (``steps.trim.KEEP_ORDER``), as
         ``drop_middle_by_tier`` fills it: kept while it fits, the rest of a tier and every later
         tier dropped once a unit does not. Each tier is a slice of a position list walked at C
-        speed (``_take_newest``); ``t.drop_stop[tier]`` records how much of it was dropped."""
-        index = t.index
+        speed (``_take_newest``); ``t.drop_stop[tier]`` records how much of it was dropped and
+        ``t.over`` the unit the fill stopped at."""
         t.kept_middle = []
-        t.dropped_tiers = set()
-        t.drop_stop = {}
         t.used = 0
-        t.everything = True
         t.degraded_order = list(t.degraded)
+        self._fill_from(t, 0, None)
+
+    def _resume(self, t: _Turn, window: set[int]) -> None:
+        """The fill of ``t`` resumed at the unit it stopped at, after the room it had used
+        shrank (an attachment degraded); ``window`` gains what it keeps now."""
+        if t.over is None:
+            return
+        kept = len(t.kept_middle)
+        tier = t.over_tier
+        self._fill_from(t, KEEP_ORDER.index(tier), t.drop_stop[tier])
+        window.update(t.kept_middle[kept:])
+
+    def _fill_from(self, t: _Turn, first: int, stop: int | None) -> None:
+        """The fill from tier ``KEEP_ORDER[first]``, whose positions before ``stop`` are left
+        (all of them before the range when None), on top of ``t.kept_middle`` and ``t.used``."""
+        index = t.index
+        for tier in KEEP_ORDER[first:]:
+            t.dropped_tiers.discard(tier)
+            t.drop_stop.pop(tier, None)
+        t.everything = not t.dropped_tiers
+        t.over = None
         exhausted = False
         members: dict[Tier, tuple[Sequence[int], set[int]]] = {
             "summary": (index.summaries, t.pinned),
@@ -1112,18 +1089,20 @@ class SessionAssembler:
             "plain_turn": (index.turns, t.pinned),
             "verbose_ring": (index.rings, t.pinned | t.error_set),
         }
-        for tier in KEEP_ORDER:
+        for tier in KEEP_ORDER[first:]:
             positions, skip = members[tier]
-            stop = bisect.bisect_left(positions, t.start)
+            end = bisect.bisect_left(positions, t.start)
             if exhausted:
-                if stop > len(_skipped(positions, stop, skip)):
+                if end > len(_skipped(positions, end, skip)):
                     t.everything = False
                     t.dropped_tiers.add(tier)
-                    t.drop_stop[tier] = stop
+                    t.drop_stop[tier] = end
                 continue
+            if stop is not None:
+                end, stop = stop, None
             taken, over, used, _ = _take_newest(
                 positions,
-                stop,
+                end,
                 skip=skip,
                 room=t.room - t.used,
                 known=lambda chunk: self._known_costs(t, chunk),
@@ -1140,6 +1119,7 @@ class SessionAssembler:
                 t.everything = False
                 t.dropped_tiers.add(tier)
                 t.drop_stop[tier] = over + 1
+                t.over, t.over_tier = positions[over], tier
 
     # -- the result ----------------------------------------------------------------------------
 
@@ -1317,6 +1297,10 @@ class _Turn:
     used: int = 0
     everything: bool = True
     """Whether the whole middle fits (nothing dropped by the fill)."""
+    over: int | None = None
+    """The unit the fill stopped at (the first that did not fit), or None."""
+    over_tier: Tier = "summary"
+    """The tier of ``over``."""
     degraded: dict[int, int | None] = field(default_factory=dict)
     """Middle units whose attachments are replaced by placeholders: position -> cost."""
     degraded_order: list[int] = field(default_factory=list)

@@ -157,40 +157,40 @@ def degrade_attachments(state: AssemblyState) -> None:
     of the middle is cut, until the view fits.
 
     A middle without attachments is left as it is, uncounted (the fill counts what it keeps).
-    Otherwise linear: the fit is kept as a running total. The middle is summed newest first and
-    the walk stops at the first unit that overflows (the *frontier*); degrading a unit older
-    than the frontier cannot change that verdict, and degrading one inside the counted window
-    lowers the total by what it won. So each unit is counted at most twice (as it was, and
-    degraded), instead of the whole window being walked again after every attachment.
+    Otherwise linear: the fit is kept as a running total over the middle in keep order (the
+    order the fill keeps it, ``AssemblyState.keep_order``), walked until the first unit that
+    overflows (the *window*); degrading a unit outside the window cannot change that verdict,
+    and degrading one inside it lowers the total by what it won, after which the window grows
+    while it fits. So each unit is counted at most twice (as it was, and degraded), what the
+    fill will drop is not counted, and which attachments go does not depend on the order (the
+    step stops at the first one after which the whole middle fits).
     """
-    middle = [i for i, u in enumerate(state.units) if u.kept and u.bucket == "middle"]
-    if not any(has_attachment(state.units[i].messages) for i in middle):
+    order = state.keep_order()
+    if not any(has_attachment(u.messages) for u in order):
         return
     room = state.budget - state.fixed_cost
-    # walk newest first until the total overflows: middle[frontier:] is counted
-    used = 0
-    frontier = len(middle)
-    while frontier > 0 and used <= room:
-        frontier -= 1
-        used += state.cost(state.units[middle[frontier]])
+    rank = {id(u): k for k, u in enumerate(order)}
+    used, reach = 0, 0  # order[:reach] is counted
+    while reach < len(order) and used <= room:
+        used += state.cost(order[reach])
+        reach += 1
     if used <= room:  # the whole middle fits (room >= 0, as used >= 0)
         return
     changed = False
-    for n, i in enumerate(middle):
-        unit = state.units[i]
+    for unit in [u for u in state.units if u.kept and u.bucket == "middle"]:  # oldest first
         if not has_attachment(unit.messages):
             continue
-        counted = n >= frontier
+        counted = rank[id(unit)] < reach
         before = state.cost(unit) if counted else 0
         unit.replace_messages(tuple(degrade_message(m) for m in unit.messages))
         state.degraded_attachment_ids.append(unit.id)
         changed = True
         if counted:
             used += state.cost(unit) - before
-        while frontier > 0 and used <= room:  # the window grows while it fits
-            frontier -= 1
-            used += state.cost(state.units[middle[frontier]])
-        if used <= room and frontier == 0:  # (used >= 0, so room >= 0 too)
+        while reach < len(order) and used <= room:  # the window grows while it fits
+            used += state.cost(order[reach])
+            reach += 1
+        if used <= room and reach == len(order):  # (used >= 0, so room >= 0 too)
             break  # fits() would now say True
     if changed:
         state.record("degrade_attachments")
