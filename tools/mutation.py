@@ -24,8 +24,11 @@ continued.
 
 Equivalent mutants (no test can tell them apart, because the behaviour is the same) are listed
 with a reason in ``tools/mutation-equivalent.txt`` and left out of the score. Mutant ids are
-``file::qualname::operator::digest``, where the digest hashes the mutated node's source text and
-its occurrence in the function, so ids survive edits elsewhere in the file.
+``file::qualname::operator::digest``, where the digest hashes the mutation, the mutated node's
+source text, the text of the line it starts on and its occurrence in the function: ids survive
+edits elsewhere in the file, and an edit of the line itself gives its mutants new ids, so an
+outcome or an equivalence judged for the old line never carries over to new code (an entry of
+the equivalence list that no mutant of the files run matches is printed as stale).
 
 Usage: ``python tools/mutation.py [--jobs 2] [--timeout 60] [--only PATH] [--report FILE]``.
 """
@@ -245,6 +248,7 @@ def _find_code(code: types.CodeType, name: str, first_line: int) -> types.CodeTy
 def generate(path: Path) -> list[Mutant]:
     rel = path.relative_to(ROOT).as_posix()
     source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
     tree = ast.parse(source, filename=str(path))
     mutants: list[Mutant] = []
     for qualname, function in _top_level_functions(tree):
@@ -254,7 +258,8 @@ def generate(path: Path) -> list[Mutant]:
                 continue
             for operator, description, replacement in _mutations(node):
                 text = ast.get_source_segment(source, node) or ast.dump(node)
-                key = f"{operator}:{description}:{text}"
+                line = lines[getattr(node, "lineno", function.lineno) - 1].strip()
+                key = f"{operator}:{description}:{text}@{line}"
                 seen[key] = seen.get(key, 0) + 1
                 digest = hashlib.sha256(f"{key}#{seen[key]}".encode()).hexdigest()[:10]
                 mutated = _replace_by_position(tree, node, replacement)
@@ -623,6 +628,15 @@ def run_mutants(
 # ---------------------------------------------------------------------------------------------
 
 
+def stale_equivalents(
+    equivalent: dict[str, str], generated: set[str], files: list[str]
+) -> list[str]:
+    """The entries of ``equivalent`` for ``files`` (relative to the project) that no mutant
+    generated now matches (their line changed or is gone): to judge again, or to remove."""
+    run = set(files)
+    return sorted(i for i in equivalent if i.split("::", 1)[0] in run and i not in generated)
+
+
 def load_equivalent(path: Path = EQUIVALENT_FILE) -> dict[str, str]:
     """``mutant-id  # reason`` per line; blank lines and ``#`` lines are comments."""
     if not path.exists():
@@ -732,6 +746,20 @@ def resumed_outcomes(report: Path, mutants: list[Mutant]) -> list[Outcome]:
     ]
 
 
+def _generate_all(files: list[str], limit: int | None) -> tuple[list[Mutant], set[str]]:
+    """The mutants to run (at most ``limit`` a file, a sample) and the ids of all of them."""
+    mutants: list[Mutant] = []
+    ids: set[str] = set()
+    for rel in files:
+        generated = generate(ROOT / rel)
+        ids.update(m.mutant_id for m in generated)
+        if limit:
+            step = max(1, len(generated) // limit)
+            generated = generated[::step][:limit]
+        mutants.extend(generated)
+    return mutants, ids
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="a target file or folder (repeatable)")
@@ -753,13 +781,7 @@ def main(argv: list[str] | None = None) -> int:
     files = _target_files(args.only or list(DEFAULT_TARGETS))
     test_args = args.tests or _default_test_args()
 
-    mutants: list[Mutant] = []
-    for rel in files:
-        generated = generate(ROOT / rel)
-        if args.limit:
-            step = max(1, len(generated) // args.limit)
-            generated = generated[::step][: args.limit]
-        mutants.extend(generated)
+    mutants, generated_ids = _generate_all(files, args.limit)
     print(f"mutation: {len(mutants)} mutants in {len(files)} files", flush=True)
     earlier = resumed_outcomes(args.report, mutants) if args.resume else []
     if earlier:
@@ -779,6 +801,9 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     coverage_map = json.loads(coverage_path.read_text())
+    equivalent = load_equivalent()
+    for stale in stale_equivalents(equivalent, generated_ids, files):
+        print(f"mutation: stale equivalence entry (no such mutant now): {stale}", flush=True)
 
     started = time.monotonic()
     outcomes = earlier + run_mutants(
@@ -787,7 +812,7 @@ def main(argv: list[str] | None = None) -> int:
         test_args=test_args,
         jobs=args.jobs,
         timeout=args.timeout,
-        equivalent=load_equivalent(),
+        equivalent=equivalent,
         on_outcome=lambda so_far: write_report(args.report, earlier + so_far),
     )
     elapsed = time.monotonic() - started

@@ -77,6 +77,41 @@ def test_equivalent_list_and_score(tmp_path: Path) -> None:
     assert "reference_impl/budget.py" in rows[1]
 
 
+def _ids(path: Path, source: str) -> dict[str, str]:
+    path.write_text(source)
+    return {m.description: m.mutant_id for m in mutation.generate(path)}
+
+
+def test_a_mutant_id_changes_with_its_line_and_only_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An equivalence (or a kill kept by --resume) judged for one line must not carry over to
+    # other code that happens to hold the same expression: the id hashes the line's text too.
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    path = tmp_path / "m.py"
+    base = _ids(path, "def f(a, b):\n    if a <= b:\n        return 1\n    return 2\n")
+    moved = _ids(path, "def f(a, b):\n    c = 0\n    if a <= b:\n        return 1\n    return 2\n")
+    changed = _ids(path, "def f(a, b):\n    while a <= b:\n        return 1\n    return 2\n")
+    compare = "LtE -> Lt: a <= b"
+    assert moved[compare] == base[compare]  # a line added elsewhere: the same id
+    assert changed[compare] != base[compare]  # the line itself changed: a new id
+    assert moved["return None: return 2"] == base["return None: return 2"]
+
+
+def test_an_equivalence_entry_no_mutant_matches_is_stale() -> None:
+    mutants = mutation.generate(ROOT / "reference_impl" / "budget.py")
+    live = mutants[0].mutant_id
+    listing = {
+        live: "judged",
+        "reference_impl/budget.py::plan_budget::compare::0000000000": "its line changed",
+        "reference_impl/rings.py::edges::compare::0000000000": "a file not run",
+    }
+    stale = mutation.stale_equivalents(
+        listing, {m.mutant_id for m in mutants}, ["reference_impl/budget.py"]
+    )
+    assert stale == ["reference_impl/budget.py::plan_budget::compare::0000000000"]
+
+
 def test_a_coverage_run_whose_tests_do_not_pass_is_an_error(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
