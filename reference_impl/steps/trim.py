@@ -176,7 +176,7 @@ def degrade_attachments(state: AssemblyState) -> None:
         reach += 1
     if used <= room:  # the whole middle fits (room >= 0, as used >= 0)
         return
-    changed = False
+    # Some middle unit holds an attachment, so the loop degrades one at least.
     for unit in [u for u in state.units if u.kept and u.bucket == "middle"]:  # oldest first
         if not has_attachment(unit.messages):
             continue
@@ -184,7 +184,6 @@ def degrade_attachments(state: AssemblyState) -> None:
         before = state.cost(unit) if counted else 0
         unit.replace_messages(tuple(degrade_message(m) for m in unit.messages))
         state.degraded_attachment_ids.append(unit.id)
-        changed = True
         if counted:
             used += state.cost(unit) - before
         while reach < len(order) and used <= room:  # the window grows while it fits
@@ -192,8 +191,7 @@ def degrade_attachments(state: AssemblyState) -> None:
             reach += 1
         if used <= room and reach == len(order):  # (used >= 0, so room >= 0 too)
             break  # fits() would now say True
-    if changed:
-        state.record("degrade_attachments")
+    state.record("degrade_attachments")
 
 
 def _cleared(message: Message) -> Message:

@@ -370,6 +370,24 @@ def test_after_a_degrade_the_walk_goes_on_up_to_the_unit_that_overflows():
     assert not state.fits()
 
 
+class _FreeNotes(WordCounter):
+    """Charges nothing for a message that reads "(free)"."""
+
+    def _words(self, message):
+        return 0 if message.text == "(free)" else super()._words(message)
+
+
+def test_a_unit_that_costs_nothing_fits_in_no_room():
+    # The fixed part fills the budget exactly (room 0): the newest turn, which the counter
+    # charges nothing for, still fits; the older one, which costs 10, is dropped.
+    s = framed(assistant(words(6)), assistant("(free)"))
+    state = state_for(s, FIXED, counter=_FreeNotes())
+    assert state.fixed_cost == FIXED
+    drop_middle_by_tier(state)
+    assert [u.kept for u in middle_units(state)] == [False, True]
+    assert state.dropped_turn_ids == [middle_units(state)[0].id]
+
+
 def test_no_attachment_no_degrade_step():
     state = state_for(framed(assistant(words(50))), FIXED)
     degrade_attachments(state)
