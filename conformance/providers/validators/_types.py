@@ -286,12 +286,18 @@ def _build_checker(spec: Spec, reading: Reading) -> _Checker:
 
     # Without a discriminator every object has the same layout: built now, looked up never.
     fixed = layout({}) if structured and not (spec.tag and spec.variants) else None
+    tag_key = spec.tag
 
     def check(value: Any) -> bool:
         if type(value) not in exact and not _accepts(spec, value, numeric_text=numeric_text):
             return False
         if structured and isinstance(value, dict):
-            checks, required = fixed if fixed is not None else layout(value)
+            if fixed is not None:
+                checks, required = fixed
+            else:  # a known variant's layout is found by its tag; anything else asks layout()
+                tag = value.get(tag_key)
+                found = layouts.get(tag) if type(tag) is str else None
+                checks, required = found if found is not None else layout(value)
             if plain_keys:
                 for name in required:
                     if name not in value:

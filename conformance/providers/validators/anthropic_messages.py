@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from conformance.providers.validators._base import (
     Context,
@@ -34,6 +33,7 @@ from conformance.providers.validators._types import (
     STRING,
     Spec,
     arr,
+    conforms,
     first_mismatch,
     obj,
     typed,
@@ -125,9 +125,30 @@ def _wrong_type(body: Any) -> Finding | None:
     return Finding("A12a", (), values, rule="A12a")
 
 
+_ROLES: Final = frozenset({"user", "assistant", "system"})
+
+
+def _plainly_well_formed(body: Any) -> bool:
+    """Whether neither A12 nor A12a can fire, told cheaply for the common body: its types conform
+    (so every message is an object whose ``role`` and ``content``, where present, have their
+    types, and every block is an object with a string ``type``), every message has a ``content``,
+    and every role is one Anthropic takes. ``False`` says nothing: the full walk decides."""
+    if type(body) is not dict or not conforms(body, BODY):
+        return False
+    messages = body.get("messages")
+    if type(messages) is not list:
+        return False
+    for message in messages:
+        if message.get("role") not in _ROLES or "content" not in message:
+            return False
+    return True
+
+
 @structure(SHAPE)
 def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
     """A12: the body, every message and every block is an object (recorded); A12a: field types."""
+    if _plainly_well_formed(body):
+        return None
     if not isinstance(body, dict):
         return _shape_error("body")
     messages = body.get("messages")
@@ -154,13 +175,15 @@ def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return objects(content)
 
 
-@dataclass(frozen=True, slots=True)
-class _Turn:
-    """One turn after merging consecutive same-role messages; ``index`` of its first message."""
+class _Turn(NamedTuple):
+    """One turn after merging consecutive same-role messages: ``first`` is the index of its first
+    message, ``tool_use_ids`` the ids of its ``tool_use`` blocks in order (read by A1, A2, A3).
+    A named tuple: a body has a dozen turns, built faster as tuples than as frozen dataclasses."""
 
     role: str
-    index: int
+    first: int
     blocks: tuple[_Located, ...]
+    tool_use_ids: tuple[str, ...]
 
 
 _Located = tuple[int, int, dict[str, Any]]
@@ -170,10 +193,15 @@ _Message = tuple[int, str, tuple[_Located, ...]]
 
 
 def _message_blocks(body: Mapping[str, Any]) -> list[_Message]:
-    return [
-        (i, str(message.get("role")), tuple((i, j, b) for j, b in enumerate(_blocks(message))))
-        for i, message in enumerate(messages_of(body))
-    ]
+    out: list[_Message] = []
+    for i, message in enumerate(messages_of(body)):
+        content = message.get("content")
+        if isinstance(content, str):  # as _blocks reads it: one text block
+            located: tuple[_Located, ...] = ((i, 0, {"type": "text", "text": content}),)
+        else:
+            located = tuple((i, j, b) for j, b in enumerate(objects(content)))
+        out.append((i, str(message.get("role")), located))
+    return out
 
 
 def _messages(body: Mapping[str, Any]) -> list[_Message]:
@@ -181,16 +209,32 @@ def _messages(body: Mapping[str, Any]) -> list[_Message]:
     return body_view("anthropic blocks", body, _message_blocks)
 
 
-def _located_blocks(body: Mapping[str, Any]) -> Iterator[_Located]:
-    for _, _, blocks in _messages(body):
-        yield from blocks
+def _every_block(body: Mapping[str, Any]) -> list[_Located]:
+    return [located for _, _, blocks in _messages(body) for located in blocks]
+
+
+def _located_blocks(body: Mapping[str, Any]) -> list[_Located]:
+    """Every message's blocks, in order, where they stand."""
+    return body_view("anthropic located blocks", body, _every_block)
 
 
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
     if ctx.active("A9"):
-        return body_view("anthropic turns", body, lambda b: _merged_turns(b, merge=False))
+        return body_view("anthropic turns", body, _separate_turns)
     # A9 relaxed: consecutive turns are combined (SDK docstring)
-    return body_view("anthropic merged turns", body, lambda b: _merged_turns(b, merge=True))
+    return body_view("anthropic merged turns", body, _combined_turns)
+
+
+def _separate_turns(body: Mapping[str, Any]) -> list[_Turn]:
+    return _merged_turns(body, merge=False)
+
+
+def _combined_turns(body: Mapping[str, Any]) -> list[_Turn]:
+    return _merged_turns(body, merge=True)
+
+
+def _tool_uses(blocks: tuple[_Located, ...]) -> tuple[str, ...]:
+    return tuple(str(b.get("id")) for _, _, b in blocks if b.get("type") == "tool_use")
 
 
 def _merged_turns(body: Mapping[str, Any], *, merge: bool) -> list[_Turn]:
@@ -200,21 +244,19 @@ def _merged_turns(body: Mapping[str, Any], *, merge: bool) -> list[_Turn]:
             continue
         if merge and turns and turns[-1].role == role:
             last = turns[-1]
-            turns[-1] = _Turn(role, last.index, last.blocks + blocks)
+            turns[-1] = _Turn(
+                role, last.first, last.blocks + blocks, last.tool_use_ids + _tool_uses(blocks)
+            )
         else:
-            turns.append(_Turn(role, i, blocks))
+            turns.append(_Turn(role, i, blocks, _tool_uses(blocks)))
     return turns
-
-
-def _tool_use_ids(turn: _Turn) -> list[str]:
-    return [str(b.get("id")) for _, _, b in turn.blocks if b.get("type") == "tool_use"]
 
 
 @detector(SHAPE, "A1")
 def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     turns = _turns(body, ctx)
     for n, turn in enumerate(turns):
-        ids = _tool_use_ids(turn) if turn.role == "assistant" else []
+        ids = turn.tool_use_ids if turn.role == "assistant" else ()
         if not ids:
             continue
         following = turns[n + 1] if n + 1 < len(turns) else None
@@ -227,7 +269,7 @@ def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Findi
             }
         missing = [cid for cid in ids if cid not in answered]
         if missing:
-            yield Finding("A1", (turn.index,), {"index": turn.index, "ids": ", ".join(missing)})
+            yield Finding("A1", (turn.first,), {"index": turn.first, "ids": ", ".join(missing)})
 
 
 @detector(SHAPE, "A3")
@@ -236,7 +278,7 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
     turns = _turns(body, ctx)
     for n in range(1, len(turns)):
         previous, turn = turns[n - 1], turns[n]
-        ids = _tool_use_ids(previous) if previous.role == "assistant" else []
+        ids = previous.tool_use_ids if previous.role == "assistant" else ()
         if not ids or turn.role != "user":
             continue
         kinds = [b.get("type") for _, _, b in turn.blocks]
@@ -249,10 +291,10 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
             ]
             yield Finding(
                 "A3",
-                (previous.index,),
+                (previous.first,),
                 {
-                    "index": previous.index,
-                    "next": turn.index,
+                    "index": previous.first,
+                    "next": turn.first,
                     "ids": ", ".join(late),
                     "count": len(ids),
                 },
@@ -266,7 +308,7 @@ def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
         if turn.role != "user":
             continue
         previous = turns[n - 1] if n > 0 else None
-        known = set(_tool_use_ids(previous)) if previous and previous.role == "assistant" else set()
+        known = set(previous.tool_use_ids) if previous and previous.role == "assistant" else set()
         for i, j, block in turn.blocks:
             if block.get("type") == "tool_result" and block.get("tool_use_id") not in known:
                 yield Finding(
