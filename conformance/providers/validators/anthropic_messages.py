@@ -188,34 +188,54 @@ class _Turn(NamedTuple):
 
 _Located = tuple[int, int, dict[str, Any]]
 """A block where it stands: (message index, block index, block)."""
-_Message = tuple[int, str, tuple[_Located, ...]]
-"""A message's index, its role and its located blocks."""
+_Message = tuple[int, str, tuple[_Located, ...], tuple[str, ...]]
+"""A message's index, its role, its located blocks and the ids of its ``tool_use`` blocks."""
 
 
-def _message_blocks(body: Mapping[str, Any]) -> list[_Message]:
-    out: list[_Message] = []
+class _Blocks(NamedTuple):
+    """What the detectors read of a body's messages, built in one pass: every message (a string
+    content is one text block), and every block grouped by its ``type``, in order."""
+
+    messages: list[_Message]
+    by_type: dict[str, list[_Located]]
+
+
+def _read_blocks(body: Mapping[str, Any]) -> _Blocks:
+    messages: list[_Message] = []
+    by_type: dict[str, list[_Located]] = {}
     for i, message in enumerate(messages_of(body)):
         content = message.get("content")
+        role = str(message.get("role"))
         if isinstance(content, str):  # as _blocks reads it: one text block
-            located: tuple[_Located, ...] = ((i, 0, {"type": "text", "text": content}),)
-        else:
-            located = tuple((i, j, b) for j, b in enumerate(objects(content)))
-        out.append((i, str(message.get("role")), located))
-    return out
+            text: _Located = (i, 0, {"type": "text", "text": content})
+            messages.append((i, role, (text,), ()))
+            by_type.setdefault("text", []).append(text)
+            continue
+        located = tuple([(i, j, b) for j, b in enumerate(objects(content))])
+        uses: list[str] = []
+        for place in located:
+            block = place[2]
+            kind = block.get("type")
+            if isinstance(kind, str):
+                by_type.setdefault(kind, []).append(place)
+                if kind == "tool_use":
+                    uses.append(str(block.get("id")))
+        messages.append((i, role, located, tuple(uses)))
+    return _Blocks(messages, by_type)
+
+
+def _blocks_of(body: Mapping[str, Any]) -> _Blocks:
+    return body_view("anthropic blocks", body, _read_blocks)
 
 
 def _messages(body: Mapping[str, Any]) -> list[_Message]:
-    """Every message's index, role and blocks (a string content is one text block)."""
-    return body_view("anthropic blocks", body, _message_blocks)
+    """Every message's index, role, blocks and tool_use ids (a string content is one text block)."""
+    return _blocks_of(body).messages
 
 
-def _every_block(body: Mapping[str, Any]) -> list[_Located]:
-    return [located for _, _, blocks in _messages(body) for located in blocks]
-
-
-def _located_blocks(body: Mapping[str, Any]) -> list[_Located]:
-    """Every message's blocks, in order, where they stand."""
-    return body_view("anthropic located blocks", body, _every_block)
+def _blocks_of_type(body: Mapping[str, Any], kind: str) -> list[_Located]:
+    """The blocks of one ``type``, in order, where they stand."""
+    return _blocks_of(body).by_type.get(kind, [])
 
 
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
@@ -233,22 +253,16 @@ def _combined_turns(body: Mapping[str, Any]) -> list[_Turn]:
     return _merged_turns(body, merge=True)
 
 
-def _tool_uses(blocks: tuple[_Located, ...]) -> tuple[str, ...]:
-    return tuple(str(b.get("id")) for _, _, b in blocks if b.get("type") == "tool_use")
-
-
 def _merged_turns(body: Mapping[str, Any], *, merge: bool) -> list[_Turn]:
     turns: list[_Turn] = []
-    for i, role, blocks in _messages(body):
+    for i, role, blocks, uses in _messages(body):
         if role == "system":
             continue
         if merge and turns and turns[-1].role == role:
             last = turns[-1]
-            turns[-1] = _Turn(
-                role, last.first, last.blocks + blocks, last.tool_use_ids + _tool_uses(blocks)
-            )
+            turns[-1] = _Turn(role, last.first, last.blocks + blocks, last.tool_use_ids + uses)
         else:
-            turns.append(_Turn(role, i, blocks, _tool_uses(blocks)))
+            turns.append(_Turn(role, i, blocks, uses))
     return turns
 
 
@@ -320,9 +334,7 @@ def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 @detector(SHAPE, "A5")
 def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
-    for i, j, block in _located_blocks(body):
-        if block.get("type") != "tool_use":
-            continue
+    for i, j, block in _blocks_of_type(body, "tool_use"):
         if block.get("id") in seen:
             yield Finding("A5", (i, j), {"index": i, "block": j, "id": block.get("id")})
         seen.add(str(block.get("id")))
@@ -334,10 +346,15 @@ _ID_FIELDS: Final[Mapping[str, str]] = {"tool_use": "id", "tool_result": "tool_u
 
 @detector(SHAPE, "A6")
 def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, j, block in _located_blocks(body):
-        field = _ID_FIELDS.get(str(block.get("type")))
-        value = block.get(field) if field else None
-        if field and isinstance(value, str) and not TOOL_ID.match(value):
+    found = [
+        (place, field)
+        for kind, field in _ID_FIELDS.items()
+        for place in _blocks_of_type(body, kind)
+    ]
+    found.sort(key=lambda item: item[0][:2])  # in the order of the body
+    for (i, j, block), field in found:
+        value = block.get(field)
+        if isinstance(value, str) and not TOOL_ID.match(value):
             yield Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
 
 
@@ -427,9 +444,8 @@ def no_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 def url_image_source(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A23 (recorded, Bedrock InvokeModel): a message's image block with a URL source. Only
     message-level blocks are judged: an image inside tool_result content was never recorded."""
-    for i, j, block in _located_blocks(body):
-        source = as_dict(block.get("source"))
-        if block.get("type") == "image" and source.get("type") == "url":
+    for i, j, block in _blocks_of_type(body, "image"):
+        if as_dict(block.get("source")).get("type") == "url":
             yield Finding("A23", (i, j), {"index": i, "block": j})
 
 
