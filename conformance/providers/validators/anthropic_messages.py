@@ -286,6 +286,10 @@ def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Findi
             yield Finding("A1", (turn.first,), {"index": turn.first, "ids": ", ".join(missing)})
 
 
+def _is_result(place: _Located) -> bool:
+    return place[2].get("type") == "tool_result"
+
+
 @detector(SHAPE, "A3")
 def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A3 (A3a on Bedrock): tool_result blocks first in the message that answers tool_use."""
@@ -295,14 +299,13 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
         ids = previous.tool_use_ids if previous.role == "assistant" else ()
         if not ids or turn.role != "user":
             continue
-        kinds = [b.get("type") for _, _, b in turn.blocks]
-        first = leading(kinds, lambda kind: kind == "tool_result")
-        if "tool_result" in kinds[first:]:
-            late = [
-                str(b.get("tool_use_id"))
-                for _, _, b in turn.blocks[first:]
-                if b.get("type") == "tool_result"
-            ]
+        first = leading(turn.blocks, _is_result)
+        late = [
+            str(b.get("tool_use_id"))
+            for _, _, b in turn.blocks[first:]
+            if b.get("type") == "tool_result"
+        ]
+        if late:
             yield Finding(
                 "A3",
                 (previous.first,),
