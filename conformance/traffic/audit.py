@@ -230,7 +230,7 @@ def _unreadable(file: str, problem: str, index: int | None = None, *, log: bool)
 
 
 def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
-    if isinstance(line, Mapping):
+    if type(line) is not bytes and isinstance(line, Mapping):
         record: object = line
     else:
         if isinstance(line, bytes):

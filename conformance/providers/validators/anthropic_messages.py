@@ -211,16 +211,23 @@ def _read_blocks(body: Mapping[str, Any]) -> _Blocks:
             messages.append((i, role, (text,), ()))
             by_type.setdefault("text", []).append(text)
             continue
-        located = tuple([(i, j, b) for j, b in enumerate(objects(content))])
+        located: list[_Located] = []
         uses: list[str] = []
-        for place in located:
-            block = place[2]
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):  # as objects() reads a list: other items skipped
+                continue
+            place = (i, len(located), block)
+            located.append(place)
             kind = block.get("type")
             if isinstance(kind, str):
-                by_type.setdefault(kind, []).append(place)
+                group = by_type.get(kind)
+                if group is None:
+                    by_type[kind] = [place]
+                else:
+                    group.append(place)
                 if kind == "tool_use":
                     uses.append(str(block.get("id")))
-        messages.append((i, role, located, tuple(uses)))
+        messages.append((i, role, tuple(located), tuple(uses)))
     return _Blocks(messages, by_type)
 
 
