@@ -194,7 +194,8 @@ _Message = tuple[int, str, tuple[_Located, ...], tuple[str, ...]]
 
 class _Blocks(NamedTuple):
     """What the detectors read of a body's messages, built in one pass: every message (a string
-    content is one text block), and every block grouped by its ``type``, in order."""
+    content is one text block), and the blocks of the messages' block lists grouped by their
+    ``type``, in order (a string content is no block there: A19 and A20 judge blocks only)."""
 
     messages: list[_Message]
     by_type: dict[str, list[_Located]]
@@ -209,7 +210,6 @@ def _read_blocks(body: Mapping[str, Any]) -> _Blocks:
         if isinstance(content, str):  # as _blocks reads it: one text block
             text: _Located = (i, 0, {"type": "text", "text": content})
             messages.append((i, role, (text,), ()))
-            by_type.setdefault("text", []).append(text)
             continue
         located: list[_Located] = []
         uses: list[str] = []
@@ -356,16 +356,16 @@ _ID_FIELDS: Final[Mapping[str, str]] = {"tool_use": "id", "tool_result": "tool_u
 
 @detector(SHAPE, "A6")
 def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    found = [
-        (place, field)
-        for kind, field in _ID_FIELDS.items()
-        for place in _blocks_of_type(body, kind)
-    ]
-    found.sort(key=lambda item: item[0][:2])  # in the order of the body
-    for (i, j, block), field in found:
-        value = block.get(field)
-        if isinstance(value, str) and not TOOL_ID.match(value):
-            yield Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
+    found: list[Finding] = []
+    for kind, field in _ID_FIELDS.items():
+        for i, j, block in _blocks_of_type(body, kind):
+            value = block.get(field)
+            if isinstance(value, str) and not TOOL_ID.match(value):
+                found.append(
+                    Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
+                )
+    found.sort(key=lambda finding: finding.position)  # in the order of the body
+    yield from found
 
 
 @detector(SHAPE, "A7")
@@ -419,20 +419,14 @@ def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 def blank_text_blocks(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A19: a text block with empty text; A20: a text block of whitespace only (observed, each
     with its own message and no index in it)."""
-    for i, message in enumerate(messages_of(body)):
-        blocks = message.get("content")
-        if not isinstance(blocks, list):  # a bare string is a message's content (A11), no block
+    for i, j, block in _blocks_of_type(body, "text"):  # a bare string content (A11) is no block
+        text = block.get("text")
+        if not isinstance(text, str):
             continue
-        for j, block in enumerate(blocks):
-            if not isinstance(block, dict):
-                continue
-            text = block.get("text")
-            if block.get("type") != "text" or not isinstance(text, str):
-                continue
-            if text == "":
-                yield Finding("A19", (i, j), {"index": i, "block": j}, rule="A19")
-            elif not text.strip():
-                yield Finding("A20", (i, j), {"index": i, "block": j}, rule="A20")
+        if text == "":
+            yield Finding("A19", (i, j), {"index": i, "block": j}, rule="A19")
+        elif not text.strip():
+            yield Finding("A20", (i, j), {"index": i, "block": j}, rule="A20")
 
 
 @detector(SHAPE, "A26")
