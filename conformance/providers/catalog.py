@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Final, cast
 
@@ -324,7 +324,15 @@ def resolve_profile(shape: str, dialect: str | None = None, profile: str | None 
     """The profile to judge with: the named one (checked against shape/dialect) or the default.
 
     ``dialect`` may be any spelling :func:`catalog_dialect` knows (``lmstudio``, ``lm-studio``).
+    Resolved once per catalog and arguments (an audit resolves the same few for every request).
     """
+    return _resolve_profile(id(load_catalog()), shape, dialect, profile)
+
+
+@lru_cache(maxsize=1024)
+def _resolve_profile(
+    _catalog: int, shape: str, dialect: str | None, profile: str | None
+) -> Profile:
     catalog = load_catalog()
     if shape not in SHAPES:
         raise UnknownProfileError(

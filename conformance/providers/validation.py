@@ -126,16 +126,12 @@ def _structure_finding(body: Any, profile: Profile, ctx: Context) -> Verdict | N
     return _reject(rule, profile, finding, _seed(body))
 
 
-def _rules_by_detector(profile: Profile) -> dict[str, str]:
-    """Detector name -> the profile's first rule judged by that detector (its wording wins)."""
-    return _profile_facts(profile)[0]
-
-
 _Facts = tuple[dict[str, str], Context, tuple[DetectorFn, ...], Verdict]
 _FACTS: dict[str, tuple[Profile, _Facts]] = {}
-"""Per profile id: what judging with that profile needs (and its ``accept``, a frozen value),
-built once (an audit judges millions of requests with a handful of profiles). Rebuilt when
-another profile object has that id."""
+"""Per profile id: what judging with that profile needs, built once (an audit judges millions of
+requests with a handful of profiles): detector name -> the profile's first rule judged by that
+detector (its wording wins), the detectors' context, the detectors to run, and its ``accept`` (a
+frozen value). Rebuilt when another profile object has that id."""
 
 
 def _profile_facts(profile: Profile) -> _Facts:
@@ -156,18 +152,18 @@ def _profile_facts(profile: Profile) -> _Facts:
     return found[1]
 
 
-def _findings(body: Mapping[str, Any], profile: Profile, ctx: Context) -> list[Finding]:
+def _findings(
+    body: Mapping[str, Any], detectors: tuple[DetectorFn, ...], ctx: Context
+) -> list[Finding]:
     found: list[Finding] = []
-    for fn in _profile_facts(profile)[2]:
+    for fn in detectors:
         found.extend(fn(body, ctx))
     # Providers scan the request front to back: report the violation nearest the start first;
     # top-level parameters (position (-1,)) come before messages. sorted() is stable, so ties
     # keep the profile's rule order.
-    return sorted(found, key=lambda f: f.position)
-
-
-def _context(profile: Profile) -> Context:
-    return _profile_facts(profile)[1]
+    if len(found) > 1:
+        found.sort(key=lambda f: f.position)
+    return found
 
 
 def _new_context(profile: Profile) -> Context:
@@ -189,15 +185,14 @@ def _judge(
     input_tokens: int | None,
     endpoint: str = "generate",
 ) -> list[Verdict]:
-    ctx = _context(profile)
+    by_detector, ctx, detectors, _ = _profile_facts(profile)
     forget_views()  # the detectors' shared views of the body are built afresh for this one
     shape_error = _structure_finding(body, profile, ctx)
     if shape_error is not None:
         return [shape_error]
-    by_detector = _rules_by_detector(profile)
     verdicts: list[Verdict] = []
     seed: str | None = None  # serialized only for a rejection (most requests are accepted)
-    for finding in _findings(body, profile, ctx):
+    for finding in _findings(body, detectors, ctx):
         rule = _rule_for(finding, profile, by_detector)
         if rule is None or endpoint not in rule.endpoints:
             continue

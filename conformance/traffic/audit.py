@@ -60,6 +60,9 @@ __all__ = [
 RowVerdict = Literal["accept", "reject", "unreadable"]
 
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+_ROW_ENCODER: Final = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(row, ensure_ascii=False)``, built once (``dumps`` builds an encoder per call when
+given any option)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +114,7 @@ class AuditRow:
 
     def to_json(self) -> str:
         """The row's line in ``ctxconf audit --format jsonl`` (no newline)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False)
+        return _ROW_ENCODER.encode(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         """The row as ``ctxconf audit --format jsonl`` prints it."""
@@ -227,7 +230,7 @@ def _unreadable(file: str, problem: str, index: int | None = None, *, log: bool)
 
 
 def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
-    if isinstance(line, Mapping):
+    if type(line) is not bytes and isinstance(line, Mapping):
         record: object = line
     else:
         if isinstance(line, bytes):

@@ -619,6 +619,8 @@ def _base64(value: object, *, file: str, index: int, where: str) -> bytes | None
 
 
 def _status(value: object, *, file: str, index: int) -> int | None:
+    if type(value) is int:  # the common case, told at once
+        return value
     code = value.get("code", value.get("status_code")) if isinstance(value, Mapping) else value
     if code is None:
         return None
@@ -736,12 +738,25 @@ def _log_record(record: object, *, file: str, index: int) -> RecordedInteraction
             f"line {index + 1} must hold a JSON object, got {type(record).__name__}", file=file
         )
     nested = record.get("request")
-    if isinstance(nested, Mapping) and any(k in nested for k in (*_URL_KEYS, *_BODY_KEYS)):
+    if (
+        nested is not None
+        and isinstance(nested, Mapping)
+        and any(k in nested for k in (*_URL_KEYS, *_BODY_KEYS))
+    ):
         merged = {**record, **nested}
         merged.pop("request", None)
         record = merged
-    url = next((record[k] for k in _URL_KEYS if isinstance(record.get(k), str)), "")
-    body_key = next((k for k in _BODY_KEYS if k in record), None)
+    url = ""
+    for key in _URL_KEYS:
+        found = record.get(key)
+        if isinstance(found, str):
+            url = found
+            break
+    body_key = None
+    for key in _BODY_KEYS:
+        if key in record:
+            body_key = key
+            break
     if body_key is None and not url:
         body: object = record  # a bare request body
         headers: dict[str, tuple[str, ...]] = {}

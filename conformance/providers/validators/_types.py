@@ -241,9 +241,15 @@ def _checker(spec: Spec, reading: Reading) -> _Checker:
     return checker
 
 
-def _is_leaf(spec: Spec) -> bool:
-    structured = "object" in spec.kinds and bool(spec.fields or spec.variants)
-    return not structured and not ("array" in spec.kinds and spec.items is not None)
+def _shallow_types(spec: Spec) -> frozenset[type]:
+    """The classes of parsed JSON that ``spec`` takes as they are, without looking inside: its
+    exact types but an object with known fields and an array with an item spec."""
+    types = set(_exact_types(spec.kinds))
+    if "object" in spec.kinds and (spec.fields or spec.variants):
+        types.discard(dict)
+    if "array" in spec.kinds and spec.items is not None:
+        types.discard(list)
+    return frozenset(types)
 
 
 def _exact_types(kinds: frozenset[Kind]) -> frozenset[type]:
@@ -286,12 +292,18 @@ def _build_checker(spec: Spec, reading: Reading) -> _Checker:
 
     # Without a discriminator every object has the same layout: built now, looked up never.
     fixed = layout({}) if structured and not (spec.tag and spec.variants) else None
+    tag_key = spec.tag
 
     def check(value: Any) -> bool:
         if type(value) not in exact and not _accepts(spec, value, numeric_text=numeric_text):
             return False
         if structured and isinstance(value, dict):
-            checks, required = fixed if fixed is not None else layout(value)
+            if fixed is not None:
+                checks, required = fixed
+            else:  # a known variant's layout is found by its tag; anything else asks layout()
+                tag = value.get(tag_key)
+                found = layouts.get(tag) if type(tag) is str else None
+                checks, required = found if found is not None else layout(value)
             if plain_keys:
                 for name in required:
                     if name not in value:
@@ -314,12 +326,56 @@ def _build_checker(spec: Spec, reading: Reading) -> _Checker:
                     return False
         return True
 
-    return check
+    if structured and plain_keys:
+        return _parsed_first(check, (fixed, layouts, layout, tag_key), item_field)
+    return check if item_field is None else _parsed_first(check, None, item_field)
+
+
+_Layout: TypeAlias = tuple[dict[str, "_Field"], tuple[str, ...]]
+_Objects: TypeAlias = tuple[
+    "_Layout | None", dict[str | None, "_Layout"], Callable[[dict[Any, Any]], "_Layout"], str | None
+]
+"""How a checker finds an object's layout: the fixed one, else by tag (``layouts``), else by
+asking ``layout``; and the tag's key."""
+
+
+def _parsed_first(check: _Checker, objects: _Objects | None, item_field: _Field | None) -> _Checker:
+    """``check``, with the two common cases of parsed JSON first: an exact ``dict`` of a spec with
+    known fields (keys as written), an exact ``list`` of a spec with an item spec. Any other value
+    goes to ``check``."""
+
+    def check_parsed(value: Any) -> bool:
+        cls = type(value)
+        if cls is dict and objects is not None:
+            fixed, layouts, layout, tag_key = objects
+            if fixed is not None:
+                checks, required = fixed
+            else:
+                tag = value.get(tag_key)
+                found = layouts.get(tag) if type(tag) is str else None
+                checks, required = found if found is not None else layout(value)
+            for name in required:
+                if name not in value:
+                    return False
+            for name, item in value.items():
+                entry = checks.get(name)
+                if entry is not None and type(item) not in entry[0] and not entry[1](item):
+                    return False
+            return True
+        if cls is list and item_field is not None:
+            types, inner = item_field
+            for item in value:  # noqa: SIM110 - a loop: all() over a generator is slower here
+                if type(item) not in types and not inner(item):
+                    return False
+            return True
+        return check(value)
+
+    return check_parsed
 
 
 def _field(sub: Spec, reading: Reading, *, nullable: bool = False) -> _Field:
     """How a field (or an array's item) is judged; ``nullable``: ``null_optional`` applies."""
-    types = _exact_types(sub.kinds) if _is_leaf(sub) else frozenset()
+    types = _shallow_types(sub)
     if reading.null_optional and nullable:
         types |= {type(None)}
     return (types, _checker(sub, reading))

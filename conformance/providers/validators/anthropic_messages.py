@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from conformance.providers.validators._base import (
     Context,
@@ -34,6 +33,7 @@ from conformance.providers.validators._types import (
     STRING,
     Spec,
     arr,
+    conforms,
     first_mismatch,
     obj,
     typed,
@@ -125,9 +125,30 @@ def _wrong_type(body: Any) -> Finding | None:
     return Finding("A12a", (), values, rule="A12a")
 
 
+_ROLES: Final = frozenset({"user", "assistant", "system"})
+
+
+def _plainly_well_formed(body: Any) -> bool:
+    """Whether neither A12 nor A12a can fire, told cheaply for the common body: its types conform
+    (so every message is an object whose ``role`` and ``content``, where present, have their
+    types, and every block is an object with a string ``type``), every message has a ``content``,
+    and every role is one Anthropic takes. ``False`` says nothing: the full walk decides."""
+    if type(body) is not dict or not conforms(body, BODY):
+        return False
+    messages = body.get("messages")
+    if type(messages) is not list:
+        return False
+    for message in messages:
+        if message.get("role") not in _ROLES or "content" not in message:
+            return False
+    return True
+
+
 @structure(SHAPE)
 def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
     """A12: the body, every message and every block is an object (recorded); A12a: field types."""
+    if _plainly_well_formed(body):
+        return None
     if not isinstance(body, dict):
         return _shape_error("body")
     messages = body.get("messages")
@@ -154,67 +175,109 @@ def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return objects(content)
 
 
-@dataclass(frozen=True, slots=True)
-class _Turn:
-    """One turn after merging consecutive same-role messages; ``index`` of its first message."""
+class _Turn(NamedTuple):
+    """One turn after merging consecutive same-role messages: ``first`` is the index of its first
+    message, ``tool_use_ids`` the ids of its ``tool_use`` blocks in order (read by A1, A2, A3).
+    A named tuple: a body has a dozen turns, built faster as tuples than as frozen dataclasses."""
 
     role: str
-    index: int
+    first: int
     blocks: tuple[_Located, ...]
+    tool_use_ids: tuple[str, ...]
 
 
 _Located = tuple[int, int, dict[str, Any]]
 """A block where it stands: (message index, block index, block)."""
-_Message = tuple[int, str, tuple[_Located, ...]]
-"""A message's index, its role and its located blocks."""
+_Message = tuple[int, str, tuple[_Located, ...], tuple[str, ...]]
+"""A message's index, its role, its located blocks and the ids of its ``tool_use`` blocks."""
 
 
-def _message_blocks(body: Mapping[str, Any]) -> list[_Message]:
-    return [
-        (i, str(message.get("role")), tuple((i, j, b) for j, b in enumerate(_blocks(message))))
-        for i, message in enumerate(messages_of(body))
-    ]
+class _Blocks(NamedTuple):
+    """What the detectors read of a body's messages, built in one pass: every message (a string
+    content is one text block), and the blocks of the messages' block lists grouped by their
+    ``type``, in order (a string content is no block there: A19 and A20 judge blocks only)."""
+
+    messages: list[_Message]
+    by_type: dict[str, list[_Located]]
+
+
+def _read_blocks(body: Mapping[str, Any]) -> _Blocks:
+    messages: list[_Message] = []
+    by_type: dict[str, list[_Located]] = {}
+    for i, message in enumerate(messages_of(body)):
+        content = message.get("content")
+        role = str(message.get("role"))
+        if isinstance(content, str):  # as _blocks reads it: one text block
+            text: _Located = (i, 0, {"type": "text", "text": content})
+            messages.append((i, role, (text,), ()))
+            continue
+        located: list[_Located] = []
+        uses: list[str] = []
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):  # as objects() reads a list: other items skipped
+                continue
+            place = (i, len(located), block)
+            located.append(place)
+            kind = block.get("type")
+            if isinstance(kind, str):
+                group = by_type.get(kind)
+                if group is None:
+                    by_type[kind] = [place]
+                else:
+                    group.append(place)
+                if kind == "tool_use":
+                    uses.append(str(block.get("id")))
+        messages.append((i, role, tuple(located), tuple(uses)))
+    return _Blocks(messages, by_type)
+
+
+def _blocks_of(body: Mapping[str, Any]) -> _Blocks:
+    return body_view("anthropic blocks", body, _read_blocks)
 
 
 def _messages(body: Mapping[str, Any]) -> list[_Message]:
-    """Every message's index, role and blocks (a string content is one text block)."""
-    return body_view("anthropic blocks", body, _message_blocks)
+    """Every message's index, role, blocks and tool_use ids (a string content is one text block)."""
+    return _blocks_of(body).messages
 
 
-def _located_blocks(body: Mapping[str, Any]) -> Iterator[_Located]:
-    for _, _, blocks in _messages(body):
-        yield from blocks
+def _blocks_of_type(body: Mapping[str, Any], kind: str) -> list[_Located]:
+    """The blocks of one ``type``, in order, where they stand."""
+    return _blocks_of(body).by_type.get(kind, [])
 
 
 def _turns(body: Mapping[str, Any], ctx: Context) -> list[_Turn]:
     if ctx.active("A9"):
-        return body_view("anthropic turns", body, lambda b: _merged_turns(b, merge=False))
+        return body_view("anthropic turns", body, _separate_turns)
     # A9 relaxed: consecutive turns are combined (SDK docstring)
-    return body_view("anthropic merged turns", body, lambda b: _merged_turns(b, merge=True))
+    return body_view("anthropic merged turns", body, _combined_turns)
+
+
+def _separate_turns(body: Mapping[str, Any]) -> list[_Turn]:
+    return _merged_turns(body, merge=False)
+
+
+def _combined_turns(body: Mapping[str, Any]) -> list[_Turn]:
+    return _merged_turns(body, merge=True)
 
 
 def _merged_turns(body: Mapping[str, Any], *, merge: bool) -> list[_Turn]:
     turns: list[_Turn] = []
-    for i, role, blocks in _messages(body):
+    for i, role, blocks, uses in _messages(body):
         if role == "system":
             continue
         if merge and turns and turns[-1].role == role:
             last = turns[-1]
-            turns[-1] = _Turn(role, last.index, last.blocks + blocks)
+            turns[-1] = _Turn(role, last.first, last.blocks + blocks, last.tool_use_ids + uses)
         else:
-            turns.append(_Turn(role, i, blocks))
+            turns.append(_Turn(role, i, blocks, uses))
     return turns
-
-
-def _tool_use_ids(turn: _Turn) -> list[str]:
-    return [str(b.get("id")) for _, _, b in turn.blocks if b.get("type") == "tool_use"]
 
 
 @detector(SHAPE, "A1")
 def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     turns = _turns(body, ctx)
     for n, turn in enumerate(turns):
-        ids = _tool_use_ids(turn) if turn.role == "assistant" else []
+        ids = turn.tool_use_ids if turn.role == "assistant" else ()
         if not ids:
             continue
         following = turns[n + 1] if n + 1 < len(turns) else None
@@ -227,7 +290,11 @@ def unanswered_tool_use(body: Mapping[str, Any], ctx: Context) -> Iterator[Findi
             }
         missing = [cid for cid in ids if cid not in answered]
         if missing:
-            yield Finding("A1", (turn.index,), {"index": turn.index, "ids": ", ".join(missing)})
+            yield Finding("A1", (turn.first,), {"index": turn.first, "ids": ", ".join(missing)})
+
+
+def _is_result(place: _Located) -> bool:
+    return place[2].get("type") == "tool_result"
 
 
 @detector(SHAPE, "A3")
@@ -236,23 +303,22 @@ def results_not_first(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding
     turns = _turns(body, ctx)
     for n in range(1, len(turns)):
         previous, turn = turns[n - 1], turns[n]
-        ids = _tool_use_ids(previous) if previous.role == "assistant" else []
+        ids = previous.tool_use_ids if previous.role == "assistant" else ()
         if not ids or turn.role != "user":
             continue
-        kinds = [b.get("type") for _, _, b in turn.blocks]
-        first = leading(kinds, lambda kind: kind == "tool_result")
-        if "tool_result" in kinds[first:]:
-            late = [
-                str(b.get("tool_use_id"))
-                for _, _, b in turn.blocks[first:]
-                if b.get("type") == "tool_result"
-            ]
+        first = leading(turn.blocks, _is_result)
+        late = [
+            str(b.get("tool_use_id"))
+            for _, _, b in turn.blocks[first:]
+            if b.get("type") == "tool_result"
+        ]
+        if late:
             yield Finding(
                 "A3",
-                (previous.index,),
+                (previous.first,),
                 {
-                    "index": previous.index,
-                    "next": turn.index,
+                    "index": previous.first,
+                    "next": turn.first,
                     "ids": ", ".join(late),
                     "count": len(ids),
                 },
@@ -266,7 +332,7 @@ def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
         if turn.role != "user":
             continue
         previous = turns[n - 1] if n > 0 else None
-        known = set(_tool_use_ids(previous)) if previous and previous.role == "assistant" else set()
+        known = set(previous.tool_use_ids) if previous and previous.role == "assistant" else set()
         for i, j, block in turn.blocks:
             if block.get("type") == "tool_result" and block.get("tool_use_id") not in known:
                 yield Finding(
@@ -278,9 +344,7 @@ def orphan_tool_result(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 @detector(SHAPE, "A5")
 def duplicate_tool_use_ids(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     seen: set[str] = set()
-    for i, j, block in _located_blocks(body):
-        if block.get("type") != "tool_use":
-            continue
+    for i, j, block in _blocks_of_type(body, "tool_use"):
         if block.get("id") in seen:
             yield Finding("A5", (i, j), {"index": i, "block": j, "id": block.get("id")})
         seen.add(str(block.get("id")))
@@ -292,11 +356,16 @@ _ID_FIELDS: Final[Mapping[str, str]] = {"tool_use": "id", "tool_result": "tool_u
 
 @detector(SHAPE, "A6")
 def tool_id_pattern(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    for i, j, block in _located_blocks(body):
-        field = _ID_FIELDS.get(str(block.get("type")))
-        value = block.get(field) if field else None
-        if field and isinstance(value, str) and not TOOL_ID.match(value):
-            yield Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
+    found: list[Finding] = []
+    for kind, field in _ID_FIELDS.items():
+        for i, j, block in _blocks_of_type(body, kind):
+            value = block.get(field)
+            if isinstance(value, str) and not TOOL_ID.match(value):
+                found.append(
+                    Finding("A6", (i, j), {"index": i, "block": j, "field": field, "id": value})
+                )
+    found.sort(key=lambda finding: finding.position)  # in the order of the body
+    yield from found
 
 
 @detector(SHAPE, "A7")
@@ -350,20 +419,14 @@ def empty_content(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 def blank_text_blocks(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A19: a text block with empty text; A20: a text block of whitespace only (observed, each
     with its own message and no index in it)."""
-    for i, message in enumerate(messages_of(body)):
-        blocks = message.get("content")
-        if not isinstance(blocks, list):  # a bare string is a message's content (A11), no block
+    for i, j, block in _blocks_of_type(body, "text"):  # a bare string content (A11) is no block
+        text = block.get("text")
+        if not isinstance(text, str):
             continue
-        for j, block in enumerate(blocks):
-            if not isinstance(block, dict):
-                continue
-            text = block.get("text")
-            if block.get("type") != "text" or not isinstance(text, str):
-                continue
-            if text == "":
-                yield Finding("A19", (i, j), {"index": i, "block": j}, rule="A19")
-            elif not text.strip():
-                yield Finding("A20", (i, j), {"index": i, "block": j}, rule="A20")
+        if text == "":
+            yield Finding("A19", (i, j), {"index": i, "block": j}, rule="A19")
+        elif not text.strip():
+            yield Finding("A20", (i, j), {"index": i, "block": j}, rule="A20")
 
 
 @detector(SHAPE, "A26")
@@ -385,9 +448,8 @@ def no_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
 def url_image_source(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A23 (recorded, Bedrock InvokeModel): a message's image block with a URL source. Only
     message-level blocks are judged: an image inside tool_result content was never recorded."""
-    for i, j, block in _located_blocks(body):
-        source = as_dict(block.get("source"))
-        if block.get("type") == "image" and source.get("type") == "url":
+    for i, j, block in _blocks_of_type(body, "image"):
+        if as_dict(block.get("source")).get("type") == "url":
             yield Finding("A23", (i, j), {"index": i, "block": j})
 
 
