@@ -77,9 +77,9 @@ def _view(*items: int | Message, session: Transcript = SESSION) -> Transcript:
 def _turn(
     view: Transcript, *, session: Transcript = SESSION, scenario: Scenario = SCENARIO, turn: int = 0
 ) -> TurnOutcome:
-    assembled = assembled_turn(session, view, turn=turn, counter=COUNTER)
-    identity = map_view(session, view, ledger=scenario.ledger, memory=scenario.memory)
-    return replace(assembled, identity=identity)
+    return assembled_turn(
+        session, view, turn=turn, counter=COUNTER, ledger=scenario.ledger, memory=scenario.memory
+    )
 
 
 def _outcome(*turns: TurnOutcome, budget: int = 5000) -> CaseOutcome:
