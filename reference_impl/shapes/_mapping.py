@@ -6,6 +6,8 @@
 * Leading system/developer messages: the shapes with a top-level system field (Anthropic, Bedrock,
   Gemini) take the run at the start of the transcript (``split_system``).
 * A rendered response holds an assistant message (``require_assistant``).
+* The reasoning tokens a response reports, shared evenly over its reasoning parts
+  (``share_reasoning_tokens``).
 * Tool-call arguments as a JSON value, for the shapes that send an object instead of text.
 * Tool names offered twice: a parse error at the provider's own path (A7), never a later crash.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from reference_impl.errors import ParseError, UnsupportedPartError
@@ -21,6 +24,7 @@ from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import (
     Message,
     Part,
+    ReasoningPart,
     Role,
     SummaryPart,
     TextPart,
@@ -33,6 +37,7 @@ __all__ = [
     "call_arguments",
     "leading_system_count",
     "require_assistant",
+    "share_reasoning_tokens",
     "split_system",
     "text_of",
     "text_part",
@@ -120,6 +125,21 @@ def require_assistant(message: Message, wording: str, where: str = "message") ->
     assistant's: a response carries one assistant reply."""
     if message.role != "assistant":
         raise UnsupportedPartError(f"{wording}, not {message.role!r}", where=where)
+
+
+def share_reasoning_tokens(message: Message, indexes: Sequence[int], count: int) -> Message:
+    """``message`` with ``count`` reasoning tokens shared evenly over its reasoning parts at
+    ``indexes`` (``ReasoningPart.tokens``; the first ones take one more of the remainder each);
+    ``message`` itself when ``indexes`` is empty."""
+    if not indexes:
+        return message
+    share, extra = divmod(count, len(indexes))
+    parts = list(message.parts)
+    for n, i in enumerate(indexes):
+        part = parts[i]
+        assert isinstance(part, ReasoningPart)
+        parts[i] = replace(part, tokens=share + (1 if n < extra else 0))
+    return replace(message, parts=tuple(parts))
 
 
 def call_arguments(

@@ -50,7 +50,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import Any, Final, Literal
 
@@ -68,6 +67,7 @@ from reference_impl.shapes._mapping import (
     call_arguments,
     leading_system_count,
     require_assistant,
+    share_reasoning_tokens,
     split_system,
     text_of,
     turn_message,
@@ -435,15 +435,7 @@ def _with_thought_tokens(message: Message, usage: object) -> Message:
         for i, p in enumerate(message.parts)
         if isinstance(p, ReasoningPart) and "thoughtSignature" in p.value()
     ]
-    if not indexes:
-        return message
-    share, extra = divmod(count, len(indexes))
-    parts = list(message.parts)
-    for n, i in enumerate(indexes):
-        part = parts[i]
-        assert isinstance(part, ReasoningPart)
-        parts[i] = replace(part, tokens=share + (1 if n < extra else 0))
-    return replace(message, parts=tuple(parts))
+    return share_reasoning_tokens(message, indexes, count)
 
 
 # --------------------------------------------------------------------------------- rendering

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from reference_impl.shapes._mapping import require_assistant, text_part
+from reference_impl.shapes._mapping import require_assistant, share_reasoning_tokens, text_part
 from reference_impl.shapes._openai_common import (
     OPENAI_CAPABILITIES,
     build_message,
@@ -471,16 +471,10 @@ def parse_response(body: Mapping[str, Any]) -> Message:
     """
     message = _parse_output(body)
     reasoning = _reported_reasoning_tokens(body)
-    indexes = [i for i, p in enumerate(message.parts) if isinstance(p, ReasoningPart)]
-    if not reasoning or not indexes:
+    if not reasoning:
         return message
-    share, extra = divmod(reasoning, len(indexes))
-    parts = list(message.parts)
-    for n, i in enumerate(indexes):
-        part = parts[i]
-        assert isinstance(part, ReasoningPart)
-        parts[i] = replace(part, tokens=share + (1 if n < extra else 0))
-    return replace(message, parts=tuple(parts))
+    indexes = [i for i, p in enumerate(message.parts) if isinstance(p, ReasoningPart)]
+    return share_reasoning_tokens(message, indexes, reasoning)
 
 
 def _reported_reasoning_tokens(body: Mapping[str, Any]) -> int:

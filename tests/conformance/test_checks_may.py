@@ -9,7 +9,6 @@ from typing import Any
 from checks_support import assembled_turn, refused_turn, transcript
 
 from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
-from conformance.identity import map_view
 from conformance.scenarios import Expectation, Scenario, load_corpus
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Message, TextPart, Transcript
@@ -171,8 +170,7 @@ def _memory(
     knob: dict[str, Any] | None = None,
 ) -> tuple[str, str]:
     view = FULL.with_messages([F[0], *injected, *F[1:]])
-    turn = assembled_turn(FULL, view, counter=COUNTER)
-    turn = replace(turn, identity=map_view(FULL, view, memory=memory))
+    turn = assembled_turn(FULL, view, counter=COUNTER, memory=memory)
     config = {} if knob is None else {"memory": knob}
     scenario = _scenario("memory_labelled", memory=memory, config=config)
     return _check("memory_labelled", scenario, turn)

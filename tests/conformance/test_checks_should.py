@@ -8,6 +8,9 @@ from dataclasses import replace
 from typing import Any
 
 from checks_support import assembled_turn, refused_turn, transcript
+from deploy_session import LEDGER as DEPLOY_LEDGER
+from deploy_session import MESSAGES as DEPLOY
+from deploy_session import SCENARIO as DEPLOY_SCENARIO
 
 from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
 from conformance.identity import map_view
@@ -15,16 +18,11 @@ from conformance.scenarios import Expectation, Scenario, load_corpus
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
 
+# The deploy-bot session the identity tests share, with results and later turns of its own: the
+# results are shorter ("posted" names neither the idempotency key nor the message id) and the
+# canary turn restarts a pod (a side effect of its own, RESTART below).
 SESSION = transcript(
-    {"role": "system", "text": "You are deploy-bot."},  # 0
-    {"role": "user", "text": "GOAL: roll out checkout v2 and keep ops informed."},  # 1
-    {
-        "role": "assistant",
-        "calls": [
-            {"id": "call_a", "name": "get_status", "args": {"service": "checkout"}},
-            {"id": "call_b", "name": "notify_ops", "args": {"text": "starting rollout"}},
-        ],
-    },  # 2
+    *DEPLOY[:3],  # 0-2: the system prompt, the goal, the parallel ring's calls
     {
         "role": "tool",
         "results": [
@@ -32,23 +30,17 @@ SESSION = transcript(
             {"id": "call_b", "text": "posted"},
         ],
     },  # 3
-    {"role": "assistant", "text": "Status read and ops notified; the canary comes next."},  # 4
+    DEPLOY[4],  # 4
     {"role": "user", "text": "Go on with the canary."},  # 5
     {"role": "assistant", "calls": [{"id": "call_c", "name": "restart_pod", "args": {}}]},  # 6
     {"role": "tool", "results": [{"id": "call_c", "text": "restarted"}]},  # 7
-    {"role": "assistant", "text": "Canary is healthy."},  # 8
+    DEPLOY[8],  # 8
     {"role": "user", "text": "What next?"},  # 9
 )
 BASE = next(s for s in load_corpus() if s.id == "single-tool")
 SESSION = replace(SESSION, tools=BASE.tools)
 M = SESSION.messages
-NOTIFY = {
-    "tool": "notify_ops",
-    "call_id": "call_b",
-    "status": "succeeded",
-    "idempotency_key": "notify-7781",
-    "resource_id": "msg_991",
-}
+(NOTIFY,) = DEPLOY_LEDGER
 RESTART = {
     "tool": "restart_pod",
     "call_id": "call_c",
@@ -57,13 +49,7 @@ RESTART = {
     "resource_id": "pod-7f9c",
 }
 COUNTER = counter_for("openai-chat", "gpt-4o")
-SCENARIO = replace(
-    BASE,
-    session=SESSION,
-    ledger=(NOTIFY,),
-    config={"recent_tool_rings": 1, "recent_user_turns": 1},
-    expect=Expectation("assembled"),
-)
+SCENARIO = replace(DEPLOY_SCENARIO, session=SESSION)
 
 
 def _text(role: str, text: str) -> Message:
@@ -77,9 +63,9 @@ def _view(*items: int | Message, session: Transcript = SESSION) -> Transcript:
 def _turn(
     view: Transcript, *, session: Transcript = SESSION, scenario: Scenario = SCENARIO, turn: int = 0
 ) -> TurnOutcome:
-    assembled = assembled_turn(session, view, turn=turn, counter=COUNTER)
-    identity = map_view(session, view, ledger=scenario.ledger, memory=scenario.memory)
-    return replace(assembled, identity=identity)
+    return assembled_turn(
+        session, view, turn=turn, counter=COUNTER, ledger=scenario.ledger, memory=scenario.memory
+    )
 
 
 def _outcome(*turns: TurnOutcome, budget: int = 5000) -> CaseOutcome:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from checks_support import assembled_outcome, transcript
+from checks_support import assembled_outcome, check_results, transcript
 
-from conformance.checks import REGISTRY, run_checks
 from conformance.identity import Declarations, map_view
 from conformance.scenarios import Expectation, load_corpus
 from reference_impl.transcript import Message, TextPart, Transcript
@@ -47,14 +46,8 @@ def _kinds(view: Transcript, declared: Declarations | None = None) -> list[str]:
 
 
 def _results(view: Transcript) -> dict[str, tuple[str, str]]:
-    outcome = assembled_outcome(SESSION, view)
-    identity = map_view(SESSION, view, ledger=LEDGER, memory=MEMORY)
-    outcome = replace(outcome, turns=(replace(outcome.turns[0], identity=identity),))
-    ids = ("nothing_invented", "text_unedited", "pins_unaltered")
-    return {
-        r.id: (r.status, r.message)
-        for r in run_checks(SCENARIO, outcome, [REGISTRY[i] for i in ids])
-    }
+    outcome = assembled_outcome(SESSION, view, ledger=LEDGER, memory=MEMORY)
+    return check_results(SCENARIO, outcome, "nothing_invented", "text_unedited", "pins_unaltered")
 
 
 def test_an_order_appended_to_the_latest_user_turn_is_invented_text() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from checks_support import assembled_outcome, refused_turn, transcript
+from checks_support import assembled_outcome, check_results, refused_turn, transcript
 from deploy_session import LEDGER, SCENARIO, SESSION, M
 
 from conformance.checks import REGISTRY, CaseOutcome, run_checks
@@ -24,15 +24,12 @@ def _text(role: str, text: str) -> Message:
     return Message(role, (TextPart(text),))  # type: ignore[arg-type]
 
 
-def _outcome(view: Transcript, *, declared: Declarations | None = None, **kw: Any) -> CaseOutcome:
-    outcome = assembled_outcome(SESSION, view, **kw)
-    identity = map_view(SESSION, view, ledger=LEDGER, declared=declared)
-    return replace(outcome, turns=(replace(outcome.turns[0], identity=identity),))
+def _outcome(view: Transcript, **kw: Any) -> CaseOutcome:
+    return assembled_outcome(SESSION, view, ledger=LEDGER, **kw)
 
 
 def _run(view: Transcript, *ids: str, **kw: Any) -> dict[str, tuple[str, str]]:
-    results = run_checks(SCENARIO, _outcome(view, **kw), [REGISTRY[i] for i in ids])
-    return {r.id: (r.status, r.message) for r in results}
+    return check_results(SCENARIO, _outcome(view, **kw), *ids)
 
 
 def _check(view: Transcript, check_id: str, **kw: Any) -> tuple[str, str]:

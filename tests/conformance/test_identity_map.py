@@ -7,10 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from checks_support import assembled_outcome, transcript
+from checks_support import assembled_outcome, check_results, transcript
 from deploy_session import LEDGER, SCENARIO, SESSION, M
 
-from conformance.checks import REGISTRY, run_checks
 from conformance.identity import Declarations, IdentityMap, is_placeholder, map_view
 from reference_impl.transcript import (
     ImagePart,
@@ -45,12 +44,9 @@ def _edits(identity: IdentityMap) -> list[tuple[int, str]]:
 
 
 def _run(view: Transcript, *ids: str, session: Transcript = SESSION, **kw: Any) -> dict[str, str]:
-    outcome = assembled_outcome(session, view)
-    identity = _map(view, session, **kw)
-    outcome = replace(outcome, turns=(replace(outcome.turns[0], identity=identity),))
-    scenario = replace(SCENARIO, session=session)
-    results = run_checks(scenario, outcome, [REGISTRY[i] for i in ids])
-    return {r.id: r.status for r in results}
+    outcome = assembled_outcome(session, view, ledger=kw.pop("ledger", LEDGER), **kw)
+    results = check_results(replace(SCENARIO, session=session), outcome, *ids)
+    return {check_id: status for check_id, (status, _) in results.items()}
 
 
 # -- alignment ---------------------------------------------------------------------------------------

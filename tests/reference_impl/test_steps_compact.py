@@ -139,8 +139,9 @@ def test_dropping_schemas_that_do_not_make_the_tools_fit_still_refuses_naming_th
     assert error.details["report"]["dropped_tool_names"] == ["t2"]
 
 
-def tool_prompt_session():
-    # prefix 11 + 6 (+ 3 of overhead, + 50 more with tools); suffix 5; two schemas, 20.
+def two_schema_session():
+    # prefix 11 + 6 (+ 3 of overhead, + 50 more with tools under ToolPromptCounter); suffix 5:
+    # 22 of messages; two schemas no ring uses, 20. 45 in all.
     return session(
         system(),
         user("GOAL: deploy"),
@@ -151,13 +152,13 @@ def tool_prompt_session():
 
 def test_a_hidden_tool_prompt_counts_as_the_tools_not_the_prefix():
     # 17 + 53 = 70 > 60, but 50 of those come with the tools: without them the prefix is 20.
-    error = refused(tool_prompt_session(), counter=ToolPromptCounter(), budget=60)
+    error = refused(two_schema_session(), counter=ToolPromptCounter(), budget=60)
     assert error.code == "context_assembly_tools_over_budget"
     assert "(prefix 20, suffix 5, tools 70)" in str(error)
 
 
 def test_dropping_schemas_also_drops_their_hidden_prompt_before_the_prefix_is_blamed():
-    s = tool_prompt_session()
+    s = two_schema_session()
     a = run(s, DROP_TOOLS, counter=ToolPromptCounter(), budget=60)
     assert a.view.tools == ()
     assert [m.id for m in a.view] == [m.id for m in s.messages]
@@ -168,7 +169,7 @@ def test_with_claudes_counter_schemas_are_dropped_rather_than_the_request_refuse
     # The estimate counter for Claude adds the hidden tool-use prompt (hundreds of tokens) to the
     # overhead whenever tools are offered; a budget that holds the messages without the tools
     # must be met by dropping them when the configuration says so.
-    s = tool_prompt_session()
+    s = two_schema_session()
     counter = counter_for("anthropic-messages")
     without = counter.count(Transcript(s.messages)).total
     assert counter.count(s).total > without + 100
@@ -492,19 +493,9 @@ def test_escalate_without_the_option_refuses_at_once():
 # ------------------------------------------------------------------------------ final_recount
 
 
-def framed_session():
-    # 11 + 6 + 5 = 22 of messages, 20 of schemas (no ring uses them), 3 of overhead: 45.
-    return session(
-        system(),
-        user("GOAL: deploy"),
-        user("latest?"),
-        tools=(ToolSpec("t0"), ToolSpec("t1")),
-    )
-
-
 def test_a_final_count_over_the_budget_is_refused():
     # The running totals say 45 <= 45; the whole request, with its 20-token frame, is 65.
-    error = refused(framed_session(), counter=FramingCounter(20), budget=45)
+    error = refused(two_schema_session(), counter=FramingCounter(20), budget=45)
     assert error.code == "context_assembly_over_budget"
     assert error.details["total"] == 65
     assert error.details["budget"] == 45
@@ -513,7 +504,7 @@ def test_a_final_count_over_the_budget_is_refused():
 
 def test_a_final_count_over_the_budget_drops_schemas_once_more_when_configured():
     # Without the two schemas the whole request is 22 + 3 + 20 = 45: exactly the budget.
-    s = framed_session()
+    s = two_schema_session()
     a = run(s, DROP_TOOLS, counter=FramingCounter(20), budget=45)
     assert a.view.tools == ()
     assert "final_recount_over_budget" in a.report.notes
@@ -524,7 +515,7 @@ def test_a_final_count_over_the_budget_drops_schemas_once_more_when_configured()
 
 def test_a_final_count_still_over_without_the_schemas_is_refused():
     # A 21-token frame: 46 without the schemas, one over.
-    error = refused(framed_session(), DROP_TOOLS, counter=FramingCounter(21), budget=45)
+    error = refused(two_schema_session(), DROP_TOOLS, counter=FramingCounter(21), budget=45)
     assert error.code == "context_assembly_over_budget"
     assert error.details["total"] == 46
     assert error.details["report"]["dropped_tool_names"] == ["t0", "t1"]

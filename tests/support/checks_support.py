@@ -1,14 +1,15 @@
-"""Builders the check tests share: compact transcripts, assembled and refused turns, and
-one-turn assembled outcomes."""
+"""Builders the check tests share: compact transcripts, assembled and refused turns, one-turn
+assembled outcomes, and the checks' results on an outcome."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conformance.checks import CaseOutcome, TurnOutcome
-from conformance.identity import map_view
+from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
+from conformance.identity import Declarations, map_view
 from conformance.providers.verdict import Verdict
-from conformance.scenarios import expand_message
+from conformance.scenarios import Scenario, expand_message
 from reference_impl.tokens import TokenCounter
 from reference_impl.transcript import Transcript, transcript_from_dict
 
@@ -25,8 +26,12 @@ def assembled_turn(
     turn: int = 0,
     tokens: int = 10,
     counter: TokenCounter | None = None,
+    ledger: Sequence[Mapping[str, Any]] = (),
+    memory: Sequence[Mapping[str, Any]] = (),
+    declared: Declarations | None = None,
 ) -> TurnOutcome:
-    """Turn ``turn``, in which the plug-in assembled ``view`` from ``session`` (accepted)."""
+    """Turn ``turn``, in which the plug-in assembled ``view`` from ``session`` (accepted); its
+    identity is mapped knowing ``ledger``, ``memory`` and the ``declared`` forms."""
     return TurnOutcome(
         turn=turn,
         status="assembled",
@@ -34,7 +39,7 @@ def assembled_turn(
         input_body={},
         body={},
         view=view,
-        identity=map_view(session, view),
+        identity=map_view(session, view, ledger=ledger, memory=memory, declared=declared),
         verdict=Verdict("accept", 200),
         tokens=tokens,
         counter=counter,
@@ -61,7 +66,21 @@ def assembled_outcome(
     shape: str = "openai-chat",
     budget: int = 100,
     tokens: int = 10,
+    ledger: Sequence[Mapping[str, Any]] = (),
+    memory: Sequence[Mapping[str, Any]] = (),
+    declared: Declarations | None = None,
 ) -> CaseOutcome:
-    """A one-turn case whose plug-in assembled ``view`` (accepted) from ``session``."""
-    turn = assembled_turn(session, view, tokens=tokens)
+    """A one-turn case whose plug-in assembled ``view`` (accepted) from ``session``; the view's
+    identity is mapped knowing ``ledger``, ``memory`` and the ``declared`` forms."""
+    turn = assembled_turn(
+        session, view, tokens=tokens, ledger=ledger, memory=memory, declared=declared
+    )
     return CaseOutcome(shape, None, budget, "test-counter", (turn,))
+
+
+def check_results(
+    scenario: Scenario, outcome: CaseOutcome, *check_ids: str
+) -> dict[str, tuple[str, str]]:
+    """The status and message of each of the checks ``check_ids`` on ``outcome``, by check id."""
+    results = run_checks(scenario, outcome, [REGISTRY[i] for i in check_ids])
+    return {r.id: (r.status, r.message) for r in results}

@@ -1,16 +1,18 @@
 """The deploy-bot session the identity tests read: a parallel ring (a status read and an ops
 notification with a side effect in the ledger), a single ring, two user turns saying "continue",
-and the scenario that judges views of it (one recent ring, one recent user turn)."""
+and the scenario that judges views of it (one recent ring, one recent user turn). ``MESSAGES`` is
+the session in the scenarios' compact form, for a test that writes a variant of it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from checks_support import transcript
 
 from conformance.scenarios import Expectation, load_corpus
 
-SESSION = transcript(
+MESSAGES: tuple[dict[str, Any], ...] = (
     {"role": "system", "text": "You are deploy-bot."},  # 0
     {"role": "user", "text": "GOAL: roll out checkout v2 and keep ops informed."},  # 1
     {
@@ -34,6 +36,7 @@ SESSION = transcript(
     {"role": "assistant", "text": "Canary is healthy."},  # 8
     {"role": "user", "text": "continue"},  # 9
 )
+SESSION = transcript(*MESSAGES)
 M = SESSION.messages
 LEDGER = (
     {
