@@ -15,7 +15,9 @@ from reference_impl.transcript import ImagePart
 
 __all__ = ["image_size", "image_size_from_base64", "part_size"]
 
-# Enough base64 for any header we read (JPEG may put EXIF/ICC segments before its SOF marker).
+# Base64 decoded first: a PNG, GIF or WebP header, and a JPEG's SOF marker unless large EXIF/ICC
+# segments come before it; then, for a header not found in it, enough for any header we read.
+_FIRST_CHARS = 4 * 1024
 _HEAD_CHARS = 64 * 1024
 
 
@@ -36,8 +38,18 @@ def part_size(part: ImagePart) -> tuple[int | None, int | None]:
 
 
 def image_size_from_base64(data: str) -> tuple[int, int] | None:
-    """``(width, height)`` read from the header of base64 image data; None when not a known format."""
-    head = data[: _HEAD_CHARS - (_HEAD_CHARS % 4)]
+    """``(width, height)`` read from the header of base64 image data; None when not a known format.
+
+    The first few kilobytes are decoded first (``_FIRST_CHARS``), more only when the header is not
+    in them (``_HEAD_CHARS``): every image of a session is sized, so this is on the counting path."""
+    size = _size_of_head(data, _FIRST_CHARS)
+    if size is None and len(data) > _FIRST_CHARS:
+        size = _size_of_head(data, _HEAD_CHARS)
+    return size
+
+
+def _size_of_head(data: str, chars: int) -> tuple[int, int] | None:
+    head = data[:chars]
     try:
         raw = base64.b64decode(head + "=" * (-len(head) % 4), validate=False)
     except (binascii.Error, ValueError):

@@ -93,6 +93,22 @@ def test_large_image_is_not_decoded_whole() -> None:
     assert image_size_from_base64(encoded[:4096]) == (4000, 3000)
 
 
+@pytest.mark.parametrize("exif_bytes", [100, 3_000, 3_100, 20_000, 47_000])
+def test_a_jpeg_whose_size_comes_after_a_large_exif_segment(exif_bytes: int) -> None:
+    # The first bytes decoded hold no SOF marker when an APP1 (EXIF) segment fills them: the
+    # size is still read, from a longer head (up to 48 KiB of bytes).
+    app1 = b"\xff\xe1" + struct.pack(">H", exif_bytes + 2) + b"\x00" * exif_bytes
+    raw = _jpeg(1800, 2400)
+    raw = raw[:2] + app1 + raw[2:] + b"\0" * 100_000
+    assert image_size_from_base64(base64.b64encode(raw).decode()) == (1800, 2400)
+
+
+def test_a_header_beyond_what_is_read_gives_none() -> None:
+    app1 = b"\xff\xe1" + struct.pack(">H", 60_002) + b"\x00" * 60_000
+    raw = _jpeg(1800, 2400)
+    assert image_size_from_base64(base64.b64encode(raw[:2] + app1 + raw[2:]).decode()) is None
+
+
 @pytest.mark.parametrize(
     ("width", "height", "detail", "expected"),
     # token-counting.md section 4a (cookbook tile formula, gpt-4o class): 765, 1105, 85
