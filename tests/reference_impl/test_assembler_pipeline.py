@@ -66,6 +66,23 @@ def test_tokens_before_and_after_per_bucket():
     assert 0.0 <= a.report.seconds < 60.0
 
 
+class _FreeNotes(WordCounter):
+    """Charges nothing for a message that reads "(free)"."""
+
+    def _words(self, message):
+        return 0 if message.text == "(free)" else super()._words(message)
+
+
+def test_tokens_before_count_a_protected_message_that_costs_nothing_as_nothing():
+    # The pinned goal and the latest user message cost nothing with this counter: the prefix is
+    # the system text alone (11) and the suffix 0, not one token a unit.
+    s = session(system(), user("(free)"), assistant(words(6)), user("(free)"))
+    a = run(s, 1000, counter=_FreeNotes())
+    before = a.report.tokens_before
+    assert (before.prefix, before.middle, before.suffix, before.overhead) == (11, 10, 0, 3)
+    assert not a.report.tokens_before_is_lower_bound
+
+
 def test_tokens_before_are_a_lower_bound_when_the_old_end_was_never_counted():
     # Three rings of 12, room for one: the fit counts the newest two (the second overflows), the
     # fill keeps the newest and drops the other two; the oldest is never counted.

@@ -326,6 +326,18 @@ def test_gemini_signature_must_precede_the_part_it_signs_G6() -> None:
     assert validate(session(user(), good, results("a"))) == ()
 
 
+def test_a_gemini_thought_that_carries_a_signature_may_precede_another_thought_G6() -> None:
+    # Only a bare signature (no thought text of its own) signs the part after it: a thought part
+    # that also carries a signature, or reasoning data that is not JSON, is not held to G6.
+    signed_thought = reasoning("gemini", text="pondering", thought=True, thoughtSignature="c2ln")
+    thought = reasoning("gemini", text="more", thought=True)
+    message = Message("assistant", (signed_thought, thought, call("a")))
+    assert validate(session(user(), message, results("a"))) == ()
+    opaque = ReasoningPart("gemini", "not json")
+    message = Message("assistant", (opaque, thought, call("a")))
+    assert validate(session(user(), message, results("a"))) == ()
+
+
 def test_responses_reasoning_before_an_id_less_message_is_detached_R4_recorded() -> None:
     rs = reasoning("openai-responses", type="reasoning", id="rs_2", summary=[])
     lost = Message("assistant", (rs, TextPart("42")))

@@ -33,6 +33,7 @@ from reference_impl import (
     SummaryRequest,
     assemble,
 )
+from reference_impl.assembler import assemble_pipeline
 from reference_impl.steps import (
     drop_tool_schemas,
     escalate,
@@ -314,6 +315,24 @@ def test_the_summary_request_carries_the_middle_the_goal_and_the_limits():
     assert request.timeout_s == 2.5
     assert request.max_tokens == 300
     assert request.depth == 1
+
+
+@pytest.mark.parametrize("how", [assemble, assemble_pipeline])
+def test_a_middle_that_is_only_an_earlier_summary_is_not_summarized_again(how):
+    # Over the trigger (111 tokens, half of 200 is 100) but within the budget: the fill keeps
+    # the earlier summary, which is all the middle holds, so the summarizer is not asked to
+    # summarize it again (on the indexed path and in the step itself).
+    earlier = Message("user", (SummaryPart("[summary] " + words(80)),))
+    s = session(system(), user("GOAL: ship v2"), earlier, user("latest?"))
+    spy = Spy()
+    metrics = AssemblyMetrics(CollectorRegistry())
+    a = how(s, SUMMARIZE, counter=WordCounter(), summarizer=spy, budget=200, metrics=metrics)
+    assert a.report.tokens_before.total == 111
+    assert spy.requests == []
+    assert not a.report.summary_used
+    assert not a.report.summary_failed
+    assert "summary_not_smaller" not in a.report.notes
+    assert [x.id for x in a.view] == [x.id for x in s.messages]
 
 
 def test_a_summary_replaces_the_middle_and_the_report_says_what_it_replaced():

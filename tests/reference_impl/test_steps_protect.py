@@ -12,7 +12,7 @@ from reference_impl.budget import plan_budget
 from reference_impl.ledger import Ledger, LedgerEntry
 from reference_impl.steps import AssemblyState, load_units, protect_prefix, protect_suffix
 from reference_impl.steps.protect import latest_user_positions
-from reference_impl.transcript import Message, SummaryPart, Transcript
+from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
 
 CONFIG = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, recent_user_turns=1)
 MEMORY = (MemoryItem("profile", "prefers dry runs"),)
@@ -173,3 +173,24 @@ def test_the_report_lists_loading_and_protection_first():
     ledger = Ledger((LedgerEntry("get_status", "c1", "timed_out", side_effect=False),))
     repaired = run(session(system(), user("goal"), call, user("latest")), config, ledger=ledger)
     assert repaired.report.steps[:2] == ("load", "synthesize_error_results")
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        (system(),),  # system text only: the injections come after it, at the end
+        (system(), user("goal")),  # the usual case: after the system text, before the goal
+        (user("goal"), assistant("ok")),  # no system text: first
+    ],
+)
+def test_injections_are_loaded_once_right_after_the_leading_system_text(messages):
+    note = Message("system", (TextPart("[memory] prefers blue-green rollouts"),))
+    units = load_units(session(*messages), (note,))
+    kinds = [u.kind for u in units]
+    assert kinds.count("injection") == 1
+    leading = sum(1 for m in messages if m.role == "system")
+    assert kinds.index("injection") == leading
+    injection = units[leading]
+    assert injection.messages == (note,)
+    assert injection.bucket == "prefix"
+    assert len(units) == len(messages) + 1
