@@ -783,10 +783,10 @@ class SessionAssembler:
             before = self._cost(index, a)  # in the window: counted as it was
             after = t.degraded[a] = self._degraded_cost(index, a)
             if a == t.over:
-                self._resume(t, window)
+                window.update(self._resume(t))
             elif after <= before:
                 t.used -= before - after
-                self._resume(t, window)
+                window.update(self._resume(t))
             else:  # a placeholder dearer than the attachment: what fits is decided afresh
                 self._fill(t)
                 window = set(t.kept_middle)
@@ -1063,15 +1063,15 @@ class SessionAssembler:
         t.degraded_order = list(t.degraded)
         self._fill_from(t, 0, None)
 
-    def _resume(self, t: _Turn, window: set[int]) -> None:
+    def _resume(self, t: _Turn) -> list[int]:
         """The fill of ``t`` resumed at the unit it stopped at, after the room it had used
-        shrank (an attachment degraded); ``window`` gains what it keeps now."""
+        shrank (an attachment degraded); the positions it keeps now."""
         if t.over is None:
-            return
+            return []
         kept = len(t.kept_middle)
         tier = t.over_tier
         self._fill_from(t, KEEP_ORDER.index(tier), t.drop_stop[tier])
-        window.update(t.kept_middle[kept:])
+        return t.kept_middle[kept:]
 
     def _fill_from(self, t: _Turn, first: int, stop: int | None) -> None:
         """The fill from tier ``KEEP_ORDER[first]``, whose positions before ``stop`` are left

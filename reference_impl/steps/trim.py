@@ -231,10 +231,10 @@ def drop_middle_by_tier(state: AssemblyState) -> None:
 
     Implemented as a fill in keep order (newest first within a tier), which keeps exactly what
     deleting oldest-first in drop order would keep, but encodes only what is kept plus one unit:
-    the old end of a long history is dropped without being counted.
+    the old end of a long history is dropped without being counted. The fill is its own fit
+    test: it walks the middle in the order ``AssemblyState.fits`` does, so a middle that fits is
+    kept whole with the same units counted.
     """
-    if state.fits():
-        return
     room = state.budget - state.fixed_cost
     exhausted = room < 0
     dropped: dict[Tier, bool] = {}
@@ -251,6 +251,8 @@ def drop_middle_by_tier(state: AssemblyState) -> None:
             state.dropped_ring_ids.append(unit.id)
         else:
             state.dropped_turn_ids.append(unit.id)
+    if not dropped:
+        return
     for tier, step in DROP_STEPS:
         if dropped.get(tier):
             state.record(step, revalidate=False)  # whole units only
