@@ -30,7 +30,8 @@ Yardsticks (the "plain pass" is ``encode_ordinary`` over the text of the message
     <= 0.1);
 (e) the same on the sessions with attachments;
 (f) the plug-in path (``parse_request`` of the wire body + ``assemble`` + ``render``) / one plain
-    pass over everything: <= 0.5.
+    pass over everything: <= 0.5. The sessions with attachments go through the Responses shape
+    (the same encoding and counting), whose wire carries a file in a tool result.
 
 Every cold side must be linear in messages: growth exponent (slope of log time over log messages,
 least squares over the four sizes) <= 1.1. The bench prints each side's exponent.
@@ -85,9 +86,9 @@ def _config(input_budget: int) -> AssemblyConfig:
     )
 
 
-def _counter() -> TokenCounter:
+def _counter(shape: str = "openai-chat") -> TokenCounter:
     """A new counter with an empty memo (gpt-4o: o200k_base, the cookbook formula)."""
-    return TiktokenCounter("o200k_base", "openai-chat", model="gpt-4o")
+    return TiktokenCounter("o200k_base", shape, model="gpt-4o")
 
 
 def _timed(run: Callable[[], object]) -> float:
@@ -258,18 +259,20 @@ def next_turn(session: Transcript, budget: int) -> tuple[Paired, str]:
     return result, ",".join(sorted(set(paths)))
 
 
-def plugin_path(session: Transcript, budget: int) -> Callable[[int], Callable[[], object]]:
+def plugin_path(
+    session: Transcript, budget: int, shape_name: str
+) -> Callable[[int], Callable[[], object]]:
     """(f): what a plug-in does: parse the wire body, assemble, render."""
     config = _config(budget)
-    shape = get_shape("openai-chat")
+    shape = get_shape(shape_name)
     body = shape.render_request(_wire_safe(session))
 
     def prepare(_: int) -> Callable[[], object]:
-        counter = _counter()
+        counter = _counter(shape_name)
 
         def run() -> object:
             parsed = shape.parse_request(body)
-            return assemble(parsed, config, shape="openai-chat", counter=counter).render()
+            return assemble(parsed, config, shape=shape_name, counter=counter).render()
 
         return run
 
@@ -364,12 +367,13 @@ def main() -> None:
                 Metric(f"{label[1]}_next_turn_vs_new_ring_{tag}_{size}", d.ratio, 3.0, d.spread)
             )
             growth.setdefault(f"next turn ({tag})", []).append(statistics.median(d.a))
-            # (f) the plug-in path
-            if not attachments:
-                f = paired(plugin_path(session, BUDGET), plain_pass(session.messages))
-                print(_row("(f) parse + assemble + render / plain pass", f, 0.5))
-                metrics.append(Metric(f"f_plugin_path_vs_plain_{size}", f.ratio, 0.5, f.spread))
-                growth.setdefault("plug-in path", []).append(statistics.median(f.a))
+            # (f) the plug-in path; with attachments through the Responses shape, whose wire
+            # carries a file in a tool result (Chat Completions' does not, rule C6)
+            wire = "openai-responses" if attachments else "openai-chat"
+            f = paired(plugin_path(session, BUDGET, wire), plain_pass(session.messages))
+            print(_row(f"(f) parse + assemble + render / plain pass [{wire}]", f, 0.5))
+            metrics.append(Metric(f"f_plugin_path_vs_plain_{tag}_{size}", f.ratio, 0.5, f.spread))
+            growth.setdefault(f"plug-in path ({tag})", []).append(statistics.median(f.a))
     if len(SIZES) >= 2:
         print("growth exponents (time ~ messages^k, least squares over the sizes):")
         for side, times in growth.items():

@@ -94,10 +94,14 @@ class Wire(JsonValueReader):
         """The array's items, each with its path."""
         if not isinstance(self.value, list):
             raise self.fail(f"expected an array, {self.came()}")
+        return [self.at(i) for i in range(len(self.value))]
+
+    def at(self, i: int) -> Wire:
+        """Item ``i`` of the array (which the caller knows to be one), with its path."""
         if self.dotted:
             prefix = f"{self.path}." if self.path else ""
-            return [Wire(v, f"{prefix}{i}", dotted=True) for i, v in enumerate(self.value)]
-        return [Wire(v, f"{self.path}[{i}]") for i, v in enumerate(self.value)]
+            return Wire(self.value[i], f"{prefix}{i}", dotted=True)
+        return Wire(self.value[i], f"{self.path}[{i}]")
 
     # -- scalars ---------------------------------------------------------------------------
 

@@ -70,6 +70,7 @@ from reference_impl.transcript import (
     ToolResultPart,
     Transcript,
 )
+from reference_impl.transcript.model import text_message_at
 from reference_impl.wording import with_article
 
 __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render_request"]
@@ -103,7 +104,7 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     if isinstance(given.value, str):
         messages.append(build_message(given, role="user", parts=(text_part(given.value, "user"),)))
     else:
-        messages.extend(_map_items(given.items()))
+        messages.extend(_map_items(given, len(messages)))
     params = parse_params(root, _STRUCTURAL, extras)
     return build_transcript(root, messages, tools, model, params)
 
@@ -114,9 +115,13 @@ def _function_of(tool: Wire) -> Wire:
 
 
 class _Items:
-    """Folds a list of input items into neutral messages (see the module docstring)."""
+    """Folds a list of input items into neutral messages (see the module docstring); the first
+    of them lands at ``offset`` in the transcript (after the instructions). With an offset, a
+    message of one string is made with the id the transcript gives it there; without one (the
+    output of a response, no transcript) messages are made without ids."""
 
-    def __init__(self) -> None:
+    def __init__(self, offset: int | None) -> None:
+        self.offset = offset
         self.out: list[Message] = []
         self.ring_ids: frozenset[str] = frozenset()
         self.group: list[Part] | None = None
@@ -129,13 +134,23 @@ class _Items:
         self.results_in_ring = False
 
     def close_group(self) -> None:
-        if self.group is not None and self.group_at is not None:
-            message = build_message(
-                self.group_at,
-                role="assistant",
-                parts=tuple(self.group),
-                wire_id=self.group_wire_id,
-            )
+        group = self.group
+        if group is not None and self.group_at is not None:
+            offset = self.offset
+            if (
+                offset is not None
+                and len(group) == 1
+                and type(group[0]) is TextPart
+                and self.group_wire_id is None
+            ):  # a plain assistant text: made with the id the transcript would give it
+                message = text_message_at(offset + len(self.out), "assistant", group[0])
+            else:
+                message = build_message(
+                    self.group_at,
+                    role="assistant",
+                    parts=tuple(group),
+                    wire_id=self.group_wire_id,
+                )
             self.ring_ids = frozenset(c.id for c in message.tool_calls)
             self.out.append(message)
         self.group, self.group_at, self.group_wire_id = None, None, None
@@ -185,15 +200,42 @@ class _Items:
         self.close_results()
         self.out.append(message)
 
+    def add_text(self, at: Wire, role: Role, text: str) -> None:
+        """A user, system or developer message of one string (made with its id, given an
+        offset)."""
+        part = text_part(text, role)
+        if self.offset is None:
+            self.add_message(build_message(at, role=role, parts=(part,)))
+            return
+        self.close_group()
+        self.close_results()
+        self.out.append(text_message_at(self.offset + len(self.out), role, part))
+
     def finish(self) -> list[Message]:
         self.close_group()
         self.close_results()
         return self.out
 
 
-def _map_items(items: list[Wire]) -> list[Message]:
-    fold = _Items()
-    for item in items:
+def _map_items(given: Wire, offset: int | None) -> list[Message]:
+    """The neutral messages of an array of items (the ``input`` of a request, the first at
+    ``offset``; the ``output`` of a response, None). A message item of a role and a string (most
+    of a long conversation) is made directly; every other item goes through the checked walk
+    (``Wire``), which names what it cannot take."""
+    values = given.value
+    if not isinstance(values, list):
+        given.items()  # the named error
+    fold = _Items(offset)
+    for i, value in enumerate(values):
+        easy = _easy_message(value)
+        if easy is not None:
+            easy_role, text = easy
+            if easy_role == "assistant":
+                fold.add_assistant_message(given.at(i), [text_part(text, easy_role)], None)
+            else:
+                fold.add_text(given.at(i), easy_role, text)
+            continue
+        item = given.at(i)
         kind = _item_type(item)
         if kind == "function_call_output":
             fold.add_result(item, _map_function_call_output(item))
@@ -212,6 +254,19 @@ def _map_items(items: list[Wire]) -> list[Message]:
             else:
                 fold.add_message(build_message(item, role=role, parts=parts, wire_id=wire_id))
     return fold.finish()
+
+
+def _easy_message(value: object) -> tuple[Role, str] | None:
+    """``(role, text)`` of a message item that is a role and a string content, with no other
+    key than ``"type": "message"``; None for every other item (the checked walk takes it)."""
+    if type(value) is not dict:
+        return None
+    role, content = value.get("role"), value.get("content")
+    if type(content) is not str or type(role) is not str or role not in _MESSAGE_ROLES:
+        return None
+    if len(value) == 2 or (len(value) == 3 and value.get("type") == "message"):
+        return role, content  # type: ignore[return-value]  # one of _MESSAGE_ROLES
+    return None
 
 
 def _item_type(item: Wire) -> str:
@@ -493,7 +548,7 @@ def _parse_output(body: Mapping[str, Any]) -> Message:
             item.get("role").value not in (None, "assistant")
         ):
             raise item.fail("a response output item must be assistant-side")
-    messages = _map_items(output.items())
+    messages = _map_items(output, None)
     if not messages:
         return Message(role="assistant", parts=())
     if len(messages) > 1:

@@ -469,3 +469,76 @@ def test_arbitrary_json_gives_a_result_or_a_parse_error(
 ) -> None:
     items = st.fixed_dictionaries({key: st.lists(_wireish, max_size=4)})
     assert_parsed_or_located(parse, data.draw(st.one_of(plain_json, _wireish, items)), result)
+
+
+_SHORT_FORM_ITEMS = st.lists(
+    st.one_of(
+        st.builds(
+            lambda role, text, typed: (
+                {"role": role, "content": text} | ({"type": "message"} if typed else {})
+            ),
+            st.sampled_from(["system", "developer", "user", "assistant"]),
+            st.text(max_size=20) | st.just("<context-summary>\nold\n</context-summary>"),
+            st.booleans(),
+        ),
+        st.tuples(st.just("ring"), st.integers(1, 3)),
+    ),
+    max_size=12,
+)
+
+
+def _items_body(items: list[Any], instructions: str | None) -> dict[str, Any]:
+    input_items: list[dict[str, Any]] = []
+    for n, item in enumerate(items):
+        if isinstance(item, tuple):  # a ring: width function calls, then their outputs
+            ids = [f"c{n}.{k}" for k in range(item[1])]
+            input_items.extend(
+                {"type": "function_call", "call_id": i, "name": "f", "arguments": "{}"} for i in ids
+            )
+            input_items.extend(
+                {"type": "function_call_output", "call_id": i, "output": f"out {i}"} for i in ids
+            )
+        else:
+            input_items.append(dict(item))
+    body: dict[str, Any] = {"model": "gpt-4o", "input": input_items}
+    if instructions is not None:
+        body["instructions"] = instructions
+    return body
+
+
+@settings(max_examples=100, deadline=None)
+@given(_SHORT_FORM_ITEMS, st.none() | st.text(max_size=8))
+def test_short_form_items_parse_as_the_checked_walk_parses_them(
+    items: list[Any], instructions: str | None
+) -> None:
+    # A message item that is a role and a string is made directly, with its id; with a null id
+    # added it takes the checked walk: the same messages. Their ids and digests are those the
+    # transcript gives the same messages made without ids.
+    body = _items_body(items, instructions)
+    walked = _items_body(items, instructions)
+    for item in walked["input"]:
+        if "role" in item:
+            item["id"] = None
+    short, long = parse_request(body), parse_request(walked)
+    assert short == long
+    assert [m.id for m in short] == [m.id for m in long]
+    fresh = Transcript(
+        tuple(Message(m.role, m.parts, m.name, m.wire_id, m.empty_tool_calls) for m in short)
+    )
+    assert [m.id for m in short] == [m.id for m in fresh]
+    assert [m.digest for m in short] == [m.digest for m in fresh]
+
+
+@pytest.mark.parametrize(
+    ("item", "where"),
+    [
+        ({"role": "tool", "content": "a"}, "input[0].role"),
+        ({"role": "user", "content": "a", "type": "other"}, "input[0].type"),
+        ({"role": "user", "content": 7}, "input[0].content"),
+        ({"role": "user", "content": "a", "name": "n"}, "input[0].name"),
+    ],
+)
+def test_short_form_lookalikes_get_the_named_error(item: dict[str, Any], where: str) -> None:
+    with pytest.raises(ParseError) as info:
+        parse_request({"model": "gpt-4o", "input": [item]})
+    assert info.value.where == where
