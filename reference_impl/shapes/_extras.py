@@ -23,13 +23,15 @@ parsed one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 from reference_impl.errors import ParseError, TranscriptError
+from reference_impl.shapes._mapping import text_part
 from reference_impl.shapes._wire import Wire
-from reference_impl.transcript import Message, ToolSpec, Transcript, canonical_json
+from reference_impl.transcript import Message, Role, ToolSpec, Transcript, canonical_json
+from reference_impl.transcript.model import text_message_at
 
 __all__ = [
     "Extras",
@@ -37,7 +39,7 @@ __all__ = [
     "body_params",
     "canonical_of",
     "extra_members",
-    "message_lists",
+    "map_messages",
     "params_without",
 ]
 
@@ -119,16 +121,31 @@ class MessageExtras:
             )
 
 
-def message_lists(
-    mapped: Iterable[tuple[Message, MessageExtras]],
-) -> tuple[list[Message], list[MessageExtras]]:
-    """The parsed messages and their extras, in wire order, as the two lists ``Extras`` takes."""
-    messages: list[Message] = []
-    per_message: list[MessageExtras] = []
-    for message, extras in mapped:
+def map_messages(
+    array: Wire,
+    messages: list[Message],
+    per_message: list[MessageExtras],
+    plain: Callable[[Any], tuple[Role, str] | None],
+    walk: Callable[[Wire], tuple[Message, MessageExtras]],
+) -> None:
+    """Append the messages of the wire ``array`` to ``messages`` and their extras to
+    ``per_message`` (the two lists ``Extras`` takes). A message that ``plain`` reads as a role
+    and one text (most of a long conversation) is made directly with the id the transcript
+    gives its position (``text_message_at``), with no extras; every other one goes through
+    ``walk``, the checked walk (``Wire``) that names what it cannot take."""
+    values = array.value
+    if not isinstance(values, list):
+        array.items()  # the named error
+    for i, value in enumerate(values):
+        easy = plain(value)
+        if easy is None:
+            message, extras = walk(array.at(i))
+        else:
+            role, text = easy
+            message = text_message_at(len(messages), role, text_part(text, role))
+            extras = MessageExtras()
         messages.append(message)
         per_message.append(extras)
-    return messages, per_message
 
 
 NestedList: TypeAlias = "Callable[[dict[str, Any]], list[Any] | None]"
@@ -154,6 +171,8 @@ class Extras:
 
     def attach(self, messages: Sequence[Message], per_message: Sequence[MessageExtras]) -> None:
         """Address each message's extras by its content (see the module docstring)."""
+        if not any(per_message):  # the usual request: nothing to address
+            return
         for address, extras in zip(_addresses(messages), per_message, strict=True):
             if extras:
                 self.messages[address] = extras

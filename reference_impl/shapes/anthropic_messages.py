@@ -45,7 +45,7 @@ from reference_impl.shapes._extras import (
     body_params,
     canonical_of,
     extra_members,
-    message_lists,
+    map_messages,
     params_without,
 )
 from reference_impl.shapes._mapping import (
@@ -70,6 +70,7 @@ from reference_impl.transcript import (
     Message,
     Part,
     ReasoningPart,
+    Role,
     SummaryPart,
     TextPart,
     ToolCallPart,
@@ -267,9 +268,27 @@ def _map_content(
     return parts, extras
 
 
+_MESSAGE_ROLES: Final = ("user", "assistant", "system")
+
+
+def _plain_message(value: Any) -> tuple[Role, str] | None:
+    """``(role, text)`` of a message that is a role and one text: a string, or one text block
+    with nothing else (``map_messages``); None for every other message."""
+    if type(value) is not dict or len(value) != 2:
+        return None
+    role, content = value.get("role"), value.get("content")
+    if type(role) is not str or role not in _MESSAGE_ROLES:
+        return None
+    if type(content) is list and len(content) == 1:
+        block = content[0]
+        if type(block) is dict and len(block) == 2 and block.get("type") == "text":
+            content = block.get("text")
+    return (role, content) if type(content) is str else None  # type: ignore[return-value]
+
+
 def _map_message(wire: Wire) -> tuple[Message, MessageExtras]:
     wire.obj()
-    role = wire.get("role").choice(("user", "assistant", "system"), "role")
+    role = wire.get("role").choice(_MESSAGE_ROLES, "role")
     parts, extras = _map_content(wire.get("content"), role, system_text_only=role == "system")
     return turn_message(role, parts), extras  # type: ignore[arg-type]
 
@@ -297,14 +316,14 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     root = Wire.root(body, dotted=True)
     root.obj()
     extras = Extras(SHAPE)
-    head: list[tuple[Message, MessageExtras]] = []
+    messages: list[Message] = []
+    per_message: list[MessageExtras] = []
     system = root.get("system")
     if not system.is_null and system.value not in ("", []):
         parts, system_extras = _map_content(system, "system", system_text_only=True)
-        head.append((Message(role="system", parts=with_summaries(parts, "system")), system_extras))
-    messages, per_message = message_lists(
-        (*head, *(_map_message(wire) for wire in root.get("messages").items()))
-    )
+        messages.append(Message(role="system", parts=with_summaries(parts, "system")))
+        per_message.append(system_extras)
+    map_messages(root.get("messages"), messages, per_message, _plain_message, _map_message)
     tools = _map_tools(root.get("tools"), extras) if not root.get("tools").is_null else ()
     model = root.get("model").opt_str()
     return extras.transcript(messages, per_message, tools, params_without(root, _BODY_KEYS), model)

@@ -45,7 +45,7 @@ from reference_impl.shapes._extras import (
     body_params,
     canonical_of,
     extra_members,
-    message_lists,
+    map_messages,
     params_without,
 )
 from reference_impl.shapes._mapping import (
@@ -71,6 +71,7 @@ from reference_impl.transcript import (
     Message,
     Part,
     ReasoningPart,
+    Role,
     SummaryPart,
     TextPart,
     ToolCallPart,
@@ -256,9 +257,28 @@ def _map_blocks(content: Wire, role: str) -> tuple[list[Part], MessageExtras]:
     return parts, extras
 
 
+_MESSAGE_ROLES: Final = ("user", "assistant")
+
+
+def _plain_message(value: Any) -> tuple[Role, str] | None:
+    """``(role, text)`` of a message that is a role and one text block with nothing else
+    (``map_messages``); None for every other message."""
+    if type(value) is not dict or len(value) != 2:
+        return None
+    role, content = value.get("role"), value.get("content")
+    if type(role) is not str or role not in _MESSAGE_ROLES:
+        return None
+    if type(content) is not list or len(content) != 1:
+        return None
+    block = content[0]
+    if type(block) is not dict or len(block) != 1 or type(text := block.get("text")) is not str:
+        return None
+    return role, text  # type: ignore[return-value]
+
+
 def _map_message(wire: Wire) -> tuple[Message, MessageExtras]:
     wire.obj()
-    role = wire.get("role").choice(("user", "assistant"), "role")
+    role = wire.get("role").choice(_MESSAGE_ROLES, "role")
     parts, extras = _map_blocks(wire.get("content"), role)
     return turn_message("assistant" if role == "assistant" else "user", parts), extras
 
@@ -307,10 +327,13 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
     root.obj()
     extras = Extras(SHAPE)
     system = root.get("system")
-    head = [_map_system(system)] if not system.is_null and system.items() else []
-    messages, per_message = message_lists(
-        (*head, *(_map_message(wire) for wire in root.get("messages").items()))
-    )
+    messages: list[Message] = []
+    per_message: list[MessageExtras] = []
+    if not system.is_null and system.items():
+        system_message, system_extras = _map_system(system)
+        messages.append(system_message)
+        per_message.append(system_extras)
+    map_messages(root.get("messages"), messages, per_message, _plain_message, _map_message)
     params = params_without(root, _BODY_KEYS)
     tools: tuple[ToolSpec, ...] = ()
     if not root.get("toolConfig").is_null:

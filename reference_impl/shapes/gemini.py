@@ -61,6 +61,7 @@ from reference_impl.shapes._extras import (
     body_params,
     canonical_of,
     extra_members,
+    map_messages,
     params_without,
 )
 from reference_impl.shapes._mapping import (
@@ -319,6 +320,22 @@ def _map_content(content: Wire, role: Role, linker: _Linker) -> tuple[Message, M
 
 
 _ROLES: Final[dict[str, Role]] = {"user": "user", "model": "assistant", "function": "user"}
+_PLAIN_ROLES: Final[dict[str, Role]] = {"user": "user", "model": "assistant"}
+
+
+def _plain_content(value: Any) -> tuple[Role, str] | None:
+    """``(role, text)`` of a content that is a user or model role and one part of text alone
+    (``map_messages``); None for every other content."""
+    if type(value) is not dict or len(value) != 2:
+        return None
+    wire_role, parts = value.get("role"), value.get("parts")
+    role = _PLAIN_ROLES.get(wire_role) if type(wire_role) is str else None
+    if role is None or type(parts) is not list or len(parts) != 1:
+        return None
+    part = parts[0]
+    if type(part) is not dict or len(part) != 1 or type(text := part.get("text")) is not str:
+        return None
+    return role, text
 
 
 def _map_tools(tools: Wire, extras: Extras) -> tuple[ToolSpec, ...]:
@@ -380,19 +397,19 @@ def parse_request(body: Mapping[str, Any]) -> Transcript:
             parts.append(TextPart(text.str_()))
         messages.append(Message(role="system", parts=with_summaries(parts, "system")))
         per_message.append(system_extras)
-    previous: list[ToolCallPart] = []
-    for content in root.get("contents").items():
+
+    def walk(content: Wire) -> tuple[Message, MessageExtras]:
         content.obj()
         wire_role = content.get("role")
         role: Role = "user"
         if wire_role.present:
             role = _ROLES[wire_role.choice(tuple(_ROLES), "role (G7: user, model)")]
         linker = _Linker(str(len(messages)))
-        linker.previous_calls = previous
-        message, message_extras = _map_content(content, role, linker)
-        previous = list(message.tool_calls)
-        messages.append(message)
-        per_message.append(message_extras)
+        # the calls of the content before (the system instruction holds none)
+        linker.previous_calls = list(messages[-1].tool_calls) if messages else []
+        return _map_content(content, role, linker)
+
+    map_messages(root.get("contents"), messages, per_message, _plain_content, walk)
     tools = _map_tools(root.get("tools"), extras) if not root.get("tools").is_null else ()
     return extras.transcript(messages, per_message, tools, params_without(root, _BODY_KEYS))
 

@@ -227,7 +227,7 @@ def _map_items(given: Wire, offset: int | None) -> list[Message]:
         given.items()  # the named error
     fold = _Items(offset)
     for i, value in enumerate(values):
-        easy = _easy_message(value)
+        easy = _plain_message(value)
         if easy is not None:
             easy_role, text = easy
             if easy_role == "assistant":
@@ -256,7 +256,7 @@ def _map_items(given: Wire, offset: int | None) -> list[Message]:
     return fold.finish()
 
 
-def _easy_message(value: object) -> tuple[Role, str] | None:
+def _plain_message(value: object) -> tuple[Role, str] | None:
     """``(role, text)`` of a message item that is a role and a string content, with no other
     key than ``"type": "message"``; None for every other item (the checked walk takes it)."""
     if type(value) is not dict:

@@ -41,6 +41,7 @@ from reference_impl.shapes import (
     openai_responses,
 )
 from reference_impl.shapes.base import ShapeAdapter
+from reference_impl.transcript import Message, Transcript
 
 # name -> the adapter its module declares, and the longest generated session its round trip
 # tries (None: the strategy's own bound; 10 for the three shapes with a top-level system field,
@@ -75,6 +76,54 @@ def test_round_trip_parse_render_over_generated_transcripts(
     bound = {} if max_messages is None else {"max_messages": max_messages}
     t = data.draw(transcripts(adapter.capabilities, **bound), label=name)
     assert adapter.parse_request(adapter.render_request(t)) == t
+
+
+@pytest.mark.parametrize(("name", "adapter", "max_messages"), SHAPES, ids=[s[0] for s in SHAPES])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_parsed_messages_carry_the_ids_the_transcript_gives_them(
+    name: str, adapter: ShapeAdapter, max_messages: int | None, data: st.DataObject
+) -> None:
+    # A parser makes the plain messages of a long conversation directly, with their ids: they
+    # are the ids and digests the transcript gives the same messages made without ids
+    bound = {} if max_messages is None else {"max_messages": max_messages}
+    t = data.draw(transcripts(adapter.capabilities, **bound), label=name)
+    parsed = adapter.parse_request(adapter.render_request(t))
+    fresh = Transcript(
+        tuple(Message(m.role, m.parts, m.name, m.wire_id, m.empty_tool_calls) for m in parsed)
+    )
+    assert [m.id for m in parsed] == [m.id for m in fresh]
+    assert [m.digest for m in parsed] == [m.digest for m in fresh]
+
+
+# The shapes whose parser reads a plain message (a role and one text) directly, and the reader
+# that says which ones are (Chat's reads them inline; test_shapes_openai_chat tests it).
+PLAIN_READERS: list[tuple[str, Any, str]] = [
+    ("openai-responses", openai_responses, "_plain_message"),
+    ("anthropic-messages", anthropic_messages, "_plain_message"),
+    ("gemini", gemini, "_plain_content"),
+    ("bedrock-converse", bedrock_converse, "_plain_message"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "reader"), PLAIN_READERS, ids=[r[0] for r in PLAIN_READERS]
+)
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_plain_messages_parse_as_the_checked_walk_parses_them(
+    name: str, module: Any, reader: str, data: st.DataObject
+) -> None:
+    adapter = get_shape(name)
+    body = adapter.render_request(
+        data.draw(transcripts(adapter.capabilities, max_messages=10), label=name)
+    )
+    direct = adapter.parse_request(body)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, reader, lambda _value: None)  # every message takes the walk
+        walked = adapter.parse_request(body)
+    assert direct == walked
+    assert [m.id for m in direct] == [m.id for m in walked]
 
 
 # Each shape's recorded requests, how many the provider accepted (counted with grep -c in the
