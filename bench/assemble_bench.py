@@ -29,6 +29,9 @@ Yardsticks (the "plain pass" is ``encode_ordinary`` over the text of the message
     flat in session size (growth exponent of the next-turn time from 500 to 32,000 messages
     <= 0.1);
 (e) the same on the sessions with attachments;
+(d'), (e') the same next turn / one plain pass over what enters the view (the messages of the
+    new view that the previous view did not hold: the new ring, older units the freed room lets
+    in, messages degraded anew), what the turn must count whatever it remembers: <= 3;
 (f) the plug-in path (``parse_request`` of the wire body + ``assemble`` + ``render``) / one plain
     pass over everything: <= 0.5. The sessions with attachments go through the Responses shape
     (the same encoding and counting), whose wire carries a file in a tool result.
@@ -230,8 +233,20 @@ def langchain_side(
     return prepare
 
 
-def next_turn(session: Transcript, budget: int) -> tuple[Paired, str]:
-    """(d)/(e): turn N assembled, then turn N+1 = N plus a new tool ring (2,000 tokens)."""
+def _entering(session: Transcript, turn: Transcript, config: AssemblyConfig) -> list[Message]:
+    """The messages of ``turn``'s view that ``session``'s view did not hold (by id: the new
+    ring, units the freed room lets in, messages degraded anew): what the next turn must count
+    whatever it remembers, so the floor of its counting."""
+    before = assemble(session, config, shape="openai-chat", counter=_counter()).view
+    after = assemble(turn, config, shape="openai-chat", counter=_counter()).view
+    held = {m.id for m in before.messages}
+    return [m for m in after.messages if m.id not in held]
+
+
+def next_turn(session: Transcript, budget: int, floor: str) -> tuple[Paired, str]:
+    """(d)/(e): turn N assembled, then turn N+1 = N plus a new tool ring (2,000 tokens), against
+    a plain pass over the new ring (``floor="ring"``) or over what enters the view
+    (``floor="view"``, ``_entering``)."""
     config = _config(budget)
     paths: list[str] = []
     turns: list[tuple[SessionAssembler, Transcript]] = []
@@ -252,7 +267,8 @@ def next_turn(session: Transcript, budget: int) -> tuple[Paired, str]:
 
     def prepare_plain(i: int) -> Callable[[], object]:
         _, turn = turns[i]
-        texts = counted_texts(turn.messages[len(session) :])
+        new = turn.messages[len(session) :] if floor == "ring" else _entering(session, turn, config)
+        texts = counted_texts(new)
         return lambda: [encoding.encode_ordinary(t) for t in texts]
 
     result = paired(prepare_turn, prepare_plain)
@@ -317,74 +333,128 @@ def _row(label: str, p: Paired, target: float) -> str:
     )
 
 
+@dataclass
+class Results:
+    """The metrics measured so far, and each side's median times by size (growth)."""
+
+    metrics: list[Metric]
+    growth: dict[str, list[tuple[int, float]]]
+    """side -> (messages, median time) at each size the side was measured at."""
+
+    def add(
+        self,
+        name: str,
+        label: str,
+        p: Paired,
+        target: float,
+        grows: tuple[str, int] | None = None,
+    ) -> None:
+        """Print the row of ``p``, keep its metric and (``grows``: side, messages) side A's median
+        time."""
+        print(_row(label, p, target))
+        self.metrics.append(Metric(name, p.ratio, target, p.spread))
+        if grows is not None:
+            self.grew(grows[0], grows[1], p.a)
+
+    def grew(self, side: str, size: int, times: list[float]) -> None:
+        """Keep the median of ``times``, the side's time at ``size`` messages."""
+        self.growth.setdefault(side, []).append((size, statistics.median(times)))
+
+
+def measure(size: int, attachments: bool, results: Results) -> None:
+    """Every ratio on the session of ``size`` messages (with attachments or not)."""
+    tag = "attachments" if attachments else "text"
+    session = realistic_session(size, attachments=attachments)
+    total = _counter().count(session).total
+    kept = assemble(_fresh(session), _config(BUDGET), shape="openai-chat", counter=_counter())
+    print(f"{size:,} messages ({tag}): {total:,} tokens, kept {len(kept.view):,} messages at 100k")
+    # (a) cold / plain pass over the kept content
+    a = paired(cold(session, BUDGET), plain_pass(kept.view.messages))
+    target_a = 1.5 if size <= 2000 else 2.0
+    results.add(
+        f"a_cold_vs_plain_kept_{tag}_{size}",
+        "(a) cold / plain pass over kept",
+        a,
+        target_a,
+        (f"cold assemble ({tag})", size),
+    )
+    # (b) nothing to drop / plain pass over everything
+    b = paired(cold(session, total * 2), plain_pass(session.messages))
+    results.add(
+        f"b_whole_history_vs_plain_{tag}_{size}",
+        "(b) whole history / plain pass over all",
+        b,
+        1.1,
+        (f"whole history ({tag})", size),
+    )
+    results.grew(f"plain pass over all ({tag})", size, b.b)
+    # (c) ours / langchain trim_messages, memoized counter; only where trimming happens (when
+    # everything fits, both sides just count it all)
+    lc = langchain_side(session, BUDGET) if not attachments and total > BUDGET else None
+    if lc is not None:
+        c = paired(cold(session, BUDGET), lc)
+        results.add(
+            f"c_cold_vs_langchain_{size}", "(c) cold / langchain trim_messages (memo)", c, 0.5
+        )
+        results.grew("langchain trim_messages", size, c.b)
+    # (d)/(e) next turn / plain pass over the new ring, then over what enters the view
+    label = "(e)" if attachments else "(d)"
+    d, path = next_turn(session, BUDGET, "ring")
+    results.add(
+        f"{label[1]}_next_turn_vs_new_ring_{tag}_{size}",
+        f"{label} next turn / plain pass over new ring [{path}]",
+        d,
+        3.0,
+        (f"next turn ({tag})", size),
+    )
+    v, _ = next_turn(session, BUDGET, "view")
+    results.add(
+        f"{label[1]}_next_turn_vs_entering_{tag}_{size}",
+        f"{label}' next turn / plain pass over what enters",
+        v,
+        3.0,
+    )
+    # (f) the plug-in path; with attachments through the Responses shape, whose wire carries a
+    # file in a tool result (Chat Completions' does not, rule C6)
+    wire = "openai-responses" if attachments else "openai-chat"
+    f = paired(plugin_path(session, BUDGET, wire), plain_pass(session.messages))
+    results.add(
+        f"f_plugin_path_vs_plain_{tag}_{size}",
+        f"(f) parse + assemble + render / plain pass [{wire}]",
+        f,
+        0.5,
+        (f"plug-in path ({tag})", size),
+    )
+
+
+def growth_exponents(results: Results) -> None:
+    """Print each side's growth exponent; keep those with a target as metrics."""
+    print("growth exponents (time ~ messages^k, least squares over the sizes):")
+    for side, points in results.growth.items():
+        if len(points) < 2:
+            continue
+        k = exponent([n for n, _ in points], [t for _, t in points])
+        target = 0.1 if side.startswith("next turn") else 1.1
+        verdict = "ok" if k <= target else "MISSED"
+        print(f"  {side:34s} k = {k:5.2f}  target <= {target}  {verdict}")
+        if not side.startswith(("plain pass", "langchain")):
+            key = side.replace(" ", "_").replace("(", "").replace(")", "")
+            results.metrics.append(Metric(f"growth_exponent_{key}", k, target))
+
+
 def main() -> None:
     load = os.getloadavg()
     print(
         f"paired, order alternating (A B, B A), {PAIRS} pairs a ratio, CPU time; load average "
         f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} cores; budget {BUDGET:,}"
     )
-    metrics: list[Metric] = []
-    growth: dict[str, list[float]] = {}
+    results = Results([], {})
     for attachments in (False, True):
-        tag = "attachments" if attachments else "text"
         for size in SIZES:
-            session = realistic_session(size, attachments=attachments)
-            total = _counter().count(session).total
-            kept_view = assemble(
-                _fresh(session), _config(BUDGET), shape="openai-chat", counter=_counter()
-            ).view
-            print(
-                f"{size:,} messages ({tag}): {total:,} tokens, kept {len(kept_view):,} messages "
-                "at 100k"
-            )
-            # (a) cold / plain pass over the kept content
-            a = paired(cold(session, BUDGET), plain_pass(kept_view.messages))
-            target_a = 1.5 if size <= 2000 else 2.0
-            print(_row("(a) cold / plain pass over kept", a, target_a))
-            metrics.append(
-                Metric(f"a_cold_vs_plain_kept_{tag}_{size}", a.ratio, target_a, a.spread)
-            )
-            growth.setdefault(f"cold assemble ({tag})", []).append(statistics.median(a.a))
-            # (b) nothing to drop / plain pass over everything
-            b = paired(cold(session, total * 2), plain_pass(session.messages))
-            print(_row("(b) whole history / plain pass over all", b, 1.1))
-            metrics.append(Metric(f"b_whole_history_vs_plain_{tag}_{size}", b.ratio, 1.1, b.spread))
-            growth.setdefault(f"whole history ({tag})", []).append(statistics.median(b.a))
-            growth.setdefault(f"plain pass over all ({tag})", []).append(statistics.median(b.b))
-            # (c) ours / langchain trim_messages, memoized counter
-            # (c) only where trimming happens: when everything fits, both sides just count it all
-            lc = langchain_side(session, BUDGET) if not attachments and total > BUDGET else None
-            if lc is not None:
-                c = paired(cold(session, BUDGET), lc)
-                print(_row("(c) cold / langchain trim_messages (memo)", c, 0.5))
-                metrics.append(Metric(f"c_cold_vs_langchain_{size}", c.ratio, 0.5, c.spread))
-                growth.setdefault("langchain trim_messages", []).append(statistics.median(c.b))
-            # (d)/(e) next turn / plain pass over the new ring
-            d, path = next_turn(session, BUDGET)
-            label = "(e)" if attachments else "(d)"
-            print(_row(f"{label} next turn / plain pass over new ring", d, 3.0) + f"  [{path}]")
-            metrics.append(
-                Metric(f"{label[1]}_next_turn_vs_new_ring_{tag}_{size}", d.ratio, 3.0, d.spread)
-            )
-            growth.setdefault(f"next turn ({tag})", []).append(statistics.median(d.a))
-            # (f) the plug-in path; with attachments through the Responses shape, whose wire
-            # carries a file in a tool result (Chat Completions' does not, rule C6)
-            wire = "openai-responses" if attachments else "openai-chat"
-            f = paired(plugin_path(session, BUDGET, wire), plain_pass(session.messages))
-            print(_row(f"(f) parse + assemble + render / plain pass [{wire}]", f, 0.5))
-            metrics.append(Metric(f"f_plugin_path_vs_plain_{tag}_{size}", f.ratio, 0.5, f.spread))
-            growth.setdefault(f"plug-in path ({tag})", []).append(statistics.median(f.a))
+            measure(size, attachments, results)
     if len(SIZES) >= 2:
-        print("growth exponents (time ~ messages^k, least squares over the sizes):")
-        for side, times in growth.items():
-            k = exponent(SIZES[: len(times)], times)
-            flat = side.startswith("next turn")
-            target = 0.1 if flat else 1.1
-            verdict = "ok" if k <= target else "MISSED"
-            print(f"  {side:34s} k = {k:5.2f}  target <= {target}  {verdict}")
-            if not side.startswith(("plain pass", "langchain")):
-                key = side.replace(" ", "_").replace("(", "").replace(")", "")
-                metrics.append(Metric(f"growth_exponent_{key}", k, target))
+        growth_exponents(results)
+    metrics = results.metrics
     missed = [m.name for m in metrics if m.ratio > m.target]
     print(
         f"{len(metrics) - len(missed)} of {len(metrics)} targets met"
