@@ -28,7 +28,14 @@ from reference_impl.assembler import assemble, assemble_pipeline
 from reference_impl.incremental import SessionAssembler
 from reference_impl.ledger import Ledger, LedgerEntry
 from reference_impl.memory import MemoryItem
-from reference_impl.transcript import SHAPE_NAMES
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 
 
 def everything(run):
@@ -140,3 +147,26 @@ def test_the_middle_is_summed_in_keep_order_so_a_ring_the_fill_drops_is_never_co
     # the three turns were counted (the third is where the fill stopped), the ring never
     assert report["tokens_before"]["middle"] == 30
     assert report["tokens_before_is_lower_bound"]
+
+
+def test_attachments_that_cannot_make_the_middle_fit_go_at_once_on_both_paths():
+    # An image turn (105, degraded 13), then a ring whose result holds an image (7 + 105,
+    # degraded 7 + 13): with room for 20 tokens the middle does not fit even degraded, so both
+    # go at once, and the ring's result is never counted as it was, on either path.
+    image = ImagePart("url", "https://x/a.png")
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        Message("user", (TextPart("u"), image)),
+        Message("assistant", (ToolCallPart("c1", "get_status", '{"q": 1}'),)),
+        Message("tool", (ToolResultPart("c1", (TextPart("r"), image)),)),
+        ring("kept", words(2)),
+        user("next?"),
+    )
+    config = AssemblyConfig(recent_tool_rings=1, recent_user_turns=1, summarize_trigger_ratio=1.0)
+    # prefix 17 + suffix 18 + overhead 3: a room of 20
+    fast, slow, _, _ = _both(s, config, budget=58)
+    assert fast == slow
+    report = json.loads(fast[-1])
+    assert report["degraded_attachment_ids"] == [s.messages[2].id, s.messages[3].id]
+    assert report["tokens_before"]["middle"] == 105  # the image turn, counted as it was
