@@ -487,11 +487,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     return {
         "output": {"message": {"role": "assistant", "content": content}},
         "stopReason": meta.stop_reason or ("tool_use" if message.tool_calls else "end_turn"),
-        "usage": {
-            "inputTokens": meta.input_tokens,
-            "outputTokens": meta.output_tokens,
-            "totalTokens": meta.total_tokens,
-        },
+        "usage": meta.usage("inputTokens", "outputTokens", "totalTokens"),
         "metrics": {"latencyMs": 0},
     }
 
