@@ -85,6 +85,8 @@ __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render
 
 SHAPE: Final = "bedrock-converse"
 _BODY_KEYS: Final = frozenset({"messages", "system", "toolConfig"})
+_RAW_BLOCKS: Final = ("cachePoint", "guardContent", "video", "citationsContent", "searchResult")
+"""Content blocks without a neutral part: kept whole in the message's extras."""
 _BLOCK_KEYS: Final = (
     "text",
     "image",
@@ -92,15 +94,9 @@ _BLOCK_KEYS: Final = (
     "toolUse",
     "toolResult",
     "reasoningContent",
-    "cachePoint",
-    "guardContent",
-    "video",
-    "citationsContent",
-    "searchResult",
+    *_RAW_BLOCKS,
 )
-_RAW_KEYS: Final = frozenset(
-    {"cachePoint", "guardContent", "video", "citationsContent", "searchResult"}
-)
+_RAW_KEYS: Final = frozenset(_RAW_BLOCKS)
 _IMAGE_FORMATS: Final[dict[str, str]] = {
     "png": "image/png",
     "jpeg": "image/jpeg",
