@@ -72,8 +72,10 @@ class Adapter:
     module: str
     shape: str = "openai-chat"
 
-    def plugin(self, attr: str, label: str, **reports: str) -> Plugin:
-        """The row of the plug-in ``attr`` of this adapter; ``reports``: failure class -> report."""
+    def plugin(self, attr: str, label: str, reported: Mapping[str, str] | None = None) -> Plugin:
+        """The row of the plug-in ``attr`` of this adapter; ``reported``: each upstream report ->
+        the failure classes it reports (rule or check ids, separated by spaces)."""
+        reports = {key: link for link, keys in (reported or {}).items() for key in keys.split()}
         return Plugin(
             f"conformance.adapters.{self.name}:{attr}", self.module, label, self.shape, reports
         )
@@ -91,79 +93,66 @@ SEMANTIC_KERNEL = Adapter("semantic_kernel", "semantic_kernel")
 
 PLUGINS: tuple[Plugin, ...] = (
     Plugin("reference", "", "ctxconf reference assembler"),
-    LANGCHAIN.plugin("trim_last", "langchain `trim_messages` last", C2=LANGCHAIN_33245),
+    LANGCHAIN.plugin("trim_last", "langchain `trim_messages` last", {LANGCHAIN_33245: "C2"}),
     LANGCHAIN.plugin(
         "trim_last_start_on_human",
         "langchain `trim_messages` last, `start_on=human`",
-        C2=LANGCHAIN_33245,
+        {LANGCHAIN_33245: "C2"},
     ),
     LANGCHAIN.plugin("trim_first", "langchain `trim_messages` first"),
     LANGCHAIN.plugin(
         "trim_last_approximate",
         "langchain `trim_messages` last, approximate counter",
-        C2=LANGCHAIN_33245,
+        {LANGCHAIN_33245: "C2"},
     ),
     LITELLM.plugin(
         "trim_messages",
         "litellm `trim_messages`",
-        C2=LITELLM_10696,
-        C1=LITELLM_10696,
-        within_budget=LITELLM_4931,
+        {LITELLM_10696: "C2 C1", LITELLM_4931: "within_budget"},
     ),
     SUMMARIZATION.plugin(
         "summarization_middleware",
         "langchain v1 `SummarizationMiddleware`, `keep` default",
-        C2=LANGCHAIN_34282,
-        C1=LANGCHAIN_34282,
+        {LANGCHAIN_34282: "C2 C1"},
     ),
     SUMMARIZATION.plugin(
         "summarization_middleware_keep_tokens",
         "langchain v1 `SummarizationMiddleware`, `keep=(tokens, budget/2)`",
-        C2=LANGCHAIN_34282,
-        C1=LANGCHAIN_34282,
+        {LANGCHAIN_34282: "C2 C1"},
     ),
-    LANGMEM.plugin(
-        "langmem_summarize", "langmem `summarize_messages`", C2=LANGMEM_126, C1=LANGMEM_126
-    ),
+    LANGMEM.plugin("langmem_summarize", "langmem `summarize_messages`", {LANGMEM_126: "C2 C1"}),
     AGENTS.plugin(
-        "session_limit", "OpenAI Agents `SessionSettings(limit=5)`", R2=AGENTS_4322, R1=AGENTS_4322
+        "session_limit", "OpenAI Agents `SessionSettings(limit=5)`", {AGENTS_4322: "R2 R1"}
     ),
     AGENTS.plugin("tool_output_trimmer", "OpenAI Agents `ToolOutputTrimmer`"),
     PYDANTIC_AI.plugin(
         "keep_last",
         "pydantic-ai `ProcessHistory` last 5 + `repair_messages`",
-        nothing_invented=PYDANTIC_AI_4728,
-        C2=PYDANTIC_AI_4728,
+        {PYDANTIC_AI_4728: "nothing_invented C2"},
     ),
     PYDANTIC_AI.plugin(
         "keep_last_no_repair",
         "pydantic-ai `ProcessHistory` last 5, no repair",
-        C2=PYDANTIC_AI_4728,
-        C1=PYDANTIC_AI_4728,
+        {PYDANTIC_AI_4728: "C2 C1"},
     ),
     AUTOGEN.plugin("buffered", "AutoGen `BufferedChatCompletionContext(buffer_size=6)`"),
     AUTOGEN.plugin("head_and_tail", "AutoGen `HeadAndTailChatCompletionContext(2, 4)`"),
     AUTOGEN.plugin(
-        "token_limited",
-        "AutoGen `TokenLimitedChatCompletionContext`",
-        C2=AUTOGEN_7955,
-        C1=AUTOGEN_7955,
+        "token_limited", "AutoGen `TokenLimitedChatCompletionContext`", {AUTOGEN_7955: "C2 C1"}
     ),
-    LLAMA_INDEX.plugin("chat_memory_buffer", "LlamaIndex `ChatMemoryBuffer`", C2=LLAMA_INDEX_16214),
-    LLAMA_INDEX.plugin("memory", "LlamaIndex `Memory`", C2=LLAMA_INDEX_16214),
+    LLAMA_INDEX.plugin(
+        "chat_memory_buffer", "LlamaIndex `ChatMemoryBuffer`", {LLAMA_INDEX_16214: "C2"}
+    ),
+    LLAMA_INDEX.plugin("memory", "LlamaIndex `Memory`", {LLAMA_INDEX_16214: "C2"}),
     SEMANTIC_KERNEL.plugin(
         "truncation",
         "Semantic Kernel `ChatHistoryTruncationReducer(target_count=6)`",
-        C2=SK_12708,
-        C1=SK_12708,
-        system_kept=SK_12612,
+        {SK_12708: "C2 C1", SK_12612: "system_kept"},
     ),
     SEMANTIC_KERNEL.plugin(
         "summarization",
         "Semantic Kernel `ChatHistorySummarizationReducer(target_count=6)`",
-        C2=SK_13062,
-        C1=SK_13062,
-        ledger_pinned=SK_13062,
+        {SK_13062: "C2 C1 ledger_pinned"},
     ),
 )
 

@@ -8,7 +8,7 @@ smaller of the two and says which one bound it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeAlias
 
 from reference_impl.config import AssemblyConfig
@@ -86,15 +86,9 @@ class BucketTokens:
         return self.prefix + self.tools + self.middle + self.suffix + self.overhead
 
     def to_dict(self) -> dict[str, int]:
-        """The per-bucket totals as JSON data (for the report)."""
-        return {
-            "prefix": self.prefix,
-            "tools": self.tools,
-            "middle": self.middle,
-            "suffix": self.suffix,
-            "overhead": self.overhead,
-            "total": self.total,
-        }
+        """The per-bucket totals as JSON data (for the report): each bucket in field order, then
+        the total."""
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "total": self.total}
 
 
 def plan_budget(config: AssemblyConfig, budget: BudgetSnapshot | int | None = None) -> BudgetPlan:

@@ -471,7 +471,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
         "content": content,
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": meta.input_tokens, "output_tokens": meta.output_tokens},
+        "usage": meta.usage("input_tokens", "output_tokens"),
     }
 
 

@@ -126,6 +126,14 @@ class ResponseMeta:
         """Input plus output: the usage total that Chat, Responses, Gemini and Bedrock report."""
         return self.input_tokens + self.output_tokens
 
+    def usage(
+        self, input_key: str, output_key: str, total_key: str | None = None
+    ) -> dict[str, int]:
+        """The token counts under a provider's own usage keys, in that order; the total only for
+        a provider that reports one (Anthropic does not)."""
+        total = {} if total_key is None else {total_key: self.total_tokens}
+        return {input_key: self.input_tokens, output_key: self.output_tokens, **total}
+
 
 @dataclass(frozen=True, slots=True)
 class ShapeAdapter:

@@ -86,6 +86,8 @@ __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render
 
 SHAPE: Final = "bedrock-converse"
 _BODY_KEYS: Final = frozenset({"messages", "system", "toolConfig"})
+_RAW_BLOCKS: Final = ("cachePoint", "guardContent", "video", "citationsContent", "searchResult")
+"""Content blocks without a neutral part: kept whole in the message's extras."""
 _BLOCK_KEYS: Final = (
     "text",
     "image",
@@ -93,15 +95,9 @@ _BLOCK_KEYS: Final = (
     "toolUse",
     "toolResult",
     "reasoningContent",
-    "cachePoint",
-    "guardContent",
-    "video",
-    "citationsContent",
-    "searchResult",
+    *_RAW_BLOCKS,
 )
-_RAW_KEYS: Final = frozenset(
-    {"cachePoint", "guardContent", "video", "citationsContent", "searchResult"}
-)
+_RAW_KEYS: Final = frozenset(_RAW_BLOCKS)
 _IMAGE_FORMATS: Final[dict[str, str]] = {
     "png": "image/png",
     "jpeg": "image/jpeg",
@@ -510,11 +506,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     return {
         "output": {"message": {"role": "assistant", "content": content}},
         "stopReason": meta.stop_reason or ("tool_use" if message.tool_calls else "end_turn"),
-        "usage": {
-            "inputTokens": meta.input_tokens,
-            "outputTokens": meta.output_tokens,
-            "totalTokens": meta.total_tokens,
-        },
+        "usage": meta.usage("inputTokens", "outputTokens", "totalTokens"),
         "metrics": {"latencyMs": 0},
     }
 

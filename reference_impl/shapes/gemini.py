@@ -652,11 +652,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
                 "index": 0,
             }
         ],
-        "usageMetadata": {
-            "promptTokenCount": meta.input_tokens,
-            "candidatesTokenCount": meta.output_tokens,
-            "totalTokenCount": meta.total_tokens,
-        },
+        "usageMetadata": meta.usage("promptTokenCount", "candidatesTokenCount", "totalTokenCount"),
         "modelVersion": meta.model,
         "responseId": meta.response_id,
     }

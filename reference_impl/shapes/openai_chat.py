@@ -522,11 +522,7 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
         "created": 0,
         "model": meta.model,
         "choices": [{"index": 0, "message": wire, "finish_reason": finish, "logprobs": None}],
-        "usage": {
-            "prompt_tokens": meta.input_tokens,
-            "completion_tokens": meta.output_tokens,
-            "total_tokens": meta.total_tokens,
-        },
+        "usage": meta.usage("prompt_tokens", "completion_tokens", "total_tokens"),
     }
 
 
