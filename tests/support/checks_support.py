@@ -86,6 +86,11 @@ def check_results(
     return {r.id: (r.status, r.message) for r in results}
 
 
+def check_statuses(scenario: Scenario, outcome: CaseOutcome, *check_ids: str) -> dict[str, str]:
+    """The status of each of the checks ``check_ids`` on ``outcome``, by check id."""
+    return {i: status for i, (status, _) in check_results(scenario, outcome, *check_ids).items()}
+
+
 def assert_fails_saying(result: tuple[str, str], fragment: str) -> str:
     """A check's ``(status, message)`` is a failure whose message says ``fragment``; the message."""
     status, message = result
