@@ -104,12 +104,12 @@ def test_a_results_message_moved_and_changed_is_the_sessions_message_modified() 
     assert identity.links[4].source == 7
     assert identity.sources[7] == "modified"
     assert _edits(identity) == [(7, "result_changed")]
-    results = _run(view, "tool_payloads_intact", "order_preserved", "nothing_invented")
-    assert results == {
+    expected = {
         "tool_payloads_intact": "fail",
         "order_preserved": "fail",
         "nothing_invented": "pass",
     }
+    assert _run(view, *expected) == expected
 
 
 def test_an_edited_message_sent_twice_is_one_edit_and_one_invention() -> None:
