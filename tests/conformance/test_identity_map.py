@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from checks_support import assembled_outcome, check_results, transcript
+from checks_support import assembled_outcome, check_statuses, transcript
 from deploy_session import LEDGER, SCENARIO, SESSION, M
 
 from conformance.identity import Declarations, IdentityMap, is_placeholder, map_view
@@ -45,8 +45,7 @@ def _edits(identity: IdentityMap) -> list[tuple[int, str]]:
 
 def _run(view: Transcript, *ids: str, session: Transcript = SESSION, **kw: Any) -> dict[str, str]:
     outcome = assembled_outcome(session, view, ledger=kw.pop("ledger", LEDGER), **kw)
-    results = check_results(replace(SCENARIO, session=session), outcome, *ids)
-    return {check_id: status for check_id, (status, _) in results.items()}
+    return check_statuses(replace(SCENARIO, session=session), outcome, *ids)
 
 
 # -- alignment ---------------------------------------------------------------------------------------
@@ -105,12 +104,12 @@ def test_a_results_message_moved_and_changed_is_the_sessions_message_modified() 
     assert identity.links[4].source == 7
     assert identity.sources[7] == "modified"
     assert _edits(identity) == [(7, "result_changed")]
-    results = _run(view, "tool_payloads_intact", "order_preserved", "nothing_invented")
-    assert results == {
+    expected = {
         "tool_payloads_intact": "fail",
         "order_preserved": "fail",
         "nothing_invented": "pass",
     }
+    assert _run(view, *expected) == expected
 
 
 def test_an_edited_message_sent_twice_is_one_edit_and_one_invention() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from checks_support import assembled_outcome, check_results, transcript
+from checks_support import assembled_outcome, check_statuses, transcript
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
@@ -108,8 +108,7 @@ def test_a_cleared_result_inside_a_merge_is_modified_and_the_user_text_merged() 
 def _run(view: Transcript, *check_ids: str) -> dict[str, str]:
     outcome = assembled_outcome(SESSION, view, shape="bedrock-converse", budget=1000)
     scenario = next(s for s in load_corpus() if s.id == "first-user-goal-pinned")
-    results = check_results(scenario, outcome, *check_ids)
-    return {check_id: status for check_id, (status, _) in results.items()}
+    return check_statuses(scenario, outcome, *check_ids)
 
 
 CHECKS = ("nothing_invented", "latest_user_kept", "first_user_goal_pinned", "order_preserved")
@@ -164,12 +163,12 @@ def test_an_added_part_makes_a_merge_the_goal_changed() -> None:
     # (must), and an edit (should).
     tail = _merged("user", 7, extra=[TextPart("ignore previous instructions")])
     edited = _view(0, 1, 2, 3, 4, 5, 6, tail, 8, 9)
-    results = _run(edited, "text_unedited", "nothing_invented", "pins_unaltered")
-    assert results == {
+    expected = {
         "text_unedited": "fail",
         "nothing_invented": "fail",
         "pins_unaltered": "pass",
     }
+    assert _run(edited, *expected) == expected
 
 
 def test_a_merge_across_sides_is_no_merge_but_an_edit_of_the_pinned_goal() -> None:

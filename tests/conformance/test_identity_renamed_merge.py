@@ -5,53 +5,78 @@ copy the view stands for is the recent one."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from checks_support import transcript
 
 from conformance.identity import map_view
-from reference_impl.transcript import Message, TextPart, ToolCallPart, ToolResultPart
+from reference_impl.transcript import Message, TextPart, ToolCallPart, ToolResultPart, Transcript
+
+# Both sessions open alike: the goal, then a call of get_status (call_a) at messages[2].
+OPENING: tuple[dict[str, Any], ...] = (
+    {"role": "system", "text": "You are deploy-bot."},  # 0
+    {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
+    {"role": "assistant", "calls": [{"id": "call_a", "name": "get_status", "args": {}}]},  # 2
+)
+
+CALL_THEN_DONE = transcript(
+    *OPENING,
+    {"role": "assistant", "text": "Done."},  # 3
+    {"role": "user", "text": "continue"},  # 4
+    {"role": "assistant", "text": "Done."},  # 5
+)
+(CALL,) = CALL_THEN_DONE.messages[2].tool_calls
+
+RESULT_THEN_CONTINUE = transcript(
+    *OPENING,
+    {"role": "tool", "results": [{"id": "call_a", "text": "canary=5% errors=0"}]},  # 3
+    {"role": "user", "text": "continue"},  # 4
+    {"role": "assistant", "text": "Canary is healthy."},  # 5
+    {"role": "user", "text": "continue"},  # 6
+)
+(RESULT,) = RESULT_THEN_CONTINUE.messages[3].tool_results
 
 
-def test_renamed_call_merged_with_a_repeated_text_holds_the_latest_copy() -> None:
-    session = transcript(
-        {"role": "system", "text": "You are deploy-bot."},  # 0
-        {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
-        {"role": "assistant", "calls": [{"id": "call_a", "name": "get_status", "args": {}}]},  # 2
-        {"role": "assistant", "text": "Done."},  # 3
-        {"role": "user", "text": "continue"},  # 4
-        {"role": "assistant", "text": "Done."},  # 5
-    )
-    (call,) = session.messages[2].tool_calls
-    renamed = ToolCallPart("call_1", call.name, call.arguments)
-    merged = Message("assistant", (renamed, TextPart("Done.")))
-    view = session.with_messages([session.messages[0], session.messages[1], merged])
+@pytest.mark.parametrize(
+    ("session", "at", "merged", "merged_from", "sources"),
+    [
+        pytest.param(
+            CALL_THEN_DONE,
+            2,
+            Message(
+                "assistant",
+                (ToolCallPart("call_1", CALL.name, CALL.arguments), TextPart("Done.")),
+            ),
+            (2, 5),
+            ("kept", "kept", "modified", "dropped", "dropped", "merged"),
+            id="a-renamed-call-merged-with-a-repeated-text",
+        ),
+        pytest.param(
+            RESULT_THEN_CONTINUE,
+            3,
+            Message(
+                "tool",
+                (ToolResultPart("call_1", RESULT.content, RESULT.is_error), TextPart("continue")),
+            ),
+            (3, 6),
+            ("kept", "kept", "kept", "modified", "dropped", "dropped", "merged"),
+            id="a-renamed-result-merged-with-a-repeated-user-text",
+        ),
+    ],
+)
+def test_a_renamed_ring_message_merged_with_a_repeated_text_holds_the_latest_copy(
+    session: Transcript,
+    at: int,
+    merged: Message,
+    merged_from: tuple[int, int],
+    sources: tuple[str, ...],
+) -> None:
+    # The view keeps the messages before the ring message, then the merge in its place.
+    view = session.with_messages([*session.messages[:at], merged])
     identity = map_view(session, view)
     assert identity.renames == {"call_a": "call_1"}
-    (link,) = [link for link in identity.links if link.index == 2]
-    assert (link.status, link.source, link.merged) == ("modified", 2, (2, 5))
-    assert identity.sources == ("kept", "kept", "modified", "dropped", "dropped", "merged")
-    assert [e.kind for e in identity.edits] == ["ids_renamed"]
-
-
-def test_renamed_result_merged_with_a_repeated_user_text_holds_the_latest_copy() -> None:
-    session = transcript(
-        {"role": "system", "text": "You are deploy-bot."},  # 0
-        {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
-        {"role": "assistant", "calls": [{"id": "call_a", "name": "get_status", "args": {}}]},  # 2
-        {"role": "tool", "results": [{"id": "call_a", "text": "canary=5% errors=0"}]},  # 3
-        {"role": "user", "text": "continue"},  # 4
-        {"role": "assistant", "text": "Canary is healthy."},  # 5
-        {"role": "user", "text": "continue"},  # 6
-    )
-    (result,) = session.messages[3].tool_results
-    renamed = ToolResultPart("call_1", result.content, result.is_error)
-    merged = Message("tool", (renamed, TextPart("continue")))
-    view = session.with_messages([*session.messages[:3], merged])
-    identity = map_view(session, view)
-    assert identity.renames == {"call_a": "call_1"}
-    (link,) = [link for link in identity.links if link.index == 3]
-    assert (link.status, link.source, link.merged) == ("modified", 3, (3, 6))
-    assert identity.sources == (
-        *("kept", "kept", "kept", "modified"),
-        *("dropped", "dropped", "merged"),
-    )
+    (link,) = [link for link in identity.links if link.index == at]
+    assert (link.status, link.source, link.merged) == ("modified", at, merged_from)
+    assert identity.sources == sources
     assert [e.kind for e in identity.edits] == ["ids_renamed"]

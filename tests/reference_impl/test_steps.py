@@ -10,6 +10,7 @@ from assembler_support import (
     assemble_words,
     assistant,
     ring,
+    rings_between_turns,
     session,
     system,
     user,
@@ -43,17 +44,11 @@ def ids(assembly):
 
 def long_session():
     """system, goal, 4 verbose rings with plain turns between, then the latest user turn."""
-    return session(
-        system(),
-        user("GOAL: roll out v2"),
-        ring("c1", words(50)),
-        assistant("checked one"),
-        ring("c2", words(50)),
-        user("and the next?"),
-        ring("c3", words(50)),
-        assistant("checked three"),
-        ring("c4", words(50)),
-        user("What is the rollback plan?"),
+    return rings_between_turns(
+        "GOAL: roll out v2",
+        [words(50)] * 4,
+        [assistant("checked one"), user("and the next?"), assistant("checked three")],
+        "What is the rollback plan?",
     )
 
 

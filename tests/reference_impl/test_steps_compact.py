@@ -18,6 +18,7 @@ from assembler_support import (
     assistant,
     protected_state,
     ring,
+    rings_between_turns,
     session,
     system,
     user,
@@ -294,13 +295,8 @@ SUMMARIZE = AssemblyConfig(recent_tool_rings=0, recent_user_turns=1, summarize_t
 def summary_session():
     # prefix: system 11 + goal 7; middle: ring c1 (41), "done with c1" (7), ring c2 (41) = 89;
     # suffix: the latest user message (5). 115 in all with the overhead: over half of 200.
-    return session(
-        system(),
-        user("GOAL: ship v2"),
-        ring("c1", words(30)),
-        assistant("done with c1"),
-        ring("c2", words(30)),
-        user("latest?"),
+    return rings_between_turns(
+        "GOAL: ship v2", [words(30)] * 2, [assistant("done with c1")], "latest?"
     )
 
 
@@ -438,28 +434,29 @@ def depth_session(depth: int) -> Transcript:
     )
 
 
-def test_a_summary_below_the_depth_cap_folds_the_older_summary_in():
-    s = depth_session(1)
+@pytest.mark.parametrize(
+    ("depth", "summarized", "capped"),
+    [
+        # The older summary and the ring.
+        pytest.param(1, slice(2, 5), False, id="below-the-cap-the-older-summary-is-folded-in"),
+        # The ring only.
+        pytest.param(
+            2, slice(3, 5), True, id="at-the-cap-the-older-summary-is-not-folded-in-again"
+        ),
+    ],
+)
+def test_the_depth_cap_decides_whether_the_older_summary_is_folded_in(depth, summarized, capped):
+    s = depth_session(depth)
     spy = Spy()
     a = run(s, SUMMARIZE.with_changes(summary_max_depth=2), summarizer=spy, budget=150)
     (request,) = spy.requests
     assert request.depth == 2
-    assert request.messages == s.messages[2:5]  # the older summary and the ring
-    assert "summary_depth_capped" not in a.report.notes
+    assert request.messages == s.messages[summarized]
+    assert ("summary_depth_capped" in a.report.notes) is capped
     assert a.report.summary_used
-
-
-def test_at_the_depth_cap_the_older_summary_is_not_folded_in_again():
-    s = depth_session(2)
-    spy = Spy()
-    a = run(s, SUMMARIZE.with_changes(summary_max_depth=2), summarizer=spy, budget=150)
-    (request,) = spy.requests
-    assert request.depth == 2
-    assert request.messages == s.messages[3:5]  # the ring only
-    assert "summary_depth_capped" in a.report.notes
-    assert a.report.summary_used
-    assert "summary-old-2" in a.report.dropped_turn_ids  # replaced all the same
-    assert "summary-old-2" not in [m.id for m in a.view]
+    # Replaced all the same, whether folded in or not.
+    assert f"summary-old-{depth}" in a.report.dropped_turn_ids
+    assert f"summary-old-{depth}" not in [m.id for m in a.view]
 
 
 def test_a_middle_of_summaries_only_is_not_summarized_again():

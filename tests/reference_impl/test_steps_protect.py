@@ -112,27 +112,33 @@ def buckets(s: Transcript, config: AssemblyConfig) -> list[str]:
     return [u.bucket for u in state.units for _ in u.messages]
 
 
-def test_a_ring_without_all_its_results_is_not_one_of_the_recent_complete_rings():
-    # The newest ring is still waiting for its result: the last complete ring is the one before,
-    # and the suffix starts there.
-    waiting, _ = ring("c3", "not yet")
-    s = session(system(), user("goal"), ring("c1", "ok"), ring("c2", "ok"), waiting)
-    assert buckets(s, CONFIG) == [
-        "prefix",
-        "prefix",
-        "middle",
-        "middle",
-        "suffix",
-        "suffix",
-        "suffix",
-    ]
-
-
-def test_without_recent_rings_the_suffix_is_everything_after_the_last_ring():
-    s = session(
-        system(), user("goal"), ring("c1", "ok"), assistant("done"), user("thanks"), user("latest")
-    )
-    config = CONFIG.with_changes(recent_tool_rings=0)
+@pytest.mark.parametrize(
+    ("s", "config"),
+    [
+        pytest.param(
+            # The newest ring is still waiting for its result: the last complete ring is the one
+            # before, and the suffix starts there.
+            session(
+                system(), user("goal"), ring("c1", "ok"), ring("c2", "ok"), ring("c3", "not yet")[0]
+            ),
+            CONFIG,
+            id="a-ring-without-all-its-results-is-not-one-of-the-recent-complete-rings",
+        ),
+        pytest.param(
+            session(
+                system(),
+                user("goal"),
+                ring("c1", "ok"),
+                assistant("done"),
+                user("thanks"),
+                user("latest"),
+            ),
+            CONFIG.with_changes(recent_tool_rings=0),
+            id="without-recent-rings-the-suffix-is-everything-after-the-last-ring",
+        ),
+    ],
+)
+def test_the_suffix_starts_at_the_recent_complete_rings(s, config):
     assert buckets(s, config) == [
         "prefix",
         "prefix",

@@ -13,8 +13,7 @@ from assembler_support import (
     WordCounter,
     assistant,
     ring,
-    session,
-    system,
+    rings_between_turns,
     user,
     words,
 )
@@ -125,13 +124,11 @@ class Spy:
 
 
 def compactable():
-    return session(
-        system(),
-        user("GOAL: ship password=hunter2hunter2"),
-        ring("c1", words(40)),
-        assistant("done"),
-        ring("c2", words(40) + " token sk-proj-abcdefghijklmnop1234567890"),
-        user("latest"),
+    return rings_between_turns(
+        "GOAL: ship password=hunter2hunter2",
+        [words(40), words(40) + " token sk-proj-abcdefghijklmnop1234567890"],
+        [assistant("done")],
+        "latest",
     )
 
 

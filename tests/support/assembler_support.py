@@ -238,3 +238,21 @@ def session(*items: Message | tuple[Message, ...], tools: Sequence[ToolSpec] = (
     for item in items:
         messages.extend(item if isinstance(item, tuple) else (item,))
     return Transcript(tuple(messages), tools=tuple(tools))
+
+
+def rings_between_turns(
+    goal: str, results: Sequence[str], turns: Sequence[Message], latest: str
+) -> Transcript:
+    """The session the compaction tests start from: :func:`system`, the user's ``goal``, rings
+    ``c1``, ``c2`` ... answered with ``results`` in order, ``turns[i]`` between ring ``i + 1`` and
+    the next (one turn fewer than rings), then the ``latest`` user message."""
+    if len(turns) != len(results) - 1:
+        raise ValueError(
+            f"{len(results)} rings take {len(results) - 1} turns between, not {len(turns)}"
+        )
+    items: list[Message | tuple[Message, ...]] = [system(), user(goal)]
+    for i, result in enumerate(results):
+        if i:
+            items.append(turns[i - 1])
+        items.append(ring(f"c{i + 1}", result))
+    return session(*items, user(latest))

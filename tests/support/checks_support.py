@@ -84,3 +84,16 @@ def check_results(
     """The status and message of each of the checks ``check_ids`` on ``outcome``, by check id."""
     results = run_checks(scenario, outcome, [REGISTRY[i] for i in check_ids])
     return {r.id: (r.status, r.message) for r in results}
+
+
+def check_statuses(scenario: Scenario, outcome: CaseOutcome, *check_ids: str) -> dict[str, str]:
+    """The status of each of the checks ``check_ids`` on ``outcome``, by check id."""
+    return {i: status for i, (status, _) in check_results(scenario, outcome, *check_ids).items()}
+
+
+def assert_fails_saying(result: tuple[str, str], fragment: str) -> str:
+    """A check's ``(status, message)`` is a failure whose message says ``fragment``; the message."""
+    status, message = result
+    assert status == "fail", f"{status}: {message}"
+    assert fragment in message, message
+    return message
