@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
 from conformance.providers.validators._base import (
+    ClaudeReasoning,
     Context,
     Finding,
     as_dict,
@@ -22,7 +23,6 @@ from conformance.providers.validators._base import (
     leading,
     messages_of,
     objects,
-    reasoning_not_leading,
     structure,
 )
 from conformance.providers.validators._types import (
@@ -473,16 +473,17 @@ def _thinking_enabled(body: Mapping[str, Any]) -> bool:
     return as_dict(body.get("thinking")).get("type") in {"enabled", "adaptive"}
 
 
+_REASONING: Final = ClaudeReasoning(
+    enabled=_thinking_enabled,
+    blocks=_blocks,
+    is_call=lambda b: b.get("type") == "tool_use",
+    is_reasoning=lambda b: b.get("type") in THINKING,
+)
+
+
 @detector(SHAPE, "A13")
 def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    if not _thinking_enabled(body):
-        return
-    found = reasoning_not_leading(
-        messages_of(body),
-        _blocks,
-        is_call=lambda b: b.get("type") == "tool_use",
-        is_reasoning=lambda b: b.get("type") in THINKING,
-    )
+    found = _REASONING.not_leading(body)
     if found is not None:
         last, first = found
         yield Finding("A13", (last,), {"index": last, "found": first.get("type")})

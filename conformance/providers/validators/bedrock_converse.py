@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from conformance.providers.validators._base import (
+    ClaudeReasoning,
     Context,
     Finding,
     as_dict,
@@ -21,7 +22,6 @@ from conformance.providers.validators._base import (
     leading,
     messages_of,
     objects,
-    reasoning_not_leading,
     structure,
 )
 from conformance.providers.validators._types import (
@@ -261,16 +261,17 @@ def _reasoning_enabled(body: Mapping[str, Any]) -> bool:
     return str(thinking.get("type")) in {"enabled", "adaptive"}
 
 
+_REASONING: Final = ClaudeReasoning(
+    enabled=_reasoning_enabled,
+    blocks=_blocks,
+    is_call=lambda b: "toolUse" in b,
+    is_reasoning=lambda b: "reasoningContent" in b,
+)
+
+
 @detector(SHAPE, "B10")
 def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    if not _reasoning_enabled(body):
-        return
-    found = reasoning_not_leading(
-        messages_of(body),
-        _blocks,
-        is_call=lambda b: "toolUse" in b,
-        is_reasoning=lambda b: "reasoningContent" in b,
-    )
+    found = _REASONING.not_leading(body)
     if found is not None:
         yield Finding("B10", (found[0],), {"index": found[0]})
 
