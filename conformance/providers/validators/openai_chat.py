@@ -23,6 +23,7 @@ from conformance.providers.validators._base import (
     messages_of,
     structure,
 )
+from conformance.providers.validators._openai_common import tool_and_sampling_fields
 from conformance.providers.validators._types import (
     OPT_BOOLEAN,
     OPT_INTEGER,
@@ -97,11 +98,7 @@ BODY: Final = obj(
     {
         "model": STRING,
         "messages": arr(MESSAGE),
-        "tools": arr(TOOL, also=("null",)),
-        "tool_choice": obj({"type": STRING}, required=("type",), also=("string", "null")),
-        "parallel_tool_calls": OPT_BOOLEAN,
-        "temperature": OPT_NUMBER,
-        "top_p": OPT_NUMBER,
+        **tool_and_sampling_fields(TOOL),
         "presence_penalty": OPT_NUMBER,
         "frequency_penalty": OPT_NUMBER,
         "max_tokens": OPT_INTEGER,

@@ -18,10 +18,10 @@ from conformance.providers.validators._base import (
     objects,
     structure,
 )
+from conformance.providers.validators._openai_common import tool_and_sampling_fields
 from conformance.providers.validators._types import (
     OPT_BOOLEAN,
     OPT_INTEGER,
-    OPT_NUMBER,
     OPT_STRING,
     STRING,
     Reading,
@@ -96,11 +96,7 @@ BODY: Final = obj(
         "model": STRING,
         "input": arr(ITEM, also=("string",)),
         "instructions": OPT_STRING,
-        "tools": arr(TOOL, also=("null",)),
-        "tool_choice": obj({"type": STRING}, required=("type",), also=("string", "null")),
-        "parallel_tool_calls": OPT_BOOLEAN,
-        "temperature": OPT_NUMBER,
-        "top_p": OPT_NUMBER,
+        **tool_and_sampling_fields(TOOL),
         "max_output_tokens": OPT_INTEGER,
         "max_tool_calls": OPT_INTEGER,
         "top_logprobs": OPT_INTEGER,
