@@ -4,11 +4,12 @@ An adapter is a plain function ``f(messages, budget) -> messages`` over OpenAI C
 frameworks keep their own message objects, so each adapter converts the messages to them, calls
 the framework, and converts what it returns back (:func:`bridge`). This module holds what that
 takes and is not the framework's own: importing the optional extra with a message that says what
-to install (:func:`require`), the text of a message's ``content`` (:func:`text_of`), the tool calls
-of an assistant message and the function name a tool result answers (:class:`CallNames`), the
-walk over the messages by role (:func:`convert_chat`), and an OpenAI Chat tool call
-(:func:`chat_tool_call`). The counter the adapters hand to the trimmers is
-in :mod:`conformance.adapters._budget`.
+to install (:func:`require`; a framework adapter's library by its extra, from the table
+:data:`ADAPTER_LIBRARIES`, with :func:`adapter_module`), the text of a message's ``content``
+(:func:`text_of`), the tool calls of an assistant message and the function name a tool result
+answers (:class:`CallNames`), the walk over the messages by role (:func:`convert_chat`), and an
+OpenAI Chat tool call (:func:`chat_tool_call`). The counter the adapters hand to the trimmers is in
+:mod:`conformance.adapters._budget`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 __all__ = [
+    "ADAPTER_LIBRARIES",
     "CallNames",
     "ChatMessages",
     "ChatPlugin",
     "ToolCall",
+    "adapter_hint",
+    "adapter_module",
     "bridge",
     "chat_tool_call",
     "convert_chat",
@@ -52,6 +56,30 @@ def require(module: str, message: str) -> Any:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(message) from exc
+
+
+ADAPTER_LIBRARIES: Final[Mapping[str, str]] = {
+    "autogen": "autogen-core",
+    "langchain": "langchain-core",
+    "litellm": "litellm",
+    "llama-index": "llama-index-core",
+    "openai-agents": "openai-agents",
+    "pydantic-ai": "pydantic-ai-slim",
+    "semantic-kernel": "semantic-kernel",
+}
+"""The library each framework adapter needs, by the name of its extra (and of the adapter)."""
+
+
+def adapter_hint(extra: str) -> str:
+    """What to install for the adapter of ``extra``: ``"the {extra} adapter needs {library}:
+    pip install 'ctxconf[{extra}]'"``."""
+    return install_hint(f"the {extra} adapter needs {ADAPTER_LIBRARIES[extra]}", extra)
+
+
+def adapter_module(extra: str, module: str) -> Any:
+    """``module`` of the library the adapter of ``extra`` needs; an :class:`ImportError` saying
+    what to install (:func:`adapter_hint`) when the extra is missing."""
+    return require(module, adapter_hint(extra))
 
 
 def text_of(content: object) -> str:

@@ -25,11 +25,10 @@ from conformance.adapters._chat import (
     ChatMessages,
     ChatPlugin,
     ToolCall,
+    adapter_module,
     bridge,
     chat_tool_call,
     convert_chat,
-    install_hint,
-    require,
     text_of,
 )
 
@@ -42,14 +41,11 @@ __all__ = [
     "token_limited",
 ]
 
-_MISSING = install_hint("the autogen adapter needs autogen-core", "autogen")
-
 
 def _autogen() -> Any:
-    return (
-        require("autogen_core", _MISSING),
-        require("autogen_core.model_context", _MISSING),
-        require("autogen_core.models", _MISSING),
+    return tuple(
+        adapter_module("autogen", module)
+        for module in ("autogen_core", "autogen_core.model_context", "autogen_core.models")
     )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from conformance.adapters._budget import count_chat_messages
-from conformance.adapters._chat import ChatMessages, ChatPlugin, bridge, install_hint, require
+from conformance.adapters._chat import ChatMessages, ChatPlugin, adapter_hint, bridge, require
 
 __all__ = [
     "make_trimmer",
@@ -26,7 +26,7 @@ __all__ = [
     "trim_last_start_on_human",
 ]
 
-_MISSING = install_hint("the langchain adapter needs langchain-core", "langchain")
+_MISSING = adapter_hint("langchain")
 
 
 def langchain_messages(missing: str = _MISSING) -> Any:

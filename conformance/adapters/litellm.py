@@ -12,14 +12,14 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from conformance.adapters._chat import ChatMessages, install_hint, require
+from conformance.adapters._chat import ChatMessages, adapter_module
 
 __all__ = ["make_trimmer", "trim_messages"]
 
 
 def _import_litellm_trim() -> Callable[..., Any]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    utils = require("litellm.utils", install_hint("the litellm adapter needs litellm", "litellm"))
+    utils = adapter_module("litellm", "litellm.utils")
     trim: Callable[..., Any] = utils.trim_messages
     return trim
 

@@ -25,9 +25,8 @@ from typing import Any
 from conformance.adapters._chat import (
     ChatMessages,
     ChatPlugin,
+    adapter_module,
     bridge,
-    install_hint,
-    require,
     text_of,
 )
 
@@ -38,11 +37,9 @@ __all__ = [
     "memory",
 ]
 
-_MISSING = install_hint("the llama-index adapter needs llama-index-core", "llama-index")
-
 
 def _llama() -> Any:
-    return require("llama_index.core.base.llms.types", _MISSING)
+    return adapter_module("llama-index", "llama_index.core.base.llms.types")
 
 
 def _tokenizer() -> Callable[[str], list[int]]:
@@ -96,7 +93,7 @@ def make_chat_memory_buffer() -> ChatPlugin:
     """``ChatMemoryBuffer.from_defaults(chat_history=..., token_limit=budget)``'s ``get()``."""
 
     def get(history: list[Any], budget: int) -> list[Any]:
-        memories = require("llama_index.core.memory", _MISSING)
+        memories = adapter_module("llama-index", "llama_index.core.memory")
         buffer = memories.ChatMemoryBuffer.from_defaults(
             chat_history=history, token_limit=budget, tokenizer_fn=_tokenizer()
         )
@@ -112,7 +109,7 @@ def make_memory(
     """``Memory.from_defaults(token_limit=budget, ...)``: ``put_messages`` then ``get()``."""
 
     def get(history: list[Any], budget: int) -> list[Any]:
-        memories = require("llama_index.core.memory", _MISSING)
+        memories = adapter_module("llama-index", "llama_index.core.memory")
         options: dict[str, Any] = {"chat_history_token_ratio": chat_history_token_ratio}
         if token_flush_size is not None:
             options["token_flush_size"] = token_flush_size

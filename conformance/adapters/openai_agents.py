@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from conformance.adapters._chat import require
+from conformance.adapters._chat import adapter_module
 from conformance.protocol import MessageListAssembler
 
 __all__ = [
@@ -35,10 +35,7 @@ SHAPE = "openai-responses"
 
 
 def _agents() -> Any:
-    return require(
-        "agents",
-        "the openai-agents adapter needs openai-agents: pip install 'ctxconf[openai-agents]'",
-    )
+    return adapter_module("openai-agents", "agents")
 
 
 def make_session_limit(*, limit: int) -> MessageListAssembler:

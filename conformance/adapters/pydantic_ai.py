@@ -21,11 +21,10 @@ from conformance.adapters._chat import (
     ChatMessages,
     ChatPlugin,
     ToolCall,
+    adapter_module,
     bridge,
     chat_tool_call,
     convert_chat,
-    install_hint,
-    require,
     text_of,
 )
 
@@ -33,10 +32,7 @@ __all__ = ["keep_last", "keep_last_no_repair", "make_process_history"]
 
 
 def _messages_module() -> Any:
-    return require(
-        "pydantic_ai.messages",
-        install_hint("the pydantic-ai adapter needs pydantic-ai-slim", "pydantic-ai"),
-    )
+    return adapter_module("pydantic-ai", "pydantic_ai.messages")
 
 
 def to_pydantic_ai(messages: Sequence[Mapping[str, Any]]) -> list[Any]:

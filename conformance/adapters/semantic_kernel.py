@@ -23,10 +23,9 @@ from conformance.adapters._chat import (
     CallNames,
     ChatMessages,
     ChatPlugin,
+    adapter_module,
     bridge,
     chat_tool_call,
-    install_hint,
-    require,
     text_of,
 )
 
@@ -42,10 +41,7 @@ SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools we
 
 
 def _sk() -> Any:
-    return require(
-        "semantic_kernel.contents",
-        install_hint("the semantic-kernel adapter needs semantic-kernel", "semantic-kernel"),
-    )
+    return adapter_module("semantic-kernel", "semantic_kernel.contents")
 
 
 def to_semantic_kernel(messages: Sequence[Mapping[str, Any]]) -> list[Any]:

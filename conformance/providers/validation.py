@@ -179,17 +179,19 @@ def _new_context(profile: Profile) -> Context:
 def _judge(
     body: Any,
     profile: Profile,
-    *,
-    first_only: bool,
     context_limit: int | None,
     input_tokens: int | None,
-    endpoint: str = "generate",
-) -> list[Verdict]:
-    by_detector, ctx, detectors, _ = _profile_facts(profile)
+    endpoint: str,
+    *,
+    first_only: bool,
+) -> tuple[Verdict, ...]:
+    """What :func:`validate_request` (``first_only``) and :func:`lint_request` answer: the
+    violations in the order the provider meets them, or the profile's accept."""
+    by_detector, ctx, detectors, accept = _profile_facts(profile)
     forget_views()  # the detectors' shared views of the body are built afresh for this one
     shape_error = _structure_finding(body, profile, ctx)
     if shape_error is not None:
-        return [shape_error]
+        return (shape_error,)
     verdicts: list[Verdict] = []
     seed: str | None = None  # serialized only for a rejection (most requests are accepted)
     for finding in _findings(body, detectors, ctx):
@@ -199,11 +201,11 @@ def _judge(
         seed = _seed(body) if seed is None else seed
         verdicts.append(_reject(rule, profile, finding, seed))
         if first_only:
-            return verdicts
+            return tuple(verdicts)
     overflow = _overflow_from_body(body, profile, context_limit, input_tokens)
     if overflow is not None:
         verdicts.append(overflow)
-    return verdicts
+    return tuple(verdicts) or (accept,)
 
 
 def validate_request(
@@ -224,15 +226,7 @@ def validate_request(
     meet (``endpoints: [generate]`` in the catalog, A26's ``max_tokens``) do not apply.
     """
     resolved = resolve_profile(shape, dialect, profile)
-    verdicts = _judge(
-        body,
-        resolved,
-        first_only=True,
-        context_limit=context_limit,
-        input_tokens=input_tokens,
-        endpoint=endpoint,
-    )
-    return verdicts[0] if verdicts else _profile_facts(resolved)[3]
+    return _judge(body, resolved, context_limit, input_tokens, endpoint, first_only=True)[0]
 
 
 def lint_request(
@@ -248,15 +242,7 @@ def lint_request(
     """Every violation, in the order the provider would meet them; ``(accept,)`` when none
     (``endpoint`` as for :func:`validate_request`)."""
     resolved = resolve_profile(shape, dialect, profile)
-    verdicts = _judge(
-        body,
-        resolved,
-        first_only=False,
-        context_limit=context_limit,
-        input_tokens=input_tokens,
-        endpoint=endpoint,
-    )
-    return tuple(verdicts) if verdicts else (_profile_facts(resolved)[3],)
+    return _judge(body, resolved, context_limit, input_tokens, endpoint, first_only=False)
 
 
 def _overflow_from_body(

@@ -467,6 +467,28 @@ class _Run:
         self.stored = self.stored.with_messages((*self.stored.messages, *plan.messages))
         return None
 
+    def report(self, turns: int, failure: SoakFailure | None, seconds: float) -> SoakReport:
+        """This run as a report: ``turns`` asked for, where it stopped (``failure``), how long it
+        took."""
+        failures = getattr(self.assembler, "summary_failures", 0)
+        return SoakReport(
+            plugin=self.plugin.name,
+            workload=self.workload,
+            shape=self.shape,
+            model=self.model,
+            seed=self.seed,
+            turns_requested=turns,
+            budget=self.workload.budget,
+            turns=tuple(self.records),
+            failure=failure,
+            stateful=callable(getattr(self.assembler, "session_after", None)),
+            summary_failures=failures if isinstance(failures, int) else 0,
+            counter=reference_counter(self.shape, self.model).name,
+            cache_rules=self.cache.rules,
+            repeats=self.repeats,
+            seconds=seconds,
+        )
+
 
 def run_soak(
     plugin: Plugin,
@@ -511,24 +533,7 @@ def run_soak(
             on_turn(turn)
         if failure is not None:
             break
-    failures = getattr(run.assembler, "summary_failures", 0)
-    return SoakReport(
-        plugin=plugin.name,
-        workload=workload,
-        shape=chosen,
-        model=model,
-        seed=seed,
-        turns_requested=turns,
-        budget=workload.budget,
-        turns=tuple(run.records),
-        failure=failure,
-        stateful=callable(getattr(run.assembler, "session_after", None)),
-        summary_failures=failures if isinstance(failures, int) else 0,
-        counter=reference_counter(chosen, model).name,
-        cache_rules=run.cache.rules,
-        repeats=run.repeats,
-        seconds=time.perf_counter() - started,
-    )
+    return run.report(turns, failure, time.perf_counter() - started)
 
 
 def header(report: SoakReport) -> dict[str, Any]:

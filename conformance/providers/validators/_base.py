@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 __all__ = [
     "DETECTORS",
     "STRUCTURE",
+    "ClaudeReasoning",
     "Context",
     "DetectorFn",
     "Finding",
@@ -36,7 +37,6 @@ __all__ = [
     "leading",
     "messages_of",
     "objects",
-    "reasoning_not_leading",
     "structure",
 ]
 
@@ -177,20 +177,27 @@ def leading(items: Sequence[Any], predicate: Callable[[Any], bool]) -> int:
     return count
 
 
-def reasoning_not_leading(
-    messages: Sequence[Mapping[str, Any]],
-    blocks: Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
-    *,
-    is_call: Callable[[Mapping[str, Any]], bool],
-    is_reasoning: Callable[[Mapping[str, Any]], bool],
-) -> tuple[int, Mapping[str, Any]] | None:
-    """Claude's rule with thinking on (A13, relayed on Bedrock as B10): the last assistant message,
-    when it carries a tool call, opens with a reasoning block. Where it does not: its index and
-    its first block (``blocks`` reads a message's blocks in the shape's wire format)."""
-    last = last_index(messages, "assistant")
-    if last is None:
+@dataclass(frozen=True, slots=True)
+class ClaudeReasoning:
+    """How a wire format carries Claude's reasoning (Anthropic's A13, relayed on Bedrock as B10):
+    whether a body turns thinking on, a message's blocks, and which block is a tool call and which
+    is reasoning."""
+
+    enabled: Callable[[Mapping[str, Any]], bool]
+    blocks: Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]]
+    is_call: Callable[[Mapping[str, Any]], bool]
+    is_reasoning: Callable[[Mapping[str, Any]], bool]
+
+    def not_leading(self, body: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
+        """Claude's rule with thinking on: the last assistant message, when it carries a tool
+        call, opens with a reasoning block. Where it does not: its index and its first block."""
+        if not self.enabled(body):
+            return None
+        messages = messages_of(body)
+        last = last_index(messages, "assistant")
+        if last is None:
+            return None
+        found = self.blocks(messages[last])
+        if any(self.is_call(b) for b in found) and not self.is_reasoning(found[0]):
+            return last, found[0]
         return None
-    found = blocks(messages[last])
-    if any(is_call(b) for b in found) and not is_reasoning(found[0]):
-        return last, found[0]
-    return None

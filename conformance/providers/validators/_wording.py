@@ -6,17 +6,31 @@
 * Gemini (G0): ``contents[0].parts[0].text`` with snake_case proto field names,
   ``(TYPE_STRING), 5`` (inferred from Google's proto-JSON parser wording).
 * Bedrock (B0): ``messages.0.content.0.text``, "Member must be a string" (inferred).
+
+Each validator's finding for a wrong type is a :class:`WrongType`: its detector id and its
+provider's notation and words, with the logic that builds the finding written once.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
-from conformance.providers.validators._types import Kind, Spec, kind_of
+from conformance.providers.validators._base import Finding
+from conformance.providers.validators._types import (
+    AS_WRITTEN,
+    Kind,
+    Reading,
+    Spec,
+    first_mismatch,
+    kind_of,
+)
 
 __all__ = [
+    "WrongType",
     "aws_expected",
     "bracket_path",
     "dotted_path",
@@ -137,3 +151,39 @@ def provider_number(value: float) -> str:
     """A number as providers print it in their messages: ``-1`` and ``1000`` for integral
     values (whatever the JSON wrote, ``1000.0`` included), ``0.5`` otherwise (recorded, R14/G10)."""
     return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+@dataclass(frozen=True, slots=True)
+class WrongType:
+    """One validator's finding for a value of a JSON type its provider refuses (C0, R0, A12a, G0,
+    B0): the detector, the provider's path notation and words for the type expected and the value
+    that came (``None``: the message does not say it), and how the validator reads a body."""
+
+    detector: str
+    path: Callable[[tuple[str | int, ...]], str]
+    expected: Callable[[Spec], str]
+    got: Callable[[Any], str] | None
+    reading: Reading = AS_WRITTEN
+    rule: str | None = None
+    """The rule the finding pins (``None``: the profile's rule for ``detector``)."""
+
+    def bad(self, path: str, expected: str, got: Any) -> Finding:
+        """The value at ``path`` is not ``expected`` (in the provider's words)."""
+        values = {"path": path, "expected": expected}
+        if self.got is not None:
+            values["got"] = self.got(got)
+        return Finding(self.detector, (), values, rule=self.rule)
+
+    def missing(self, path: str) -> Finding:
+        """A required key at ``path`` is absent."""
+        return Finding(self.detector, (), {"path": path}, rule=self.rule, variant="missing")
+
+    def first(self, body: Any, spec: Spec) -> Finding | None:
+        """The finding for the first value of ``body`` ``spec`` refuses, or ``None``."""
+        found = first_mismatch(body, spec, self.reading)
+        if found is None:
+            return None
+        path = self.path(found.path)
+        if found.missing:
+            return self.missing(path)
+        return self.bad(path, self.expected(found.spec), found.value)

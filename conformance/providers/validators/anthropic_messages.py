@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
 from conformance.providers.validators._base import (
+    ClaudeReasoning,
     Context,
     Finding,
     as_dict,
@@ -22,7 +23,6 @@ from conformance.providers.validators._base import (
     leading,
     messages_of,
     objects,
-    reasoning_not_leading,
     structure,
 )
 from conformance.providers.validators._types import (
@@ -34,11 +34,10 @@ from conformance.providers.validators._types import (
     Spec,
     arr,
     conforms,
-    first_mismatch,
     obj,
     typed,
 )
-from conformance.providers.validators._wording import dotted_path, pydantic_expected
+from conformance.providers.validators._wording import WrongType, dotted_path, pydantic_expected
 
 __all__ = ["BODY", "anthropic_structure"]
 
@@ -113,16 +112,8 @@ BODY: Final = obj(
 )
 
 
-def _wrong_type(body: Any) -> Finding | None:
-    """A12a for the first known field of ``body`` with a JSON type Anthropic refuses."""
-    found = first_mismatch(body, BODY)
-    if found is None:
-        return None
-    path = dotted_path(found.path)
-    if found.missing:
-        return Finding("A12a", (), {"path": path}, rule="A12a", variant="missing")
-    values = {"path": path, "expected": pydantic_expected(found.spec)}
-    return Finding("A12a", (), values, rule="A12a")
+_WRONG_TYPE: Final = WrongType("A12a", dotted_path, pydantic_expected, None, rule="A12a")
+"""A12a for a known field of a JSON type Anthropic refuses."""
 
 
 _ROLES: Final = frozenset({"user", "assistant", "system"})
@@ -165,7 +156,7 @@ def anthropic_structure(body: Any, ctx: Context) -> Finding | None:
         for j, block in enumerate(as_list(content)):
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
                 return _shape_error(f"messages.{i}.content.{j}")
-    return _wrong_type(body)
+    return _WRONG_TYPE.first(body, BODY)
 
 
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -482,16 +473,17 @@ def _thinking_enabled(body: Mapping[str, Any]) -> bool:
     return as_dict(body.get("thinking")).get("type") in {"enabled", "adaptive"}
 
 
+_REASONING: Final = ClaudeReasoning(
+    enabled=_thinking_enabled,
+    blocks=_blocks,
+    is_call=lambda b: b.get("type") == "tool_use",
+    is_reasoning=lambda b: b.get("type") in THINKING,
+)
+
+
 @detector(SHAPE, "A13")
 def thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    if not _thinking_enabled(body):
-        return
-    found = reasoning_not_leading(
-        messages_of(body),
-        _blocks,
-        is_call=lambda b: b.get("type") == "tool_use",
-        is_reasoning=lambda b: b.get("type") in THINKING,
-    )
+    found = _REASONING.not_leading(body)
     if found is not None:
         last, first = found
         yield Finding("A13", (last,), {"index": last, "found": first.get("type")})

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from conformance.providers.validators._base import (
+    ClaudeReasoning,
     Context,
     Finding,
     as_dict,
@@ -21,7 +22,6 @@ from conformance.providers.validators._base import (
     leading,
     messages_of,
     objects,
-    reasoning_not_leading,
     structure,
 )
 from conformance.providers.validators._types import (
@@ -30,18 +30,23 @@ from conformance.providers.validators._types import (
     NUMBER,
     STRING,
     arr,
-    first_mismatch,
     obj,
 )
-from conformance.providers.validators._wording import aws_expected, dotted_path, type_name
+from conformance.providers.validators._wording import (
+    WrongType,
+    aws_expected,
+    dotted_path,
+    type_name,
+)
 
 __all__ = ["BODY", "converse_structure"]
 
 SHAPE: Final = "bedrock-converse"
 
 
-def _bad(path: str, expected: str, got: Any) -> Finding:
-    return Finding("B0", (), {"path": path, "expected": expected, "got": type_name(got)})
+_WRONG_TYPE: Final = WrongType("B0", dotted_path, aws_expected, type_name)
+"""B0 for a field of a JSON type Bedrock refuses."""
+_bad: Final = _WRONG_TYPE.bad
 
 
 # The JSON types of the fields this validator knows (B0). A content block is a single-key object
@@ -101,17 +106,6 @@ BODY: Final = obj(
 )
 
 
-def _wrong_type(body: Any) -> Finding | None:
-    """B0 for the first known field of ``body`` with a JSON type Bedrock refuses."""
-    found = first_mismatch(body, BODY)
-    if found is None:
-        return None
-    path = dotted_path(found.path)
-    if found.missing:
-        return Finding("B0", (), {"path": path}, variant="missing")
-    return _bad(path, aws_expected(found.spec), found.value)
-
-
 @structure(SHAPE)
 def converse_structure(body: Any, ctx: Context) -> Finding | None:
     """B0: ``messages`` is an array of ``{role, content: [block, ...]}`` objects."""
@@ -132,7 +126,7 @@ def converse_structure(body: Any, ctx: Context) -> Finding | None:
         for j, block in enumerate(content):
             if not isinstance(block, dict):
                 return _bad(f"messages.{i}.content.{j}", "a structure", block)
-    return _wrong_type(body)
+    return _WRONG_TYPE.first(body, BODY)
 
 
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -267,16 +261,17 @@ def _reasoning_enabled(body: Mapping[str, Any]) -> bool:
     return str(thinking.get("type")) in {"enabled", "adaptive"}
 
 
+_REASONING: Final = ClaudeReasoning(
+    enabled=_reasoning_enabled,
+    blocks=_blocks,
+    is_call=lambda b: "toolUse" in b,
+    is_reasoning=lambda b: "reasoningContent" in b,
+)
+
+
 @detector(SHAPE, "B10")
 def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    if not _reasoning_enabled(body):
-        return
-    found = reasoning_not_leading(
-        messages_of(body),
-        _blocks,
-        is_call=lambda b: "toolUse" in b,
-        is_reasoning=lambda b: "reasoningContent" in b,
-    )
+    found = _REASONING.not_leading(body)
     if found is not None:
         yield Finding("B10", (found[0],), {"index": found[0]})
 

@@ -28,10 +28,10 @@ from conformance.providers.validators._types import (
     STRING,
     Reading,
     arr,
-    first_mismatch,
     obj,
 )
 from conformance.providers.validators._wording import (
+    WrongType,
     bracket_path,
     proto_expected,
     proto_got,
@@ -43,10 +43,6 @@ from conformance.providers.validators._wording import (
 __all__ = ["BODY", "gemini_structure"]
 
 SHAPE: Final = "gemini"
-
-
-def _bad(path: str, expected: str, got: Any) -> Finding:
-    return Finding("G0", (), {"path": path, "expected": expected, "got": proto_got(got)})
 
 
 # The JSON types of the fields this validator knows (G0), by proto field name: the API takes
@@ -107,14 +103,9 @@ BODY: Final = obj(
 
 # Proto3 JSON: a field by its camelCase or snake_case name, a number also written as a string.
 _READING: Final = Reading(key=snake_case, numeric_text=True)
-
-
-def _wrong_type(body: Any) -> Finding | None:
-    """G0 for the first known field of ``body`` with a JSON type the API refuses."""
-    found = first_mismatch(body, BODY, _READING)
-    if found is None:
-        return None
-    return _bad(bracket_path(found.path), proto_expected(found.spec), found.value)
+_WRONG_TYPE: Final = WrongType("G0", bracket_path, proto_expected, proto_got, _READING)
+"""G0 for a field of a JSON type the API refuses."""
+_bad: Final = _WRONG_TYPE.bad
 
 
 @structure(SHAPE)
@@ -136,7 +127,7 @@ def gemini_structure(body: Any, ctx: Context) -> Finding | None:
         for j, part in enumerate(parts):
             if not isinstance(part, dict):
                 return _bad(f"contents[{i}].parts[{j}]", proto_message("Part"), part)
-    return _wrong_type(body)
+    return _WRONG_TYPE.first(body, BODY)
 
 
 def _contents(body: Mapping[str, Any]) -> list[dict[str, Any]]:

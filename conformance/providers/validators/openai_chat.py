@@ -23,6 +23,7 @@ from conformance.providers.validators._base import (
     messages_of,
     structure,
 )
+from conformance.providers.validators._openai_common import tool_and_sampling_fields
 from conformance.providers.validators._types import (
     OPT_BOOLEAN,
     OPT_INTEGER,
@@ -31,11 +32,15 @@ from conformance.providers.validators._types import (
     STRING,
     Reading,
     arr,
-    first_mismatch,
     obj,
     typed,
 )
-from conformance.providers.validators._wording import bracket_path, openai_expected, type_name
+from conformance.providers.validators._wording import (
+    WrongType,
+    bracket_path,
+    openai_expected,
+    type_name,
+)
 
 __all__ = ["BODY", "chat_structure", "pending_calls"]
 
@@ -93,11 +98,7 @@ BODY: Final = obj(
     {
         "model": STRING,
         "messages": arr(MESSAGE),
-        "tools": arr(TOOL, also=("null",)),
-        "tool_choice": obj({"type": STRING}, required=("type",), also=("string", "null")),
-        "parallel_tool_calls": OPT_BOOLEAN,
-        "temperature": OPT_NUMBER,
-        "top_p": OPT_NUMBER,
+        **tool_and_sampling_fields(TOOL),
         "presence_penalty": OPT_NUMBER,
         "frequency_penalty": OPT_NUMBER,
         "max_tokens": OPT_INTEGER,
@@ -130,30 +131,16 @@ _BODY_UNTYPED_TOOLS: Final = obj(
 
 # Recorded 200s carry ``"name": null`` on a message: null stands for an optional key not given.
 _READING: Final = Reading(null_optional=True)
+_WRONG_TYPE: Final = WrongType("C0", bracket_path, openai_expected, type_name, _READING)
+"""C0 for a field of a JSON type OpenAI refuses, or a required key missing."""
+_bad_type: Final = _WRONG_TYPE.bad
+_missing: Final = _WRONG_TYPE.missing
 
 
 def _wrong_type(body: Any, ctx: Context) -> Finding | None:
     """C0 for the first known field of ``body`` with a JSON type OpenAI refuses."""
     spec = _BODY_UNTYPED_TOOLS if ctx.settings.get("tool_type_optional") else BODY
-    found = first_mismatch(body, spec, _READING)
-    if found is None:
-        return None
-    path = bracket_path(found.path)
-    if found.missing:
-        return _missing(path)
-    return Finding(
-        "C0",
-        (),
-        {"path": path, "expected": openai_expected(found.spec), "got": type_name(found.value)},
-    )
-
-
-def _bad_type(path: str, expected: str, got: Any) -> Finding:
-    return Finding("C0", (), {"path": path, "expected": expected, "got": type_name(got)})
-
-
-def _missing(path: str) -> Finding:
-    return Finding("C0", (), {"path": path}, variant="missing")
+    return _WRONG_TYPE.first(body, spec)
 
 
 def _tool_call_structure(path: str, call: Any) -> Finding | None:

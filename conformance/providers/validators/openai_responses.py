@@ -18,19 +18,19 @@ from conformance.providers.validators._base import (
     objects,
     structure,
 )
+from conformance.providers.validators._openai_common import tool_and_sampling_fields
 from conformance.providers.validators._types import (
     OPT_BOOLEAN,
     OPT_INTEGER,
-    OPT_NUMBER,
     OPT_STRING,
     STRING,
     Reading,
     arr,
-    first_mismatch,
     obj,
     typed,
 )
 from conformance.providers.validators._wording import (
+    WrongType,
     bracket_path,
     openai_expected,
     provider_number,
@@ -96,11 +96,7 @@ BODY: Final = obj(
         "model": STRING,
         "input": arr(ITEM, also=("string",)),
         "instructions": OPT_STRING,
-        "tools": arr(TOOL, also=("null",)),
-        "tool_choice": obj({"type": STRING}, required=("type",), also=("string", "null")),
-        "parallel_tool_calls": OPT_BOOLEAN,
-        "temperature": OPT_NUMBER,
-        "top_p": OPT_NUMBER,
+        **tool_and_sampling_fields(TOOL),
         "max_output_tokens": OPT_INTEGER,
         "max_tool_calls": OPT_INTEGER,
         "top_logprobs": OPT_INTEGER,
@@ -120,22 +116,9 @@ BODY: Final = obj(
 
 # Recorded 200s carry ``"status": null`` on a function call: null stands for an optional key.
 _READING: Final = Reading(null_optional=True)
-
-
-def _wrong_type(body: Any) -> Finding | None:
-    """R0 for the first known field of ``body`` with a JSON type OpenAI refuses."""
-    found = first_mismatch(body, BODY, _READING)
-    if found is None:
-        return None
-    path = bracket_path(found.path)
-    if found.missing:
-        return Finding("R0", (), {"path": path}, variant="missing")
-    values = {"path": path, "expected": openai_expected(found.spec), "got": type_name(found.value)}
-    return Finding("R0", (), values)
-
-
-def _bad_type(path: str, expected: str, got: Any) -> Finding:
-    return Finding("R0", (), {"path": path, "expected": expected, "got": type_name(got)})
+_WRONG_TYPE: Final = WrongType("R0", bracket_path, openai_expected, type_name, _READING)
+"""R0 for a field of a JSON type OpenAI refuses, or a required key missing."""
+_bad_type: Final = _WRONG_TYPE.bad
 
 
 def _item_structure(i: int, item: Any) -> Finding | None:
@@ -144,7 +127,7 @@ def _item_structure(i: int, item: Any) -> Finding | None:
         return _bad_type(path, "an object", item)
     kind = item.get("type", "message" if "role" in item else None)
     if kind is None:
-        return Finding("R0", (), {"path": f"{path}.type"}, variant="missing")
+        return _WRONG_TYPE.missing(f"{path}.type")
     if not isinstance(kind, str):
         return _bad_type(f"{path}.type", "a string", kind)
     if kind == "message":
@@ -176,7 +159,7 @@ def responses_structure(body: Any, ctx: Context) -> Finding | None:
         found = _item_structure(i, item)
         if found is not None:
             return found
-    return _wrong_type(body)
+    return _WRONG_TYPE.first(body, BODY)
 
 
 def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
