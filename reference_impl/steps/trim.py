@@ -181,20 +181,17 @@ def degrade_attachments(state: AssemblyState) -> None:
     if used <= room:  # the whole middle fits (room >= 0, as used >= 0)
         return
     # Some middle unit holds an attachment, so one is degraded at least.
-    middle = [u for u in state.units if u.kept and u.bucket == "middle"]  # oldest first
     degraded = {
         id(u): tuple(map(degrade_message, u.messages)) for u in order if has_attachment(u.messages)
     }
+    holding = [u for u in state.units if id(u) in degraded]  # oldest first
     if not _fits_degraded(state, order, degraded, reach=reach, used=used, room=room):
-        for unit in middle:
-            if id(unit) in degraded:
-                unit.replace_messages(degraded[id(unit)])
-                state.degraded_attachment_ids.append(unit.id)
+        for unit in holding:
+            unit.replace_messages(degraded[id(unit)])
+            state.degraded_attachment_ids.append(unit.id)
         state.record("degrade_attachments")
         return
-    for unit in middle:
-        if id(unit) not in degraded:
-            continue
+    for unit in holding:
         counted = rank[id(unit)] < reach
         before = state.cost(unit) if counted else 0
         unit.replace_messages(degraded[id(unit)])

@@ -370,29 +370,46 @@ def test_after_a_degrade_the_walk_goes_on_up_to_the_unit_that_overflows():
     assert not state.fits()
 
 
-def test_when_even_all_degraded_do_not_fit_they_go_at_once_and_later_ones_are_not_counted():
-    # middle, oldest first: U an image turn (105; degraded 13), then R a verbose ring whose
-    # result holds an image (call 7 + result 105 = 112; degraded 7 + 13 = 20). Room 20: the walk
-    # stops at U (the plain turn is kept before the ring); with both degraded the middle costs
-    # 33, still over, so both go at once and R, outside the first window, is never counted as it
-    # was. (Degrading them one by one would count R whole once U's degrade let the walk reach
-    # it.)
-    counter = WordCounter()
+def _image_turn_then_ring_holding_an_image(*older):
+    """``older``, then U an image turn (105; degraded 13), then R a verbose ring whose result
+    holds an image (call 7 + result 105 = 112; degraded 7 + 13 = 20). The fill keeps plain turns
+    before rings, so the walk meets U (and ``older``) before R."""
     r_call = Message("assistant", (ToolCallPart("c1", "get_status", '{"q": 1}'),))
     r_result = Message("tool", (ToolResultPart("c1", (TextPart("r"), IMAGE_URL)),))
-    s = framed(image_turn("u"), r_call, r_result)
-    state = state_for(s, FIXED + 20, counter=counter)
-    u, r = middle_units(state)
-    assert (u.tier, r.tier) == ("plain_turn", "verbose_ring")
+    return framed(*older, image_turn("u"), r_call, r_result)
+
+
+def test_when_even_all_degraded_do_not_fit_they_go_at_once_and_later_ones_are_not_counted():
+    # middle: X a turn of 10, U, R. Room 30: the walk stops at U (105); with every attachment
+    # degraded the middle costs 13 + 10 + 20 = 43, still over, so U and R go at once and R,
+    # outside the first window, is never counted as it was. (Degrading them one by one would
+    # count R whole once U's degrade let the walk reach it.)
+    counter = WordCounter()
+    s = _image_turn_then_ring_holding_an_image(assistant(words(6)))
+    state = state_for(s, FIXED + 30, counter=counter)
+    x, u, r = middle_units(state)
+    assert (x.tier, u.tier, r.tier) == ("plain_turn", "plain_turn", "verbose_ring")
     assert state.fixed_cost == FIXED
     counter.encoded.clear()
     degrade_attachments(state)
     assert state.degraded_attachment_ids == [u.id, r.id]
-    assert (u.original_cost, r.original_cost) == (105, None)
+    assert (x.original_cost, u.original_cost, r.original_cost) == (10, 105, None)
     # a degraded message keeps its id: R's result is counted once, degraded
-    assert counter.encoded.count(s.messages[4].id) == 1
+    assert counter.encoded.count(s.messages[5].id) == 1
     assert (state.cost(u), state.cost(r)) == (13, 20)
     assert not state.fits()
+
+
+def test_when_all_degraded_fit_exactly_they_go_one_by_one():
+    # middle: U, R. Room 33 = 13 + 20: the middle fits with both degraded, so the walk degrades
+    # them one by one, oldest first, and counts R whole when U's degrade lets it reach R.
+    s = _image_turn_then_ring_holding_an_image()
+    state = state_for(s, FIXED + 33)
+    u, r = middle_units(state)
+    degrade_attachments(state)
+    assert state.degraded_attachment_ids == [u.id, r.id]
+    assert (u.original_cost, r.original_cost) == (105, 112)
+    assert state.fits()
 
 
 class _FreeNotes(WordCounter):
