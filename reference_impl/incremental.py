@@ -804,12 +804,12 @@ class SessionAssembler:
         drops = (set(t.dropped_tiers), dict(t.drop_stop))
         marks = (dict(t.degraded), list(t.degraded_order))
         window = set(t.kept_middle)
+        if t.over is not None:
+            window.add(t.over)
+        t.degraded_order.extend(degradable)
+        t.degraded.update(dict.fromkeys(degradable))  # outside the window: counted if reached
         refill = False
-        for a in degradable:
-            t.degraded_order.append(a)
-            if a != t.over and a not in window:
-                t.degraded[a] = None
-                continue
+        for a in sorted(window.intersection(degradable)):
             before = self._cost(index, a)  # in the window: counted as it was
             after = t.degraded[a] = self._degraded_cost(index, a)
             if a == t.over:
