@@ -234,13 +234,13 @@ def langchain_side(
 
 
 def _entering(session: Transcript, turn: Transcript, config: AssemblyConfig) -> list[Message]:
-    """The messages of ``turn``'s view that ``session``'s view did not hold (by id: the new
-    ring, units the freed room lets in, messages degraded anew): what the next turn must count
-    whatever it remembers, so the floor of its counting."""
+    """The messages of ``turn``'s view that ``session``'s view did not hold (by id and content: a
+    degraded message keeps its id): the new ring, units the freed room lets in, messages degraded
+    anew; what the next turn must count whatever it remembers, so the floor of its counting."""
     before = assemble(session, config, shape="openai-chat", counter=_counter()).view
     after = assemble(turn, config, shape="openai-chat", counter=_counter()).view
-    held = {m.id for m in before.messages}
-    return [m for m in after.messages if m.id not in held]
+    held = {(m.id, m.digest) for m in before.messages}
+    return [m for m in after.messages if (m.id, m.digest) not in held]
 
 
 def next_turn(session: Transcript, budget: int, floor: str) -> tuple[Paired, str]:

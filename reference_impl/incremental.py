@@ -769,11 +769,8 @@ class SessionAssembler:
         window is the fill's: what it keeps and the unit it stopped at. An attachment outside
         the window is degraded without changing the verdict (its cost is counted only if a fill
         reaches it); one inside lowers the room used by what it won, and the fill resumes where
-        it stopped (``_resume``), as the step's window grows while it fits. When the middle does
-        not fit even with all of them degraded, they all go in one pass (``_degrade_all``).
+        it stopped (``_resume``), as the step's window grows while it fits.
         """
-        if self._degrade_all(t, degradable):
-            return
         index = t.index
         window = set(t.kept_middle)
         for a in degradable:
@@ -793,41 +790,6 @@ class SessionAssembler:
             else:  # a placeholder dearer than the attachment: what fits is decided afresh
                 self._fill(t)
                 window = set(t.kept_middle)
-
-    def _degrade_all(self, t: _Turn, degradable: list[int]) -> bool:
-        """Degrade every attachment of ``degradable`` and fill once, as the step does when the
-        middle does not fit even so (``steps.trim._fits_degraded``); when it would fit, ``t`` is
-        left as it was and False returned (the walk of ``_degrade`` decides which go). The units
-        it reaches are the step's either way: those the fill reaches, degraded ones not."""
-        index = t.index
-        kept = (list(t.kept_middle), t.used, t.everything, t.over, t.over_tier)
-        drops = (set(t.dropped_tiers), dict(t.drop_stop))
-        marks = (dict(t.degraded), list(t.degraded_order))
-        window = set(t.kept_middle)
-        if t.over is not None:
-            window.add(t.over)
-        t.degraded_order.extend(degradable)
-        t.degraded.update(dict.fromkeys(degradable))  # outside the window: counted if reached
-        refill = False
-        for a in sorted(window.intersection(degradable)):
-            before = self._cost(index, a)  # in the window: counted as it was
-            after = t.degraded[a] = self._degraded_cost(index, a)
-            if a == t.over:
-                continue  # not in what the fill used: the resume meets it at its new cost
-            if after > before:
-                refill = True  # a placeholder dearer than the attachment: decided afresh
-            else:
-                t.used -= before - after
-        if refill:
-            self._fill(t)
-        else:
-            self._resume(t)
-        if not t.everything:
-            return True
-        t.kept_middle, t.used, t.everything, t.over, t.over_tier = kept
-        t.dropped_tiers, t.drop_stop = drops
-        t.degraded, t.degraded_order = marks
-        return False
 
     def _short_error(self, index: _Index, position: int) -> bool:
         """``steps.trim.short_error``, with the unit's characters kept in the index."""

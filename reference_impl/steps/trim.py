@@ -164,10 +164,6 @@ def degrade_attachments(state: AssemblyState) -> None:
     while it fits. So each unit is counted at most twice (as it was, and degraded), what the
     fill will drop is not counted, and which attachments go does not depend on the order (the
     step stops at the first one after which the whole middle fits).
-
-    When the middle does not fit even with every attachment degraded (a long session), they all
-    go, in one pass: the window is grown once, over the degraded units, and an attachment
-    outside the first window is never counted as it was (``_fits_degraded``).
     """
     order = state.keep_order()
     if not any(has_attachment(u.messages) for u in order):
@@ -180,21 +176,13 @@ def degrade_attachments(state: AssemblyState) -> None:
         reach += 1
     if used <= room:  # the whole middle fits (room >= 0, as used >= 0)
         return
-    # Some middle unit holds an attachment, so one is degraded at least.
-    degraded = {
-        id(u): tuple(map(degrade_message, u.messages)) for u in order if has_attachment(u.messages)
-    }
-    holding = [u for u in state.units if id(u) in degraded]  # oldest first
-    if not _fits_degraded(state, order, degraded, reach=reach, used=used, room=room):
-        for unit in holding:
-            unit.replace_messages(degraded[id(unit)])
-            state.degraded_attachment_ids.append(unit.id)
-        state.record("degrade_attachments")
-        return
-    for unit in holding:
+    # Some middle unit holds an attachment, so the loop degrades one at least.
+    for unit in [u for u in state.units if u.kept and u.bucket == "middle"]:  # oldest first
+        if not has_attachment(unit.messages):
+            continue
         counted = rank[id(unit)] < reach
         before = state.cost(unit) if counted else 0
-        unit.replace_messages(degraded[id(unit)])
+        unit.replace_messages(tuple(degrade_message(m) for m in unit.messages))
         state.degraded_attachment_ids.append(unit.id)
         if counted:
             used += state.cost(unit) - before
@@ -204,34 +192,6 @@ def degrade_attachments(state: AssemblyState) -> None:
         if used <= room and reach == len(order):  # (used >= 0, so room >= 0 too)
             break  # fits() would now say True
     state.record("degrade_attachments")
-
-
-def _fits_degraded(
-    state: AssemblyState,
-    order: list[Unit],
-    degraded: dict[int, tuple[Message, ...]],
-    *,
-    reach: int,
-    used: int,
-    room: int,
-) -> bool:
-    """Whether the middle (``order``, its first ``reach`` counted, ``used`` tokens) would fit
-    ``room`` with the units in ``degraded`` (by id) holding those messages instead: a dry run
-    that changes no unit. The window grows as ``degrade_attachments`` grows it, so what it
-    counts is what the step counts either way: the units without attachments it reaches, as
-    they are; a unit with attachments outside the first window, degraded only."""
-
-    def as_degraded(unit: Unit) -> int:
-        return sum(map(state.counter.count_message, degraded[id(unit)]))
-
-    for unit in order[:reach]:
-        if id(unit) in degraded:
-            used += as_degraded(unit) - state.cost(unit)
-    while reach < len(order) and used <= room:
-        unit = order[reach]
-        used += as_degraded(unit) if id(unit) in degraded else state.cost(unit)
-        reach += 1
-    return used <= room and reach == len(order)
 
 
 def _cleared(message: Message) -> Message:

@@ -149,10 +149,11 @@ def test_the_middle_is_summed_in_keep_order_so_a_ring_the_fill_drops_is_never_co
     assert report["tokens_before_is_lower_bound"]
 
 
-def test_attachments_that_cannot_make_the_middle_fit_go_at_once_on_both_paths():
+def test_attachments_degraded_across_tiers_count_alike_on_both_paths():
     # An image turn (105, degraded 13), then a ring whose result holds an image (7 + 105,
-    # degraded 7 + 13): with room for 20 tokens the middle does not fit even degraded, so both
-    # go at once, and the ring's result is never counted as it was, on either path.
+    # degraded 7 + 13): with room for 20 tokens both are degraded, and the ring, which the walk
+    # reaches once the image turn is degraded (the plain-turn tier is kept first), is counted
+    # as it was on both paths.
     image = ImagePart("url", "https://x/a.png")
     s = session(
         system(),
@@ -169,4 +170,4 @@ def test_attachments_that_cannot_make_the_middle_fit_go_at_once_on_both_paths():
     assert fast == slow
     report = json.loads(fast[-1])
     assert report["degraded_attachment_ids"] == [s.messages[2].id, s.messages[3].id]
-    assert report["tokens_before"]["middle"] == 105  # the image turn, counted as it was
+    assert report["tokens_before"]["middle"] == 105 + 112

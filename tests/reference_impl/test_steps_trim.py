@@ -379,36 +379,39 @@ def _image_turn_then_ring_holding_an_image(*older):
     return framed(*older, image_turn("u"), r_call, r_result)
 
 
-def test_when_even_all_degraded_do_not_fit_they_go_at_once_and_later_ones_are_not_counted():
-    # middle: X a turn of 10, U, R. Room 30: the walk stops at U (105); with every attachment
-    # degraded the middle costs 13 + 10 + 20 = 43, still over, so U and R go at once and R,
-    # outside the first window, is never counted as it was. (Degrading them one by one would
-    # count R whole once U's degrade let the walk reach it.)
-    counter = WordCounter()
-    s = _image_turn_then_ring_holding_an_image(assistant(words(6)))
-    state = state_for(s, FIXED + 30, counter=counter)
-    x, u, r = middle_units(state)
-    assert (x.tier, u.tier, r.tier) == ("plain_turn", "plain_turn", "verbose_ring")
-    assert state.fixed_cost == FIXED
-    counter.encoded.clear()
-    degrade_attachments(state)
-    assert state.degraded_attachment_ids == [u.id, r.id]
-    assert (x.original_cost, u.original_cost, r.original_cost) == (10, 105, None)
-    # a degraded message keeps its id: R's result is counted once, degraded
-    assert counter.encoded.count(s.messages[5].id) == 1
-    assert (state.cost(u), state.cost(r)) == (13, 20)
-    assert not state.fits()
-
-
-def test_when_all_degraded_fit_exactly_they_go_one_by_one():
-    # middle: U, R. Room 33 = 13 + 20: the middle fits with both degraded, so the walk degrades
-    # them one by one, oldest first, and counts R whole when U's degrade lets it reach R.
+def test_an_attachment_the_walk_reaches_before_its_turn_is_counted_as_it_was():
+    # middle: U, R. Room 33 = 13 + 20: U's degrade lets the walk reach R, which is counted whole
+    # (112) before its own turn; degraded too, the middle fits exactly.
     s = _image_turn_then_ring_holding_an_image()
     state = state_for(s, FIXED + 33)
     u, r = middle_units(state)
     degrade_attachments(state)
     assert state.degraded_attachment_ids == [u.id, r.id]
     assert (u.original_cost, r.original_cost) == (105, 112)
+    assert state.fits()
+
+
+FREE_IMAGE = ImagePart("url", "https://x/free.png")
+
+
+class _FreeImage(WordCounter):
+    """Charges nothing for ``FREE_IMAGE`` (its placeholder costs 8 words: dearer)."""
+
+    def _words(self, message):
+        return super()._words(message) - 100 * message.parts.count(FREE_IMAGE)
+
+
+def test_a_placeholder_dearer_than_its_attachment_does_not_make_the_older_ones_go_too():
+    # middle: A an image turn (105; degraded 13), then B whose image costs nothing (5; degraded
+    # 13). Room 20: degrading A alone makes the middle fit (13 + 5), so B keeps its image, although
+    # the middle would not fit with both degraded (26).
+    b = Message("user", (TextPart("b"), FREE_IMAGE))
+    state = state_for(framed(image_turn("a"), b), FIXED + 20, counter=_FreeImage())
+    assert state.fixed_cost == FIXED
+    first, second = middle_units(state)
+    degrade_attachments(state)
+    assert state.degraded_attachment_ids == [first.id]
+    assert has_attachment(second.messages)
     assert state.fits()
 
 
