@@ -200,16 +200,12 @@ class _Items:
         self.close_results()
         self.out.append(message)
 
-    def add_text(self, at: Wire, role: Role, text: str) -> None:
-        """A user, system or developer message of one string (made with its id, given an
-        offset)."""
-        part = text_part(text, role)
-        if self.offset is None:
-            self.add_message(build_message(at, role=role, parts=(part,)))
-            return
+    def add_text(self, offset: int, role: Role, text: str) -> None:
+        """A user, system or developer message of one string, made with the id the transcript
+        gives it (the items start at ``offset``)."""
         self.close_group()
         self.close_results()
-        self.out.append(text_message_at(self.offset + len(self.out), role, part))
+        self.out.append(text_message_at(offset + len(self.out), role, text_part(text, role)))
 
     def finish(self) -> list[Message]:
         self.close_group()
@@ -219,21 +215,21 @@ class _Items:
 
 def _map_items(given: Wire, offset: int | None) -> list[Message]:
     """The neutral messages of an array of items (the ``input`` of a request, the first at
-    ``offset``; the ``output`` of a response, None). A message item of a role and a string (most
-    of a long conversation) is made directly; every other item goes through the checked walk
-    (``Wire``), which names what it cannot take."""
+    ``offset``; the ``output`` of a response, None). In a request, a message item of a role and a
+    string (most of a long conversation) is made directly; every other item goes through the
+    checked walk (``Wire``), which names what it cannot take."""
     values = given.value
     if not isinstance(values, list):
         given.items()  # the named error
     fold = _Items(offset)
     for i, value in enumerate(values):
         easy = _plain_message(value)
-        if easy is not None:
+        if easy is not None and offset is not None:
             easy_role, text = easy
             if easy_role == "assistant":
                 fold.add_assistant_message(given.at(i), [text_part(text, easy_role)], None)
             else:
-                fold.add_text(given.at(i), easy_role, text)
+                fold.add_text(offset, easy_role, text)
             continue
         item = given.at(i)
         kind = _item_type(item)
