@@ -20,6 +20,7 @@ PATH that does not exist (nothing is audited).
 from __future__ import annotations
 
 import multiprocessing
+import zlib
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -84,18 +85,63 @@ def _collect(rows: Iterable[AuditRow], show_all: bool, jsonl: bool) -> _Block:
     return block
 
 
-_Work = tuple[str, int, bytes] | str
-"""A block of log lines ``(file, first line, bytes)``, or a cassette's path."""
+@dataclass(frozen=True, slots=True)
+class _LogBlock:
+    """Whole lines of a log: ``data``, read at byte ``offset``, its first line numbered ``start``."""
+
+    file: str
+    start: int
+    offset: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """Where a ``_LogBlock`` is in its file, what a worker is sent instead of the bytes (it reads
+    them itself, so the log is not copied through the pool's pipes): its bytes must still be
+    ``length`` long with this ``crc`` (``zlib.crc32``), else the parent sends the bytes."""
+
+    file: str
+    start: int
+    offset: int
+    length: int
+    crc: int
+
+
+_Work = _LogBlock | str
+"""A block of log lines, or a cassette's path."""
+_Sent = _Span | str
+"""What a worker is sent: where a block of log lines is, or a cassette's path."""
 
 
 def _judge_work(work: _Work, show_all: bool, jsonl: bool) -> _Block:
     if isinstance(work, str):
         return _collect(audit_file(work), show_all, jsonl)
-    name, start, data = work
-    lines = data.split(b"\n")
+    lines = work.data.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
-    return _collect(audit_lines(lines, file=name, start=start), show_all, jsonl)
+    return _collect(audit_lines(lines, file=work.file, start=work.start), show_all, jsonl)
+
+
+def _judge_sent(sent: _Sent, show_all: bool, jsonl: bool) -> _Block | None:
+    """In a worker: the block judged; None for a ``_Span`` whose bytes are no longer those the
+    parent read (the log was rewritten meanwhile)."""
+    if isinstance(sent, str):
+        return _judge_work(sent, show_all, jsonl)
+    data = _read_span(sent)
+    if data is None:
+        return None
+    return _judge_work(_LogBlock(sent.file, sent.start, sent.offset, data), show_all, jsonl)
+
+
+def _read_span(span: _Span) -> bytes | None:
+    try:
+        with open(span.file, "rb") as raw:
+            raw.seek(span.offset)
+            data = raw.read(span.length)
+    except OSError:
+        return None
+    return data if len(data) == span.length and zlib.crc32(data) == span.crc else None
 
 
 def _log_blocks(path: Path) -> Iterator[_Work]:
@@ -111,12 +157,13 @@ def _log_blocks(path: Path) -> Iterator[_Work]:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
             yield name  # compressed: read (streaming) in one worker
             return
-        start = 0
+        start = offset = 0
         while data := raw.read(_BLOCK_BYTES):
             if not data.endswith(b"\n"):
                 data += raw.readline()  # the rest of the block's last line
-            yield (name, start, data)
+            yield _LogBlock(name, start, offset, data)
             start += data.count(b"\n") + (not data.endswith(b"\n"))
+            offset += len(data)
 
 
 def _work(paths: Iterable[str]) -> Iterator[_Work]:
@@ -127,9 +174,18 @@ def _work(paths: Iterable[str]) -> Iterator[_Work]:
             yield str(path)
 
 
+def _sent(work: _Work) -> _Sent:
+    """What a worker is sent for ``work``: a log block's place in its file, not its bytes."""
+    if isinstance(work, _LogBlock):
+        return _Span(work.file, work.start, work.offset, len(work.data), zlib.crc32(work.data))
+    return work
+
+
 def _blocks(paths: tuple[str, ...], show_all: bool, jsonl: bool, jobs: int) -> Iterator[_Block]:
     """Judged blocks in input order; with ``jobs > 1`` in forked workers, a bounded window of
-    blocks in flight (memory stays flat however long the input)."""
+    blocks in flight (memory stays flat however long the input). A worker reads a log block from
+    the file itself; if those bytes changed since the parent read them, the parent judges the
+    bytes it read."""
     work = _work(paths)
     if jobs <= 1:
         for item in work:
@@ -138,13 +194,19 @@ def _blocks(paths: tuple[str, ...], show_all: bool, jsonl: bool, jobs: int) -> I
     prepare()  # the catalog and validators are built once and shared by the forked workers
     context = multiprocessing.get_context("fork")
     with context.Pool(jobs) as pool:
-        pending: deque[AsyncResult[_Block]] = deque()
+        pending: deque[tuple[_Work, AsyncResult[_Block | None]]] = deque()
+
+        def next_block() -> _Block:
+            item, result = pending.popleft()
+            judged = result.get()
+            return _judge_work(item, show_all, jsonl) if judged is None else judged
+
         for item in work:
-            pending.append(pool.apply_async(_judge_work, (item, show_all, jsonl)))
+            pending.append((item, pool.apply_async(_judge_sent, (_sent(item), show_all, jsonl))))
             if len(pending) >= 2 * jobs:
-                yield pending.popleft().get()
+                yield next_block()
         while pending:
-            yield pending.popleft().get()
+            yield next_block()
 
 
 # ------------------------------------------------------------------------------- output

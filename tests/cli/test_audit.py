@@ -104,6 +104,36 @@ def test_jobs_give_the_same_rows_in_the_same_order(
     assert len(_rows(one[1])) == 301
 
 
+def test_jobs_judge_what_was_read_when_the_log_changes_under_the_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker reads its block from the file; if the bytes there are no longer those the
+    parent read (checked by length and CRC), the parent judges the bytes it read."""
+    monkeypatch.setattr(audit_command, "_BLOCK_BYTES", 2_000)
+    log = tmp_path / "log.jsonl"
+    lines = [_line(ORPHAN if n % 5 == 0 else GOOD) for n in range(60)]
+    log.write_text("".join(line + "\n" for line in lines), "utf-8")
+    expected = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    sent = audit_command._sent
+    spans: list[object] = []
+
+    def sent_then_blank_the_first_line(work: object) -> object:
+        span = sent(work)  # type: ignore[arg-type]
+        if not spans:  # the first block, once its place is taken: its first line blanked
+            with log.open("r+b") as raw:
+                raw.write(b" " * len(lines[0]))
+        spans.append(span)
+        return span
+
+    monkeypatch.setattr(audit_command, "_sent", sent_then_blank_the_first_line)
+    changed = invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"])
+    assert len(spans) > 2  # the log was cut into blocks and each sent by its place
+    assert changed == expected
+    assert _rows(changed[1])[0]["verdict"] == "reject"  # the first line as the parent read it
+    blanked = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    assert _rows(blanked[1])[0]["location"] != _rows(expected[1])[0]["location"]
+
+
 def test_table_shows_findings_and_totals_at_80_columns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
