@@ -48,7 +48,7 @@ __all__ = ["command"]
     "--shape",
     type=SHAPE_CHOICE,
     default=None,
-    help="Wire shape to run in (default: the workload's).",
+    help="Wire shape to run in (default: the workload's, else the plug-in's first).",
 )
 @file_option(
     "--out",

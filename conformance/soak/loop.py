@@ -343,8 +343,14 @@ def check_attachments_fit(world: World, opening: Transcript, shape: str, model: 
 
 def _stored_problem(stored: Transcript, session: Transcript, view: Transcript) -> str | None:
     known = {m.digest for m in session.messages} | {m.digest for m in view.messages}
+    # A shape with strict alternation (Bedrock B3) sends same-role neighbours as one merged
+    # message: a stored message whose every part is a part of a view message of its role (the
+    # summary that opens the goal's merged user turn) is the view's too.
+    merged = {(m.role, part) for m in view.messages for part in m.parts}
     for index, message in enumerate(stored.messages):
-        if message.digest not in known:
+        if message.digest not in known and not all(
+            (message.role, part) in merged for part in message.parts
+        ):
             return (
                 f"session_after()[{index}] ({message.role}) is in neither the session nor the "
                 f"view: {message.text[:60]!r}"
@@ -502,7 +508,8 @@ def run_soak(
     on_turn: Callable[[int], None] | None = None,
 ) -> SoakReport:
     """Drive ``plugin`` through ``turns`` turns of ``workload`` (see the module docstring)."""
-    chosen = shape or workload.shape
+    # Without --shape: the workload's shape, or the plug-in's first when it does not speak that.
+    chosen = shape or (workload.shape if workload.shape in plugin.shapes else plugin.shapes[0])
     if chosen not in plugin.shapes:
         raise CtxconfError(
             f"{plugin.name} speaks {', '.join(plugin.shapes)}, not {chosen}; pick one with --shape",

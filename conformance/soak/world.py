@@ -219,6 +219,10 @@ class World:
             return self._tool_round(turn)
         return self._answer(turn)
 
+    def _result_name(self, tool: str) -> str | None:
+        """The tool's name on its result where the shape carries one (not Responses)."""
+        return tool if get_shape(self.shape).capabilities.tool_result_names else None
+
     def _call_id(self) -> str:
         self.calls += 1
         return f"call_{self.calls:06d}"
@@ -232,7 +236,10 @@ class World:
         )
         messages = (
             Message("assistant", (call,)),
-            Message("tool", (ToolResultPart(call.id, (TextPart(text),), name=tool.name),)),
+            Message(
+                "tool",
+                (ToolResultPart(call.id, (TextPart(text),), name=self._result_name(tool.name)),),
+            ),
         )
         return TurnPlan(messages, repeated=(effect,), calls=1, side_effect_calls=1)
 
@@ -282,11 +289,13 @@ class World:
                 self.ledger.append(LedgerEntry(tool.name, call.id, "failed", key))
             # A shape without an error flag on results (openai-chat) says so in the text only.
             flag = get_shape(self.shape).capabilities.tool_result_errors
-            return ToolResultPart(call.id, (TextPart(text),), is_error=flag, name=tool.name)
+            return ToolResultPart(
+                call.id, (TextPart(text),), is_error=flag, name=self._result_name(tool.name)
+            )
         tokens = _draw(rng, tool.result_tokens)
         if not tool.side_effect:
             text = _result_text(rng, tool, target, tokens)
-            return ToolResultPart(call.id, (TextPart(text),), name=tool.name)
+            return ToolResultPart(call.id, (TextPart(text),), name=self._result_name(tool.name))
         resource = f"{tool.resource_prefix}_{self.seed % 10_000:04d}{turn:05d}{len(self.done):04d}"
         effect = SideEffect(tool.name, call.arguments, key, resource, turn)
         self.done.append(effect)
@@ -294,7 +303,7 @@ class World:
         self.ledger.append(LedgerEntry(tool.name, call.id, "succeeded", key, resource))
         detail = _result_text(rng, tool, target, max(0, tokens - 20))
         text = f"{tool.name} ok: {tool.argument}={target} resource_id={resource} idempotency_key={key}\n{detail}"
-        return ToolResultPart(call.id, (TextPart(text),), name=tool.name)
+        return ToolResultPart(call.id, (TextPart(text),), name=self._result_name(tool.name))
 
     def _interjection(self, turn: int) -> tuple[Message, ...]:
         behaviour = self.workload.behaviour

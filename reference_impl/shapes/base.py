@@ -64,6 +64,10 @@ class ShapeCapabilities:
     message_names: bool = False
     tool_result_errors: bool = True
     """True when a result can be flagged ``is_error`` on the wire."""
+    tool_result_names: bool = True
+    """True when a result can carry its tool's name (Chat ``name``, Gemini
+    ``functionResponse.name``, dropped by the others); False where the renderer refuses one
+    (Responses ``function_call_output``)."""
     reasoning_opens_message: bool = False
     """True when the shape's reasoning artifacts must open the assistant message that carries tool
     calls (Anthropic A13; Claude on Bedrock relays the rule, B10)."""

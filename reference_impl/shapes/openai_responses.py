@@ -78,7 +78,9 @@ __all__ = ["ADAPTER", "CAPABILITIES", "parse_request", "parse_response", "render
 SHAPE: Final = "openai-responses"
 
 CAPABILITIES: Final = replace(
-    OPENAI_CAPABILITIES, reasoning_origins=frozenset({"openai-responses"})
+    OPENAI_CAPABILITIES,
+    reasoning_origins=frozenset({"openai-responses"}),
+    tool_result_names=False,
 )
 
 _STRUCTURAL: Final = frozenset({"input", "instructions", "tools", "model"})

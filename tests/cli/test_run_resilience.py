@@ -174,7 +174,9 @@ def test_with_a_baseline_every_report_states_the_exit_status_really_returned(
 ) -> None:
     baseline = tmp_path / "baseline.json"
     common = ["--shapes", "openai-chat", "--scenarios", "parallel-tools-2,mid-ring-deletion"]
-    code, _, _ = _run(*common, "--impl", "fakes:OrphanResult", "--write-baseline", str(baseline))
+    code, _, _ = _run(
+        *common, "--impl", "fakes:OrphanResult", "--write-baseline", str(baseline), "--no-reports"
+    )
     assert code == 1
     reports = tmp_path / "reports"
     code, out, _ = _run(

@@ -11,16 +11,17 @@ from click.testing import CliRunner
 from soak_fakes import DropLastResult, DropLedger, HeadSummary
 
 from conformance.cli import cli
-from conformance.errors import WorkloadError
+from conformance.errors import CtxconfError, WorkloadError
 from conformance.loading import Plugin, load_plugin
+from conformance.reference_plugin import reference_assemblers
 from conformance.scenarios import load_corpus
 from conformance.soak import builtin_workloads, load_workload, run_soak
 from conformance.soak.caching import CacheModel, price_for, wire_blocks
 from conformance.soak.finding import make_finding, replays
-from conformance.soak.loop import check_attachments_fit
+from conformance.soak.loop import _stored_problem, check_attachments_fit
 from conformance.soak.report import read_jsonl, render_html, report_lines, write_jsonl
 from conformance.soak.world import World
-from reference_impl.transcript import Transcript
+from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
 
 SMALL_OPS = """
 version: 1
@@ -318,3 +319,49 @@ def test_a_workload_whose_attachments_never_fit_is_a_named_error(tmp_path: Path)
         cli, ["soak", "--workload", str(path), "--turns", "3", "--out", str(tmp_path / "s.jsonl")]
     )
     assert ok.exit_code == 0, ok.output
+
+
+def test_without_shape_a_plugin_runs_in_its_own_shape_when_it_lacks_the_workloads(
+    small_ops: Any,
+) -> None:
+    # The workload is openai-chat; a plug-in that speaks only anthropic-messages runs in that
+    # shape unless --shape names one it does not speak, which stays a named error.
+    assert small_ops.shape == "openai-chat"
+    claude = reference_assemblers()["anthropic-messages"]
+    plugin = Plugin("claude-only", "claude-only", {"anthropic-messages": claude})
+    report = run_soak(plugin, small_ops, turns=3, seed=1)
+    assert report.shape == "anthropic-messages"
+    header = report_lines(report)[0]
+    assert header["shape"] == "anthropic-messages"
+    with pytest.raises(CtxconfError, match="speaks anthropic-messages, not openai-chat"):
+        run_soak(plugin, small_ops, turns=3, seed=1, shape="openai-chat")
+    both = load_plugin("reference")
+    assert run_soak(both, small_ops, turns=3, seed=1).shape == "openai-chat"
+
+
+@pytest.mark.parametrize("shape", ["openai-responses", "gemini", "bedrock-converse"])
+def test_the_reference_assembler_runs_a_soak_in_every_shape(small_ops: Any, shape: str) -> None:
+    # The simulated tools' results must be renderable in the shape (Responses carries no tool
+    # result name): a run that cannot render its own session stops at turn 1 with an error.
+    report = run_soak(load_plugin("reference"), small_ops, turns=6, seed=2, shape=shape)
+    assert report.failure is None, report.failure
+    assert report.survived == 6
+
+
+def test_a_stored_message_must_come_from_the_session_or_the_view_merged_turns_included() -> None:
+    system = Message("system", (TextPart("You are ops-bot."),))
+    goal = Message("user", (TextPart("GOAL: keep the cluster healthy."),))
+    summary = Message("user", (SummaryPart("Summary of earlier conversation: api restarted."),))
+    session = Transcript((system, goal))
+    # Bedrock's strict alternation sends the goal and the summary as one user turn.
+    view = Transcript((system, Message("user", (*goal.parts, *summary.parts))))
+    assert _stored_problem(Transcript((system, goal, summary)), session, view) is None
+    invented = Message("user", (TextPart("Also wipe the production database."),))
+    problem = _stored_problem(Transcript((system, goal, invented)), session, view)
+    assert problem == (
+        "session_after()[2] (user) is in neither the session nor the view: "
+        "'Also wipe the production database.'"
+    )
+    # A part of the view under another role is not the view's message.
+    moved = Message("assistant", goal.parts)
+    assert _stored_problem(Transcript((system, moved)), session, view) is not None
