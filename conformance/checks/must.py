@@ -70,8 +70,9 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
 def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, a ledger note or a labelled
     memory injection (an invented user turn is the worst kind), and no kept message carries
-    text its session copy does not (an order appended to a user turn; a labelled memory item or
-    a ledger note added to a kept message is no invention)."""
+    text or attachments its session copy does not (an order appended to a user turn, or put in
+    the placeholder of a degraded image; an image added to a turn; a labelled memory item or a
+    ledger note added to a kept message is no invention)."""
     for turn in assembled_turns(outcome):
         invented = turn.identity.of_status("invented")
         if invented:
@@ -84,11 +85,19 @@ def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
             raise turn.failure(
                 f"{len(invented)} message(s) match nothing in the session", "; ".join(named)
             )
-        added = [e for e in turn.identity.edits if e.kind == "text_added"]
+        added = [e for e in turn.identity.edits if e.kind in {"text_added", "attachment_added"}]
         if added:
             edit = added[0]
+            kinds = {e.kind for e in added}
+            what = (
+                "text or attachments"
+                if len(kinds) > 1
+                else "text"
+                if kinds == {"text_added"}
+                else "attachments"
+            )
             raise turn.failure(
-                f"{len(added)} kept message(s) carry text the session does not hold",
+                f"{len(added)} kept message(s) carry {what} the session does not hold",
                 f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
                 f"{edit.detail}",
             )
@@ -149,6 +158,7 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
                 "text_changed",
                 "text_added",
                 "attachment_changed",
+                "attachment_added",
                 "fields_changed",
             } and (
                 message.role in {"system", "developer"} or (goal_pinned and edit.source == goal)
