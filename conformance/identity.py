@@ -102,6 +102,7 @@ EditKind: TypeAlias = Literal[
     "result_removed",
     "text_changed",
     "text_added",
+    "note_added",
     "summary_added",
     "attachment_degraded",
     "attachment_changed",
@@ -440,11 +441,19 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
 def _system_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:
     """A system/developer message whose text parts are whole session system/developer messages
     and labelled injections or ledger notes (shapes with one top-level system field carry them
-    as blocks of one message): ``merged`` (or ``injected`` when it holds no session message)."""
+    as blocks of one message): ``merged`` (or ``injected`` when it holds no session message).
+    One that is a session developer message's text sent as system (or the reverse) is that
+    message, ``modified`` with no edit: Chat takes either role for the same instructions."""
     if message.role not in {"system", "developer"}:
         return None
     if not all(isinstance(p, TextPart) for p in message.parts):
         return None
+    for i in open_:  # the same text under the other instruction role (a client's habit)
+        source = state.session.messages[i]
+        if source.role in {"system", "developer"} and source.parts == message.parts:
+            state.claimed.add(i)
+            state.modified.add(i)
+            return Link(index, "modified", i)
     if len(message.parts) < 2:
         return _joined_system_link(state, index, message, open_)
     session = state.session
@@ -807,6 +816,8 @@ def _text_edits(
     extra = _added_text(old_text, new_text)
     if extra is not None and not may_add(extra):
         return [*changed, ("text_added", f"text added to it: {_short(extra)}")]
+    if extra is not None:  # its whole text, with a note that may travel in it: no pin altered
+        return [*changed, ("note_added", f"note added to it: {_short(extra)}")]
     # A message that had no text and now opens with some may carry a summary in front of its
     # calls; map_view decides (_inline_summaries), else it stays a text change.
     opened = not old_text and _opens_with_text(given)
@@ -1166,6 +1177,33 @@ def _names_the_span(message: Message, session: Transcript, span: Sequence[int]) 
     return bool(words) and len(found & words) >= min(3, len(words))
 
 
+def _summarizable(
+    session: Transcript, indices: range, sources: Sequence[SourceStatus]
+) -> list[int]:
+    """The dropped messages of ``indices`` (what a summary there may name), or none when they
+    are only system/developer text: that is never summarized (it is pinned; ``system_kept`` and
+    ``pins_unaltered``), so a rewrite of it that quotes a word of it is no summary."""
+    span = [i for i in indices if sources[i] == "dropped"]
+    pinned = {"system", "developer"}
+    return span if any(session.messages[i].role not in pinned for i in span) else []
+
+
+def _replaces_system_text(
+    message: Message, session: Transcript, sources: Sequence[SourceStatus]
+) -> bool:
+    """A system/developer message of the view that is no session system/developer text, where
+    the view dropped one: it stands in for the system text (a rewrite), never a summary."""
+    pinned = {"system", "developer"}
+    texts = {m.text for m in session.messages if m.role in pinned}
+    return (
+        message.role in pinned
+        and message.text not in texts
+        and any(
+            m.role in pinned and sources[i] == "dropped" for i, m in enumerate(session.messages)
+        )
+    )
+
+
 def _resolve_summaries(
     state: _State,
     links: Sequence[Link | None],
@@ -1176,7 +1214,9 @@ def _resolve_summaries(
 
     * the session messages between its nearest present neighbours in the view (not counting
       the pinned prefix: system/developer text and the first user message) include at least one
-      dropped message, which it stands in for;
+      dropped message, which it stands in for, other than system/developer text (which no
+      summary replaces: a rewritten system text that quotes a word of it is no summary of it,
+      and no new system/developer message is one where the view dropped a session one);
     * it names something of that dropped span (:func:`_names_the_span`);
     * and no other summary stands in for the same span.
 
@@ -1189,8 +1229,11 @@ def _resolve_summaries(
             taken.add(_gap(session, links, link.index))
     for j in pending:
         gap = _gap(session, links, j)
-        span = [i for i in range(gap[0] + 1, gap[1]) if sources[i] == "dropped"]
+        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
         message = state.view.messages[j]
+        if _replaces_system_text(message, session, sources):
+            out[j] = Link(j, "invented", None)
+            continue
         if span and gap not in taken and _names_the_span(message, session, span):
             taken.add(gap)
             out[j] = Link(j, "summary", None)
@@ -1216,7 +1259,7 @@ def _inline_summaries(
         if edit.kind != "summary_added":
             continue
         before = _gap(session, links, edit.view_index)[0]
-        span = [i for i in range(before + 1, edit.source) if sources[i] == "dropped"]
+        span = _summarizable(session, range(before + 1, edit.source), sources)
         gap = (before, edit.source)
         message = Message("assistant", (TextPart(state.view.messages[edit.view_index].text),))
         if span and gap not in taken and _names_the_span(message, session, span):

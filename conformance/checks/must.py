@@ -186,7 +186,8 @@ def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="pins_unaltered", level="must")
 def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Pinned messages (system/developer text, the first user goal when pinned) that the view
-    keeps are not altered."""
+    keeps are not altered (a labelled ledger note or memory item, or a declared summary, sent in
+    the same text after or before the whole pinned text alters nothing of it)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session)

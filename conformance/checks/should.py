@@ -234,7 +234,13 @@ def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
             role = turn.session.messages[edit.source].role
             if (
                 edit.kind
-                in {"text_changed", "text_added", "attachment_changed", "attachment_added"}
+                in {
+                    "text_changed",
+                    "text_added",
+                    "note_added",
+                    "attachment_changed",
+                    "attachment_added",
+                }
                 and role not in {"system", "developer"}
                 and (edit.source != goal)
             ):

@@ -287,3 +287,17 @@ def test_a_placeholder_that_claims_what_a_screenshot_showed_is_a_changed_result(
     failed = _failures(results, "must").get("tool_payloads_intact", [])
     assert failed
     assert all("changed with its attachments degraded: text added" in m for m in failed)
+
+
+def test_a_rewritten_system_text_is_invented_wherever_it_stands() -> None:
+    # Also where it shares words with the dropped middle or the system text itself: a summary
+    # never stands in for the system text.
+    _, shapes, *_ = BAD["RewriteSystem"]
+    sent = [r for r in _run("bad", "RewriteSystem", shapes) if r.outcome == "assembled"]
+    assert sent
+    missed = [
+        r.key
+        for r in sent
+        if not any(c.id == "nothing_invented" and c.status == "fail" for c in r.checks)
+    ]
+    assert not missed, missed[:5]

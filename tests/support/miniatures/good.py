@@ -16,6 +16,8 @@
 * :class:`CodexCompactor`: everything between the goal and the newest ring becomes one message of
   its own wording right before that ring: a user turn as Codex writes it, an assistant turn where
   the shape merges same-side neighbours (there it folds into the ring's call turn).
+* :class:`OneSystemText`: the ring dropper, sending its system texts and its ledger note as one
+  system text (Anthropic's ``system`` string, a Chat client that joins its system messages).
 * :class:`AttachmentDegrader`: before dropping anything, replaces the images and files of the
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
@@ -287,6 +289,19 @@ class CodexCompactor(Miniature):
         )
 
 
+class OneSystemText(RingDropper):
+    """Joins the system texts it sends (its ledger note included) into one."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        system = [m for m in messages if m.role == "system"]
+        if len(system) > 1:
+            joined = Message("system", (TextPart("\n\n".join(m.text for m in system)),))
+            messages = [joined, *(m for m in messages if m.role != "system")]
+        return super().finish(request, session, messages)
+
+
 class AttachmentDegrader(RingDropper):
     """Degrades the middle's attachments, oldest first, before the ring dropper cuts anything."""
 
@@ -347,6 +362,7 @@ GOOD: dict[str, type[Miniature]] = {
     "PassThrough": PassThrough,
     "ClearAllResults": ClearAllResults,
     "CodexCompactor": CodexCompactor,
+    "OneSystemText": OneSystemText,
     "AttachmentDegrader": AttachmentDegrader,
     "LowDetailFirst": LowDetailFirst,
 }
