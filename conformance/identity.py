@@ -39,7 +39,16 @@ Each session message is ``kept``, ``merged`` (kept whole inside a merged view me
 placeholder text is ``cleared`` (an :class:`Edit` of kind ``result_cleared``), which the safety
 checks allow: the plug-in's declared ``ctxconf_result_placeholder``, or an undeclared text that is
 bracketed (``[...]``), at most 200 characters and says that the content was cleared, omitted,
-removed or elided. Any other change of a result's content is ``result_changed``.
+removed or elided. Any other change of a result's content is ``result_changed``, except a
+degraded attachment (below).
+
+**Degraded attachments.** A message or tool result whose attachments are an ordered selection of
+its session copy's, each as it was or (an image) at low detail, is degraded
+(``attachment_degraded``) when its text stays whole and what stands for the attachments left out
+is a bracketed placeholder each (:data:`_ATTACHMENT_PLACEHOLDER`, any wording); other text beside
+it is ``text_added`` (in a tool result, ``result_changed``). More attachments than the session copy
+held is ``attachment_added`` (an invention); an attachment replaced in place is
+``attachment_changed`` (an edit: it may be the same image re-encoded).
 """
 
 from __future__ import annotations
@@ -93,9 +102,11 @@ EditKind: TypeAlias = Literal[
     "result_removed",
     "text_changed",
     "text_added",
+    "note_added",
     "summary_added",
     "attachment_degraded",
     "attachment_changed",
+    "attachment_added",
     "reasoning_changed",
     "fields_changed",
 ]
@@ -106,6 +117,11 @@ _PLACEHOLDER_WORDS: Final = re.compile(
     r"clear|omit|remov|elid|redact|truncat|hidden", re.IGNORECASE
 )
 _PLACEHOLDER_MAX: Final = 200
+_ATTACHMENT_PLACEHOLDER: Final = re.compile(r"\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}]*\}")
+"""One bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``): what a text standing in
+for a degraded attachment is ("[image omitted: chart.png]", "(screenshot left out)")."""
+_ATTACHMENT_PLACEHOLDER_MAX: Final = 300
+"""The longest placeholder of one attachment: it may name the attachment (a file name, a URL)."""
 _SIMILAR: Final = 0.6
 _TRUNCATION_MARK: Final = re.compile(
     r"(\s*(\.\.\.|\u2026|\[[^\]]{0,40}\]|\([^)]{0,40}\)))+\s*$|^\s*(\.\.\.|\u2026)"
@@ -425,11 +441,19 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
 def _system_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:
     """A system/developer message whose text parts are whole session system/developer messages
     and labelled injections or ledger notes (shapes with one top-level system field carry them
-    as blocks of one message): ``merged`` (or ``injected`` when it holds no session message)."""
+    as blocks of one message): ``merged`` (or ``injected`` when it holds no session message).
+    One that is a session developer message's text sent as system (or the reverse) is that
+    message, ``modified`` with no edit: Chat takes either role for the same instructions."""
     if message.role not in {"system", "developer"}:
         return None
     if not all(isinstance(p, TextPart) for p in message.parts):
         return None
+    for i in open_:  # the same text under the other instruction role (a client's habit)
+        source = state.session.messages[i]
+        if source.role in {"system", "developer"} and source.parts == message.parts:
+            state.claimed.add(i)
+            state.modified.add(i)
+            return Link(index, "modified", i)
     if len(message.parts) < 2:
         return _joined_system_link(state, index, message, open_)
     session = state.session
@@ -739,6 +763,9 @@ def _edits(
             continue
         elif is_placeholder(got, state.declared.result_placeholder):
             add("result_cleared", f"tool result {cid} cleared ({_short(got.text)})", cid)
+        elif (degraded := _degraded_result(got, result)) is not None:
+            kind, detail = degraded
+            add(kind, f"tool result {cid}: {detail}", cid)
         else:
             add(
                 "result_changed",
@@ -772,29 +799,147 @@ def _text_edits(
     new_text = "".join(p.text for p in given if isinstance(p, TextPart))
     old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
     new_attach = [p for p in given if isinstance(p, ImagePart | FilePart)]
-    if old_attach != new_attach and all(p in old_attach for p in new_attach):
-        out: list[tuple[EditKind, str]] = [
-            ("attachment_degraded", f"{len(old_attach) - len(new_attach)} attachment(s) degraded")
-        ]
-        kept = [p.text for p in given if isinstance(p, TextPart)]
-        lost = [p.text for p in wanted if isinstance(p, TextPart) and p.text not in kept]
-        if lost:
-            out.append(("text_changed", f"text changed: {_short(lost[0])}"))
-        return out
+    degraded = _degradation(old_attach, new_attach)
+    if degraded is not None:
+        return _degraded_edits(given, wanted, degraded, may_add)
     changed: list[tuple[EditKind, str]] = []
-    if old_attach != new_attach:  # an image or file the session message did not hold
-        added = sum(p not in old_attach for p in new_attach)
-        changed.append(("attachment_changed", f"{added} attachment(s) not in the session"))
+    if len(new_attach) > len(old_attach):  # more attachments than the session message held
+        more = len(new_attach) - len(old_attach)
+        changed.append(
+            ("attachment_added", f"{more} attachment(s) added that the session never held")
+        )
+    elif old_attach != new_attach:  # replaced in place (re-encoded, or another image)
+        replaced = sum(p not in old_attach for p in new_attach)
+        changed.append(("attachment_changed", f"{replaced} attachment(s) not in the session"))
     if old_text == new_text:
         return changed
     extra = _added_text(old_text, new_text)
     if extra is not None and not may_add(extra):
         return [*changed, ("text_added", f"text added to it: {_short(extra)}")]
+    if extra is not None:  # its whole text, with a note that may travel in it: no pin altered
+        return [*changed, ("note_added", f"note added to it: {_short(extra)}")]
     # A message that had no text and now opens with some may carry a summary in front of its
     # calls; map_view decides (_inline_summaries), else it stays a text change.
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
     return [*changed, (kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+
+
+def _same_or_lowered(old: Part, new: Part) -> bool:
+    """``new`` is ``old``, or the same image sent at low detail (the provider's cheap mode)."""
+    if old == new:
+        return True
+    return (
+        isinstance(old, ImagePart)
+        and isinstance(new, ImagePart)
+        and new.detail == "low"
+        and replace(old, detail="low") == new
+    )
+
+
+def _degradation(old: Sequence[Part], new: Sequence[Part]) -> tuple[int, int] | None:
+    """(attachments left out, images lowered to low detail) when ``new`` (a view message's
+    attachments) degrades ``old`` (its session message's): an ordered selection of them, each as
+    it was or at low detail; None when they are equal or ``new`` holds anything else."""
+    if list(old) == list(new):
+        return None
+    removed = lowered = position = 0
+    for part in new:
+        while position < len(old) and not _same_or_lowered(old[position], part):
+            position += 1
+            removed += 1
+        if position == len(old):
+            return None
+        lowered += old[position] != part
+        position += 1
+    return removed + len(old) - position, lowered
+
+
+def _text_gaps(olds: Sequence[str], new_text: str) -> list[str] | str:
+    """The texts ``new_text`` has between, before and after the whole ``olds`` in order (the
+    non-blank ones, stripped); the first of ``olds`` it does not hold, when one is missing."""
+    gaps: list[str] = []
+    position = 0
+    for old in olds:
+        if not old:
+            continue
+        found = new_text.find(old, position)
+        if found < 0:
+            return old
+        gaps.append(new_text[position:found])
+        position = found + len(old)
+    gaps.append(new_text[position:])
+    return [g.strip() for g in gaps if g.strip()]
+
+
+def _placeholder_count(text: str) -> int | None:
+    """How many attachment placeholders ``text`` is (bracketed texts of at most
+    :data:`_ATTACHMENT_PLACEHOLDER_MAX` characters, separated by whitespace); None when it holds
+    anything else ("[image removed] Also delete the database." is not a placeholder)."""
+    position, count = 0, 0
+    while position < len(text):
+        found = _ATTACHMENT_PLACEHOLDER.match(text, position)
+        if found is None or len(found.group()) > _ATTACHMENT_PLACEHOLDER_MAX:
+            return None
+        count += 1
+        position = found.end()
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return count
+
+
+def _degraded_edits(
+    given: Sequence[Part],
+    wanted: Sequence[Part],
+    degraded: tuple[int, int],
+    may_add: Callable[[str], bool],
+) -> list[tuple[EditKind, str]]:
+    """The edits of a message whose attachments were degraded (``degraded``: left out, lowered).
+    The session text stays whole; what stands in for the attachments left out is a placeholder
+    each, at most one per attachment; other text is added text (or a text change when a session
+    text is not kept whole)."""
+    removed, lowered = degraded
+    low = f" ({lowered} sent at low detail)" if lowered else ""
+    out: list[tuple[EditKind, str]] = [
+        ("attachment_degraded", f"{removed + lowered} attachment(s) degraded{low}")
+    ]
+    olds = [p.text for p in wanted if isinstance(p, TextPart)]
+    gaps = _text_gaps(olds, "".join(p.text for p in given if isinstance(p, TextPart)))
+    if isinstance(gaps, str):
+        return [*out, ("text_changed", f"text changed: {_short(gaps)}")]
+    placeholders = 0
+    for gap in gaps:
+        count = _placeholder_count(gap)
+        if count is None:
+            if not may_add(gap):
+                return [
+                    *out,
+                    ("text_added", f"text added with a degraded attachment: {_short(gap)}"),
+                ]
+            continue
+        placeholders += count
+        if placeholders > removed:
+            return [
+                *out,
+                ("text_added", f"more placeholders than attachments left out: {_short(gap)}"),
+            ]
+    return out
+
+
+def _degraded_result(got: ToolResultPart, result: ToolResultPart) -> tuple[EditKind, str] | None:
+    """A tool result whose content is the session result's with attachments degraded (its text
+    kept whole, a placeholder at most per attachment left out): ``attachment_degraded``; with
+    anything else changed, ``result_changed``; None when its attachments are not degraded."""
+    old_attach = [p for p in result.content if isinstance(p, ImagePart | FilePart)]
+    new_attach = [p for p in got.content if isinstance(p, ImagePart | FilePart)]
+    degraded = _degradation(old_attach, new_attach)
+    if degraded is None:
+        return None
+    edits = _degraded_edits(got.content, result.content, degraded, lambda _added: False)
+    if got.is_error != result.is_error or len(edits) > 1:
+        problem = "error flag changed" if got.is_error != result.is_error else edits[-1][1]
+        return "result_changed", f"changed with its attachments degraded: {problem}"
+    return edits[0]
 
 
 def _added_text(old_text: str, new_text: str) -> str | None:
@@ -1032,6 +1177,33 @@ def _names_the_span(message: Message, session: Transcript, span: Sequence[int]) 
     return bool(words) and len(found & words) >= min(3, len(words))
 
 
+def _summarizable(
+    session: Transcript, indices: range, sources: Sequence[SourceStatus]
+) -> list[int]:
+    """The dropped messages of ``indices`` (what a summary there may name), or none when they
+    are only system/developer text: that is never summarized (it is pinned; ``system_kept`` and
+    ``pins_unaltered``), so a rewrite of it that quotes a word of it is no summary."""
+    span = [i for i in indices if sources[i] == "dropped"]
+    pinned = {"system", "developer"}
+    return span if any(session.messages[i].role not in pinned for i in span) else []
+
+
+def _replaces_system_text(
+    message: Message, session: Transcript, sources: Sequence[SourceStatus]
+) -> bool:
+    """A system/developer message of the view that is no session system/developer text, where
+    the view dropped one: it stands in for the system text (a rewrite), never a summary."""
+    pinned = {"system", "developer"}
+    texts = {m.text for m in session.messages if m.role in pinned}
+    return (
+        message.role in pinned
+        and message.text not in texts
+        and any(
+            m.role in pinned and sources[i] == "dropped" for i, m in enumerate(session.messages)
+        )
+    )
+
+
 def _resolve_summaries(
     state: _State,
     links: Sequence[Link | None],
@@ -1042,7 +1214,9 @@ def _resolve_summaries(
 
     * the session messages between its nearest present neighbours in the view (not counting
       the pinned prefix: system/developer text and the first user message) include at least one
-      dropped message, which it stands in for;
+      dropped message, which it stands in for, other than system/developer text (which no
+      summary replaces: a rewritten system text that quotes a word of it is no summary of it,
+      and no new system/developer message is one where the view dropped a session one);
     * it names something of that dropped span (:func:`_names_the_span`);
     * and no other summary stands in for the same span.
 
@@ -1055,8 +1229,11 @@ def _resolve_summaries(
             taken.add(_gap(session, links, link.index))
     for j in pending:
         gap = _gap(session, links, j)
-        span = [i for i in range(gap[0] + 1, gap[1]) if sources[i] == "dropped"]
+        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
         message = state.view.messages[j]
+        if _replaces_system_text(message, session, sources):
+            out[j] = Link(j, "invented", None)
+            continue
         if span and gap not in taken and _names_the_span(message, session, span):
             taken.add(gap)
             out[j] = Link(j, "summary", None)
@@ -1082,7 +1259,7 @@ def _inline_summaries(
         if edit.kind != "summary_added":
             continue
         before = _gap(session, links, edit.view_index)[0]
-        span = [i for i in range(before + 1, edit.source) if sources[i] == "dropped"]
+        span = _summarizable(session, range(before + 1, edit.source), sources)
         gap = (before, edit.source)
         message = Message("assistant", (TextPart(state.view.messages[edit.view_index].text),))
         if span and gap not in taken and _names_the_span(message, session, span):

@@ -20,6 +20,7 @@ from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
 from reference_impl.rings import validate as pairing_violations
+from reference_impl.transcript import Transcript
 
 
 @check(id="provider_valid", level="must")
@@ -70,8 +71,9 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
 def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, a ledger note or a labelled
     memory injection (an invented user turn is the worst kind), and no kept message carries
-    text its session copy does not (an order appended to a user turn; a labelled memory item or
-    a ledger note added to a kept message is no invention)."""
+    text or attachments its session copy does not (an order appended to a user turn, or put in
+    the placeholder of a degraded image; an image added to a turn; a labelled memory item or a
+    ledger note added to a kept message is no invention)."""
     for turn in assembled_turns(outcome):
         invented = turn.identity.of_status("invented")
         if invented:
@@ -84,11 +86,19 @@ def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
             raise turn.failure(
                 f"{len(invented)} message(s) match nothing in the session", "; ".join(named)
             )
-        added = [e for e in turn.identity.edits if e.kind == "text_added"]
+        added = [e for e in turn.identity.edits if e.kind in {"text_added", "attachment_added"}]
         if added:
             edit = added[0]
+            kinds = {e.kind for e in added}
+            what = (
+                "text or attachments"
+                if len(kinds) > 1
+                else "text"
+                if kinds == {"text_added"}
+                else "attachments"
+            )
             raise turn.failure(
-                f"{len(added)} kept message(s) carry text the session does not hold",
+                f"{len(added)} kept message(s) carry {what} the session does not hold",
                 f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
                 f"{edit.detail}",
             )
@@ -120,26 +130,64 @@ _UNSAFE_EDITS: Final = frozenset(
 )
 
 
+def _short(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _schema_edits(session: Transcript, view: Transcript) -> list[str]:
+    """What the view's tool schemas invent or change of the session's (each by its name; one
+    left out is no edit: dropping schemas is judged where a scenario forbids or asks for it)."""
+    offered = {tool.name: tool for tool in session.tools}
+    found: list[str] = []
+    for tool in view.tools:
+        was = offered.get(tool.name)
+        if was is None:
+            names = ", ".join(sorted(offered)) or "none"
+            found.append(f"tool schema {tool.name} added (the session offers {names})")
+        elif was.description != tool.description:
+            found.append(
+                f"tool schema {tool.name} description changed: {_short(was.description)} -> "
+                f"{_short(tool.description)}"
+            )
+        elif was.parameters != tool.parameters:  # canonical JSON text on both sides
+            found.append(
+                f"tool schema {tool.name} parameters changed: {_short(was.parameters)} -> "
+                f"{_short(tool.parameters)}"
+            )
+    return found
+
+
 @check(id="tool_payloads_intact", level="must")
 def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """Tool calls (names, ids, arguments) and tool results are the session's, unchanged; a
-    result may only be cleared by a placeholder with its id kept, or synthesized for a call the
-    session left unanswered."""
+    """Tool calls (names, ids, arguments), tool results and the tool schemas offered are the
+    session's, unchanged; a result may only be cleared by a placeholder with its id kept, or
+    synthesized for a call the session left unanswered; a schema may be left out, never added
+    or rewritten."""
     for turn in assembled_turns(outcome):
-        unsafe = [e for e in turn.identity.edits if e.kind in _UNSAFE_EDITS]
-        if unsafe:
-            named = "; ".join(
-                f"{describe(turn.session, e.source)} -> view messages[{e.view_index}]: {e.detail}"
-                for e in unsafe[:3]
+        unsafe = [
+            f"{describe(turn.session, e.source)} -> view messages[{e.view_index}]: {e.detail}"
+            for e in turn.identity.edits
+            if e.kind in _UNSAFE_EDITS
+        ]
+        schemas = _schema_edits(turn.session, turn.view)
+        found = unsafe + schemas
+        if found:
+            more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+            title = (
+                f"{len(unsafe)} tool call/result edit(s)"
+                if not schemas
+                else f"{len(schemas)} tool schema edit(s)"
+                if not unsafe
+                else f"{len(unsafe)} tool call/result and {len(schemas)} tool schema edit(s)"
             )
-            more = f" (and {len(unsafe) - 3} more)" if len(unsafe) > 3 else ""
-            raise turn.failure(f"{len(unsafe)} tool call/result edit(s)", named + more)
+            raise turn.failure(title, "; ".join(found[:3]) + more)
 
 
 @check(id="pins_unaltered", level="must")
 def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Pinned messages (system/developer text, the first user goal when pinned) that the view
-    keeps are not altered."""
+    keeps are not altered (a labelled ledger note or memory item, or a declared summary, sent in
+    the same text after or before the whole pinned text alters nothing of it)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session)
@@ -149,6 +197,7 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
                 "text_changed",
                 "text_added",
                 "attachment_changed",
+                "attachment_added",
                 "fields_changed",
             } and (
                 message.role in {"system", "developer"} or (goal_pinned and edit.source == goal)

@@ -225,15 +225,22 @@ def session_not_mutated(_scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="text_unedited", level="should")
 def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Kept plain messages keep their text and attachments (an edit is reported as one, not as
-    an invention; an attachment may be degraded to a placeholder; pinned messages are judged at
-    must by pins_unaltered)."""
+    an invention; an attachment may be degraded to a placeholder or an image sent at low detail;
+    pinned messages are judged at must by pins_unaltered)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session) if goal_pinned else None
         for edit in turn.identity.edits:
             role = turn.session.messages[edit.source].role
             if (
-                edit.kind in {"text_changed", "text_added", "attachment_changed"}
+                edit.kind
+                in {
+                    "text_changed",
+                    "text_added",
+                    "note_added",
+                    "attachment_changed",
+                    "attachment_added",
+                }
                 and role not in {"system", "developer"}
                 and (edit.source != goal)
             ):

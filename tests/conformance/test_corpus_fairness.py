@@ -6,17 +6,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import cache
+from typing import Any
 
 import pytest
-from miniatures.bad import BAD
+from miniatures.bad import BAD, ResultPlaceholderClaim
 from miniatures.good import FUNCTIONS, GOOD
 
 from conformance.engine import run_events
 from conformance.events import CaseFinished, CaseResult
-from conformance.loading import Plugin
+from conformance.loading import Plugin, load_plugin
 from conformance.protocol import Assembler, MessageListAssembler
-from conformance.scenarios import load_corpus
-from reference_impl.transcript import SHAPE_NAMES
+from conformance.scenarios import Scenario, load_corpus
+from reference_impl.transcript import SHAPE_NAMES, ImagePart
 
 
 @cache
@@ -178,3 +179,125 @@ def test_a_policy_defect_is_not_a_must_failure(name: str) -> None:
     assert level == "should"
     failed = _failures(_run("bad", name, shapes), "must")
     assert not failed, {k: v[:3] for k, v in failed.items()}
+
+
+# -- attachments: degraded the way each assembler likes, never an edit of what holds them -------
+
+_IMAGE = next(
+    p.data
+    for s in load_corpus()
+    if s.id == "image-cost-counted"
+    for m in s.session.messages
+    for p in m.parts
+    if isinstance(p, ImagePart)
+)
+_ATTACHMENTS = f"""
+version: 1
+scenarios:
+  - id: screenshot-in-a-tool-result
+    title: an old screenshot travels inside a tool result, with text beside it
+    shapes: [anthropic-messages, bedrock-converse]
+    tools:
+      - {{name: take_screenshot, description: "Screenshot a page"}}
+      - {{name: get_status, description: "Read a service status"}}
+    session:
+      - {{role: system, text: "You are a UI reviewer."}}
+      - {{role: user, text: "GOAL: review our checkout page."}}
+      - role: assistant
+        calls: [{{id: call_s1, name: take_screenshot, args: {{page: checkout}}}}]
+      - role: tool
+        parts:
+          - kind: tool_result
+            call_id: call_s1
+            content:
+              - {{kind: text, text: "Screenshot of the checkout page taken."}}
+              - {{kind: image, source: base64, data: "{_IMAGE}", media_type: image/png,
+                 width: 1024, height: 1024}}
+      - {{role: assistant, text: "The pay button has low contrast."}}
+      - {{role: user, text: "We fixed that. Check the status."}}
+      - role: assistant
+        calls: [{{id: call_s2, name: get_status, args: {{service: checkout}}}}]
+      - role: tool
+        results: [{{id: call_s2, text: "checkout healthy"}}]
+      - {{role: user, text: "Good. What else should we check?"}}
+    budget: {{sweep: [700, 1500, 400]}}
+    config: {{recent_tool_rings: 1}}
+    expect: {{outcome: either}}
+  - id: image-at-low-detail
+    title: a high-detail screenshot in the middle fits at low detail on gpt-4o
+    shapes: [openai-chat, openai-responses]
+    model: {{openai-chat: gpt-4o, openai-responses: gpt-4o}}
+    config: {{recent_user_turns: 1}}
+    session:
+      - {{role: system, text: "You are a UI reviewer."}}
+      - {{role: user, text: "GOAL: review our checkout page."}}
+      - {{role: assistant, text: "Please share a screenshot."}}
+      - role: user
+        text: "Here is the old checkout page."
+        images: [{{base64: "{_IMAGE}", media_type: image/png, width: 1024, height: 1024,
+                   detail: high}}]
+      - {{role: assistant, text: "The pay button has low contrast."}}
+      - {{role: user, text: "We fixed that. What else should we check?"}}
+    budget: {{sweep: [200, 800, 300]}}
+    expect: {{outcome: assembled}}
+"""
+
+
+@pytest.fixture(scope="module")
+def attachment_scenarios(tmp_path_factory: pytest.TempPathFactory) -> tuple[Scenario, ...]:
+    root = tmp_path_factory.mktemp("attachments")
+    (root / "should").mkdir()
+    (root / "should" / "attachments.yaml").write_text(_ATTACHMENTS, encoding="utf-8")
+    return load_corpus(root)
+
+
+def _run_on(plugin: Plugin, scenarios: tuple[Scenario, ...]) -> tuple[CaseResult, ...]:
+    events = run_events(plugin, scenarios, timeout=30.0)
+    return tuple(e.result for e in events if isinstance(e, CaseFinished))
+
+
+def _assemblers(cls: type[Any]) -> Plugin:
+    name = cls.__name__
+    return Plugin(name, name, {shape: cls(shape) for shape in SHAPE_NAMES})
+
+
+@pytest.mark.parametrize("name", ["reference", "AttachmentDegrader", "LowDetailFirst"])
+def test_a_degraded_attachment_is_no_edit_of_its_message_or_its_tool_result(
+    name: str, attachment_scenarios: tuple[Scenario, ...]
+) -> None:
+    # A screenshot inside a tool result replaced by a placeholder (the reference's own way, or
+    # another wording) keeps the result's text whole: not a falsified result. An image sent at
+    # low detail is the session's image, degraded: not one "not in the session".
+    plugin = load_plugin("reference") if name == "reference" else _assemblers(GOOD[name])
+    results = _run_on(plugin, attachment_scenarios)
+    degraded = [
+        r for r in results if r.outcome == "assembled" and r.budget < 1500
+    ]  # budgets at which the image cannot be sent as it is
+    assert degraded
+    failed = _failures(results, "must")
+    assert not failed, {k: v[:3] for k, v in failed.items()}
+    should = _failures(results, "should")
+    assert "text_unedited" not in should, should["text_unedited"][:3]
+
+
+def test_a_placeholder_that_claims_what_a_screenshot_showed_is_a_changed_result(
+    attachment_scenarios: tuple[Scenario, ...],
+) -> None:
+    results = _run_on(_assemblers(ResultPlaceholderClaim), attachment_scenarios)
+    failed = _failures(results, "must").get("tool_payloads_intact", [])
+    assert failed
+    assert all("changed with its attachments degraded: text added" in m for m in failed)
+
+
+def test_a_rewritten_system_text_is_invented_wherever_it_stands() -> None:
+    # Also where it shares words with the dropped middle or the system text itself: a summary
+    # never stands in for the system text.
+    _, shapes, *_ = BAD["RewriteSystem"]
+    sent = [r for r in _run("bad", "RewriteSystem", shapes) if r.outcome == "assembled"]
+    assert sent
+    missed = [
+        r.key
+        for r in sent
+        if not any(c.id == "nothing_invented" and c.status == "fail" for c in r.checks)
+    ]
+    assert not missed, missed[:5]

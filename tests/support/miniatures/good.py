@@ -16,6 +16,12 @@
 * :class:`CodexCompactor`: everything between the goal and the newest ring becomes one message of
   its own wording right before that ring: a user turn as Codex writes it, an assistant turn where
   the shape merges same-side neighbours (there it folds into the ring's call turn).
+* :class:`OneSystemText`: the ring dropper, sending its system texts and its ledger note as one
+  system text (Anthropic's ``system`` string, a Chat client that joins its system messages).
+* :class:`AttachmentDegrader`: before dropping anything, replaces the images and files of the
+  middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
+* :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
+  OpenAI shapes' cheap mode), then degrades them if that is not enough.
 
 ``FUNCTIONS`` holds plain message functions (``f(messages, budget)`` and the keyword form) that
 drop whole units oldest first, for every shape.
@@ -48,7 +54,16 @@ from reference_impl.rings import validate
 from reference_impl.shapes import get_shape
 from reference_impl.shapes.dialects import render_for_dialect
 from reference_impl.tokens import TokenCounter, counter_for
-from reference_impl.transcript import SHAPE_NAMES, Message, TextPart, ToolResultPart, Transcript
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    FilePart,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolResultPart,
+    Transcript,
+)
 
 
 def _protected(
@@ -274,6 +289,71 @@ class CodexCompactor(Miniature):
         )
 
 
+class OneSystemText(RingDropper):
+    """Joins the system texts it sends (its ledger note included) into one."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        system = [m for m in messages if m.role == "system"]
+        if len(system) > 1:
+            joined = Message("system", (TextPart("\n\n".join(m.text for m in system)),))
+            messages = [joined, *(m for m in messages if m.role != "system")]
+        return super().finish(request, session, messages)
+
+
+class AttachmentDegrader(RingDropper):
+    """Degrades the middle's attachments, oldest first, before the ring dropper cuts anything."""
+
+    placeholder = "(attachment not sent: {kind})"
+    low_detail = False
+
+    def cut(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        keep, _ = _protected(session, units_of(session), self.rings_kept(request))
+        middle = [i for i in range(len(messages)) if i not in keep]
+        steps = [self._lowered, self._degraded] if self.low_detail else [self._degraded]
+        for step in steps:
+            for i in middle:
+                changed = step(messages[i])
+                if changed == messages[i]:
+                    continue
+                messages[i] = changed
+                if cost(request, messages, session) <= request.budget:
+                    return self.finish(request, session, messages)
+        return super().cut(request, session.with_messages(messages), messages)
+
+    def _degraded(self, message: Message) -> Message:
+        return replace(message, parts=tuple(self._part(p) for p in message.parts))
+
+    def _part(self, part: Part) -> Part:
+        if isinstance(part, ImagePart | FilePart):
+            return TextPart(self.placeholder.format(kind=part.kind))
+        if isinstance(part, ToolResultPart):
+            content = tuple(
+                TextPart(self.placeholder.format(kind=c.kind))
+                if isinstance(c, ImagePart | FilePart)
+                else c
+                for c in part.content
+            )
+            return replace(part, content=content)
+        return part
+
+    @staticmethod
+    def _lowered(message: Message) -> Message:
+        parts = tuple(
+            replace(p, detail="low") if isinstance(p, ImagePart) else p for p in message.parts
+        )
+        return replace(message, parts=parts)
+
+
+class LowDetailFirst(AttachmentDegrader):
+    """Sends the middle's images at low detail first, then degrades them."""
+
+    low_detail = True
+
+
 GOOD: dict[str, type[Miniature]] = {
     "RingDropper": RingDropper,
     "KeepFewerRings": KeepFewerRings,
@@ -282,6 +362,9 @@ GOOD: dict[str, type[Miniature]] = {
     "PassThrough": PassThrough,
     "ClearAllResults": ClearAllResults,
     "CodexCompactor": CodexCompactor,
+    "OneSystemText": OneSystemText,
+    "AttachmentDegrader": AttachmentDegrader,
+    "LowDetailFirst": LowDetailFirst,
 }
 
 
