@@ -5,6 +5,7 @@ variant fails the check meant for its defect, at that check's level, with a mess
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -41,6 +42,16 @@ def _failures(results: tuple[CaseResult, ...], level: str) -> dict[str, list[str
             if check.level == level and check.status != "pass":
                 found[check.id].append(f"{result.key}: {check.message}")
     return dict(found)
+
+
+def _not_failing(results: Iterable[CaseResult], check_id: str) -> list[str]:
+    """The cases of ``results`` that were sent (assembled) and do not fail ``check_id``; asserts
+    that some were sent."""
+    sent = [r for r in results if r.outcome == "assembled"]
+    assert sent
+    return [
+        r.key for r in sent if not any(c.id == check_id and c.status == "fail" for c in r.checks)
+    ]
 
 
 STRATEGIES = [n for n in GOOD if n != "PassThrough"]
@@ -141,13 +152,7 @@ def test_a_summary_standing_right_before_the_kept_ring_is_never_read_as_an_edit(
 def test_a_ledger_key_instruction_is_invented_wherever_it_stands() -> None:
     # Also where the side-effecting ring was dropped: quoting its key is no summary of it.
     results = _run("bad", "LedgerKeyAfterGoal", ("openai-chat",))
-    sent = [r for r in results if r.outcome == "assembled" and r.scenario in _WITH_LEDGER]
-    assert sent
-    missed = [
-        r.key
-        for r in sent
-        if not any(c.id == "nothing_invented" and c.status == "fail" for c in r.checks)
-    ]
+    missed = _not_failing((r for r in results if r.scenario in _WITH_LEDGER), "nothing_invented")
     assert not missed, missed[:5]
 
 
@@ -293,11 +298,5 @@ def test_a_rewritten_system_text_is_invented_wherever_it_stands() -> None:
     # Also where it shares words with the dropped middle or the system text itself: a summary
     # never stands in for the system text.
     _, shapes, *_ = BAD["RewriteSystem"]
-    sent = [r for r in _run("bad", "RewriteSystem", shapes) if r.outcome == "assembled"]
-    assert sent
-    missed = [
-        r.key
-        for r in sent
-        if not any(c.id == "nothing_invented" and c.status == "fail" for c in r.checks)
-    ]
+    missed = _not_failing(_run("bad", "RewriteSystem", shapes), "nothing_invented")
     assert not missed, missed[:5]
