@@ -97,8 +97,9 @@ def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
                 if kinds == {"text_added"}
                 else "attachments"
             )
+            messages = len({e.view_index for e in added})
             raise turn.failure(
-                f"{len(added)} kept message(s) carry {what} the session does not hold",
+                f"{messages} kept message(s) carry {what} the session does not hold",
                 f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
                 f"{edit.detail}",
             )
