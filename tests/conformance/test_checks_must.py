@@ -213,6 +213,13 @@ def test_a_rewritten_description_is_quoted_forty_characters_at_most() -> None:
     assert len(order[:37] + "...") == 40
 
 
+def test_a_quoted_schema_text_of_exactly_forty_characters_is_whole() -> None:
+    params = '{"type":"object","required":["account"]}'
+    assert len(params) == 40
+    result = _schemas((replace(FETCH, parameters=params),))
+    assert result.message.endswith(f"-> {params!r}")
+
+
 def test_changed_parameters_are_an_edit_and_both_kinds_are_counted_in_the_title() -> None:
     params = '{"type":"object","required":["account","amount"]}'
     changed = replace(FETCH, parameters=params)
