@@ -67,6 +67,10 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
         )
 
 
+_GAINED: Final = {"text_added": "text", "attachment_added": "attachments"}
+"""What a kept message gained, by edit kind (``nothing_invented``'s title names them)."""
+
+
 @check(id="nothing_invented", level="must")
 def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, a ledger note or a labelled
@@ -86,17 +90,11 @@ def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
             raise turn.failure(
                 f"{len(invented)} message(s) match nothing in the session", "; ".join(named)
             )
-        added = [e for e in turn.identity.edits if e.kind in {"text_added", "attachment_added"}]
+        added = [e for e in turn.identity.edits if e.kind in _GAINED]
         if added:
             edit = added[0]
             kinds = {e.kind for e in added}
-            what = (
-                "text or attachments"
-                if len(kinds) > 1
-                else "text"
-                if kinds == {"text_added"}
-                else "attachments"
-            )
+            what = " or ".join(w for k, w in _GAINED.items() if k in kinds)
             messages = len({e.view_index for e in added})
             raise turn.failure(
                 f"{messages} kept message(s) carry {what} the session does not hold",
@@ -174,14 +172,9 @@ def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
         found = unsafe + schemas
         if found:
             more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
-            title = (
-                f"{len(unsafe)} tool call/result edit(s)"
-                if not schemas
-                else f"{len(schemas)} tool schema edit(s)"
-                if not unsafe
-                else f"{len(unsafe)} tool call/result and {len(schemas)} tool schema edit(s)"
-            )
-            raise turn.failure(title, "; ".join(found[:3]) + more)
+            counts = ((unsafe, "tool call/result"), (schemas, "tool schema"))
+            title = " and ".join(f"{len(edits)} {what}" for edits, what in counts if edits)
+            raise turn.failure(f"{title} edit(s)", "; ".join(found[:3]) + more)
 
 
 @check(id="pins_unaltered", level="must")

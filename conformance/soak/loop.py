@@ -52,7 +52,14 @@ from reference_impl.memory import ledger_message
 from reference_impl.rings import Ring, segment
 from reference_impl.shapes import get_shape
 from reference_impl.summary import summary_depth
-from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript, canonical_json
+from reference_impl.transcript import (
+    Message,
+    Part,
+    SummaryPart,
+    TextPart,
+    Transcript,
+    canonical_json,
+)
 
 __all__ = [
     "DEFAULT_TURNS",
@@ -346,11 +353,13 @@ def _stored_problem(stored: Transcript, session: Transcript, view: Transcript) -
     # A shape with strict alternation (Bedrock B3) sends same-role neighbours as one merged
     # message: a stored message whose every part is a part of a view message of its role (the
     # summary that opens the goal's merged user turn) is the view's too.
-    merged = {(m.role, part) for m in view.messages for part in m.parts}
+    merged: set[tuple[str, Part]] | None = None  # built when a stored message is not known
     for index, message in enumerate(stored.messages):
-        if message.digest not in known and not all(
-            (message.role, part) in merged for part in message.parts
-        ):
+        if message.digest in known:
+            continue
+        if merged is None:
+            merged = {(m.role, part) for m in view.messages for part in m.parts}
+        if not all((message.role, part) in merged for part in message.parts):
             return (
                 f"session_after()[{index}] ({message.role}) is in neither the session nor the "
                 f"view: {message.text[:60]!r}"
