@@ -39,10 +39,6 @@ def corpus_problems(
             for check_id in (*s.expect.checks, *s.expect.skip_checks)
             if check_id not in known_checks
         )
-        if any(s.dialects) and s.shapes != ("openai-chat",):
-            problems.append(
-                f"{s.source}: {s.id}: dialects apply to openai-chat only; set shapes: [openai-chat]"
-            )
         for shape in s.shapes:
             problems.extend(f"{s.source}: {s.id} [{shape}]: {p}" for p in _shape_problems(s, shape))
             if s.cassette and not any((root / shape).glob(f"{s.id}*.yaml")):

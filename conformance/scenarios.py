@@ -42,9 +42,10 @@ from reference_impl.documents import (
     max_input_bytes,
     read_input_text,
 )
-from reference_impl.errors import CtxconfError, TranscriptError
+from reference_impl.errors import CtxconfError, ShapeError, TranscriptError
 from reference_impl.ledger import Ledger
 from reference_impl.shapes import ShapeFact
+from reference_impl.shapes.dialects import get_dialect
 from reference_impl.transcript import (
     SHAPE_NAMES,
     Message,
@@ -334,15 +335,63 @@ def plain_schema_message(error: jsonschema.ValidationError) -> str:
         case "minimum" | "exclusiveMinimum":
             return f"{instance!r} is too small ({error.validator} {value})"
         case "oneOf" | "anyOf" if error.context:
-            # The branch of the right JSON type explains the problem best (budget: 0 is "too
-            # small", not "expected object").
-            typed = [e for e in error.context if e.validator != "type"]
-            best = jsonschema.exceptions.best_match(typed or error.context)
-            inner = plain_schema_message(best)
-            where = json_path(best.relative_path).removeprefix("$")
-            return f"{where.removeprefix('.')}: {inner}" if where else inner
+            return _alternatives_message(error)
         case _:
             return error.message
+
+
+def _branches(error: jsonschema.ValidationError) -> list[list[jsonschema.ValidationError]]:
+    """The errors of each alternative of a ``oneOf``/``anyOf`` error, by alternative."""
+    by_branch: dict[Any, list[jsonschema.ValidationError]] = {}
+    for e in error.context or ():
+        by_branch.setdefault(e.schema_path[0] if e.schema_path else None, []).append(e)
+    return list(by_branch.values())
+
+
+def _wrong_type(errors: Sequence[jsonschema.ValidationError], top: int) -> bool:
+    """Whether an alternative failed only because the value is another JSON type."""
+    return (
+        len(errors) == 1 and errors[0].validator == "type" and len(errors[0].absolute_path) == top
+    )
+
+
+def _closest(error: jsonschema.ValidationError, top: int) -> jsonschema.ValidationError | None:
+    """The error of the alternative the value comes closest to: not one of another JSON type,
+    the fewest errors, the deepest one; nested alternatives (a ``$ref`` to another ``oneOf``)
+    followed down. ``None`` when every alternative wants another JSON type."""
+    candidates = [b for b in _branches(error) if not _wrong_type(b, top)]
+    if not candidates:
+        return None
+    branch = min(candidates, key=lambda b: (len(b), -max(len(e.absolute_path) for e in b)))
+    deepest = max(branch, key=lambda e: len(e.absolute_path))
+    if deepest.validator in ("oneOf", "anyOf") and deepest.context:
+        return _closest(deepest, len(deepest.absolute_path)) or deepest
+    return deepest
+
+
+def _wanted_types(error: jsonschema.ValidationError) -> list[str]:
+    out: list[str] = []
+    for e in error.context or ():
+        kinds: Any = e.validator_value if e.validator == "type" else []
+        if e.validator in ("oneOf", "anyOf"):
+            kinds = _wanted_types(e)
+        for kind in [kinds] if isinstance(kinds, str) else list(kinds):
+            if kind not in out:
+                out.append(kind)
+    return out
+
+
+def _alternatives_message(error: jsonschema.ValidationError) -> str:
+    """A value that matches none of a ``oneOf``'s alternatives, explained by the alternative it
+    comes closest to (``budget: {sweep: [10, 400, 0]}``: ``sweep[2]`` is too small, not "missing
+    ``default``"), else by the JSON types it may have."""
+    top = len(error.absolute_path)
+    best = _closest(error, top)
+    if best is None:
+        return f"expected {' or '.join(_wanted_types(error))}, got {json_type_name(error.instance)}"
+    inner = plain_schema_message(best)
+    where = json_path(list(best.absolute_path)[top:]).removeprefix("$")
+    return f"{where.removeprefix('.')}: {inner}" if where else inner
 
 
 def schema_errors(document: Any) -> list[str]:
@@ -352,20 +401,41 @@ def schema_errors(document: Any) -> list[str]:
     return [f"{json_path(e.absolute_path)}: {plain_schema_message(e)}" for e in errors]
 
 
-def _budget_values(value: Any) -> tuple[int, ...]:
+MAX_SWEEP_BUDGETS: Final = 200
+"""The most budgets one sweep may name: every budget is a case in every shape and dialect, and the
+corpus's widest sweep has 33; a typo such as ``[1, 100000000, 1]`` is refused at load, not
+expanded into a hundred million cases."""
+
+
+def _budget_values(value: Any, where: str) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,)
     start, stop, step = value["sweep"]
+    count = len(range(start, stop + 1, step))
+    if start > stop:
+        raise ScenarioError(
+            f"a sweep runs from its first budget up to its last: {start} is above {stop}",
+            where=f"{where}.sweep",
+        )
+    if count > MAX_SWEEP_BUDGETS:
+        raise ScenarioError(
+            f"sweep [{start}, {stop}, {step}] names {count:,} budgets; at most "
+            f"{MAX_SWEEP_BUDGETS} (a larger step, or a narrower range)",
+            where=f"{where}.sweep",
+        )
     return tuple(range(start, stop + 1, step))
 
 
-def _budget(value: Any) -> Budget:
+def _budget(value: Any, where: str) -> Budget:
     if isinstance(value, Mapping) and "default" in value:
         return Budget(
-            _budget_values(value["default"]),
-            {s: _budget_values(v) for s, v in value.get("per_shape", {}).items()},
+            _budget_values(value["default"], f"{where}.default"),
+            {
+                s: _budget_values(v, f"{where}.per_shape.{s}")
+                for s, v in value.get("per_shape", {}).items()
+            },
         )
-    return Budget(_budget_values(value))
+    return Budget(_budget_values(value, where))
 
 
 def _transcript(messages: Sequence[Any], tools: Sequence[Any], where: str) -> Transcript:
@@ -395,6 +465,19 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
             f"folder; move the file or fix the level (the folder encodes the level)",
             where=f"{where}.level",
         )
+    shapes = tuple(s for s in SHAPE_NAMES if s in raw.get("shapes", SHAPE_NAMES))
+    dialects = tuple(raw.get("dialects", (None,)))
+    for i, name in enumerate(d for d in dialects if d is not None):
+        try:
+            base = get_dialect(name).base_shape
+        except ShapeError as exc:
+            raise ScenarioError(exc.message, where=f"{where}.dialects[{i}]") from None
+        if shapes != (base,):
+            raise ScenarioError(
+                f"dialect {name!r} is a dialect of {base}; a scenario with dialects lists "
+                f"that shape alone (shapes: [{base}])",
+                where=f"{where}.shapes",
+            )
     # What the plug-in is handed must be what the harness's own readers accept: a ledger status
     # or a config key the reference reader refuses would error every case of the run.
     try:
@@ -411,7 +494,7 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
         level=level,
         source=source,
         session=session,
-        budget=_budget(raw["budget"]),
+        budget=_budget(raw["budget"], f"{where}.budget"),
         expect=Expectation(
             outcome=expect["outcome"],
             checks=tuple(expect.get("checks", ())),
@@ -420,8 +503,8 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
             input=expect.get("input", "valid"),
         ),
         tags=tuple(raw.get("tags", ())),
-        shapes=tuple(s for s in SHAPE_NAMES if s in raw.get("shapes", SHAPE_NAMES)),
-        dialects=tuple(raw.get("dialects", (None,))),
+        shapes=shapes,
+        dialects=dialects,
         turns=turns,
         ledger=tuple(dict(e) for e in raw.get("ledger", ())),
         memory=tuple(dict(m) for m in raw.get("memory", ())),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -240,3 +241,96 @@ def test_model_for_prefers_the_scenario_then_the_shared_default() -> None:
     named = replace(scenario, models={"gemini": "gemini-2.5-pro"})
     assert named.model_for("gemini") == "gemini-2.5-pro"
     assert named.model_for("openai-chat") == DEFAULT_MODELS["openai-chat"]
+
+
+def _with_budget(tmp_path: Path, budget: str, extra: str = "") -> Path:
+    return _write(
+        tmp_path,
+        f"""\
+        version: 1
+        scenarios:
+          - {{id: x, title: x, session: [{{role: user, text: hi}}], budget: {budget},
+             expect: {{outcome: assembled}}{extra}}}
+        """,
+    )
+
+
+@pytest.mark.parametrize(
+    ("budget", "where", "message"),
+    [
+        ("{sweep: [1, 1000000, 1]}", "budget.sweep", "names 1,000,000 budgets; at most 200"),
+        ("{sweep: [400, 100, 10]}", "budget.sweep", "400 is above 100"),
+        (
+            "{default: 10, per_shape: {gemini: {sweep: [1, 5000, 2]}}}",
+            "budget.per_shape.gemini.sweep",
+            "names 2,500 budgets",
+        ),
+        ("{default: {sweep: [1, 201, 1]}}", "budget.default.sweep", "names 201 budgets"),
+    ],
+)
+def test_a_sweep_is_refused_at_load_when_it_runs_backwards_or_names_too_many_budgets(
+    tmp_path: Path, budget: str, where: str, message: str
+) -> None:
+    """A typo in a sweep must not become millions of cases (it once ran the process out of
+    memory while loading, with no message and no report)."""
+    with pytest.raises(ScenarioError, match=re.escape(message)) as info:
+        load_file(_with_budget(tmp_path, budget))
+    assert f"$.scenarios[0].{where}:" in info.value.message
+
+
+def test_a_sweep_of_exactly_the_bound_loads(tmp_path: Path) -> None:
+    (scenario,) = load_file(_with_budget(tmp_path, "{sweep: [1, 200, 1]}"))
+    assert scenario.budget.for_shape("gemini") == tuple(range(1, 201))
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        ("{sweep: [10, 400, 0]}", "budget: sweep[2]: 0 is too small"),
+        ("{sweep: [10, 400]}", "budget: sweep: needs at least 3 item(s), has 2"),
+        ("{sweep: [10, 400, 5], step: 2}", "budget: unknown key 'step'"),
+        ("{default: 10, per_shape: {gpt: 5}}", "budget: per_shape: 'gpt' is not one of"),
+        ("{default: {sweep: [1, 2]}}", "budget: default.sweep: needs at least 3 item(s)"),
+        ("{default: 5, per_shape: {gemini: {sweep: [1, a, 3]}}}", "sweep[1]: expected integer"),
+        ("lots", "budget: expected integer or object, got string"),
+        ("0", "budget: 0 is too small"),
+    ],
+)
+def test_a_bad_budget_is_explained_by_the_form_it_comes_closest_to(
+    tmp_path: Path, budget: str, message: str
+) -> None:
+    """Not by another form's missing key ("missing required key 'default'" for a sweep whose
+    step is 0)."""
+    with pytest.raises(ScenarioError) as info:
+        load_file(_with_budget(tmp_path, budget))
+    assert message in info.value.message
+    assert "missing required key" not in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("extra", "where", "message"),
+    [
+        (
+            ", dialects: [mistrall], shapes: [openai-chat]",
+            "dialects[0]",
+            "unknown dialect 'mistrall'",
+        ),
+        (", dialects: [mistral]", "shapes", "'mistral' is a dialect of openai-chat"),
+        (", dialects: [ollama], shapes: [gemini]", "shapes", "lists that shape alone"),
+    ],
+)
+def test_a_dialect_is_checked_when_the_scenario_loads(
+    tmp_path: Path, extra: str, where: str, message: str
+) -> None:
+    """Found at load (exit 2, the scenario's fault), not when the cases run, where it was
+    reported as the plug-in raising ``ShapeError``."""
+    with pytest.raises(ScenarioError, match=re.escape(message)) as info:
+        load_file(_with_budget(tmp_path, "10", extra))
+    assert f"$.scenarios[0].{where}:" in info.value.message
+
+
+def test_a_scenario_with_a_gateway_dialect_alias_loads(tmp_path: Path) -> None:
+    (scenario,) = load_file(
+        _with_budget(tmp_path, "10", ", dialects: [azure-openai], shapes: [openai-chat]")
+    )
+    assert scenario.dialects == ("azure-openai",)
