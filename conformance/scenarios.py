@@ -35,6 +35,7 @@ import yaml
 
 from conformance.bundled import find_bundled_folder, missing_folder_message
 from conformance.errors import ScenarioError
+from conformance.providers.catalog import profile_for_model
 from reference_impl.config import AssemblyConfig
 from reference_impl.documents import (
     DocumentLimitError,
@@ -44,6 +45,7 @@ from reference_impl.documents import (
 )
 from reference_impl.errors import CtxconfError, ShapeError, TranscriptError
 from reference_impl.ledger import Ledger
+from reference_impl.rings import validate as validate_pairing
 from reference_impl.shapes import ShapeFact
 from reference_impl.shapes.dialects import get_dialect
 from reference_impl.transcript import (
@@ -488,7 +490,7 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
         if not at.startswith(where):
             at = f"{where}.config.{at}" if at else f"{where}.config"
         raise ScenarioError(exc.message, where=at) from None
-    return Scenario(
+    scenario = Scenario(
         id=raw["id"],
         title=raw["title"],
         level=level,
@@ -514,6 +516,46 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
         notes=str(raw.get("notes", "")).strip(),
         cassette=bool(raw.get("cassette", False)),
     )
+    _check_declared_input(scenario, where)
+    return scenario
+
+
+def _message_path(scenario: Scenario, index: int, where: str) -> str:
+    """Where message ``index`` of a turn's merged session is written in the file."""
+    if index < len(scenario.session.messages):
+        return f"{where}.session[{index}]"
+    index -= len(scenario.session.messages)
+    for turn, messages in enumerate(scenario.turns):
+        if index < len(messages):
+            return f"{where}.turns[{turn}][{index}]"
+        index -= len(messages)
+    return where
+
+
+def _check_declared_input(scenario: Scenario, where: str) -> None:
+    """A session that breaks tool-call pairing by a rule of a target the scenario runs against
+    must say so (``expect.input: invalid``, which the schema allows only with ``outcome:
+    refused``): otherwise a plug-in that rightly refuses it is failed for refusing
+    (``assembles_when_feasible``). A scenario whose config asks for ``on_pairing_error:
+    synthesize_error_results`` hands over a broken session on purpose."""
+    if scenario.expect.input == "invalid":
+        return
+    if scenario.config.get("on_pairing_error") == "synthesize_error_results":
+        return
+    rules: set[str] = set()
+    for shape in scenario.shapes:
+        for dialect in scenario.dialects:
+            rules.update(profile_for_model(shape, dialect, scenario.model_for(shape)).rules)
+    for session in scenario.sessions():
+        enforced = [v for v in validate_pairing(session) if rules.intersection(v.rules)]
+        if enforced:
+            first = enforced[0]
+            raise ScenarioError(
+                f"the session breaks tool-call pairing ({first.kind}, rules "
+                f"{', '.join(first.rules)}): {first.detail.rstrip('.')}; a scenario that hands "
+                "over a broken session declares expect: {outcome: refused, input: invalid}",
+                where=_message_path(scenario, first.message_index, where),
+            )
 
 
 def _level_of(path: Path) -> Level:

@@ -181,7 +181,7 @@ def test_validate_reports_unknown_checks_and_unrenderable_shapes(tmp_path: Path)
             shapes: [openai-chat]
             session: [{role: tool, results: [{id: c1, text: r, is_error: true}]}]
             budget: 10
-            expect: {outcome: assembled, checks: [no_such_check]}
+            expect: {outcome: refused, input: invalid, checks: [no_such_check]}
         """,
     )
     out = CliRunner().invoke(cli, ["scenarios", "validate", str(tmp_path)])
@@ -334,3 +334,83 @@ def test_a_scenario_with_a_gateway_dialect_alias_loads(tmp_path: Path) -> None:
         _with_budget(tmp_path, "10", ", dialects: [azure-openai], shapes: [openai-chat]")
     )
     assert scenario.dialects == ("azure-openai",)
+
+
+_ORPHAN = """\
+    version: 1
+    scenarios:
+      - id: x
+        title: x
+        session:
+          - {role: user, text: hi}
+          %s
+        budget: 1000
+        expect: %s
+        %s
+    """
+
+
+@pytest.mark.parametrize(
+    ("session", "more", "where"),
+    [
+        ("- {role: tool, results: [{id: call_9, text: ok}]}", "", "session[1]"),
+        (
+            "- {role: assistant, text: sure}",
+            "turns: [[{role: user, text: more}, {role: tool, results: [{id: c, text: ok}]}]]",
+            "turns[0][1]",
+        ),
+    ],
+)
+def test_a_broken_session_must_be_declared_invalid(
+    tmp_path: Path, session: str, more: str, where: str
+) -> None:
+    """Otherwise the plug-in that rightly refuses it is failed for refusing: the harness blamed
+    the plug-in for the scenario's fault (``assembles_when_feasible``)."""
+    path = _write(tmp_path, _ORPHAN % (session, "{outcome: assembled}", more))
+    with pytest.raises(ScenarioError, match="breaks tool-call pairing \\(orphan_result") as info:
+        load_file(path)
+    assert f"$.scenarios[0].{where}:" in info.value.message
+    assert "expect: {outcome: refused, input: invalid}" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("expect", "more"),
+    [
+        ("{outcome: refused, input: invalid}", ""),
+        ("{outcome: assembled}", "config: {on_pairing_error: synthesize_error_results}"),
+    ],
+)
+def test_a_broken_session_loads_when_it_says_so(tmp_path: Path, expect: str, more: str) -> None:
+    path = _write(
+        tmp_path, _ORPHAN % ("- {role: tool, results: [{id: call_9, text: ok}]}", expect, more)
+    )
+    (scenario,) = load_file(path)
+    assert scenario.id == "x"
+
+
+def test_a_pairing_rule_no_target_of_the_scenario_enforces_is_no_fault(tmp_path: Path) -> None:
+    """A thinking block after its tool_use breaks Anthropic's A13, which Chat does not have: a
+    Chat-only scenario holding it is valid input."""
+    body = textwrap.dedent(
+        """\
+        version: 1
+        scenarios:
+          - id: x
+            title: x
+            shapes: [%s]
+            tools: [{name: get_status, parameters: {type: object}}]
+            session:
+              - {role: user, text: "GOAL: check checkout."}
+              - role: assistant
+                parts:
+                  - {kind: tool_call, id: toolu_1, name: get_status, arguments: '{}'}
+                  - {kind: reasoning, origin: anthropic-messages, data: {type: thinking, thinking: t, signature: s}}
+              - {role: tool, results: [{id: toolu_1, text: ok}]}
+            budget: 8000
+            expect: {outcome: assembled}
+        """
+    )
+    (scenario,) = load_file(_write(tmp_path, body % "openai-chat"))
+    assert scenario.shapes == ("openai-chat",)
+    with pytest.raises(ScenarioError, match="reasoning_detached"):
+        load_file(_write(tmp_path, body % "anthropic-messages"))
