@@ -73,6 +73,7 @@ from reference_impl.transcript import (
     ToolResultPart,
     Transcript,
 )
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "Declarations",
@@ -117,7 +118,6 @@ _PLACEHOLDER_WORDS: Final = re.compile(
     r"clear|omit|remov|elid|redact|truncat|hidden", re.IGNORECASE
 )
 _PLACEHOLDER_MAX: Final = 200
-_INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
 """The roles of system text (pinned; one instruction under either role on Chat)."""
 _ATTACHMENT_PLACEHOLDER: Final = re.compile(r"\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}]*\}")
 """One bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``): what a text standing in
@@ -446,13 +446,13 @@ def _system_link(state: _State, index: int, message: Message, open_: Sequence[in
     as blocks of one message): ``merged`` (or ``injected`` when it holds no session message).
     One that is a session developer message's text sent as system (or the reverse) is that
     message, ``modified`` with no edit: Chat takes either role for the same instructions."""
-    if message.role not in _INSTRUCTION_ROLES:
+    if message.role not in INSTRUCTION_ROLES:
         return None
     if not all(isinstance(p, TextPart) for p in message.parts):
         return None
     for i in open_:  # the same text under the other instruction role (a client's habit)
         source = state.session.messages[i]
-        if source.role in _INSTRUCTION_ROLES and source.parts == message.parts:
+        if source.role in INSTRUCTION_ROLES and source.parts == message.parts:
             state.claimed.add(i)
             state.modified.add(i)
             return Link(index, "modified", i)
@@ -467,7 +467,7 @@ def _system_link(state: _State, index: int, message: Message, open_: Sequence[in
             if (
                 i not in held
                 and (not held or i > held[-1])
-                and session.messages[i].role in _INSTRUCTION_ROLES
+                and session.messages[i].role in INSTRUCTION_ROLES
                 and tuple(parts[position : position + len(wanted)]) == wanted
             ):
                 held.append(i)
@@ -491,7 +491,7 @@ def _joined_system_link(
     by whitespace (what a trimmer that merges system messages sends): ``merged``."""
     text, position = message.text, 0
     held: list[int] = []
-    systems = [i for i in open_ if state.session.messages[i].role in _INSTRUCTION_ROLES]
+    systems = [i for i in open_ if state.session.messages[i].role in INSTRUCTION_ROLES]
     while position < len(text):
         while position < len(text) and text[position].isspace():
             position += 1
@@ -1138,7 +1138,7 @@ def _is_pinned_kind(session: Transcript, index: int) -> bool:
     """System/developer text and the first plain user message: the pinned prefix a summary may
     sit next to rather than replace."""
     message = session.messages[index]
-    if message.role in _INSTRUCTION_ROLES:
+    if message.role in INSTRUCTION_ROLES:
         return True
     first = next(
         (i for i, m in enumerate(session.messages) if m.role == "user" and not m.has_tool_parts),
@@ -1186,7 +1186,7 @@ def _summarizable(
     are only system/developer text: that is never summarized (it is pinned; ``system_kept`` and
     ``pins_unaltered``), so a rewrite of it that quotes a word of it is no summary."""
     span = [i for i in indices if sources[i] == "dropped"]
-    return span if any(session.messages[i].role not in _INSTRUCTION_ROLES for i in span) else []
+    return span if any(session.messages[i].role not in INSTRUCTION_ROLES for i in span) else []
 
 
 def _replaces_system_text(
@@ -1194,12 +1194,12 @@ def _replaces_system_text(
 ) -> bool:
     """A system/developer message of the view that is no session system/developer text, where
     the view dropped one: it stands in for the system text (a rewrite), never a summary."""
-    texts = {m.text for m in session.messages if m.role in _INSTRUCTION_ROLES}
+    texts = {m.text for m in session.messages if m.role in INSTRUCTION_ROLES}
     return (
-        message.role in _INSTRUCTION_ROLES
+        message.role in INSTRUCTION_ROLES
         and message.text not in texts
         and any(
-            m.role in _INSTRUCTION_ROLES and sources[i] == "dropped"
+            m.role in INSTRUCTION_ROLES and sources[i] == "dropped"
             for i, m in enumerate(session.messages)
         )
     )

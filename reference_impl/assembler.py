@@ -32,12 +32,12 @@ from reference_impl.steps import PIPELINE, AssemblyState, load_state, normalize_
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = ["Assembly", "AssemblyReport", "Decision", "IdSlice", "assemble", "assemble_pipeline"]
 
 log = logging.getLogger("reference_impl")
 
-_SYSTEM_ROLES = frozenset({"system", "developer"})
 
 Decision = Literal["ok", "rejected"]
 
@@ -237,7 +237,7 @@ class Assembly:
         pinned = [
             i
             for i, m in enumerate(messages)
-            if m.id in self.prefix_ids and m.role not in _SYSTEM_ROLES
+            if m.id in self.prefix_ids and m.role not in INSTRUCTION_ROLES
         ]
         if pinned:
             boundaries.append(pinned[-1])
@@ -246,7 +246,7 @@ class Assembly:
         users = [i for i, m in enumerate(messages) if m.role == "user"]
         if users and users[-1] > 0:
             boundaries.append(users[-1] - 1)
-        return sorted({i for i in boundaries if messages[i].role not in _SYSTEM_ROLES})
+        return sorted({i for i in boundaries if messages[i].role not in INSTRUCTION_ROLES})
 
 
 # ------------------------------------------------------------------------------ the pipeline

@@ -114,6 +114,7 @@ from reference_impl.transcript import (
     Transcript,
 )
 from reference_impl.transcript.model import (
+    INSTRUCTION_ROLES,
     KIND_DEVELOPER,
     KIND_OTHER,
     KIND_SYSTEM,
@@ -127,7 +128,6 @@ __all__ = ["SessionAssembler"]
 
 log = logging.getLogger("reference_impl")
 
-_SYSTEM = frozenset({"system", "developer"})
 _ID = operator.attrgetter("id")
 _PARTS = operator.attrgetter("parts")
 _FIRST = operator.itemgetter(0)
@@ -468,11 +468,11 @@ class _Index:
             if summary:
                 self.summaries.append(position)
                 self.summary_ids.append(ids[i - lo])
-                self.unusual = self.unusual or role in _SYSTEM
+                self.unusual = self.unusual or role in INSTRUCTION_ROLES
                 cuts.append(position)
             elif role == "user":
                 self.user_others.append(i)
-            elif role in _SYSTEM:
+            elif role in INSTRUCTION_ROLES:
                 system_others.append(i)
             if attached:  # a message outside a ring holds attachments as parts of its own
                 self.attachments.append(position)
@@ -501,7 +501,7 @@ class _Index:
         while position < len(starts) and position not in cuts:
             code = codes[starts[position]]
             if code not in (KIND_SYSTEM, KIND_DEVELOPER) and not (
-                code == KIND_OTHER and self.head(position).role in _SYSTEM
+                code == KIND_OTHER and self.head(position).role in INSTRUCTION_ROLES
             ):
                 break
             position += 1
@@ -858,10 +858,14 @@ class SessionAssembler:
         """A protected unit that would open the conversation without a user message: the full
         pipeline protects an anchor."""
         head = t.index.head
-        first = min((i for i in t.pinned if head(i).role not in _SYSTEM), default=None)
+        first = min((i for i in t.pinned if head(i).role not in INSTRUCTION_ROLES), default=None)
         if first is None:
             first = next(
-                (i for i in range(t.start, t.index.unit_count()) if head(i).role not in _SYSTEM),
+                (
+                    i
+                    for i in range(t.start, t.index.unit_count())
+                    if head(i).role not in INSTRUCTION_ROLES
+                ),
                 None,
             )
         if first is not None and head(first).role != "user":
@@ -954,7 +958,7 @@ class SessionAssembler:
         t.kept_middle_set = set(t.kept_middle)
         for i in t.kept:
             role = head(i).role
-            if role in _SYSTEM:
+            if role in INSTRUCTION_ROLES:
                 continue
             if role == "user" or i not in t.kept_middle_set:
                 break

@@ -60,6 +60,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "DEFAULT_TURNS",
@@ -307,7 +308,7 @@ def protected_minimum(session: Transcript, ledger: Ledger, shape: str, model: st
     """Tokens of what no assembler may cut: system text, the first user message, the ledger, the
     latest user message, and the newest ring with everything after it."""
     messages = session.messages
-    keep: set[int] = {i for i, m in enumerate(messages) if m.role in {"system", "developer"}}
+    keep: set[int] = {i for i, m in enumerate(messages) if m.role in INSTRUCTION_ROLES}
     users = [i for i, m in enumerate(messages) if m.role == "user"]
     if users:
         keep |= {users[0], users[-1]}

@@ -67,6 +67,9 @@ __all__ = [
 ]
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
+INSTRUCTION_ROLES: Final[frozenset[Role]] = frozenset({"system", "developer"})
+"""The roles whose text instructs the model, as a system prompt does (``developer`` is OpenAI's
+name for it on reasoning models): pinned, led by nothing else, never a conversation turn."""
 ShapeName: TypeAlias = Literal[
     "openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse"
 ]
