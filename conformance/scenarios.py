@@ -201,10 +201,40 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+MAX_EXPANDED_CHARS: Final = 64 * 1024 * 1024
+"""The most characters the texts of one scenario file may expand to (``{repeat, times}`` of a
+long string, or of one aliased many times, can turn a 1 MB file into gigabytes)."""
+
+
+def _is_repeat(value: Mapping[Any, Any]) -> bool:
+    return set(value) in ({"repeat", "times"}, {"repeat", "times", "join"})
+
+
+def expanded_chars(value: Any) -> int:
+    """How many characters the strings in ``value`` come to once every ``{repeat, times}`` is
+    expanded (an aliased node counted at each use), computed without expanding anything."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, Mapping):
+            times = item.get("times")
+            if _is_repeat(item) and isinstance(times, int) and times > 0:
+                joined = len(str(item.get("join", "\n")))
+                total += len(str(item["repeat"])) * times + joined * (times - 1)
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total
+
+
 def _expand_values(value: Any) -> Any:
     """Tool-call arguments with ``{repeat, times}`` leaves expanded (for large payloads)."""
     if isinstance(value, Mapping):
-        if set(value) in ({"repeat", "times"}, {"repeat", "times", "join"}):
+        if _is_repeat(value):
             return _text(value)
         return {k: _expand_values(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -657,9 +687,18 @@ def _file_scenarios(path: Path, document: Any) -> tuple[tuple[Scenario, ...], li
         return (), problems
     level = _level_of(path)
     out: list[Scenario] = []
+    expanded = 0
     for i, raw in enumerate(document["scenarios"]):
         if i in broken:
             continue
+        expanded += expanded_chars(raw)
+        if expanded > MAX_EXPANDED_CHARS:
+            problems.append(
+                f"$.scenarios[{i}]: the file's texts up to this scenario expand to "
+                f"{expanded:,} characters ({{repeat, times}} counted in full); at most "
+                f"{MAX_EXPANDED_CHARS:,} in one file"
+            )
+            break
         try:
             out.append(_scenario(raw, level, f"$.scenarios[{i}]", str(path)))
         except ScenarioError as exc:

@@ -16,7 +16,13 @@ from conformance.cli import cli
 from conformance.corpus_lint import corpus_problems
 from conformance.engine import reference_counter, render_input
 from conformance.errors import ScenarioError
-from conformance.scenarios import expand_message, load_corpus, load_file, schema_errors
+from conformance.scenarios import (
+    expand_message,
+    expanded_chars,
+    load_corpus,
+    load_file,
+    schema_errors,
+)
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES, transcript_from_dict
 
@@ -414,3 +420,43 @@ def test_a_pairing_rule_no_target_of_the_scenario_enforces_is_no_fault(tmp_path:
     assert scenario.shapes == ("openai-chat",)
     with pytest.raises(ScenarioError, match="reasoning_detached"):
         load_file(_write(tmp_path, body % "anthropic-messages"))
+
+
+def test_texts_that_expand_past_the_bound_are_refused_before_they_are_built(
+    tmp_path: Path,
+) -> None:
+    """A 20 KB string repeated 5,000 times and aliased in a second message would be 200 million
+    characters: refused from its size, never built (a 1 MB file of this kind asked for 200 GB)."""
+    big = "y" * 20_000
+    path = _write(
+        tmp_path,
+        f"""\
+        version: 1
+        scenarios:
+          - id: small
+            title: small
+            session: [{{role: user, text: {{repeat: "ok", times: 3}}}}]
+            budget: 10
+            expect: {{outcome: either}}
+          - id: x
+            title: x
+            session:
+              - {{role: user, text: {{repeat: &big "{big}", times: 5000}}}}
+              - {{role: assistant, text: {{repeat: *big, times: 5000}}}}
+            budget: 10
+            expect: {{outcome: either}}
+        """,
+    )
+    with pytest.raises(ScenarioError, match=r"\$\.scenarios\[1\]: the file's texts") as info:
+        load_file(path)
+    # 2 x (20,000 x 5,000 + 4,999 newlines) + every other string of the two scenarios (ids,
+    # titles, roles, outcomes, the small text: 28 + 21 characters).
+    assert "expand to 200,010,047 characters" in info.value.message
+    assert "at most 67,108,864 in one file" in info.value.message
+
+
+def test_expanded_chars_counts_repeats_joins_and_nested_values() -> None:
+    assert expanded_chars({"repeat": "abc", "times": 4}) == 3 * 4 + 3  # three "\n" joins
+    assert expanded_chars({"repeat": "ab", "times": 3, "join": ", "}) == 6 + 2 * 2
+    assert expanded_chars([{"text": "hello"}, {"args": {"q": {"repeat": "x", "times": 5}}}]) == 14
+    assert expanded_chars({"times": 3, "budget": 10}) == 0
