@@ -749,15 +749,20 @@ def default_corpus_path() -> Path:
 
 
 def scenario_files(root: Path) -> list[Path]:
-    """``root`` itself when it is a file, else every ``.yaml``/``.yml`` below it, sorted."""
-    if root.is_file():
-        return [root]
+    """``root`` itself when it is not a folder (a file, or a pipe such as ``<(...)``), else
+    every regular ``.yaml``/``.yml`` file below it, sorted: a pipe, socket or folder with that
+    suffix inside a folder is no scenario file (reading a pipe nobody writes would wait
+    forever)."""
     if not root.is_dir():
-        raise ScenarioError("no such file or folder", where=str(root))
+        if not root.exists():
+            raise ScenarioError("no such file or folder", where=str(root))
+        return [root]
     return sorted(
         p
         for p in root.rglob("*.y*ml")
-        if p.suffix in {".yaml", ".yml"} and WORKLOADS_FOLDER not in p.relative_to(root).parts[:-1]
+        if p.suffix in {".yaml", ".yml"}
+        and WORKLOADS_FOLDER not in p.relative_to(root).parts[:-1]
+        and p.is_file()
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -21,6 +22,7 @@ from conformance.scenarios import (
     expanded_chars,
     load_corpus,
     load_file,
+    scenario_files,
     schema_errors,
 )
 from reference_impl.shapes import get_shape
@@ -460,3 +462,15 @@ def test_expanded_chars_counts_repeats_joins_and_nested_values() -> None:
     assert expanded_chars({"repeat": "ab", "times": 3, "join": ", "}) == 6 + 2 * 2
     assert expanded_chars([{"text": "hello"}, {"args": {"q": {"repeat": "x", "times": 5}}}]) == 14
     assert expanded_chars({"times": 3, "budget": 10}) == 0
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need a POSIX system")
+def test_a_folder_walk_reads_regular_files_only(tmp_path: Path) -> None:
+    """A pipe named like a scenario file in a folder is skipped: opening it waits for a writer
+    that never comes (``scenarios validate`` hung). A folder named ``x.yaml`` is skipped too."""
+    path = _write(tmp_path, _ONE % "real")
+    os.mkfifo(path.parent / "pipe.yaml")
+    (path.parent / "folder.yaml").mkdir()
+    assert scenario_files(tmp_path) == [path]
+    assert [s.title for s in load_corpus(tmp_path)] == ["real"]
