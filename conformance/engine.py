@@ -86,8 +86,11 @@ __all__ = [
     "CallResult",
     "Case",
     "assembly_request",
+    "call_plugin",
     "call_with_timeout",
+    "exception_text",
     "judge",
+    "plain_body",
     "plan_cases",
     "reference_counter",
     "render_input",
@@ -236,7 +239,9 @@ def set_call_hook(announce: Callable[[str], None] | None) -> None:
         _CALL_HOOK.append(announce)
 
 
-def _call_plugin(function: Callable[[], Any], timeout: float) -> CallResult:
+def call_plugin(function: Callable[[], Any], timeout: float) -> CallResult:
+    """Call the plug-in's ``function``: announced to the supervisor in a supervised process (see
+    :func:`set_call_hook`), else under :func:`call_with_timeout`. Never raises what it raises."""
     if not _CALL_HOOK:
         return call_with_timeout(function, timeout)
     announce = _CALL_HOOK[0]
@@ -331,7 +336,7 @@ def _turn(
         turn=turn, status="error", session=baseline, input_body=input_body, counter=counter
     )
     limit = max_input_bytes()
-    kind, value = _call_plugin(lambda: _Returned.of(assembler.assemble(request), limit), timeout)
+    kind, value = call_plugin(lambda: _Returned.of(assembler.assemble(request), limit), timeout)
     if kind != "timeout":  # the harness judges its own copy; a changed one is reported
         base = replace(base, input_mutation=_mutation(input_body, request.body))
     if kind == "timeout":
@@ -342,7 +347,7 @@ def _turn(
     if kind == "raised":
         if isinstance(value, ContextAssemblyError):
             return replace(base, status="refused", refusal_code=value.code, reason=value.message)
-        return replace(base, reason=f"the plug-in raised {_exception_text(value)}")
+        return replace(base, reason=f"the plug-in raised {exception_text(value)}")
     returned: _Returned = value
     if returned.body is None:
         what = returned.problem or "not JSON data"
@@ -412,7 +417,7 @@ class _Returned:
         except (TypeError, ValueError) as exc:
             return cls.refused(value, f"not JSON data ({exc})")
         except Exception as exc:  # noqa: BLE001 - the plug-in's own objects raised while read
-            return cls.refused(value, f"it cannot be read as JSON data ({_exception_text(exc)})")
+            return cls.refused(value, f"it cannot be read as JSON data ({exception_text(exc)})")
         if limit is not None and len(text) > limit:
             return cls.refused(
                 value,
@@ -440,7 +445,18 @@ _SHORT_REPR.maxlevel, _SHORT_REPR.maxdict, _SHORT_REPR.maxlist = 6, 20, 20
 _SHORT_REPR.maxstring, _SHORT_REPR.maxother = 200, 200
 
 
-def _exception_text(exc: BaseException) -> str:
+def plain_body(value: object) -> tuple[dict[str, Any] | None, str | None]:
+    """A value a plug-in returned (or asked to store) as the harness's own plain JSON data, or
+    ``(None, why it is not a request body)``; see :class:`_Returned`. Never raises."""
+    returned = _Returned.of(value, max_input_bytes())
+    if returned.body is not None:
+        return returned.body, None
+    if returned.type_name is not None:
+        return None, f"{returned.type_name}, expected a request body (a mapping)"
+    return None, returned.problem or "not JSON data"
+
+
+def exception_text(exc: BaseException) -> str:
     """``Type: message`` of an exception a plug-in raised, even when its ``__str__`` raises."""
     try:
         message = str(exc)

@@ -5,6 +5,10 @@ charts per turn beside it (``soak.html``), prints the run-level measurements, an
 fails a ``must`` check (or errors, or refuses a feasible turn), writes the shrunk history as a
 scenario that ``ctxconf run --scenarios FILE`` replays (``--finding``, under a ``must/`` folder).
 
+The run happens in a supervised child process (:mod:`conformance.soak.isolated`): a plug-in that
+ends, kills or hangs its process stops the run at that turn with an ``error`` naming how, and the
+reports are still written.
+
 Exit status: 0 when every turn passed (a run that stopped on an infeasible refusal included),
 1 when a turn failed, 2 for bad options or an unusable workload file.
 """
@@ -26,8 +30,8 @@ from conformance.commands._options import (
     timeout_option,
 )
 from conformance.commands.fuzz import replayable_path
-from conformance.soak import DEFAULT_TURNS, resolve_workload, run_soak
-from conformance.soak.finding import make_finding
+from conformance.soak import DEFAULT_TURNS, resolve_workload
+from conformance.soak.isolated import run_soak_isolated
 from conformance.soak.report import render_html, report_lines, write_jsonl
 from reference_impl.errors import CtxconfError
 
@@ -86,10 +90,12 @@ def command(
     except OSError as exc:
         fail(f"--out {out}: cannot create {out.parent} ({exc.strerror or exc})")
     try:
-        report = run_soak(plugin, loaded, turns=turns, seed=seed, shape=shape, timeout=timeout)
+        outcome = run_soak_isolated(
+            plugin, loaded, turns=turns, seed=seed, shape=shape, timeout=timeout
+        )
     except CtxconfError as exc:
         fail(describe_error(exc))
-    found = make_finding(plugin, report, timeout=timeout)
+    report, found = outcome.report, outcome.finding
     finding_path: Path | None = None
     if found is not None:
         finding_path = replayable_path(finding)
@@ -105,9 +111,12 @@ def command(
         click.echo(f"stopped at turn {failure.turn} ({failure.kind}): {failure.message}", err=True)
     if found is not None and finding_path is not None:
         alone = "reproduces on a fresh assembler" if found.reproduces else "needs earlier turns"
+        shrunk = f"{found.removed_units} unit(s) removed by shrinking; {alone}"
+        if found.unshrunk is not None:
+            shrunk = f"not shrunk: {found.unshrunk}"
         click.echo(
-            f"finding: {finding_path} ({found.removed_units} unit(s) removed by shrinking; "
-            f"{alone}); replay with: ctxconf run --impl {impl} --scenarios {finding_path}",
+            f"finding: {finding_path} ({shrunk}); replay with: ctxconf run --impl {impl} "
+            f"--scenarios {finding_path}",
             err=True,
         )
         raise SystemExit(EXIT_FINDING)
