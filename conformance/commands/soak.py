@@ -15,6 +15,7 @@ Exit status: 0 when every turn passed (a run that stopped on an infeasible refus
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -89,6 +90,11 @@ def command(
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail(f"--out {out}: cannot create {out.parent} ({exc.strerror or exc})")
+    # Checked before the run (without creating it: most runs find nothing), so a finding is
+    # never lost to a bad path.
+    blocked = _unwritable(replayable_path(finding).parent)
+    if blocked is not None:
+        fail(f"--finding {finding}: cannot create {replayable_path(finding).parent} ({blocked})")
     try:
         outcome = run_soak_isolated(
             plugin, loaded, turns=turns, seed=seed, shape=shape, timeout=timeout
@@ -97,15 +103,25 @@ def command(
         fail(describe_error(exc))
     report, found = outcome.report, outcome.finding
     finding_path: Path | None = None
+    unwritten: str | None = None
     if found is not None:
         finding_path = replayable_path(finding)
-        finding_path.parent.mkdir(parents=True, exist_ok=True)
-        finding_path.write_text(found.text, "utf-8")
+        try:
+            finding_path.parent.mkdir(parents=True, exist_ok=True)
+            finding_path.write_text(found.text, "utf-8")
+        except OSError as exc:  # the report is still written; the exit says what was not
+            unwritten = f"--finding {finding_path}: cannot write it ({exc.strerror or exc})"
+            finding_path = None
     lines = report_lines(report, finding_path=str(finding_path) if finding_path else None)
-    write_jsonl(lines, out)
     page = out.with_suffix(".html")
-    page.write_text(render_html(lines), "utf-8")
+    try:
+        write_jsonl(lines, out)
+        page.write_text(render_html(lines), "utf-8")
+    except OSError as exc:
+        fail(f"--out {out}: cannot write the report ({exc.strerror or exc})")
     _print_summary(report.measurements(), out, page)
+    if unwritten is not None:
+        fail(unwritten)
     failure = report.failure
     if failure is not None:
         click.echo(f"stopped at turn {failure.turn} ({failure.kind}): {failure.message}", err=True)
@@ -120,6 +136,19 @@ def command(
             err=True,
         )
         raise SystemExit(EXIT_FINDING)
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``folder`` cannot be created or written in, or None: its nearest existing ancestor is
+    a file, or a folder this process may not write in."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            if not place.is_dir():
+                return f"{place} is not a folder"
+            if not os.access(place, os.W_OK | os.X_OK):
+                return f"{place} is not writable"
+            return None
+    return None
 
 
 def _print_summary(numbers: dict[str, object], out: Path, page: Path) -> None:

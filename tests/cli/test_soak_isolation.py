@@ -129,3 +129,22 @@ def test_a_new_session_that_raises_is_named(plugins: Path, tmp_path: Path) -> No
     assert code == 2
     assert "new_session() raised RuntimeError: no session for you" in err
     assert "internal error" not in err
+
+
+@pytest.mark.timeout(60)
+def test_a_finding_path_that_cannot_be_created_is_refused_before_the_run(
+    plugins: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", "utf-8")
+    out = tmp_path / "reports" / "soak.jsonl"
+    result = CliRunner().invoke(
+        cli,
+        ["soak", "--impl", "soak_crashers:StoreRaises", "--turns", "2", "--out", str(out),
+         "--finding", str(blocker / "finding.yaml")],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 2, result.stderr  # was exit 70 after the run, no report written
+    assert f"--finding {blocker / 'finding.yaml'}: cannot create" in result.stderr
+    assert f"({blocker} is not a folder)" in result.stderr
+    assert "internal error" not in result.stderr
