@@ -210,6 +210,11 @@ def _plan(
     scenarios_spec = config.getoption("ctxconf_scenarios")
     try:
         plugin = load_plugin(spec, impl_shape=config.getoption("ctxconf_impl_shape"))
+        if scenarios_spec is not None and not comma_list(scenarios_spec):
+            raise pytest.UsageError(
+                f"--ctxconf-scenarios {scenarios_spec!r} names nothing; give a scenario file or "
+                "folder, or ids and tags of the corpus (`ctxconf scenarios list` shows them)"
+            )
         if scenarios_spec is not None and Path(scenarios_spec).exists():
             scenarios = select(load_corpus(Path(scenarios_spec)), level=level)
         else:

@@ -189,6 +189,15 @@ def test_bad_impl_is_a_usage_error(corpus: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*has no attribute 'no_such_function'*"])
 
 
+def test_an_empty_scenarios_value_is_a_usage_error_not_the_current_folder(
+    corpus: pytest.Pytester,
+) -> None:
+    # Path("") is the current folder: the empty value walked it (a virtualenv's YAML included).
+    result = corpus.runpytest("--ctxconf-impl=ptfakes:keep_all", "--ctxconf-scenarios=")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ctxconf-scenarios '' names nothing*"])
+
+
 def test_idle_without_the_option_and_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_light="""
