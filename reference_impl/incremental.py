@@ -60,6 +60,7 @@ from reference_impl.assembler import (
     _injections,
     _observe,
     assemble_pipeline,
+    check_arguments,
 )
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
 from reference_impl.config import AssemblyConfig
@@ -563,6 +564,7 @@ class SessionAssembler:
             raise ConfigError(
                 f"unknown shape {shape!r}; known shapes: {', '.join(SHAPE_NAMES)}", where="shape"
             )
+        check_arguments(Transcript(()), config, None, ())
         self.config = config if config is not None else AssemblyConfig()
         self.shape: ShapeName = shape
         self.counter = counter
@@ -589,6 +591,7 @@ class SessionAssembler:
         budget: BudgetSnapshot | int | None = None,
     ) -> Assembly:
         """The assembly of ``session``, equal to ``assemble(session, ...)`` with the same knobs."""
+        check_arguments(session, None, ledger, memory)
         started = time.perf_counter()
         if self.counter is None:
             self.counter = counter_for(self.shape, session.model)

@@ -285,6 +285,12 @@ class Message:
                     f"(allowed: {', '.join(sorted(allowed))})",
                     where=f"parts[{i}]",
                 )
+            if isinstance(part, TextPart | SummaryPart) and not isinstance(part.text, str):
+                raise TranscriptError(
+                    f"{with_article(kind)} part's text must be a string, got "
+                    f"{type(part.text).__name__}",
+                    where=f"parts[{i}].text",
+                )
         parts = self.parts
         if len(parts) == 1 and type(parts[0]) is TextPart and not self.empty_tool_calls:
             object.__setattr__(self, "_kind", _PLAIN_KIND.get(self.role, KIND_OTHER))
