@@ -118,7 +118,7 @@ _PLACEHOLDER_WORDS: Final = re.compile(
     r"clear|omit|remov|elid|redact|truncat|hidden", re.IGNORECASE
 )
 _PLACEHOLDER_MAX: Final = 200
-"""The roles of system text (pinned; one instruction under either role on Chat)."""
+"""The longest undeclared placeholder of a cleared tool result (its text, stripped)."""
 _ATTACHMENT_PLACEHOLDER: Final = re.compile(r"\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}]*\}")
 """One bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``): what a text standing in
 for a degraded attachment is ("[image omitted: chart.png]", "(screenshot left out)")."""
