@@ -29,6 +29,7 @@ daemon worker thread that is abandoned at the timeout (:func:`call_with_timeout`
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import queue
@@ -574,13 +575,26 @@ def _markup(case: Case, last: TurnOutcome) -> dict[str, Any] | None:
         return None
 
 
+REPORT_BODY_LIMIT: Final = 1024 * 1024
+"""The most characters of JSON a report keeps of one returned body (a failing case's
+``output``): a plug-in that returns a body near the input limit on every case would otherwise
+write gigabytes of ``run.jsonl``. A larger body is kept as its size, digest and opening."""
+
+
 def _jsonable(body: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     if body is None:
         return None
     try:
-        canonical_json(body)
+        text = canonical_json(body)
     except (TypeError, ValueError):
         return {"unserializable": repr(body)[:2000]}
+    if len(text) > REPORT_BODY_LIMIT:
+        return {
+            "omitted": f"the returned body is {len(text):,} characters of JSON, over the "
+            f"{REPORT_BODY_LIMIT:,} a report keeps of one body",
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "opening": text[:2000],
+        }
     return dict(body)
 
 

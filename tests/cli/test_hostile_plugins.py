@@ -62,6 +62,10 @@ def deep(messages, budget):
 
 def bloated(messages, budget):
     return [*messages, {"role": "user", "content": "word " * 100_000}]
+
+
+def huge(messages, budget):
+    return [*messages, {"role": "user", "content": "word " * 300_000}]
 '''
 
 
@@ -119,6 +123,34 @@ def test_a_hostile_return_value_is_named_in_its_case_and_every_report_is_written
     else:
         assert all(c["status"] == "error" for c in cases), cases
         assert all(words in str(c["reason"]) for c in cases), [c["reason"] for c in cases]
+
+
+@pytest.mark.timeout(120)
+def test_a_huge_returned_body_is_kept_in_the_report_as_its_size_and_digest(
+    hostile: Path, tmp_path: Path
+) -> None:
+    """Under the input limit but over what a report keeps of one body (1 MiB of JSON): the
+    failing case's output is its size, digest and opening, so a plug-in returning such bodies
+    on every case cannot fill the disk with ``run.jsonl``."""
+    reports = tmp_path / "reports"
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--impl", "hostile_plugins:huge", "--scenarios", "single-tool", "--shapes",
+         "openai-chat", "--report-dir", str(reports)],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stderr
+    cases = _cases(reports)
+    assert cases
+    assert all(case["status"] == "fail" for case in cases), cases
+    for case in cases:
+        output = case["output"]
+        assert isinstance(output, dict)
+        assert "over the 1,048,576 a report keeps of one body" in output["omitted"]
+        assert len(output["sha256"]) == 64
+        assert output["opening"].startswith("{")
+    assert (reports / "run.jsonl").stat().st_size < 200_000
+    assert (reports / "report.html").stat().st_size < 1_000_000
 
 
 # ------------------------------------------------------------------------------ loading
