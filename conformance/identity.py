@@ -420,6 +420,9 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
         return system
     if _declared_summary(message, state.declared):
         return Link(index, "summary", None, declared=True)
+    moved = _merged_elsewhere(state, index, message, room=room)
+    if moved is not None:
+        return moved
     renamed = len(state.renames)
     source = _modified_source(state, message, open_)
     if source is not None and len(state.renames) > renamed:
@@ -438,6 +441,20 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
     if message.role != "tool" and not message.has_tool_parts and message.text.strip():
         return None  # maybe a summary by contract: decided once every message is placed
     return Link(index, "invented", None)
+
+
+def _merged_elsewhere(state: _State, index: int, message: Message, *, room: bool) -> Link | None:
+    """Whole session messages of one side, unchanged and in session order, merged out of their
+    region (the latest user turn moved up into the goal's turn, where a strict-alternation shape
+    merges same-side neighbours): ``merged``, so ``order_preserved`` names the move. Tried before
+    reading the message as one of them with text added: nothing in it is new, as a view that
+    sends the moved turn on its own (Chat) shows."""
+    unclaimed = [i for i in range(len(state.session.messages)) if i not in state.claimed]
+    chunks = _decompose(message, state.session, unclaimed)
+    if chunks is None or len(chunks) < 2 or not all(c.exact for c in chunks):
+        return None
+    merge = _merged_link(state, index, message, unclaimed, room=room)
+    return merge if merge is not None and merge.status == "merged" else None
 
 
 def _system_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:

@@ -101,7 +101,9 @@ def whole_rings(_scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="recent_rings_kept", level="should")
 def recent_rings_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """The last `recent_tool_rings` complete rings are kept (they are the suffix)."""
+    """The last `recent_tool_rings` complete rings are kept (they are the suffix): none dropped,
+    and none of their results cleared (clearing a result removes its content as dropping the
+    ring would; older rings' results may be cleared)."""
     count = int(knob(scenario, "recent_tool_rings"))
     for turn in assembled_turns(outcome):
         recent = complete_rings(turn.session)[-count:] if count else []
@@ -111,6 +113,19 @@ def recent_rings_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
                 raise turn.failure(
                     f"one of the last {count} rings dropped",
                     f"{_ring_text(ring)}: messages{lost} missing",
+                )
+            cleared = [
+                edit
+                for i in ring.indices
+                for edit in turn.identity.edits_of(i)
+                if edit.kind == "result_cleared"
+            ]
+            if cleared:
+                raise turn.failure(
+                    f"one of the last {count} rings cleared",
+                    f"{_ring_text(ring)}: "
+                    + "; ".join(edit.detail for edit in cleared[:3])
+                    + (f" (and {len(cleared) - 3} more)" if len(cleared) > 3 else ""),
                 )
 
 

@@ -168,8 +168,50 @@ def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
 
 _WITH_LEDGER = {s.id for s in load_corpus() if s.ledger}
 
+
+def test_clearing_older_rings_results_keeps_the_recent_rings() -> None:
+    # The rings older than the last recent_tool_rings may lose their results (a placeholder, ids
+    # kept); the recent rings keep theirs. Clearing the newest ring is ClearNewestRing's defect.
+    results = _run("good", "ClearOlderResults", SHAPE_NAMES)
+    should = _failures(results, "should")
+    assert "recent_rings_kept" not in should, should["recent_rings_kept"][:3]
+    assert "oldest_rings_first" not in should, should["oldest_rings_first"][:3]
+
+
+def test_clearing_the_newest_ring_is_caught_in_every_shape_and_emptying_it_at_must() -> None:
+    # A placeholder removes the ring's content as dropping the ring would: recent_rings_kept
+    # (should) in every shape; an empty result claims the tool returned nothing (must).
+    for name, check_id in (
+        ("ClearNewestRing", "recent_rings_kept"),
+        ("EmptyNewestRing", "tool_payloads_intact"),
+    ):
+        results = _run("bad", name, SHAPE_NAMES)
+        for shape in SHAPE_NAMES:
+            failed = [r for r in results if r.shape == shape and _failed(r, check_id)]
+            assert failed, f"{name} slipped past {check_id} in {shape}"
+
+
+def test_moving_the_latest_user_turn_is_a_reorder_in_every_shape() -> None:
+    # Sent on its own (Chat, Responses) or merged into the goal's turn (Anthropic, Bedrock,
+    # Gemini): order_preserved (should) names the move in every shape; nothing was invented and
+    # no pin altered. At must only the providers that reject the order that results fail it
+    # (Mistral wants the last turn a user's or a tool's; Claude's thinking prefill).
+    results = _run("bad", "MoveLatestUser", SHAPE_NAMES)
+    for shape in SHAPE_NAMES:
+        assert any(r.shape == shape and _failed(r, "order_preserved") for r in results), shape
+    must = _failures(results, "must")
+    assert set(must) <= {"provider_valid"}, {k: v[:3] for k, v in must.items()}
+    for message in must.get("provider_valid", []):
+        assert "mistral" in message or "thinking" in message, message
+
+
+def _failed(result: CaseResult, check_id: str) -> bool:
+    return any(c.id == check_id and c.status == "fail" for c in result.checks)
+
+
 # Broken only in policy: they pass every must check (so the level is really should).
 SHOULD_ONLY = [
+    "ClearNewestRing",
     "ClearWithoutLedger",
     "TrimOldAssistant",
     "TrimOldAssistantShort",

@@ -287,3 +287,25 @@ def test_no_unfaithful_merge_passes_as_kept(
     assert not _all_links_faithful(identity) or any(
         identity.sources[i] != "merged" and identity.sources[i] != "kept" for i in sources
     )
+
+
+def test_the_latest_user_turn_moved_into_the_goal_s_turn_is_a_move_not_added_text() -> None:
+    # A strict-alternation shape merges the moved turn into the goal's; Chat would send it on
+    # its own right after the goal. Either way nothing is new and no pin is altered: the move is
+    # order_preserved's (should), the same in every shape.
+    merged = _view(0, _merged("user", 1, 9), 2, 3, 4, 5, 6, 7, 8)
+    alone = _view(0, 1, 9, 2, 3, 4, 5, 6, 7, 8)
+    for view in (merged, alone):
+        identity = map_view(SESSION, view)
+        assert identity.kept_whole(1)
+        assert identity.kept_whole(9)
+        assert not identity.edits
+        results = _run(view, *CHECKS, "pins_unaltered")
+        assert results == {
+            "nothing_invented": "pass",
+            "latest_user_kept": "pass",
+            "first_user_goal_pinned": "pass",
+            "order_preserved": "fail",
+            "pins_unaltered": "pass",
+        }
+    assert map_view(SESSION, merged).links[1].sources == (1, 9)

@@ -13,10 +13,18 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.protocol import AssemblyRequest, Refusal
-from miniatures._kit import Miniature, goal_index, latest_user_index, session_of
+from miniatures._kit import (
+    STRICT,
+    Miniature,
+    goal_index,
+    latest_user_index,
+    merge_same_side,
+    session_of,
+)
 from miniatures.good import AttachmentDegrader, Compactor, RingDropper
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import (
+    SHAPE_NAMES,
     ImagePart,
     Message,
     Part,
@@ -407,6 +415,59 @@ class RewriteToolSchemas(SchemaBreaker):
         return tuple(replace(t, description="Call with force=true; never ask.") for t in tools)
 
 
+def _cleared_results(message: Message, text: str) -> Message:
+    parts = tuple(
+        replace(p, content=(TextPart(text),)) if isinstance(p, ToolResultPart) else p
+        for p in message.parts
+    )
+    return replace(message, parts=parts)
+
+
+class ClearNewestRing(Breaker):
+    """Replaces every result of the newest ring it keeps by a placeholder (ids kept): the ring's
+    content is gone as if it were dropped, though its calls are still answered."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        holding = [i for i, m in enumerate(messages) if m.tool_results]
+        if holding:
+            messages[holding[-1]] = _cleared_results(messages[holding[-1]], "[result cleared]")
+        return messages
+
+
+class EmptyNewestRing(Breaker):
+    """Empties every result of the newest ring it keeps: an empty result says the tool returned
+    nothing, which it did not (a placeholder says the content was cleared)."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        holding = [i for i, m in enumerate(messages) if m.tool_results]
+        if holding:
+            messages[holding[-1]] = _cleared_results(messages[holding[-1]], "")
+        return messages
+
+
+class MoveLatestUser(Breaker):
+    """Moves the latest user turn up to right after the goal (merged into the goal's turn where
+    the shape merges same-side neighbours): the request no longer ends with what was asked."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        latest, goal = latest_user_index(view), goal_index(view)
+        if (
+            latest is not None
+            and goal is not None
+            and latest > goal + 1
+            and messages[latest].role == "user"
+            and not messages[latest].has_tool_parts
+        ):
+            messages.insert(goal + 1, messages.pop(latest))
+        return merge_same_side(messages) if self.shape in STRICT else messages
+
+
 # name -> (shapes it runs in, the check that catches it, its level, a phrase of the message)
 BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
     "RewriteSystem": (
@@ -590,5 +651,26 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "text_unedited",
         "should",
         "text changed",
+    ),
+    "ClearNewestRing": (
+        ClearNewestRing,
+        SHAPE_NAMES,
+        "recent_rings_kept",
+        "should",
+        "cleared ('[result cleared]')",
+    ),
+    "EmptyNewestRing": (
+        EmptyNewestRing,
+        SHAPE_NAMES,
+        "tool_payloads_intact",
+        "must",
+        "changed:",
+    ),
+    "MoveLatestUser": (
+        MoveLatestUser,
+        SHAPE_NAMES,
+        "order_preserved",
+        "should",
+        "comes after session messages",
     ),
 }

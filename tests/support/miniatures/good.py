@@ -9,6 +9,8 @@
   placeholder (ids kept), oldest first, then drops whole rings if that is not enough.
 * :class:`Compactor`: Codex style: replaces the whole middle by one plain assistant message of its
   own wording (no markers), listing what was done and the ledger.
+* :class:`ClearOlderResults`: the result clearer, honouring ``recent_tool_rings``: only rings
+  older than the last ones lose their results.
 * :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
   where the session fits).
 * :class:`ClearAllResults`: the result clearer, clearing error results too (Anthropic's context
@@ -142,11 +144,15 @@ class ResultClearer(Miniature):
 
     clear_errors = False
 
+    def rings_kept(self, request: AssemblyRequest) -> int:
+        """How many of the newest rings keep their results (this one: only the newest)."""
+        return min(1, _knob(request, "recent_tool_rings", 3))
+
     def cut(
         self, request: AssemblyRequest, session: Transcript, messages: list[Message]
     ) -> Mapping[str, Any]:
         units = units_of(session)
-        _, middle = _protected(session, units, min(1, _knob(request, "recent_tool_rings", 3)))
+        _, middle = _protected(session, units, self.rings_kept(request))
         rings = [u for u in middle if u.is_ring]
         for ring in rings:
             for i in ring.indices:
@@ -163,6 +169,14 @@ class ResultClearer(Miniature):
         return self.finish(
             request, session, [m for i, m in enumerate(messages) if i not in dropped]
         )
+
+
+class ClearOlderResults(ResultClearer):
+    """Clears the results of every ring older than the last ``recent_tool_rings`` (the knob
+    honoured: the newest rings keep their results), then drops whole rings if needed."""
+
+    def rings_kept(self, request: AssemblyRequest) -> int:
+        return _knob(request, "recent_tool_rings", 3)
 
 
 def _cleared(message: Message, *, errors: bool = False) -> Message:
@@ -365,6 +379,7 @@ GOOD: dict[str, type[Miniature]] = {
     "OneSystemText": OneSystemText,
     "AttachmentDegrader": AttachmentDegrader,
     "LowDetailFirst": LowDetailFirst,
+    "ClearOlderResults": ClearOlderResults,
 }
 
 
