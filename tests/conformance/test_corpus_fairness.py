@@ -342,3 +342,36 @@ def test_a_rewritten_system_text_is_invented_wherever_it_stands() -> None:
     _, shapes, *_ = BAD["RewriteSystem"]
     missed = _not_failing(_run("bad", "RewriteSystem", shapes), "nothing_invented")
     assert not missed, missed[:5]
+
+
+# -- a ledger note in the plug-in's own words, wherever it is sent -------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["ProseLedger", "ProseLedgerOneSystemText", "LedgerFirstSystemText"]
+)
+def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(name: str) -> None:
+    # A system message of its own (Chat, Responses), a block of the top-level system (Anthropic,
+    # Bedrock, Gemini) or one string with the system text, before or after it: a note of ledger
+    # facts, never a summary at the head of the request or an invention.
+    results = _run("good", name, SHAPE_NAMES)
+    noted = [
+        r
+        for r in results
+        if r.outcome == "assembled" and r.scenario in _WITH_LEDGER and r.budget < 2000
+    ]
+    assert noted
+    should = _failures(results, "should")
+    for check_id in ("ledger_pinned", "ledger_in_summary", "summary_quality", "system_kept"):
+        assert check_id not in should, should[check_id][:3]
+
+
+def test_an_order_in_a_prose_ledger_note_is_invented_wherever_it_is_sent() -> None:
+    # Every case where the note was sent: the order fails nothing_invented in every shape.
+    for name in ("ProseLedgerOrder", "ProseLedgerKeyOrder"):
+        results = _run("bad", name, SHAPE_NAMES)
+        for shape in SHAPE_NAMES:
+            assert any(r.shape == shape and _failed(r, "nothing_invented") for r in results), (
+                name,
+                shape,
+            )

@@ -20,6 +20,10 @@
   the shape merges same-side neighbours (there it folds into the ring's call turn).
 * :class:`OneSystemText`: the ring dropper, sending its system texts and its ledger note as one
   system text (Anthropic's ``system`` string, a Chat client that joins its system messages).
+* :class:`ProseLedger`: the ring dropper, writing its ledger note in sentences of its own
+  ("notify_ops already ran (idempotency key notify-7781, succeeded), producing msg_991.") as a
+  system message of its own; :class:`ProseLedgerOneSystemText` joins it after the system text
+  into one system text, :class:`LedgerFirstSystemText` puts it before the system text.
 * :class:`AttachmentDegrader`: before dropping anything, replaces the images and files of the
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
@@ -49,6 +53,7 @@ from miniatures._kit import (
     latest_user_index,
     ledger_note,
     merge_same_side,
+    prose_ledger_note,
     system_indices,
     units_of,
 )
@@ -316,6 +321,43 @@ class OneSystemText(RingDropper):
         return super().finish(request, session, messages)
 
 
+class ProseLedger(RingDropper):
+    """The ring dropper, with its ledger note in sentences of its own wording (no label, no
+    ``key=value`` fields) as a system message of its own after the system text."""
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
+        note = prose_ledger_note(request, dropped_calls)
+        if note is not None:
+            at = sum(1 for m in kept if m.role in {"system", "developer"})
+            kept.insert(at, Message("system", (TextPart(note),)))
+        return kept
+
+
+class ProseLedgerOneSystemText(ProseLedger, OneSystemText):
+    """The prose ledger note joined after its system texts into one system text."""
+
+
+class LedgerFirstSystemText(ProseLedger):
+    """One system text that opens with the prose ledger note, the system texts after it."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        system = [m for m in messages if m.role == "system"]
+        if len(system) > 1:  # the note is the last system message _view made
+            texts = [system[-1].text, *(m.text for m in system[:-1])]
+            joined = Message("system", (TextPart("\n\n".join(texts)),))
+            messages = [joined, *(m for m in messages if m.role != "system")]
+        return super().finish(request, session, messages)
+
+
 class AttachmentDegrader(RingDropper):
     """Degrades the middle's attachments, oldest first, before the ring dropper cuts anything."""
 
@@ -380,6 +422,9 @@ GOOD: dict[str, type[Miniature]] = {
     "AttachmentDegrader": AttachmentDegrader,
     "LowDetailFirst": LowDetailFirst,
     "ClearOlderResults": ClearOlderResults,
+    "ProseLedger": ProseLedger,
+    "ProseLedgerOneSystemText": ProseLedgerOneSystemText,
+    "LedgerFirstSystemText": LedgerFirstSystemText,
 }
 
 
