@@ -420,6 +420,9 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
     system = _system_link(state, index, message, open_)
     if system is not None:
         return system
+    joined = _joined_turn_link(state, index, message, open_)
+    if joined is not None:
+        return joined
     if _declared_summary(message, state.declared):
         return Link(index, "summary", None, declared=True)
     moved = _merged_elsewhere(state, index, message, room=room)
@@ -452,9 +455,9 @@ def _merged_elsewhere(state: _State, index: int, message: Message, *, room: bool
     reading the message as one of them with text added: nothing in it is new, as a view that
     sends the moved turn on its own (Chat) shows."""
     unclaimed = [i for i in range(len(state.session.messages)) if i not in state.claimed]
-    chunks = _decompose(message, state.session, unclaimed)
+    chunks = _decompose(message, state.session, unclaimed, note=_note_part(state, message.role))
     if chunks is None or len(chunks) < 2 or not all(c.exact for c in chunks):
-        return None
+        return _joined_turn_link(state, index, message, unclaimed)
     merge = _merged_link(state, index, message, unclaimed, room=room)
     return merge if merge is not None and merge.status == "merged" else None
 
@@ -508,16 +511,44 @@ def _joined_system_link(
 ) -> Link | None:
     """One system text that is several whole session system/developer texts in order, joined
     by whitespace (what a trimmer that merges system messages sends): ``merged``."""
-    text, position = message.text, 0
-    held: list[int] = []
     systems = [i for i in open_ if state.session.messages[i].role in _INSTRUCTION_ROLES]
+    return _joined_texts(state, index, message.text, systems)
+
+
+def _joined_turn_link(
+    state: _State, index: int, message: Message, candidates: Sequence[int]
+) -> Link | None:
+    """One user (or assistant) text that is several whole session turns of that role, text only,
+    in order, joined by whitespace (a client that merges neighbouring turns into one string where
+    the provider wants alternation): ``merged``, as the same turns sent as blocks of one message
+    are."""
+    if message.role not in {"user", "assistant"} or not all(
+        isinstance(p, TextPart) for p in message.parts
+    ):
+        return None
+    turns = [
+        i
+        for i in candidates
+        if state.session.messages[i].role == message.role
+        and state.session.messages[i].name == message.name
+        and state.session.messages[i].parts
+        and all(isinstance(p, TextPart) for p in state.session.messages[i].parts)
+    ]
+    return _joined_texts(state, index, message.text, turns)
+
+
+def _joined_texts(state: _State, index: int, text: str, candidates: Sequence[int]) -> Link | None:
+    """``text`` as the whole texts of several of ``candidates`` in order, joined by whitespace:
+    ``merged`` (claiming them), else None."""
+    position = 0
+    held: list[int] = []
     while position < len(text):
         while position < len(text) and text[position].isspace():
             position += 1
         found = next(
             (
                 i
-                for i in systems
+                for i in candidates
                 if (not held or i > held[-1])
                 and state.session.messages[i].text
                 and text.startswith(state.session.messages[i].text, position)
@@ -1141,9 +1172,12 @@ def _decompose(
     back: Mapping[str, str] | None = None,
     *,
     latest: bool = False,
+    note: Callable[[Part], bool] = lambda _part: False,
 ) -> list[_Chunk] | None:
     """``message``'s parts as whole session messages of its side in session order (and summary
-    runs), or None: the earliest such messages, or with ``latest`` the latest ones. A
+    runs, and parts that ``note`` allows on their own: a ledger note or labelled memory item sent
+    as a block of the turn), or None: the earliest such messages, or with ``latest`` the latest
+    ones. A
     depth-first search over (part position, last session index used) with the failures
     remembered, so it stays polynomial in the session's length."""
     side = _SIDE.get(message.role)
@@ -1174,6 +1208,10 @@ def _decompose(
             rest = walk(end, after)
             if rest is not None:
                 return [_Chunk(None, True, position), *rest]
+        elif note(parts[position]):
+            rest = walk(position + 1, after)
+            if rest is not None:
+                return [_Chunk(None, True, position), *rest]
         for i in candidates:
             if i <= after:
                 continue
@@ -1191,6 +1229,21 @@ def _decompose(
     return walk(0, -1)
 
 
+def _note_part(state: _State, role: Role) -> Callable[[Part], bool]:
+    """Whether a part of a ``role`` turn is, on its own, a labelled memory item or a ledger note
+    (a block a strict-alternation shape merges into the neighbouring turn, as a message of its
+    own elsewhere; tool results travel in the user's turn)."""
+    side: Role = "user" if role == "tool" else role
+
+    def allowed(part: Part) -> bool:
+        if not isinstance(part, TextPart):
+            return False
+        alone = Message(side, (part,))
+        return _is_injection(alone, state.memory) or _is_ledger_note(alone, state.ledger)
+
+    return allowed
+
+
 def _merged_link(
     state: _State, index: int, message: Message, open_: Sequence[int], *, room: bool = True
 ) -> Link | None:
@@ -1202,7 +1255,8 @@ def _merged_link(
     and each other message the latest before the next."""
     session = state.session
     back = {new: old for old, new in state.renames.items()}
-    chunks = _decompose(message, session, open_, back)
+    note = _note_part(state, message.role)
+    chunks = _decompose(message, session, open_, back, note=note)
     if chunks is None or len(chunks) < 2:
         return None
     held = [c.source for c in chunks if c.source is not None]
@@ -1211,7 +1265,7 @@ def _merged_link(
     bound = held[-1] if room else max(open_)
     # The earliest decomposition lies within the bound, so a latest one is always found.
     latest = [i for i in open_ if i <= bound]
-    chunks = _decompose(message, session, latest, back, latest=True) or chunks
+    chunks = _decompose(message, session, latest, back, latest=True, note=note) or chunks
     held = [c.source for c in chunks if c.source is not None]
     roles = [session.messages[i].role for i in held]
     # Results open their wire turn (A3): a tool message may only be the first of a merge, and

@@ -375,3 +375,14 @@ def test_an_order_in_a_prose_ledger_note_is_invented_wherever_it_is_sent() -> No
                 name,
                 shape,
             )
+
+
+@pytest.mark.parametrize("name", ["LedgerInUserTurn", "JoinedTurns"])
+def test_a_turn_merged_with_a_note_or_joined_into_one_string_is_kept_whole(name: str) -> None:
+    # A ledger note as a user message of its own (Chat) or a block of the latest user turn (the
+    # shapes that merge neighbours); neighbouring turns as blocks of one message or as one
+    # string: the same turns, kept whole, in every shape.
+    results = _run("good", name, SHAPE_NAMES)
+    should = _failures(results, "should")
+    for check_id in ("latest_user_kept", "text_unedited", "ledger_pinned", "order_preserved"):
+        assert check_id not in should, should[check_id][:3]

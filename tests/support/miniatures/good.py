@@ -24,6 +24,10 @@
   ("notify_ops already ran (idempotency key notify-7781, succeeded), producing msg_991.") as a
   system message of its own; :class:`ProseLedgerOneSystemText` joins it after the system text
   into one system text, :class:`LedgerFirstSystemText` puts it before the system text.
+* :class:`LedgerInUserTurn`: the ring dropper, sending its prose ledger note as a user message
+  right before the latest user turn (a block of that turn where the shape merges neighbours).
+* :class:`JoinedTurns`: the ring dropper, joining neighbouring plain turns of one role that its
+  cuts leave side by side into one string (as clients do for providers that want alternation).
 * :class:`AttachmentDegrader`: before dropping anything, replaces the images and files of the
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
@@ -340,6 +344,51 @@ class ProseLedger(RingDropper):
         return kept
 
 
+class LedgerInUserTurn(RingDropper):
+    """The ring dropper, sending its prose ledger note as a user message right before the latest
+    user turn (the shapes that merge same-side neighbours send it as a block of that turn)."""
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
+        note = prose_ledger_note(request, dropped_calls)
+        latest = latest_user_index(session)
+        if note is not None and latest is not None:
+            at = kept.index(session.messages[latest])
+            kept.insert(at, Message("user", (TextPart(note),)))
+        return kept
+
+
+class JoinedTurns(RingDropper):
+    """The ring dropper, sending neighbouring plain user turns (and assistant texts) that its
+    cuts leave side by side as one turn of one string, joined by a blank line."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        out: list[Message] = []
+        for message in messages:
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and last.role == message.role
+                and message.role in {"user", "assistant"}
+                and last.name == message.name
+                and all(isinstance(p, TextPart) for p in (*last.parts, *message.parts))
+                and last.text
+                and message.text
+            ):
+                out[-1] = Message(message.role, (TextPart(f"{last.text}\n\n{message.text}"),))
+                continue
+            out.append(message)
+        return super().finish(request, session, out)
+
+
 class ProseLedgerOneSystemText(ProseLedger, OneSystemText):
     """The prose ledger note joined after its system texts into one system text."""
 
@@ -425,6 +474,8 @@ GOOD: dict[str, type[Miniature]] = {
     "ProseLedger": ProseLedger,
     "ProseLedgerOneSystemText": ProseLedgerOneSystemText,
     "LedgerFirstSystemText": LedgerFirstSystemText,
+    "LedgerInUserTurn": LedgerInUserTurn,
+    "JoinedTurns": JoinedTurns,
 }
 
 
