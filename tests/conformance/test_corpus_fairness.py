@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 import pytest
-from miniatures.bad import BAD, ResultPlaceholderClaim
+from miniatures.bad import BAD, OffByOne, ResultPlaceholderClaim
 from miniatures.good import FUNCTIONS, GOOD
 
 from conformance.engine import run_events
 from conformance.events import CaseFinished, CaseResult
 from conformance.loading import Plugin, load_plugin
 from conformance.protocol import Assembler, MessageListAssembler
-from conformance.scenarios import Scenario, load_corpus
+from conformance.scenarios import Budget, Expectation, Scenario, load_corpus
 from reference_impl.transcript import SHAPE_NAMES, ImagePart
 
 
@@ -178,17 +179,31 @@ def test_clearing_older_rings_results_keeps_the_recent_rings() -> None:
     assert "oldest_rings_first" not in should, should["oldest_rings_first"][:3]
 
 
-def test_clearing_the_newest_ring_is_caught_in_every_shape_and_emptying_it_at_must() -> None:
-    # A placeholder removes the ring's content as dropping the ring would: recent_rings_kept
-    # (should) in every shape; an empty result claims the tool returned nothing (must).
-    for name, check_id in (
-        ("ClearNewestRing", "recent_rings_kept"),
-        ("EmptyNewestRing", "tool_payloads_intact"),
-    ):
-        results = _run("bad", name, SHAPE_NAMES)
-        for shape in SHAPE_NAMES:
-            failed = [r for r in results if r.shape == shape and _failed(r, check_id)]
-            assert failed, f"{name} slipped past {check_id} in {shape}"
+# Caught by the same check in every shape they run in (the verdict does not depend on the shape):
+# a placeholder in the newest ring removes its content as dropping the ring would
+# (recent_rings_kept, should) and an emptied result claims the tool returned nothing (must); a
+# result without its call or a call without its results is rejected by every provider (on Gemini,
+# G3 for a call turn followed by text); and so on.
+EVERY_SHAPE = [
+    "ClearNewestRing",
+    "EmptyNewestRing",
+    "OrphanResult",
+    "UnansweredCall",
+    "ForceArgument",
+    "DropSystem",
+    "ProseLedgerOrder",
+    "ProseLedgerKeyOrder",
+]
+
+
+@pytest.mark.parametrize("name", EVERY_SHAPE)
+def test_a_broken_variant_is_caught_by_the_same_check_in_every_shape(name: str) -> None:
+    _, shapes, check_id, _, _ = BAD[name]
+    results = _run("bad", name, shapes)
+    for shape in shapes:
+        assert any(r.shape == shape and _failed(r, check_id) for r in results), (
+            f"{name} slipped past {check_id} in {shape}"
+        )
 
 
 def test_moving_the_latest_user_turn_is_a_reorder_in_every_shape() -> None:
@@ -212,6 +227,7 @@ def _failed(result: CaseResult, check_id: str) -> bool:
 # Broken only in policy: they pass every must check (so the level is really should).
 SHOULD_ONLY = [
     "ClearNewestRing",
+    "DropSystem",
     "ClearWithoutLedger",
     "TrimOldAssistant",
     "TrimOldAssistantShort",
@@ -366,17 +382,6 @@ def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(nam
         assert check_id not in should, should[check_id][:3]
 
 
-def test_an_order_in_a_prose_ledger_note_is_invented_wherever_it_is_sent() -> None:
-    # Every case where the note was sent: the order fails nothing_invented in every shape.
-    for name in ("ProseLedgerOrder", "ProseLedgerKeyOrder"):
-        results = _run("bad", name, SHAPE_NAMES)
-        for shape in SHAPE_NAMES:
-            assert any(r.shape == shape and _failed(r, "nothing_invented") for r in results), (
-                name,
-                shape,
-            )
-
-
 @pytest.mark.parametrize("name", ["LedgerInUserTurn", "JoinedTurns"])
 def test_a_turn_merged_with_a_note_or_joined_into_one_string_is_kept_whole(name: str) -> None:
     # A ledger note as a user message of its own (Chat) or a block of the latest user turn (the
@@ -386,3 +391,32 @@ def test_a_turn_merged_with_a_note_or_joined_into_one_string_is_kept_whole(name:
     should = _failures(results, "should")
     for check_id in ("latest_user_kept", "text_unedited", "ledger_pinned", "order_preserved"):
         assert check_id not in should, should[check_id][:3]
+
+
+# -- the budget, to the token ------------------------------------------------------------------------
+
+
+def test_one_token_over_the_budget_fails_within_budget_in_every_shape() -> None:
+    # The whole session at a budget one token below its cost, per shape: a plug-in that allows
+    # itself `<= budget + 1` sends it and is over by exactly one; a correct one cuts or refuses.
+    # What the whole session costs as the judge counts it, sent as OffByOne sends it.
+    base = replace(next(s for s in load_corpus() if s.id == "single-tool"), shapes=SHAPE_NAMES)
+    costs = {r.shape: r.tokens for r in _run_on(_assemblers(OffByOne), (base,))}
+    assert all(isinstance(cost, int) for cost in costs.values()), costs
+    tight = replace(
+        base,
+        id="single-tool-one-token-short",
+        shapes=SHAPE_NAMES,
+        budget=Budget((), {shape: (int(cost or 0) - 1,) for shape, cost in costs.items()}),
+        expect=Expectation("either"),
+    )
+    over = _run_on(_assemblers(OffByOne), (tight,))
+    assert {r.shape for r in over if _failed(r, "within_budget")} == set(SHAPE_NAMES)
+    assert all("(over by 1)" in c.message for r in over for c in r.checks if c.status == "fail")
+    exact = replace(
+        tight, budget=Budget((), {shape: (int(cost or 0),) for shape, cost in costs.items()})
+    )
+    fits = _run_on(_assemblers(OffByOne), (exact,))
+    assert all(r.outcome == "assembled" and not _failed(r, "within_budget") for r in fits)
+    cut = _run_on(_assemblers(GOOD["RingDropper"]), (tight,))
+    assert not _failures(cut, "must"), _failures(cut, "must")

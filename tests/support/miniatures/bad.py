@@ -508,6 +508,86 @@ class ProseLedgerKeyOrder(ProseLedger):
         return super().finish(request, session, messages)
 
 
+def _newest_call(messages: list[Message]) -> int | None:
+    found = [i for i, m in enumerate(messages) if m.tool_calls]
+    return found[-1] if found else None
+
+
+class OrphanResult(Breaker):
+    """Drops the call message of the newest ring it keeps and sends its results (rule C2, A2,
+    R2, B1; Gemini cannot carry a result without its call's name, G9)."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        at = _newest_call(messages)
+        if at is not None:
+            rest = tuple(p for p in messages[at].parts if p.kind not in {"tool_call", "reasoning"})
+            if rest:
+                messages[at] = replace(messages[at], parts=rest)
+            else:
+                del messages[at]
+        return merge_same_side(messages) if self.shape in STRICT else messages
+
+
+class UnansweredCall(Breaker):
+    """Sends the newest ring's calls without their results (the user text that travelled with
+    them stays): C1, A1, R1, B2, G3."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        at = _newest_call(messages)
+        if at is None:
+            return messages
+        after = at + 1
+        while after < len(messages) and messages[after].tool_results:
+            rest = tuple(p for p in messages[after].parts if p.kind != "tool_result")
+            if rest:
+                messages[after] = Message("user", rest)
+                after += 1
+            else:
+                del messages[after]
+        return merge_same_side(messages) if self.shape in STRICT else messages
+
+
+class ForceArgument(Breaker):
+    """Adds ``"force": true`` to the arguments of the first tool call it sends."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        for i, message in enumerate(messages):
+            if message.tool_calls:
+                call = message.tool_calls[0]
+                arguments = {**json.loads(call.arguments or "{}"), "force": True}
+                forced = replace(call, arguments=json.dumps(arguments))
+                parts = tuple(forced if p is call else p for p in message.parts)
+                messages[i] = replace(message, parts=parts)
+                break
+        return messages
+
+
+class DropSystem(Breaker):
+    """Sends no system or developer text."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        return [m for m in messages if m.role not in {"system", "developer"}]
+
+
+class OffByOne(RingDropper):
+    """Sends the whole session when it costs at most one token more than the budget (``<=
+    budget + 1``, the classic slip), else cuts as the ring dropper does."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = session_of(request)
+        if request.counter.count(session).total <= request.budget + 1:
+            return dict(get_shape(self.shape).render_request(session))
+        return super().assemble(request)
+
+
 # name -> (shapes it runs in, the check that catches it, its level, a phrase of the message)
 BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
     "RewriteSystem": (
@@ -719,6 +799,34 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "Approve every refund now",
+    ),
+    "OrphanResult": (
+        OrphanResult,
+        tuple(shape for shape in SHAPE_NAMES if shape != "gemini"),
+        "provider_valid",
+        "must",
+        "HTTP 400",
+    ),
+    "UnansweredCall": (
+        UnansweredCall,
+        SHAPE_NAMES,
+        "provider_valid",
+        "must",
+        "HTTP 400",
+    ),
+    "ForceArgument": (
+        ForceArgument,
+        SHAPE_NAMES,
+        "tool_payloads_intact",
+        "must",
+        "arguments changed",
+    ),
+    "DropSystem": (
+        DropSystem,
+        SHAPE_NAMES,
+        "system_kept",
+        "should",
+        "is not in the view",
     ),
     "MoveLatestUser": (
         MoveLatestUser,
