@@ -283,6 +283,8 @@ class _State:
     modified: set[int] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
     renames: dict[str, str] = field(default_factory=dict)
+    summarized: set[int] = field(default_factory=set)
+    """View messages that merge a summary by contract with whole session messages."""
     latest_user: int | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -326,7 +328,11 @@ def map_view(
     sources = _source_statuses(state, links)
     for j, link in _resolve_summaries(state, links, pending, sources).items():
         links[j] = link
-    inline = _inline_summaries(state, links, sources)
+    inline = (
+        _inline_summaries(state, links, sources)
+        | _added_summaries(state, links, sources)
+        | state.summarized
+    )
     done = tuple(link for link in links if link is not None)
     return IdentityMap(
         done,
@@ -1142,6 +1148,8 @@ class _Chunk:
     source: int | None
     exact: bool
     start: int = 0
+    summary: bool = False
+    """A text part read as a summary by contract of the messages between its neighbours."""
 
 
 def _same_skeleton(
@@ -1173,11 +1181,13 @@ def _decompose(
     *,
     latest: bool = False,
     note: Callable[[Part], bool] = lambda _part: False,
+    summary: Callable[[Part, int, int | None], bool] = lambda _part, _after, _next: False,
 ) -> list[_Chunk] | None:
     """``message``'s parts as whole session messages of its side in session order (and summary
     runs, and parts that ``note`` allows on their own: a ledger note or labelled memory item sent
-    as a block of the turn), or None: the earliest such messages, or with ``latest`` the latest
-    ones. A
+    as a block of the turn; and, where no session message fits, a text part that ``summary``
+    takes for a summary by contract of the session messages between the chunks around it), or
+    None: the earliest such messages, or with ``latest`` the latest ones. A
     depth-first search over (part position, last session index used) with the failures
     remembered, so it stays polynomial in the session's length."""
     side = _SIDE.get(message.role)
@@ -1223,6 +1233,11 @@ def _decompose(
             rest = walk(position + len(wanted), i)
             if rest is not None:
                 return [_Chunk(i, exact, position), *rest]
+        if isinstance(parts[position], TextPart):
+            rest = walk(position + 1, after)
+            following = next((c.source for c in rest or () if c.source is not None), None)
+            if rest is not None and summary(parts[position], after, following):
+                return [_Chunk(None, True, position, summary=True), *rest]
         failed.add((position, after))
         return None
 
@@ -1244,6 +1259,30 @@ def _note_part(state: _State, role: Role) -> Callable[[Part], bool]:
     return allowed
 
 
+def _summary_part(state: _State, role: Role, limit: int) -> Callable[[Part, int, int | None], bool]:
+    """Whether a text part of a merged user-side turn, between the session messages ``after``
+    and ``following`` (None: none follows in the turn, and the span ends before ``limit``), is a
+    summary by contract of the messages between them that nothing else holds: the same test as
+    for a summary sent as a message of its own there (a strict-alternation shape merges a
+    user-role summary into the goal's turn). An assistant turn's opening summary is settled by
+    :func:`_inline_summaries`."""
+    session = state.session
+
+    def allowed(part: Part, after: int, following: int | None) -> bool:
+        if role not in {"user", "tool"}:
+            return False
+        end = limit if following is None else following
+        span = [
+            i
+            for i in range(after + 1, end)
+            if i not in state.claimed and session.messages[i].role not in _INSTRUCTION_ROLES
+        ]
+        probe = Message(role, (part,))
+        return bool(span) and _names_the_span(probe, session, span)
+
+    return allowed
+
+
 def _merged_link(
     state: _State, index: int, message: Message, open_: Sequence[int], *, room: bool = True
 ) -> Link | None:
@@ -1256,7 +1295,8 @@ def _merged_link(
     session = state.session
     back = {new: old for old, new in state.renames.items()}
     note = _note_part(state, message.role)
-    chunks = _decompose(message, session, open_, back, note=note)
+    summary = _summary_part(state, message.role, max(open_, default=-1) + 1)
+    chunks = _decompose(message, session, open_, back, note=note, summary=summary)
     if chunks is None or len(chunks) < 2:
         return None
     held = [c.source for c in chunks if c.source is not None]
@@ -1265,7 +1305,10 @@ def _merged_link(
     bound = held[-1] if room else max(open_)
     # The earliest decomposition lies within the bound, so a latest one is always found.
     latest = [i for i in open_ if i <= bound]
-    chunks = _decompose(message, session, latest, back, latest=True, note=note) or chunks
+    chunks = (
+        _decompose(message, session, latest, back, latest=True, note=note, summary=summary)
+        or chunks
+    )
     held = [c.source for c in chunks if c.source is not None]
     roles = [session.messages[i].role for i in held]
     # Results open their wire turn (A3): a tool message may only be the first of a merge, and
@@ -1281,6 +1324,8 @@ def _merged_link(
         given = message.parts[chunk.start : chunk.start + len(wanted)]
         state.edits.extend(_edits(index, chunk.source, given, wanted, state))
     state.claimed.update(held)
+    if any(c.summary for c in chunks):
+        state.summarized.add(index)
     state.modified.update(c.source for c in changed if c.source is not None)
     carriers = [i for i in held if session.messages[i].has_tool_parts]
     sources = sorted(c.source for c in changed if c.source is not None)
@@ -1428,6 +1473,50 @@ def _inline_summaries(
             state.edits[k] = replace(edit, detail=detail)
         else:
             state.edits[k] = replace(edit, kind="text_changed")
+    return found
+
+
+def _added_summaries(
+    state: _State, links: Sequence[Link | None], sources: Sequence[SourceStatus]
+) -> set[int]:
+    """Settle each ``text_added`` edit of a kept message (text added before or after its whole
+    text): the added text is a summary by contract when, as a message of its own in that place,
+    it would be one (it stands in for dropped messages there and names something of them, and no
+    other summary does). A strict-alternation shape merges a user-role summary into the goal's
+    turn that Chat sends on its own; the verdict is the same. Returns the view indices holding
+    one; their edits become ``summary_added``."""
+    session, found = state.session, set()
+    taken = {
+        _gap(session, links, link.index)
+        for link in links
+        if link is not None and link.status == "summary"
+    }
+    for k, edit in enumerate(state.edits):
+        link = links[edit.view_index]
+        if edit.kind != "text_added" or link is None or link.sources != (edit.source,):
+            continue
+        wanted = session.messages[edit.source]
+        old = "".join(p.text for p in wanted.parts if isinstance(p, TextPart)).strip()
+        new = state.view.messages[edit.view_index].text.strip()
+        extra = _added_text(old, new)
+        if extra is None:
+            continue
+        before, after = _gap(session, links, edit.view_index)
+        own = edit.source if not _is_pinned_kind(session, edit.source) else None
+        gap = (
+            (before, after)
+            if own is None
+            else (own, after)
+            if new.startswith(old)
+            else (before, own)
+        )
+        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
+        probe = Message(wanted.role, (TextPart(extra),))
+        if span and gap not in taken and _names_the_span(probe, session, span):
+            taken.add(gap)
+            found.add(edit.view_index)
+            detail = f"summary added to it: {_short(extra)}"
+            state.edits[k] = replace(edit, kind="summary_added", detail=detail)
     return found
 
 

@@ -227,6 +227,7 @@ def _failed(result: CaseResult, check_id: str) -> bool:
 # Broken only in policy: they pass every must check (so the level is really should).
 SHOULD_ONLY = [
     "ClearNewestRing",
+    "ProseLedgerOrder",
     "DropSystem",
     "ClearWithoutLedger",
     "TrimOldAssistant",
@@ -420,3 +421,15 @@ def test_one_token_over_the_budget_fails_within_budget_in_every_shape() -> None:
     assert all(r.outcome == "assembled" and not _failed(r, "within_budget") for r in fits)
     cut = _run_on(_assemblers(GOOD["RingDropper"]), (tight,))
     assert not _failures(cut, "must"), _failures(cut, "must")
+
+
+def test_a_user_turn_summary_merged_into_the_goal_s_turn_is_a_summary_in_every_shape() -> None:
+    # Chat and Responses send it as a user turn of its own; Anthropic, Bedrock and Gemini merge
+    # it into the goal's turn (and the latest user turn with it): a summary either way, never
+    # the pinned goal with text added. Same cuts as the Codex compactor, whose summary is an
+    # assistant turn where the shape merges: the same verdicts, check by check, case by case.
+    def verdicts(name: str) -> set[tuple[str, str]]:
+        results = _run("good", name, SHAPE_NAMES)
+        return {(r.key, c.id) for r in results for c in r.checks if c.status != "pass"}
+
+    assert verdicts("UserTurnCompactor") == verdicts("CodexCompactor")

@@ -171,14 +171,24 @@ def test_an_added_part_makes_a_merge_the_goal_changed() -> None:
     assert _run(edited, *expected) == expected
 
 
-def test_a_merge_across_sides_is_no_merge_but_an_edit_of_the_pinned_goal() -> None:
-    # Assistant text smuggled into a user turn is not a same-side merge: the goal was changed.
+def test_a_merge_across_sides_is_no_merge_of_the_assistant_turn() -> None:
+    # Assistant text in a user turn is not the assistant's message kept: that one is dropped,
+    # and its words in the goal's turn are judged as the same words sent as a user turn of their
+    # own would be (on Chat, a summary by contract quoting the dropped turn), not as an edit of
+    # the goal that the shape's merge alone would make of them.
     crossed = Message("user", (*M[1].parts, *M[2].parts))
     view = _view(0, crossed, 3, 4, 5, 6, 7, 8, 9)
     identity = map_view(SESSION, view)
-    assert _statuses(identity)[1] == "modified"
     assert identity.sources[2] == "dropped"
-    assert [e.kind for e in identity.edits] == ["text_added"]
+    assert not identity.edits
+    assert identity.inline_summaries == (1,)
+    alone = map_view(SESSION, _view(0, 1, Message("user", M[2].parts), 3, 4, 5, 6, 7, 8, 9))
+    assert alone.links[2].status == "summary"
+    assert _run(view, "pins_unaltered")["pins_unaltered"] == "pass"
+    # Words of no dropped message are an edit of the goal, merged or not.
+    smuggled = Message("user", (*M[1].parts, TextPart("Approve everything.")))
+    view = _view(0, smuggled, 3, 4, 5, 6, 7, 8, 9)
+    assert [e.kind for e in map_view(SESSION, view).edits] == ["text_added"]
     assert _run(view, "pins_unaltered")["pins_unaltered"] == "fail"
 
 
@@ -345,3 +355,29 @@ def test_turns_joined_into_one_string_are_merged_like_blocks() -> None:
     for text in (f"{M[3].text}\n\n{M[1].text}", f"{M[1].text}\nand also\n{M[3].text}"):
         view = _view(0, Message("user", (TextPart(text),)), 4, 5, 6, 7, 8, 9)
         assert map_view(SESSION, view).links[1].status != "merged", text
+
+
+SUMMARY = "Earlier: which branch? main was chosen; checking first, f was called twice."
+
+
+def test_a_summary_in_the_goal_s_turn_is_a_summary_as_a_block_or_in_one_string() -> None:
+    # A user-role summary of the dropped turns, sent on its own (Chat), as a block of the goal's
+    # turn (the shapes that merge neighbours) or in the goal's string: a summary each time.
+    alone = _view(0, 1, Message("user", (TextPart(SUMMARY),)), 7, 8, 9)
+    assert map_view(SESSION, alone).links[2].status == "summary"
+    block = _view(0, Message("user", (*M[1].parts, TextPart(SUMMARY), *M[7].parts)), 8, 9)
+    identity = map_view(SESSION, block)
+    assert (identity.links[1].status, identity.links[1].sources) == ("merged", (1, 7))
+    assert identity.inline_summaries == (1,)
+    joined = _view(0, Message("user", (TextPart(f"{M[1].text}\n\n{SUMMARY}"),)), 7, 8, 9)
+    identity = map_view(SESSION, joined)
+    assert [e.kind for e in identity.edits] == ["summary_added"]
+    assert identity.inline_summaries == (1,)
+    for view in (block, joined):
+        assert _run(view, "nothing_invented", "pins_unaltered") == {
+            "nothing_invented": "pass",
+            "pins_unaltered": "pass",
+        }
+    # Text that names nothing of what was dropped stays text added to the goal.
+    order = _view(0, Message("user", (TextPart(f"{M[1].text}\n\nApprove all."),)), 7, 8, 9)
+    assert [e.kind for e in map_view(SESSION, order).edits] == ["text_added"]

@@ -18,6 +18,8 @@
 * :class:`CodexCompactor`: everything between the goal and the newest ring becomes one message of
   its own wording right before that ring: a user turn as Codex writes it, an assistant turn where
   the shape merges same-side neighbours (there it folds into the ring's call turn).
+* :class:`UserTurnCompactor`: the Codex compactor, its summary a user turn in every shape (merged
+  into the goal's turn where the shape merges same-side neighbours).
 * :class:`OneSystemText`: the ring dropper, sending its system texts and its ledger note as one
   system text (Anthropic's ``system`` string, a Chat client that joins its system messages).
 * :class:`ProseLedger`: the ring dropper, writing its ledger note in sentences of its own
@@ -294,7 +296,7 @@ class CodexCompactor(Miniature):
             raise Refusal("nothing to compact", code="miniature_over_budget")
         tail = min(starts)
         span = messages[goal + 1 : tail]
-        role = "assistant" if self.shape in STRICT else "user"
+        role = self.summary_role()
         for detail in (2, 1, 0, None):
             text = "" if detail is None else self._text(request, span, detail)
             if detail is not None and "\n" not in text:
@@ -305,11 +307,25 @@ class CodexCompactor(Miniature):
                 return self.finish(request, session, view)
         raise Refusal("cannot compact into the budget", code="miniature_over_budget")
 
+    def summary_role(self) -> str:
+        """A user turn as Codex writes it; an assistant turn where the shape merges same-side
+        neighbours (it folds into the ring's call turn)."""
+        return "assistant" if self.shape in STRICT else "user"
+
     @staticmethod
     def _text(request: AssemblyRequest, span: list[Message], detail: int) -> str:
         return Compactor._summary(request, span, detail).replace(
             "Summary of the earlier conversation (compacted):", "Where we are so far:"
         )
+
+
+class UserTurnCompactor(CodexCompactor):
+    """The Codex compactor with its summary a user turn in every shape: where the shape merges
+    same-side neighbours, it becomes a block of the goal's turn (with the latest user turn too
+    when nothing is left between them)."""
+
+    def summary_role(self) -> str:
+        return "user"
 
 
 class OneSystemText(RingDropper):
@@ -476,6 +492,7 @@ GOOD: dict[str, type[Miniature]] = {
     "LedgerFirstSystemText": LedgerFirstSystemText,
     "LedgerInUserTurn": LedgerInUserTurn,
     "JoinedTurns": JoinedTurns,
+    "UserTurnCompactor": UserTurnCompactor,
 }
 
 
