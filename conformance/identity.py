@@ -957,6 +957,16 @@ def _text_edits(
     if old_text == new_text:
         return changed
     extra = _added_text(old_text, new_text)
+    if (
+        extra is None
+        and not old_text.strip()
+        and any(isinstance(p, ToolResultPart) for p in wanted)
+        and not any(isinstance(p, ToolCallPart) for p in wanted)
+    ):
+        # Results that gained a text part (the user's turn that carries them, where the shape
+        # merges them with the next user text): all of it is added, as an order appended to a
+        # user turn is, unless a merge of whole session messages explains it.
+        extra = new_text.strip() or None
     if extra is not None and not may_add(extra):
         return [*changed, ("text_added", f"text added to it: {_short(extra)}")]
     if extra is not None:  # its whole text, with a note that may travel in it: no pin altered
@@ -1182,6 +1192,7 @@ def _decompose(
     latest: bool = False,
     note: Callable[[Part], bool] = lambda _part: False,
     summary: Callable[[Part, int, int | None], bool] = lambda _part, _after, _next: False,
+    latest_user: int | None = None,
 ) -> list[_Chunk] | None:
     """``message``'s parts as whole session messages of its side in session order (and summary
     runs, and parts that ``note`` allows on their own: a ledger note or labelled memory item sent
@@ -1228,7 +1239,11 @@ def _decompose(
             wanted = session.messages[i].parts
             given = parts[position : position + len(wanted)]
             exact = given == wanted
-            if not exact and (len(given) != len(wanted) or not _same_skeleton(given, wanted, back)):
+            if (
+                not exact
+                and (len(given) != len(wanted) or not _same_skeleton(given, wanted, back))
+                and not _extended_part(given, wanted, ends=i == latest_user)
+            ):
                 continue
             rest = walk(position + len(wanted), i)
             if rest is not None:
@@ -1242,6 +1257,25 @@ def _decompose(
         return None
 
     return walk(0, -1)
+
+
+def _extended_part(given: Sequence[Part], wanted: Sequence[Part], *, ends: bool) -> bool:
+    """A message of one text part whose whole text opens the given text part, with something
+    added after it (or, with ``ends``, the latest user text closing it): that message, changed,
+    inside a merged turn as :func:`_extended` finds it outside one (a note added to the latest
+    user text in a turn that also carries results is a ``note_added`` edit, an order a
+    ``text_added`` one)."""
+    if len(wanted) != 1 or len(given) != 1:
+        return False
+    old, new = wanted[0], given[0]
+    if not isinstance(old, TextPart) or not isinstance(new, TextPart):
+        return False
+    text, whole = new.text.strip(), old.text.strip()
+    return (
+        bool(whole)
+        and text != whole
+        and (text.startswith(whole) or (ends and text.endswith(whole)))
+    )
 
 
 def _note_part(state: _State, role: Role) -> Callable[[Part], bool]:
@@ -1296,7 +1330,9 @@ def _merged_link(
     back = {new: old for old, new in state.renames.items()}
     note = _note_part(state, message.role)
     summary = _summary_part(state, message.role, max(open_, default=-1) + 1)
-    chunks = _decompose(message, session, open_, back, note=note, summary=summary)
+    chunks = _decompose(
+        message, session, open_, back, note=note, summary=summary, latest_user=state.latest_user
+    )
     if chunks is None or len(chunks) < 2:
         return None
     held = [c.source for c in chunks if c.source is not None]
@@ -1306,7 +1342,16 @@ def _merged_link(
     # The earliest decomposition lies within the bound, so a latest one is always found.
     latest = [i for i in open_ if i <= bound]
     chunks = (
-        _decompose(message, session, latest, back, latest=True, note=note, summary=summary)
+        _decompose(
+            message,
+            session,
+            latest,
+            back,
+            latest=True,
+            note=note,
+            summary=summary,
+            latest_user=state.latest_user,
+        )
         or chunks
     )
     held = [c.source for c in chunks if c.source is not None]

@@ -53,14 +53,30 @@ def system_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="latest_user_kept", level="should")
 def latest_user_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """The latest user turn is in the view, unchanged (alone, or merged whole into a same-side
-    neighbour as strict-alternation shapes require, B3/G1)."""
+    neighbour as strict-alternation shapes require, B3/G1; a ledger note, labelled memory item
+    or summary sent in its text, beside the whole of it, changes nothing of it, as the same
+    note sent as a message of its own would not)."""
     for turn in assembled_turns(outcome):
         i = last_user_index(turn.session)
-        if i is not None and not turn.identity.kept_whole(i):
+        if i is not None and not _whole_with_notes(turn, i):
             raise turn.failure(
                 "latest user turn not kept",
                 f"{describe(turn.session, i)} is {turn.identity.sources[i]} in the view",
             )
+
+
+_NOTES = frozenset({"note_added", "summary_added"})
+"""Edits that only add a note or a summary beside a message's whole text (see identity)."""
+
+
+def _whole_with_notes(turn: Assembled, index: int) -> bool:
+    """Session message ``index`` is in the view whole: kept, merged, or modified only by a note or
+    a summary added beside its whole text."""
+    identity = turn.identity
+    edits = identity.edits_of(index)
+    return identity.kept_whole(index) or (
+        identity.present(index) and bool(edits) and all(e.kind in _NOTES for e in edits)
+    )
 
 
 @check(id="first_user_goal_pinned", level="should")
@@ -241,7 +257,9 @@ def session_not_mutated(_scenario: Scenario, outcome: CaseOutcome) -> None:
 def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Kept plain messages keep their text and attachments (an edit is reported as one, not as
     an invention; an attachment may be degraded to a placeholder or an image sent at low detail;
-    pinned messages are judged at must by pins_unaltered)."""
+    a ledger note, labelled memory item or summary added beside the whole text is no edit, as
+    the same note in a message or block of its own is none; pinned messages are judged at must
+    by pins_unaltered)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session) if goal_pinned else None
@@ -252,7 +270,6 @@ def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
                 in {
                     "text_changed",
                     "text_added",
-                    "note_added",
                     "attachment_changed",
                     "attachment_added",
                 }

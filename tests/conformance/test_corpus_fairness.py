@@ -157,6 +157,13 @@ def test_a_ledger_key_instruction_is_invented_wherever_it_stands() -> None:
     assert not missed, missed[:5]
 
 
+def test_an_order_appended_to_the_latest_user_text_is_invented_wherever_it_rides() -> None:
+    # On its own (Chat, Responses) or after a ring's results in one turn (Anthropic, Bedrock,
+    # Gemini): every case sent fails nothing_invented, never only text_unedited (should).
+    missed = _not_failing(_run("bad", "AppendOrderInTurn", SHAPE_NAMES), "nothing_invented")
+    assert not missed, missed[:5]
+
+
 def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
     # Not "invented" + "ring dropped" when the arguments were re-serialized too.
     results = _run("bad", "RenameIdsRespelled", ("openai-chat", "openai-responses"))
@@ -383,7 +390,7 @@ def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(nam
         assert check_id not in should, should[check_id][:3]
 
 
-@pytest.mark.parametrize("name", ["LedgerInUserTurn", "JoinedTurns"])
+@pytest.mark.parametrize("name", ["LedgerInUserTurn", "LedgerInLatestText", "JoinedTurns"])
 def test_a_turn_merged_with_a_note_or_joined_into_one_string_is_kept_whole(name: str) -> None:
     # A ledger note as a user message of its own (Chat) or a block of the latest user turn (the
     # shapes that merge neighbours); neighbouring turns as blocks of one message or as one

@@ -28,6 +28,7 @@
   into one system text, :class:`LedgerFirstSystemText` puts it before the system text.
 * :class:`LedgerInUserTurn`: the ring dropper, sending its prose ledger note as a user message
   right before the latest user turn (a block of that turn where the shape merges neighbours).
+* :class:`LedgerInLatestText`: the same note appended to the latest user turn's text.
 * :class:`JoinedTurns`: the ring dropper, joining neighbouring plain turns of one role that its
   cuts leave side by side into one string (as clients do for providers that want alternation).
 * :class:`AttachmentDegrader`: before dropping anything, replaces the images and files of the
@@ -380,6 +381,26 @@ class LedgerInUserTurn(RingDropper):
         return kept
 
 
+class LedgerInLatestText(RingDropper):
+    """The ring dropper, appending its prose ledger note to the latest user turn's text (one
+    string)."""
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
+        note = prose_ledger_note(request, dropped_calls)
+        latest = latest_user_index(session)
+        if note is not None and latest is not None:
+            at = kept.index(session.messages[latest])
+            kept[at] = Message("user", (TextPart(f"{kept[at].text}\n\n{note}"),))
+        return kept
+
+
 class JoinedTurns(RingDropper):
     """The ring dropper, sending neighbouring plain user turns (and assistant texts) that its
     cuts leave side by side as one turn of one string, joined by a blank line."""
@@ -492,6 +513,7 @@ GOOD: dict[str, type[Miniature]] = {
     "LedgerFirstSystemText": LedgerFirstSystemText,
     "LedgerInUserTurn": LedgerInUserTurn,
     "JoinedTurns": JoinedTurns,
+    "LedgerInLatestText": LedgerInLatestText,
     "UserTurnCompactor": UserTurnCompactor,
 }
 
