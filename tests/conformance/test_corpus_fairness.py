@@ -440,3 +440,14 @@ def test_a_user_turn_summary_merged_into_the_goal_s_turn_is_a_summary_in_every_s
         return {(r.key, c.id) for r in results for c in r.checks if c.status != "pass"}
 
     assert verdicts("UserTurnCompactor") == verdicts("CodexCompactor")
+
+
+def test_a_summary_in_the_system_prefix_is_a_summary_at_the_head_in_every_shape() -> None:
+    # A system message of its own (Chat, Responses) or a block of the top-level system
+    # (Anthropic, Bedrock, Gemini): a summary in every shape (must passes, SystemSummary is in
+    # STRATEGIES), which summary_quality (should) finds at the head of the request in every shape.
+    results = _run("good", "SystemSummary", SHAPE_NAMES)
+    for shape in SHAPE_NAMES:
+        assert any(r.shape == shape and _failed(r, "summary_quality") for r in results), shape
+    should = _failures(results, "should")
+    assert "text_unedited" not in should, should["text_unedited"][:3]

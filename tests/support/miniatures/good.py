@@ -11,6 +11,8 @@
   own wording (no markers), listing what was done and the ledger.
 * :class:`ClearOlderResults`: the result clearer, honouring ``recent_tool_rings``: only rings
   older than the last ones lose their results.
+* :class:`SystemSummary`: the compactor, its summary a system message right after the system text
+  (a block of the top-level system where the shape has one).
 * :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
   where the session fits).
 * :class:`ClearAllResults`: the result clearer, clearing error results too (Anthropic's context
@@ -266,6 +268,28 @@ class Compactor(Miniature):
         return "\n".join(lines)
 
 
+class SystemSummary(Compactor):
+    """The compactor, sending its summary as a system message right after the system text (as
+    memory classes that keep a running summary in a system message do)."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        at = next(
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.role == "assistant" and m.text.startswith("Summary of")
+            ),
+            None,
+        )
+        if at is not None:
+            summary = messages.pop(at)
+            head = sum(1 for m in messages if m.role in {"system", "developer"})
+            messages.insert(head, Message("system", summary.parts))
+        return super().finish(request, session, messages)
+
+
 class PassThrough(Miniature):
     """Sends the session unchanged when it fits (same-side neighbours merged where the shape
     requires it); refuses otherwise (the base's :meth:`~Miniature.cut`)."""
@@ -515,6 +539,7 @@ GOOD: dict[str, type[Miniature]] = {
     "JoinedTurns": JoinedTurns,
     "LedgerInLatestText": LedgerInLatestText,
     "UserTurnCompactor": UserTurnCompactor,
+    "SystemSummary": SystemSummary,
 }
 
 
