@@ -1499,11 +1499,7 @@ def _inline_summaries(
     present neighbour and the turn) and names something of them, as a summary message must;
     otherwise the edit is a ``text_changed``. Returns the view indices holding one."""
     session, found = state.session, set()
-    taken = {
-        _gap(session, links, link.index)
-        for link in links
-        if link is not None and link.status == "summary"
-    }
+    taken = _summary_gaps(session, links)
     for k, edit in enumerate(state.edits):
         if edit.kind != "summary_added":
             continue
@@ -1521,6 +1517,15 @@ def _inline_summaries(
     return found
 
 
+def _summary_gaps(session: Transcript, links: Sequence[Link | None]) -> set[tuple[int, int]]:
+    """The gaps (:func:`_gap`) the view's summary messages stand in for."""
+    return {
+        _gap(session, links, link.index)
+        for link in links
+        if link is not None and link.status == "summary"
+    }
+
+
 def _added_summaries(
     state: _State, links: Sequence[Link | None], sources: Sequence[SourceStatus]
 ) -> set[int]:
@@ -1531,11 +1536,7 @@ def _added_summaries(
     turn that Chat sends on its own; the verdict is the same. Returns the view indices holding
     one; their edits become ``summary_added``."""
     session, found = state.session, set()
-    taken = {
-        _gap(session, links, link.index)
-        for link in links
-        if link is not None and link.status == "summary"
-    }
+    taken = _summary_gaps(session, links)
     for k, edit in enumerate(state.edits):
         link = links[edit.view_index]
         if edit.kind != "text_added" or link is None or link.sources != (edit.source,):

@@ -136,11 +136,19 @@ class RingDropper(Miniature):
         dropped_calls: set[str],
     ) -> list[Message]:
         kept = [m for i, m in enumerate(session.messages) if i not in dropped]
+        note = self.note_text(request, dropped_calls)
+        return kept if note is None else self.noted(session, kept, note)
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        """The ledger note for the side effects of ``dropped_calls`` (None without any)."""
         note = ledger_note(request, dropped_calls)
-        if note is not None:
-            at = sum(1 for m in kept if m.role in {"system", "developer"})
-            kept.insert(at, note)
-        return kept
+        return None if note is None else note.text
+
+    def noted(self, session: Transcript, kept: list[Message], note: str) -> list[Message]:
+        """``kept`` with ``note`` where this miniature puts it: a system message after the
+        system texts."""
+        at = sum(1 for m in kept if m.role in {"system", "developer"})
+        return [*kept[:at], Message("system", (TextPart(note),)), *kept[at:]]
 
 
 class KeepFewerRings(RingDropper):
@@ -370,59 +378,32 @@ class ProseLedger(RingDropper):
     """The ring dropper, with its ledger note in sentences of its own wording (no label, no
     ``key=value`` fields) as a system message of its own after the system text."""
 
-    def _view(
-        self,
-        request: AssemblyRequest,
-        session: Transcript,
-        dropped: set[int],
-        dropped_calls: set[str],
-    ) -> list[Message]:
-        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
-        note = prose_ledger_note(request, dropped_calls)
-        if note is not None:
-            at = sum(1 for m in kept if m.role in {"system", "developer"})
-            kept.insert(at, Message("system", (TextPart(note),)))
-        return kept
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        return prose_ledger_note(request, dropped_calls)
 
 
-class LedgerInUserTurn(RingDropper):
-    """The ring dropper, sending its prose ledger note as a user message right before the latest
-    user turn (the shapes that merge same-side neighbours send it as a block of that turn)."""
+class LedgerInUserTurn(ProseLedger):
+    """The prose ledger note as a user message right before the latest user turn (the shapes
+    that merge same-side neighbours send it as a block of that turn)."""
 
-    def _view(
-        self,
-        request: AssemblyRequest,
-        session: Transcript,
-        dropped: set[int],
-        dropped_calls: set[str],
-    ) -> list[Message]:
-        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
-        note = prose_ledger_note(request, dropped_calls)
+    def noted(self, session: Transcript, kept: list[Message], note: str) -> list[Message]:
         latest = latest_user_index(session)
-        if note is not None and latest is not None:
-            at = kept.index(session.messages[latest])
-            kept.insert(at, Message("user", (TextPart(note),)))
-        return kept
+        if latest is None:
+            return kept
+        at = kept.index(session.messages[latest])
+        return [*kept[:at], Message("user", (TextPart(note),)), *kept[at:]]
 
 
-class LedgerInLatestText(RingDropper):
-    """The ring dropper, appending its prose ledger note to the latest user turn's text (one
-    string)."""
+class LedgerInLatestText(ProseLedger):
+    """The prose ledger note appended to the latest user turn's text (one string)."""
 
-    def _view(
-        self,
-        request: AssemblyRequest,
-        session: Transcript,
-        dropped: set[int],
-        dropped_calls: set[str],
-    ) -> list[Message]:
-        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
-        note = prose_ledger_note(request, dropped_calls)
+    def noted(self, session: Transcript, kept: list[Message], note: str) -> list[Message]:
         latest = latest_user_index(session)
-        if note is not None and latest is not None:
-            at = kept.index(session.messages[latest])
-            kept[at] = Message("user", (TextPart(f"{kept[at].text}\n\n{note}"),))
-        return kept
+        if latest is None:
+            return kept
+        at = kept.index(session.messages[latest])
+        noted = Message("user", (TextPart(f"{kept[at].text}\n\n{note}"),))
+        return [*kept[:at], noted, *kept[at + 1 :]]
 
 
 class JoinedTurns(RingDropper):
