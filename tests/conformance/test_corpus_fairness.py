@@ -34,6 +34,11 @@ def _run(kind: str, name: str, shapes: tuple[str, ...]) -> tuple[CaseResult, ...
     return tuple(e.result for e in events if isinstance(e, CaseFinished))
 
 
+def _run_each(kind: str, name: str) -> tuple[CaseResult, ...]:
+    """``name`` in every shape, one shape at a time (the runs the per-shape tests share)."""
+    return tuple(result for shape in SHAPE_NAMES for result in _run(kind, name, (shape,)))
+
+
 def _failures(results: tuple[CaseResult, ...], level: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
     for result in results:
@@ -105,7 +110,7 @@ def test_clearing_results_satisfies_the_ordering_checks() -> None:
 
 def test_deletion_alone_satisfies_summary_used_and_ledger_in_summary() -> None:
     # No summary is demanded where deletion fits; the pinned ledger is enough.
-    results = _run("good", "RingDropper", SHAPE_NAMES)
+    results = _run_each("good", "RingDropper")
     should = _failures(results, "should")
     assert "summary_used" not in should
     assert "ledger_in_summary" not in should
@@ -144,7 +149,7 @@ def test_a_plain_function_over_chat_messages_passes_every_must_case_it_is_judged
 def test_a_summary_standing_right_before_the_kept_ring_is_never_read_as_an_edit() -> None:
     # Responses parses a summary item and the function calls after it as one message; Bedrock,
     # Gemini and Anthropic merge an assistant summary into the next assistant turn.
-    results = _run("good", "CodexCompactor", SHAPE_NAMES)
+    results = _run_each("good", "CodexCompactor")
     should = _failures(results, "should")
     assert "text_unedited" not in should, should.get("text_unedited", [])[:3]
     assert "summary_quality" not in should, should.get("summary_quality", [])[:3]
@@ -180,7 +185,7 @@ _WITH_LEDGER = {s.id for s in load_corpus() if s.ledger}
 def test_clearing_older_rings_results_keeps_the_recent_rings() -> None:
     # The rings older than the last recent_tool_rings may lose their results (a placeholder, ids
     # kept); the recent rings keep theirs. Clearing the newest ring is ClearNewestRing's defect.
-    results = _run("good", "ClearOlderResults", SHAPE_NAMES)
+    results = _run_each("good", "ClearOlderResults")
     should = _failures(results, "should")
     assert "recent_rings_kept" not in should, should["recent_rings_kept"][:3]
     assert "oldest_rings_first" not in should, should["oldest_rings_first"][:3]
@@ -378,7 +383,7 @@ def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(nam
     # A system message of its own (Chat, Responses), a block of the top-level system (Anthropic,
     # Bedrock, Gemini) or one string with the system text, before or after it: a note of ledger
     # facts, never a summary at the head of the request or an invention.
-    results = _run("good", name, SHAPE_NAMES)
+    results = _run_each("good", name)
     noted = [
         r
         for r in results
@@ -395,7 +400,7 @@ def test_a_turn_merged_with_a_note_or_joined_into_one_string_is_kept_whole(name:
     # A ledger note as a user message of its own (Chat) or a block of the latest user turn (the
     # shapes that merge neighbours); neighbouring turns as blocks of one message or as one
     # string: the same turns, kept whole, in every shape.
-    results = _run("good", name, SHAPE_NAMES)
+    results = _run_each("good", name)
     should = _failures(results, "should")
     for check_id in ("latest_user_kept", "text_unedited", "ledger_pinned", "order_preserved"):
         assert check_id not in should, should[check_id][:3]
@@ -436,7 +441,7 @@ def test_a_user_turn_summary_merged_into_the_goal_s_turn_is_a_summary_in_every_s
     # the pinned goal with text added. Same cuts as the Codex compactor, whose summary is an
     # assistant turn where the shape merges: the same verdicts, check by check, case by case.
     def verdicts(name: str) -> set[tuple[str, str]]:
-        results = _run("good", name, SHAPE_NAMES)
+        results = _run_each("good", name)
         return {(r.key, c.id) for r in results for c in r.checks if c.status != "pass"}
 
     assert verdicts("UserTurnCompactor") == verdicts("CodexCompactor")
@@ -446,7 +451,7 @@ def test_a_summary_in_the_system_prefix_is_a_summary_at_the_head_in_every_shape(
     # A system message of its own (Chat, Responses) or a block of the top-level system
     # (Anthropic, Bedrock, Gemini): a summary in every shape (must passes, SystemSummary is in
     # STRATEGIES), which summary_quality (should) finds at the head of the request in every shape.
-    results = _run("good", "SystemSummary", SHAPE_NAMES)
+    results = _run_each("good", "SystemSummary")
     for shape in SHAPE_NAMES:
         assert any(r.shape == shape and _failed(r, "summary_quality") for r in results), shape
     should = _failures(results, "should")
