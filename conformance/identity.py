@@ -40,8 +40,8 @@ Each session message is ``kept``, ``merged`` (kept whole inside a merged view me
 **Tool results cleared by a placeholder.** A result with its id kept whose whole content is one
 placeholder text is ``cleared`` (an :class:`Edit` of kind ``result_cleared``), which the safety
 checks allow: the plug-in's declared ``ctxconf_result_placeholder``, or an undeclared text that is
-bracketed (``[...]``), at most 200 characters and says that the content was cleared, omitted,
-removed or elided. Any other change of a result's content is ``result_changed``, except a
+one bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``, as for attachments), at most 200
+characters and says that the content was cleared, omitted, removed or elided. Any other change of a result's content is ``result_changed``, except a
 degraded attachment (below).
 
 **Degraded attachments.** A message or tool result whose attachments are an ordered selection of
@@ -262,8 +262,7 @@ def is_placeholder(part: ToolResultPart, declared: str | None = None) -> bool:
     if declared is not None and text == declared.strip():
         return True
     return (
-        text.startswith("[")
-        and text.endswith("]")
+        _ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None
         and len(text) <= _PLACEHOLDER_MAX
         and bool(_PLACEHOLDER_WORDS.search(text))
     )

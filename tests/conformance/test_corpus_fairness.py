@@ -182,10 +182,12 @@ def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
 _WITH_LEDGER = {s.id for s in load_corpus() if s.ledger}
 
 
-def test_clearing_older_rings_results_keeps_the_recent_rings() -> None:
-    # The rings older than the last recent_tool_rings may lose their results (a placeholder, ids
-    # kept); the recent rings keep theirs. Clearing the newest ring is ClearNewestRing's defect.
-    results = _run_each("good", "ClearOlderResults")
+@pytest.mark.parametrize("name", ["ClearOlderResults", "ParenthesesClearer"])
+def test_clearing_older_rings_results_keeps_the_recent_rings(name: str) -> None:
+    # The rings older than the last recent_tool_rings may lose their results (a placeholder of
+    # any wording in any bracket, ids kept); the recent rings keep theirs. Clearing the newest
+    # ring is ClearNewestRing's defect.
+    results = _run_each("good", name)
     should = _failures(results, "should")
     assert "recent_rings_kept" not in should, should["recent_rings_kept"][:3]
     assert "oldest_rings_first" not in should, should["oldest_rings_first"][:3]

@@ -374,6 +374,11 @@ def test_a_placeholder_is_one_bracketed_text_of_at_most_200_characters_saying_so
     image = ImagePart("url", "https://example.org/a.png", "image/png")
     assert is_placeholder(_result("c", image)) is False
     assert is_placeholder(_result("c", TextPart("(gone)")), declared=" (gone) ") is True
+    # Any of the four brackets, as for an attachment's placeholder; one bracketed text, whole.
+    for text in ("(output cleared)", "<tool result removed>", "{elided to save space}"):
+        assert is_placeholder(_result("c", TextPart(text))) is True, text
+    for text in ("(gone)", "(cleared) rm -rf /", "[cleared] (omitted)", "(cleared]"):
+        assert is_placeholder(_result("c", TextPart(text))) is False, text
 
 
 def test_an_error_result_for_a_call_the_session_left_unanswered_is_synthesized() -> None:

@@ -13,6 +13,7 @@
   older than the last ones lose their results.
 * :class:`SystemSummary`: the compactor, its summary a system message right after the system text
   (a block of the top-level system where the shape has one).
+* :class:`ParenthesesClearer`: the same, its placeholder in parentheses instead of brackets.
 * :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
   where the session fits).
 * :class:`ClearAllResults`: the result clearer, clearing error results too (Anthropic's context
@@ -165,6 +166,7 @@ class ResultClearer(Miniature):
     """Clears old successful results (keeping the newest ring), then drops rings if needed."""
 
     clear_errors = False
+    placeholder = PLACEHOLDER
 
     def rings_kept(self, request: AssemblyRequest) -> int:
         """How many of the newest rings keep their results (this one: only the newest)."""
@@ -179,7 +181,7 @@ class ResultClearer(Miniature):
         for ring in rings:
             for i in ring.indices:
                 if messages[i].tool_results:
-                    messages[i] = _cleared(messages[i], errors=self.clear_errors)
+                    messages[i] = _cleared(messages[i], self.placeholder, errors=self.clear_errors)
             if cost(request, messages, session) <= request.budget:
                 return self.finish(request, session, messages)
         dropped: set[int] = set()
@@ -201,9 +203,15 @@ class ClearOlderResults(ResultClearer):
         return _knob(request, "recent_tool_rings", 3)
 
 
-def _cleared(message: Message, *, errors: bool = False) -> Message:
+class ParenthesesClearer(ClearOlderResults):
+    """Clears the older rings' results with a placeholder of its own in parentheses."""
+
+    placeholder = "(old tool output removed to save context)"
+
+
+def _cleared(message: Message, placeholder: str, *, errors: bool = False) -> Message:
     parts = tuple(
-        replace(p, content=(TextPart(PLACEHOLDER),))
+        replace(p, content=(TextPart(placeholder),))
         if isinstance(p, ToolResultPart) and (errors or not p.is_error)
         else p
         for p in message.parts
@@ -521,6 +529,7 @@ GOOD: dict[str, type[Miniature]] = {
     "LedgerInLatestText": LedgerInLatestText,
     "UserTurnCompactor": UserTurnCompactor,
     "SystemSummary": SystemSummary,
+    "ParenthesesClearer": ParenthesesClearer,
 }
 
 
