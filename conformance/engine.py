@@ -29,8 +29,10 @@ daemon worker thread that is abandoned at the timeout (:func:`call_with_timeout`
 from __future__ import annotations
 
 import copy
+import json
 import os
 import queue
+import reprlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -63,6 +65,7 @@ from conformance.scenarios import (
 )
 from conformance.traffic.verdicts import CassetteLibrary, Judgement, judge_request, load_library
 from conformance.workers import RunStop, WorkerPool
+from reference_impl.documents import INPUT_LIMIT_ENV, max_input_bytes
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.shapes.dialects import render_for_dialect
@@ -83,8 +86,11 @@ __all__ = [
     "CallResult",
     "Case",
     "assembly_request",
+    "call_plugin",
     "call_with_timeout",
+    "exception_text",
     "judge",
+    "plain_body",
     "plan_cases",
     "reference_counter",
     "render_input",
@@ -233,7 +239,9 @@ def set_call_hook(announce: Callable[[str], None] | None) -> None:
         _CALL_HOOK.append(announce)
 
 
-def _call_plugin(function: Callable[[], Any], timeout: float) -> CallResult:
+def call_plugin(function: Callable[[], Any], timeout: float) -> CallResult:
+    """Call the plug-in's ``function``: announced to the supervisor in a supervised process (see
+    :func:`set_call_hook`), else under :func:`call_with_timeout`. Never raises what it raises."""
     if not _CALL_HOOK:
         return call_with_timeout(function, timeout)
     announce = _CALL_HOOK[0]
@@ -327,9 +335,10 @@ def _turn(
     base = TurnOutcome(
         turn=turn, status="error", session=baseline, input_body=input_body, counter=counter
     )
-    kind, value = _call_plugin(lambda: assembler.assemble(request), timeout)
+    limit = max_input_bytes()
+    kind, value = call_plugin(lambda: _Returned.of(assembler.assemble(request), limit), timeout)
     if kind != "timeout":  # the harness judges its own copy; a changed one is reported
-        base = replace(base, input_mutation=first_difference(input_body, request.body))
+        base = replace(base, input_mutation=_mutation(input_body, request.body))
     if kind == "timeout":
         return replace(
             base,
@@ -338,26 +347,24 @@ def _turn(
     if kind == "raised":
         if isinstance(value, ContextAssemblyError):
             return replace(base, status="refused", refusal_code=value.code, reason=value.message)
-        return replace(base, reason=f"the plug-in raised {type(value).__name__}: {value}")
-    if not isinstance(value, Mapping):
-        return replace(
-            base,
-            reason=f"malformed return: {type(value).__name__}, expected {with_article(shape)} request body "
-            f"(a mapping)",
-        )
+        return replace(base, reason=f"the plug-in raised {exception_text(value)}")
+    returned: _Returned = value
+    if returned.body is None:
+        what = returned.problem or "not JSON data"
+        if returned.type_name is not None:
+            what = f"{returned.type_name}, expected {with_article(shape)} request body (a mapping)"
+        shown = None if returned.shown is None else {"unserializable": returned.shown}
+        return replace(base, body=shown, reason=f"malformed return: {what}")
+    body = returned.body
     try:
-        body = dict(value)
-        canonical_json(body)
         view = adapter.parse_request(body)
     except CtxconfError as exc:
         where = f" at {exc.where}" if exc.where else ""
         return replace(
             base,
-            body=value,
+            body=body,
             reason=f"malformed return: not {with_article(shape)} request{where}: {exc.message}",
         )
-    except (TypeError, ValueError) as exc:
-        return replace(base, body=value, reason=f"malformed return: not JSON data ({exc})")
     judgement = judge(body, shape, case.dialect, model, library=library)
     return replace(
         base,
@@ -375,6 +382,96 @@ def _turn(
         judgement=judgement,
         tokens=counter.count(view).total,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Returned:
+    """What a plug-in call returned, made into the harness's own plain JSON data while the call's
+    time still runs (so a body too big to copy times out as the plug-in's call, not the harness's).
+
+    The copy goes through JSON text: whatever the plug-in's objects do (a ``str`` subclass with a
+    raising ``__eq__``, a mapping whose ``keys`` raise, a self-referential list, nesting deeper than
+    the interpreter can walk, a set), the harness only ever touches dicts, lists, strings, numbers,
+    booleans and ``None`` it built itself, or names why it could not. A body whose JSON text is
+    over the input limit (:func:`reference_impl.documents.max_input_bytes`, the limit every input
+    file is read within) is refused before it is parsed: no provider takes such a request, and
+    judging it would cost minutes and gigabytes."""
+
+    body: dict[str, Any] | None
+    problem: str | None = None
+    type_name: str | None = None
+    """Set when the plug-in returned something other than a mapping (its type's name)."""
+    shown: str | None = None
+    """A short picture of a mapping that is not a body (bounded ``reprlib`` text), for the report."""
+
+    @classmethod
+    def of(cls, value: object, limit: int | None) -> _Returned:
+        """``value`` as plain JSON data, or why it is not a request body; never raises."""
+        if not isinstance(value, Mapping):
+            return cls(None, type_name=type(value).__name__)
+        try:
+            canonical_json(value)  # the checks' form: refuses mixed key types, sets, objects
+            text = json.dumps(value, ensure_ascii=False)
+        except RecursionError:
+            return cls.refused(value, "not JSON data (nested deeper than the interpreter can walk)")
+        except (TypeError, ValueError) as exc:
+            return cls.refused(value, f"not JSON data ({exc})")
+        except Exception as exc:  # noqa: BLE001 - the plug-in's own objects raised while read
+            return cls.refused(value, f"it cannot be read as JSON data ({exception_text(exc)})")
+        if limit is not None and len(text) > limit:
+            return cls.refused(
+                value,
+                f"its JSON text is {len(text):,} characters, over the input limit of {limit:,} "
+                f"bytes (set {INPUT_LIMIT_ENV} to raise it)",
+            )
+        try:
+            body: dict[str, Any] = json.loads(text)
+        except RecursionError:
+            return cls.refused(value, "not JSON data (nested deeper than the interpreter can walk)")
+        return cls(body)
+
+    @classmethod
+    def refused(cls, value: object, problem: str) -> _Returned:
+        """A mapping that is not a body: ``problem`` says why, ``shown`` what it looked like."""
+        try:
+            shown = _SHORT_REPR.repr(value)
+        except Exception:  # noqa: BLE001 - reprlib guards instances; this guards the rest
+            shown = f"<{type(value).__name__}>"
+        return cls(None, problem, shown=shown[:2000])
+
+
+_SHORT_REPR: Final = reprlib.Repr()
+_SHORT_REPR.maxlevel, _SHORT_REPR.maxdict, _SHORT_REPR.maxlist = 6, 20, 20
+_SHORT_REPR.maxstring, _SHORT_REPR.maxother = 200, 200
+
+
+def plain_body(value: object) -> tuple[dict[str, Any] | None, str | None]:
+    """A value a plug-in returned (or asked to store) as the harness's own plain JSON data, or
+    ``(None, why it is not a request body)``; see :class:`_Returned`. Never raises."""
+    returned = _Returned.of(value, max_input_bytes())
+    if returned.body is not None:
+        return returned.body, None
+    if returned.type_name is not None:
+        return None, f"{returned.type_name}, expected a request body (a mapping)"
+    return None, returned.problem or "not JSON data"
+
+
+def exception_text(exc: BaseException) -> str:
+    """``Type: message`` of an exception a plug-in raised, even when its ``__str__`` raises."""
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not take the case along
+        message = "(its message cannot be shown: str() of it raised)"
+    return f"{type(exc).__name__}: {message}"
+
+
+def _mutation(before: Mapping[str, Any], after: object) -> str | None:
+    """Where the plug-in changed the body it was handed (see ``first_difference``), never raising:
+    a body turned into something that cannot be compared is reported as changed at its root."""
+    try:
+        return first_difference(before, after)
+    except Exception as exc:  # noqa: BLE001 - the plug-in's objects are data, whatever they do
+        return f"body was changed into something that cannot be compared ({type(exc).__name__})"
 
 
 def _reported_turn(turns: Sequence[TurnOutcome]) -> TurnOutcome | None:

@@ -238,7 +238,10 @@ def scenario_document(
         "tools": tools,
         "session": [_compact(m) for m in session.messages],
         "budget": budget,
-        "expect": {"outcome": outcome},
+        # A session broken on purpose says so (the loader refuses one that does not).
+        "expect": {"outcome": outcome, "input": "invalid"}
+        if outcome == "refused"
+        else {"outcome": outcome},
     }
     return {"version": SCENARIO_FORMAT_VERSION, "topic": "fuzz finding", "scenarios": [scenario]}
 
@@ -257,7 +260,10 @@ def _scenario(session: Transcript, shape: str, budget: int, outcome: str) -> Sce
         source="<fuzz>",
         session=session,
         budget=Budget((budget,)),
-        expect=Expectation(outcome=outcome),  # type: ignore[arg-type]
+        expect=Expectation(
+            outcome=outcome,  # type: ignore[arg-type]
+            input="invalid" if outcome == "refused" else "valid",
+        ),
         tags=("fuzz",),
         shapes=(shape,),
     )

@@ -10,25 +10,40 @@ What a spec may resolve to:
   (``openai-chat`` unless told otherwise).
 
 Every failure is a :class:`PluginLoadError` that says what was wrong and what to type instead.
+The plug-in's own code that runs while it loads (its module's import, its class's constructor,
+its ``shape`` attribute) runs guarded: an exception, ``sys.exit``, ``os._exit`` (in this process)
+or a load that takes longer than :data:`LOAD_TIMEOUT` seconds is a :class:`PluginLoadError` naming
+the spec, never a traceback, a silent exit with the plug-in's status (``sys.exit(0)`` at import
+made ``ctxconf run`` exit 0 with no report) or a hang. Ctrl-C still aborts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import inspect
-from collections.abc import Mapping, Sequence
+import os
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Final
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, Final, NoReturn
 
 from conformance.errors import PluginLoadError
 from conformance.protocol import FUNCTION_KEYWORDS, Assembler, MessageListAssembler
 from reference_impl.transcript import SHAPE_NAMES
 
-__all__ = ["ENTRY_POINT_GROUP", "Plugin", "load_plugin"]
+__all__ = ["ENTRY_POINT_GROUP", "LOAD_TIMEOUT", "Plugin", "load_plugin"]
 
 ENTRY_POINT_GROUP: Final = "ctxconf.assemblers"
+LOAD_TIMEOUT: Final = 120.0
+"""Seconds a plug-in may take to load (import, instantiate) before the load is interrupted: a
+heavy framework imports in seconds; a module that waits on a network server or loops forever at
+import would otherwise leave ``ctxconf`` hanging before it printed anything."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +60,11 @@ class Plugin:
         return tuple(s for s in SHAPE_NAMES if s in self.assemblers)
 
 
-def load_plugin(spec: str, *, impl_shape: str | None = None) -> Plugin:
-    """Resolve ``spec`` to a :class:`Plugin`; a :class:`PluginLoadError` otherwise."""
+def load_plugin(
+    spec: str, *, impl_shape: str | None = None, timeout: float | None = LOAD_TIMEOUT
+) -> Plugin:
+    """Resolve ``spec`` to a :class:`Plugin`; a :class:`PluginLoadError` otherwise (``timeout``:
+    seconds the load may take, ``None`` for no limit; in the main thread only)."""
     if impl_shape is not None and impl_shape not in SHAPE_NAMES:
         raise PluginLoadError(
             f"--impl-shape {impl_shape!r} is not a shape; use one of {', '.join(SHAPE_NAMES)}"
@@ -56,8 +74,93 @@ def load_plugin(spec: str, *, impl_shape: str | None = None) -> Plugin:
         from conformance.reference_plugin import reference_assemblers  # noqa: PLC0415
 
         return Plugin("reference", spec, reference_assemblers())
-    target = _import_attr(spec) if ":" in spec else _from_entry_point(spec)
-    return Plugin(spec, spec, _as_assemblers(target, spec, impl_shape))
+    with _guarded(spec, timeout):
+        target = _import_attr(spec) if ":" in spec else _from_entry_point(spec)
+        assemblers = _as_assemblers(target, spec, impl_shape)
+    return Plugin(spec, spec, assemblers)
+
+
+class _LoadTimedOut(BaseException):
+    """Raised in the main thread by the load's alarm (a BaseException: the plug-in's own
+    ``except Exception`` must not swallow it)."""
+
+
+class _ExitCalled(BaseException):
+    """Raised instead of ending the process when the plug-in calls ``os._exit`` while it loads."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _plugin_frame(tb: TracebackType | None) -> str:
+    """`` (at file.py:line)`` of the innermost frame outside ctxconf, or nothing."""
+    found = ""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if f"{os.sep}conformance{os.sep}" not in filename and "importlib" not in filename:
+            found = f" (at {Path(filename).name}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    return found
+
+
+def _exception_text(exc: BaseException) -> str:
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not hide the failure
+        message = "(its message cannot be shown)"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
+    """Run the plug-in's loading code so that whatever it does ends as a PluginLoadError."""
+    pid = os.getpid()
+    real_exit = os._exit
+
+    def exit_guard(status: int) -> NoReturn:
+        if os.getpid() != pid:  # a process the plug-in forked: its exit is its own
+            real_exit(status)
+        raise _ExitCalled(status)
+
+    def alarm(_signum: int, _frame: FrameType | None) -> None:
+        raise _LoadTimedOut
+
+    timed = timeout is not None and threading.current_thread() is threading.main_thread()
+    previous: Any = None
+    if timed:
+        assert timeout is not None
+        previous = signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    os._exit = exit_guard
+    try:
+        yield
+    except (PluginLoadError, KeyboardInterrupt):
+        raise
+    except _LoadTimedOut:
+        raise PluginLoadError(
+            f"loading {spec!r} took longer than {timeout:g}s (its import or constructor waits or "
+            "loops); it was interrupted"
+        ) from None
+    except _ExitCalled as exc:
+        raise PluginLoadError(
+            f"loading {spec!r} called os._exit({exc.status}){_plugin_frame(exc.__traceback__)}; "
+            "a plug-in must not end the process"
+        ) from None
+    except SystemExit as exc:
+        raise PluginLoadError(
+            f"loading {spec!r} called sys.exit({exc.code!r}){_plugin_frame(exc.__traceback__)}; "
+            "a plug-in must not end the process"
+        ) from None
+    except BaseException as exc:  # the plug-in's own code: named, never a traceback
+        raise PluginLoadError(
+            f"loading {spec!r} raised {_exception_text(exc)}{_plugin_frame(exc.__traceback__)}"
+        ) from exc
+    finally:
+        os._exit = real_exit
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def _import_attr(spec: str) -> object:
@@ -118,9 +221,9 @@ def _from_entry_point(name: str) -> object:
 
 def _shape_of(obj: object, spec: str) -> str:
     shape = getattr(obj, "shape", None)
-    if shape not in SHAPE_NAMES:
+    if not isinstance(shape, str) or shape not in SHAPE_NAMES:
         raise PluginLoadError(
-            f"{spec}: assembler {obj!r} declares shape {shape!r}; set the class attribute "
+            f"{spec}: assembler {type(obj).__name__} declares shape {shape!r}; set the class attribute "
             f"`shape` to one of {', '.join(SHAPE_NAMES)}"
         )
     assert isinstance(shape, str)

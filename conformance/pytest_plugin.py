@@ -8,8 +8,8 @@ does nothing (and imports nothing heavy) unless ``--ctxconf-impl`` is given::
            [--ctxconf-scenarios PATH|ids,tags] [--ctxconf-timeout 10] [--ctxconf-strict]
 
 Each case (a scenario in one shape, dialect and budget) gives one item per check level it runs:
-``scenario-id[shape@budget]::must``, ``...::should``, ``...::may`` (``shape/dialect`` for gateway
-dialects). The case runs once; each item judges the checks of its level.
+``must::scenario-id[shape@budget]``, ``should::...``, ``may::...`` (``shape/dialect`` for gateway
+dialects; node id ``ctxconf::must::scenario-id[shape@budget]``). The case runs once; each item judges the checks of its level.
 
 **The gate is the CLI's** (``conformance.scenarios.GATE_LEVELS``): a failing ``must`` item fails
 the session; a failing ``should`` or ``may`` item is reported as ``xfail`` with its message (shown
@@ -17,7 +17,7 @@ with ``-rx``), unless ``--ctxconf-strict`` also gates ``should`` (``ctxconf run 
 is never gated. A plug-in error fails the ``must`` item; the case's other items are skipped.
 
 **Selecting.** ``-m ctxconf_must`` / ``ctxconf_should`` / ``ctxconf_may`` and ``-k must`` select by
-*check* level (``-k`` matches the item name's ``::must``); ``-m "ctxconf_scenario(level='must')"``
+*check* level (``-k`` matches the item name's ``must::``); ``-m "ctxconf_scenario(level='must')"``
 by the scenario's level. ``-k`` also matches the scenario id, shape, dialect and tags. A
 failing item's message lists the failed checks with their titles and messages (message indices,
 ids, the verdict's provenance). Collection is deterministic (corpus order, then shape, dialect,
@@ -210,6 +210,11 @@ def _plan(
     scenarios_spec = config.getoption("ctxconf_scenarios")
     try:
         plugin = load_plugin(spec, impl_shape=config.getoption("ctxconf_impl_shape"))
+        if scenarios_spec is not None and not comma_list(scenarios_spec):
+            raise pytest.UsageError(
+                f"--ctxconf-scenarios {scenarios_spec!r} names nothing; give a scenario file or "
+                "folder, or ids and tags of the corpus (`ctxconf scenarios list` shows them)"
+            )
         if scenarios_spec is not None and Path(scenarios_spec).exists():
             scenarios = select(load_corpus(Path(scenarios_spec)), level=level)
         else:
@@ -254,11 +259,14 @@ def pytest_collection_modifyitems(
 
     timeout = float(config.getoption("ctxconf_timeout"))
     gate = STRICT_GATE_LEVELS if config.getoption("ctxconf_strict") else GATE_LEVELS
-    items.extend(
+    added = [
         CtxconfItem.from_parent(
             session,
-            name=f"{case.key}::{check_level}",
-            nodeid=f"ctxconf::{case.key}::{check_level}",
+            # The case key's ``[shape@budget]`` ends the node id, where pytest reads a node's
+            # parameters (pytest 9 parses ids so; a level after the bracket was shown with an
+            # extra ``]``).
+            name=f"{check_level}::{case.key}",
+            nodeid=f"ctxconf::{check_level}::{case.key}",
             path=Path(case.scenario.source),
             case=case,
             assembler=assembler,
@@ -269,4 +277,10 @@ def pytest_collection_modifyitems(
         )
         for case, assembler, specs, levels in _plan(config)
         for check_level in levels
+    ]
+    items.extend(added)
+    # Announced as collected, so the terminal's "collected N items / D deselected" counts them
+    # (it counts collection reports; unannounced, it said "collected 0 items / -213 selected").
+    config.hook.pytest_collectreport(
+        report=pytest.CollectReport("ctxconf", "passed", None, list(added))
     )

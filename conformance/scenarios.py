@@ -35,6 +35,7 @@ import yaml
 
 from conformance.bundled import find_bundled_folder, missing_folder_message
 from conformance.errors import ScenarioError
+from conformance.providers.catalog import profile_for_model
 from reference_impl.config import AssemblyConfig
 from reference_impl.documents import (
     DocumentLimitError,
@@ -44,6 +45,7 @@ from reference_impl.documents import (
 )
 from reference_impl.errors import CtxconfError, ShapeError, TranscriptError
 from reference_impl.ledger import Ledger
+from reference_impl.rings import validate as validate_pairing
 from reference_impl.shapes import ShapeFact
 from reference_impl.shapes.dialects import get_dialect
 from reference_impl.transcript import (
@@ -199,10 +201,40 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+MAX_EXPANDED_CHARS: Final = 64 * 1024 * 1024
+"""The most characters the texts of one scenario file may expand to (``{repeat, times}`` of a
+long string, or of one aliased many times, can turn a 1 MB file into gigabytes)."""
+
+
+def _is_repeat(value: Mapping[Any, Any]) -> bool:
+    return set(value) in ({"repeat", "times"}, {"repeat", "times", "join"})
+
+
+def expanded_chars(value: Any) -> int:
+    """How many characters the strings in ``value`` come to once every ``{repeat, times}`` is
+    expanded (an aliased node counted at each use), computed without expanding anything."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, Mapping):
+            times = item.get("times")
+            if _is_repeat(item) and isinstance(times, int) and times > 0:
+                joined = len(str(item.get("join", "\n")))
+                total += len(str(item["repeat"])) * times + joined * (times - 1)
+            else:
+                stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total
+
+
 def _expand_values(value: Any) -> Any:
     """Tool-call arguments with ``{repeat, times}`` leaves expanded (for large payloads)."""
     if isinstance(value, Mapping):
-        if set(value) in ({"repeat", "times"}, {"repeat", "times", "join"}):
+        if _is_repeat(value):
             return _text(value)
         return {k: _expand_values(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -488,7 +520,7 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
         if not at.startswith(where):
             at = f"{where}.config.{at}" if at else f"{where}.config"
         raise ScenarioError(exc.message, where=at) from None
-    return Scenario(
+    scenario = Scenario(
         id=raw["id"],
         title=raw["title"],
         level=level,
@@ -514,6 +546,46 @@ def _scenario(raw: Mapping[str, Any], level: Level, where: str, source: str) -> 
         notes=str(raw.get("notes", "")).strip(),
         cassette=bool(raw.get("cassette", False)),
     )
+    _check_declared_input(scenario, where)
+    return scenario
+
+
+def _message_path(scenario: Scenario, index: int, where: str) -> str:
+    """Where message ``index`` of a turn's merged session is written in the file."""
+    if index < len(scenario.session.messages):
+        return f"{where}.session[{index}]"
+    index -= len(scenario.session.messages)
+    for turn, messages in enumerate(scenario.turns):
+        if index < len(messages):
+            return f"{where}.turns[{turn}][{index}]"
+        index -= len(messages)
+    return where
+
+
+def _check_declared_input(scenario: Scenario, where: str) -> None:
+    """A session that breaks tool-call pairing by a rule of a target the scenario runs against
+    must say so (``expect.input: invalid``, which the schema allows only with ``outcome:
+    refused``): otherwise a plug-in that rightly refuses it is failed for refusing
+    (``assembles_when_feasible``). A scenario whose config asks for ``on_pairing_error:
+    synthesize_error_results`` hands over a broken session on purpose."""
+    if scenario.expect.input == "invalid":
+        return
+    if scenario.config.get("on_pairing_error") == "synthesize_error_results":
+        return
+    rules: set[str] = set()
+    for shape in scenario.shapes:
+        for dialect in scenario.dialects:
+            rules.update(profile_for_model(shape, dialect, scenario.model_for(shape)).rules)
+    for session in scenario.sessions():
+        enforced = [v for v in validate_pairing(session) if rules.intersection(v.rules)]
+        if enforced:
+            first = enforced[0]
+            raise ScenarioError(
+                f"the session breaks tool-call pairing ({first.kind}, rules "
+                f"{', '.join(first.rules)}): {first.detail.rstrip('.')}; a scenario that hands "
+                "over a broken session declares expect: {outcome: refused, input: invalid}",
+                where=_message_path(scenario, first.message_index, where),
+            )
 
 
 def _level_of(path: Path) -> Level:
@@ -615,9 +687,18 @@ def _file_scenarios(path: Path, document: Any) -> tuple[tuple[Scenario, ...], li
         return (), problems
     level = _level_of(path)
     out: list[Scenario] = []
+    expanded = 0
     for i, raw in enumerate(document["scenarios"]):
         if i in broken:
             continue
+        expanded += expanded_chars(raw)
+        if expanded > MAX_EXPANDED_CHARS:
+            problems.append(
+                f"$.scenarios[{i}]: the file's texts up to this scenario expand to "
+                f"{expanded:,} characters ({{repeat, times}} counted in full); at most "
+                f"{MAX_EXPANDED_CHARS:,} in one file"
+            )
+            break
         try:
             out.append(_scenario(raw, level, f"$.scenarios[{i}]", str(path)))
         except ScenarioError as exc:
@@ -668,15 +749,20 @@ def default_corpus_path() -> Path:
 
 
 def scenario_files(root: Path) -> list[Path]:
-    """``root`` itself when it is a file, else every ``.yaml``/``.yml`` below it, sorted."""
-    if root.is_file():
-        return [root]
+    """``root`` itself when it is not a folder (a file, or a pipe such as ``<(...)``), else
+    every regular ``.yaml``/``.yml`` file below it, sorted: a pipe, socket or folder with that
+    suffix inside a folder is no scenario file (reading a pipe nobody writes would wait
+    forever)."""
     if not root.is_dir():
-        raise ScenarioError("no such file or folder", where=str(root))
+        if not root.exists():
+            raise ScenarioError("no such file or folder", where=str(root))
+        return [root]
     return sorted(
         p
         for p in root.rglob("*.y*ml")
-        if p.suffix in {".yaml", ".yml"} and WORKLOADS_FOLDER not in p.relative_to(root).parts[:-1]
+        if p.suffix in {".yaml", ".yml"}
+        and WORKLOADS_FOLDER not in p.relative_to(root).parts[:-1]
+        and p.is_file()
     )
 
 

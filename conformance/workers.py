@@ -72,19 +72,19 @@ _SIGNAL_NAMES: Final = {
 }
 
 
-def describe_exit(exitcode: int | None) -> str:
-    """How a worker process ended, in words (``exitcode`` as ``multiprocessing`` reports it)."""
+def describe_exit(exitcode: int | None, process: str = "worker process") -> str:
+    """How a ``process`` ended, in words (``exitcode`` as ``multiprocessing`` reports it)."""
     if exitcode is None:
-        return "the worker process vanished"
+        return f"the {process} vanished"
     if exitcode < 0:
         number = -exitcode
         try:
             name = _SIGNAL_NAMES.get(signal.Signals(number), signal.Signals(number).name)
         except ValueError:
             name = f"signal {number}"
-        return f"the worker process was killed by signal {number} ({name})"
+        return f"the {process} was killed by signal {number} ({name})"
     return (
-        f"the plug-in ended the worker process with exit status {exitcode} (os._exit, or "
+        f"the plug-in ended the {process} with exit status {exitcode} (os._exit, or "
         "sys.exit outside the call)"
     )
 

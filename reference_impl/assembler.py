@@ -24,7 +24,7 @@ from typing import Any, Literal, overload
 from reference_impl import shapes
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
 from reference_impl.config import AssemblyConfig
-from reference_impl.errors import ConfigError, ContextAssemblyError, ShapeError
+from reference_impl.errors import ConfigError, ContextAssemblyError, ShapeError, TranscriptError
 from reference_impl.ledger import Ledger
 from reference_impl.memory import MemoryItem, ledger_message, memory_messages
 from reference_impl.metrics import AssemblyMetrics, default_metrics
@@ -32,12 +32,12 @@ from reference_impl.steps import PIPELINE, AssemblyState, load_state, normalize_
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = ["Assembly", "AssemblyReport", "Decision", "IdSlice", "assemble", "assemble_pipeline"]
 
 log = logging.getLogger("reference_impl")
 
-_SYSTEM_ROLES = frozenset({"system", "developer"})
 
 Decision = Literal["ok", "rejected"]
 
@@ -237,7 +237,7 @@ class Assembly:
         pinned = [
             i
             for i, m in enumerate(messages)
-            if m.id in self.prefix_ids and m.role not in _SYSTEM_ROLES
+            if m.id in self.prefix_ids and m.role not in INSTRUCTION_ROLES
         ]
         if pinned:
             boundaries.append(pinned[-1])
@@ -246,7 +246,7 @@ class Assembly:
         users = [i for i, m in enumerate(messages) if m.role == "user"]
         if users and users[-1] > 0:
             boundaries.append(users[-1] - 1)
-        return sorted({i for i in boundaries if messages[i].role not in _SYSTEM_ROLES})
+        return sorted({i for i in boundaries if messages[i].role not in INSTRUCTION_ROLES})
 
 
 # ------------------------------------------------------------------------------ the pipeline
@@ -293,6 +293,39 @@ def assemble(
     return assembler.assemble(session, ledger=ledger, memory=memory, budget=budget)
 
 
+def check_arguments(session: object, config: object, ledger: object, memory: object) -> None:
+    """Refuse arguments of the wrong type by name (a ``dict`` for the session is the usual slip),
+    before anything reads them: :class:`TranscriptError` or :class:`ConfigError` with the
+    argument as ``where``, never an ``AttributeError`` from deep inside a step."""
+    if not isinstance(session, Transcript):
+        raise TranscriptError(
+            f"expected a Transcript, got {type(session).__name__}; read a session file with "
+            "reference_impl.transcript.transcript_from_json, or a request body with "
+            "reference_impl.shapes.get_shape(shape).parse_request",
+            where="session",
+        )
+    if config is not None and not isinstance(config, AssemblyConfig):
+        raise ConfigError(
+            f"expected an AssemblyConfig, got {type(config).__name__}; read a mapping with "
+            "AssemblyConfig.from_mapping or a file with AssemblyConfig.from_yaml",
+            where="config",
+        )
+    if ledger is not None and not isinstance(ledger, Ledger):
+        raise TranscriptError(
+            f"expected a Ledger, got {type(ledger).__name__}; build one with Ledger.from_list",
+            where="ledger",
+        )
+    if isinstance(memory, str | bytes) or not isinstance(memory, Sequence):
+        raise TranscriptError(
+            f"expected a sequence of MemoryItem, got {type(memory).__name__}", where="memory"
+        )
+    for i, item in enumerate(memory):
+        if not isinstance(item, MemoryItem):
+            raise TranscriptError(
+                f"expected a MemoryItem, got {type(item).__name__}", where=f"memory[{i}]"
+            )
+
+
 def assemble_pipeline(
     session: Transcript,
     config: AssemblyConfig | None = None,
@@ -307,6 +340,7 @@ def assemble_pipeline(
 ) -> Assembly:
     """``assemble`` the long way: ``steps.load_state`` and every step of ``steps.PIPELINE`` on
     the session's units (the definition of the policy; ``assemble`` gives the same result)."""
+    check_arguments(session, config, ledger, memory)
     config = config if config is not None else AssemblyConfig()
     if shape not in SHAPE_NAMES:
         raise ConfigError(

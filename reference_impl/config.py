@@ -159,6 +159,12 @@ class AssemblyConfig:
         an over-large file or a YAML alias bomb is a :class:`ConfigError` naming the place."""
         text: str
         origin = "<yaml>"
+        if not isinstance(source, str | Path):
+            raise ConfigError(
+                f"expected YAML text or a file path, got {type(source).__name__}", where=origin
+            )
+        if isinstance(source, str) and _names_a_missing_file(source):
+            raise ConfigError("cannot read config file: no such file", where=source)
         try:
             if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
                 origin = str(source)
@@ -335,4 +341,17 @@ def _type_name(value: object) -> str:
         return "null"
     return {dict: "mapping", list: "list", str: "string", bool: "boolean", float: "number"}.get(
         type(value), type(value).__name__
+    )
+
+
+def _names_a_missing_file(source: str) -> bool:
+    """Whether ``source`` (YAML text or a path) is a path to a file that does not exist: one line
+    ending in a YAML or JSON suffix, with no ``key: value`` in it. Read as YAML text it would be a
+    bare string, refused as "expected a mapping" without a word about the typo in the path."""
+    line = source.strip()
+    return (
+        "\n" not in line
+        and ": " not in line
+        and line.lower().endswith((".yaml", ".yml", ".json"))
+        and not Path(line).exists()
     )

@@ -103,9 +103,12 @@ class DocumentTooDeepError(DocumentLimitError):
 class DocumentTooLargeError(DocumentLimitError):
     """The input is larger than the configured input limit."""
 
-    def __init__(self, size: int, limit: int) -> None:
+    def __init__(self, size: int, limit: int, *, partial: bool = False) -> None:
+        # ``partial``: reading stopped past the limit (a stream, a special file): the whole size
+        # is not known, so it is not given ("32.0 MiB is over the 32.0 MiB input limit").
+        what = "more than" if partial else f"{_human(size)} is over"
         super().__init__(
-            f"input too large: {_human(size)} is over the {_human(limit)} input limit "
+            f"input too large: {what} the {_human(limit)} input limit "
             f"(set {INPUT_LIMIT_ENV}, e.g. {INPUT_LIMIT_ENV}=256MiB, to raise it)"
         )
         self.size = size
@@ -159,13 +162,13 @@ def read_input_bytes(path: str | Path) -> bytes:
     if str(path) == "-":
         stream = sys.stdin.buffer
         data = stream.read() if limit is None else stream.read(limit + 1)
-        check_input_size(len(data))
-        return data
-    with Path(path).open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        check_input_size(size)
-        data = handle.read() if limit is None else handle.read(limit + 1)
-    check_input_size(len(data))  # a file that grew, or a special file with no size
+    else:
+        with Path(path).open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            check_input_size(size)
+            data = handle.read() if limit is None else handle.read(limit + 1)
+    if limit is not None and len(data) > limit:  # a stream, a file that grew, a special file
+        raise DocumentTooLargeError(len(data), limit, partial=True)
     return data
 
 

@@ -60,6 +60,7 @@ from reference_impl.assembler import (
     _injections,
     _observe,
     assemble_pipeline,
+    check_arguments,
 )
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
 from reference_impl.config import AssemblyConfig
@@ -114,6 +115,7 @@ from reference_impl.transcript import (
     Transcript,
 )
 from reference_impl.transcript.model import (
+    INSTRUCTION_ROLES,
     KIND_DEVELOPER,
     KIND_OTHER,
     KIND_SYSTEM,
@@ -127,7 +129,6 @@ __all__ = ["SessionAssembler"]
 
 log = logging.getLogger("reference_impl")
 
-_SYSTEM = frozenset({"system", "developer"})
 _ID = operator.attrgetter("id")
 _PARTS = operator.attrgetter("parts")
 _FIRST = operator.itemgetter(0)
@@ -468,11 +469,11 @@ class _Index:
             if summary:
                 self.summaries.append(position)
                 self.summary_ids.append(ids[i - lo])
-                self.unusual = self.unusual or role in _SYSTEM
+                self.unusual = self.unusual or role in INSTRUCTION_ROLES
                 cuts.append(position)
             elif role == "user":
                 self.user_others.append(i)
-            elif role in _SYSTEM:
+            elif role in INSTRUCTION_ROLES:
                 system_others.append(i)
             if attached:  # a message outside a ring holds attachments as parts of its own
                 self.attachments.append(position)
@@ -501,7 +502,7 @@ class _Index:
         while position < len(starts) and position not in cuts:
             code = codes[starts[position]]
             if code not in (KIND_SYSTEM, KIND_DEVELOPER) and not (
-                code == KIND_OTHER and self.head(position).role in _SYSTEM
+                code == KIND_OTHER and self.head(position).role in INSTRUCTION_ROLES
             ):
                 break
             position += 1
@@ -563,6 +564,7 @@ class SessionAssembler:
             raise ConfigError(
                 f"unknown shape {shape!r}; known shapes: {', '.join(SHAPE_NAMES)}", where="shape"
             )
+        check_arguments(Transcript(()), config, None, ())
         self.config = config if config is not None else AssemblyConfig()
         self.shape: ShapeName = shape
         self.counter = counter
@@ -589,6 +591,7 @@ class SessionAssembler:
         budget: BudgetSnapshot | int | None = None,
     ) -> Assembly:
         """The assembly of ``session``, equal to ``assemble(session, ...)`` with the same knobs."""
+        check_arguments(session, None, ledger, memory)
         started = time.perf_counter()
         if self.counter is None:
             self.counter = counter_for(self.shape, session.model)
@@ -858,10 +861,14 @@ class SessionAssembler:
         """A protected unit that would open the conversation without a user message: the full
         pipeline protects an anchor."""
         head = t.index.head
-        first = min((i for i in t.pinned if head(i).role not in _SYSTEM), default=None)
+        first = min((i for i in t.pinned if head(i).role not in INSTRUCTION_ROLES), default=None)
         if first is None:
             first = next(
-                (i for i in range(t.start, t.index.unit_count()) if head(i).role not in _SYSTEM),
+                (
+                    i
+                    for i in range(t.start, t.index.unit_count())
+                    if head(i).role not in INSTRUCTION_ROLES
+                ),
                 None,
             )
         if first is not None and head(first).role != "user":
@@ -954,7 +961,7 @@ class SessionAssembler:
         t.kept_middle_set = set(t.kept_middle)
         for i in t.kept:
             role = head(i).role
-            if role in _SYSTEM:
+            if role in INSTRUCTION_ROLES:
                 continue
             if role == "user" or i not in t.kept_middle_set:
                 break

@@ -73,6 +73,10 @@ class Ledger:
     @staticmethod
     def from_list(items: Iterable[Mapping[str, Any]], *, where: str = "ledger") -> Ledger:
         """Read ledger entries; a named error with the entry index for anything malformed."""
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise TranscriptError(
+                f"expected a list of ledger entries, got {type(items).__name__}", where=where
+            )
         entries: list[LedgerEntry] = []
         for i, item in enumerate(items):
             at = f"{where}[{i}]"

@@ -29,6 +29,7 @@ from reference_impl.transcript import (
     ToolCallPart,
     ToolResultPart,
 )
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "NO_REPEAT_LINE",
@@ -174,7 +175,7 @@ def redact_messages(messages: Sequence[Message], redact: Redactor) -> tuple[Mess
             continue
         if not parts:
             parts.append(TextPart(""))
-        if m.role in {"system", "developer"}:
+        if m.role in INSTRUCTION_ROLES:
             parts = [q if isinstance(q, TextPart | SummaryPart) else TextPart("") for q in parts]
         out.append(replace(m, parts=tuple(parts)))
     return tuple(out)

@@ -90,7 +90,8 @@ def read_document(path: str | Path) -> Any:
         try:
             value = load_yaml_strict(text)
         except DocumentLimitError as exc:
-            fail_input(path, f"YAML {exc}")
+            said = str(exc)  # "YAML aliases expand ..." names YAML already
+            fail_input(path, said if said.startswith("YAML") else f"YAML {said}")
         except yaml.YAMLError as yaml_exc:
             mark = getattr(yaml_exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

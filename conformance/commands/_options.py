@@ -120,9 +120,11 @@ def shapes_option(verb: str, everything: str) -> Callable[[_F], _F]:
 def chosen_shapes(value: str | None, plugin: Plugin, impl: str) -> tuple[str, ...] | None:
     """The shapes ``--shapes`` names (None: all the plug-in speaks); exit 2 for an unknown shape
     or when the plug-in speaks none of them."""
-    if not value:
+    if value is None:
         return None
     names = comma_list(value)
+    if not names:
+        fail(f"--shapes {value!r} names no shape; choose from {', '.join(SHAPE_NAMES)}")
     unknown = [n for n in names if n not in SHAPE_NAMES]
     if unknown:
         fail(f"--shapes: unknown shape {unknown[0]!r}; choose from {', '.join(SHAPE_NAMES)}")

@@ -37,7 +37,7 @@ from conformance.commands._io import EXIT_FINDING, fail, fail_input
 from conformance.commands._options import format_option
 from conformance.errors import RecordingError
 from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
-from conformance.traffic.reading import LOG_SUFFIXES
+from conformance.traffic.reading import LOG_SUFFIXES, not_a_recording_path
 from reference_impl.wording import plural
 
 __all__ = ["EXIT_UNREADABLE", "command"]
@@ -264,8 +264,8 @@ def _totals(counts: Counter[str], rules: Counter[str], files: int) -> str:
 def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None:
     """Judge every provider request recorded in cassettes or JSONL logs under PATH."""
     for path in paths:
-        if not Path(path).exists():
-            fail_input(path, "no such file or folder")
+        if not Path(path).is_file() and not Path(path).is_dir():
+            fail_input(path, not_a_recording_path(Path(path)))
     counts: Counter[str] = Counter()
     rules: Counter[str] = Counter()
     shown: list[AuditRow] = []

@@ -55,6 +55,12 @@ __all__ = ["command"]
 
 def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], str]:
     """``--scenarios`` is a path (file or folder) or comma-separated ids/tags of the built-in corpus."""
+    if spec is not None and not comma_list(spec):
+        # `Path("")` is the current folder: an empty value walked it (a virtualenv included).
+        fail(
+            f"--scenarios {spec!r} names nothing; give a scenario file or folder, or ids and tags "
+            "of the corpus (`ctxconf scenarios list` shows them)"
+        )
     if spec is not None and Path(spec).exists():
         root = Path(spec)
         loaded = load_corpus(root)

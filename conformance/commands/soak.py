@@ -5,12 +5,17 @@ charts per turn beside it (``soak.html``), prints the run-level measurements, an
 fails a ``must`` check (or errors, or refuses a feasible turn), writes the shrunk history as a
 scenario that ``ctxconf run --scenarios FILE`` replays (``--finding``, under a ``must/`` folder).
 
+The run happens in a supervised child process (:mod:`conformance.soak.isolated`): a plug-in that
+ends, kills or hangs its process stops the run at that turn with an ``error`` naming how, and the
+reports are still written.
+
 Exit status: 0 when every turn passed (a run that stopped on an infeasible refusal included),
 1 when a turn failed, 2 for bad options or an unusable workload file.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -26,8 +31,8 @@ from conformance.commands._options import (
     timeout_option,
 )
 from conformance.commands.fuzz import replayable_path
-from conformance.soak import DEFAULT_TURNS, resolve_workload, run_soak
-from conformance.soak.finding import make_finding
+from conformance.soak import DEFAULT_TURNS, resolve_workload
+from conformance.soak.isolated import run_soak_isolated
 from conformance.soak.report import render_html, report_lines, write_jsonl
 from reference_impl.errors import CtxconfError
 
@@ -85,32 +90,65 @@ def command(
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         fail(f"--out {out}: cannot create {out.parent} ({exc.strerror or exc})")
+    # Checked before the run (without creating it: most runs find nothing), so a finding is
+    # never lost to a bad path.
+    blocked = _unwritable(replayable_path(finding).parent)
+    if blocked is not None:
+        fail(f"--finding {finding}: cannot create {replayable_path(finding).parent} ({blocked})")
     try:
-        report = run_soak(plugin, loaded, turns=turns, seed=seed, shape=shape, timeout=timeout)
+        outcome = run_soak_isolated(
+            plugin, loaded, turns=turns, seed=seed, shape=shape, timeout=timeout
+        )
     except CtxconfError as exc:
         fail(describe_error(exc))
-    found = make_finding(plugin, report, timeout=timeout)
+    report, found = outcome.report, outcome.finding
     finding_path: Path | None = None
+    unwritten: str | None = None
     if found is not None:
         finding_path = replayable_path(finding)
-        finding_path.parent.mkdir(parents=True, exist_ok=True)
-        finding_path.write_text(found.text, "utf-8")
+        try:
+            finding_path.parent.mkdir(parents=True, exist_ok=True)
+            finding_path.write_text(found.text, "utf-8")
+        except OSError as exc:  # the report is still written; the exit says what was not
+            unwritten = f"--finding {finding_path}: cannot write it ({exc.strerror or exc})"
+            finding_path = None
     lines = report_lines(report, finding_path=str(finding_path) if finding_path else None)
-    write_jsonl(lines, out)
     page = out.with_suffix(".html")
-    page.write_text(render_html(lines), "utf-8")
+    try:
+        write_jsonl(lines, out)
+        page.write_text(render_html(lines), "utf-8")
+    except OSError as exc:
+        fail(f"--out {out}: cannot write the report ({exc.strerror or exc})")
     _print_summary(report.measurements(), out, page)
+    if unwritten is not None:
+        fail(unwritten)
     failure = report.failure
     if failure is not None:
         click.echo(f"stopped at turn {failure.turn} ({failure.kind}): {failure.message}", err=True)
     if found is not None and finding_path is not None:
         alone = "reproduces on a fresh assembler" if found.reproduces else "needs earlier turns"
+        shrunk = f"{found.removed_units} unit(s) removed by shrinking; {alone}"
+        if found.unshrunk is not None:
+            shrunk = f"not shrunk: {found.unshrunk}"
         click.echo(
-            f"finding: {finding_path} ({found.removed_units} unit(s) removed by shrinking; "
-            f"{alone}); replay with: ctxconf run --impl {impl} --scenarios {finding_path}",
+            f"finding: {finding_path} ({shrunk}); replay with: ctxconf run --impl {impl} "
+            f"--scenarios {finding_path}",
             err=True,
         )
         raise SystemExit(EXIT_FINDING)
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``folder`` cannot be created or written in, or None: its nearest existing ancestor is
+    a file, or a folder this process may not write in."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            if not place.is_dir():
+                return f"{place} is not a folder"
+            if not os.access(place, os.W_OK | os.X_OK):
+                return f"{place} is not writable"
+            return None
+    return None
 
 
 def _print_summary(numbers: dict[str, object], out: Path, page: Path) -> None:

@@ -33,6 +33,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
@@ -157,6 +158,17 @@ def create_proxy_app(
     except DocumentLimitError as exc:
         raise ProxyConfigError(str(exc), where="CTXCONF_MAX_INPUT_BYTES") from None
     root = _checked_upstream(upstream)
+    if record_dir is not None:
+        # Made now: a folder that cannot be made (a path under a file, no permission) would
+        # otherwise be a warning per exchange, with the proxy forwarding and recording nothing.
+        try:
+            Path(record_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ProxyConfigError(
+                f"cannot create {record_dir} ({exc.strerror or exc}); observe mode records "
+                "every exchange there",
+                where="record_dir",
+            ) from None
     recorder = ObserveRecorder(record_dir, upstream=root) if record_dir is not None else None
     settings = _Settings(
         root, mode, known_profiles(profiles, ProxyConfigError), timeout, limit, recorder

@@ -1,7 +1,8 @@
 """Long agent runs: drive any assembler through hundreds of simulated turns and measure them.
 
 ``ctxconf soak`` (:mod:`conformance.commands.soak`) is the command; :func:`run_soak` the library
-entry point. See docs/long-runs.md.
+entry point (in-process), :func:`conformance.soak.isolated.run_soak_isolated` the same run in a
+supervised child process, as the command runs it. See docs/long-runs.md.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from reference_impl.errors import CtxconfError
 from reference_impl.rings import segment
 from reference_impl.transcript import Transcript
 
-__all__ = ["SoakFinding", "finding_document", "make_finding", "shrink"]
+__all__ = ["SoakFinding", "finding_document", "make_finding", "shrink", "unshrunk_finding"]
 
 MAX_ATTEMPTS: Final = 60
 
@@ -47,6 +47,8 @@ class SoakFinding:
     """Whether a fresh assembler fails the same way on this single turn."""
     removed_units: int
     document: Mapping[str, Any]
+    unshrunk: str | None = None
+    """Why the history was not shrunk (the plug-in ended or hung the process), or None."""
 
     @property
     def text(self) -> str:
@@ -72,7 +74,8 @@ def _judge(
     timeout: float,
 ) -> CaseResult:
     scenario = turn_scenario(workload, session, shape, ledger, 0)
-    result, _ = judge_turn(fresh_assembler(plugin, shape), scenario, shape, 0, timeout=timeout)
+    assembler = fresh_assembler(plugin, shape, timeout=timeout)
+    result, _ = judge_turn(assembler, scenario, shape, 0, timeout=timeout)
     return result
 
 
@@ -127,9 +130,15 @@ def shrink(
 
 
 def finding_document(
-    report: SoakReport, failure: SoakFailure, session: Transcript, *, reproduces: bool
+    report: SoakReport,
+    failure: SoakFailure,
+    session: Transcript,
+    *,
+    reproduces: bool,
+    unshrunk: str | None = None,
 ) -> dict[str, Any]:
-    """The scenario file (format version 1) of a soak failure."""
+    """The scenario file (format version 1) of a soak failure (``unshrunk``: why the history was
+    not shrunk, when shrinking could not run)."""
     workload = report.workload
     outcome = "assembled" if failure.kind == "refused_feasible" else "either"
     command = (
@@ -142,6 +151,11 @@ def finding_document(
         else "A fresh assembler does NOT fail on this single turn: the failure needs the "
         "plug-in's own state from earlier turns; replay the soak command instead."
     )
+    if unshrunk is not None:
+        alone = (
+            f"The history is not shrunk ({unshrunk}); whether a fresh assembler fails the same "
+            "way on this single turn was not established."
+        )
     notes = (
         f"Found by `{command}` at turn {failure.turn} ({failure.kind}). {alone}\n{failure.message}"
     )
@@ -161,6 +175,15 @@ def finding_document(
     scenario["ledger"] = [dict(e) for e in failure.ledger]
     scenario["config"] = dict(workload.plugin_config())
     return document
+
+
+def unshrunk_finding(report: SoakReport, why: str) -> SoakFinding | None:
+    """The report's failure with its whole history, when shrinking could not run (``why``)."""
+    failure = report.failure
+    if failure is None or not failure.is_finding or failure.session is None:
+        return None
+    document = finding_document(report, failure, failure.session, reproduces=False, unshrunk=why)
+    return SoakFinding(failure.session, False, 0, document, unshrunk=why)
 
 
 def make_finding(

@@ -29,10 +29,18 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Protocol
 
 from conformance.checks import CheckSpec, checks_for
-from conformance.engine import DEFAULT_TIMEOUT, Case, reference_counter, run_case
+from conformance.engine import (
+    DEFAULT_TIMEOUT,
+    Case,
+    call_plugin,
+    exception_text,
+    plain_body,
+    reference_counter,
+    run_case,
+)
 from conformance.events import CaseResult
 from conformance.loading import Plugin
 from conformance.protocol import (
@@ -60,12 +68,14 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "DEFAULT_TURNS",
     "SOAK_REPORT_VERSION",
     "SoakFailure",
     "SoakReport",
+    "SoakWatcher",
     "TurnRecord",
     "check_attachments_fit",
     "fresh_assembler",
@@ -246,17 +256,33 @@ class _Capture:
         return returned
 
 
-def fresh_assembler(plugin: Plugin, shape: str) -> Assembler:
-    """The plug-in's assembler for one new run in ``shape`` (``new_session()`` when it has one)."""
+def fresh_assembler(plugin: Plugin, shape: str, *, timeout: float = DEFAULT_TIMEOUT) -> Assembler:
+    """The plug-in's assembler for one new run in ``shape`` (``new_session()`` when it has one);
+    a :class:`CtxconfError` naming it when ``new_session()`` raises, hangs or returns no assembler
+    of ``shape``."""
     base = plugin.assemblers[shape]
     if isinstance(base, AssemblerFactory):
-        made = base.new_session()
-        if getattr(made, "shape", None) != shape:
+        kind, made = call_plugin(base.new_session, timeout)
+        if kind == "timeout":
+            raise CtxconfError(f"{plugin.name}: new_session() timed out after {timeout:g}s")
+        if kind == "raised":
+            raise CtxconfError(f"{plugin.name}: new_session() raised {exception_text(made)}")
+        if _attribute(made, "shape") != shape or not callable(_attribute(made, "assemble")):
             raise CtxconfError(
-                f"{plugin.name}: new_session() returned {made!r}, which does not speak {shape}"
+                f"{plugin.name}: new_session() returned a {type(made).__name__}, not an "
+                f"assembler of {shape}"
             )
+        assert isinstance(made, Assembler)
         return made
     return base
+
+
+def _attribute(obj: object, name: str) -> object:
+    """``getattr(obj, name, None)``, and None when the plug-in's attribute raises."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - a plug-in's property that raises is one it does not have
+        return None
 
 
 def turn_scenario(
@@ -307,7 +333,7 @@ def protected_minimum(session: Transcript, ledger: Ledger, shape: str, model: st
     """Tokens of what no assembler may cut: system text, the first user message, the ledger, the
     latest user message, and the newest ring with everything after it."""
     messages = session.messages
-    keep: set[int] = {i for i, m in enumerate(messages) if m.role in {"system", "developer"}}
+    keep: set[int] = {i for i, m in enumerate(messages) if m.role in INSTRUCTION_ROLES}
     users = [i for i, m in enumerate(messages) if m.role == "user"]
     if users:
         keep |= {users[0], users[-1]}
@@ -446,11 +472,24 @@ class _Run:
         adapter = get_shape(self.shape)
         view = adapter.parse_request(dict(body))
         cost = self.cache.observe(body, result.tokens or 0)
-        after = getattr(self.assembler, "session_after", None)
-        returned = after() if callable(after) else None
+        after = _attribute(self.assembler, "session_after")
+        returned: object = None
+        if callable(after):
+            kind, returned = call_plugin(after, self.timeout)
+            if kind == "timeout":
+                return self.stop(
+                    turn, "error", f"session_after() timed out after {self.timeout:g}s", None
+                )
+            if isinstance(returned, BaseException) and kind == "raised":
+                return self.stop(
+                    turn, "error", f"session_after() raised {exception_text(returned)}", None
+                )
         if returned is not None:
+            plain, problem = plain_body(returned)
+            if plain is None:
+                return self.stop(turn, "stored_session", f"session_after(): {problem}", None)
             try:
-                stored = adapter.parse_request(dict(returned))
+                stored = adapter.parse_request(plain)
             except CtxconfError as exc:
                 return self.stop(turn, "stored_session", f"session_after(): {exc}", None)
             problem = _stored_problem(stored, self.stored, view)
@@ -485,7 +524,7 @@ class _Run:
     def report(self, turns: int, failure: SoakFailure | None, seconds: float) -> SoakReport:
         """This run as a report: ``turns`` asked for, where it stopped (``failure``), how long it
         took."""
-        failures = getattr(self.assembler, "summary_failures", 0)
+        failures = _attribute(self.assembler, "summary_failures")
         return SoakReport(
             plugin=self.plugin.name,
             workload=self.workload,
@@ -496,8 +535,8 @@ class _Run:
             budget=self.workload.budget,
             turns=tuple(self.records),
             failure=failure,
-            stateful=callable(getattr(self.assembler, "session_after", None)),
-            summary_failures=failures if isinstance(failures, int) else 0,
+            stateful=callable(_attribute(self.assembler, "session_after")),
+            summary_failures=failures if type(failures) is int else 0,
             counter=reference_counter(self.shape, self.model).name,
             cache_rules=self.cache.rules,
             repeats=self.repeats,
@@ -515,8 +554,12 @@ def run_soak(
     timeout: float = DEFAULT_TIMEOUT,
     library: CassetteLibrary | None = None,
     on_turn: Callable[[int], None] | None = None,
+    watch: SoakWatcher | None = None,
 ) -> SoakReport:
-    """Drive ``plugin`` through ``turns`` turns of ``workload`` (see the module docstring)."""
+    """Drive ``plugin`` through ``turns`` turns of ``workload`` (see the module docstring);
+    ``watch`` is told the run's settings, each turn's start and each turn's record as they
+    happen (:mod:`conformance.soak.isolated` keeps them so a run whose process dies still has a
+    report)."""
     # Without --shape: the workload's shape, or the plug-in's first when it does not speak that.
     chosen = shape or (workload.shape if workload.shape in plugin.shapes else plugin.shapes[0])
     if chosen not in plugin.shapes:
@@ -536,20 +579,41 @@ def run_soak(
         seed=seed,
         timeout=timeout,
         library=library if library is not None else load_library(),
-        assembler=fresh_assembler(plugin, chosen),
+        assembler=fresh_assembler(plugin, chosen, timeout=timeout),
         world=world,
         model=model,
         stored=opening,
         cache=CacheModel(chosen, price_for(model)),
     )
     failure: SoakFailure | None = None
+    if watch is not None:
+        watch.started(run.report(turns, None, 0.0))
     for turn in range(turns):
+        if watch is not None:
+            watch.turn_starts(turn, run.stored, run.ledger_dicts())
         failure = run.step(turn)
+        if watch is not None and failure is None:
+            watch.turn_done(run.records[-1], run.repeats)
         if on_turn is not None:
             on_turn(turn)
         if failure is not None:
             break
     return run.report(turns, failure, time.perf_counter() - started)
+
+
+class SoakWatcher(Protocol):
+    """What :func:`run_soak` tells an observer while it runs."""
+
+    def started(self, report: SoakReport) -> None:
+        """The run's settings, as a report with no turns yet."""
+
+    def turn_starts(
+        self, turn: int, stored: Transcript, ledger: tuple[Mapping[str, Any], ...]
+    ) -> None:
+        """Turn ``turn`` is about to be handed ``stored`` with ``ledger``."""
+
+    def turn_done(self, record: TurnRecord, repeats: int) -> None:
+        """The turn passed; ``repeats`` is the run's count of repeated side effects so far."""
 
 
 def header(report: SoakReport) -> dict[str, Any]:

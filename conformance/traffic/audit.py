@@ -229,16 +229,39 @@ def _unreadable(file: str, problem: str, index: int | None = None, *, log: bool)
     )
 
 
+class _JsonConstantError(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a log line: Python's JSON reader takes them."""
+
+
+def _no_constant(name: str) -> object:
+    raise _JsonConstantError(name)
+
+
 def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
     if type(line) is not bytes and isinstance(line, Mapping):
         record: object = line
     else:
         if isinstance(line, bytes):
-            line = line.decode("utf-8", errors="replace")
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                # Replaced, the bytes would be judged as text the provider never received: its
+                # JSON parser refuses a body that is not UTF-8.
+                return _unreadable(
+                    file, f"not UTF-8 text (byte {exc.start} of the line)", index, log=True
+                )
         if not line.strip():
             return None
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=_no_constant)
+        except _JsonConstantError as exc:
+            return _unreadable(
+                file,
+                f"not JSON: {exc.args[0]} (JSON has no NaN or Infinity; a provider's parser "
+                "refuses the body)",
+                index,
+                log=True,
+            )
         except json.JSONDecodeError as exc:
             return _unreadable(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
         except RecursionError:

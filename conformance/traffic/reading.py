@@ -77,6 +77,7 @@ __all__ = [
     "iter_recording_files",
     "iter_recordings",
     "log_interaction",
+    "not_a_recording_path",
     "parse_sse",
     "read_cassette",
     "read_jsonl_log",
@@ -830,8 +831,18 @@ def iter_recording_files(root: str | Path) -> Iterator[Path]:
         yield root
         return
     if not root.is_dir():
-        raise RecordingError("no such file or folder", file=str(root))
+        raise RecordingError(not_a_recording_path(root), file=str(root))
     yield from sorted(p for p in root.rglob("*") if _is_recording(p))
+
+
+def not_a_recording_path(path: Path) -> str:
+    """Why ``path``, neither a regular file nor a folder, cannot be read: a named pipe (reading it
+    would wait for a writer), a socket or device, a symbolic link to nothing, or no such path."""
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link that leads nowhere (to a missing path, or round in a loop)"
+    if path.exists():
+        return "not a regular file or folder (a named pipe, socket or device); recordings are files"
+    return "no such file or folder"
 
 
 # ------------------------------------------------------------------------------ shape of a body

@@ -31,6 +31,7 @@ from reference_impl.transcript import (
     ToolCallPart,
     ToolResultPart,
 )
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "SUMMARY_ROLES",
@@ -93,7 +94,7 @@ def unsupported_part(shape: str, what: str, i: int, j: int | None = None) -> Uns
 def leading_system_count(messages: Sequence[Message]) -> int:
     """How many system/developer messages open the transcript (a top-level system field)."""
     lead = 0
-    while lead < len(messages) and messages[lead].role in {"system", "developer"}:
+    while lead < len(messages) and messages[lead].role in INSTRUCTION_ROLES:
         lead += 1
     return lead
 
@@ -114,7 +115,7 @@ def split_system(
     turns: list[tuple[Message, list[Any]]] = []
     for i in range(lead, len(messages)):
         message = messages[i]
-        if refusal is not None and message.role in {"system", "developer"}:
+        if refusal is not None and message.role in INSTRUCTION_ROLES:
             raise unsupported_part(shape, refusal, i)
         turns.append((message, render(message, i)))
     return system, turns

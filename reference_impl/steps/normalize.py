@@ -50,6 +50,7 @@ from reference_impl.shapes import merge_policy, reasoning_opens_message
 from reference_impl.shapes.base import MergePolicy
 from reference_impl.steps.state import AssemblyState, Unit
 from reference_impl.transcript import Message, ReasoningPart
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "anchor_first_user",
@@ -59,7 +60,6 @@ __all__ = [
     "normalize_view",
 ]
 
-_SYSTEM_ROLES: Final = frozenset({"system", "developer"})
 _WIRE_SIDE: Final = {"user": "user", "tool": "user", "assistant": "assistant"}
 _TOOL_MESSAGE_KINDS: Final = frozenset({"tool_result", "text", "image", "file"})
 
@@ -111,7 +111,7 @@ def normalize_view(
     absorbed: list[str] = []
     for message in messages:
         previous = out[-1] if out else None
-        if previous is not None and previous.role not in _SYSTEM_ROLES:
+        if previous is not None and previous.role not in INSTRUCTION_ROLES:
             merged = _merge(previous, message, policy)
             if merged is not None:
                 absorbed.append(message.id if merged.id == previous.id else previous.id)
@@ -140,7 +140,7 @@ def _opens_as_user(unit: Unit) -> bool:
 
 
 def _conversational(unit: Unit) -> bool:
-    return unit.kind != "injection" and unit.messages[0].role not in _SYSTEM_ROLES
+    return unit.kind != "injection" and unit.messages[0].role not in INSTRUCTION_ROLES
 
 
 def anchor_first_user(state: AssemblyState) -> None:

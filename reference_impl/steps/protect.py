@@ -34,6 +34,7 @@ from reference_impl.steps.state import AssemblyState, Unit
 from reference_impl.summary import Summarizer
 from reference_impl.tokens import TokenCounter
 from reference_impl.transcript import Message, SummaryPart, Transcript
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "latest_user_positions",
@@ -62,7 +63,7 @@ def load_units(session: Transcript, injections: Sequence[Message]) -> list[Unit]
             else (session.messages[seg.index],)
         )
         head = messages[0]
-        if leading_system and head.role not in ("system", "developer"):
+        if leading_system and head.role not in INSTRUCTION_ROLES:
             leading_system = False
         if not leading_system and not placed:
             units.extend(Unit("injection", (m,), bucket="prefix") for m in injections)
@@ -129,7 +130,7 @@ def protect_prefix(state: AssemblyState) -> None:
             first_user_done = True
             if config.pinned("first_user_message"):
                 unit.bucket = "prefix"
-        elif role in ("system", "developer") and config.pinned("security_system_prompt"):
+        elif role in INSTRUCTION_ROLES and config.pinned("security_system_prompt"):
             unit.bucket = "prefix"
     state.steps.append("protect_prefix")
 

@@ -111,6 +111,7 @@ from reference_impl.transcript import (
     ToolResultPart,
     ToolSpec,
 )
+from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
     "HARMONY_CHANNEL",
@@ -132,7 +133,6 @@ HARMONY_REPLY_PRIMING: Final = 2
 # system message is present (the namespace joins it: no frame and role of its own).
 TOOLS_OWN_MESSAGE: Final = 9
 TOOLS_SHARE_SYSTEM: Final = -4
-_SYSTEM_ROLES: Final = ("system", "developer")
 _HARMONY_TOOLS_HEADER: Final = "# Tools\n\n## functions\n\n"
 
 _REASONING_PREFIXES: Final = ("o1", "o3", "o4", "gpt-5", "gpt-oss")
@@ -401,7 +401,7 @@ class OpenAIRules:
         """Reply priming, (ChatML) -4 when the tools share an existing system message, the
         harmony system message, and (Responses) minus the earlier turns' reasoning items."""
         tokens = self.reply_priming + self.harmony_system_tokens(bool(tools))
-        if tools and not self.harmony and any(m.role in _SYSTEM_ROLES for m in messages):
+        if tools and not self.harmony and any(m.role in INSTRUCTION_ROLES for m in messages):
             tokens += TOOLS_SHARE_SYSTEM
         if self.responses and not all_turns_reasoning:
             tokens -= self.earlier_reasoning(messages)

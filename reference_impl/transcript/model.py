@@ -67,6 +67,9 @@ __all__ = [
 ]
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
+INSTRUCTION_ROLES: Final[frozenset[Role]] = frozenset({"system", "developer"})
+"""The roles whose text instructs the model, as a system prompt does (``developer`` is OpenAI's
+name for it on reasoning models): pinned, led by nothing else, never a conversation turn."""
 ShapeName: TypeAlias = Literal[
     "openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse"
 ]
@@ -281,6 +284,12 @@ class Message:
                     f"{with_article(self.role)} message cannot hold {with_article(repr(kind))} part "
                     f"(allowed: {', '.join(sorted(allowed))})",
                     where=f"parts[{i}]",
+                )
+            if isinstance(part, TextPart | SummaryPart) and not isinstance(part.text, str):
+                raise TranscriptError(
+                    f"{with_article(kind)} part's text must be a string, got "
+                    f"{type(part.text).__name__}",
+                    where=f"parts[{i}].text",
                 )
         parts = self.parts
         if len(parts) == 1 and type(parts[0]) is TextPart and not self.empty_tool_calls:

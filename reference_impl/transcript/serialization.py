@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from typing_extensions import assert_never
 
+from reference_impl.documents import DocumentLimitError, DuplicateKeyError, load_json_strict
 from reference_impl.errors import CtxconfError, SessionFileError, TranscriptError
 from reference_impl.transcript.model import (
     REASONING_ORIGINS,
@@ -386,12 +387,31 @@ def transcript_from_dict(value: object) -> Transcript:
         raise SessionFileError(exc.message, where=exc.where) from None
 
 
-def transcript_from_json(text: str, *, source: str = "<string>") -> Transcript:
-    """A transcript from session file text (TranscriptError with the path on bad input)."""
+def transcript_from_json(text: str | bytes, *, source: str = "<string>") -> Transcript:
+    """A transcript from session file text (TranscriptError with the path on bad input).
+
+    Read as every session file is (:func:`reference_impl.documents.load_json_strict`): a key
+    given twice, nesting deeper than the parser can walk and text over the input limit are
+    refused by name, as is a ``text`` that is not a string (a parsed ``dict`` goes to
+    :func:`transcript_from_dict`)."""
+    given: object = text
+    if isinstance(given, bytes | bytearray):
+        try:
+            given = bytes(given).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SessionFileError(f"not UTF-8 text (byte {exc.start})", where=source) from None
+    if not isinstance(given, str):
+        hint = "; pass a parsed object to transcript_from_dict" if isinstance(given, dict) else ""
+        raise SessionFileError(
+            f"expected session file text (str or bytes), got {type(given).__name__}{hint}",
+            where=source,
+        )
     try:
-        value = json.loads(text)
+        value = load_json_strict(given)
     except json.JSONDecodeError as exc:
         raise SessionFileError(
             f"not JSON: {exc.msg}", where=f"{source}:{exc.lineno}:{exc.colno}"
         ) from None
+    except (DuplicateKeyError, DocumentLimitError) as exc:
+        raise SessionFileError(str(exc), where=source) from None
     return transcript_from_dict(value)

@@ -29,7 +29,13 @@ from conformance.scenarios import load_file, message_from_compact
 from conformance.strategies import transcripts
 from reference_impl.rings import validate
 from reference_impl.shapes import get_shape
-from reference_impl.transcript import FilePart, ToolCallPart, ToolSpec, Transcript
+from reference_impl.transcript import (
+    FilePart,
+    ToolCallPart,
+    ToolSpec,
+    Transcript,
+    transcript_from_dict,
+)
 
 FAKES = '''
 from conformance.adapters._budget import count_chat_messages
@@ -197,6 +203,36 @@ def test_fuzz_catches_an_assembler_that_sends_broken_pairing(fakes: Path) -> Non
     assert report.finding.generated_as != "valid"
     assert report.finding.scenario.expect.outcome == "refused"
     assert report.replayed is True
+
+
+def test_a_broken_session_fuzz_writes_loads_as_declared_invalid(tmp_path: Path) -> None:
+    """The loader refuses a broken session that does not say so; what fuzz writes says so."""
+    broken = transcript_from_dict(
+        {
+            "messages": [
+                {"role": "user", "parts": [{"kind": "text", "text": "hi"}]},
+                {
+                    "role": "tool",
+                    "parts": [
+                        {
+                            "kind": "tool_result",
+                            "call_id": "call_9",
+                            "content": [{"kind": "text", "text": "ok"}],
+                        }
+                    ],
+                },
+            ]
+        }
+    )
+    document = scenario_document(
+        broken, scenario_id="b", title="b", shape="openai-chat", budget=100, outcome="refused"
+    )
+    assert document["scenarios"][0]["expect"] == {"outcome": "refused", "input": "invalid"}
+    path = tmp_path / "must" / "b.yaml"
+    path.parent.mkdir()
+    path.write_text(scenario_yaml(document))
+    (loaded,) = load_file(path)
+    assert loaded.expect.input == "invalid"
 
 
 def test_fuzz_without_out_prints_the_scenario_only(fakes: Path) -> None:

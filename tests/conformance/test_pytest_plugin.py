@@ -103,11 +103,26 @@ def test_passing_items_one_per_scenario_shape_and_budget(corpus: pytest.Pytester
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "*ctxconf::pt-roomy?openai-chat@4000?::must PASSED*",
-            "*ctxconf::pt-tight?openai-chat@40?::must PASSED*",
-            "*ctxconf::pt-tight?openai-chat@50?::must PASSED*",
+            "*ctxconf::must::pt-roomy[[]openai-chat@4000[]] PASSED*",
+            "*ctxconf::must::pt-tight[[]openai-chat@40[]] PASSED*",
+            "*ctxconf::must::pt-tight[[]openai-chat@50[]] PASSED*",
         ]
     )
+
+
+def test_the_terminal_counts_the_items_and_names_them_whole(corpus: pytest.Pytester) -> None:
+    """The items are announced as collected ("collected 0 items / 6 deselected / -6 selected"
+    before), and the summary shows each node id as it is (pytest 9 reads parameters from a
+    trailing bracket: a level after it was shown as ``...@4000]::must]``)."""
+    result = corpus.runpytest(*_args("keep_all", "-k", "roomy", "-rA"))
+    result.assert_outcomes(passed=2, deselected=6)
+    text = result.stdout.str()
+    assert "collected 8 items / 6 deselected / 2 selected" in text
+    summary = [line for line in text.splitlines() if line.startswith("PASSED ")]
+    assert summary == [
+        "PASSED ctxconf::must::pt-roomy[openai-chat@4000]",
+        "PASSED ctxconf::should::pt-roomy[openai-chat@4000]",
+    ]
 
 
 def test_failing_items_carry_the_check_failure(corpus: pytest.Pytester) -> None:
@@ -124,7 +139,7 @@ def test_failing_items_carry_the_check_failure(corpus: pytest.Pytester) -> None:
 
 
 def test_k_selects_by_scenario_id_and_m_by_level(corpus: pytest.Pytester) -> None:
-    # 8 items: a ::must and a ::should item for pt-roomy, pt-tight@40, pt-tight@50, pt-policy.
+    # 8 items: a must:: and a should:: item for pt-roomy, pt-tight@40, pt-tight@50, pt-policy.
     by_k = corpus.runpytest(*_args("cut_oldest_two", "-k", "roomy"))
     by_k.assert_outcomes(passed=2, deselected=6)
     by_budget = corpus.runpytest(*_args("cut_oldest_two", "-k", "tight and 50"))
@@ -138,7 +153,7 @@ def test_k_and_m_select_check_levels_and_scenario_levels(corpus: pytest.Pytester
     # -k must: the must checks of every case, the should scenario's included.
     must_checks = corpus.runpytest(*_args("keep_all", "-k", "must", "-v"))
     must_checks.assert_outcomes(passed=4, deselected=4)
-    must_checks.stdout.fnmatch_lines(["*ctxconf::pt-policy?openai-chat@4000?::must PASSED*"])
+    must_checks.stdout.fnmatch_lines(["*ctxconf::must::pt-policy[[]openai-chat@4000[]] PASSED*"])
     by_marker = corpus.runpytest(*_args("keep_all", "--strict-markers", "-m", "ctxconf_must"))
     by_marker.assert_outcomes(passed=4, deselected=4)
     scenario = corpus.runpytest(
@@ -172,6 +187,15 @@ def test_bad_impl_is_a_usage_error(corpus: pytest.Pytester) -> None:
     result = corpus.runpytest(*_args("no_such_function"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*has no attribute 'no_such_function'*"])
+
+
+def test_an_empty_scenarios_value_is_a_usage_error_not_the_current_folder(
+    corpus: pytest.Pytester,
+) -> None:
+    # Path("") is the current folder: the empty value walked it (a virtualenv's YAML included).
+    result = corpus.runpytest("--ctxconf-impl=ptfakes:keep_all", "--ctxconf-scenarios=")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ctxconf-scenarios '' names nothing*"])
 
 
 def test_idle_without_the_option_and_imports_nothing_heavy(pytester: pytest.Pytester) -> None:

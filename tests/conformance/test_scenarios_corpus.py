@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -16,7 +17,14 @@ from conformance.cli import cli
 from conformance.corpus_lint import corpus_problems
 from conformance.engine import reference_counter, render_input
 from conformance.errors import ScenarioError
-from conformance.scenarios import expand_message, load_corpus, load_file, schema_errors
+from conformance.scenarios import (
+    expand_message,
+    expanded_chars,
+    load_corpus,
+    load_file,
+    scenario_files,
+    schema_errors,
+)
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES, transcript_from_dict
 
@@ -181,7 +189,7 @@ def test_validate_reports_unknown_checks_and_unrenderable_shapes(tmp_path: Path)
             shapes: [openai-chat]
             session: [{role: tool, results: [{id: c1, text: r, is_error: true}]}]
             budget: 10
-            expect: {outcome: assembled, checks: [no_such_check]}
+            expect: {outcome: refused, input: invalid, checks: [no_such_check]}
         """,
     )
     out = CliRunner().invoke(cli, ["scenarios", "validate", str(tmp_path)])
@@ -334,3 +342,135 @@ def test_a_scenario_with_a_gateway_dialect_alias_loads(tmp_path: Path) -> None:
         _with_budget(tmp_path, "10", ", dialects: [azure-openai], shapes: [openai-chat]")
     )
     assert scenario.dialects == ("azure-openai",)
+
+
+_ORPHAN = """\
+    version: 1
+    scenarios:
+      - id: x
+        title: x
+        session:
+          - {role: user, text: hi}
+          %s
+        budget: 1000
+        expect: %s
+        %s
+    """
+
+
+@pytest.mark.parametrize(
+    ("session", "more", "where"),
+    [
+        ("- {role: tool, results: [{id: call_9, text: ok}]}", "", "session[1]"),
+        (
+            "- {role: assistant, text: sure}",
+            "turns: [[{role: user, text: more}, {role: tool, results: [{id: c, text: ok}]}]]",
+            "turns[0][1]",
+        ),
+    ],
+)
+def test_a_broken_session_must_be_declared_invalid(
+    tmp_path: Path, session: str, more: str, where: str
+) -> None:
+    """Otherwise the plug-in that rightly refuses it is failed for refusing: the harness blamed
+    the plug-in for the scenario's fault (``assembles_when_feasible``)."""
+    path = _write(tmp_path, _ORPHAN % (session, "{outcome: assembled}", more))
+    with pytest.raises(ScenarioError, match="breaks tool-call pairing \\(orphan_result") as info:
+        load_file(path)
+    assert f"$.scenarios[0].{where}:" in info.value.message
+    assert "expect: {outcome: refused, input: invalid}" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("expect", "more"),
+    [
+        ("{outcome: refused, input: invalid}", ""),
+        ("{outcome: assembled}", "config: {on_pairing_error: synthesize_error_results}"),
+    ],
+)
+def test_a_broken_session_loads_when_it_says_so(tmp_path: Path, expect: str, more: str) -> None:
+    path = _write(
+        tmp_path, _ORPHAN % ("- {role: tool, results: [{id: call_9, text: ok}]}", expect, more)
+    )
+    (scenario,) = load_file(path)
+    assert scenario.id == "x"
+
+
+def test_a_pairing_rule_no_target_of_the_scenario_enforces_is_no_fault(tmp_path: Path) -> None:
+    """A thinking block after its tool_use breaks Anthropic's A13, which Chat does not have: a
+    Chat-only scenario holding it is valid input."""
+    body = textwrap.dedent(
+        """\
+        version: 1
+        scenarios:
+          - id: x
+            title: x
+            shapes: [%s]
+            tools: [{name: get_status, parameters: {type: object}}]
+            session:
+              - {role: user, text: "GOAL: check checkout."}
+              - role: assistant
+                parts:
+                  - {kind: tool_call, id: toolu_1, name: get_status, arguments: '{}'}
+                  - {kind: reasoning, origin: anthropic-messages, data: {type: thinking, thinking: t, signature: s}}
+              - {role: tool, results: [{id: toolu_1, text: ok}]}
+            budget: 8000
+            expect: {outcome: assembled}
+        """
+    )
+    (scenario,) = load_file(_write(tmp_path, body % "openai-chat"))
+    assert scenario.shapes == ("openai-chat",)
+    with pytest.raises(ScenarioError, match="reasoning_detached"):
+        load_file(_write(tmp_path, body % "anthropic-messages"))
+
+
+def test_texts_that_expand_past_the_bound_are_refused_before_they_are_built(
+    tmp_path: Path,
+) -> None:
+    """A 20 KB string repeated 5,000 times and aliased in a second message would be 200 million
+    characters: refused from its size, never built (a 1 MB file of this kind asked for 200 GB)."""
+    big = "y" * 20_000
+    path = _write(
+        tmp_path,
+        f"""\
+        version: 1
+        scenarios:
+          - id: small
+            title: small
+            session: [{{role: user, text: {{repeat: "ok", times: 3}}}}]
+            budget: 10
+            expect: {{outcome: either}}
+          - id: x
+            title: x
+            session:
+              - {{role: user, text: {{repeat: &big "{big}", times: 5000}}}}
+              - {{role: assistant, text: {{repeat: *big, times: 5000}}}}
+            budget: 10
+            expect: {{outcome: either}}
+        """,
+    )
+    with pytest.raises(ScenarioError, match=r"\$\.scenarios\[1\]: the file's texts") as info:
+        load_file(path)
+    # 2 x (20,000 x 5,000 + 4,999 newlines) + every other string of the two scenarios (ids,
+    # titles, roles, outcomes, the small text: 28 + 21 characters).
+    assert "expand to 200,010,047 characters" in info.value.message
+    assert "at most 67,108,864 in one file" in info.value.message
+
+
+def test_expanded_chars_counts_repeats_joins_and_nested_values() -> None:
+    assert expanded_chars({"repeat": "abc", "times": 4}) == 3 * 4 + 3  # three "\n" joins
+    assert expanded_chars({"repeat": "ab", "times": 3, "join": ", "}) == 6 + 2 * 2
+    assert expanded_chars([{"text": "hello"}, {"args": {"q": {"repeat": "x", "times": 5}}}]) == 14
+    assert expanded_chars({"times": 3, "budget": 10}) == 0
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need a POSIX system")
+def test_a_folder_walk_reads_regular_files_only(tmp_path: Path) -> None:
+    """A pipe named like a scenario file in a folder is skipped: opening it waits for a writer
+    that never comes (``scenarios validate`` hung). A folder named ``x.yaml`` is skipped too."""
+    path = _write(tmp_path, _ONE % "real")
+    os.mkfifo(path.parent / "pipe.yaml")
+    (path.parent / "folder.yaml").mkdir()
+    assert scenario_files(tmp_path) == [path]
+    assert [s.title for s in load_corpus(tmp_path)] == ["real"]

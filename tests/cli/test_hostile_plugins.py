@@ -1,0 +1,191 @@
+"""Plug-ins that return hostile or absurd values, or misbehave while they load: each is named in
+its case (or as a load error, exit 2), the run never ends in an internal error (exit 70) or a
+false exit status, and every report is written."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import cli
+from conformance.errors import PluginLoadError
+from conformance.loading import load_plugin
+
+TWO = "single-tool,broken-orphan-result"
+
+HOSTILE = '''
+from collections.abc import Mapping
+
+
+class Touchy(str):
+    """A role string whose comparison raises: the harness must never compare the plug-in's own
+    objects."""
+
+    def __eq__(self, other):
+        raise RuntimeError("do not compare me")
+
+    __hash__ = str.__hash__
+
+
+def touchy_str(messages, budget):
+    return [{**m, "role": Touchy(m["role"])} for m in messages]
+
+
+class _Unreadable(Mapping):
+    def __getitem__(self, key):
+        raise RuntimeError("do not read me")
+
+    def __iter__(self):
+        raise RuntimeError("do not iterate me")
+
+    def __len__(self):
+        return 1
+
+
+class UnreadableBody:
+    shape = "openai-chat"
+
+    def assemble(self, request):
+        return _Unreadable()
+
+
+def deep(messages, budget):
+    nested = "x"
+    for _ in range(100_000):
+        nested = [nested]
+    return [*messages[:-1], {**messages[-1], "name": nested}]
+
+
+def bloated(messages, budget):
+    return [*messages, {"role": "user", "content": "word " * 100_000}]
+'''
+
+
+@pytest.fixture
+def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "hostile_plugins.py").write_text(HOSTILE, "utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    yield folder
+    sys.modules.pop("hostile_plugins", None)
+
+
+def _cases(reports: Path) -> list[dict[str, object]]:
+    lines = [json.loads(line) for line in (reports / "run.jsonl").read_text("utf-8").splitlines()]
+    assert lines[0]["type"] == "header"
+    assert lines[-1]["type"] == "footer"
+    cases = [line for line in lines if line["type"] == "case"]
+    assert len(cases) == lines[0]["case_count"]
+    return cases
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("plugin", "words"),
+    [
+        ("touchy_str", None),  # made plain data: judged like any body
+        ("UnreadableBody", "malformed return: not JSON data"),
+        ("deep", "malformed return: not JSON data (nested deeper than the interpreter can walk)"),
+        ("bloated", "over the input limit of 100,000 bytes (set CTXCONF_MAX_INPUT_BYTES"),
+    ],
+)
+def test_a_hostile_return_value_is_named_in_its_case_and_every_report_is_written(
+    hostile: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    plugin: str,
+    words: str | None,
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "100kB")
+    reports = tmp_path / "reports"
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--impl", f"hostile_plugins:{plugin}", "--scenarios", TWO, "--shapes",
+         "openai-chat", "--report-dir", str(reports)],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert "internal error" not in result.stderr
+    assert result.exit_code == 1, result.stderr
+    cases = _cases(reports)
+    for name in ("report.md", "report.html", "junit.xml"):
+        assert (reports / name).stat().st_size > 0
+    if words is None:
+        assert all(c["status"] in {"pass", "fail"} for c in cases), cases
+    else:
+        assert all(c["status"] == "error" for c in cases), cases
+        assert all(words in str(c["reason"]) for c in cases), [c["reason"] for c in cases]
+
+
+# ------------------------------------------------------------------------------ loading
+
+LOADING = {
+    "exits_zero": "import sys\nsys.exit(0)\n",
+    "exits_three": "import sys\nsys.exit(3)\n",
+    "ends_process": "import os\nos._exit(0)\n",
+    "waits": "import time\ntry:\n    time.sleep(3600)\nexcept Exception:\n    pass\n",
+    "forks": (
+        "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\n\n"
+        "def assemble(messages, budget):\n    return messages\n"
+    ),
+    "constructs": (
+        "class Broken:\n    shape = 'openai-chat'\n\n    def __init__(self):\n"
+        "        raise RuntimeError('no database')\n\n    def assemble(self, request):\n"
+        "        return dict(request.body)\n\n\n"
+        "class Sly:\n    @property\n    def shape(self):\n        raise LookupError('which?')\n\n"
+        "    def assemble(self, request):\n        return dict(request.body)\n"
+    ),
+}
+
+
+@pytest.fixture
+def loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "loading"
+    folder.mkdir()
+    for name, text in LOADING.items():
+        (folder / f"{name}.py").write_text(text, "utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    yield folder
+    for name in LOADING:
+        sys.modules.pop(name, None)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("exits_zero:f", "loading 'exits_zero:f' called sys.exit(0) (at exits_zero.py:2)"),
+        ("exits_three:f", "loading 'exits_three:f' called sys.exit(3) (at exits_three.py:2)"),
+        ("ends_process:f", "loading 'ends_process:f' called os._exit(0) (at ends_process.py:2)"),
+        ("constructs:Broken", "raised RuntimeError: no database (at constructs.py:5)"),
+        ("constructs:Sly", "raised LookupError: which? (at constructs.py:14)"),
+    ],
+)
+def test_a_plugin_that_fails_or_ends_the_process_while_loading_is_a_load_error(
+    loading: Path, tmp_path: Path, spec: str, words: str
+) -> None:
+    reports = tmp_path / "reports"
+    result = CliRunner().invoke(
+        cli, ["run", "--impl", spec, "--report-dir", str(reports)], catch_exceptions=False
+    )
+    # exit 2 (bad input) with the reason: not the plug-in's own status (0 read as a pass)
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert words in result.stderr
+    assert "internal error" not in result.stderr
+    assert not reports.exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_plugin_whose_import_waits_forever_is_interrupted(loading: Path) -> None:
+    with pytest.raises(PluginLoadError, match=r"loading 'waits:f' took longer than 0\.5s"):
+        load_plugin("waits:f", timeout=0.5)
+
+
+@pytest.mark.timeout(60)
+def test_a_process_the_plugin_forks_while_loading_may_end_itself(loading: Path) -> None:
+    plugin = load_plugin("forks:assemble")
+    assert plugin.shapes == ("openai-chat",)

@@ -1,0 +1,150 @@
+"""``ctxconf soak`` runs the plug-in in a supervised process: a plug-in that ends, kills or hangs
+its process, or whose ``session_after()``/``new_session()`` fails, stops the run at that turn with
+the cause named, and the report (every finished turn) and the finding are still written."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import cli
+
+PLUGINS = """
+import os, signal, time
+
+_calls = [0]
+
+
+def _second_call():
+    _calls[0] += 1
+    return _calls[0] >= 2
+
+
+def exits(messages, budget):
+    if _second_call():
+        os._exit(0)
+    return messages
+
+
+def killed(messages, budget):
+    if _second_call():
+        os.kill(os.getpid(), signal.SIGKILL)
+    return messages
+
+
+def hangs(messages, budget):
+    if _second_call():
+        while True:
+            time.sleep(1)
+    return messages
+
+
+class _Stored:
+    shape = "openai-chat"
+
+    def assemble(self, request):
+        self.body = dict(request.body)
+        return self.body
+
+
+class StoreRaises(_Stored):
+    def session_after(self):
+        raise RuntimeError("cannot store")
+
+
+class StoreNotABody(_Stored):
+    def session_after(self):
+        return "not a body"
+
+
+class StoreHangs(_Stored):
+    def session_after(self):
+        time.sleep(3600)
+
+
+class NoSession(_Stored):
+    def new_session(self):
+        raise RuntimeError("no session for you")
+"""
+
+
+@pytest.fixture
+def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "soak_crashers.py").write_text(PLUGINS, "utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    yield folder
+    sys.modules.pop("soak_crashers", None)
+
+
+def _soak(tmp_path: Path, impl: str) -> tuple[int, str, Path]:
+    out = tmp_path / "reports" / "soak.jsonl"
+    result = CliRunner().invoke(
+        cli,
+        ["soak", "--impl", impl, "--turns", "4", "--timeout", "1", "--out", str(out),
+         "--finding", str(tmp_path / "reports" / "must" / "finding.yaml")],
+        catch_exceptions=False,
+    )  # fmt: skip
+    return result.exit_code, result.stderr, out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("plugin", "turn", "words"),
+    [
+        ("exits", 1, "the plug-in ended the soak process with exit status 0"),
+        ("killed", 1, "the soak process was killed by signal 9"),
+        ("hangs", 1, "timed out after 1s; the soak process was killed"),
+        ("StoreRaises", 0, "session_after() raised RuntimeError: cannot store"),
+        ("StoreNotABody", 0, "session_after(): str, expected a request body (a mapping)"),
+        ("StoreHangs", 0, "timed out after 1s; the soak process was killed"),
+    ],
+)
+def test_a_plugin_that_breaks_its_process_stops_the_soak_with_a_complete_report(
+    plugins: Path, tmp_path: Path, plugin: str, turn: int, words: str
+) -> None:
+    code, err, out = _soak(tmp_path, f"soak_crashers:{plugin}")
+    assert code == 1, err  # a finding: never exit 0, the plug-in's status, or 70
+    assert "internal error" not in err
+    assert f"stopped at turn {turn} (" in err
+    assert words in err, err
+    lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert lines[0]["type"] == "header"
+    assert [line["turn"] for line in lines if line["type"] == "turn"] == list(range(turn))
+    summary = next(line for line in lines if line["type"] == "summary")
+    assert summary["turns_survived"] == turn
+    assert out.with_suffix(".html").stat().st_size > 0
+    finding = (tmp_path / "reports" / "must" / "finding.yaml").read_text("utf-8")
+    assert f"turn {turn}" in finding
+
+
+@pytest.mark.timeout(60)
+def test_a_new_session_that_raises_is_named(plugins: Path, tmp_path: Path) -> None:
+    code, err, _ = _soak(tmp_path, "soak_crashers:NoSession")
+    assert code == 2
+    assert "new_session() raised RuntimeError: no session for you" in err
+    assert "internal error" not in err
+
+
+@pytest.mark.timeout(60)
+def test_a_finding_path_that_cannot_be_created_is_refused_before_the_run(
+    plugins: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", "utf-8")
+    out = tmp_path / "reports" / "soak.jsonl"
+    result = CliRunner().invoke(
+        cli,
+        ["soak", "--impl", "soak_crashers:StoreRaises", "--turns", "2", "--out", str(out),
+         "--finding", str(blocker / "finding.yaml")],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 2, result.stderr  # was exit 70 after the run, no report written
+    assert f"--finding {blocker / 'finding.yaml'}: cannot create" in result.stderr
+    assert f"({blocker} is not a folder)" in result.stderr
+    assert "internal error" not in result.stderr
