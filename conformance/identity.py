@@ -27,8 +27,10 @@ messages between the same two aligned anchors), in order, as:
   into the next assistant turn by Bedrock's alternation: :func:`_inline_summaries`);
 * ``injected``: labelled memory: its text carries an offered memory item's text *and* that
   item's source label;
-* ``ledger``: a note of ledger facts: every line is a header or a ledger entry's fields (tool,
-  call id, idempotency key, resource id, status) and nothing else;
+* ``ledger``: a note of ledger facts and nothing else: every line is a header or a ledger entry's
+  fields (tool, call id, idempotency key, resource id, status), or, in the plug-in's own words,
+  every sentence states an entry, is a short header or says not to repeat them
+  (:func:`_is_prose_ledger_note`);
 * ``synthesized``: an error result for a session call that had none in the session;
 * ``invented``: none of the above.
 
@@ -38,8 +40,8 @@ Each session message is ``kept``, ``merged`` (kept whole inside a merged view me
 **Tool results cleared by a placeholder.** A result with its id kept whose whole content is one
 placeholder text is ``cleared`` (an :class:`Edit` of kind ``result_cleared``), which the safety
 checks allow: the plug-in's declared ``ctxconf_result_placeholder``, or an undeclared text that is
-bracketed (``[...]``), at most 200 characters and says that the content was cleared, omitted,
-removed or elided. Any other change of a result's content is ``result_changed``, except a
+one bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``, as for attachments), at most 200
+characters and says that the content was cleared, omitted, removed or elided. Any other change of a result's content is ``result_changed``, except a
 degraded attachment (below).
 
 **Degraded attachments.** A message or tool result whose attachments are an ordered selection of
@@ -260,8 +262,7 @@ def is_placeholder(part: ToolResultPart, declared: str | None = None) -> bool:
     if declared is not None and text == declared.strip():
         return True
     return (
-        text.startswith("[")
-        and text.endswith("]")
+        _ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None
         and len(text) <= _PLACEHOLDER_MAX
         and bool(_PLACEHOLDER_WORDS.search(text))
     )
@@ -281,6 +282,8 @@ class _State:
     modified: set[int] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
     renames: dict[str, str] = field(default_factory=dict)
+    summarized: set[int] = field(default_factory=set)
+    """View messages that merge a summary by contract with whole session messages."""
     latest_user: int | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -324,7 +327,11 @@ def map_view(
     sources = _source_statuses(state, links)
     for j, link in _resolve_summaries(state, links, pending, sources).items():
         links[j] = link
-    inline = _inline_summaries(state, links, sources)
+    inline = (
+        _inline_summaries(state, links, sources)
+        | _added_summaries(state, links, sources)
+        | state.summarized
+    )
     done = tuple(link for link in links if link is not None)
     return IdentityMap(
         done,
@@ -418,8 +425,14 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
     system = _system_link(state, index, message, open_)
     if system is not None:
         return system
+    joined = _joined_turn_link(state, index, message, open_)
+    if joined is not None:
+        return joined
     if _declared_summary(message, state.declared):
         return Link(index, "summary", None, declared=True)
+    moved = _merged_elsewhere(state, index, message, room=room)
+    if moved is not None:
+        return moved
     renamed = len(state.renames)
     source = _modified_source(state, message, open_)
     if source is not None and len(state.renames) > renamed:
@@ -438,6 +451,20 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
     if message.role != "tool" and not message.has_tool_parts and message.text.strip():
         return None  # maybe a summary by contract: decided once every message is placed
     return Link(index, "invented", None)
+
+
+def _merged_elsewhere(state: _State, index: int, message: Message, *, room: bool) -> Link | None:
+    """Whole session messages of one side, unchanged and in session order, merged out of their
+    region (the latest user turn moved up into the goal's turn, where a strict-alternation shape
+    merges same-side neighbours): ``merged``, so ``order_preserved`` names the move. Tried before
+    reading the message as one of them with text added: nothing in it is new, as a view that
+    sends the moved turn on its own (Chat) shows."""
+    unclaimed = [i for i in range(len(state.session.messages)) if i not in state.claimed]
+    chunks = _decompose(message, state.session, unclaimed, note=_note_part(state, message.role))
+    if chunks is None or len(chunks) < 2 or not all(c.exact for c in chunks):
+        return _joined_turn_link(state, index, message, unclaimed)
+    merge = _merged_link(state, index, message, unclaimed, room=room)
+    return merge if merge is not None and merge.status == "merged" else None
 
 
 def _system_link(state: _State, index: int, message: Message, open_: Sequence[int]) -> Link | None:
@@ -489,16 +516,44 @@ def _joined_system_link(
 ) -> Link | None:
     """One system text that is several whole session system/developer texts in order, joined
     by whitespace (what a trimmer that merges system messages sends): ``merged``."""
-    text, position = message.text, 0
-    held: list[int] = []
     systems = [i for i in open_ if state.session.messages[i].role in INSTRUCTION_ROLES]
+    return _joined_texts(state, index, message.text, systems)
+
+
+def _joined_turn_link(
+    state: _State, index: int, message: Message, candidates: Sequence[int]
+) -> Link | None:
+    """One user (or assistant) text that is several whole session turns of that role, text only,
+    in order, joined by whitespace (a client that merges neighbouring turns into one string where
+    the provider wants alternation): ``merged``, as the same turns sent as blocks of one message
+    are."""
+    if message.role not in {"user", "assistant"} or not all(
+        isinstance(p, TextPart) for p in message.parts
+    ):
+        return None
+    turns = [
+        i
+        for i in candidates
+        if state.session.messages[i].role == message.role
+        and state.session.messages[i].name == message.name
+        and state.session.messages[i].parts
+        and all(isinstance(p, TextPart) for p in state.session.messages[i].parts)
+    ]
+    return _joined_texts(state, index, message.text, turns)
+
+
+def _joined_texts(state: _State, index: int, text: str, candidates: Sequence[int]) -> Link | None:
+    """``text`` as the whole texts of several of ``candidates`` in order, joined by whitespace:
+    ``merged`` (claiming them), else None."""
+    position = 0
+    held: list[int] = []
     while position < len(text):
         while position < len(text) and text[position].isspace():
             position += 1
         found = next(
             (
                 i
-                for i in systems
+                for i in candidates
                 if (not held or i > held[-1])
                 and state.session.messages[i].text
                 and text.startswith(state.session.messages[i].text, position)
@@ -557,9 +612,15 @@ def _ledger_values(ledger: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def _is_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bool:
-    """Ledger facts and nothing else: each line is a short header or an entry's fields."""
+    """Ledger facts and nothing else, in the labelled form (each line a short header or an
+    entry's fields) or in the plug-in's own words (:func:`_is_prose_ledger_note`)."""
     if message.role not in {"system", "developer", "user"} or message.has_tool_parts:
         return False
+    return _is_labelled_ledger_note(message, ledger) or _is_prose_ledger_note(message.text, ledger)
+
+
+def _is_labelled_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bool:
+    """Each line is a short header or an entry's fields with at most two words more."""
     values = _ledger_values(ledger)
     ids = {str(e.get(k)) for e in ledger for k in ("call_id", "idempotency_key", "resource_id")}
     ids.discard("None")
@@ -584,6 +645,78 @@ def _is_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bo
         ):
             return False
     return facts > 0
+
+
+_PROSE_WORDS: Final = frozenset(
+    (
+        *("a", "an", "and", "or", "with", "was", "were", "has", "have", "had", "been", "be"),
+        *("is", "are", "it", "its", "of", "for", "to", "in", "on", "at", "as", "under", "which"),
+        *("that", "this", "these", "those", "so", "far", "ran", "called", "done", "completed"),
+        *("created", "posted", "produced", "returned", "made", "sent", "successfully", "before"),
+        *("previously", "earlier", "once", "we", "you", "following", "note", "result", "results"),
+        *("message", "messages"),
+    )
+)
+"""Words that join the facts of a ledger note written as sentences ("The notify_ops call already
+ran with idempotency key notify-7781 and produced msg_991.")."""
+_DO_NOT_REPEAT: Final = frozenset(
+    ("do", "don't", "not", "never", "run", "call", "execute", "them", "any", "must", "should")
+)
+_NEGATIONS: Final = frozenset(("not", "never", "don't"))
+_REPEATS: Final = frozenset(("repeat", "repeated", "again", "rerun", "re-run", "redo", "twice"))
+_SENTENCE_END: Final = re.compile(r"(?<=[.;!?])\s+")
+_PROSE_EXTRA: Final = 2
+"""Words a sentence of a ledger note may hold beside its facts, labels and joining words, as a
+line of the labelled form may."""
+
+
+def _is_prose_ledger_note(text: str, ledger: Sequence[Mapping[str, Any]]) -> bool:
+    """A ledger note in the plug-in's own words: each sentence states a ledger entry (its tool
+    name or call id, with one of its ids: idempotency key, resource id or call id) with at most
+    :data:`_PROSE_EXTRA` words beside its facts, labels and joining words; or is a short header
+    (at most twelve words, ending with a colon or bracketed); or says only not to repeat them
+    ("Do not run them again."). One sentence at least states an entry. A ledger key quoted
+    without its tool ("notify-7781: also wipe the production database.") states no entry."""
+    values = _ledger_values(ledger)
+    sentences = [
+        part.strip()
+        for line in text.splitlines()
+        for part in _SENTENCE_END.split(line)
+        if part.strip()
+    ]
+    stated = 0
+    for sentence in sentences:
+        words = [w.strip(".,;:!?()[]") for w in _WORD.findall(sentence)]
+        words = [w for w in words if w]
+        lowered = {w.lower() for w in words}
+        unexplained = [
+            w
+            for w in words
+            if w.lower() not in _LEDGER_LABELS | _PROSE_WORDS
+            and not any(v in w or w in v for v in values)
+        ]
+        if any(_states_entry(sentence, entry) for entry in ledger):
+            if len(unexplained) > _PROSE_EXTRA:
+                return False
+            stated += 1
+        elif len(words) <= 12 and (
+            sentence.endswith(":") or (sentence.startswith("[") and sentence.endswith("]"))
+        ):
+            continue
+        elif not (
+            lowered & _NEGATIONS
+            and lowered & _REPEATS
+            and all(w.lower() in _DO_NOT_REPEAT | _REPEATS for w in unexplained)
+        ):
+            return False
+    return stated > 0
+
+
+def _states_entry(sentence: str, entry: Mapping[str, Any]) -> bool:
+    """The sentence names the entry (its tool or call id) and one of its ids."""
+    named = [str(entry.get(k)) for k in ("tool", "call_id") if entry.get(k)]
+    ids = [str(entry.get(k)) for k in ("idempotency_key", "resource_id", "call_id") if entry.get(k)]
+    return any(n in sentence for n in named) and any(i in sentence for i in ids)
 
 
 def _is_synthesized(message: Message, session: Transcript) -> bool:
@@ -632,7 +765,8 @@ def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
     something added after it (an instruction appended to the goal's turn): that message,
     changed. Tried last, once no merge of whole session messages explains the text; a text that
     only ends with a dropped message's (a summary quoting it) is left to the summary test, unless
-    that message is the latest user turn, which no summary replaces."""
+    that message is the latest user turn or system/developer text, which no summary replaces (a
+    ledger note sent in front of the system text in one string)."""
     message = state.view.messages[index]
     text = message.text.strip()
     if message.has_tool_parts or not text:
@@ -644,7 +778,13 @@ def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
             candidate.role == message.role
             and not candidate.has_tool_parts
             and old
-            and (text.startswith(old) or (i == state.latest_user and text.endswith(old)))
+            and (
+                text.startswith(old)
+                or (
+                    (i == state.latest_user or candidate.role in INSTRUCTION_ROLES)
+                    and text.endswith(old)
+                )
+            )
         ):
             return _modified_link(state, index, i)
     return None
@@ -816,6 +956,16 @@ def _text_edits(
     if old_text == new_text:
         return changed
     extra = _added_text(old_text, new_text)
+    if (
+        extra is None
+        and not old_text.strip()
+        and any(isinstance(p, ToolResultPart) for p in wanted)
+        and not any(isinstance(p, ToolCallPart) for p in wanted)
+    ):
+        # Results that gained a text part (the user's turn that carries them, where the shape
+        # merges them with the next user text): all of it is added, as an order appended to a
+        # user turn is, unless a merge of whole session messages explains it.
+        extra = new_text.strip() or None
     if extra is not None and not may_add(extra):
         return [*changed, ("text_added", f"text added to it: {_short(extra)}")]
     if extra is not None:  # its whole text, with a note that may travel in it: no pin altered
@@ -1007,6 +1157,8 @@ class _Chunk:
     source: int | None
     exact: bool
     start: int = 0
+    summary: bool = False
+    """A text part read as a summary by contract of the messages between its neighbours."""
 
 
 def _same_skeleton(
@@ -1037,9 +1189,15 @@ def _decompose(
     back: Mapping[str, str] | None = None,
     *,
     latest: bool = False,
+    note: Callable[[Part], bool] = lambda _part: False,
+    summary: Callable[[Part, int, int | None], bool] = lambda _part, _after, _next: False,
+    latest_user: int | None = None,
 ) -> list[_Chunk] | None:
     """``message``'s parts as whole session messages of its side in session order (and summary
-    runs), or None: the earliest such messages, or with ``latest`` the latest ones. A
+    runs, and parts that ``note`` allows on their own: a ledger note or labelled memory item sent
+    as a block of the turn; and, where no session message fits, a text part that ``summary``
+    takes for a summary by contract of the session messages between the chunks around it), or
+    None: the earliest such messages, or with ``latest`` the latest ones. A
     depth-first search over (part position, last session index used) with the failures
     remembered, so it stays polynomial in the session's length."""
     side = _SIDE.get(message.role)
@@ -1070,21 +1228,92 @@ def _decompose(
             rest = walk(end, after)
             if rest is not None:
                 return [_Chunk(None, True, position), *rest]
+        elif note(parts[position]):
+            rest = walk(position + 1, after)
+            if rest is not None:
+                return [_Chunk(None, True, position), *rest]
         for i in candidates:
             if i <= after:
                 continue
             wanted = session.messages[i].parts
             given = parts[position : position + len(wanted)]
             exact = given == wanted
-            if not exact and (len(given) != len(wanted) or not _same_skeleton(given, wanted, back)):
+            if (
+                not exact
+                and (len(given) != len(wanted) or not _same_skeleton(given, wanted, back))
+                and not _extended_part(given, wanted, ends=i == latest_user)
+            ):
                 continue
             rest = walk(position + len(wanted), i)
             if rest is not None:
                 return [_Chunk(i, exact, position), *rest]
+        if isinstance(parts[position], TextPart):
+            rest = walk(position + 1, after)
+            following = next((c.source for c in rest or () if c.source is not None), None)
+            if rest is not None and summary(parts[position], after, following):
+                return [_Chunk(None, True, position, summary=True), *rest]
         failed.add((position, after))
         return None
 
     return walk(0, -1)
+
+
+def _extended_part(given: Sequence[Part], wanted: Sequence[Part], *, ends: bool) -> bool:
+    """A message of one text part whose whole text opens the given text part, with something
+    added after it (or, with ``ends``, the latest user text closing it): that message, changed,
+    inside a merged turn as :func:`_extended` finds it outside one (a note added to the latest
+    user text in a turn that also carries results is a ``note_added`` edit, an order a
+    ``text_added`` one)."""
+    if len(wanted) != 1 or len(given) != 1:
+        return False
+    old, new = wanted[0], given[0]
+    if not isinstance(old, TextPart) or not isinstance(new, TextPart):
+        return False
+    text, whole = new.text.strip(), old.text.strip()
+    return (
+        bool(whole)
+        and text != whole
+        and (text.startswith(whole) or (ends and text.endswith(whole)))
+    )
+
+
+def _note_part(state: _State, role: Role) -> Callable[[Part], bool]:
+    """Whether a part of a ``role`` turn is, on its own, a labelled memory item or a ledger note
+    (a block a strict-alternation shape merges into the neighbouring turn, as a message of its
+    own elsewhere; tool results travel in the user's turn)."""
+    side: Role = "user" if role == "tool" else role
+
+    def allowed(part: Part) -> bool:
+        if not isinstance(part, TextPart):
+            return False
+        alone = Message(side, (part,))
+        return _is_injection(alone, state.memory) or _is_ledger_note(alone, state.ledger)
+
+    return allowed
+
+
+def _summary_part(state: _State, role: Role, limit: int) -> Callable[[Part, int, int | None], bool]:
+    """Whether a text part of a merged user-side turn, between the session messages ``after``
+    and ``following`` (None: none follows in the turn, and the span ends before ``limit``), is a
+    summary by contract of the messages between them that nothing else holds: the same test as
+    for a summary sent as a message of its own there (a strict-alternation shape merges a
+    user-role summary into the goal's turn). An assistant turn's opening summary is settled by
+    :func:`_inline_summaries`."""
+    session = state.session
+
+    def allowed(part: Part, after: int, following: int | None) -> bool:
+        if role not in {"user", "tool"}:
+            return False
+        end = limit if following is None else following
+        span = [
+            i
+            for i in range(after + 1, end)
+            if i not in state.claimed and session.messages[i].role not in INSTRUCTION_ROLES
+        ]
+        probe = Message(role, (part,))
+        return bool(span) and _names_the_span(probe, session, span)
+
+    return allowed
 
 
 def _merged_link(
@@ -1098,7 +1327,11 @@ def _merged_link(
     and each other message the latest before the next."""
     session = state.session
     back = {new: old for old, new in state.renames.items()}
-    chunks = _decompose(message, session, open_, back)
+    note = _note_part(state, message.role)
+    summary = _summary_part(state, message.role, max(open_, default=-1) + 1)
+    chunks = _decompose(
+        message, session, open_, back, note=note, summary=summary, latest_user=state.latest_user
+    )
     if chunks is None or len(chunks) < 2:
         return None
     held = [c.source for c in chunks if c.source is not None]
@@ -1107,7 +1340,19 @@ def _merged_link(
     bound = held[-1] if room else max(open_)
     # The earliest decomposition lies within the bound, so a latest one is always found.
     latest = [i for i in open_ if i <= bound]
-    chunks = _decompose(message, session, latest, back, latest=True) or chunks
+    chunks = (
+        _decompose(
+            message,
+            session,
+            latest,
+            back,
+            latest=True,
+            note=note,
+            summary=summary,
+            latest_user=state.latest_user,
+        )
+        or chunks
+    )
     held = [c.source for c in chunks if c.source is not None]
     roles = [session.messages[i].role for i in held]
     # Results open their wire turn (A3): a tool message may only be the first of a merge, and
@@ -1123,6 +1368,8 @@ def _merged_link(
         given = message.parts[chunk.start : chunk.start + len(wanted)]
         state.edits.extend(_edits(index, chunk.source, given, wanted, state))
     state.claimed.update(held)
+    if any(c.summary for c in chunks):
+        state.summarized.add(index)
     state.modified.update(c.source for c in changed if c.source is not None)
     carriers = [i for i in held if session.messages[i].has_tool_parts]
     sources = sorted(c.source for c in changed if c.source is not None)
@@ -1253,7 +1500,7 @@ def _inline_summaries(
     otherwise the edit is a ``text_changed``. Returns the view indices holding one."""
     session, found = state.session, set()
     gaps = _Gaps(session, links)
-    taken = {gaps[link.index] for link in links if link is not None and link.status == "summary"}
+    taken = _summary_gaps(gaps, links)
     for k, edit in enumerate(state.edits):
         if edit.kind != "summary_added":
             continue
@@ -1268,6 +1515,52 @@ def _inline_summaries(
             state.edits[k] = replace(edit, detail=detail)
         else:
             state.edits[k] = replace(edit, kind="text_changed")
+    return found
+
+
+def _summary_gaps(gaps: _Gaps, links: Sequence[Link | None]) -> set[tuple[int, int]]:
+    """The gaps (:class:`_Gaps`) the view's summary messages stand in for."""
+    return {gaps[link.index] for link in links if link is not None and link.status == "summary"}
+
+
+def _added_summaries(
+    state: _State, links: Sequence[Link | None], sources: Sequence[SourceStatus]
+) -> set[int]:
+    """Settle each ``text_added`` edit of a kept message (text added before or after its whole
+    text): the added text is a summary by contract when, as a message of its own in that place,
+    it would be one (it stands in for dropped messages there and names something of them, and no
+    other summary does). A strict-alternation shape merges a user-role summary into the goal's
+    turn that Chat sends on its own; the verdict is the same. Returns the view indices holding
+    one; their edits become ``summary_added``."""
+    session, found = state.session, set()
+    gaps = _Gaps(session, links)
+    taken = _summary_gaps(gaps, links)
+    for k, edit in enumerate(state.edits):
+        link = links[edit.view_index]
+        if edit.kind != "text_added" or link is None or link.sources != (edit.source,):
+            continue
+        wanted = session.messages[edit.source]
+        old = "".join(p.text for p in wanted.parts if isinstance(p, TextPart)).strip()
+        new = state.view.messages[edit.view_index].text.strip()
+        extra = _added_text(old, new)
+        if extra is None:
+            continue
+        before, after = gaps[edit.view_index]
+        own = edit.source if not _is_pinned_kind(session, edit.source) else None
+        gap = (
+            (before, after)
+            if own is None
+            else (own, after)
+            if new.startswith(old)
+            else (before, own)
+        )
+        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
+        probe = Message(wanted.role, (TextPart(extra),))
+        if span and gap not in taken and _names_the_span(probe, session, span):
+            taken.add(gap)
+            found.add(edit.view_index)
+            detail = f"summary added to it: {_short(extra)}"
+            state.edits[k] = replace(edit, kind="summary_added", detail=detail)
     return found
 
 

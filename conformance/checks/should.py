@@ -53,14 +53,30 @@ def system_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="latest_user_kept", level="should")
 def latest_user_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """The latest user turn is in the view, unchanged (alone, or merged whole into a same-side
-    neighbour as strict-alternation shapes require, B3/G1)."""
+    neighbour as strict-alternation shapes require, B3/G1; a ledger note, labelled memory item
+    or summary sent in its text, beside the whole of it, changes nothing of it, as the same
+    note sent as a message of its own would not)."""
     for turn in assembled_turns(outcome):
         i = last_user_index(turn.session)
-        if i is not None and not turn.identity.kept_whole(i):
+        if i is not None and not _whole_with_notes(turn, i):
             raise turn.failure(
                 "latest user turn not kept",
                 f"{describe(turn.session, i)} is {turn.identity.sources[i]} in the view",
             )
+
+
+_NOTES = frozenset({"note_added", "summary_added"})
+"""Edits that only add a note or a summary beside a message's whole text (see identity)."""
+
+
+def _whole_with_notes(turn: Assembled, index: int) -> bool:
+    """Session message ``index`` is in the view whole: kept, merged, or modified only by a note or
+    a summary added beside its whole text."""
+    identity = turn.identity
+    edits = identity.edits_of(index)
+    return identity.kept_whole(index) or (
+        identity.present(index) and bool(edits) and all(e.kind in _NOTES for e in edits)
+    )
 
 
 @check(id="first_user_goal_pinned", level="should")
@@ -101,7 +117,9 @@ def whole_rings(_scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="recent_rings_kept", level="should")
 def recent_rings_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
-    """The last `recent_tool_rings` complete rings are kept (they are the suffix)."""
+    """The last `recent_tool_rings` complete rings are kept (they are the suffix): none dropped,
+    and none of their results cleared (clearing a result removes its content as dropping the
+    ring would; older rings' results may be cleared)."""
     count = int(knob(scenario, "recent_tool_rings"))
     for turn in assembled_turns(outcome):
         recent = complete_rings(turn.session)[-count:] if count else []
@@ -111,6 +129,19 @@ def recent_rings_kept(scenario: Scenario, outcome: CaseOutcome) -> None:
                 raise turn.failure(
                     f"one of the last {count} rings dropped",
                     f"{_ring_text(ring)}: messages{lost} missing",
+                )
+            cleared = [
+                edit
+                for i in ring.indices
+                for edit in turn.identity.edits_of(i)
+                if edit.kind == "result_cleared"
+            ]
+            if cleared:
+                raise turn.failure(
+                    f"one of the last {count} rings cleared",
+                    f"{_ring_text(ring)}: "
+                    + "; ".join(edit.detail for edit in cleared[:3])
+                    + (f" (and {len(cleared) - 3} more)" if len(cleared) > 3 else ""),
                 )
 
 
@@ -226,7 +257,9 @@ def session_not_mutated(_scenario: Scenario, outcome: CaseOutcome) -> None:
 def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Kept plain messages keep their text and attachments (an edit is reported as one, not as
     an invention; an attachment may be degraded to a placeholder or an image sent at low detail;
-    pinned messages are judged at must by pins_unaltered)."""
+    a ledger note, labelled memory item or summary added beside the whole text is no edit, as
+    the same note in a message or block of its own is none; pinned messages are judged at must
+    by pins_unaltered)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session) if goal_pinned else None
@@ -237,7 +270,6 @@ def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
                 in {
                     "text_changed",
                     "text_added",
-                    "note_added",
                     "attachment_changed",
                     "attachment_added",
                 }

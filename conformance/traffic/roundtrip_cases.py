@@ -193,9 +193,9 @@ PROBES: Final[tuple[Probe, ...]] = (
         "probe-unanswered-call",
         "a tool call without its result (C1, R1, A1, B2)",
         (_SYSTEM, _user("Weather in Paris?"), _calls("call_p1"), _user("And?")),
-        # Gemini: G2/G3 are worded for function *response* turns; no evidence shows a rejection
-        # of a call followed by plain user text, so no expectation is claimed.
-        {**_everywhere("reject"), "gemini": None},
+        # Gemini G3: a call turn followed by plain user text answers none of its calls
+        # (observed: microsoft/vscode#299295, iOfficeAI/gemini-cli-pro#42).
+        _everywhere("reject"),
     ),
     Probe(
         "probe-orphan-result",

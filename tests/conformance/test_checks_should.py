@@ -549,3 +549,35 @@ def test_a_ring_with_one_of_its_results_cleared_still_carries_its_content() -> N
         "pass",
         "",
     )
+
+
+# -- recent_rings_kept: a recent ring's results cleared is the ring removed -------------------------
+
+
+def _cleared(index: int, session: Transcript = RINGS) -> Message:
+    message = session.messages[index]
+    parts = tuple(
+        replace(p, content=(TextPart("[old result cleared]"),)) for p in message.tool_results
+    )
+    return Message(message.role, parts)
+
+
+def test_a_recent_ring_with_its_results_cleared_fails_recent_rings_kept() -> None:
+    ring = RINGS.messages[8].id  # a ring is named by its call message
+    status, message = _middle("recent_rings_kept", *range(9), _cleared(9), 10)
+    assert status == "fail"
+    assert message == (
+        f"ring {ring} (messages[8:10], calls c4): tool result c4 cleared ('[old result cleared]')"
+    )
+    # With two recent rings, clearing the older of them is as much a removal.
+    kept = (*range(7), _cleared(7), 8, 9, 10)
+    assert _middle("recent_rings_kept", *kept, recent_tool_rings=2)[0] == "fail"
+
+
+def test_older_rings_may_lose_their_results() -> None:
+    view = (0, 1, 2, _cleared(3), 4, _cleared(5), 6, _cleared(7), 8, 9, 10)
+    assert _middle("recent_rings_kept", *view) == ("pass", "")
+    assert _middle("recent_rings_kept", *view[:7], 7, 8, 9, 10, recent_tool_rings=2) == (
+        "pass",
+        "",
+    )

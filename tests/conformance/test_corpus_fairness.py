@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 import pytest
-from miniatures.bad import BAD, ResultPlaceholderClaim
+from miniatures.bad import BAD, OffByOne, ResultPlaceholderClaim
 from miniatures.good import FUNCTIONS, GOOD
 
 from conformance.engine import run_events
 from conformance.events import CaseFinished, CaseResult
 from conformance.loading import Plugin, load_plugin
 from conformance.protocol import Assembler, MessageListAssembler
-from conformance.scenarios import Scenario, load_corpus
+from conformance.scenarios import Budget, Expectation, Scenario, load_corpus
 from reference_impl.transcript import SHAPE_NAMES, ImagePart
 
 
@@ -31,6 +32,11 @@ def _run(kind: str, name: str, shapes: tuple[str, ...]) -> tuple[CaseResult, ...
         assemblers = {shape: cls(shape) for shape in shapes}
     events = run_events(Plugin(name, name, assemblers), load_corpus(), timeout=30.0)
     return tuple(e.result for e in events if isinstance(e, CaseFinished))
+
+
+def _run_each(kind: str, name: str) -> tuple[CaseResult, ...]:
+    """``name`` in every shape, one shape at a time (the runs the per-shape tests share)."""
+    return tuple(result for shape in SHAPE_NAMES for result in _run(kind, name, (shape,)))
 
 
 def _failures(results: tuple[CaseResult, ...], level: str) -> dict[str, list[str]]:
@@ -104,7 +110,7 @@ def test_clearing_results_satisfies_the_ordering_checks() -> None:
 
 def test_deletion_alone_satisfies_summary_used_and_ledger_in_summary() -> None:
     # No summary is demanded where deletion fits; the pinned ledger is enough.
-    results = _run("good", "RingDropper", SHAPE_NAMES)
+    results = _run_each("good", "RingDropper")
     should = _failures(results, "should")
     assert "summary_used" not in should
     assert "ledger_in_summary" not in should
@@ -143,7 +149,7 @@ def test_a_plain_function_over_chat_messages_passes_every_must_case_it_is_judged
 def test_a_summary_standing_right_before_the_kept_ring_is_never_read_as_an_edit() -> None:
     # Responses parses a summary item and the function calls after it as one message; Bedrock,
     # Gemini and Anthropic merge an assistant summary into the next assistant turn.
-    results = _run("good", "CodexCompactor", SHAPE_NAMES)
+    results = _run_each("good", "CodexCompactor")
     should = _failures(results, "should")
     assert "text_unedited" not in should, should.get("text_unedited", [])[:3]
     assert "summary_quality" not in should, should.get("summary_quality", [])[:3]
@@ -153,6 +159,13 @@ def test_a_ledger_key_instruction_is_invented_wherever_it_stands() -> None:
     # Also where the side-effecting ring was dropped: quoting its key is no summary of it.
     results = _run("bad", "LedgerKeyAfterGoal", ("openai-chat",))
     missed = _not_failing((r for r in results if r.scenario in _WITH_LEDGER), "nothing_invented")
+    assert not missed, missed[:5]
+
+
+def test_an_order_appended_to_the_latest_user_text_is_invented_wherever_it_rides() -> None:
+    # On its own (Chat, Responses) or after a ring's results in one turn (Anthropic, Bedrock,
+    # Gemini): every case sent fails nothing_invented, never only text_unedited (should).
+    missed = _not_failing(_run("bad", "AppendOrderInTurn", SHAPE_NAMES), "nothing_invented")
     assert not missed, missed[:5]
 
 
@@ -168,8 +181,68 @@ def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
 
 _WITH_LEDGER = {s.id for s in load_corpus() if s.ledger}
 
+
+@pytest.mark.parametrize("name", ["ClearOlderResults", "ParenthesesClearer"])
+def test_clearing_older_rings_results_keeps_the_recent_rings(name: str) -> None:
+    # The rings older than the last recent_tool_rings may lose their results (a placeholder of
+    # any wording in any bracket, ids kept); the recent rings keep theirs. Clearing the newest
+    # ring is ClearNewestRing's defect.
+    results = _run_each("good", name)
+    should = _failures(results, "should")
+    assert "recent_rings_kept" not in should, should["recent_rings_kept"][:3]
+    assert "oldest_rings_first" not in should, should["oldest_rings_first"][:3]
+
+
+# Caught by the same check in every shape they run in (the verdict does not depend on the shape):
+# a placeholder in the newest ring removes its content as dropping the ring would
+# (recent_rings_kept, should) and an emptied result claims the tool returned nothing (must); a
+# result without its call or a call without its results is rejected by every provider (on Gemini,
+# G3 for a call turn followed by text); and so on.
+EVERY_SHAPE = [
+    "ClearNewestRing",
+    "EmptyNewestRing",
+    "OrphanResult",
+    "UnansweredCall",
+    "ForceArgument",
+    "DropSystem",
+    "ProseLedgerOrder",
+    "ProseLedgerKeyOrder",
+]
+
+
+@pytest.mark.parametrize("name", EVERY_SHAPE)
+def test_a_broken_variant_is_caught_by_the_same_check_in_every_shape(name: str) -> None:
+    _, shapes, check_id, _, _ = BAD[name]
+    results = _run("bad", name, shapes)
+    for shape in shapes:
+        assert any(r.shape == shape and _failed(r, check_id) for r in results), (
+            f"{name} slipped past {check_id} in {shape}"
+        )
+
+
+def test_moving_the_latest_user_turn_is_a_reorder_in_every_shape() -> None:
+    # Sent on its own (Chat, Responses) or merged into the goal's turn (Anthropic, Bedrock,
+    # Gemini): order_preserved (should) names the move in every shape; nothing was invented and
+    # no pin altered. At must only the providers that reject the order that results fail it
+    # (Mistral wants the last turn a user's or a tool's; Claude's thinking prefill).
+    results = _run("bad", "MoveLatestUser", SHAPE_NAMES)
+    for shape in SHAPE_NAMES:
+        assert any(r.shape == shape and _failed(r, "order_preserved") for r in results), shape
+    must = _failures(results, "must")
+    assert set(must) <= {"provider_valid"}, {k: v[:3] for k, v in must.items()}
+    for message in must.get("provider_valid", []):
+        assert "mistral" in message or "thinking" in message, message
+
+
+def _failed(result: CaseResult, check_id: str) -> bool:
+    return any(c.id == check_id and c.status == "fail" for c in result.checks)
+
+
 # Broken only in policy: they pass every must check (so the level is really should).
 SHOULD_ONLY = [
+    "ClearNewestRing",
+    "ProseLedgerOrder",
+    "DropSystem",
     "ClearWithoutLedger",
     "TrimOldAssistant",
     "TrimOldAssistantShort",
@@ -300,3 +373,88 @@ def test_a_rewritten_system_text_is_invented_wherever_it_stands() -> None:
     _, shapes, *_ = BAD["RewriteSystem"]
     missed = _not_failing(_run("bad", "RewriteSystem", shapes), "nothing_invented")
     assert not missed, missed[:5]
+
+
+# -- a ledger note in the plug-in's own words, wherever it is sent -------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["ProseLedger", "ProseLedgerOneSystemText", "LedgerFirstSystemText"]
+)
+def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(name: str) -> None:
+    # A system message of its own (Chat, Responses), a block of the top-level system (Anthropic,
+    # Bedrock, Gemini) or one string with the system text, before or after it: a note of ledger
+    # facts, never a summary at the head of the request or an invention.
+    results = _run_each("good", name)
+    noted = [
+        r
+        for r in results
+        if r.outcome == "assembled" and r.scenario in _WITH_LEDGER and r.budget < 2000
+    ]
+    assert noted
+    should = _failures(results, "should")
+    for check_id in ("ledger_pinned", "ledger_in_summary", "summary_quality", "system_kept"):
+        assert check_id not in should, should[check_id][:3]
+
+
+@pytest.mark.parametrize("name", ["LedgerInUserTurn", "LedgerInLatestText", "JoinedTurns"])
+def test_a_turn_merged_with_a_note_or_joined_into_one_string_is_kept_whole(name: str) -> None:
+    # A ledger note as a user message of its own (Chat) or a block of the latest user turn (the
+    # shapes that merge neighbours); neighbouring turns as blocks of one message or as one
+    # string: the same turns, kept whole, in every shape.
+    results = _run_each("good", name)
+    should = _failures(results, "should")
+    for check_id in ("latest_user_kept", "text_unedited", "ledger_pinned", "order_preserved"):
+        assert check_id not in should, should[check_id][:3]
+
+
+# -- the budget, to the token ------------------------------------------------------------------------
+
+
+def test_one_token_over_the_budget_fails_within_budget_in_every_shape() -> None:
+    # The whole session at a budget one token below its cost, per shape: a plug-in that allows
+    # itself `<= budget + 1` sends it and is over by exactly one; a correct one cuts or refuses.
+    # What the whole session costs as the judge counts it, sent as OffByOne sends it.
+    base = replace(next(s for s in load_corpus() if s.id == "single-tool"), shapes=SHAPE_NAMES)
+    costs = {r.shape: r.tokens for r in _run_on(_assemblers(OffByOne), (base,))}
+    assert all(isinstance(cost, int) for cost in costs.values()), costs
+    tight = replace(
+        base,
+        id="single-tool-one-token-short",
+        shapes=SHAPE_NAMES,
+        budget=Budget((), {shape: (int(cost or 0) - 1,) for shape, cost in costs.items()}),
+        expect=Expectation("either"),
+    )
+    over = _run_on(_assemblers(OffByOne), (tight,))
+    assert {r.shape for r in over if _failed(r, "within_budget")} == set(SHAPE_NAMES)
+    assert all("(over by 1)" in c.message for r in over for c in r.checks if c.status == "fail")
+    exact = replace(
+        tight, budget=Budget((), {shape: (int(cost or 0),) for shape, cost in costs.items()})
+    )
+    fits = _run_on(_assemblers(OffByOne), (exact,))
+    assert all(r.outcome == "assembled" and not _failed(r, "within_budget") for r in fits)
+    cut = _run_on(_assemblers(GOOD["RingDropper"]), (tight,))
+    assert not _failures(cut, "must"), _failures(cut, "must")
+
+
+def test_a_user_turn_summary_merged_into_the_goal_s_turn_is_a_summary_in_every_shape() -> None:
+    # Chat and Responses send it as a user turn of its own; Anthropic, Bedrock and Gemini merge
+    # it into the goal's turn (and the latest user turn with it): a summary either way, never
+    # the pinned goal with text added. Same cuts as the Codex compactor, whose summary is an
+    # assistant turn where the shape merges: the same verdicts, check by check, case by case.
+    def verdicts(name: str) -> set[tuple[str, str]]:
+        results = _run_each("good", name)
+        return {(r.key, c.id) for r in results for c in r.checks if c.status != "pass"}
+
+    assert verdicts("UserTurnCompactor") == verdicts("CodexCompactor")
+
+
+def test_a_summary_in_the_system_prefix_is_a_summary_at_the_head_in_every_shape() -> None:
+    # A system message of its own (Chat, Responses) or a block of the top-level system
+    # (Anthropic, Bedrock, Gemini): a summary in every shape (must passes, SystemSummary is in
+    # STRATEGIES), which summary_quality (should) finds at the head of the request in every shape.
+    results = _run_each("good", "SystemSummary")
+    for shape in SHAPE_NAMES:
+        assert any(r.shape == shape and _failed(r, "summary_quality") for r in results), shape
+    should = _failures(results, "should")
+    assert "text_unedited" not in should, should["text_unedited"][:3]

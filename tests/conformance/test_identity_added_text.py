@@ -80,7 +80,18 @@ def test_a_ledger_note_added_to_a_turn_is_no_invention() -> None:
     assert _kinds(view) == ["note_added"]
     results = _results(view)
     assert results["nothing_invented"][0] == "pass"
-    assert results["text_unedited"][0] == "fail"  # still an edit, reported as one
+    # The turn's text is whole beside the note, as when the note is a block or a message of its
+    # own: no edit of the turn, and the latest user turn is kept.
+    assert results["text_unedited"][0] == "pass"
+    latest = check_results(
+        SCENARIO, assembled_outcome(SESSION, view, ledger=LEDGER), "latest_user_kept"
+    )
+    assert latest["latest_user_kept"][0] == "pass"
+    cut = _with(5, M[5].text[:-1] + "\n\nSide effects done:\nnotify_ops call_b msg_991 succeeded")
+    latest = check_results(
+        SCENARIO, assembled_outcome(SESSION, cut, ledger=LEDGER), "latest_user_kept"
+    )
+    assert latest["latest_user_kept"][0] == "fail"  # its own text cut: not the turn kept
 
 
 NOTE = "[source: execution ledger]\nSide effects already executed:\n- notify_ops call_b msg_991"

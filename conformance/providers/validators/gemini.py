@@ -202,9 +202,14 @@ def response_turn_placement(body: Mapping[str, Any], ctx: Context) -> Iterator[F
 
 @detector(SHAPE, "G3")
 def response_count(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """G3: the responses right after a call turn answer all of its calls; a call turn followed
+    by a content without any (a text turn in place of the responses) answers none of them. A
+    call turn that ends the contents is not judged here."""
     contents = _contents(body)
     for i, run in _response_runs(contents).items():
         if not run:
+            if i + 1 < len(contents):
+                yield Finding("G3", (i + 1,), {"index": i + 1})
             continue
         responses = sum(len(_responses(contents[j])) for j in run)
         if responses != len(_calls(contents[i])):

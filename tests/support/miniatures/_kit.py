@@ -111,6 +111,18 @@ def ledger_note(request: AssemblyRequest, dropped_calls: set[str]) -> Message | 
     return Message("system", (TextPart(text),))
 
 
+def prose_ledger_note(request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+    """The side effects whose calls were dropped, in sentences of this kit's own wording (no
+    label, no ``key=value`` fields), or None when there are none."""
+    lines = [
+        f"{e['tool']} already ran (idempotency key {e.get('idempotency_key') or e['call_id']}, "
+        f"{e['status']}), producing {e.get('resource_id') or 'nothing to show'}."
+        for e in request.ledger
+        if e.get("side_effect", True) and e["call_id"] in dropped_calls
+    ]
+    return "\n".join([*lines, "Do not run them again."]) if lines else None
+
+
 def merge_same_side(messages: Sequence[Message]) -> list[Message]:
     """Neighbours of one side merged (strict-alternation providers): user after user or after
     results joins that message; assistant after assistant joins it."""

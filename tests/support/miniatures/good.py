@@ -9,6 +9,11 @@
   placeholder (ids kept), oldest first, then drops whole rings if that is not enough.
 * :class:`Compactor`: Codex style: replaces the whole middle by one plain assistant message of its
   own wording (no markers), listing what was done and the ledger.
+* :class:`ClearOlderResults`: the result clearer, honouring ``recent_tool_rings``: only rings
+  older than the last ones lose their results.
+* :class:`SystemSummary`: the compactor, its summary a system message right after the system text
+  (a block of the top-level system where the shape has one).
+* :class:`ParenthesesClearer`: the same, its placeholder in parentheses instead of brackets.
 * :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
   where the session fits).
 * :class:`ClearAllResults`: the result clearer, clearing error results too (Anthropic's context
@@ -16,8 +21,19 @@
 * :class:`CodexCompactor`: everything between the goal and the newest ring becomes one message of
   its own wording right before that ring: a user turn as Codex writes it, an assistant turn where
   the shape merges same-side neighbours (there it folds into the ring's call turn).
+* :class:`UserTurnCompactor`: the Codex compactor, its summary a user turn in every shape (merged
+  into the goal's turn where the shape merges same-side neighbours).
 * :class:`OneSystemText`: the ring dropper, sending its system texts and its ledger note as one
   system text (Anthropic's ``system`` string, a Chat client that joins its system messages).
+* :class:`ProseLedger`: the ring dropper, writing its ledger note in sentences of its own
+  ("notify_ops already ran (idempotency key notify-7781, succeeded), producing msg_991.") as a
+  system message of its own; :class:`ProseLedgerOneSystemText` joins it after the system text
+  into one system text, :class:`LedgerFirstSystemText` puts it before the system text.
+* :class:`LedgerInUserTurn`: the ring dropper, sending its prose ledger note as a user message
+  right before the latest user turn (a block of that turn where the shape merges neighbours).
+* :class:`LedgerInLatestText`: the same note appended to the latest user turn's text.
+* :class:`JoinedTurns`: the ring dropper, joining neighbouring plain turns of one role that its
+  cuts leave side by side into one string (as clients do for providers that want alternation).
 * :class:`AttachmentDegrader`: before dropping anything, replaces the images and files of the
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
@@ -47,6 +63,7 @@ from miniatures._kit import (
     latest_user_index,
     ledger_note,
     merge_same_side,
+    prose_ledger_note,
     system_indices,
     units_of,
 )
@@ -120,11 +137,19 @@ class RingDropper(Miniature):
         dropped_calls: set[str],
     ) -> list[Message]:
         kept = [m for i, m in enumerate(session.messages) if i not in dropped]
+        note = self.note_text(request, dropped_calls)
+        return kept if note is None else self.noted(session, kept, note)
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        """The ledger note for the side effects of ``dropped_calls`` (None without any)."""
         note = ledger_note(request, dropped_calls)
-        if note is not None:
-            at = sum(1 for m in kept if m.role in {"system", "developer"})
-            kept.insert(at, note)
-        return kept
+        return None if note is None else note.text
+
+    def noted(self, session: Transcript, kept: list[Message], note: str) -> list[Message]:
+        """``kept`` with ``note`` where this miniature puts it: a system message after the
+        system texts."""
+        at = sum(1 for m in kept if m.role in {"system", "developer"})
+        return [*kept[:at], Message("system", (TextPart(note),)), *kept[at:]]
 
 
 class KeepFewerRings(RingDropper):
@@ -141,17 +166,22 @@ class ResultClearer(Miniature):
     """Clears old successful results (keeping the newest ring), then drops rings if needed."""
 
     clear_errors = False
+    placeholder = PLACEHOLDER
+
+    def rings_kept(self, request: AssemblyRequest) -> int:
+        """How many of the newest rings keep their results (this one: only the newest)."""
+        return min(1, _knob(request, "recent_tool_rings", 3))
 
     def cut(
         self, request: AssemblyRequest, session: Transcript, messages: list[Message]
     ) -> Mapping[str, Any]:
         units = units_of(session)
-        _, middle = _protected(session, units, min(1, _knob(request, "recent_tool_rings", 3)))
+        _, middle = _protected(session, units, self.rings_kept(request))
         rings = [u for u in middle if u.is_ring]
         for ring in rings:
             for i in ring.indices:
                 if messages[i].tool_results:
-                    messages[i] = _cleared(messages[i], errors=self.clear_errors)
+                    messages[i] = _cleared(messages[i], self.placeholder, errors=self.clear_errors)
             if cost(request, messages, session) <= request.budget:
                 return self.finish(request, session, messages)
         dropped: set[int] = set()
@@ -165,9 +195,23 @@ class ResultClearer(Miniature):
         )
 
 
-def _cleared(message: Message, *, errors: bool = False) -> Message:
+class ClearOlderResults(ResultClearer):
+    """Clears the results of every ring older than the last ``recent_tool_rings`` (the knob
+    honoured: the newest rings keep their results), then drops whole rings if needed."""
+
+    def rings_kept(self, request: AssemblyRequest) -> int:
+        return _knob(request, "recent_tool_rings", 3)
+
+
+class ParenthesesClearer(ClearOlderResults):
+    """Clears the older rings' results with a placeholder of its own in parentheses."""
+
+    placeholder = "(old tool output removed to save context)"
+
+
+def _cleared(message: Message, placeholder: str, *, errors: bool = False) -> Message:
     parts = tuple(
-        replace(p, content=(TextPart(PLACEHOLDER),))
+        replace(p, content=(TextPart(placeholder),))
         if isinstance(p, ToolResultPart) and (errors or not p.is_error)
         else p
         for p in message.parts
@@ -240,6 +284,28 @@ class Compactor(Miniature):
         return "\n".join(lines)
 
 
+class SystemSummary(Compactor):
+    """The compactor, sending its summary as a system message right after the system text (as
+    memory classes that keep a running summary in a system message do)."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        at = next(
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.role == "assistant" and m.text.startswith("Summary of")
+            ),
+            None,
+        )
+        if at is not None:
+            summary = messages.pop(at)
+            head = sum(1 for m in messages if m.role in {"system", "developer"})
+            messages.insert(head, Message("system", summary.parts))
+        return super().finish(request, session, messages)
+
+
 class PassThrough(Miniature):
     """Sends the session unchanged when it fits (same-side neighbours merged where the shape
     requires it); refuses otherwise (the base's :meth:`~Miniature.cut`)."""
@@ -271,7 +337,7 @@ class CodexCompactor(Miniature):
             raise Refusal("nothing to compact", code="miniature_over_budget")
         tail = min(starts)
         span = messages[goal + 1 : tail]
-        role = "assistant" if self.shape in STRICT else "user"
+        role = self.summary_role()
         for detail in (2, 1, 0, None):
             text = "" if detail is None else self._text(request, span, detail)
             if detail is not None and "\n" not in text:
@@ -282,11 +348,25 @@ class CodexCompactor(Miniature):
                 return self.finish(request, session, view)
         raise Refusal("cannot compact into the budget", code="miniature_over_budget")
 
+    def summary_role(self) -> str:
+        """A user turn as Codex writes it; an assistant turn where the shape merges same-side
+        neighbours (it folds into the ring's call turn)."""
+        return "assistant" if self.shape in STRICT else "user"
+
     @staticmethod
     def _text(request: AssemblyRequest, span: list[Message], detail: int) -> str:
         return Compactor._summary(request, span, detail).replace(
             "Summary of the earlier conversation (compacted):", "Where we are so far:"
         )
+
+
+class UserTurnCompactor(CodexCompactor):
+    """The Codex compactor with its summary a user turn in every shape: where the shape merges
+    same-side neighbours, it becomes a block of the goal's turn (with the latest user turn too
+    when nothing is left between them)."""
+
+    def summary_role(self) -> str:
+        return "user"
 
 
 class OneSystemText(RingDropper):
@@ -298,6 +378,81 @@ class OneSystemText(RingDropper):
         system = [m for m in messages if m.role == "system"]
         if len(system) > 1:
             joined = Message("system", (TextPart("\n\n".join(m.text for m in system)),))
+            messages = [joined, *(m for m in messages if m.role != "system")]
+        return super().finish(request, session, messages)
+
+
+class ProseLedger(RingDropper):
+    """The ring dropper, with its ledger note in sentences of its own wording (no label, no
+    ``key=value`` fields) as a system message of its own after the system text."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        return prose_ledger_note(request, dropped_calls)
+
+
+class LedgerInUserTurn(ProseLedger):
+    """The prose ledger note as a user message right before the latest user turn (the shapes
+    that merge same-side neighbours send it as a block of that turn)."""
+
+    def noted(self, session: Transcript, kept: list[Message], note: str) -> list[Message]:
+        latest = latest_user_index(session)
+        if latest is None:
+            return kept
+        at = kept.index(session.messages[latest])
+        return [*kept[:at], Message("user", (TextPart(note),)), *kept[at:]]
+
+
+class LedgerInLatestText(ProseLedger):
+    """The prose ledger note appended to the latest user turn's text (one string)."""
+
+    def noted(self, session: Transcript, kept: list[Message], note: str) -> list[Message]:
+        latest = latest_user_index(session)
+        if latest is None:
+            return kept
+        at = kept.index(session.messages[latest])
+        noted = Message("user", (TextPart(f"{kept[at].text}\n\n{note}"),))
+        return [*kept[:at], noted, *kept[at + 1 :]]
+
+
+class JoinedTurns(RingDropper):
+    """The ring dropper, sending neighbouring plain user turns (and assistant texts) that its
+    cuts leave side by side as one turn of one string, joined by a blank line."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        out: list[Message] = []
+        for message in messages:
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and last.role == message.role
+                and message.role in {"user", "assistant"}
+                and last.name == message.name
+                and all(isinstance(p, TextPart) for p in (*last.parts, *message.parts))
+                and last.text
+                and message.text
+            ):
+                out[-1] = Message(message.role, (TextPart(f"{last.text}\n\n{message.text}"),))
+                continue
+            out.append(message)
+        return super().finish(request, session, out)
+
+
+class ProseLedgerOneSystemText(ProseLedger, OneSystemText):
+    """The prose ledger note joined after its system texts into one system text."""
+
+
+class LedgerFirstSystemText(ProseLedger):
+    """One system text that opens with the prose ledger note, the system texts after it."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        system = [m for m in messages if m.role == "system"]
+        if len(system) > 1:  # the note is the last system message _view made
+            texts = [system[-1].text, *(m.text for m in system[:-1])]
+            joined = Message("system", (TextPart("\n\n".join(texts)),))
             messages = [joined, *(m for m in messages if m.role != "system")]
         return super().finish(request, session, messages)
 
@@ -365,6 +520,16 @@ GOOD: dict[str, type[Miniature]] = {
     "OneSystemText": OneSystemText,
     "AttachmentDegrader": AttachmentDegrader,
     "LowDetailFirst": LowDetailFirst,
+    "ClearOlderResults": ClearOlderResults,
+    "ProseLedger": ProseLedger,
+    "ProseLedgerOneSystemText": ProseLedgerOneSystemText,
+    "LedgerFirstSystemText": LedgerFirstSystemText,
+    "LedgerInUserTurn": LedgerInUserTurn,
+    "JoinedTurns": JoinedTurns,
+    "LedgerInLatestText": LedgerInLatestText,
+    "UserTurnCompactor": UserTurnCompactor,
+    "SystemSummary": SystemSummary,
+    "ParenthesesClearer": ParenthesesClearer,
 }
 
 
