@@ -5,10 +5,11 @@ false exit status, and every report is written."""
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_support import importable_modules
 from click.testing import CliRunner
 
 from conformance.cli import cli
@@ -70,13 +71,8 @@ def huge(messages, budget):
 
 
 @pytest.fixture
-def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "plugins"
-    folder.mkdir()
-    (folder / "hostile_plugins.py").write_text(HOSTILE, "utf-8")
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("hostile_plugins", None)
+def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from importable_modules(tmp_path / "plugins", {"hostile_plugins": HOSTILE}, monkeypatch)
 
 
 def _cases(reports: Path) -> list[dict[str, object]]:
@@ -175,15 +171,8 @@ LOADING = {
 
 
 @pytest.fixture
-def loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "loading"
-    folder.mkdir()
-    for name, text in LOADING.items():
-        (folder / f"{name}.py").write_text(text, "utf-8")
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    for name in LOADING:
-        sys.modules.pop(name, None)
+def loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from importable_modules(tmp_path / "loading", LOADING, monkeypatch)
 
 
 @pytest.mark.timeout(60)

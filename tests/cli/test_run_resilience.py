@@ -13,9 +13,11 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_support import importable_modules
 from click.testing import CliRunner
 from paths import EXAMPLES, ROOT
 
@@ -75,13 +77,8 @@ def slow(messages, budget):
 
 
 @pytest.fixture
-def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "plugins"
-    folder.mkdir()
-    (folder / "trust_plugins.py").write_text(PLUGINS, "utf-8")
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("trust_plugins", None)
+def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from importable_modules(tmp_path / "plugins", {"trust_plugins": PLUGINS}, monkeypatch)
 
 
 def _run(*args: str) -> tuple[int, str, str]:

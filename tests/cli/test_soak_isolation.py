@@ -5,10 +5,11 @@ the cause named, and the report (every finished turn) and the finding are still 
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_support import importable_modules
 from click.testing import CliRunner
 
 from conformance.cli import cli
@@ -73,13 +74,8 @@ class NoSession(_Stored):
 
 
 @pytest.fixture
-def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "plugins"
-    folder.mkdir()
-    (folder / "soak_crashers.py").write_text(PLUGINS, "utf-8")
-    monkeypatch.syspath_prepend(str(folder))
-    yield folder
-    sys.modules.pop("soak_crashers", None)
+def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    yield from importable_modules(tmp_path / "plugins", {"soak_crashers": PLUGINS}, monkeypatch)
 
 
 def _soak(tmp_path: Path, impl: str) -> tuple[int, str, Path]:
