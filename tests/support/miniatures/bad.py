@@ -453,26 +453,22 @@ class ClearNewestRing(Breaker):
     """Replaces every result of the newest ring it keeps by a placeholder (ids kept): the ring's
     content is gone as if it were dropped, though its calls are still answered."""
 
+    placeholder = "[result cleared]"
+
     def broken(
         self, request: AssemblyRequest, view: Transcript, messages: list[Message]
     ) -> list[Message]:
         holding = [i for i, m in enumerate(messages) if m.tool_results]
         if holding:
-            messages[holding[-1]] = _cleared_results(messages[holding[-1]], "[result cleared]")
+            messages[holding[-1]] = _cleared_results(messages[holding[-1]], self.placeholder)
         return messages
 
 
-class EmptyNewestRing(Breaker):
+class EmptyNewestRing(ClearNewestRing):
     """Empties every result of the newest ring it keeps: an empty result says the tool returned
     nothing, which it did not (a placeholder says the content was cleared)."""
 
-    def broken(
-        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
-    ) -> list[Message]:
-        holding = [i for i, m in enumerate(messages) if m.tool_results]
-        if holding:
-            messages[holding[-1]] = _cleared_results(messages[holding[-1]], "")
-        return messages
+    placeholder = ""
 
 
 class MoveLatestUser(Breaker):
