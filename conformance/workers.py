@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JUDGE_TIMEOUT",
     "MAX_CAPTURED_CHARS",
+    "CallClock",
     "RunStop",
     "WorkerPool",
     "describe_exit",
@@ -69,6 +70,41 @@ call's end to the next call or the case's result). Judging is linear in the retu
 size and takes well under a second for any request a provider would take; a body near the input
 limit made of a million tiny messages takes minutes. Past this the worker is killed and the case
 is a timed-out ``error`` (it counts towards ``--max-consecutive-timeouts``)."""
+
+
+@dataclass(slots=True)
+class CallClock:
+    """Where a supervised process stands between the ``("call",)`` and ``("done",)`` messages
+    its call hook (:func:`conformance.engine.set_call_hook`) sends: calling the plug-in since a
+    time, judging what a call returned since a time, or neither. Its :meth:`deadline` is when
+    that call, or that judging, is out of time."""
+
+    calling_since: float | None = None
+    judging_since: float | None = None
+    """Set when a call ends, until the next call or a result: the harness is judging."""
+
+    def heard(self, kind: str) -> bool:
+        """Take in a message of the call hook; False when ``kind`` is not one of them."""
+        if kind == "call":
+            self.calling_since, self.judging_since = time.monotonic(), None
+        elif kind == "done":
+            self.calling_since, self.judging_since = None, time.monotonic()
+        else:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Neither calling nor judging (a result is in, or nothing runs yet)."""
+        self.calling_since = self.judging_since = None
+
+    def deadline(self, timeout: float, judge_timeout: float) -> float | None:
+        """When the running call, or the judging of what it returned, is out of time."""
+        if self.calling_since is not None:
+            return self.calling_since + timeout
+        if self.judging_since is not None:
+            return self.judging_since + judge_timeout
+        return None
+
 
 _SIGNAL_NAMES: Final = {
     signal.SIGKILL: "SIGKILL: killed, e.g. by the kernel's out-of-memory killer",
@@ -252,9 +288,7 @@ class _Worker:
     connection: Connection
     capture_paths: tuple[str, str] | None
     case: Case | None = None
-    calling_since: float | None = None
-    judging_since: float | None = None
-    """Set when a call ends: the harness is judging what it returned."""
+    clock: CallClock = field(default_factory=CallClock)
 
 
 @dataclass(slots=True)
@@ -392,7 +426,7 @@ class WorkerPool:
                 idle = idle or self._spawn()
                 case, specs = pending.popleft()
                 idle.case = case
-                idle.calling_since = idle.judging_since = None
+                idle.clock.stop()
                 yield case.index
                 try:
                     idle.connection.send((case, specs))
@@ -434,7 +468,7 @@ class WorkerPool:
             case, deadline = worker.case, self._deadline(worker)
             if case is None or deadline is None or now < deadline:
                 continue
-            if worker.calling_since is not None:
+            if worker.clock.calling_since is not None:
                 why = f"timed out after {self.timeout:g}s"
                 self.stats.killed_hung += 1
             else:
@@ -448,11 +482,7 @@ class WorkerPool:
 
     def _deadline(self, worker: _Worker) -> float | None:
         """When the worker's plug-in call, or the judging of what it returned, is out of time."""
-        if worker.calling_since is not None:
-            return worker.calling_since + self.timeout
-        if worker.judging_since is not None:
-            return worker.judging_since + self.judge_timeout
-        return None
+        return worker.clock.deadline(self.timeout, self.judge_timeout)
 
     def _receive(self, worker: _Worker, finish: Callable[[CaseResult], None]) -> None:
         while worker.case is not None:
@@ -466,14 +496,12 @@ class WorkerPool:
                 self._lost(worker, finish)
                 return
             kind = message[0]
-            if kind == "call":
-                worker.calling_since, worker.judging_since = time.monotonic(), None
-            elif kind == "done":
-                worker.calling_since, worker.judging_since = None, time.monotonic()
-            elif kind == "result":
+            if worker.clock.heard(kind):
+                continue
+            if kind == "result":
                 _, result, output = message
                 worker.case = None
-                worker.calling_since = worker.judging_since = None
+                worker.clock.stop()
                 if output:
                     result = replace(result, plugin_output=output)
                 finish(result)

@@ -29,7 +29,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from conformance.loading import Plugin
 from conformance.soak.finding import SoakFinding, make_finding, unshrunk_finding
 from conformance.soak.loop import DEFAULT_TURNS, SoakFailure, SoakReport, TurnRecord, run_soak
 from conformance.soak.workload import Workload
-from conformance.workers import JUDGE_TIMEOUT, describe_exit
+from conformance.workers import JUDGE_TIMEOUT, CallClock, describe_exit
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import Transcript
 
@@ -117,17 +117,8 @@ class _Progress:
     ledger: tuple[Mapping[str, Any], ...] = ()
     report: SoakReport | None = None
     finding: SoakFinding | None = None
-    calling_since: float | None = None
-    judging_since: float | None = None
-    """Set when a call ends, until the next call or the turn's record: the harness is judging."""
-
-    def deadline(self, timeout: float, judge_timeout: float) -> float | None:
-        """When the running call, or the judging of what it returned, is out of time."""
-        if self.calling_since is not None:
-            return self.calling_since + timeout
-        if self.judging_since is not None:
-            return self.judging_since + judge_timeout
-        return None
+    clock: CallClock = field(default_factory=CallClock)
+    """The running call, or the judging of what it returned, until the turn's record."""
 
 
 def run_soak_isolated(
@@ -180,7 +171,7 @@ def _supervise(
     a plug-in call's and the judging of what one returned
     (:data:`conformance.workers.JUDGE_TIMEOUT`)."""
     while True:
-        deadline = progress.deadline(*timeouts)
+        deadline = progress.clock.deadline(*timeouts)
         wait_for = None if deadline is None else max(0.0, deadline - time.monotonic())
         ready = wait([connection, process.sentinel], timeout=wait_for)
         if connection in ready or process.sentinel in ready:
@@ -193,10 +184,10 @@ def _supervise(
             if not process.is_alive() or process.sentinel in ready:
                 process.join(timeout=5)
                 return describe_exit(process.exitcode, "soak process")
-        deadline = progress.deadline(*timeouts)
+        deadline = progress.clock.deadline(*timeouts)
         if deadline is not None and time.monotonic() >= deadline:
             process.kill()
-            if progress.calling_since is not None:
+            if progress.clock.calling_since is not None:
                 return f"timed out after {timeouts[0]:g}s; the soak process was killed"
             return (
                 f"timed out judging what the plug-in returned: over {timeouts[1]:g}s (judging "
@@ -208,20 +199,18 @@ def _supervise(
 def _receive(message: tuple[Any, ...], progress: _Progress) -> bool:
     """Take in one message of the child; True when it was the last one (the finding)."""
     kind = message[0]
-    if kind == "call":
-        progress.calling_since, progress.judging_since = time.monotonic(), None
-    elif kind == "done":
-        progress.calling_since, progress.judging_since = None, time.monotonic()
-    elif kind == "started":
+    if progress.clock.heard(kind):
+        return False
+    if kind == "started":
         progress.started = message[1]
     elif kind == "turn":
         _, progress.turn, progress.stored, progress.ledger = message
     elif kind == "record":
-        progress.judging_since = None
+        progress.clock.stop()
         progress.records = (*progress.records, message[1])
         progress.repeats = message[2]
     elif kind == "report":
-        progress.judging_since = None
+        progress.clock.stop()
         progress.report = message[1]
     elif kind == "finding":
         progress.finding = message[1]
