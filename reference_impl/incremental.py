@@ -50,7 +50,7 @@ import operator
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, compress, pairwise, repeat, takewhile
+from itertools import accumulate, compress, filterfalse, pairwise, repeat, takewhile
 from typing import Any, ClassVar, TypeVar, cast
 
 from reference_impl.assembler import (
@@ -147,6 +147,9 @@ _SMALL_BATCH = 4
 """Up to this many units are counted one by one (``_count_units``)."""
 _AHEAD_MARGIN = 4
 """Counting ahead by the mean cost fills at most this fraction (1/n) of the room left."""
+_BATCH_RESUMES = True
+"""Whether ``SessionAssembler._degrade`` resumes the fill once per run of attachments degraded
+in its window (False: after each, as the step does; the tests compare the two)."""
 
 
 def _part_facts(message: Message) -> tuple[bool, bool, bool]:
@@ -243,6 +246,10 @@ class _Index:
     result_ids: set[str] = field(default_factory=set)
     degraded: dict[int, tuple[Message, ...]] = field(default_factory=dict)
     """Units with their attachments replaced by placeholders, made once when first needed."""
+    degraded_costs: dict[int, int] = field(default_factory=dict)
+    """The tokens of those, counted once when first needed: a turn that degrades them again
+    (every turn degrades the same old attachments) knows their cost, so its fill meets them
+    as counted units."""
     digest: Any = field(default_factory=hashlib.sha256)
     frozen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """``turn_ids``, ``ring_ids`` ... as tuples, remade only when a slice reaches past their end:
@@ -750,12 +757,18 @@ class SessionAssembler:
         return [costs[p] for p in run[:take]]  # type: ignore[misc]  # all counted now
 
     def _degraded_cost(self, index: _Index, position: int) -> int:
+        found = index.degraded_costs.get(position)
+        if found is not None:
+            return found
         counter = self.counter
         assert counter is not None
         messages = self._degraded_messages(index, position)
         if isinstance(counter, _MemoizedCounter):
-            return sum(counter.count_messages(messages))
-        return sum(map(counter.count_message, messages))
+            found = sum(counter.count_messages(messages))
+        else:
+            found = sum(map(counter.count_message, messages))
+        index.degraded_costs[position] = found
+        return found
 
     @staticmethod
     def _degraded_messages(index: _Index, position: int) -> tuple[Message, ...]:
@@ -773,26 +786,70 @@ class SessionAssembler:
         the window is degraded without changing the verdict (its cost is counted only if a fill
         reaches it); one inside lowers the room used by what it won, and the fill resumes where
         it stopped (``_resume``), as the step's window grows while it fits.
+
+        A run of attachments inside the window whose placeholders cost no more than they did is
+        degraded before the fill resumes, once for the run (``_settle``): the window only grows
+        while costs only fall, so each of them is in the window it would have met one by one,
+        and the fill, a prefix of the keep order, ends where the resumes one by one would have.
+        The run ends before an attachment outside the window (the resumes may have brought it
+        in: whether it is counted depends on that) and before a dearer placeholder.
         """
         index = t.index
         window = set(t.kept_middle)
-        for a in degradable:
-            if t.everything:
-                break  # the middle fits now
-            t.degraded_order.append(a)
-            if a != t.over and a not in window:
-                t.degraded[a] = None
+        pending: list[tuple[int, int]] = []  # degraded in the window, the fill not resumed yet
+        i = 0
+        while i < len(degradable) and not t.everything:  # until the middle fits
+            a = degradable[i]
+            inside = a == t.over or a in window
+            if pending and (not inside or not _BATCH_RESUMES):
+                if self._settle(t, pending, window):
+                    break
+                inside = a == t.over or a in window
+            if not inside:  # this one and those after it up to the window: nothing changes
+                end = _next_inside(degradable, i, window, t.over) if _BATCH_RESUMES else i + 1
+                outside = degradable[i:end]
+                t.degraded_order += outside
+                known = map(index.degraded_costs.get, outside)
+                t.degraded.update(zip(outside, known, strict=True))
+                i = end
                 continue
+            i += 1
             before = self._cost(index, a)  # in the window: counted as it was
-            after = t.degraded[a] = self._degraded_cost(index, a)
-            if a == t.over:
-                window.update(self._resume(t))
-            elif after <= before:
-                t.used -= before - after
+            after = self._degraded_cost(index, a)
+            if after > before and pending and self._settle(t, pending, window):
+                break
+            t.degraded_order.append(a)
+            t.degraded[a] = after
+            if after <= before:
+                if a != t.over:  # the unit the fill stopped at is not in the room used
+                    t.used -= before - after
+                pending.append((a, before - after))
+            elif a == t.over:
                 window.update(self._resume(t))
             else:  # a placeholder dearer than the attachment: what fits is decided afresh
                 self._fill(t)
                 window = set(t.kept_middle)
+        if pending:
+            self._settle(t, pending, window)
+
+    def _settle(self, t: _Turn, pending: list[tuple[int, int]], window: set[int]) -> bool:
+        """The fill resumed once after the ``pending`` attachments (position, tokens won) were
+        degraded (``_degrade``), ``window`` grown by what it keeps now; whether the middle fits.
+        When it fits after them, the step would have stopped at the first after which it fit:
+        the middle's total then is the total now plus what the later ones won, so those later
+        ones are taken back."""
+        window.update(self._resume(t))
+        if t.everything:
+            back, first = 0, len(pending)
+            while first > 1 and t.used + back + pending[first - 1][1] <= t.room:
+                first -= 1
+                back += pending[first][1]
+            for a, _ in pending[first:]:
+                del t.degraded[a]
+            del t.degraded_order[len(t.degraded_order) - (len(pending) - first) :]
+            t.used += back
+        pending.clear()
+        return t.everything
 
     def _short_error(self, index: _Index, position: int) -> bool:
         """``steps.trim.short_error``, with the unit's characters kept in the index."""
@@ -1117,7 +1174,7 @@ class SessionAssembler:
             )
             reached = taken if over is None else [*taken, positions[over]]
             if t.degraded:  # a degraded unit's own cost is not what it cost before
-                reached = [p for p in reached if p not in t.degraded]
+                reached = list(filterfalse(t.degraded.__contains__, reached))
             index.reach(reached)
             t.kept_middle.extend(taken)
             t.used += used
@@ -1403,6 +1460,18 @@ def _skipped_head(positions: Sequence[int], stop: int, skip: Collection[int]) ->
     """How many of ``positions[:stop]`` are skipped when those are all at its head, else None."""
     cuts = _skipped(positions, stop, skip)
     return len(cuts) if cuts == list(range(len(cuts))) else None
+
+
+def _next_inside(positions: list[int], start: int, window: set[int], over: int | None) -> int:
+    """The index of the first of ``positions[start:]`` (ascending) in ``window`` or equal to
+    ``over``, or ``len(positions)``; at C speed."""
+    end = len(positions)
+    if over is not None:
+        k = bisect.bisect_left(positions, over, start)
+        if k < end and positions[k] == over:
+            end = k
+    found = bytes(map(window.__contains__, positions[start:end])).find(1)
+    return end if found < 0 else start + found
 
 
 def _index_of(values: list[bool], value: bool, start: int) -> int:
