@@ -272,7 +272,15 @@ class _Index:
             return False
         self.call_ids = set(checked.calls)
         self.result_ids = set(checked.results)
-        return self._add(messages, codes, others)
+        if not self._add(messages, codes, others):
+            return False
+        # Built at their exact lengths, the lists as long as the session would be copied whole
+        # by the next turn's first extension: they get their room to grow now.
+        for values in (self.message_ids, self.starts, self.costs, self.estimated):
+            _reserve(values)
+        _reserve(self.codes)
+        _reserve(self.reached)
+        return True
 
     def extend(self, messages: tuple[Message, ...]) -> bool:
         """Add the messages after ``self.messages``; False when the session is not valid.
@@ -1460,6 +1468,14 @@ def _skipped_head(positions: Sequence[int], stop: int, skip: Collection[int]) ->
     """How many of ``positions[:stop]`` are skipped when those are all at its head, else None."""
     cuts = _skipped(positions, stop, skip)
     return len(cuts) if cuts == list(range(len(cuts))) else None
+
+
+def _reserve(values: list[Any] | bytearray) -> None:
+    """Over-allocate ``values`` as a growing list is (by an eighth), so that the next
+    extensions append in place instead of copying it: one element added and taken back."""
+    if values:
+        values.append(values[-1])
+        values.pop()
 
 
 def _next_inside(positions: list[int], start: int, window: set[int], over: int | None) -> int:
