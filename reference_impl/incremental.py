@@ -330,7 +330,7 @@ class _Index:
 
     def ids_of(self, positions: Sequence[int]) -> tuple[str, ...]:
         """The ids of the units at ``positions``, in that order (C speed)."""
-        return _ids(self.message_ids, list(map(self.starts.__getitem__, positions)))
+        return _pick(self.message_ids, _pick(self.starts, positions))
 
     def is_ring(self, position: int) -> bool:
         """Whether the unit at ``position`` is a ring."""
@@ -376,17 +376,17 @@ class _Index:
         at C speed for the units of one text part, one by one for the others; kept, as a walk
         often looks at the same units again."""
         cache = self.estimated
-        found = list(map(cache.__getitem__, positions))
+        found = list(_pick(cache, positions))
         if 0 in found:  # 0: not estimated yet (an estimate is at least a frame)
             missing = list(compress(positions, map(operator.not_, found)))
             for p, estimate in zip(missing, self._estimates(missing), strict=True):
                 cache[p] = estimate
-            found = list(map(cache.__getitem__, positions))
+            found = list(_pick(cache, positions))
         return found
 
     def _estimates(self, positions: list[int]) -> list[int]:
-        heads = list(map(self.starts.__getitem__, positions))
-        kinds = bytes(map(self.codes.__getitem__, heads))
+        heads = _pick(self.starts, positions)
+        kinds = bytes(_pick(self.codes, heads))
         plain = compress(heads, map(operator.ne, kinds, repeat(KIND_OTHER)))
         texts = map(_TEXT, map(_FIRST, map(_PARTS, map(self.messages.__getitem__, plain))))
         found = list(map(operator.add, map(len, texts), repeat(_FRAME_ESTIMATE)))
@@ -398,7 +398,7 @@ class _Index:
         """Note units (counted) as needed by a step: ``tokens_before`` sums them. At C speed
         when they all were already (a walk over what the previous turn kept)."""
         reached, costs = self.reached, self.costs
-        flags = bytes(map(reached.__getitem__, positions))
+        flags = _pick(reached, positions)
         if 0 not in flags:
             return
         for p in compress(positions, map(operator.not_, flags)):
@@ -711,7 +711,7 @@ class SessionAssembler:
             for p in positions:
                 costs[p] = sum(map(count, index.unit_messages(p)))
             return
-        heads = list(map(starts.__getitem__, positions))
+        heads = _pick(starts, positions)
         found = counter.count_messages(_pick(messages, heads))
         rings = index.rings
         low = bisect.bisect_left(rings, positions[0]) if positions else 0
@@ -1114,7 +1114,7 @@ class SessionAssembler:
     def _known_costs(self, t: _Turn, chunk: list[int]) -> list[int | None]:
         """The costs of ``chunk`` (ascending positions) as the fill sees them: degraded units at
         their degraded cost; None where not counted yet."""
-        found = list(map(t.index.costs.__getitem__, chunk))
+        found = list(_pick(t.index.costs, chunk))
         if t.degraded and chunk:
             order = t.degraded_order
             low = bisect.bisect_left(order, chunk[0])
@@ -1509,10 +1509,6 @@ def _joined(ids: Sequence[str], more: tuple[str, ...]) -> Sequence[str]:
     return (*ids, *more) if more else ids
 
 
-def _ids(ids: list[str], positions: list[int]) -> tuple[str, ...]:
-    return _pick(ids, positions)
-
-
 def _view_messages(
     index: _Index,
     kept: list[int],
@@ -1524,7 +1520,7 @@ def _view_messages(
     them), ``degraded`` ones replaced, the injections after the leading system text. At C
     speed: a message index per kept unit, one more for each kept ring."""
     starts = index.starts
-    at = list(map(starts.__getitem__, kept))
+    at = list(_pick(starts, kept))
     tails = [starts[r] + 1 for r in kept_rings]
     if tails:
         at = sorted(at + tails)
@@ -1542,8 +1538,9 @@ def _find(ordered: Sequence[int], value: int) -> int:
     return k if k < len(ordered) and ordered[k] == value else -1
 
 
-def _pick(values: Sequence[_T], positions: list[int]) -> tuple[_T, ...]:
-    """``values`` at ``positions``, as a tuple, at C speed."""
+def _pick(values: Sequence[_T], positions: Sequence[int]) -> tuple[_T, ...]:
+    """``values`` at ``positions``, as a tuple, at C speed (``itemgetter``: about twice as fast
+    as ``map`` over ``__getitem__``, five times as ``bytes(map(...))``)."""
     if not positions:
         return ()
     if len(positions) == 1:
