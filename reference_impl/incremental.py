@@ -150,6 +150,10 @@ _AHEAD_MARGIN = 4
 _BATCH_RESUMES = True
 """Whether ``SessionAssembler._degrade`` resumes the fill once per run of attachments degraded
 in its window (False: after each, as the step does; the tests compare the two)."""
+_SETTLE_WHEN_IT_MAY_FIT = True
+"""Whether such a run is cut short where the middle may fit (``SessionAssembler._may_fit``):
+only when it cannot are the later degrades of a run counted for nothing (the tests compare
+both ways)."""
 
 
 def _part_facts(message: Message) -> tuple[bool, bool, bool]:
@@ -832,6 +836,12 @@ class SessionAssembler:
                 if a != t.over:  # the unit the fill stopped at is not in the room used
                     t.used -= before - after
                 pending.append((a, before - after))
+                if (
+                    _SETTLE_WHEN_IT_MAY_FIT
+                    and self._may_fit(t)
+                    and self._settle(t, pending, window)
+                ):
+                    break
             elif a == t.over:
                 window.update(self._resume(t))
             else:  # a placeholder dearer than the attachment: what fits is decided afresh
@@ -839,6 +849,20 @@ class SessionAssembler:
                 window = set(t.kept_middle)
         if pending:
             self._settle(t, pending, window)
+
+    def _may_fit(self, t: _Turn) -> bool:
+        """Whether the middle may fit after the degrades so far (the fill not resumed): the room
+        it used and the unit it stopped at, with the units left after that one at the mean cost
+        of those it kept. An estimate, which only decides where a run of degrades is cut (the
+        result is the same wherever it is, ``_settle``): a run that cannot make the middle fit
+        goes on, and near the fit (the middle mostly in the window) the fill resumes after each,
+        so no degrade is counted for nothing there."""
+        over = t.over
+        if over is None:
+            return True
+        left = sum(t.drop_stop.values()) - 1  # the units after ``over`` in keep order, about
+        mean = t.used // max(1, len(t.kept_middle))
+        return t.used + self._cost_of(t, over) + left * mean <= t.room
 
     def _settle(self, t: _Turn, pending: list[tuple[int, int]], window: set[int]) -> bool:
         """The fill resumed once after the ``pending`` attachments (position, tokens won) were
