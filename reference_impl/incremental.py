@@ -804,7 +804,8 @@ class SessionAssembler:
         while costs only fall, so each of them is in the window it would have met one by one,
         and the fill, a prefix of the keep order, ends where the resumes one by one would have.
         The run ends before an attachment outside the window (the resumes may have brought it
-        in: whether it is counted depends on that) and before a dearer placeholder.
+        in: whether it is counted depends on that), before a dearer placeholder, and where the
+        middle may fit (``_may_fit``).
         """
         index = t.index
         window = set(t.kept_middle)
