@@ -3,11 +3,9 @@ turn that only appends messages without looking at the old ones again."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from assembler_strategies import CONFIGS, never_cut, sessions
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from assembler_support import WordCounter, assistant, decided, ring, session, system, user, words
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
@@ -17,27 +15,6 @@ from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError
 from reference_impl.incremental import SessionAssembler
 from reference_impl.steps import PIPELINE
 from reference_impl.transcript import SHAPE_NAMES
-
-
-def outcome(run):
-    """What an assembly decided, without timings and the lower-bound ``tokens_before.middle``."""
-    try:
-        a = run()
-    except ContextAssemblyError as exc:
-        return ("rejected", exc.code)
-    report = a.report.to_dict()
-    for key in ("seconds", "tokens_before", "tokens_before_is_lower_bound"):
-        report.pop(key)
-    return (
-        [(m.id, m.role, m.parts) for m in a.view],
-        [m.id for m in a.base_view],
-        a.view.tools,
-        a.injected_ids,
-        a.prefix_ids,
-        json.dumps(report, sort_keys=True),
-        a.report.tokens_before.prefix,
-        a.report.tokens_before.suffix,
-    )
 
 
 @st.composite
@@ -62,8 +39,8 @@ def test_each_turn_equals_the_stateless_assembly(case):
     assembler = SessionAssembler(config, shape=shape, counter=WordCounter(), metrics=metrics)
     for cut in cuts:
         turn = full.with_messages(full.messages[:cut])  # the very same message objects
-        got = outcome(lambda t=turn: assembler.assemble(t, budget=budget))
-        want = outcome(
+        got = decided(lambda t=turn: assembler.assemble(t, budget=budget))
+        want = decided(
             lambda t=turn: assemble(
                 t, config, shape=shape, counter=WordCounter(), budget=budget, metrics=metrics
             )
@@ -138,9 +115,9 @@ def test_a_session_with_images_keeps_the_incremental_path():
     for cut in (60, 80, 100, len(full)):
         turn = full.with_messages(full.messages[:cut])
         for budget in (700, 2500, 6000):
-            got = outcome(lambda t=turn, b=budget: assembler.assemble(t, budget=b))
+            got = decided(lambda t=turn, b=budget: assembler.assemble(t, budget=b))
             paths.append(assembler.last_path)
-            want = outcome(
+            want = decided(
                 lambda t=turn, b=budget: assemble(
                     t, config, counter=WordCounter(), budget=b, metrics=metrics
                 )
@@ -165,7 +142,7 @@ def test_clearing_old_results_under_pressure_equals_the_stateless_assembly():
     cold = assemble(s, config, counter=WordCounter(), budget=400)
     assert "clear_tool_results" in cold.report.steps
     assert assembler.last_path == "full:clear_tool_results"
-    assert outcome(lambda: got) == outcome(lambda: cold)
+    assert decided(lambda: got) == decided(lambda: cold)
 
 
 def test_the_incremental_path_takes_every_step_of_the_pipeline():
@@ -198,9 +175,9 @@ def test_a_long_session_equals_the_stateless_assembly_turn_after_turn():
             paths = []
             for cut in range(len(full) - 40, len(full) + 1, 4):
                 turn = full.with_messages(full.messages[:cut])
-                got = outcome(lambda t=turn, b=budget, a=assembler: a.assemble(t, budget=b))
+                got = decided(lambda t=turn, b=budget, a=assembler: a.assemble(t, budget=b))
                 paths.append(assembler.last_path)
-                want = outcome(
+                want = decided(
                     lambda t=turn, b=budget, c=config: assemble(
                         t, c, counter=WordCounter(), budget=b, metrics=metrics
                     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from assembler_support import WordCounter, assistant, ring, session, system, user, words
+from assembler_support import WordCounter, assistant, decided, ring, session, system, user, words
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
@@ -77,26 +77,6 @@ def _item(kind: str, i: int, size: int, width: int | None) -> tuple[Message, ...
 
 
 KINDS = ["turn", "image_turn", "ring", "image_ring", "file_ring"]
-
-
-def outcome(run):
-    """What an assembly decided, without its timing and its lower-bound ``tokens_before.middle``
-    (``tokens_before_is_lower_bound``: the incremental path counts less of the middle)."""
-    try:
-        a = run()
-    except ContextAssemblyError as exc:
-        return ("rejected", exc.code)
-    report = a.report.to_dict()
-    for key in ("seconds", "tokens_before", "tokens_before_is_lower_bound"):
-        report.pop(key)
-    return (
-        [(m.id, m.role, m.parts) for m in a.view],
-        [m.id for m in a.base_view],
-        a.prefix_ids,
-        json.dumps(report, sort_keys=True),
-        a.report.tokens_before.prefix,
-        a.report.tokens_before.suffix,
-    )
 
 
 def whole(run):
@@ -179,8 +159,8 @@ def test_each_turn_with_attachments_equals_the_pipeline(case):
     assembler = SessionAssembler(config, counter=AttachmentCounter(attachment), metrics=metrics)
     for cut in cuts:
         turn = full.with_messages(full.messages[:cut])
-        got = outcome(lambda t=turn: assembler.assemble(t, budget=budget))
-        want = outcome(
+        got = decided(lambda t=turn: assembler.assemble(t, budget=budget))
+        want = decided(
             lambda t=turn: assemble_pipeline(
                 t, config, counter=AttachmentCounter(attachment), budget=budget, metrics=metrics
             )
@@ -225,6 +205,6 @@ def test_the_middle_that_fits_within_a_run_stops_the_degrading_there(degrades):
     want = assemble_pipeline(
         full, _CONFIG, counter=AttachmentCounter(100), budget=budget, metrics=metrics
     )
-    assert outcome(lambda: got) == outcome(lambda: want)
+    assert decided(lambda: got) == decided(lambda: want)
     assert len(got.report.degraded_attachment_ids) == degrades  # of 11 in the middle
     assert got.report.dropped_turn_ids == ()  # the whole middle fits

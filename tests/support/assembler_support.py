@@ -127,6 +127,29 @@ def assembly_facts(outcome: Assembly | ContextAssemblyError) -> tuple[Any, ...]:
     )
 
 
+def decided(run: Callable[[], Assembly]) -> tuple[Any, ...]:
+    """What an assembly decided (or the refusal's code), without its timing and the lower-bound
+    ``tokens_before.middle`` (``tokens_before_is_lower_bound``: the incremental path counts less
+    of the middle than the pipeline): what the incremental path and the pipeline must agree on."""
+    try:
+        a = run()
+    except ContextAssemblyError as exc:
+        return ("rejected", exc.code)
+    report = a.report.to_dict()
+    for key in ("seconds", "tokens_before", "tokens_before_is_lower_bound"):
+        report.pop(key)
+    return (
+        [(m.id, m.role, m.parts) for m in a.view],
+        [m.id for m in a.base_view] if a.base_view is not None else None,
+        a.view.tools,
+        a.injected_ids,
+        a.prefix_ids,
+        json.dumps(report, sort_keys=True),
+        a.report.tokens_before.prefix,
+        a.report.tokens_before.suffix,
+    )
+
+
 class Case(NamedTuple):
     """A session with the config (and budget, in ``WordCounter`` tokens) that makes its point."""
 
