@@ -34,6 +34,14 @@ messages between the same two aligned anchors), in order, as:
 * ``synthesized``: an error result for a session call that had none in the session;
 * ``invented``: none of the above.
 
+**Role changes.** A text that is the whole text of a dropped plain session message sent under
+another role (a user turn resent as system text, the system text as a user turn, an assistant
+text as the user's) is that message, ``modified`` with a ``role_changed`` edit, never a summary
+or a note: the words now carry another speaker's authority. Only system and developer are one
+role here (Chat takes either for the same instructions). It is read the same wherever it is
+sent: a message of its own, a block of a top-level system (Anthropic, Bedrock, Gemini), or a
+text part of a turn a strict-alternation shape merged (:func:`_recast_source`).
+
 Each session message is ``kept``, ``merged`` (kept whole inside a merged view message),
 ``modified`` or ``dropped``.
 
@@ -58,7 +66,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal, TypeAlias
 
@@ -110,6 +118,7 @@ EditKind: TypeAlias = Literal[
     "attachment_degraded",
     "attachment_changed",
     "attachment_added",
+    "role_changed",
     "reasoning_changed",
     "fields_changed",
 ]
@@ -487,6 +496,7 @@ def _system_link(state: _State, index: int, message: Message, open_: Sequence[in
         return _joined_system_link(state, index, message, open_)
     session = state.session
     held: list[int] = []
+    recast: list[tuple[int, int]] = []  # (part position, session message)
     position, parts = 0, message.parts
     while position < len(parts):
         for i in open_:
@@ -503,8 +513,20 @@ def _system_link(state: _State, index: int, message: Message, open_: Sequence[in
         else:
             alone = Message(message.role, (parts[position],))
             if not (_is_injection(alone, state.memory) or _is_ledger_note(alone, state.ledger)):
-                return None
+                # A block that is a plain session message's words under the system role is
+                # that message, its role changed (as the same text in a message of its own).
+                taken = {i for _, i in recast} | state.claimed
+                other = [i for i in range(len(session.messages)) if i not in taken]
+                found = _recast_source(session, alone.text, message.role, other)
+                if found is None:
+                    return None
+                recast.append((position, found))
             position += 1
+    if recast:
+        state.claimed.update(held)
+        state.edits.extend(_role_changed(state, index, i) for _, i in recast)
+        within = tuple(sorted([*held, *(i for _, i in recast)]))
+        return Link(index, "modified", recast[0][1], within)
     if not held:
         return Link(index, "injected", None)
     state.claimed.update(held)
@@ -727,6 +749,53 @@ def _is_synthesized(message: Message, session: Transcript) -> bool:
     calls = {c.id for m in session.messages for c in m.tool_calls}
     answered = {r.call_id for m in session.messages for r in m.tool_results}
     return all(r.is_error and r.call_id in calls and r.call_id not in answered for r in results)
+
+
+def _speaker(role: Role) -> Role:
+    """Whose words a text part of a ``role`` message is: tool results travel in the user's turn,
+    so a text beside them speaks as the user."""
+    return "user" if role == "tool" else role
+
+
+def _recast_source(
+    session: Transcript, text: str, role: Role, candidates: Iterable[int]
+) -> int | None:
+    """The session message of ``candidates`` (the latest first) whose whole text is ``text``, a
+    plain message (text parts only) of another role than ``role``: its words sent under another
+    speaker's authority (system and developer count as one role, as :func:`_system_link` reads
+    them)."""
+    body = text.strip()
+    if not body:
+        return None
+    speaker = _speaker(role)
+    for i in sorted(candidates, reverse=True):
+        source = session.messages[i]
+        if (
+            source.role != speaker
+            and not (source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES)
+            and source.parts
+            and all(isinstance(p, TextPart) for p in source.parts)
+            and source.text.strip() == body
+        ):
+            return i
+    return None
+
+
+def _role_changed(state: _State, index: int, source: int, *, claim: bool = True) -> Edit:
+    """The edit of session message ``source`` sent under another role in view message ``index``
+    (with ``claim``, the message is claimed and marked modified: that is where it went; without,
+    the view holds a copy beside the message it keeps)."""
+    was = state.session.messages[source]
+    now = _speaker(state.view.messages[index].role)
+    if claim:
+        state.claimed.add(source)
+        state.modified.add(source)
+    return Edit(
+        index,
+        source,
+        "role_changed",
+        f"its {was.role} text sent as {now}: {_short(was.text)}",
+    )
 
 
 # --------------------------------------------------------------------------- modified messages
@@ -1327,7 +1396,17 @@ def _merged_link(
     and each other message the latest before the next."""
     session = state.session
     back = {new: old for old, new in state.renames.items()}
-    note = _note_part(state, message.role)
+    plain_note = _note_part(state, message.role)
+    unclaimed = [i for i in range(len(session.messages)) if i not in state.claimed]
+
+    def recast_of(part: Part) -> int | None:
+        if not isinstance(part, TextPart):
+            return None
+        return _recast_source(session, part.text, message.role, unclaimed)
+
+    def note(part: Part) -> bool:
+        return plain_note(part) or recast_of(part) is not None
+
     summary = _summary_part(state, message.role, max(open_, default=-1) + 1)
     chunks = _decompose(
         message, session, open_, back, note=note, summary=summary, latest_user=state.latest_user
@@ -1368,6 +1447,20 @@ def _merged_link(
         given = message.parts[chunk.start : chunk.start + len(wanted)]
         state.edits.extend(_edits(index, chunk.source, given, wanted, state))
     state.claimed.update(held)
+    # A block that is a plain session message's words under this turn's role (a user text
+    # merged into an assistant turn, the system text into the goal's): that message, its role
+    # changed, as the same text sent as a message of its own would be.
+    recast: list[int] = []
+    for chunk in chunks:
+        part = message.parts[chunk.start]
+        if chunk.source is None and not chunk.summary and not plain_note(part):
+            found = recast_of(part)
+            if found is not None and found not in recast:
+                recast.append(found)
+                state.edits.append(_role_changed(state, index, found))
+    if recast:
+        within = tuple(sorted([*held, *recast]))
+        return Link(index, "modified", recast[0], within)
     if any(c.summary for c in chunks):
         state.summarized.add(index)
     state.modified.update(c.source for c in changed if c.source is not None)
@@ -1456,9 +1549,11 @@ def _resolve_summaries(
     state: _State,
     links: Sequence[Link | None],
     pending: Sequence[int],
-    sources: Sequence[SourceStatus],
+    sources: list[SourceStatus],
 ) -> dict[int, Link]:
-    """Decide each summary candidate: a plain new message is a summary *by contract* when
+    """Decide each summary candidate. One whose whole text is a dropped plain message's, sent
+    under another role, is that message with its role changed (``modified``, a ``role_changed``
+    edit; ``sources`` is updated). Otherwise a plain new message is a summary *by contract* when
 
     * the session messages between its nearest present neighbours in the view (not counting
       the pinned prefix: system/developer text and the first user message) include at least one
@@ -1468,7 +1563,8 @@ def _resolve_summaries(
     * it names something of that dropped span (:func:`_names_the_span`);
     * and no other summary stands in for the same span.
 
-    Otherwise it is ``invented``."""
+    Otherwise it is ``invented`` (a copy of a message the view keeps, under another role, with
+    a ``role_changed`` edit of that message)."""
     session = state.session
     out: dict[int, Link] = {}
     taken: set[tuple[int, int]] = set()
@@ -1478,8 +1574,28 @@ def _resolve_summaries(
             taken.add(gaps[link.index])
     for j in pending:
         gap = gaps[j]
-        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
         message = state.view.messages[j]
+        recast = (
+            _recast_source(session, message.text, message.role, _dropped(sources))
+            if all(isinstance(p, TextPart) for p in message.parts)
+            else None
+        )
+        if recast is not None:  # a dropped message's words under another role: no summary
+            state.edits.append(_role_changed(state, j, recast))
+            sources[recast] = "modified"
+            out[j] = Link(j, "modified", recast)
+            continue
+        present = [i for i, status in enumerate(sources) if status != "dropped"]
+        copied = (
+            _recast_source(session, message.text, message.role, present)
+            if all(isinstance(p, TextPart) for p in message.parts)
+            else None
+        )
+        if copied is not None:  # a copy of a message the view keeps, under another role
+            state.edits.append(_role_changed(state, j, copied, claim=False))
+            out[j] = Link(j, "invented", None)
+            continue
+        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
         if _replaces_system_text(message, session, sources):
             out[j] = Link(j, "invented", None)
             continue
@@ -1492,7 +1608,7 @@ def _resolve_summaries(
 
 
 def _inline_summaries(
-    state: _State, links: Sequence[Link | None], sources: Sequence[SourceStatus]
+    state: _State, links: Sequence[Link | None], sources: list[SourceStatus]
 ) -> set[int]:
     """Settle each ``summary_added`` edit: the text opening a kept tool-call turn is a summary by
     contract when it stands in for dropped messages before that turn (between its previous
@@ -1508,7 +1624,11 @@ def _inline_summaries(
         span = _summarizable(session, range(before + 1, edit.source), sources)
         gap = (before, edit.source)
         message = Message("assistant", (TextPart(state.view.messages[edit.view_index].text),))
-        if span and gap not in taken and _names_the_span(message, session, span):
+        recast = _recast_source(session, message.text, "assistant", _dropped(sources))
+        if recast is not None:  # a dropped message's words opening the turn: no summary
+            state.edits[k] = _role_changed(state, edit.view_index, recast)
+            sources[recast] = "modified"
+        elif span and gap not in taken and _names_the_span(message, session, span):
             taken.add(gap)
             found.add(edit.view_index)
             detail = f"summary added before the calls: {_short(message.text)}"
@@ -1518,13 +1638,17 @@ def _inline_summaries(
     return found
 
 
+def _dropped(sources: Sequence[SourceStatus]) -> list[int]:
+    return [i for i, status in enumerate(sources) if status == "dropped"]
+
+
 def _summary_gaps(gaps: _Gaps, links: Sequence[Link | None]) -> set[tuple[int, int]]:
     """The gaps (:class:`_Gaps`) the view's summary messages stand in for."""
     return {gaps[link.index] for link in links if link is not None and link.status == "summary"}
 
 
 def _added_summaries(
-    state: _State, links: Sequence[Link | None], sources: Sequence[SourceStatus]
+    state: _State, links: Sequence[Link | None], sources: list[SourceStatus]
 ) -> set[int]:
     """Settle each ``text_added`` edit of a kept message (text added before or after its whole
     text): the added text is a summary by contract when, as a message of its own in that place,
@@ -1556,7 +1680,11 @@ def _added_summaries(
         )
         span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
         probe = Message(wanted.role, (TextPart(extra),))
-        if span and gap not in taken and _names_the_span(probe, session, span):
+        recast = _recast_source(session, extra, wanted.role, _dropped(sources))
+        if recast is not None:  # a dropped message's words added to it: no summary
+            state.edits[k] = _role_changed(state, edit.view_index, recast)
+            sources[recast] = "modified"
+        elif span and gap not in taken and _names_the_span(probe, session, span):
             taken.add(gap)
             found.add(edit.view_index)
             detail = f"summary added to it: {_short(extra)}"

@@ -596,6 +596,59 @@ class DropSystem(Breaker):
         return [m for m in messages if m.role not in {"system", "developer"}]
 
 
+def _plain_text(message: Message) -> bool:
+    return bool(message.text) and all(isinstance(p, TextPart) for p in message.parts)
+
+
+class RoleChanger(Breaker):
+    """Sends session messages' words under another role (:meth:`recast`), merging same-side
+    neighbours again where the shape requires alternation."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        out = self.recast(view, messages)
+        return merge_same_side(out) if self.shape in STRICT else out
+
+    def recast(self, view: Transcript, messages: list[Message]) -> list[Message]:
+        raise NotImplementedError
+
+
+class UserTurnAsSystem(RoleChanger):
+    """Drops the latest user turn and sends its words as system text right after the system
+    texts (a block of the top-level system where the shape has one): the user's words now speak
+    with the system's authority."""
+
+    def recast(self, view: Transcript, messages: list[Message]) -> list[Message]:
+        at = latest_user_index(view)
+        if at is None or messages[at].role != "user" or not _plain_text(messages[at]):
+            return messages
+        moved = messages.pop(at)
+        head = sum(1 for m in messages if m.role in {"system", "developer"})
+        return [*messages[:head], Message("system", moved.parts), *messages[head:]]
+
+
+class SystemAsUserTurn(RoleChanger):
+    """Sends the system texts as the opening user turn (as a client for a model without a
+    system role might): the pinned instructions lose their authority."""
+
+    def recast(self, view: Transcript, messages: list[Message]) -> list[Message]:
+        system = [m for m in messages if m.role in {"system", "developer"}]
+        rest = [m for m in messages if m.role not in {"system", "developer"}]
+        return [*(Message("user", m.parts) for m in system), *rest]
+
+
+class AssistantTextAsUser(RoleChanger):
+    """Sends every plain assistant text it keeps under the user role: the model's own words come
+    back as the user's instructions."""
+
+    def recast(self, view: Transcript, messages: list[Message]) -> list[Message]:
+        return [
+            Message("user", m.parts) if m.role == "assistant" and _plain_text(m) else m
+            for m in messages
+        ]
+
+
 class OffByOne(RingDropper):
     """Sends the whole session when it costs at most one token more than the budget (``<=
     budget + 1``, the classic slip), else cuts as the ring dropper does."""
@@ -860,5 +913,26 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "order_preserved",
         "should",
         "comes after session messages",
+    ),
+    "UserTurnAsSystem": (
+        UserTurnAsSystem,
+        SHAPE_NAMES,
+        "nothing_invented",
+        "must",
+        "its user text sent as system",
+    ),
+    "SystemAsUserTurn": (
+        SystemAsUserTurn,
+        SHAPE_NAMES,
+        "pins_unaltered",
+        "must",
+        "(system, pinned system text) was changed in view messages[0]: its system text sent as user",
+    ),
+    "AssistantTextAsUser": (
+        AssistantTextAsUser,
+        SHAPE_NAMES,
+        "nothing_invented",
+        "must",
+        "its assistant text sent as user",
     ),
 }
