@@ -642,7 +642,8 @@ def _is_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bo
 
 
 def _is_labelled_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bool:
-    """Each line is a short header or an entry's fields with at most two words more."""
+    """Each line is a short header, an entry's fields with at most two words more, or (in a
+    structured note: JSON, a table) field names and values only (:func:`_only_fields`)."""
     values = _ledger_values(ledger)
     ids = {str(e.get(k)) for e in ledger for k in ("call_id", "idempotency_key", "resource_id")}
     ids.discard("None")
@@ -663,10 +664,33 @@ def _is_labelled_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any
                 return False
             facts += 1
         elif len(words) > 12 or not (
-            line.endswith(":") or (line.startswith("[") and line.endswith("]"))
+            line.endswith(":")
+            or (line.startswith("[") and line.endswith("]"))
+            or _only_fields(line, values)
         ):
             return False
     return facts > 0
+
+
+_CALL_ID: Final = re.compile(r"\bcall[ _-]?ids?\b", re.IGNORECASE)
+
+
+def _only_fields(line: str, values: set[str]) -> bool:
+    """A line of a structured note that holds no id: only field names, an entry's values and
+    punctuation (a JSON ``"tool": "notify_ops",`` or ``{``, a table's header ``| tool | call id |
+    status |`` or ``|---|``, a heading ``## Side effects executed``). "call" counts only as part
+    of "call id": a line never says to call anything."""
+    words = [w.strip(".,;:()[]") for w in _WORD.findall(_CALL_ID.sub(" ", line))]
+    return all(
+        not w
+        or (w.lower() in _LEDGER_LABELS and w.lower() != "call")
+        or w.lower() in _JSON_LITERALS
+        or w in values
+        for w in words
+    )
+
+
+_JSON_LITERALS: Final = frozenset(("null", "none", "true", "false"))
 
 
 _PROSE_WORDS: Final = frozenset(

@@ -38,6 +38,8 @@
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
   OpenAI shapes' cheap mode), then degrades them if that is not enough.
+* :class:`JsonLedger`, :class:`TableLedger`: the ring dropper, its ledger note as pretty-printed
+  JSON or as a Markdown table under a heading.
 
 ``FUNCTIONS`` holds plain message functions (``f(messages, budget)`` and the keyword form) that
 drop whole units oldest first, for every shape.
@@ -45,6 +47,7 @@ drop whole units oldest first, for every shape.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -509,6 +512,37 @@ class LowDetailFirst(AttachmentDegrader):
     low_detail = True
 
 
+class JsonLedger(RingDropper):
+    """The ring dropper, its ledger note a header and the entries as pretty-printed JSON."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        fields = ("tool", "call_id", "idempotency_key", "resource_id", "status")
+        entries = [
+            {k: e.get(k) for k in fields}
+            for e in request.ledger
+            if e.get("side_effect", True) and e["call_id"] in dropped_calls
+        ]
+        if not entries:
+            return None
+        return "Side effects already executed (do not repeat):\n" + json.dumps(entries, indent=2)
+
+
+class TableLedger(RingDropper):
+    """The ring dropper, its ledger note a Markdown heading and table."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        rows = [
+            f"| {e['tool']} | {e['call_id']} | {e.get('idempotency_key') or '-'} | "
+            f"{e.get('resource_id') or '-'} | {e['status']} |"
+            for e in request.ledger
+            if e.get("side_effect", True) and e["call_id"] in dropped_calls
+        ]
+        if not rows:
+            return None
+        header = "| tool | call id | idempotency key | resource | status |"
+        return "\n".join(["## Executed side effects", header, "|---|---|---|---|---|", *rows])
+
+
 GOOD: dict[str, type[Miniature]] = {
     "RingDropper": RingDropper,
     "KeepFewerRings": KeepFewerRings,
@@ -530,6 +564,8 @@ GOOD: dict[str, type[Miniature]] = {
     "UserTurnCompactor": UserTurnCompactor,
     "SystemSummary": SystemSummary,
     "ParenthesesClearer": ParenthesesClearer,
+    "JsonLedger": JsonLedger,
+    "TableLedger": TableLedger,
 }
 
 
