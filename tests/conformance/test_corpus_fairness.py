@@ -212,6 +212,7 @@ EVERY_SHAPE = [
     "UserTurnAsSystem",
     "SystemAsUserTurn",
     "AssistantTextAsUser",
+    "MarkerOrder",
 ]
 
 

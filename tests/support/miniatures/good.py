@@ -40,6 +40,11 @@
   OpenAI shapes' cheap mode), then degrades them if that is not enough.
 * :class:`JsonLedger`, :class:`TableLedger`: the ring dropper, its ledger note as pretty-printed
   JSON or as a Markdown table under a heading.
+* :class:`GapMarker`: the ring dropper, leaving a bracketed marker of its own where it dropped
+  messages (a user turn); :class:`SkippedMarker` words it as AutoGen does, unbracketed
+  (``Skipped 3 messages.``); :class:`AssistantGapMarker` sends it as an assistant turn.
+* :class:`PlainImagePlaceholder`: the attachment degrader, its placeholder a plain sentence.
+* :class:`ReversedSchemas`: the ring dropper, offering the tool schemas in reverse order.
 
 ``FUNCTIONS`` holds plain message functions (``f(messages, budget)`` and the keyword form) that
 drop whole units oldest first, for every shape.
@@ -543,6 +548,63 @@ class TableLedger(RingDropper):
         return "\n".join(["## Executed side effects", header, "|---|---|---|---|---|", *rows])
 
 
+class GapMarker(RingDropper):
+    """The ring dropper, leaving a marker of its own where it dropped messages (a user turn, as
+    AutoGen's head-and-tail context does): ``[3 earlier messages omitted to save context]``."""
+
+    marker = "[{n} earlier messages omitted to save context]"
+    role = "user"
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        kept: list[Message] = []
+        run = 0
+        for i, message in enumerate(session.messages):
+            if i in dropped:
+                run += 1
+                continue
+            if run:
+                kept.append(Message(self.role, (TextPart(self.marker.format(n=run)),)))  # type: ignore[arg-type]
+                run = 0
+            kept.append(message)
+        note = self.note_text(request, dropped_calls)
+        return kept if note is None else self.noted(session, kept, note)
+
+
+class SkippedMarker(GapMarker):
+    """The gap marker in AutoGen's own words, unbracketed: ``Skipped 3 messages.``"""
+
+    marker = "Skipped {n} messages."
+
+
+class AssistantGapMarker(GapMarker):
+    """The gap marker as an assistant turn (merged into the assistant text after it where the
+    shape requires alternation)."""
+
+    role = "assistant"
+
+
+class PlainImagePlaceholder(AttachmentDegrader):
+    """The attachment degrader, its placeholder a plain sentence: ``Image omitted to save
+    context.``"""
+
+    placeholder = "{kind} omitted to save context."
+
+
+class ReversedSchemas(RingDropper):
+    """The ring dropper, offering the tool schemas in reverse order (a set, to the provider)."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        return super().finish(request, replace(session, tools=session.tools[::-1]), messages)
+
+
 GOOD: dict[str, type[Miniature]] = {
     "RingDropper": RingDropper,
     "KeepFewerRings": KeepFewerRings,
@@ -566,6 +628,11 @@ GOOD: dict[str, type[Miniature]] = {
     "ParenthesesClearer": ParenthesesClearer,
     "JsonLedger": JsonLedger,
     "TableLedger": TableLedger,
+    "GapMarker": GapMarker,
+    "SkippedMarker": SkippedMarker,
+    "AssistantGapMarker": AssistantGapMarker,
+    "PlainImagePlaceholder": PlainImagePlaceholder,
+    "ReversedSchemas": ReversedSchemas,
 }
 
 
