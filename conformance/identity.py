@@ -294,6 +294,10 @@ class _State:
     renames: dict[str, str] = field(default_factory=dict)
     summarized: set[int] = field(default_factory=set)
     """View messages that merge a summary by contract with whole session messages."""
+    floor: int = 0
+    """The first session message after the present neighbour before the view message being
+    placed: what a summary merged into it may stand for starts there, as for a summary sent as a
+    message of its own (:func:`_summary_part`)."""
     latest_user: int | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -325,6 +329,7 @@ def map_view(
         after = i1 - 1
         for j in range(j1, j2):
             open_ = [i for i in region if i > after and i not in state.claimed]
+            state.floor = after + 1
             link = _classify(state, j, open_, room=j < j2 - 1)
             if link is None or link.status == "invented":
                 link = _moved(state, j) or _extended(state, j, open_) or link
@@ -1393,8 +1398,9 @@ def _note_part(state: _State, role: Role) -> Callable[[Part], bool]:
 def _summary_part(state: _State, role: Role, limit: int) -> Callable[[Part, int, int | None], bool]:
     """Whether a text part of a merged user-side turn, between the session messages ``after``
     and ``following`` (None: none follows in the turn, and the span ends before ``limit``), is a
-    summary by contract of the messages between them that nothing else holds: the same test as
-    for a summary sent as a message of its own there (a strict-alternation shape merges a
+    summary by contract of the messages between them that nothing else holds, none before the
+    view message's present neighbour (``state.floor``): the same test as for a summary sent as a
+    message of its own there (a strict-alternation shape merges a
     user-role summary into the goal's turn, an assistant-role summary or gap marker into the
     assistant text after it). The summary opening an assistant turn of tool calls is settled by
     :func:`_inline_summaries`."""
@@ -1408,7 +1414,7 @@ def _summary_part(state: _State, role: Role, limit: int) -> Callable[[Part, int,
         end = limit if following is None else following
         span = [
             i
-            for i in range(after + 1, end)
+            for i in range(max(after + 1, state.floor), end)
             if i not in state.claimed and session.messages[i].role not in INSTRUCTION_ROLES
         ]
         probe = Message(role, (part,))

@@ -213,6 +213,7 @@ EVERY_SHAPE = [
     "SystemAsUserTurn",
     "AssistantTextAsUser",
     "MarkerOrder",
+    "SummaryAwayFromSpan",
 ]
 
 

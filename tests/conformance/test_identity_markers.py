@@ -175,3 +175,31 @@ def test_a_summary_quoting_a_dropped_turn_whole_names_it() -> None:
     recap = _text("assistant", "So far: Proceed now.")
     view = short.with_messages([short.messages[0], short.messages[1], recap, short.messages[8]])
     assert map_view(short, view).links[2].status == "invented"
+
+
+SUMMARY = "Earlier: called get_status and notify_ops; the canary was next."
+
+
+def test_a_summary_away_from_what_it_replaces_is_invented_whether_merged_or_not() -> None:
+    # The rings 2-5 are dropped; the assistant text 6 is kept between them and the summary sent
+    # before the latest user turn: on its own (Chat) it is an invented user turn, and merged into
+    # that turn (Anthropic, Bedrock, Gemini) it is text added to it, never a summary of rings
+    # it does not stand next to.
+    alone = _view(0, NOTE, 1, 6, _text("user", SUMMARY), 7)
+    assert _map(alone).links[4].status == "invented"
+    merged = _view(0, NOTE, 1, 6, Message("user", (TextPart(SUMMARY), *M[7].parts)))
+    identity = _map(merged)
+    assert [(e.source, e.kind) for e in identity.edits] == [(7, "text_added")]
+    for view in (alone, merged):
+        assert _verdicts(view, "nothing_invented")["nothing_invented"] == "fail"
+
+
+def test_a_summary_next_to_what_it_replaces_is_one_whether_merged_or_not() -> None:
+    alone = _view(0, NOTE, 1, _text("user", SUMMARY), 7)
+    assert _map(alone).links[3].status == "summary"
+    merged = _view(0, NOTE, 1, Message("user", (TextPart(SUMMARY), *M[7].parts)))
+    identity = _map(merged)
+    assert identity.inline_summaries == (3,)
+    assert identity.sources[7] == "merged"
+    for view in (alone, merged):
+        assert _verdicts(view, "nothing_invented")["nothing_invented"] == "pass"

@@ -650,6 +650,30 @@ class AssistantTextAsUser(RoleChanger):
         ]
 
 
+class SummaryAwayFromSpan(Compactor):
+    """Its summary, undeclared, as a user turn right before the latest user turn, with the kept
+    rings between it and what it replaces: a summary by contract stands where its span was, so
+    this is an invented user turn (in a strict-alternation shape, text added to the latest user
+    turn), as it would be with an order in it. (Declared, it would be a summary wherever it is.)"""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        at = next(
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.role == "assistant" and m.text.startswith("Summary of")
+            ),
+            None,
+        )
+        if at is not None:
+            summary = messages.pop(at)
+            latest = max(i for i, m in enumerate(messages) if m.role == "user" and m.text)
+            messages.insert(latest, Message("user", summary.parts))
+        return super().finish(request, session, messages)
+
+
 class MarkerOrder(GapMarker):
     """6c: its marker where it dropped messages carries an order inside the brackets."""
 
@@ -934,6 +958,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "pins_unaltered",
         "must",
         "(system, pinned system text) was changed in view messages[0]: its system text sent as user",
+    ),
+    "SummaryAwayFromSpan": (
+        SummaryAwayFromSpan,
+        SHAPE_NAMES,
+        "nothing_invented",
+        "must",
+        "'Summary of the earlier conversation",
     ),
     "MarkerOrder": (
         MarkerOrder,
