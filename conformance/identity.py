@@ -791,16 +791,20 @@ def _recast_source(
     session: Transcript, text: str, role: Role, candidates: Iterable[int]
 ) -> int | None:
     """The session message of ``candidates`` (the latest first) whose whole text is ``text``, a
-    plain message (text parts only) of another role than ``role``: its words sent under another
-    speaker's authority (system and developer count as one role, as :func:`_system_link` reads
-    them)."""
+    plain message (text parts only) of another role than ``role``, or a tool message one of whose
+    results is ``text``: its words sent under another speaker's authority (system and developer
+    count as one role, as :func:`_system_link` reads them; a tool's output resent as the user's
+    words is an instruction the user never gave)."""
     body = text.strip()
     if not body:
         return None
     speaker = _speaker(role)
     for i in sorted(candidates, reverse=True):
         source = session.messages[i]
-        if (
+        if source.role == "tool":
+            if any(r.text.strip() == body for r in source.tool_results):
+                return i
+        elif (
             source.role != speaker
             and not (source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES)
             and source.parts
@@ -820,12 +824,13 @@ def _role_changed(state: _State, index: int, source: int, *, claim: bool = True)
     if claim:
         state.claimed.add(source)
         state.modified.add(source)
-    return Edit(
-        index,
-        source,
-        "role_changed",
-        f"its {was.role} text sent as {now}: {_short(was.text)}",
-    )
+    if was.role == "tool":
+        sent = state.view.messages[index].text
+        result = next((r for r in was.tool_results if r.text.strip() in sent), was.tool_results[0])
+        what = f"its tool result {result.call_id} sent as {now} text: {_short(result.text)}"
+    else:
+        what = f"its {was.role} text sent as {now}: {_short(was.text)}"
+    return Edit(index, source, "role_changed", what)
 
 
 # --------------------------------------------------------------------------- modified messages

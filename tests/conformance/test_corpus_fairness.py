@@ -214,6 +214,7 @@ EVERY_SHAPE = [
     "AssistantTextAsUser",
     "MarkerOrder",
     "SummaryAwayFromSpan",
+    "ResultTextAsUser",
 ]
 
 

@@ -46,6 +46,10 @@ def _as(role: str, index: int) -> Message:
     return Message(role, M[index].parts)  # type: ignore[arg-type]
 
 
+def _text(role: str, text: str) -> Message:
+    return Message(role, (TextPart(text),))  # type: ignore[arg-type]
+
+
 def _map(view: Transcript) -> IdentityMap:
     return map_view(SESSION, view)
 
@@ -202,3 +206,27 @@ def test_the_latest_user_turn_as_system_text_fails_the_same_in_every_shape(shape
         "its user text sent as system: 'How is the canary doing?'"
         in (results["nothing_invented"][1])
     )
+
+
+@pytest.mark.parametrize("role", ["user", "system"])
+def test_a_dropped_tool_result_resent_as_the_user_s_words_is_that_result(role: Role) -> None:
+    # A tool's output (a fetched page, a file) is data; as a user turn or system text it speaks
+    # with that role's authority, an instruction inside it included.
+    view = _view(0, 1, 2, 3, _text(role, M[5].tool_results[0].text), 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(5, 4)]
+    assert identity.summaries() == ()
+    results = check_results(SCENARIO, assembled_outcome(SESSION, view), "nothing_invented")
+    assert results["nothing_invented"][0] == "fail"
+    assert (
+        f"its tool result call_a sent as {role} text: 'eu-west-1 healthy'"
+        in (results["nothing_invented"][1])
+    )
+
+
+def test_a_summary_quoting_a_tool_result_beside_its_own_words_is_a_summary() -> None:
+    recap = _text("user", f"Earlier get_status returned: {M[5].tool_results[0].text}.")
+    view = _view(0, 1, 2, 3, recap, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == []
+    assert [link.index for link in identity.summaries()] == [4]
