@@ -36,8 +36,10 @@ messages between the same two aligned anchors), in order, as:
 
 **Role changes.** A text that is the whole text of a dropped plain session message sent under
 another role (a user turn resent as system text, the system text as a user turn, an assistant
-text as the user's) is that message, ``modified`` with a ``role_changed`` edit, never a summary
-or a note: the words now carry another speaker's authority. Only system and developer are one
+text as the user's), or of one of a dropped tool message's results, is that message,
+``modified`` with a ``role_changed`` edit, never a summary or a note: the words now carry
+another speaker's authority (a copy of a message the view keeps is ``invented``, with the
+same edit). Only system and developer are one
 role here (Chat takes either for the same instructions). It is read the same wherever it is
 sent: a message of its own, a block of a top-level system (Anthropic, Bedrock, Gemini), or a
 text part of a turn a strict-alternation shape merged (:func:`_recast_source`).
@@ -502,7 +504,7 @@ def _system_link(state: _State, index: int, message: Message, open_: Sequence[in
         return _joined_system_link(state, index, message, open_)
     session = state.session
     held: list[int] = []
-    recast: list[tuple[int, int]] = []  # (part position, session message)
+    recast: list[int] = []
     position, parts = 0, message.parts
     while position < len(parts):
         for i in open_:
@@ -521,18 +523,17 @@ def _system_link(state: _State, index: int, message: Message, open_: Sequence[in
             if not (_is_injection(alone, state.memory) or _is_ledger_note(alone, state.ledger)):
                 # A block that is a plain session message's words under the system role is
                 # that message, its role changed (as the same text in a message of its own).
-                taken = {i for _, i in recast} | state.claimed
+                taken = {*recast, *state.claimed}
                 other = [i for i in range(len(session.messages)) if i not in taken]
                 found = _recast_source(session, alone.text, message.role, other)
                 if found is None:
                     return None
-                recast.append((position, found))
+                recast.append(found)
             position += 1
     if recast:
         state.claimed.update(held)
-        state.edits.extend(_role_changed(state, index, i) for _, i in recast)
-        within = tuple(sorted([*held, *(i for _, i in recast)]))
-        return Link(index, "modified", recast[0][1], within)
+        state.edits.extend(_role_changed(state, index, i) for i in recast)
+        return Link(index, "modified", recast[0], tuple(sorted([*held, *recast])))
     if not held:
         return Link(index, "injected", None)
     state.claimed.update(held)
@@ -1405,10 +1406,9 @@ def _summary_part(state: _State, role: Role, limit: int) -> Callable[[Part, int,
     and ``following`` (None: none follows in the turn, and the span ends before ``limit``), is a
     summary by contract of the messages between them that nothing else holds, none before the
     view message's present neighbour (``state.floor``): the same test as for a summary sent as a
-    message of its own there (a strict-alternation shape merges a
-    user-role summary into the goal's turn, an assistant-role summary or gap marker into the
-    assistant text after it). The summary opening an assistant turn of tool calls is settled by
-    :func:`_inline_summaries`."""
+    message of its own there (a strict-alternation shape merges a user-role summary into the
+    goal's turn, an assistant-role summary or gap marker into the assistant text after it). The
+    summary opening an assistant turn of tool calls is settled by :func:`_inline_summaries`."""
     session = state.session
 
     def allowed(part: Part, after: int, following: int | None) -> bool:
@@ -1498,7 +1498,9 @@ def _merged_link(
         part = message.parts[chunk.start]
         if chunk.source is None and not chunk.summary and not plain_note(part):
             found = recast_of(part)
-            if found is not None and found not in recast:
+            if found in held:  # a copy of a message the turn also holds (a result echoed)
+                state.edits.append(_role_changed(state, index, found, claim=False))
+            elif found is not None and found not in recast:
                 recast.append(found)
                 state.edits.append(_role_changed(state, index, found))
     if recast:

@@ -230,3 +230,15 @@ def test_a_summary_quoting_a_tool_result_beside_its_own_words_is_a_summary() -> 
     identity = _map(view)
     assert _recast(identity) == []
     assert [link.index for link in identity.summaries()] == [4]
+
+
+def test_a_result_echoed_as_user_text_in_its_own_turn_is_a_copy_under_another_role() -> None:
+    # Bedrock and Gemini carry a ring's results and the next user text in one turn: a text there
+    # that repeats a result speaks as the user; the result itself stays kept.
+    echoed = Message("tool", (*M[5].parts, TextPart(M[5].tool_results[0].text)))
+    view = _view(0, 1, 2, 3, 4, echoed, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(5, 5)]
+    assert identity.sources[5] == "merged"  # kept whole in its turn, not moved away
+    results = check_results(SCENARIO, assembled_outcome(SESSION, view), "nothing_invented")
+    assert results["nothing_invented"][0] == "fail"
