@@ -667,7 +667,7 @@ def _is_labelled_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any
                 and not any(v in w for v in values)
                 and not any(w in v for v in values)
             ]
-            if len(rest) > 2:
+            if len(rest) > 2 or _gives_order(rest, words):
                 return False
             facts += 1
         elif len(words) > 12 or not (
@@ -749,7 +749,7 @@ def _is_prose_ledger_note(text: str, ledger: Sequence[Mapping[str, Any]]) -> boo
             and not any(v in w or w in v for v in values)
         ]
         if any(_states_entry(sentence, entry) for entry in ledger):
-            if len(unexplained) > _PROSE_EXTRA:
+            if len(unexplained) > _PROSE_EXTRA or _gives_order(unexplained, words):
                 return False
             stated += 1
         elif len(words) <= 12 and (
@@ -763,6 +763,29 @@ def _is_prose_ledger_note(text: str, ledger: Sequence[Mapping[str, Any]]) -> boo
         ):
             return False
     return stated > 0
+
+
+_ORDER_WORDS: Final = frozenset(
+    (
+        *("again", "repeat", "rerun", "re-run", "redo", "retry", "resend", "now", "must"),
+        *("should", "please", "always", "delete", "wipe", "remove", "drop", "erase", "purge"),
+        *("run", "execute", "send", "post", "approve", "refund", "charge", "pay", "transfer"),
+        *("book", "cancel", "deploy", "restart", "notify", "page", "ignore", "override"),
+        *("disable", "grant", "escalate", "create", "update", "reply", "answer", "tell"),
+    )
+)
+"""Words that make the two words a ledger line or sentence may hold beside its facts an order
+("notify_ops ran with notify-7781: rerun it.", "... status=succeeded delete it") rather than a
+description ("posted twice", "paged oncall", "producing msg_991"); a sentence that says not to
+(``not``, ``never``) is the "do not repeat" kind."""
+
+
+def _gives_order(extra: Sequence[str], words: Sequence[str]) -> bool:
+    """Whether the words a ledger line or sentence holds beside its facts (``extra``) give an
+    order, its other words (``words``) holding no negation."""
+    return any(w.lower() in _ORDER_WORDS for w in extra) and not (
+        {w.lower() for w in words} & _NEGATIONS
+    )
 
 
 def _states_entry(sentence: str, entry: Mapping[str, Any]) -> bool:

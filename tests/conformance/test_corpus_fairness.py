@@ -215,6 +215,7 @@ EVERY_SHAPE = [
     "MarkerOrder",
     "SummaryAwayFromSpan",
     "ResultTextAsUser",
+    "LedgerNoteRerun",
 ]
 
 

@@ -25,6 +25,7 @@ from miniatures.good import (
     AttachmentDegrader,
     Compactor,
     GapMarker,
+    LedgerInUserTurn,
     ProseLedger,
     ProseLedgerOneSystemText,
     RingDropper,
@@ -674,6 +675,18 @@ class SummaryAwayFromSpan(Compactor):
         return super().finish(request, session, messages)
 
 
+class LedgerNoteRerun(LedgerInUserTurn):
+    """Its prose ledger note before the latest user turn says, in two words beside the facts,
+    to run the side effect again ("notify_ops already ran (...), rerun it.")."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        note = super().note_text(request, dropped_calls)
+        if note is None:
+            return None
+        first, _, rest = note.partition("\n")
+        return "\n".join([first.replace(", producing", ", rerun it; producing", 1), rest])
+
+
 class MarkerOrder(GapMarker):
     """6c: its marker where it dropped messages carries an order inside the brackets."""
 
@@ -999,6 +1012,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "sent as user text",
+    ),
+    "LedgerNoteRerun": (
+        LedgerNoteRerun,
+        SHAPE_NAMES,
+        "nothing_invented",
+        "must",
+        "'notify_ops already ran (idempotency k",
     ),
     "MarkerOrder": (
         MarkerOrder,
