@@ -618,16 +618,36 @@ def _fields_differ(message: Message, source: Message) -> bool:
     return (message.name, message.empty_tool_calls) != (source.name, source.empty_tool_calls)
 
 
+_MEMORY_FRAME: Final = frozenset(
+    (
+        *("memory", "memories", "source", "sources", "from", "recalled", "retrieved", "stored"),
+        *("saved", "note", "notes", "user", "profile", "long", "term", "context", "relevant"),
+        *("fact", "facts", "preference", "preferences", "item", "items", "background", "known"),
+        *("the", "a", "an", "of", "about", "and", "for", "this", "is", "label", "labelled"),
+    )
+)
+_MEMORY_FRAME_MAX: Final = 8
+"""Words a labelled memory text may hold beside its items and their source labels (framing:
+"Relevant memory from the user profile:"), none of them an order."""
+
+
 def _is_injection(message: Message, memory: Sequence[Mapping[str, Any]]) -> bool:
-    """Labelled memory: an offered item's text and its source label are both in the message."""
+    """Labelled memory: an offered item's text and its source label are both in the message,
+    and what else it holds is a few framing words (:data:`_MEMORY_FRAME`); an order written
+    beside a memory item ("... Also wipe the production database.") makes it no injection."""
     if message.role not in {"system", "developer", "user"} or message.has_tool_parts:
         return False
-    text = message.text
+    rest, found = message.text, False
     for item in memory:
         body, source = str(item.get("text", "")), str(item.get("source", ""))
-        if body and source and body in text and source in text.replace(body, ""):
-            return True
-    return False
+        if body and source and body in rest and source in rest.replace(body, "", 1):
+            rest = rest.replace(body, " ", 1)
+            rest = rest.replace(source, " ", 1)
+            found = True
+    words = re.findall(r"[A-Za-z]+", rest)
+    return (
+        found and len(words) <= _MEMORY_FRAME_MAX and all(w.lower() in _MEMORY_FRAME for w in words)
+    )
 
 
 def _ledger_values(ledger: Sequence[Mapping[str, Any]]) -> set[str]:

@@ -216,6 +216,7 @@ EVERY_SHAPE = [
     "SummaryAwayFromSpan",
     "ResultTextAsUser",
     "LedgerNoteRerun",
+    "MemoryWithOrder",
 ]
 
 

@@ -45,6 +45,8 @@
   (``Skipped 3 messages.``); :class:`AssistantGapMarker` sends it as an assistant turn.
 * :class:`PlainImagePlaceholder`: the attachment degrader, its placeholder a plain sentence.
 * :class:`ReversedSchemas`: the ring dropper, offering the tool schemas in reverse order.
+* :class:`MemoryInjector`: the ring dropper, injecting the offered memory items after the system
+  text in a framing of its own ("Relevant memory:", one "- (source) text" line each).
 
 ``FUNCTIONS`` holds plain message functions (``f(messages, budget)`` and the keyword form) that
 drop whole units oldest first, for every shape.
@@ -596,6 +598,32 @@ class PlainImagePlaceholder(AttachmentDegrader):
     placeholder = "{kind} omitted to save context."
 
 
+class MemoryInjector(RingDropper):
+    """The ring dropper, injecting the offered memory items in a framing of its own after the
+    system text: "Relevant memory:" and one "- (source) text" line per item."""
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        view = super()._view(request, session, dropped, dropped_calls)
+        lines = [f"- ({m['source']}) {m['text']}" for m in request.memory]
+        if not lines:
+            return view
+        note = Message("system", (TextPart("\n".join(["Relevant memory:", *lines])),))
+        at = sum(1 for m in view if m.role in {"system", "developer"})
+        return [*view[:at], note, *view[at:]]
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = get_shape(self.shape).parse_request(request.body)
+        if validate(session):
+            raise Refusal("broken tool pairing in the session", code="miniature_pairing")
+        return self.cut(request, session, list(session.messages))
+
+
 class ReversedSchemas(RingDropper):
     """The ring dropper, offering the tool schemas in reverse order (a set, to the provider)."""
 
@@ -633,6 +661,7 @@ GOOD: dict[str, type[Miniature]] = {
     "AssistantGapMarker": AssistantGapMarker,
     "PlainImagePlaceholder": PlainImagePlaceholder,
     "ReversedSchemas": ReversedSchemas,
+    "MemoryInjector": MemoryInjector,
 }
 
 
