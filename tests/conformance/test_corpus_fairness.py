@@ -217,6 +217,7 @@ EVERY_SHAPE = [
     "ResultTextAsUser",
     "LedgerNoteRerun",
     "MemoryWithOrder",
+    "ClearWithClaim",
 ]
 
 
