@@ -65,7 +65,7 @@ from conformance.scenarios import (
     Scenario,
 )
 from conformance.traffic.verdicts import CassetteLibrary, Judgement, judge_request, load_library
-from conformance.workers import RunStop, WorkerPool
+from conformance.workers import JUDGE_TIMEOUT, RunStop, WorkerPool
 from reference_impl.documents import INPUT_LIMIT_ENV, max_input_bytes
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
@@ -683,13 +683,16 @@ def run_events(
     stop: RunStop | None = None,
     max_consecutive_timeouts: int | None = DEFAULT_MAX_CONSECUTIVE_TIMEOUTS,
     max_seconds: float | None = None,
+    judge_timeout: float = JUDGE_TIMEOUT,
 ) -> Iterator[Event]:
     """Plan and run every case in supervised workers; yield RunStarted, a CaseStarted as each
     case starts and its CaseFinished (in plan order) when it is done, RunFinished.
 
     The cassette library is loaded once here (forked workers inherit it). The run stops early
     when ``stop`` is set (a signal), after ``max_consecutive_timeouts`` timed-out cases in a row,
-    or after ``max_seconds``; the footer says why and the cases that finished are reported."""
+    or after ``max_seconds``; the footer says why and the cases that finished are reported.
+    Judging what one call returned may take ``judge_timeout`` seconds (see
+    :data:`conformance.workers.JUDGE_TIMEOUT`)."""
     cases = plan_cases(scenarios, plugin.shapes, shapes, assemblers=plugin.assemblers)
     unseen = len(plan_cases(scenarios, plugin.shapes, shapes)) - len(cases)
     specs = {s.id: checks_for(s, level=level) for s in scenarios}
@@ -728,7 +731,12 @@ def run_events(
     results: list[CaseResult] = []
     try:
         with WorkerPool(
-            plugin, jobs=jobs, timeout=timeout, library=cassettes, failed=unrun_result
+            plugin,
+            jobs=jobs,
+            timeout=timeout,
+            library=cassettes,
+            failed=unrun_result,
+            judge_timeout=judge_timeout,
         ) as pool:
             work = ((case, specs[case.scenario.id]) for case in cases)
             deadline = (

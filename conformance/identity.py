@@ -704,10 +704,14 @@ _CALL_ID: Final = re.compile(r"\bcall[ _-]?ids?\b", re.IGNORECASE)
 
 
 def _only_fields(line: str, values: set[str]) -> bool:
-    """A line of a structured note that holds no id: only field names, an entry's values and
-    punctuation (a JSON ``"tool": "notify_ops",`` or ``{``, a table's header ``| tool | call id |
-    status |`` or ``|---|``, a heading ``## Side effects executed``). "call" counts only as part
-    of "call id": a line never says to call anything."""
+    """A line of a structured note that holds no id: a JSON or table line, or a Markdown heading
+    (its mark: ``"``, a brace, a bracket, ``|`` or a leading ``#``), of field names, an entry's values
+    and punctuation only (a JSON ``"tool": "notify_ops",`` or ``{``, a table's header ``| tool |
+    call id | status |`` or ``|---|``, a heading ``## Side effects executed``). "call" counts only
+    as part of "call id": a line never says to call anything. A plain line of words stays a
+    header only with its colon or brackets."""
+    if not (_STRUCTURE.search(line) or line.startswith("#")):
+        return False
     words = [w.strip(".,;:()[]") for w in _WORD.findall(_CALL_ID.sub(" ", line))]
     return all(
         not w
@@ -719,6 +723,7 @@ def _only_fields(line: str, values: set[str]) -> bool:
 
 
 _JSON_LITERALS: Final = frozenset(("null", "none", "true", "false"))
+_STRUCTURE: Final = re.compile(r"[\"{}|\[\]]")
 
 
 _PROSE_WORDS: Final = frozenset(

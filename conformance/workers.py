@@ -9,7 +9,8 @@ supervises and reports:
   ``SIGKILL``) turns its case into an ``error`` result naming how it died; a fresh worker replaces
   it and the run goes on. A ``MemoryError`` raised in the plug-in is an ordinary exception there.
 - **Hangs.** The worker announces each plug-in call; a call that outlives the timeout gets its
-  worker killed (``SIGKILL``) and replaced, so no abandoned thread is left behind.
+  worker killed (``SIGKILL``) and replaced, so no abandoned thread is left behind. Judging what a
+  call returned is bounded the same way (:data:`JUDGE_TIMEOUT`).
 - **Output.** A worker's file descriptors 1 and 2 (and ``sys.stdout``/``sys.stderr``) go to
   files of its own, read back per case: what a plug-in prints is kept in the case record
   (``plugin_output``), never mixed into the harness's own output or its JSON-lines stream.
@@ -52,7 +53,9 @@ if TYPE_CHECKING:
     from conformance.traffic.verdicts import CassetteLibrary
 
 __all__ = [
+    "JUDGE_TIMEOUT",
     "MAX_CAPTURED_CHARS",
+    "CallClock",
     "RunStop",
     "WorkerPool",
     "describe_exit",
@@ -60,6 +63,48 @@ __all__ = [
 
 MAX_CAPTURED_CHARS: Final = 64 * 1024
 """At most this much of a plug-in's stdout (and of its stderr) is kept per case."""
+
+JUDGE_TIMEOUT: Final = 120.0
+"""Seconds of wall time the harness may spend judging what one plug-in call returned (from the
+call's end to the next call or the case's result). Judging is linear in the returned request's
+size and takes well under a second for any request a provider would take; a body near the input
+limit made of a million tiny messages takes minutes. Past this the worker is killed and the case
+is a timed-out ``error`` (it counts towards ``--max-consecutive-timeouts``)."""
+
+
+@dataclass(slots=True)
+class CallClock:
+    """Where a supervised process stands between the ``("call",)`` and ``("done",)`` messages
+    its call hook (:func:`conformance.engine.set_call_hook`) sends: calling the plug-in since a
+    time, judging what a call returned since a time, or neither. Its :meth:`deadline` is when
+    that call, or that judging, is out of time."""
+
+    calling_since: float | None = None
+    judging_since: float | None = None
+    """Set when a call ends, until the next call or a result: the harness is judging."""
+
+    def heard(self, kind: str) -> bool:
+        """Take in a message of the call hook; False when ``kind`` is not one of them."""
+        if kind == "call":
+            self.calling_since, self.judging_since = time.monotonic(), None
+        elif kind == "done":
+            self.calling_since, self.judging_since = None, time.monotonic()
+        else:
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Neither calling nor judging (a result is in, or nothing runs yet)."""
+        self.calling_since = self.judging_since = None
+
+    def deadline(self, timeout: float, judge_timeout: float) -> float | None:
+        """When the running call, or the judging of what it returned, is out of time."""
+        if self.calling_since is not None:
+            return self.calling_since + timeout
+        if self.judging_since is not None:
+            return self.judging_since + judge_timeout
+        return None
+
 
 _SIGNAL_NAMES: Final = {
     signal.SIGKILL: "SIGKILL: killed, e.g. by the kernel's out-of-memory killer",
@@ -243,7 +288,7 @@ class _Worker:
     connection: Connection
     capture_paths: tuple[str, str] | None
     case: Case | None = None
-    calling_since: float | None = None
+    clock: CallClock = field(default_factory=CallClock)
 
 
 @dataclass(slots=True)
@@ -274,9 +319,11 @@ class WorkerPool:
         library: CassetteLibrary,
         failed: FailedCase,
         capture: bool = True,
+        judge_timeout: float = JUDGE_TIMEOUT,
     ) -> None:
         self.jobs = max(1, jobs)
         self.timeout = timeout
+        self.judge_timeout = judge_timeout
         self.failed = failed
         self.capture = capture
         self.stats = PoolStats()
@@ -379,7 +426,7 @@ class WorkerPool:
                 idle = idle or self._spawn()
                 case, specs = pending.popleft()
                 idle.case = case
-                idle.calling_since = None
+                idle.clock.stop()
                 yield case.index
                 try:
                     idle.connection.send((case, specs))
@@ -403,7 +450,7 @@ class WorkerPool:
         if not busy:
             return
         now = time.monotonic()
-        deadlines = [w.calling_since + self.timeout for w in busy if w.calling_since is not None]
+        deadlines = [d for w in busy if (d := self._deadline(w)) is not None]
         if wall is not None:
             deadlines.append(wall)
         wait_for = max(0.0, min(deadlines) - now) if deadlines else None
@@ -418,23 +465,24 @@ class WorkerPool:
                 self._receive(worker, finish)  # a last message may still be in the pipe
         now = time.monotonic()
         for worker in [w for w in self._workers if w.case is not None]:
-            case = worker.case
-            if (
-                case is not None
-                and worker.calling_since is not None
-                and now - worker.calling_since >= self.timeout
-            ):
-                output = self._output(worker)
-                self._kill(worker)
+            case, deadline = worker.case, self._deadline(worker)
+            if case is None or deadline is None or now < deadline:
+                continue
+            if worker.clock.calling_since is not None:
+                why = f"timed out after {self.timeout:g}s"
                 self.stats.killed_hung += 1
-                finish(
-                    self.failed(
-                        case,
-                        f"timed out after {self.timeout:g}s; the worker process was killed and "
-                        "replaced",
-                        output,
-                    )
+            else:
+                why = (
+                    f"timed out judging what the plug-in returned: over {self.judge_timeout:g}s "
+                    "(judging takes time in proportion to the returned request's size)"
                 )
+            output = self._output(worker)
+            self._kill(worker)
+            finish(self.failed(case, f"{why}; the worker process was killed and replaced", output))
+
+    def _deadline(self, worker: _Worker) -> float | None:
+        """When the worker's plug-in call, or the judging of what it returned, is out of time."""
+        return worker.clock.deadline(self.timeout, self.judge_timeout)
 
     def _receive(self, worker: _Worker, finish: Callable[[CaseResult], None]) -> None:
         while worker.case is not None:
@@ -448,14 +496,12 @@ class WorkerPool:
                 self._lost(worker, finish)
                 return
             kind = message[0]
-            if kind == "call":
-                worker.calling_since = time.monotonic()
-            elif kind == "done":
-                worker.calling_since = None
-            elif kind == "result":
+            if worker.clock.heard(kind):
+                continue
+            if kind == "result":
                 _, result, output = message
                 worker.case = None
-                worker.calling_since = None
+                worker.clock.stop()
                 if output:
                     result = replace(result, plugin_output=output)
                 finish(result)

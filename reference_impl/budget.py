@@ -62,12 +62,8 @@ class BudgetPlan:
     source: BudgetSource
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as JSON data (for the report)."""
-        return {
-            "input_budget": self.input_budget,
-            "model_budget": self.model_budget,
-            "source": self.source,
-        }
+        """The plan as JSON data (for the report): each field, in field order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ PATH that does not exist (nothing is audited).
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import zlib
 from collections import Counter, deque
@@ -36,8 +37,16 @@ from rich.text import Text
 from conformance.commands._io import EXIT_FINDING, fail, fail_input
 from conformance.commands._options import format_option
 from conformance.errors import RecordingError
-from conformance.traffic.audit import AuditRow, audit_file, audit_lines, prepare, recording_files
+from conformance.traffic.audit import (
+    AuditRow,
+    audit_file,
+    audit_log_lines,
+    log_lines,
+    prepare,
+    recording_files,
+)
 from conformance.traffic.reading import LOG_SUFFIXES, not_a_recording_path
+from reference_impl.documents import max_input_bytes
 from reference_impl.wording import plural
 
 __all__ = ["EXIT_UNREADABLE", "command"]
@@ -117,10 +126,9 @@ _Sent = _Span | str
 def _judge_work(work: _Work, show_all: bool, jsonl: bool) -> _Block:
     if isinstance(work, str):
         return _collect(audit_file(work), show_all, jsonl)
-    lines = work.data.split(b"\n")
-    if lines and not lines[-1]:
-        lines.pop()
-    return _collect(audit_lines(lines, file=work.file, start=work.start), show_all, jsonl)
+    limit = max_input_bytes()
+    lines = ((work.start + i, line) for i, line in log_lines(io.BytesIO(work.data), limit))
+    return _collect(audit_log_lines(lines, work.file, limit), show_all, jsonl)
 
 
 def _judge_sent(sent: _Sent, show_all: bool, jsonl: bool) -> _Block | None:
@@ -157,13 +165,22 @@ def _log_blocks(path: Path) -> Iterator[_Work]:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
             yield name  # compressed: read (streaming) in one worker
             return
+        limit = max_input_bytes()
         start = offset = 0
         while data := raw.read(_BLOCK_BYTES):
+            skipped = 0
             if not data.endswith(b"\n"):
-                data += raw.readline()  # the rest of the block's last line
+                data += raw.readline(-1 if limit is None else limit + 1)  # the line's rest
+                last_line = len(data) - data.rfind(b"\n") - 1
+                if limit is not None and not data.endswith(b"\n") and last_line > limit:
+                    # over the input limit: the block holds enough of it to say so, the rest
+                    # of the line is skipped here, never held
+                    while (rest := raw.readline(_BLOCK_BYTES)) and not rest.endswith(b"\n"):
+                        skipped += len(rest)
+                    skipped += len(rest)
             yield _LogBlock(name, start, offset, data)
             start += data.count(b"\n") + (not data.endswith(b"\n"))
-            offset += len(data)
+            offset += len(data) + skipped
 
 
 def _work(paths: Iterable[str]) -> Iterator[_Work]:

@@ -10,7 +10,8 @@ plug-in is loaded. The child tells the parent, over a pipe, the run's settings, 
 The parent only supervises:
 
 - a plug-in call that outlives the timeout gets the child killed (``SIGKILL``): the turn is an
-  ``error`` "timed out", and no abandoned thread keeps running or allocating;
+  ``error`` "timed out", and no abandoned thread keeps running or allocating; so does judging
+  what a call returned past :data:`conformance.workers.JUDGE_TIMEOUT`;
 - a child that dies (``os._exit``, ``sys.exit`` outside a call, a segfault, the OOM killer) turns
   the turn it was in into an ``error`` naming how it died;
 - either way the report holds every turn that finished, and the finding keeps the failing turn's
@@ -28,7 +29,7 @@ import signal
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ from conformance.loading import Plugin
 from conformance.soak.finding import SoakFinding, make_finding, unshrunk_finding
 from conformance.soak.loop import DEFAULT_TURNS, SoakFailure, SoakReport, TurnRecord, run_soak
 from conformance.soak.workload import Workload
-from conformance.workers import describe_exit
+from conformance.workers import JUDGE_TIMEOUT, CallClock, describe_exit
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import Transcript
 
@@ -116,7 +117,8 @@ class _Progress:
     ledger: tuple[Mapping[str, Any], ...] = ()
     report: SoakReport | None = None
     finding: SoakFinding | None = None
-    calling_since: float | None = None
+    clock: CallClock = field(default_factory=CallClock)
+    """The running call, or the judging of what it returned, until the turn's record."""
 
 
 def run_soak_isolated(
@@ -127,6 +129,7 @@ def run_soak_isolated(
     seed: int = 0,
     shape: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    judge_timeout: float = JUDGE_TIMEOUT,
 ) -> SoakOutcome:
     """:func:`conformance.soak.run_soak` and :func:`conformance.soak.finding.make_finding` in a
     supervised child process (see the module docstring). Raises :class:`CtxconfError` for what
@@ -149,7 +152,7 @@ def run_soak_isolated(
     progress = _Progress()
     why: str | None = None
     try:
-        why = _supervise(process, parent_end, progress, timeout)
+        why = _supervise(process, parent_end, progress, (timeout, judge_timeout))
     finally:
         if process.is_alive():
             process.kill()
@@ -159,13 +162,17 @@ def run_soak_isolated(
 
 
 def _supervise(
-    process: BaseProcess, connection: Connection, progress: _Progress, timeout: float
+    process: BaseProcess,
+    connection: Connection,
+    progress: _Progress,
+    timeouts: tuple[float, float],
 ) -> str | None:
-    """Follow the child until it finishes (None) or dies or hangs (why, in words)."""
+    """Follow the child until it finishes (None) or dies or hangs (why, in words). ``timeouts``:
+    a plug-in call's and the judging of what one returned
+    (:data:`conformance.workers.JUDGE_TIMEOUT`)."""
     while True:
-        wait_for = None
-        if progress.calling_since is not None:
-            wait_for = max(0.0, progress.calling_since + timeout - time.monotonic())
+        deadline = progress.clock.deadline(*timeouts)
+        wait_for = None if deadline is None else max(0.0, deadline - time.monotonic())
         ready = wait([connection, process.sentinel], timeout=wait_for)
         if connection in ready or process.sentinel in ready:
             try:
@@ -177,29 +184,33 @@ def _supervise(
             if not process.is_alive() or process.sentinel in ready:
                 process.join(timeout=5)
                 return describe_exit(process.exitcode, "soak process")
-        if (
-            progress.calling_since is not None
-            and time.monotonic() - progress.calling_since >= timeout
-        ):
+        deadline = progress.clock.deadline(*timeouts)
+        if deadline is not None and time.monotonic() >= deadline:
             process.kill()
-            return f"timed out after {timeout:g}s; the soak process was killed"
+            if progress.clock.calling_since is not None:
+                return f"timed out after {timeouts[0]:g}s; the soak process was killed"
+            return (
+                f"timed out judging what the plug-in returned: over {timeouts[1]:g}s (judging "
+                "takes time in proportion to the returned request's size); the soak process "
+                "was killed"
+            )
 
 
 def _receive(message: tuple[Any, ...], progress: _Progress) -> bool:
     """Take in one message of the child; True when it was the last one (the finding)."""
     kind = message[0]
-    if kind == "call":
-        progress.calling_since = time.monotonic()
-    elif kind == "done":
-        progress.calling_since = None
-    elif kind == "started":
+    if progress.clock.heard(kind):
+        return False
+    if kind == "started":
         progress.started = message[1]
     elif kind == "turn":
         _, progress.turn, progress.stored, progress.ledger = message
     elif kind == "record":
+        progress.clock.stop()
         progress.records = (*progress.records, message[1])
         progress.repeats = message[2]
     elif kind == "report":
+        progress.clock.stop()
         progress.report = message[1]
     elif kind == "finding":
         progress.finding = message[1]

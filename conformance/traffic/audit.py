@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,8 +52,10 @@ __all__ = [
     "RowVerdict",
     "audit_interaction",
     "audit_lines",
+    "audit_log_lines",
     "audit_paths",
     "dialect_for",
+    "log_lines",
     "model_of",
     "prepare",
 ]
@@ -300,22 +303,52 @@ def _why(exc: RecordingError, file: str) -> str:
     return text[len(file) + 2 :] if text.startswith(file + ": ") else text
 
 
-def _bounded_lines(stream: Any, limit: int | None) -> Iterator[bytes | None]:
-    """The stream's lines, each read with at most ``limit`` bytes held: a longer line (a gzip bomb
-    with no newline, a runaway record) is skipped in chunks and yields ``None``. A streamed log may
-    be any size; the input limit bounds what one record may cost."""
-    while True:
-        line: bytes = stream.readline() if limit is None else stream.readline(limit + 1)
-        if not line:
-            return
-        if limit is not None and len(line) > limit and not line.endswith(b"\n"):
-            while True:
-                rest: bytes = stream.readline(1 << 20)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield None
-            continue
-        yield line
+_CHUNK: Final = 1 << 20
+"""A log is read in pieces of this many bytes."""
+_BLANK_RUN: Final = re.compile(rb"[\t-\r\x1c- ]*")
+"""ASCII white space (what ``str.strip`` strips of ASCII): a run of blank lines is skipped at C
+speed, so a log of a billion empty lines (a gzip bomb of 1 MiB) costs seconds, not minutes."""
+
+
+def log_lines(stream: Any, limit: int | None) -> Iterator[tuple[int, bytes | None]]:
+    """The lines of a binary ``stream`` that are not blank, each with its 0-based line number (a
+    line keeps its newline). At most ``limit`` bytes of one line are held: a longer line (a gzip
+    bomb with no newline, a runaway record) yields ``None`` and is skipped without being read
+    whole. Blank lines are counted, not yielded. A streamed log may be any size; the input limit
+    bounds what one record may cost."""
+    pending = b""  # the start of a line whose newline has not been read yet
+    index = 0  # the number of the line ``pending`` (or the next piece) starts
+    skipping = False  # the line being read is over the limit: drop it up to its newline
+    while chunk := stream.read(_CHUNK):
+        data = pending + chunk if pending else chunk
+        pos = 0
+        if skipping:
+            newline = data.find(b"\n")
+            if newline < 0:
+                pending = b""
+                continue
+            skipping, index, pos = False, index + 1, newline + 1
+        while True:
+            run = _BLANK_RUN.match(data, pos)
+            assert run is not None  # a `*` pattern matches everywhere, if only the empty string
+            blank = data.rfind(b"\n", pos, run.end())
+            if blank >= 0:  # whole blank lines: counted at once
+                index += data.count(b"\n", pos, blank + 1)
+                pos = blank + 1
+            newline = data.find(b"\n", pos)
+            if newline < 0:
+                break
+            yield (
+                index,
+                (data[pos : newline + 1] if limit is None or newline - pos <= limit else None),
+            )
+            index, pos = index + 1, newline + 1
+        pending = data[pos:]
+        if limit is not None and len(pending) > limit:
+            yield index, None
+            pending, skipping = b"", True
+    if pending and not skipping and not _BLANK_RUN.fullmatch(pending):
+        yield index, pending
 
 
 def _audit_log(path: Path) -> Iterator[AuditRow]:
@@ -330,16 +363,23 @@ def _audit_log(path: Path) -> Iterator[AuditRow]:
         # gzip by content, as conformance.traffic.reading reads it (``.gz`` or not)
         stream: Any = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
         try:
-            for index, line in enumerate(_bounded_lines(stream, limit)):
-                if line is None:
-                    problem = f"line {index + 1} is over the input limit of {limit} bytes"
-                    yield _unreadable(name, f"{problem} (set {INPUT_LIMIT_ENV})", index, log=True)
-                    continue
-                row = _line_row(line, name, index)
-                if row is not None:
-                    yield row
+            yield from audit_log_lines(log_lines(stream, limit), name, limit)
         except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
             yield _unreadable(name, f"corrupt gzip file: {exc}", log=True)
+
+
+def audit_log_lines(
+    lines: Iterable[tuple[int, bytes | None]], file: str, limit: int | None
+) -> Iterator[AuditRow]:
+    """Rows for :func:`log_lines`'s numbered lines of ``file`` (``None``: a line over ``limit``)."""
+    for index, line in lines:
+        if line is None:
+            problem = f"line {index + 1} is over the input limit of {limit} bytes"
+            yield _unreadable(file, f"{problem} (set {INPUT_LIMIT_ENV})", index, log=True)
+            continue
+        row = _line_row(line, file, index)
+        if row is not None:
+            yield row
 
 
 def audit_file(path: str | Path) -> Iterator[AuditRow]:

@@ -211,6 +211,10 @@ class _MemoizedCounter(Generic[_R]):
         self._tool_memo = _Memo(1024)
         self._encoding_name = _check_encoding(encoding)
         _check_allowance(fetched_allowance)
+        # What the rules charge a file or an image the request only references: the allowance,
+        # or (None) 3,000 for a file and the image rule's largest image for an image.
+        self._fetched_file = FETCHED_FILE_TOKENS if fetched_allowance is None else fetched_allowance
+        self._fetched_image = fetched_allowance
 
     @property
     def name(self) -> str:  # pragma: no cover - overridden
@@ -337,8 +341,8 @@ class TiktokenCounter(_MemoizedCounter[OpenAIRules]):
             responses=shape == "openai-responses",
             harmony_system=harmony_system_policy(model, shape),
             page_tokens=constants.openai_pdf_page,
-            fetched=FETCHED_FILE_TOKENS if fetched_allowance is None else fetched_allowance,
-            fetched_image=fetched_allowance,
+            fetched=self._fetched_file,
+            fetched_image=self._fetched_image,
         )
         self._frames: list[int] = []
         self._texts = functools.partial(count_texts, get_encoding(encoding))
@@ -504,8 +508,8 @@ class EstimateCounter(_MemoizedCounter[EstimateRules]):
                 if isinstance(image_rule, GeminiImageRule)
                 else AnthropicImageRule().max_tokens
             ),
-            fetched=FETCHED_FILE_TOKENS if fetched_allowance is None else fetched_allowance,
-            fetched_image=fetched_allowance,
+            fetched=self._fetched_file,
+            fetched_image=self._fetched_image,
             tool_call_tokens=constants.claude_tool_call if self.family == "claude" else 0,
             billed_reasoning=generation >= 3,
         )

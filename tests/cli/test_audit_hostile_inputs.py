@@ -56,3 +56,46 @@ def test_a_path_that_is_no_file_or_folder_is_named_for_what_it_is(
     code, _, err = invoke(["audit", str(path)])  # a FIFO: never waits for a writer
     assert code == 2
     assert words in err  # was "no such file or folder" for each
+
+
+def test_a_gzip_bomb_of_blank_lines_is_counted_through_to_the_line_after_it(
+    tmp_path: Path,
+) -> None:
+    # 20 MiB of empty lines in a 20 KiB file: skipped in bulk, the request after them keeps its
+    # line number.
+    import gzip
+
+    log = tmp_path / "traffic.jsonl.gz"
+    log.write_bytes(gzip.compress(b"\n" * (20 << 20) + LINE.encode() + b"\n"))
+    code, out, err = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    rows = [json.loads(row) for row in out.splitlines()]
+    assert [(row["verdict"], row["location"]) for row in rows] == [
+        ("accept", f"{log}:{(20 << 20) + 1}")
+    ]
+    assert code == 0, err
+
+
+def test_a_line_over_the_limit_in_a_block_of_jobs_is_named_as_with_one_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With --jobs the parent cuts the log into blocks at newlines; a line over the input limit
+    # is not read whole to find its end: the rows are those of --jobs 1.
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "100kB")
+    log = tmp_path / "traffic.jsonl"
+    log.write_bytes(
+        LINE.encode() + b"\n" + b"x" * (3 << 20) + b"\n" + b"\n" * 5 + LINE.encode() + b"\n"
+    )
+    results = [
+        invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", jobs])
+        for jobs in ("1", "2")
+    ]
+    assert results[0] == results[1]
+    code, out, _ = results[0]
+    rows = [json.loads(row) for row in out.splitlines()]
+    assert [(row["verdict"], row["location"]) for row in rows] == [
+        ("accept", f"{log}:1"),
+        ("unreadable", f"{log}:2"),
+        ("accept", f"{log}:8"),
+    ]
+    assert "line 2 is over the input limit" in rows[1]["message"]
+    assert code == 4

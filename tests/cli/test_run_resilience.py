@@ -66,6 +66,10 @@ def prints(messages, budget):
 def hangs(messages, budget):
     time.sleep(120)
 
+def floods(messages, budget):
+    flood = [{"role": ("user", "assistant")[i % 2], "content": "x"} for i in range(40_000)]
+    return messages[:1] + flood + messages[1:]
+
 def slow(messages, budget):
     time.sleep(0.05)
     marker = os.environ.get("CTXCONF_TEST_MARKER")
@@ -286,6 +290,45 @@ def test_a_wall_time_limit_stops_the_run_with_a_clear_footer(plugins: Path) -> N
     assert footer.not_run > 0
     assert footer.not_run + finished == events[0].case_count  # type: ignore[union-attr]
     assert footer.exit_status == 1
+
+
+@pytest.mark.timeout(120)
+def test_judging_a_huge_return_is_bounded_and_counts_as_a_timeout(plugins: Path) -> None:
+    # 40,000 invented messages take seconds to judge (linear in the returned request); with a
+    # judge limit of 0.2 s each case is a named timed-out error, the worker is replaced, and the
+    # consecutive-timeout budget stops the run with every finished case reported.
+    plugin = load_plugin("trust_plugins:floods")
+    scenarios = [s for s in load_corpus() if s.level == "must"]
+    events = list(
+        run_events(
+            plugin, scenarios, judge_timeout=0.2, max_consecutive_timeouts=2, shapes=["openai-chat"]
+        )
+    )
+    cases = [e.result for e in events if isinstance(e, CaseFinished)]
+    footer = events[-1]
+    assert isinstance(footer, RunFinished)
+    assert [c.status for c in cases] == ["error", "error"]
+    for case in cases:
+        assert case.reason is not None
+        assert case.reason.startswith("timed out judging what the plug-in returned: over 0.2s")
+        assert case.reason.endswith("the worker process was killed and replaced")
+    assert (
+        footer.stopped
+        == "stopped after 2 consecutive timed-out cases (--max-consecutive-timeouts 2)"
+    )
+    assert footer.exit_status == 1
+    assert footer.hung_calls == 0  # no call hung: the harness's judging was stopped
+
+
+@pytest.mark.timeout(120)
+def test_the_judge_limit_leaves_an_ordinary_return_alone(plugins: Path) -> None:
+    # The same plug-in without the flood is judged within the default limit as usual.
+    plugin = load_plugin("trust_plugins:prints")
+    scenarios = [s for s in load_corpus() if s.id == "single-tool"]
+    events = list(run_events(plugin, scenarios, shapes=["openai-chat"]))
+    cases = [e.result for e in events if isinstance(e, CaseFinished)]
+    assert cases
+    assert all(not (c.reason or "").startswith("timed out") for c in cases)
 
 
 # ------------------------------------------------------------------------------ YAML bombs

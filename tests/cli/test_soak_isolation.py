@@ -13,6 +13,9 @@ from cli_support import importable_modules
 from click.testing import CliRunner
 
 from conformance.cli import cli
+from conformance.loading import load_plugin
+from conformance.soak import builtin_workloads
+from conformance.soak.isolated import run_soak_isolated
 
 PLUGINS = """
 import os, signal, time
@@ -41,6 +44,13 @@ def hangs(messages, budget):
     if _second_call():
         while True:
             time.sleep(1)
+    return messages
+
+
+def floods(messages, budget):
+    if _second_call():
+        flood = [{"role": ("user", "assistant")[i % 2], "content": "x"} for i in range(40_000)]
+        return messages[:1] + flood + messages[1:]
     return messages
 
 
@@ -117,6 +127,25 @@ def test_a_plugin_that_breaks_its_process_stops_the_soak_with_a_complete_report(
     assert out.with_suffix(".html").stat().st_size > 0
     finding = (tmp_path / "reports" / "must" / "finding.yaml").read_text("utf-8")
     assert f"turn {turn}" in finding
+
+
+@pytest.mark.timeout(120)
+def test_judging_a_huge_return_is_bounded_and_stops_the_soak_at_that_turn(plugins: Path) -> None:
+    # 40,000 invented messages take seconds to judge; with a judge limit of 0.2 s the soak stops
+    # at the turn that returned them, named, with the turns before it in the report.
+    outcome = run_soak_isolated(
+        load_plugin("soak_crashers:floods"),
+        next(w for w in builtin_workloads() if w.id == "ops"),
+        turns=4,
+        shape="openai-chat",
+        judge_timeout=0.2,
+    )
+    failure = outcome.report.failure
+    assert failure is not None
+    assert failure.turn == 1
+    assert failure.message.startswith("timed out judging what the plug-in returned: over 0.2s")
+    assert failure.message.endswith("the soak process was killed")
+    assert len(outcome.report.turns) == 1
 
 
 @pytest.mark.timeout(60)
