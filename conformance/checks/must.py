@@ -74,11 +74,22 @@ _GAINED: Final = {"text_added": "text", "attachment_added": "attachments"}
 @check(id="nothing_invented", level="must")
 def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, a ledger note or a labelled
-    memory injection (an invented user turn is the worst kind), and no kept message carries
-    text or attachments its session copy does not (an order appended to a user turn, or put in
-    the placeholder of a degraded image; an image added to a turn; a labelled memory item or a
-    ledger note added to a kept message is no invention)."""
+    memory injection (an invented user turn is the worst kind), no session text speaks under a
+    role it never had (a user turn resent as system text carries the system's authority; system
+    and developer are one role), and no kept message carries text or attachments its session
+    copy does not (an order appended to a user turn, or put in the placeholder of a degraded
+    image; an image added to a turn; a labelled memory item or a ledger note added to a kept
+    message is no invention)."""
     for turn in assembled_turns(outcome):
+        recast = [e for e in turn.identity.edits if e.kind == "role_changed"]
+        if recast:
+            named = (
+                f"{describe(turn.session, e.source)} -> view messages[{e.view_index}]: {e.detail}"
+                for e in recast[:3]
+            )
+            raise turn.failure(
+                f"{len(recast)} session message(s) sent under another role", "; ".join(named)
+            )
         invented = turn.identity.of_status("invented")
         if invented:
             named = (
@@ -180,8 +191,9 @@ def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="pins_unaltered", level="must")
 def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Pinned messages (system/developer text, the first user goal when pinned) that the view
-    keeps are not altered (a labelled ledger note or memory item, or a declared summary, sent in
-    the same text after or before the whole pinned text alters nothing of it)."""
+    keeps are not altered, their role included (a labelled ledger note or memory item, or a
+    declared summary, sent in the same text after or before the whole pinned text alters nothing
+    of it)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session)
@@ -192,6 +204,7 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
                 "text_added",
                 "attachment_changed",
                 "attachment_added",
+                "role_changed",
                 "fields_changed",
             } and (
                 message.role in {"system", "developer"} or (goal_pinned and edit.source == goal)

@@ -96,13 +96,14 @@ def test_autogen_buffered_drops_the_system_message(corpus: Path) -> None:
 
 
 def test_autogen_head_and_tail_inserts_its_placeholder(corpus: Path) -> None:
-    """HeadAndTail inserts the user message 'Skipped N messages.': a message the session lacks."""
+    """HeadAndTail inserts the user message 'Skipped N messages.' where it dropped messages: a
+    marker of them, as a summary by contract stands for them: no invention."""
     results = _run(corpus, "autogen:head_and_tail")
     placeholder = [
         r for r in results if any("Skipped" in str(m.get("content")) for m in _messages(r))
     ]
     assert placeholder
-    assert all(_failed(r, "nothing_invented") for r in placeholder)
+    assert not any(_failed(r, "nothing_invented") for r in placeholder)
 
 
 def test_agents_session_limit_can_start_on_an_orphan_output(corpus: Path) -> None:

@@ -197,7 +197,9 @@ def test_clearing_older_rings_results_keeps_the_recent_rings(name: str) -> None:
 # a placeholder in the newest ring removes its content as dropping the ring would
 # (recent_rings_kept, should) and an emptied result claims the tool returned nothing (must); a
 # result without its call or a call without its results is rejected by every provider (on Gemini,
-# G3 for a call turn followed by text); and so on.
+# G3 for a call turn followed by text); a session message's words under another role (a message
+# of its own, a block of the top-level system or a part of a merged turn) are that message with
+# its role changed (must); and so on.
 EVERY_SHAPE = [
     "ClearNewestRing",
     "EmptyNewestRing",
@@ -207,6 +209,15 @@ EVERY_SHAPE = [
     "DropSystem",
     "ProseLedgerOrder",
     "ProseLedgerKeyOrder",
+    "UserTurnAsSystem",
+    "SystemAsUserTurn",
+    "AssistantTextAsUser",
+    "MarkerOrder",
+    "SummaryAwayFromSpan",
+    "ResultTextAsUser",
+    "LedgerNoteRerun",
+    "MemoryWithOrder",
+    "ClearWithClaim",
 ]
 
 

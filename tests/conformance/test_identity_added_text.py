@@ -247,17 +247,29 @@ def test_instructions_sent_under_both_roles_are_one_message_and_one_invention() 
     assert results["nothing_invented"][0] == "fail"
 
 
-def test_a_user_turn_sent_as_system_text_is_not_that_turn() -> None:
+def test_a_user_turn_sent_as_system_text_is_that_turn_with_its_role_changed() -> None:
     # Only the two instruction roles carry the same instructions: the latest user turn's text
-    # under the system role is no longer the user's turn.
+    # under the system role is that turn, its words now speaking with the system's authority
+    # (must), never a summary of the dropped turn, and no longer the user's turn (should).
     given = INSTRUCTED.messages
     view = INSTRUCTED.with_messages([*given[:4], Message("system", given[4].parts)])
     identity = map_view(INSTRUCTED, view)
-    assert identity.sources[4] == "dropped"
-    assert identity.links[4].source is None
+    assert identity.sources[4] == "modified"
+    assert (identity.links[4].status, identity.links[4].source) == ("modified", 4)
+    assert [(e.source, e.kind) for e in identity.edits] == [(4, "role_changed")]
+    assert identity.summaries() == ()
     scenario = replace(SCENARIO, session=INSTRUCTED, ledger=())
-    results = check_results(scenario, assembled_outcome(INSTRUCTED, view), "latest_user_kept")
-    assert results["latest_user_kept"][0] == "fail"
+    checks = ("latest_user_kept", "nothing_invented", "pins_unaltered")
+    results = check_results(scenario, assembled_outcome(INSTRUCTED, view), *checks)
+    assert {k: v[0] for k, v in results.items()} == {
+        "latest_user_kept": "fail",
+        "nothing_invented": "fail",
+        "pins_unaltered": "pass",
+    }
+    assert (
+        "its user text sent as system: 'How is the canary doing?'"
+        in (results["nothing_invented"][1])
+    )
 
 
 RECAP = "Earlier the assistant said: rolling out now; the canary comes first."
@@ -272,10 +284,13 @@ def test_a_new_system_message_where_the_system_text_was_dropped_is_no_summary() 
     assert map_view(INSTRUCTED, view).links[2].status == "invented"
     view = INSTRUCTED.with_messages([given[0], given[2], recap, given[4]])  # developer dropped
     assert map_view(INSTRUCTED, view).links[2].status == "invented"
-    # The dropped assistant turn's own words under the system role are no summary either.
+    # The dropped assistant turn's own words under the system role are no summary either:
+    # they are that turn, its role changed.
     said = Message("system", given[3].parts)
     view = INSTRUCTED.with_messages([given[1], given[2], said, given[4]])
-    assert map_view(INSTRUCTED, view).links[2].status == "invented"
+    identity = map_view(INSTRUCTED, view)
+    assert (identity.links[2].status, identity.links[2].source) == ("modified", 3)
+    assert [e.kind for e in identity.edits] == ["role_changed"]
 
 
 def test_a_summary_under_the_system_role_is_one_while_the_system_text_is_kept() -> None:

@@ -38,6 +38,15 @@
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
   OpenAI shapes' cheap mode), then degrades them if that is not enough.
+* :class:`JsonLedger`, :class:`TableLedger`: the ring dropper, its ledger note as pretty-printed
+  JSON or as a Markdown table under a heading.
+* :class:`GapMarker`: the ring dropper, leaving a bracketed marker of its own where it dropped
+  messages (a user turn); :class:`SkippedMarker` words it as AutoGen does, unbracketed
+  (``Skipped 3 messages.``); :class:`AssistantGapMarker` sends it as an assistant turn.
+* :class:`PlainImagePlaceholder`: the attachment degrader, its placeholder a plain sentence.
+* :class:`ReversedSchemas`: the ring dropper, offering the tool schemas in reverse order.
+* :class:`MemoryInjector`: the ring dropper, injecting the offered memory items after the system
+  text in a framing of its own ("Relevant memory:", one "- (source) text" line each).
 
 ``FUNCTIONS`` holds plain message functions (``f(messages, budget)`` and the keyword form) that
 drop whole units oldest first, for every shape.
@@ -45,6 +54,7 @@ drop whole units oldest first, for every shape.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -509,6 +519,120 @@ class LowDetailFirst(AttachmentDegrader):
     low_detail = True
 
 
+class JsonLedger(RingDropper):
+    """The ring dropper, its ledger note a header and the entries as pretty-printed JSON."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        fields = ("tool", "call_id", "idempotency_key", "resource_id", "status")
+        entries = [
+            {k: e.get(k) for k in fields}
+            for e in request.ledger
+            if e.get("side_effect", True) and e["call_id"] in dropped_calls
+        ]
+        if not entries:
+            return None
+        return "Side effects already executed (do not repeat):\n" + json.dumps(entries, indent=2)
+
+
+class TableLedger(RingDropper):
+    """The ring dropper, its ledger note a Markdown heading and table."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        rows = [
+            f"| {e['tool']} | {e['call_id']} | {e.get('idempotency_key') or '-'} | "
+            f"{e.get('resource_id') or '-'} | {e['status']} |"
+            for e in request.ledger
+            if e.get("side_effect", True) and e["call_id"] in dropped_calls
+        ]
+        if not rows:
+            return None
+        header = "| tool | call id | idempotency key | resource | status |"
+        return "\n".join(["## Executed side effects", header, "|---|---|---|---|---|", *rows])
+
+
+class GapMarker(RingDropper):
+    """The ring dropper, leaving a marker of its own where it dropped messages (a user turn, as
+    AutoGen's head-and-tail context does): ``[3 earlier messages omitted to save context]``."""
+
+    marker = "[{n} earlier messages omitted to save context]"
+    role = "user"
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        kept: list[Message] = []
+        run = 0
+        for i, message in enumerate(session.messages):
+            if i in dropped:
+                run += 1
+                continue
+            if run:
+                kept.append(Message(self.role, (TextPart(self.marker.format(n=run)),)))  # type: ignore[arg-type]
+                run = 0
+            kept.append(message)
+        note = self.note_text(request, dropped_calls)
+        return kept if note is None else self.noted(session, kept, note)
+
+
+class SkippedMarker(GapMarker):
+    """The gap marker in AutoGen's own words, unbracketed: ``Skipped 3 messages.``"""
+
+    marker = "Skipped {n} messages."
+
+
+class AssistantGapMarker(GapMarker):
+    """The gap marker as an assistant turn (merged into the assistant text after it where the
+    shape requires alternation)."""
+
+    role = "assistant"
+
+
+class PlainImagePlaceholder(AttachmentDegrader):
+    """The attachment degrader, its placeholder a plain sentence: ``Image omitted to save
+    context.``"""
+
+    placeholder = "{kind} omitted to save context."
+
+
+class MemoryInjector(RingDropper):
+    """The ring dropper, injecting the offered memory items in a framing of its own after the
+    system text: "Relevant memory:" and one "- (source) text" line per item."""
+
+    def _view(
+        self,
+        request: AssemblyRequest,
+        session: Transcript,
+        dropped: set[int],
+        dropped_calls: set[str],
+    ) -> list[Message]:
+        view = super()._view(request, session, dropped, dropped_calls)
+        lines = [f"- ({m['source']}) {m['text']}" for m in request.memory]
+        if not lines:
+            return view
+        note = Message("system", (TextPart("\n".join(["Relevant memory:", *lines])),))
+        at = sum(1 for m in view if m.role in {"system", "developer"})
+        return [*view[:at], note, *view[at:]]
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        session = get_shape(self.shape).parse_request(request.body)
+        if validate(session):
+            raise Refusal("broken tool pairing in the session", code="miniature_pairing")
+        return self.cut(request, session, list(session.messages))
+
+
+class ReversedSchemas(RingDropper):
+    """The ring dropper, offering the tool schemas in reverse order (a set, to the provider)."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        return super().finish(request, replace(session, tools=session.tools[::-1]), messages)
+
+
 GOOD: dict[str, type[Miniature]] = {
     "RingDropper": RingDropper,
     "KeepFewerRings": KeepFewerRings,
@@ -530,6 +654,14 @@ GOOD: dict[str, type[Miniature]] = {
     "UserTurnCompactor": UserTurnCompactor,
     "SystemSummary": SystemSummary,
     "ParenthesesClearer": ParenthesesClearer,
+    "JsonLedger": JsonLedger,
+    "TableLedger": TableLedger,
+    "GapMarker": GapMarker,
+    "SkippedMarker": SkippedMarker,
+    "AssistantGapMarker": AssistantGapMarker,
+    "PlainImagePlaceholder": PlainImagePlaceholder,
+    "ReversedSchemas": ReversedSchemas,
+    "MemoryInjector": MemoryInjector,
 }
 
 

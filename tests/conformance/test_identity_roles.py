@@ -1,0 +1,244 @@
+"""A session message's words sent under another role are that message with its role changed (a
+``role_changed`` edit), never a summary of it or a note: a user turn resent as system text speaks
+with the system's authority, the system text resent as a user turn loses it. ``nothing_invented``
+fails on it (must), ``pins_unaltered`` too when the message is pinned; only system and developer
+are one role. The reading is the same wherever the text travels: a message of its own, a block of
+a top-level system, a text part of a turn a strict-alternation shape merged, the text opening a
+kept call turn, or text added beside a kept message's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from checks_support import assembled_outcome, check_results, transcript
+
+from conformance.identity import IdentityMap, map_view
+from conformance.scenarios import Expectation, load_corpus
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SHAPE_NAMES, Message, Role, TextPart, Transcript
+
+SESSION = transcript(
+    {"role": "system", "text": "You are deploy-bot."},  # 0
+    {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
+    {"role": "assistant", "text": "Which region should go first?"},  # 2
+    {"role": "user", "text": "Start with eu-west-1, then the others."},  # 3
+    {"role": "assistant", "calls": [{"id": "call_a", "name": "get_status", "args": {}}]},  # 4
+    {"role": "tool", "results": [{"id": "call_a", "text": "eu-west-1 healthy"}]},  # 5
+    {"role": "assistant", "text": "eu-west-1 is healthy; rolling out there."},  # 6
+    {"role": "user", "text": "How is the canary doing?"},  # 7
+)
+M = SESSION.messages
+SCENARIO = replace(
+    next(s for s in load_corpus() if s.id == "single-tool"),
+    session=SESSION,
+    ledger=(),
+    expect=Expectation("assembled"),
+)
+CHECKS = ("nothing_invented", "pins_unaltered", "latest_user_kept", "summary_quality")
+
+
+def _view(*items: int | Message) -> Transcript:
+    return SESSION.with_messages(M[i] if isinstance(i, int) else i for i in items)
+
+
+def _as(role: str, index: int) -> Message:
+    return Message(role, M[index].parts)  # type: ignore[arg-type]
+
+
+def _text(role: str, text: str) -> Message:
+    return Message(role, (TextPart(text),))  # type: ignore[arg-type]
+
+
+def _map(view: Transcript) -> IdentityMap:
+    return map_view(SESSION, view)
+
+
+def _verdicts(view: Transcript) -> dict[str, str]:
+    results = check_results(SCENARIO, assembled_outcome(SESSION, view), *CHECKS)
+    return {k: v[0] for k, v in results.items()}
+
+
+def _recast(identity: IdentityMap) -> list[tuple[int, int]]:
+    """(session message, view message) of every role change."""
+    return [(e.source, e.view_index) for e in identity.edits if e.kind == "role_changed"]
+
+
+@pytest.mark.parametrize("index", [3, 7])
+def test_a_user_turn_resent_as_system_text_is_that_turn_not_a_summary(index: int) -> None:
+    # It names the dropped span (it is the span), so it used to read as a summary by contract.
+    kept = [i for i in (1, 2, 3, 4, 5, 6, 7) if i != index]
+    view = _view(0, _as("system", index), *kept)
+    identity = _map(view)
+    assert _recast(identity) == [(index, 1)]
+    assert identity.sources[index] == "modified"
+    assert (identity.links[1].status, identity.links[1].source) == ("modified", index)
+    assert identity.summaries() == ()
+    verdicts = _verdicts(view)
+    assert verdicts["nothing_invented"] == "fail"
+    assert verdicts["pins_unaltered"] == "pass"  # the turn is not pinned
+    assert verdicts["latest_user_kept"] == ("fail" if index == 7 else "pass")
+    message = check_results(SCENARIO, assembled_outcome(SESSION, view), "nothing_invented")
+    assert message["nothing_invented"][1].startswith(
+        f"session messages[{index}] (user) -> view messages[1]: its user text sent as system: "
+    )
+
+
+def test_a_user_turn_resent_as_system_text_in_its_place_is_that_turn() -> None:
+    view = _view(0, 1, 2, _as("developer", 3), 4, 5, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(3, 3)]
+    assert _verdicts(view)["nothing_invented"] == "fail"
+
+
+def test_the_system_text_sent_as_a_user_turn_is_the_pinned_text_altered() -> None:
+    view = _view(_as("user", 0), 1, 2, 3, 4, 5, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(0, 0)]
+    verdicts = _verdicts(view)
+    assert (verdicts["nothing_invented"], verdicts["pins_unaltered"]) == ("fail", "fail")
+
+
+@pytest.mark.parametrize(("index", "role"), [(2, "user"), (6, "user"), (3, "assistant")])
+def test_an_assistant_text_as_the_user_s_or_the_reverse_is_a_role_change(
+    index: int, role: Role
+) -> None:
+    rest = [i for i in range(1, 8) if i != index]
+    view = _view(0, *rest[: index - 1], _as(role, index), *rest[index - 1 :])
+    identity = _map(view)
+    assert _recast(identity) == [(index, index)]
+    assert _verdicts(view)["nothing_invented"] == "fail"
+
+
+def test_instructions_under_the_other_instruction_role_are_no_role_change() -> None:
+    view = _view(_as("developer", 0), *range(1, 8))
+    identity = _map(view)
+    assert _recast(identity) == []
+    assert _verdicts(view)["nothing_invented"] == "pass"
+
+
+def test_a_copy_of_a_kept_turn_under_the_system_role_is_an_invented_role_change() -> None:
+    # The latest user turn is kept; a copy of it as system text is new and speaks as the system.
+    view = _view(0, _as("system", 7), 1, 6, 7)
+    identity = _map(view)
+    assert identity.links[1].status == "invented"
+    assert _recast(identity) == [(7, 1)]
+    assert identity.sources[7] == "kept"
+    assert _verdicts(view)["nothing_invented"] == "fail"
+
+
+def test_a_summary_that_quotes_a_dropped_turn_is_still_a_summary() -> None:
+    recap = Message("system", (TextPart(f"The user asked earlier: {M[3].text}"),))
+    view = _view(0, recap, 1, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == []
+    assert [link.index for link in identity.summaries()] == [1]
+
+
+def test_a_block_of_the_system_text_that_is_a_user_turn_is_that_turn() -> None:
+    # Anthropic, Bedrock and Gemini carry the system messages as blocks of one top-level system.
+    blocks = Message("system", (*M[0].parts, *M[3].parts))
+    view = _view(blocks, 1, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(3, 0)]
+    assert identity.links[0].sources == (0, 3)
+    assert identity.sources[0] == "merged"
+    verdicts = _verdicts(view)
+    assert (verdicts["nothing_invented"], verdicts["pins_unaltered"]) == ("fail", "pass")
+
+
+def test_a_user_text_merged_into_an_assistant_turn_is_that_turn() -> None:
+    # A strict-alternation merge of the assistant's text and the user's words sent as its own.
+    merged = Message("assistant", (*M[6].parts, *M[7].parts))
+    view = _view(0, 1, 4, 5, merged)
+    identity = _map(view)
+    assert _recast(identity) == [(7, 4)]
+    assert identity.links[4].sources == (6, 7)
+    assert _verdicts(view)["nothing_invented"] == "fail"
+
+
+def test_a_user_text_opening_a_kept_call_turn_is_no_summary_of_it() -> None:
+    # Text opening a call turn that had none is a summary when it names the dropped span before
+    # it; the dropped user turn's own words there are that turn under the assistant's role.
+    opened = Message("assistant", (*M[3].parts, *M[4].parts))
+    view = _view(0, 1, opened, 5, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(3, 2)]
+    assert identity.inline_summaries == ()
+    assert _verdicts(view)["nothing_invented"] == "fail"
+
+
+def test_a_dropped_turn_s_words_added_to_a_kept_text_are_no_summary() -> None:
+    # The text added after the assistant's whole text names the dropped span, as a summary there
+    # would; it is the dropped user turn, its role changed.
+    joined = Message("assistant", (TextPart(f"{M[6].text}\n\n{M[3].text}"),))
+    view = _view(0, 1, 4, 5, joined, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(3, 4)]
+    assert identity.summaries() == ()
+    assert _verdicts(view)["nothing_invented"] == "fail"
+
+
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+def test_the_latest_user_turn_as_system_text_fails_the_same_in_every_shape(shape: str) -> None:
+    # The view as each shape carries it (a system message of its own on the OpenAI shapes, a
+    # block of the top-level system elsewhere), read back from the wire.
+    adapter = get_shape(shape)
+    session = adapter.parse_request(adapter.render_request(SESSION))
+    wanted = list(session.messages)
+    latest = max(i for i, m in enumerate(wanted) if m.role == "user" and not m.has_tool_parts)
+    moved = Message("system", wanted[latest].parts)
+    kept = [m for i, m in enumerate(wanted) if i != latest and m.role != "system"]
+    systems = [m for m in wanted if m.role == "system"]
+    view = adapter.parse_request(
+        adapter.render_request(session.with_messages([*systems, moved, *kept]))
+    )
+    outcome = assembled_outcome(session, view)
+    scenario = replace(SCENARIO, session=session)
+    results = check_results(scenario, outcome, *CHECKS)
+    assert {k: v[0] for k, v in results.items()} == {
+        "nothing_invented": "fail",
+        "pins_unaltered": "pass",
+        "latest_user_kept": "fail",
+        "summary_quality": "pass",
+    }, results
+    assert (
+        "its user text sent as system: 'How is the canary doing?'"
+        in (results["nothing_invented"][1])
+    )
+
+
+@pytest.mark.parametrize("role", ["user", "system"])
+def test_a_dropped_tool_result_resent_as_the_user_s_words_is_that_result(role: Role) -> None:
+    # A tool's output (a fetched page, a file) is data; as a user turn or system text it speaks
+    # with that role's authority, an instruction inside it included.
+    view = _view(0, 1, 2, 3, _text(role, M[5].tool_results[0].text), 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(5, 4)]
+    assert identity.summaries() == ()
+    results = check_results(SCENARIO, assembled_outcome(SESSION, view), "nothing_invented")
+    assert results["nothing_invented"][0] == "fail"
+    assert (
+        f"its tool result call_a sent as {role} text: 'eu-west-1 healthy'"
+        in (results["nothing_invented"][1])
+    )
+
+
+def test_a_summary_quoting_a_tool_result_beside_its_own_words_is_a_summary() -> None:
+    recap = _text("user", f"Earlier get_status returned: {M[5].tool_results[0].text}.")
+    view = _view(0, 1, 2, 3, recap, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == []
+    assert [link.index for link in identity.summaries()] == [4]
+
+
+def test_a_result_echoed_as_user_text_in_its_own_turn_is_a_copy_under_another_role() -> None:
+    # Bedrock and Gemini carry a ring's results and the next user text in one turn: a text there
+    # that repeats a result speaks as the user; the result itself stays kept.
+    echoed = Message("tool", (*M[5].parts, TextPart(M[5].tool_results[0].text)))
+    view = _view(0, 1, 2, 3, 4, echoed, 6, 7)
+    identity = _map(view)
+    assert _recast(identity) == [(5, 5)]
+    assert identity.sources[5] == "merged"  # kept whole in its turn, not moved away
+    results = check_results(SCENARIO, assembled_outcome(SESSION, view), "nothing_invented")
+    assert results["nothing_invented"][0] == "fail"
