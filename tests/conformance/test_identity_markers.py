@@ -236,3 +236,14 @@ def test_a_placeholder_with_anything_else_is_a_changed_result(placeholder: str) 
     view = _view(0, 1, 2, cleared, 4, 5, 6, 7)
     assert [e.kind for e in _map(view).edits] == ["result_changed"]
     assert _verdicts(view, "tool_payloads_intact")["tool_payloads_intact"] == "fail"
+
+
+@pytest.mark.parametrize(
+    ("marker", "status"),
+    [
+        ("[4 5 6 7 8 9 earlier messages omitted to save context]", "summary"),  # 12 words
+        ("[4 5 6 7 8 9 10 earlier messages omitted to save context]", "invented"),  # 13
+    ],
+)
+def test_a_marker_holds_at_most_twelve_words(marker: str, status: str) -> None:
+    assert _map(_view(0, NOTE, 1, _text("user", marker), 6, 7)).links[3].status == status

@@ -77,3 +77,14 @@ def test_an_order_beside_a_memory_item_makes_it_no_injection(text: str) -> None:
 
 def test_a_memory_text_without_its_source_label_is_no_injection() -> None:
     assert _status("Prefers metric units.") != "injected"
+
+
+@pytest.mark.parametrize(
+    ("frame", "status"),
+    [
+        ("Relevant stored user profile memory about the user:", "injected"),  # 8 framing words
+        ("Relevant stored user profile memory about the known user:", "invented"),  # 9
+    ],
+)
+def test_labelled_memory_holds_at_most_eight_framing_words(frame: str, status: str) -> None:
+    assert _status(f"{frame} [user-profile] Prefers metric units.") == status
