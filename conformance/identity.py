@@ -1793,22 +1793,45 @@ def _inline_summaries(
     for k, edit in enumerate(state.edits):
         if edit.kind != "summary_added":
             continue
-        before = gaps[edit.view_index][0]
-        span = _summarizable(session, range(before + 1, edit.source), sources)
-        gap = (before, edit.source)
-        message = Message("assistant", (TextPart(state.view.messages[edit.view_index].text),))
-        recast = _recast_source(session, message.text, "assistant", _dropped(sources))
-        if recast is not None:  # a dropped message's words opening the turn: no summary
-            state.edits[k] = _role_changed(state, edit.view_index, recast)
-            sources[recast] = "modified"
-        elif span and gap not in taken and _stands_for(message, session, span):
-            taken.add(gap)
+        gap = (gaps[edit.view_index][0], edit.source)
+        text = state.view.messages[edit.view_index].text
+        settled = _settle_added_text(
+            state, k, text, "assistant", gap=gap, taken=taken, sources=sources
+        )
+        if settled == "summary":
             found.add(edit.view_index)
-            detail = f"summary added before the calls: {_short(message.text)}"
-            state.edits[k] = replace(edit, detail=detail)
-        else:
+            state.edits[k] = replace(edit, detail=f"summary added before the calls: {_short(text)}")
+        elif settled is None:
             state.edits[k] = replace(edit, kind="text_changed")
     return found
+
+
+def _settle_added_text(
+    state: _State,
+    k: int,
+    text: str,
+    role: Role,
+    *,
+    gap: tuple[int, int],
+    taken: set[tuple[int, int]],
+    sources: list[SourceStatus],
+) -> Literal["recast", "summary"] | None:
+    """Text a plug-in added to the view message of ``state.edits[k]``, sent as ``role``:
+    ``recast`` when it is a dropped message's whole text (the edit becomes a ``role_changed`` of
+    that message, now ``modified``), ``summary`` when it stands in for the dropped messages of
+    ``gap`` (between its two present neighbours) and names something of them, as a summary
+    message there must (the gap is then taken), else None."""
+    session = state.session
+    recast = _recast_source(session, text, role, _dropped(sources))
+    if recast is not None:  # a dropped message's words under another role: no summary
+        state.edits[k] = _role_changed(state, state.edits[k].view_index, recast)
+        sources[recast] = "modified"
+        return "recast"
+    span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
+    if span and gap not in taken and _stands_for(Message(role, (TextPart(text),)), session, span):
+        taken.add(gap)
+        return "summary"
+    return None
 
 
 def _dropped(sources: Sequence[SourceStatus]) -> list[int]:
@@ -1851,14 +1874,10 @@ def _added_summaries(
             if new.startswith(old)
             else (before, own)
         )
-        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
-        probe = Message(wanted.role, (TextPart(extra),))
-        recast = _recast_source(session, extra, wanted.role, _dropped(sources))
-        if recast is not None:  # a dropped message's words added to it: no summary
-            state.edits[k] = _role_changed(state, edit.view_index, recast)
-            sources[recast] = "modified"
-        elif span and gap not in taken and _stands_for(probe, session, span):
-            taken.add(gap)
+        if (
+            _settle_added_text(state, k, extra, wanted.role, gap=gap, taken=taken, sources=sources)
+            == "summary"
+        ):
             found.add(edit.view_index)
             detail = f"summary added to it: {_short(extra)}"
             state.edits[k] = replace(edit, kind="summary_added", detail=detail)
