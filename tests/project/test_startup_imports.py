@@ -1,5 +1,6 @@
 """Start-up stays cheap: reading cassettes needs no vcrpy (only recording and replay import it),
-and prometheus_client is imported when the first metrics are made, not with ``reference_impl``."""
+prometheus_client is imported when the first metrics are made, not with ``reference_impl``, and
+auditing requests never imports the assembler (the package imports its names on first use)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ def test_reading_cassettes_does_not_import_vcrpy_or_prometheus() -> None:
     assert "vcr" not in loaded
     assert "prometheus_client" not in loaded
     assert "conformance.traffic.verdicts" in loaded
+
+
+def test_auditing_requests_does_not_import_the_assembler() -> None:
+    loaded = _imported_after("import conformance.traffic.audit, conformance.commands.audit")
+    assert "conformance.traffic.audit" in loaded
+    assert not loaded & {"reference_impl.assembler", "reference_impl.incremental"}
+    assert not {name for name in loaded if name.startswith("reference_impl.steps")}
 
 
 def test_metrics_import_prometheus_when_first_made() -> None:
