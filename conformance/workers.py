@@ -56,13 +56,15 @@ __all__ = [
     "JUDGE_TIMEOUT",
     "MAX_CAPTURED_CHARS",
     "CallClock",
+    "OutputCapture",
     "RunStop",
     "WorkerPool",
     "describe_exit",
+    "read_captured",
 ]
 
 MAX_CAPTURED_CHARS: Final = 64 * 1024
-"""At most this much of a plug-in's stdout (and of its stderr) is kept per case."""
+"""At most this much of a plug-in's stdout (and of its stderr) is kept per case (per soak run)."""
 
 JUDGE_TIMEOUT: Final = 120.0
 """Seconds of wall time the harness may spend judging what one plug-in call returned (from the
@@ -191,8 +193,9 @@ class RunStop:
 _INHERITED: dict[str, Any] = {}
 
 
-class _Capture:
-    """The worker's fds 1 and 2 redirected to two files, truncated before each case."""
+class OutputCapture:
+    """A child process's fds 1 and 2 (and ``sys.stdout``/``sys.stderr``) redirected to two
+    files: a worker truncates them before each case; the soak process keeps them for its run."""
 
     def __init__(self, stdout_path: str, stderr_path: str) -> None:
         self.paths = (stdout_path, stderr_path)
@@ -247,7 +250,7 @@ def _worker_main(connection: Connection, capture_paths: tuple[str, str] | None) 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from conformance import engine  # noqa: PLC0415 - the engine imports this module
 
-    capture = _Capture(*capture_paths) if capture_paths else None
+    capture = OutputCapture(*capture_paths) if capture_paths else None
 
     def announce(kind: str) -> None:
         connection.send((kind,))

@@ -32,6 +32,7 @@ from conformance.commands._options import (
 )
 from conformance.commands.fuzz import replayable_path
 from conformance.soak import DEFAULT_TURNS, resolve_workload
+from conformance.soak.finding import SoakFinding
 from conformance.soak.isolated import run_soak_isolated
 from conformance.soak.report import render_html, report_lines, write_jsonl
 from reference_impl.errors import CtxconfError
@@ -102,16 +103,7 @@ def command(
     except CtxconfError as exc:
         fail(describe_error(exc))
     report, found = outcome.report, outcome.finding
-    finding_path: Path | None = None
-    unwritten: str | None = None
-    if found is not None:
-        finding_path = replayable_path(finding)
-        try:
-            finding_path.parent.mkdir(parents=True, exist_ok=True)
-            finding_path.write_text(found.text, "utf-8")
-        except OSError as exc:  # the report is still written; the exit says what was not
-            unwritten = f"--finding {finding_path}: cannot write it ({exc.strerror or exc})"
-            finding_path = None
+    finding_path, unwritten = _write_finding(found, finding)
     lines = report_lines(report, finding_path=str(finding_path) if finding_path else None)
     page = out.with_suffix(".html")
     try:
@@ -120,6 +112,9 @@ def command(
     except OSError as exc:
         fail(f"--out {out}: cannot write the report ({exc.strerror or exc})")
     _print_summary(report.measurements(), out, page)
+    if report.plugin_output:
+        streams = " and ".join(report.plugin_output)
+        click.echo(f"the plug-in printed to {streams}: kept in {out} (plugin_output)", err=True)
     if unwritten is not None:
         fail(unwritten)
     failure = report.failure
@@ -136,6 +131,20 @@ def command(
             err=True,
         )
         raise SystemExit(EXIT_FINDING)
+
+
+def _write_finding(found: SoakFinding | None, finding: Path) -> tuple[Path | None, str | None]:
+    """Where the finding was written (None when there is none or it could not be) and, when it
+    could not be, why: the report is still written, the exit says what was not."""
+    if found is None:
+        return None, None
+    path = replayable_path(finding)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(found.text, "utf-8")
+    except OSError as exc:
+        return None, f"--finding {path}: cannot write it ({exc.strerror or exc})"
+    return path, None
 
 
 def _unwritable(folder: Path) -> str | None:

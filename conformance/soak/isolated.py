@@ -15,7 +15,11 @@ The parent only supervises:
 - a child that dies (``os._exit``, ``sys.exit`` outside a call, a segfault, the OOM killer) turns
   the turn it was in into an ``error`` naming how it died;
 - either way the report holds every turn that finished, and the finding keeps the failing turn's
-  whole history (not shrunk: shrinking would call the plug-in again) and says so.
+  whole history (not shrunk: shrinking would call the plug-in again) and says so;
+- what the plug-in prints goes to files of the child (:class:`conformance.workers.OutputCapture`),
+  never to the command's output: the report keeps it (``plugin_output``, the first
+  :data:`~conformance.workers.MAX_CAPTURED_CHARS` of each stream), and a plug-in whose process
+  ended before the first turn is named with the end of what it wrote to stderr.
 
 A failure while shrinking (after the run) keeps the run's report whole and the finding unshrunk.
 """
@@ -27,6 +31,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -39,7 +44,13 @@ from conformance.loading import Plugin
 from conformance.soak.finding import SoakFinding, make_finding, unshrunk_finding
 from conformance.soak.loop import DEFAULT_TURNS, SoakFailure, SoakReport, TurnRecord, run_soak
 from conformance.soak.workload import Workload
-from conformance.workers import JUDGE_TIMEOUT, CallClock, describe_exit
+from conformance.workers import (
+    JUDGE_TIMEOUT,
+    CallClock,
+    OutputCapture,
+    describe_exit,
+    read_captured,
+)
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import Transcript
 
@@ -80,9 +91,11 @@ def _child(
     plugin: Plugin,
     workload: Workload,
     settings: tuple[int, int, str | None, float],
+    capture_paths: tuple[str, str],
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group: the parent acts
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    OutputCapture(*capture_paths)
     turns, seed, shape, timeout = settings
     set_call_hook(lambda kind: connection.send((kind,)))
     try:
@@ -138,27 +151,30 @@ def run_soak_isolated(
     for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
         with contextlib.suppress(Exception):
             stream.flush()
-    context = multiprocessing.get_context("fork")
-    parent_end, child_end = context.Pipe(duplex=False)
-    process = context.Process(
-        target=_child,
-        args=(child_end, plugin, workload, (turns, seed, shape, timeout)),
-        name="ctxconf-soak",
-        daemon=True,
-    )
-    started = time.perf_counter()
-    process.start()
-    child_end.close()
-    progress = _Progress()
-    why: str | None = None
-    try:
-        why = _supervise(process, parent_end, progress, (timeout, judge_timeout))
-    finally:
-        if process.is_alive():
-            process.kill()
-        process.join()
-        parent_end.close()
-    return _outcome(progress, why, time.perf_counter() - started)
+    with tempfile.TemporaryDirectory(prefix="ctxconf-soak-") as folder:
+        capture = (os.path.join(folder, "plugin.out"), os.path.join(folder, "plugin.err"))
+        context = multiprocessing.get_context("fork")
+        parent_end, child_end = context.Pipe(duplex=False)
+        process = context.Process(
+            target=_child,
+            args=(child_end, plugin, workload, (turns, seed, shape, timeout), capture),
+            name="ctxconf-soak",
+            daemon=True,
+        )
+        started = time.perf_counter()
+        process.start()
+        child_end.close()
+        progress = _Progress()
+        why: str | None = None
+        try:
+            why = _supervise(process, parent_end, progress, (timeout, judge_timeout))
+        finally:
+            if process.is_alive():
+                process.kill()
+            process.join()
+            parent_end.close()
+        printed = read_captured(capture)
+    return _outcome(progress, why, time.perf_counter() - started, printed)
 
 
 def _supervise(
@@ -222,15 +238,19 @@ def _receive(message: tuple[Any, ...], progress: _Progress) -> bool:
     return False
 
 
-def _outcome(progress: _Progress, why: str | None, seconds: float) -> SoakOutcome:
+def _outcome(
+    progress: _Progress, why: str | None, seconds: float, printed: Mapping[str, str]
+) -> SoakOutcome:
+    output = dict(printed) or None
     if why is None:
         assert progress.report is not None
-        return SoakOutcome(progress.report, progress.finding)
+        return SoakOutcome(replace(progress.report, plugin_output=output), progress.finding)
     if progress.report is not None:  # the run was over: shrinking its finding failed
-        report = progress.report
+        report = replace(progress.report, plugin_output=output)
         return SoakOutcome(report, unshrunk_finding(report, f"shrinking it: {why}"))
     if progress.started is None:  # died before the first turn: new_session() or the set-up
-        raise CtxconfError(f"the plug-in's process ended before the first turn: {why}")
+        said = _last_words(printed.get("stderr", ""))
+        raise CtxconfError(f"the plug-in's process ended before the first turn: {why}{said}")
     failure = SoakFailure(
         progress.turn, "error", why, (), progress.stored, tuple(dict(e) for e in progress.ledger)
     )
@@ -240,5 +260,15 @@ def _outcome(progress: _Progress, why: str | None, seconds: float) -> SoakOutcom
         failure=failure,
         repeats=progress.repeats,
         seconds=seconds,
+        plugin_output=output,
     )
     return SoakOutcome(report, unshrunk_finding(report, why))
+
+
+def _last_words(stderr: str, limit: int = 500) -> str:
+    """The end of what a plug-in wrote to stderr (its traceback's last lines), for an error."""
+    text = stderr.strip()
+    if not text:
+        return ""
+    tail = text if len(text) <= limit else "..." + text[-limit:]
+    return f"; its stderr ended with: {tail}"

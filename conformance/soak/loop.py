@@ -158,6 +158,9 @@ class SoakReport:
     cache_rules: str
     repeats: int
     seconds: float = field(default=0.0, compare=False)
+    plugin_output: Mapping[str, str] | None = field(default=None, compare=False)
+    """What the plug-in printed during the run, by stream (``stdout``, ``stderr``): see
+    :func:`conformance.workers.read_captured`; None when it printed nothing or ran in-process."""
 
     @property
     def survived(self) -> int:

@@ -3,7 +3,8 @@
 JSON lines, report version :data:`~conformance.soak.loop.SOAK_REPORT_VERSION`: one ``header``
 line (plug-in, workload, shape, model, seed, budget, counter, caching rules, the price entry
 with its date and source), one ``turn`` line per judged turn, one ``summary`` line (the run-level
-measurements, where and why the run stopped). :func:`read_jsonl` reads it back;
+measurements, where and why the run stopped, and ``plugin_output``: what the plug-in printed,
+when it printed anything). :func:`read_jsonl` reads it back;
 :func:`render_html` draws the page from those lines only (inline SVG, no script, no network).
 """
 
@@ -40,6 +41,8 @@ def report_lines(report: SoakReport, *, finding_path: str | None = None) -> list
     )
     summary["finding"] = finding_path
     summary["seconds"] = round(report.seconds, 3)
+    if report.plugin_output:
+        summary["plugin_output"] = dict(report.plugin_output)
     return [header(report), *(t.to_dict() for t in report.turns), summary]
 
 

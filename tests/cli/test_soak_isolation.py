@@ -5,6 +5,9 @@ the cause named, and the report (every finished turn) and the finding are still 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +21,7 @@ from conformance.soak import builtin_workloads
 from conformance.soak.isolated import run_soak_isolated
 
 PLUGINS = """
-import os, signal, time
+import os, signal, sys, time
 
 _calls = [0]
 
@@ -80,6 +83,20 @@ class StoreHangs(_Stored):
 class NoSession(_Stored):
     def new_session(self):
         raise RuntimeError("no session for you")
+
+
+def prints(messages, budget):
+    print("plug-in says hello on stdout")
+    print("plug-in says hello on stderr", file=sys.stderr)
+    os.write(1, b"plug-in writes to fd 1\\n")
+    return messages
+
+
+class DiesLoudly(_Stored):
+    def new_session(self):
+        sys.stderr.write("Traceback: the model file is missing\\n")
+        sys.stderr.flush()
+        os._exit(3)
 """
 
 
@@ -173,3 +190,41 @@ def test_a_finding_path_that_cannot_be_created_is_refused_before_the_run(
     assert f"--finding {blocker / 'finding.yaml'}: cannot create" in result.stderr
     assert f"({blocker} is not a folder)" in result.stderr
     assert "internal error" not in result.stderr
+
+
+@pytest.mark.timeout(120)
+def test_what_the_plugin_prints_is_kept_in_the_report_not_mixed_into_the_output(
+    plugins: Path, tmp_path: Path
+) -> None:
+    # A real process: the child's file descriptors 1 and 2 are the command's unless captured.
+    out = tmp_path / "reports" / "soak.jsonl"
+    command = "from conformance.cli import main; main()"
+    env = {**os.environ, "PYTHONPATH": str(plugins)}
+    result = subprocess.run(
+        [sys.executable, "-c", command, "soak", "--impl", "soak_crashers:prints",
+         "--turns", "3", "--out", str(out)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=100, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "plug-in" not in result.stdout
+    assert "turns survived" in result.stdout
+    assert (
+        result.stderr
+        == f"the plug-in printed to stdout and stderr: kept in {out} (plugin_output)\n"
+    )
+    summary = json.loads(out.read_text("utf-8").splitlines()[-1])
+    assert summary["plugin_output"] == {
+        "stdout": "plug-in says hello on stdout\nplug-in writes to fd 1\n" * 3,
+        "stderr": "plug-in says hello on stderr\n" * 3,
+    }
+
+
+@pytest.mark.timeout(60)
+def test_a_plugin_that_ends_its_process_before_the_first_turn_is_named_with_its_stderr(
+    plugins: Path, tmp_path: Path
+) -> None:
+    code, err, _ = _soak(tmp_path, "soak_crashers:DiesLoudly")
+    assert code == 2
+    assert "the plug-in's process ended before the first turn" in err
+    assert "exit status 3" in err
+    assert "its stderr ended with: Traceback: the model file is missing" in err
