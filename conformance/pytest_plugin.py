@@ -6,6 +6,7 @@ does nothing (and imports nothing heavy) unless ``--ctxconf-impl`` is given::
     pytest --ctxconf-impl=mypkg.ctx:assemble [--ctxconf-impl-shape openai-chat]
            [--ctxconf-shapes openai-chat,anthropic-messages] [--ctxconf-level should]
            [--ctxconf-scenarios PATH|ids,tags] [--ctxconf-timeout 10] [--ctxconf-strict]
+           [--ctxconf-in-process]
 
 Each case (a scenario in one shape, dialect and budget) gives one item per check level it runs:
 ``must::scenario-id[shape@budget]``, ``should::...``, ``may::...`` (``shape/dialect`` for gateway
@@ -15,6 +16,16 @@ dialects; node id ``ctxconf::must::scenario-id[shape@budget]``). The case runs o
 the session; a failing ``should`` or ``may`` item is reported as ``xfail`` with its message (shown
 with ``-rx``), unless ``--ctxconf-strict`` also gates ``should`` (``ctxconf run --strict``). ``may``
 is never gated. A plug-in error fails the ``must`` item; the case's other items are skipped.
+
+**Isolation.** The cases run in a supervised worker process forked from the pytest process at
+the first case (one per xdist worker), as with ``ctxconf run``
+(:class:`conformance.workers.WorkerPool`): a plug-in that ends or kills its process, hangs past
+``--ctxconf-timeout``, or returns what takes longer than
+:data:`~conformance.workers.JUDGE_TIMEOUT` to judge fails its case's ``must`` item with the cause
+named, and the session goes on with a fresh worker. What the plug-in prints is shown with the
+item (``Captured plug-in stdout``). ``--ctxconf-in-process`` runs the cases in the pytest process
+instead (a plug-in call past the timeout is abandoned in a daemon thread), for a debugger or a
+coverage measurement of the plug-in.
 
 **Selecting.** ``-m ctxconf_must`` / ``ctxconf_should`` / ``ctxconf_may`` and ``-k must`` select by
 *check* level (``-k`` matches the item name's ``must::``); ``-m "ctxconf_scenario(level='must')"``
@@ -34,7 +45,9 @@ import pytest
 if TYPE_CHECKING:  # the heavy modules are imported only when --ctxconf-impl is given
     from conformance.checks import CheckSpec
     from conformance.engine import Case
+    from conformance.loading import Plugin
     from conformance.protocol import Assembler
+    from conformance.workers import WorkerPool
 
 __all__ = ["CtxconfCaseError", "CtxconfItem"]
 
@@ -93,6 +106,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="Seconds one assembler call may take before the case is an error (default 10).",
     )
+    group.addoption(
+        "--ctxconf-in-process",
+        action="store_true",
+        default=False,
+        help="Run the cases in the pytest process, not a supervised worker (for a debugger or "
+        "coverage of the plug-in; a crash of the plug-in then ends pytest).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -112,6 +132,42 @@ class _LastCase:
     result: Any = None
 
 
+class _Worker:
+    """The supervised worker of this pytest process's session, forked at its first case."""
+
+    session: int | None = None
+    pool: WorkerPool | None = None
+
+    @classmethod
+    def for_item(cls, item: CtxconfItem) -> WorkerPool:
+        from conformance.engine import unrun_result, warm_up  # noqa: PLC0415 - lazy
+        from conformance.traffic.verdicts import load_library  # noqa: PLC0415 - lazy
+        from conformance.workers import WorkerPool  # noqa: PLC0415 - lazy
+
+        if cls.pool is not None and cls.session == id(item.session):
+            return cls.pool
+        cls.close()
+        library = load_library()
+        # What every case needs (encodings, the catalog, validators) is built before the fork.
+        warm_up([i.case for i in item.session.items if isinstance(i, CtxconfItem)], library)
+        cls.pool = WorkerPool(
+            item.plugin, jobs=1, timeout=item.timeout, library=library, failed=unrun_result
+        )
+        cls.session = id(item.session)
+        return cls.pool
+
+    @classmethod
+    def close(cls) -> None:
+        if cls.pool is not None:
+            cls.pool.close()
+        cls.pool, cls.session = None, None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _Worker.session == id(session):
+        _Worker.close()
+
+
 class CtxconfItem(pytest.Item):
     """The checks of one level of one case (a scenario in one shape, dialect and budget)."""
 
@@ -119,16 +175,19 @@ class CtxconfItem(pytest.Item):
         self,
         *,
         case: Case,
-        assembler: Assembler,
+        plugin: Plugin,
         specs: tuple[CheckSpec, ...],
         timeout: float,
         check_level: str = "must",
         gated: bool = True,
+        in_process: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.case = case
-        self.assembler = assembler
+        self.plugin = plugin
+        self.assembler: Assembler = plugin.assemblers[case.shape]
+        self.in_process = in_process
         self.specs = specs
         self.timeout = timeout
         self.check_level = check_level
@@ -149,8 +208,13 @@ class CtxconfItem(pytest.Item):
         # Keyed by session and assembler too: in-process runs (pytester) reuse case keys.
         key = (id(self.session), id(self.assembler), self.case.key)
         if _LastCase.key != key:
-            _LastCase.result = run_case(self.case, self.assembler, self.specs, self.timeout)
-            _LastCase.key = key
+            if self.in_process:
+                result = run_case(self.case, self.assembler, self.specs, self.timeout)
+            else:
+                result = _Worker.for_item(self).run_one(self.case, self.specs)
+                for stream, text in (result.plugin_output or {}).items():
+                    self.add_report_section("call", f"plug-in {stream}", text)
+            _LastCase.result, _LastCase.key = result, key
         return _LastCase.result
 
     def runtest(self) -> None:
@@ -194,7 +258,7 @@ class CtxconfItem(pytest.Item):
 
 def _plan(
     config: pytest.Config,
-) -> list[tuple[Case, Assembler, tuple[CheckSpec, ...], tuple[str, ...]]]:
+) -> list[tuple[Case, Plugin, tuple[CheckSpec, ...], tuple[str, ...]]]:
     # Heavy imports only here: a project with ctxconf installed pays nothing without the option.
     from conformance.checks import checks_for  # noqa: PLC0415
     from conformance.commands._options import comma_list  # noqa: PLC0415
@@ -243,7 +307,7 @@ def _plan(
         for sid, found in specs.items()
     }
     return [
-        (case, plugin.assemblers[case.shape], specs[case.scenario.id], levels[case.scenario.id])
+        (case, plugin, specs[case.scenario.id], levels[case.scenario.id])
         for case in plan_cases(scenarios, plugin.shapes, shapes, assemblers=plugin.assemblers)
     ]
 
@@ -258,6 +322,7 @@ def pytest_collection_modifyitems(
     from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS  # noqa: PLC0415
 
     timeout = float(config.getoption("ctxconf_timeout"))
+    in_process = bool(config.getoption("ctxconf_in_process"))
     gate = STRICT_GATE_LEVELS if config.getoption("ctxconf_strict") else GATE_LEVELS
     added = [
         CtxconfItem.from_parent(
@@ -269,13 +334,14 @@ def pytest_collection_modifyitems(
             nodeid=f"ctxconf::{check_level}::{case.key}",
             path=Path(case.scenario.source),
             case=case,
-            assembler=assembler,
+            plugin=plugin,
             specs=specs,
             timeout=timeout,
             check_level=check_level,
             gated=check_level in gate,
+            in_process=in_process,
         )
-        for case, assembler, specs, levels in _plan(config)
+        for case, plugin, specs, levels in _plan(config)
         for check_level in levels
     ]
     items.extend(added)

@@ -6,6 +6,7 @@ this file alone (not from the built-in corpus, which other work changes).
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -38,6 +39,28 @@ def keep_all(messages, budget):
 def drop_system(messages, budget):
     """Valid and within budget, but drops the system message: a should failure only."""
     return [m for m in messages if m["role"] != "system"]
+
+
+def exits(messages, budget):
+    """Ends its process, as a plug-in calling sys.exit in a library or a segfault would."""
+    import os
+
+    os._exit(3)
+
+
+def hangs(messages, budget):
+    import time
+
+    time.sleep(3600)
+
+
+def talks(messages, budget):
+    """Prints, and says which process it ran in."""
+    import os, sys
+
+    print(f"assembling in process {os.getpid()}")
+    print("a warning from the plug-in", file=sys.stderr)
+    return messages
 
 
 def cut_oldest_two(messages, budget):
@@ -211,3 +234,44 @@ def test_idle_without_the_option_and_imports_nothing_heavy(pytester: pytest.Pyte
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *NO_LANGSMITH)
     result.assert_outcomes(passed=1)
+
+
+def test_a_plugin_that_ends_its_process_fails_its_case_and_the_session_goes_on(
+    corpus: pytest.Pytester,
+) -> None:
+    result = corpus.runpytest(*_args("exits", "--ctxconf-level=must"))
+    # Each case's must item fails with the cause; the worker is replaced for the next case.
+    result.assert_outcomes(failed=3)
+    text = result.stdout.str()
+    assert text.count("the plug-in ended the worker process with exit status 3") == 3
+    assert "Traceback" not in text
+
+
+@pytest.mark.timeout(60)
+def test_a_plugin_that_hangs_is_killed_at_the_timeout(corpus: pytest.Pytester) -> None:
+    result = corpus.runpytest(
+        *_args("hangs", "--ctxconf-level=must", "--ctxconf-timeout=0.5", "-k", "roomy")
+    )
+    result.assert_outcomes(failed=1, deselected=2)
+    assert "timed out after 0.5s; the worker process was killed and replaced" in result.stdout.str()
+
+
+def test_what_the_plugin_prints_is_shown_with_its_item_from_another_process(
+    corpus: pytest.Pytester,
+) -> None:
+    result = corpus.runpytest(*_args("talks", "--ctxconf-level=must", "-k", "roomy", "-rA"))
+    result.assert_outcomes(passed=1, deselected=2)
+    text = result.stdout.str()
+    assert "Captured plug-in stdout call" in text
+    assert "Captured plug-in stderr call" in text
+    assert "a warning from the plug-in" in text
+    ran_in = int(text.split("assembling in process ")[1].split()[0])
+    assert ran_in != os.getpid()  # pytester runs pytest in this process: the plug-in did not
+
+
+def test_in_process_runs_the_plugin_in_the_pytest_process(corpus: pytest.Pytester) -> None:
+    result = corpus.runpytest(
+        *_args("talks", "--ctxconf-level=must", "-k", "roomy", "--ctxconf-in-process", "-s")
+    )
+    result.assert_outcomes(passed=1, deselected=2)
+    assert f"assembling in process {os.getpid()}" in result.stdout.str()
