@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -358,7 +359,14 @@ class WorkerPool:
         process = self._context.Process(
             target=_worker_main, args=(child_end, paths), name="ctxconf-worker", daemon=True
         )
-        process.start()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns at a fork of a process with threads (an xdist worker has
+            # execnet's); the worker only runs the harness's own loop, and under ``-W error`` the
+            # warning would turn every case into an error.
+            warnings.filterwarnings(
+                "ignore", r"This process .*is multi-threaded", DeprecationWarning
+            )
+            process.start()
         child_end.close()
         self.stats.started += 1
         worker = _Worker(process, parent_end, paths)

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -318,6 +319,35 @@ def test_judging_a_huge_return_is_bounded_and_counts_as_a_timeout(plugins: Path)
     )
     assert footer.exit_status == 1
     assert footer.hung_calls == 0  # no call hung: the harness's judging was stopped
+
+
+@pytest.mark.timeout(120)
+def test_a_fork_warned_about_under_warnings_as_errors_still_starts_its_worker(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Python 3.12+ warns (DeprecationWarning) when a process with threads forks, as an xdist
+    # worker does; `-W error` must not turn that into an error of every case. The warning is
+    # raised here as 3.12's os.fork raises it, before the real fork.
+    real_fork = os.fork
+
+    def warning_fork() -> int:
+        warnings.warn(
+            f"This process (pid={os.getpid()}) is multi-threaded, use of fork() may lead to "
+            "deadlocks in the child.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", warning_fork)
+    plugin = load_plugin("trust_plugins:prints")
+    scenarios = [s for s in load_corpus() if s.id == "single-tool"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        events = list(run_events(plugin, scenarios, shapes=["openai-chat"]))
+    cases = [e.result for e in events if isinstance(e, CaseFinished)]
+    assert cases
+    assert all(c.status != "error" for c in cases), [c.reason for c in cases]
 
 
 @pytest.mark.timeout(120)
