@@ -62,6 +62,7 @@ __all__ = [
     "WorkerPool",
     "describe_exit",
     "read_captured",
+    "start_forked",
 ]
 
 MAX_CAPTURED_CHARS: Final = 64 * 1024
@@ -186,6 +187,15 @@ class RunStop:
         for fd in (self._read, self._write):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def start_forked(process: BaseProcess) -> None:
+    """Start a forked child of the harness (a worker, the soak process). Python 3.12+ warns at a
+    fork of a process with threads (an xdist worker has execnet's); the child only runs the
+    harness's own loop, and under ``-W error`` the warning would turn every case into an error."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"This process .*is multi-threaded", DeprecationWarning)
+        process.start()
 
 
 # ------------------------------------------------------------------------------ the worker side
@@ -359,14 +369,7 @@ class WorkerPool:
         process = self._context.Process(
             target=_worker_main, args=(child_end, paths), name="ctxconf-worker", daemon=True
         )
-        with warnings.catch_warnings():
-            # Python 3.12+ warns at a fork of a process with threads (an xdist worker has
-            # execnet's); the worker only runs the harness's own loop, and under ``-W error`` the
-            # warning would turn every case into an error.
-            warnings.filterwarnings(
-                "ignore", r"This process .*is multi-threaded", DeprecationWarning
-            )
-            process.start()
+        start_forked(process)
         child_end.close()
         self.stats.started += 1
         worker = _Worker(process, parent_end, paths)

@@ -50,6 +50,7 @@ from conformance.workers import (
     OutputCapture,
     describe_exit,
     read_captured,
+    start_forked,
 )
 from reference_impl.errors import CtxconfError
 from reference_impl.transcript import Transcript
@@ -162,7 +163,7 @@ def run_soak_isolated(
             daemon=True,
         )
         started = time.perf_counter()
-        process.start()
+        start_forked(process)
         child_end.close()
         progress = _Progress()
         why: str | None = None

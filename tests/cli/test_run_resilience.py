@@ -486,10 +486,10 @@ def test_the_jsonl_stream_is_one_process_writer() -> None:
     code = textwrap.dedent(
         """
         import os
-        from conformance.workers import _Capture
+        from conformance.workers import OutputCapture
         import tempfile
         d = tempfile.mkdtemp()
-        c = _Capture(os.path.join(d, "o"), os.path.join(d, "e"))
+        c = OutputCapture(os.path.join(d, "o"), os.path.join(d, "e"))
         os.write(1, b"raw fd write\\n")
         print("via print")
         got = c.collect()
