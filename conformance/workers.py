@@ -227,11 +227,13 @@ class OutputCapture:
         )
 
     def reset(self) -> None:
+        """Empty both files (a worker, before each case)."""
         for fd in self.fds:
             os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_SET)
 
     def collect(self) -> dict[str, str]:
+        """What was written since the last reset, by stream (see :func:`read_captured`)."""
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
