@@ -218,6 +218,7 @@ EVERY_SHAPE = [
     "LedgerNoteRerun",
     "MemoryWithOrder",
     "ClearWithClaim",
+    "PlaceholderInnerOrder",
 ]
 
 
@@ -350,7 +351,9 @@ def _assemblers(cls: type[Any]) -> Plugin:
     return Plugin(name, name, {shape: cls(shape) for shape in SHAPE_NAMES})
 
 
-@pytest.mark.parametrize("name", ["reference", "AttachmentDegrader", "LowDetailFirst"])
+@pytest.mark.parametrize(
+    "name", ["reference", "AttachmentDegrader", "LowDetailFirst", "DescribedPlaceholder"]
+)
 def test_a_degraded_attachment_is_no_edit_of_its_message_or_its_tool_result(
     name: str, attachment_scenarios: tuple[Scenario, ...]
 ) -> None:

@@ -43,7 +43,8 @@
 * :class:`GapMarker`: the ring dropper, leaving a bracketed marker of its own where it dropped
   messages (a user turn); :class:`SkippedMarker` words it as AutoGen does, unbracketed
   (``Skipped 3 messages.``); :class:`AssistantGapMarker` sends it as an assistant turn.
-* :class:`PlainImagePlaceholder`: the attachment degrader, its placeholder a plain sentence.
+* :class:`PlainImagePlaceholder`: the attachment degrader, its placeholder a plain sentence;
+  :class:`DescribedPlaceholder` names and describes the attachment inside its brackets.
 * :class:`ReversedSchemas`: the ring dropper, offering the tool schemas in reverse order.
 * :class:`MemoryInjector`: the ring dropper, injecting the offered memory items after the system
   text in a framing of its own ("Relevant memory:", one "- (source) text" line each).
@@ -598,6 +599,13 @@ class PlainImagePlaceholder(AttachmentDegrader):
     placeholder = "{kind} omitted to save context."
 
 
+class DescribedPlaceholder(AttachmentDegrader):
+    """The attachment degrader, its bracketed placeholder naming the attachment's kind and
+    describing it: ``[image: screenshot of the login page, removed to save space]``."""
+
+    placeholder = "[{kind}: screenshot of the login page, removed to save space]"
+
+
 class MemoryInjector(RingDropper):
     """The ring dropper, injecting the offered memory items in a framing of its own after the
     system text: "Relevant memory:" and one "- (source) text" line per item."""
@@ -660,6 +668,7 @@ GOOD: dict[str, type[Miniature]] = {
     "SkippedMarker": SkippedMarker,
     "AssistantGapMarker": AssistantGapMarker,
     "PlainImagePlaceholder": PlainImagePlaceholder,
+    "DescribedPlaceholder": DescribedPlaceholder,
     "ReversedSchemas": ReversedSchemas,
     "MemoryInjector": MemoryInjector,
 }
