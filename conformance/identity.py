@@ -151,6 +151,7 @@ _LEDGER_LABELS: Final = frozenset(
         *("key", "resource", "resource_id", "status", "succeeded", "failed", "pending"),
         *("timed_out", "cancelled", "side", "effect", "effects", "side_effect", "executed"),
         *("recorded", "already", "by", "the", "execution", "layer", "ledger", "memory", "source"),
+        *("side_effects", "entry", "entries"),
     )
 )
 
@@ -679,7 +680,7 @@ def _is_labelled_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any
     lines = [line.strip() for line in message.text.splitlines() if line.strip()]
     facts = 0
     for line in lines:
-        words = [w.strip(".,;:()[]") for w in _WORD.findall(line)]
+        words = [w.strip(_FIELD_MARKS) for w in _WORD.findall(line)]
         if any(i in line for i in ids):
             rest = [
                 w
@@ -705,15 +706,17 @@ _CALL_ID: Final = re.compile(r"\bcall[ _-]?ids?\b", re.IGNORECASE)
 
 
 def _only_fields(line: str, values: set[str]) -> bool:
-    """A line of a structured note that holds no id: a JSON or table line, or a Markdown heading
-    (its mark: ``"``, a brace, a bracket, ``|`` or a leading ``#``), of field names, an entry's values
+    """A line of a structured note that holds no id: a JSON, table, XML or CSV line, a YAML
+    field, or a Markdown heading (its mark: ``"``, a brace, a bracket, ``|``, an angle bracket, a
+    comma, a leading field name and colon, or a leading ``#``), of field names, an entry's values
     and punctuation only (a JSON ``"tool": "notify_ops",`` or ``{``, a table's header ``| tool |
-    call id | status |`` or ``|---|``, a heading ``## Side effects executed``). "call" counts only
-    as part of "call id": a line never says to call anything. A plain line of words stays a
-    header only with its colon or brackets."""
-    if not (_STRUCTURE.search(line) or line.startswith("#")):
+    call id | status |`` or ``|---|``, ``<side_effects>``, a CSV header
+    ``tool,call_id,status``, a YAML ``- tool: notify_ops``, a heading ``## Side effects
+    executed``). "call" counts only as part of "call id": a line never says to call anything. A
+    plain line of words stays a header only with its colon or brackets."""
+    if not (_STRUCTURE.search(line) or line.startswith("#") or _FIELD_LINE.match(line)):
         return False
-    words = [w.strip(".,;:()[]") for w in _WORD.findall(_CALL_ID.sub(" ", line))]
+    words = [w.strip(_FIELD_MARKS) for w in _WORD.findall(_CALL_ID.sub(" ", line))]
     return all(
         not w
         or (w.lower() in _LEDGER_LABELS and w.lower() != "call")
@@ -724,7 +727,12 @@ def _only_fields(line: str, values: set[str]) -> bool:
 
 
 _JSON_LITERALS: Final = frozenset(("null", "none", "true", "false"))
-_STRUCTURE: Final = re.compile(r"[\"{}|\[\]]")
+_STRUCTURE: Final = re.compile(r"[\"{}|\[\]<>,]")
+_FIELD_LINE: Final = re.compile(r"(?:[-*]\s*)?[A-Za-z_][A-Za-z_ ]*:(?:\s|$)")
+"""A YAML-style field, ``- tool: notify_ops`` or ``status: succeeded``."""
+_FIELD_MARKS: Final = ".,;:()[]=\"'<>/"
+"""What a ledger note's word may carry around it: punctuation, ``=`` (``tool=``), quotes and
+the marks of an XML attribute or tag (``call_id="call_b"``, ``<entry``, ``/>``)."""
 
 
 _PROSE_WORDS: Final = frozenset(

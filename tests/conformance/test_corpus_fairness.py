@@ -411,6 +411,20 @@ def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(nam
         assert check_id not in should, should[check_id][:3]
 
 
+@pytest.mark.parametrize(
+    "name", ["JsonLedger", "TableLedger", "YamlLedger", "XmlLedger", "CsvLedger"]
+)
+def test_a_structured_ledger_note_is_a_note_not_a_summary_at_the_head(name: str) -> None:
+    # Field names, values and punctuation only, in the plug-in's own format: a ledger note in
+    # every shape, never a summary at the head of the request (summary_quality).
+    results = _run_each("good", name)
+    noted = [r for r in results if r.outcome == "assembled" and r.scenario in _WITH_LEDGER]
+    assert noted
+    should = _failures(results, "should")
+    for check_id in ("ledger_pinned", "ledger_in_summary", "summary_quality"):
+        assert check_id not in should, should[check_id][:3]
+
+
 @pytest.mark.parametrize("name", ["LedgerInUserTurn", "LedgerInLatestText", "JoinedTurns"])
 def test_a_turn_merged_with_a_note_or_joined_into_one_string_is_kept_whole(name: str) -> None:
     # A ledger note as a user message of its own (Chat) or a block of the latest user turn (the

@@ -38,8 +38,9 @@
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
   OpenAI shapes' cheap mode), then degrades them if that is not enough.
-* :class:`JsonLedger`, :class:`TableLedger`: the ring dropper, its ledger note as pretty-printed
-  JSON or as a Markdown table under a heading.
+* :class:`JsonLedger`, :class:`TableLedger`, :class:`YamlLedger`, :class:`XmlLedger`,
+  :class:`CsvLedger`: the ring dropper, its ledger note as pretty-printed JSON, a Markdown table
+  under a heading, YAML, an XML element per entry or CSV.
 * :class:`GapMarker`: the ring dropper, leaving a bracketed marker of its own where it dropped
   messages (a user turn); :class:`SkippedMarker` words it as AutoGen does, unbracketed
   (``Skipped 3 messages.``); :class:`AssistantGapMarker` sends it as an assistant turn.
@@ -551,6 +552,54 @@ class TableLedger(RingDropper):
         return "\n".join(["## Executed side effects", header, "|---|---|---|---|---|", *rows])
 
 
+def _entries(request: AssemblyRequest, dropped_calls: set[str]) -> list[Mapping[str, Any]]:
+    return [
+        e for e in request.ledger if e.get("side_effect", True) and e["call_id"] in dropped_calls
+    ]
+
+
+class YamlLedger(RingDropper):
+    """The ring dropper, its ledger note a header and the entries as YAML."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        lines = ["Side effects already executed:"]
+        for e in _entries(request, dropped_calls):
+            lines += [
+                f"- tool: {e['tool']}",
+                f"  call_id: {e['call_id']}",
+                f"  idempotency_key: {e.get('idempotency_key') or 'null'}",
+                f"  resource_id: {e.get('resource_id') or 'null'}",
+                f"  status: {e['status']}",
+            ]
+        return "\n".join(lines) if len(lines) > 1 else None
+
+
+class XmlLedger(RingDropper):
+    """The ring dropper, its ledger note an XML element per entry."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        rows = [
+            f'  <entry tool="{e["tool"]}" call_id="{e["call_id"]}" '
+            f'idempotency_key="{e.get("idempotency_key") or ""}" '
+            f'resource_id="{e.get("resource_id") or ""}" status="{e["status"]}"/>'
+            for e in _entries(request, dropped_calls)
+        ]
+        return "\n".join(["<side_effects>", *rows, "</side_effects>"]) if rows else None
+
+
+class CsvLedger(RingDropper):
+    """The ring dropper, its ledger note a CSV header and a row per entry."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        rows = [
+            f"{e['tool']},{e['call_id']},{e.get('idempotency_key') or ''},"
+            f"{e.get('resource_id') or ''},{e['status']}"
+            for e in _entries(request, dropped_calls)
+        ]
+        header = ["Executed side effects:", "tool,call_id,idempotency_key,resource_id,status"]
+        return "\n".join([*header, *rows]) if rows else None
+
+
 class GapMarker(RingDropper):
     """The ring dropper, leaving a marker of its own where it dropped messages (a user turn, as
     AutoGen's head-and-tail context does): ``[3 earlier messages omitted to save context]``."""
@@ -664,6 +713,9 @@ GOOD: dict[str, type[Miniature]] = {
     "ParenthesesClearer": ParenthesesClearer,
     "JsonLedger": JsonLedger,
     "TableLedger": TableLedger,
+    "YamlLedger": YamlLedger,
+    "XmlLedger": XmlLedger,
+    "CsvLedger": CsvLedger,
     "GapMarker": GapMarker,
     "SkippedMarker": SkippedMarker,
     "AssistantGapMarker": AssistantGapMarker,
