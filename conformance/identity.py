@@ -72,8 +72,9 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, get_args
 
+from reference_impl.ledger import LedgerStatus
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -97,6 +98,7 @@ __all__ = [
     "Link",
     "OutputStatus",
     "SourceStatus",
+    "contradicted_entry",
     "is_placeholder",
     "map_view",
 ]
@@ -448,7 +450,9 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
     joined = _joined_turn_link(state, index, message, open_)
     if joined is not None:
         return joined
-    if _declared_summary(message, state.declared):
+    if _declared_summary(message, state.declared) and not _contradicts_ledger(
+        message, state.ledger
+    ):
         return Link(index, "summary", None, declared=True)
     moved = _merged_elsewhere(state, index, message, room=room)
     if moved is not None:
@@ -668,6 +672,8 @@ def _is_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bo
     entry's fields) or in the plug-in's own words (:func:`_is_prose_ledger_note`)."""
     if message.role not in {"system", "developer", "user"} or message.has_tool_parts:
         return False
+    if _contradicts_ledger(message, ledger):
+        return False
     return _is_labelled_ledger_note(message, ledger) or _is_prose_ledger_note(message.text, ledger)
 
 
@@ -822,6 +828,51 @@ def _gives_order(extra: Sequence[str], words: Sequence[str]) -> bool:
     return any(w.lower() in _ORDER_WORDS for w in extra) and not (
         {w.lower() for w in words} & _NEGATIONS
     )
+
+
+_STATUSES: Final = frozenset(get_args(LedgerStatus))
+_ITEM_OPENS: Final = ("-", "*", "{", "<", "|")
+
+
+def _contradicts_ledger(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a text part of ``message`` states a ledger entry with another status than the
+    ledger's (:func:`contradicted_entry`; each part on its own, since the message's text joins
+    them without a break)."""
+    return any(
+        contradicted_entry(p.text, ledger) is not None
+        for p in message.parts
+        if isinstance(p, TextPart | SummaryPart)
+    )
+
+
+def contradicted_entry(
+    text: str, ledger: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], str] | None:
+    """The first ledger entry ``text`` states with a status the ledger does not give it, with
+    the status word(s) stated; None when it states none so. That is: a
+    sentence or line naming the entry by one of its ids (call id, idempotency key, resource id)
+    and holding status words (:data:`_STATUSES`), none of them the entry's ("notify_ops
+    (notify-7781) failed" for a side effect that succeeded invites running it again). In a
+    structured note a status on a line of its own belongs to the entry named last since the
+    item opened (a YAML ``- tool:``, a JSON ``{``)."""
+    current: list[Mapping[str, Any]] = []
+    for line in text.splitlines():
+        if line.strip().startswith(_ITEM_OPENS):
+            current = []
+        for sentence in _SENTENCE_END.split(line):
+            stated = _STATUSES.intersection(re.findall(r"[a-z_]+", sentence.lower()))
+            named = [e for e in ledger if _names_entry(sentence, e)]
+            if named:
+                current = named
+            for entry in named or current if stated else ():
+                if entry.get("status") and str(entry["status"]) not in stated:
+                    return entry, "/".join(sorted(stated))
+    return None
+
+
+def _names_entry(sentence: str, entry: Mapping[str, Any]) -> bool:
+    ids = (entry.get(k) for k in ("call_id", "idempotency_key", "resource_id"))
+    return any(i and str(i) in sentence for i in ids)
 
 
 def _states_entry(sentence: str, entry: Mapping[str, Any]) -> bool:
@@ -1487,7 +1538,7 @@ def _summary_part(state: _State, role: Role, limit: int) -> Callable[[Part, int,
             if i not in state.claimed and session.messages[i].role not in INSTRUCTION_ROLES
         ]
         probe = Message(role, (part,))
-        return bool(span) and _stands_for(probe, session, span)
+        return bool(span) and _stands_for(probe, session, span, state.ledger)
 
     return allowed
 
@@ -1767,10 +1818,16 @@ _IDENTIFIER: Final = re.compile(r"[0-9_]")
 size), never an order's verb."""
 
 
-def _stands_for(message: Message, session: Transcript, span: Sequence[int]) -> bool:
+def _stands_for(
+    message: Message, session: Transcript, span: Sequence[int], ledger: Sequence[Mapping[str, Any]]
+) -> bool:
     """A new text may stand for a dropped span when it names something of it
     (:func:`_names_the_span`) or only marks where it was (:func:`_is_gap_marker`): the two ways
-    an assembler shows what it left out, read as a summary by contract."""
+    an assembler shows what it left out, read as a summary by contract. One that states a ledger
+    entry with another status than the ledger's (:func:`_contradicts_ledger`) stands for
+    nothing: it is a claim the session never had."""
+    if _contradicts_ledger(message, ledger):
+        return False
     return _names_the_span(message, session, span) or _is_gap_marker(message.text)
 
 
@@ -1855,7 +1912,7 @@ def _resolve_summaries(
         if _replaces_system_text(message, session, sources):
             out[j] = Link(j, "invented", None)
             continue
-        if span and gap not in taken and _stands_for(message, session, span):
+        if span and gap not in taken and _stands_for(message, session, span, state.ledger):
             taken.add(gap)
             out[j] = Link(j, "summary", None)
         else:
@@ -1911,7 +1968,8 @@ def _settle_added_text(
         sources[recast] = "modified"
         return "recast"
     span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
-    if span and gap not in taken and _stands_for(Message(role, (TextPart(text),)), session, span):
+    probe = Message(role, (TextPart(text),))
+    if span and gap not in taken and _stands_for(probe, session, span, state.ledger):
         taken.add(gap)
         return "summary"
     return None

@@ -219,6 +219,8 @@ EVERY_SHAPE = [
     "MemoryWithOrder",
     "ClearWithClaim",
     "PlaceholderInnerOrder",
+    "LedgerWrongStatus",
+    "SummaryWrongStatus",
 ]
 
 

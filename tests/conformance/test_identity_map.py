@@ -964,9 +964,16 @@ def test_a_message_merged_once_and_sent_again_is_invented_the_second_time() -> N
 
 
 def test_system_blocks_that_are_all_notes_are_one_injection() -> None:
-    notes = _system(NOTE, NOTE.replace("succeeded", "pending"))
+    notes = _system(NOTE, NOTE.replace("- tool=", "* tool="))
     identity = _map(_two(0, 1, notes, 2, 3, 4), TWO_SYSTEMS)
     assert identity.links[2].status == "injected"
+    # A block giving the entry another status than the ledger's is no note, joined or not.
+    for falsified in (
+        _system(NOTE, NOTE.replace("succeeded", "pending")),
+        _system(f"{NOTE}\n{NOTE.replace('succeeded', 'pending')}"),
+    ):
+        identity = _map(_two(0, 1, falsified, 2, 3, 4), TWO_SYSTEMS)
+        assert identity.links[2].status == "invented"
 
 
 PARALLEL = transcript(
