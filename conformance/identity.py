@@ -1998,15 +1998,20 @@ def _added_summaries(
     taken = _summary_gaps(gaps, links)
     for k, edit in enumerate(state.edits):
         link = links[edit.view_index]
-        if edit.kind != "text_added" or link is None or link.sources != (edit.source,):
+        if edit.kind != "text_added" or link is None or edit.source not in link.sources:
             continue
         wanted = session.messages[edit.source]
         old = "".join(p.text for p in wanted.parts if isinstance(p, TextPart)).strip()
-        new = state.view.messages[edit.view_index].text.strip()
-        extra = _added_text(old, new)
+        new, extra = _added_to(
+            state.view.messages[edit.view_index], old, merged=len(link.sources) > 1
+        )
         if extra is None:
             continue
         before, after = gaps[edit.view_index]
+        # Inside a merged turn (Bedrock B3, Gemini G1), its neighbours are the messages merged
+        # before and after it, as they are beside a message of its own on Chat.
+        before = max((s for s in link.sources if s < edit.source), default=before)
+        after = min((s for s in link.sources if s > edit.source), default=after)
         own = edit.source if not _is_pinned_kind(session, edit.source) else None
         gap = (
             (before, after)
@@ -2023,6 +2028,20 @@ def _added_summaries(
             detail = f"summary added to it: {_short(extra)}"
             state.edits[k] = replace(edit, kind="summary_added", detail=detail)
     return found
+
+
+def _added_to(message: Message, old: str, *, merged: bool) -> tuple[str, str | None]:
+    """(the text holding ``old`` whole, what it adds around ``old``): the message's text, or,
+    in a merged turn, the text part that holds it (its other parts are other messages)."""
+    if not merged:
+        new = message.text.strip()
+        return new, _added_text(old, new)
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            extra = _added_text(old, part.text)
+            if extra is not None:
+                return part.text.strip(), extra
+    return "", None
 
 
 class _Gaps:

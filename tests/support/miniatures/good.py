@@ -22,7 +22,8 @@
   its own wording right before that ring: a user turn as Codex writes it, an assistant turn where
   the shape merges same-side neighbours (there it folds into the ring's call turn).
 * :class:`UserTurnCompactor`: the Codex compactor, its summary a user turn in every shape (merged
-  into the goal's turn where the shape merges same-side neighbours).
+  into the goal's turn where the shape merges same-side neighbours); :class:`SummaryInGoalText`
+  appends it to the goal's text (one string).
 * :class:`OneSystemText`: the ring dropper, sending its system texts and its ledger note as one
   system text (Anthropic's ``system`` string, a Chat client that joins its system messages).
 * :class:`ProseLedger`: the ring dropper, writing its ledger note in sentences of its own
@@ -381,6 +382,27 @@ class UserTurnCompactor(CodexCompactor):
         return "user"
 
 
+class SummaryInGoalText(UserTurnCompactor):
+    """The user-turn compactor, its summary appended to the goal's text (one string, as a
+    client that keeps one opening user turn does; the shapes that merge same-side neighbours
+    then merge the latest user turn into it as a second part)."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        goal = goal_index(session)
+        at = None if goal is None else messages.index(session.messages[goal])
+        if at is not None and at + 1 < len(messages) and _is_codex_summary(messages[at + 1]):
+            summary = messages.pop(at + 1)
+            text = f"{messages[at].text}\n\n{summary.text}"
+            messages[at] = Message("user", (TextPart(text),))
+        return super().finish(request, session, messages)
+
+
+def _is_codex_summary(message: Message) -> bool:
+    return message.role == "user" and message.text.startswith("Where we are so far:")
+
+
 class OneSystemText(RingDropper):
     """Joins the system texts it sends (its ledger note included) into one."""
 
@@ -709,6 +731,7 @@ GOOD: dict[str, type[Miniature]] = {
     "JoinedTurns": JoinedTurns,
     "LedgerInLatestText": LedgerInLatestText,
     "UserTurnCompactor": UserTurnCompactor,
+    "SummaryInGoalText": SummaryInGoalText,
     "SystemSummary": SystemSummary,
     "ParenthesesClearer": ParenthesesClearer,
     "JsonLedger": JsonLedger,
