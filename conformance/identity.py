@@ -51,8 +51,9 @@ Each session message is ``kept``, ``merged`` (kept whole inside a merged view me
 placeholder text is ``cleared`` (an :class:`Edit` of kind ``result_cleared``), which the safety
 checks allow: the plug-in's declared ``ctxconf_result_placeholder``, or an undeclared text that is
 one bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``, as for attachments), at most 200
-characters and says that the content was cleared, omitted, removed or elided. Any other change of a result's content is ``result_changed``, except a
-degraded attachment (below).
+characters and says that the content was cleared, omitted, removed or elided and nothing else (a
+marker's words, words naming a result or its tool, numbers and ids). Any other change of a
+result's content is ``result_changed``, except a degraded attachment (below).
 
 **Degraded attachments.** A message or tool result whose attachments are an ordered selection of
 its session copy's, each as it was or (an image) at low detail, is degraded
@@ -270,8 +271,11 @@ class IdentityMap:
         return tuple(sorted(self.of_status("summary") + inline, key=lambda link: link.index))
 
 
-def is_placeholder(part: ToolResultPart, declared: str | None = None) -> bool:
-    """Whether a result's whole content is one placeholder text (see the module docstring)."""
+def is_placeholder(
+    part: ToolResultPart, declared: str | None = None, *, tool: str | None = None
+) -> bool:
+    """Whether a result's whole content is one placeholder text (see the module docstring); its
+    words may name the result's ``tool`` ("[search result cleared]")."""
     if len(part.content) != 1 or not isinstance(part.content[0], TextPart):
         return False
     text = part.content[0].text.strip()
@@ -281,8 +285,23 @@ def is_placeholder(part: ToolResultPart, declared: str | None = None) -> bool:
         _ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None
         and len(text) <= _PLACEHOLDER_MAX
         and bool(_PLACEHOLDER_WORDS.search(text))
-        and _is_gap_marker(text, _RESULT_WORDS)
+        and _is_gap_marker(text, _RESULT_WORDS | _name_words(tool))
     )
+
+
+def _name_words(name: str | None) -> frozenset[str]:
+    """The words of a tool's name ("web-search" -> web, search), lowercased."""
+    return frozenset(w.lower() for w in re.findall(r"[A-Za-z]+", name or ""))
+
+
+def _tool_name(session: Transcript, results: int, call_id: str) -> str | None:
+    """The name of the call ``call_id`` that the results at ``results`` answer: in the nearest
+    call turn before them."""
+    messages = session.messages
+    for i in range(results - 1, -1, -1):
+        if messages[i].tool_calls:
+            return next((c.name for c in messages[i].tool_calls if c.id == call_id), None)
+    return None
 
 
 # ------------------------------------------------------------------------------- the mapping
@@ -1118,7 +1137,9 @@ def _edits(
             add("result_removed", f"tool result {cid} removed", cid)
         elif got.content == result.content and got.is_error == result.is_error:
             continue
-        elif is_placeholder(got, state.declared.result_placeholder):
+        elif is_placeholder(
+            got, state.declared.result_placeholder, tool=_tool_name(state.session, source, cid)
+        ):
             add("result_cleared", f"tool result {cid} cleared ({_short(got.text)})", cid)
         elif (degraded := _degraded_result(got, result)) is not None:
             kind, detail = degraded

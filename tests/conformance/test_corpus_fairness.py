@@ -182,7 +182,7 @@ def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
 _WITH_LEDGER = {s.id for s in load_corpus() if s.ledger}
 
 
-@pytest.mark.parametrize("name", ["ClearOlderResults", "ParenthesesClearer"])
+@pytest.mark.parametrize("name", ["ClearOlderResults", "ParenthesesClearer", "NamedResultClearer"])
 def test_clearing_older_rings_results_keeps_the_recent_rings(name: str) -> None:
     # The rings older than the last recent_tool_rings may lose their results (a placeholder of
     # any wording in any bracket, ids kept); the recent rings keep theirs. Clearing the newest

@@ -13,7 +13,9 @@
   older than the last ones lose their results.
 * :class:`SystemSummary`: the compactor, its summary a system message right after the system text
   (a block of the top-level system where the shape has one).
-* :class:`ParenthesesClearer`: the same, its placeholder in parentheses instead of brackets.
+* :class:`ParenthesesClearer`: the same, its placeholder in parentheses instead of brackets;
+  :class:`NamedResultClearer` names the tool and the call in it (``[search result (call_mx5)
+  cleared]``).
 * :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
   where the session fits).
 * :class:`ClearAllResults`: the result clearer, clearing error results too (Anthropic's context
@@ -191,10 +193,13 @@ class ResultClearer(Miniature):
         units = units_of(session)
         _, middle = _protected(session, units, self.rings_kept(request))
         rings = [u for u in middle if u.is_ring]
+        names = {c.id: c.name for m in session.messages for c in m.tool_calls}
         for ring in rings:
             for i in ring.indices:
                 if messages[i].tool_results:
-                    messages[i] = _cleared(messages[i], self.placeholder, errors=self.clear_errors)
+                    messages[i] = _cleared(
+                        messages[i], self.placeholder, errors=self.clear_errors, names=names
+                    )
             if cost(request, messages, session) <= request.budget:
                 return self.finish(request, session, messages)
         dropped: set[int] = set()
@@ -222,9 +227,30 @@ class ParenthesesClearer(ClearOlderResults):
     placeholder = "(old tool output removed to save context)"
 
 
-def _cleared(message: Message, placeholder: str, *, errors: bool = False) -> Message:
+class NamedResultClearer(ClearOlderResults):
+    """Clears the older rings' results with a placeholder naming the tool and the call:
+    ``[search result (call_mx5) cleared]``."""
+
+    placeholder = "[{tool} result ({call_id}) cleared]"
+
+
+def _cleared(
+    message: Message,
+    placeholder: str,
+    *,
+    errors: bool = False,
+    names: Mapping[str, str] | None = None,
+) -> Message:
+    """``message`` with its (successful, or all) results replaced by ``placeholder``, which may
+    name the call's ``{tool}`` and ``{call_id}``."""
+    names = names or {}
     parts = tuple(
-        replace(p, content=(TextPart(placeholder),))
+        replace(
+            p,
+            content=(
+                TextPart(placeholder.format(tool=names.get(p.call_id, "tool"), call_id=p.call_id)),
+            ),
+        )
         if isinstance(p, ToolResultPart) and (errors or not p.is_error)
         else p
         for p in message.parts
@@ -734,6 +760,7 @@ GOOD: dict[str, type[Miniature]] = {
     "SummaryInGoalText": SummaryInGoalText,
     "SystemSummary": SystemSummary,
     "ParenthesesClearer": ParenthesesClearer,
+    "NamedResultClearer": NamedResultClearer,
     "JsonLedger": JsonLedger,
     "TableLedger": TableLedger,
     "YamlLedger": YamlLedger,
