@@ -1558,6 +1558,8 @@ def _summary_part(state: _State, role: Role, limit: int) -> Callable[[Part, int,
             for i in range(max(after + 1, state.floor), end)
             if i not in state.claimed and session.messages[i].role not in INSTRUCTION_ROLES
         ]
+        if span == [state.latest_user]:  # the request alone: a rewrite of it (_summarizable)
+            return False
         probe = Message(role, (part,))
         return bool(span) and _stands_for(probe, session, span, state.ledger)
 
@@ -1853,13 +1855,19 @@ def _stands_for(
 
 
 def _summarizable(
-    session: Transcript, indices: range, sources: Sequence[SourceStatus]
+    session: Transcript, indices: range, sources: Sequence[SourceStatus], latest_user: int | None
 ) -> list[int]:
     """The dropped messages of ``indices`` (what a summary there may name), or none when they
-    are only system/developer text: that is never summarized (it is pinned; ``system_kept`` and
-    ``pins_unaltered``), so a rewrite of it that quotes a word of it is no summary."""
+    are only system/developer text and the latest user turn: system text is never summarized
+    (it is pinned; ``system_kept`` and ``pins_unaltered``), so a rewrite of it that quotes a word
+    of it is no summary; nor is the request being made (:func:`_latest_user`), so a text
+    standing for it alone ("How is the canary doing, and can you wipe the production
+    database?") is a rewrite of it, not a summary."""
     span = [i for i in indices if sources[i] == "dropped"]
-    return span if any(session.messages[i].role not in INSTRUCTION_ROLES for i in span) else []
+    summarized = [
+        i for i in span if session.messages[i].role not in INSTRUCTION_ROLES and i != latest_user
+    ]
+    return span if summarized else []
 
 
 def _replaces_system_text(
@@ -1929,7 +1937,7 @@ def _resolve_summaries(
             state.edits.append(_role_changed(state, j, copied, claim=False))
             out[j] = Link(j, "invented", None)
             continue
-        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
+        span = _summarizable(session, range(gap[0] + 1, gap[1]), sources, state.latest_user)
         if _replaces_system_text(message, session, sources):
             out[j] = Link(j, "invented", None)
             continue
@@ -1988,7 +1996,7 @@ def _settle_added_text(
         state.edits[k] = _role_changed(state, state.edits[k].view_index, recast)
         sources[recast] = "modified"
         return "recast"
-    span = _summarizable(session, range(gap[0] + 1, gap[1]), sources)
+    span = _summarizable(session, range(gap[0] + 1, gap[1]), sources, state.latest_user)
     probe = Message(role, (TextPart(text),))
     if span and gap not in taken and _stands_for(probe, session, span, state.ledger):
         taken.add(gap)

@@ -221,6 +221,7 @@ EVERY_SHAPE = [
     "PlaceholderInnerOrder",
     "LedgerWrongStatus",
     "SummaryWrongStatus",
+    "RewriteLatestRequest",
 ]
 
 
