@@ -178,6 +178,7 @@ def _degraded_with(placeholder: str) -> tuple[Transcript, list[str]]:
         "[image omitted: bar chart of canary error rates by region]",
         "<screenshot of the canary dashboard was removed>",
         "[photo - omitted for brevity]",
+        "[image omitted \u2014 1.2 MB, too large to send]",
         "{image}",
     ],
 )
