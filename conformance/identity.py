@@ -30,7 +30,8 @@ messages between the same two aligned anchors), in order, as:
 * ``ledger``: a note of ledger facts and nothing else: every line is a header or a ledger entry's
   fields (tool, call id, idempotency key, resource id, status), or, in the plug-in's own words,
   every sentence states an entry, is a short header or says not to repeat them
-  (:func:`_is_prose_ledger_note`);
+  (:func:`_is_prose_ledger_note`); an entry given another status than the ledger's makes it
+  no note, and no summary either (:func:`contradicted_entry`);
 * ``synthesized``: an error result for a session call that had none in the session;
 * ``invented``: none of the above.
 
