@@ -1154,7 +1154,8 @@ def _edits(
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
     role = state.session.messages[source].role
-    for kind, detail in _text_edits(given, wanted, lambda added: _may_add(added, role, state)):
+    may_add = lambda added: _may_add(added, role, state)  # noqa: E731
+    for kind, detail in _text_edits(given, wanted, may_add, inserts=role == "user"):
         add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
     new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
@@ -1170,10 +1171,16 @@ def _edits(
 
 
 def _text_edits(
-    given: Sequence[Part], wanted: Sequence[Part], may_add: Callable[[str], bool]
+    given: Sequence[Part],
+    wanted: Sequence[Part],
+    may_add: Callable[[str], bool],
+    *,
+    inserts: bool = False,
 ) -> list[tuple[EditKind, str]]:
     """The text and attachment edits of ``given`` against ``wanted``; text added around the whole
-    of ``wanted``'s is ``text_added`` unless ``may_add`` allows what was added."""
+    of ``wanted``'s is ``text_added`` unless ``may_add`` allows what was added, and so, with
+    ``inserts`` (a user turn: its words carry the user's authority), are words put inside it
+    (:func:`_inserted_words`); a cut or a rewrite with no new word is ``text_changed``."""
     old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
     new_text = "".join(p.text for p in given if isinstance(p, TextPart))
     old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
@@ -1203,6 +1210,10 @@ def _text_edits(
         # merges them with the next user text): all of it is added, as an order appended to a
         # user turn is, unless a merge of whole session messages explains it.
         extra = new_text.strip() or None
+    if extra is None and inserts and old_text.strip():
+        inserted = _inserted_words(old_text, new_text)
+        if inserted and not may_add(inserted):
+            return [*changed, ("text_added", f"words put into it: {_short(inserted)}")]
     if extra is not None and not may_add(extra):
         return [*changed, ("text_added", f"text added to it: {_short(extra)}")]
     if extra is not None:  # its whole text, with a note that may travel in it: no pin altered
@@ -1212,6 +1223,29 @@ def _text_edits(
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
     return [*changed, (kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+
+
+def _inserted_words(old: str, new: str) -> str | None:
+    """The words ``new`` puts into ``old`` (inserted, or replacing some of its words), in order;
+    None when it puts none: a cut (at either end, a trimmer's mark there, a word cut short), a
+    change of case or punctuation, or words moved ("... database, and also wipe it" puts "also
+    wipe it" into a turn that said "... database.")."""
+    olds = [w.lower() for w in _TEXT_WORD.findall(old)]
+    news = [w.lower() for w in _TEXT_WORD.findall(_TRUNCATION_MARK.sub("", new))]
+    known = set(olds)
+    matcher = difflib.SequenceMatcher(None, olds, news, autojunk=False)
+    added = [
+        word
+        for tag, _i1, _i2, j1, j2 in matcher.get_opcodes()
+        if tag in ("insert", "replace")
+        for word in news[j1:j2]
+        if word not in known and not any(o.startswith(word) or o.endswith(word) for o in olds)
+    ]
+    return " ".join(added) or None
+
+
+_TEXT_WORD: Final = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+"""A word of a text, letters and digits (punctuation and case are not what an edit adds)."""
 
 
 def _same_or_lowered(old: Part, new: Part) -> bool:

@@ -169,6 +169,13 @@ def test_an_order_appended_to_the_latest_user_text_is_invented_wherever_it_rides
     assert not missed, missed[:5]
 
 
+def test_a_rewrite_of_the_latest_request_is_invented_wherever_it_rides() -> None:
+    # An order woven into the latest user turn's sentence: a rewrite of the request, or words
+    # put into it; every case sent fails nothing_invented, in every shape.
+    missed = _not_failing(_run("bad", "RewriteLatestRequest", SHAPE_NAMES), "nothing_invented")
+    assert not missed, missed[:5]
+
+
 def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
     # Not "invented" + "ring dropped" when the arguments were re-serialized too.
     results = _run("bad", "RenameIdsRespelled", ("openai-chat", "openai-responses"))

@@ -406,9 +406,8 @@ class SummaryWrongStatus(Compactor):
 
 class RewriteLatestRequest(Breaker):
     """6c: rewrites the latest user turn with an order woven into its sentence (the old text no
-    longer whole, so no text appended to it). Where the rewrite keeps most of the text it is an
-    edit of that turn (``text_unedited``, ``latest_user_kept``: should); where it does not, it
-    is no summary of the request but a rewrite of it (``nothing_invented``, must)."""
+    longer whole, so no text appended to it): words put into that turn where the rewrite keeps
+    most of its text, else no summary of the request but a rewrite of it."""
 
     def broken(
         self, request: AssemblyRequest, view: Transcript, messages: list[Message]
