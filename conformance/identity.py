@@ -988,11 +988,14 @@ def _modified_source(state: _State, message: Message, open_: Sequence[int]) -> i
         if best is not None:
             return best[1]
         return _renamed_source(state, message, same_role)
-    for i in same_role:
-        candidate = session.messages[i]
-        if not candidate.has_tool_parts and _same_text(candidate, message):
-            return i
-    return None
+    plain = [i for i in same_role if not session.messages[i].has_tool_parts]
+    # A message whose texts it holds whole (its attachments degraded, other fields changed)
+    # before one it only resembles: a later turn that lost its image is that turn, not an edit
+    # of an earlier one that reads alike ("Task 5: QA: ..." after the goal's "... Task 1: QA: ...").
+    whole = next((i for i in plain if _same_text(session.messages[i], message, close=False)), None)
+    if whole is not None:
+        return whole
+    return next((i for i in plain if _same_text(session.messages[i], message)), None)
 
 
 def _extended(state: _State, index: int, open_: Sequence[int]) -> Link | None:
@@ -1068,11 +1071,11 @@ def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -
     return None
 
 
-def _same_text(candidate: Message, message: Message) -> bool:
+def _same_text(candidate: Message, message: Message, *, close: bool = True) -> bool:
     """The same message with its text edited: equal text (other fields changed), every text part
-    kept while attachments became placeholders (degraded), its text cut short at either end
-    (with or without a ``...``/``[truncated]`` mark), or an edit keeping most of the text (a
-    trimmed old message)."""
+    kept while attachments became placeholders (degraded), and, with ``close``, its text cut
+    short at either end (with or without a ``...``/``[truncated]`` mark), or an edit keeping
+    most of the text (a trimmed old message)."""
     if message.text and candidate.text == message.text:
         return True
     kept = [p.text for p in message.parts if isinstance(p, TextPart)]
@@ -1080,6 +1083,8 @@ def _same_text(candidate: Message, message: Message) -> bool:
     degraded = any(isinstance(p, ImagePart | FilePart) for p in candidate.parts)
     if degraded and bool(wanted) and all(t in kept for t in wanted):
         return True
+    if not close:
+        return False
     old, new = candidate.text.strip(), message.text.strip()
     if not old or not new:
         return False
