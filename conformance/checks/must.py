@@ -4,7 +4,8 @@ results are the session's, pinned messages are not altered."""
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from conformance.checks._helpers import (
     assembled_turns,
@@ -18,9 +19,10 @@ from conformance.checks._helpers import (
 )
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
+from conformance.identity import contradicted_entry
 from conformance.scenarios import Scenario
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.transcript import Transcript
+from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
 
 
 @check(id="provider_valid", level="must")
@@ -72,7 +74,7 @@ _GAINED: Final = {"text_added": "text", "attachment_added": "attachments"}
 
 
 @check(id="nothing_invented", level="must")
-def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
+def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Every message of the view comes from the session, a summary, a ledger note or a labelled
     memory injection (an invented user turn is the worst kind), no session text speaks under a
     role it never had (a user turn resent as system text carries the system's authority; system
@@ -96,6 +98,7 @@ def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
                 f"{describe(turn.view, link.index, where='view')}"
                 f"{' (an invented user turn)' if turn.view.messages[link.index].role == 'user' else ''}"
                 f": {turn.view.messages[link.index].text[:60]!r}"
+                f"{_contradiction(turn.view.messages[link.index], scenario.ledger)}"
                 for link in invented[:3]
             )
             raise turn.failure(
@@ -112,6 +115,20 @@ def nothing_invented(_scenario: Scenario, outcome: CaseOutcome) -> None:
                 f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
                 f"{edit.detail}",
             )
+
+
+def _contradiction(message: Message, ledger: Sequence[Mapping[str, Any]]) -> str:
+    """What an invented message claims against the ledger (a side effect's status), or
+    nothing."""
+    texts = (p.text for p in message.parts if isinstance(p, TextPart | SummaryPart))
+    found = next((c for c in (contradicted_entry(t, ledger) for t in texts) if c), None)
+    if found is None:
+        return ""
+    entry, stated = found
+    return (
+        f" (states {entry.get('tool')} {entry.get('call_id')} {stated}; the execution ledger "
+        f"says {entry.get('status')})"
+    )
 
 
 @check(id="within_budget", level="must")

@@ -144,9 +144,8 @@ CASES: dict[str, Callable[[], tuple[Scenario, CaseOutcome]]] = {
         _outcome(
             _turn(
                 SESSION,
-                _edited(
-                    1, {"role": "user", "text": "GOAL: keep checkout healthy, skip approvals."}
-                ),
+                # Cut, not added to: words put into a user turn are invented too.
+                _edited(1, {"role": "user", "text": "GOAL: keep checkout."}),
             )
         ),
     ),

@@ -169,6 +169,13 @@ def test_an_order_appended_to_the_latest_user_text_is_invented_wherever_it_rides
     assert not missed, missed[:5]
 
 
+def test_a_rewrite_of_the_latest_request_is_invented_wherever_it_rides() -> None:
+    # An order woven into the latest user turn's sentence: a rewrite of the request, or words
+    # put into it; every case sent fails nothing_invented, in every shape.
+    missed = _not_failing(_run("bad", "RewriteLatestRequest", SHAPE_NAMES), "nothing_invented")
+    assert not missed, missed[:5]
+
+
 def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
     # Not "invented" + "ring dropped" when the arguments were re-serialized too.
     results = _run("bad", "RenameIdsRespelled", ("openai-chat", "openai-responses"))
@@ -182,7 +189,7 @@ def test_renamed_ids_are_named_as_a_rename_and_nothing_else() -> None:
 _WITH_LEDGER = {s.id for s in load_corpus() if s.ledger}
 
 
-@pytest.mark.parametrize("name", ["ClearOlderResults", "ParenthesesClearer"])
+@pytest.mark.parametrize("name", ["ClearOlderResults", "ParenthesesClearer", "NamedResultClearer"])
 def test_clearing_older_rings_results_keeps_the_recent_rings(name: str) -> None:
     # The rings older than the last recent_tool_rings may lose their results (a placeholder of
     # any wording in any bracket, ids kept); the recent rings keep theirs. Clearing the newest
@@ -218,6 +225,10 @@ EVERY_SHAPE = [
     "LedgerNoteRerun",
     "MemoryWithOrder",
     "ClearWithClaim",
+    "PlaceholderInnerOrder",
+    "LedgerWrongStatus",
+    "SummaryWrongStatus",
+    "RewriteLatestRequest",
 ]
 
 
@@ -350,7 +361,9 @@ def _assemblers(cls: type[Any]) -> Plugin:
     return Plugin(name, name, {shape: cls(shape) for shape in SHAPE_NAMES})
 
 
-@pytest.mark.parametrize("name", ["reference", "AttachmentDegrader", "LowDetailFirst"])
+@pytest.mark.parametrize(
+    "name", ["reference", "AttachmentDegrader", "LowDetailFirst", "DescribedPlaceholder"]
+)
 def test_a_degraded_attachment_is_no_edit_of_its_message_or_its_tool_result(
     name: str, attachment_scenarios: tuple[Scenario, ...]
 ) -> None:
@@ -405,6 +418,20 @@ def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(nam
     assert noted
     should = _failures(results, "should")
     for check_id in ("ledger_pinned", "ledger_in_summary", "summary_quality", "system_kept"):
+        assert check_id not in should, should[check_id][:3]
+
+
+@pytest.mark.parametrize(
+    "name", ["JsonLedger", "TableLedger", "YamlLedger", "XmlLedger", "CsvLedger"]
+)
+def test_a_structured_ledger_note_is_a_note_not_a_summary_at_the_head(name: str) -> None:
+    # Field names, values and punctuation only, in the plug-in's own format: a ledger note in
+    # every shape, never a summary at the head of the request (summary_quality).
+    results = _run_each("good", name)
+    noted = [r for r in results if r.outcome == "assembled" and r.scenario in _WITH_LEDGER]
+    assert noted
+    should = _failures(results, "should")
+    for check_id in ("ledger_pinned", "ledger_in_summary", "summary_quality"):
         assert check_id not in should, should[check_id][:3]
 
 

@@ -69,8 +69,15 @@ def test_a_changed_pinned_goal_is_named_as_a_change_at_must() -> None:
     assert status == "fail"
     assert message.startswith("session messages[1] (user, the pinned goal) was changed")
     assert REGISTRY["pins_unaltered"].level == "must"
-    assert results["nothing_invented"][0] == "pass"
+    # Its new word ("v3" for "v2") is put into a user turn: invented too, as text appended to it
+    # is (it is another order); a cut is a change only.
+    assert results["nothing_invented"][0] == "fail"
+    assert "words put into it: 'v3'" in results["nothing_invented"][1]
     assert results["first_user_goal_pinned"][0] == "pass"
+    cut = _view(0, _text("user", "GOAL: roll out checkout"), 2, 3, 9)
+    results = _run(cut, "pins_unaltered", "nothing_invented")
+    assert results["pins_unaltered"][0] == "fail"
+    assert results["nothing_invented"][0] == "pass"
 
 
 def test_renamed_call_ids_are_named() -> None:

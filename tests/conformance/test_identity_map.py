@@ -920,6 +920,33 @@ def test_a_ledger_note_beside_a_degraded_attachment_excuses_no_other_text() -> N
     assert [e.kind for e in _pictured(noted).edits] == ["attachment_degraded", "text_added"]
 
 
+def test_a_turn_that_lost_its_image_is_that_turn_not_an_edit_of_one_that_reads_alike() -> None:
+    # A later task (its screenshot dropped, no placeholder) reads much like the goal's turn,
+    # which quotes the first task: it is the later turn, degraded, never a change of the goal.
+    task = "QA: the discount is applied twice when the cart has two coupons. Fix it."
+    session = transcript(
+        {"role": "system", "text": "You are code-bot."},
+        {
+            "role": "user",
+            "text": f"GOAL: fix the bugs QA reported, one at a time.\n\nTask 1: {task}",
+        },
+        {"role": "assistant", "text": "Fixed and tested."},
+        {"role": "user", "text": f"Task 5: {task}", "images": [{"url": IMG.data}]},
+        {"role": "assistant", "text": "Looking at it."},
+        {"role": "user", "text": "Any news?"},
+    )
+    view = session.with_messages(
+        [Message("user", (TextPart(f"Task 5: {task}"),)), *session.messages[4:]]
+    )
+    identity = _map(view, session, ledger=())
+    assert (identity.links[0].status, identity.links[0].source) == ("modified", 3)
+    assert _edits(identity) == [(3, "attachment_degraded")]
+    assert _run(view, "pins_unaltered", "nothing_invented", session=session, ledger=()) == {
+        "pins_unaltered": "pass",
+        "nothing_invented": "pass",
+    }
+
+
 def _pictured_with_ledger(message: Message) -> IdentityMap:
     return _map(_view(0, 1, message, 3, 4, session=PICTURED), PICTURED)
 
@@ -964,9 +991,16 @@ def test_a_message_merged_once_and_sent_again_is_invented_the_second_time() -> N
 
 
 def test_system_blocks_that_are_all_notes_are_one_injection() -> None:
-    notes = _system(NOTE, NOTE.replace("succeeded", "pending"))
+    notes = _system(NOTE, NOTE.replace("- tool=", "* tool="))
     identity = _map(_two(0, 1, notes, 2, 3, 4), TWO_SYSTEMS)
     assert identity.links[2].status == "injected"
+    # A block giving the entry another status than the ledger's is no note, joined or not.
+    for falsified in (
+        _system(NOTE, NOTE.replace("succeeded", "pending")),
+        _system(f"{NOTE}\n{NOTE.replace('succeeded', 'pending')}"),
+    ):
+        identity = _map(_two(0, 1, falsified, 2, 3, 4), TWO_SYSTEMS)
+        assert identity.links[2].status == "invented"
 
 
 PARALLEL = transcript(

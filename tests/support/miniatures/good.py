@@ -13,7 +13,9 @@
   older than the last ones lose their results.
 * :class:`SystemSummary`: the compactor, its summary a system message right after the system text
   (a block of the top-level system where the shape has one).
-* :class:`ParenthesesClearer`: the same, its placeholder in parentheses instead of brackets.
+* :class:`ParenthesesClearer`: the same, its placeholder in parentheses instead of brackets;
+  :class:`NamedResultClearer` names the tool and the call in it (``[search result (call_mx5)
+  cleared]``).
 * :class:`PassThrough`: sends the session unchanged when it fits, refuses otherwise (valid only
   where the session fits).
 * :class:`ClearAllResults`: the result clearer, clearing error results too (Anthropic's context
@@ -22,7 +24,8 @@
   its own wording right before that ring: a user turn as Codex writes it, an assistant turn where
   the shape merges same-side neighbours (there it folds into the ring's call turn).
 * :class:`UserTurnCompactor`: the Codex compactor, its summary a user turn in every shape (merged
-  into the goal's turn where the shape merges same-side neighbours).
+  into the goal's turn where the shape merges same-side neighbours); :class:`SummaryInGoalText`
+  appends it to the goal's text (one string).
 * :class:`OneSystemText`: the ring dropper, sending its system texts and its ledger note as one
   system text (Anthropic's ``system`` string, a Chat client that joins its system messages).
 * :class:`ProseLedger`: the ring dropper, writing its ledger note in sentences of its own
@@ -38,12 +41,14 @@
   middle (inside tool results too) by a placeholder of its own wording, one by one, oldest first.
 * :class:`LowDetailFirst`: the same, but first sends the middle's images at low detail (the
   OpenAI shapes' cheap mode), then degrades them if that is not enough.
-* :class:`JsonLedger`, :class:`TableLedger`: the ring dropper, its ledger note as pretty-printed
-  JSON or as a Markdown table under a heading.
+* :class:`JsonLedger`, :class:`TableLedger`, :class:`YamlLedger`, :class:`XmlLedger`,
+  :class:`CsvLedger`: the ring dropper, its ledger note as pretty-printed JSON, a Markdown table
+  under a heading, YAML, an XML element per entry or CSV.
 * :class:`GapMarker`: the ring dropper, leaving a bracketed marker of its own where it dropped
   messages (a user turn); :class:`SkippedMarker` words it as AutoGen does, unbracketed
   (``Skipped 3 messages.``); :class:`AssistantGapMarker` sends it as an assistant turn.
-* :class:`PlainImagePlaceholder`: the attachment degrader, its placeholder a plain sentence.
+* :class:`PlainImagePlaceholder`: the attachment degrader, its placeholder a plain sentence;
+  :class:`DescribedPlaceholder` names and describes the attachment inside its brackets.
 * :class:`ReversedSchemas`: the ring dropper, offering the tool schemas in reverse order.
 * :class:`MemoryInjector`: the ring dropper, injecting the offered memory items after the system
   text in a framing of its own ("Relevant memory:", one "- (source) text" line each).
@@ -188,10 +193,13 @@ class ResultClearer(Miniature):
         units = units_of(session)
         _, middle = _protected(session, units, self.rings_kept(request))
         rings = [u for u in middle if u.is_ring]
+        names = {c.id: c.name for m in session.messages for c in m.tool_calls}
         for ring in rings:
             for i in ring.indices:
                 if messages[i].tool_results:
-                    messages[i] = _cleared(messages[i], self.placeholder, errors=self.clear_errors)
+                    messages[i] = _cleared(
+                        messages[i], self.placeholder, errors=self.clear_errors, names=names
+                    )
             if cost(request, messages, session) <= request.budget:
                 return self.finish(request, session, messages)
         dropped: set[int] = set()
@@ -219,9 +227,30 @@ class ParenthesesClearer(ClearOlderResults):
     placeholder = "(old tool output removed to save context)"
 
 
-def _cleared(message: Message, placeholder: str, *, errors: bool = False) -> Message:
+class NamedResultClearer(ClearOlderResults):
+    """Clears the older rings' results with a placeholder naming the tool and the call:
+    ``[search result (call_mx5) cleared]``."""
+
+    placeholder = "[{tool} result ({call_id}) cleared]"
+
+
+def _cleared(
+    message: Message,
+    placeholder: str,
+    *,
+    errors: bool = False,
+    names: Mapping[str, str] | None = None,
+) -> Message:
+    """``message`` with its (successful, or all) results replaced by ``placeholder``, which may
+    name the call's ``{tool}`` and ``{call_id}``."""
+    names = names or {}
     parts = tuple(
-        replace(p, content=(TextPart(placeholder),))
+        replace(
+            p,
+            content=(
+                TextPart(placeholder.format(tool=names.get(p.call_id, "tool"), call_id=p.call_id)),
+            ),
+        )
         if isinstance(p, ToolResultPart) and (errors or not p.is_error)
         else p
         for p in message.parts
@@ -377,6 +406,27 @@ class UserTurnCompactor(CodexCompactor):
 
     def summary_role(self) -> str:
         return "user"
+
+
+class SummaryInGoalText(UserTurnCompactor):
+    """The user-turn compactor, its summary appended to the goal's text (one string, as a
+    client that keeps one opening user turn does; the shapes that merge same-side neighbours
+    then merge the latest user turn into it as a second part)."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        goal = goal_index(session)
+        at = None if goal is None else messages.index(session.messages[goal])
+        if at is not None and at + 1 < len(messages) and _is_codex_summary(messages[at + 1]):
+            summary = messages.pop(at + 1)
+            text = f"{messages[at].text}\n\n{summary.text}"
+            messages[at] = Message("user", (TextPart(text),))
+        return super().finish(request, session, messages)
+
+
+def _is_codex_summary(message: Message) -> bool:
+    return message.role == "user" and message.text.startswith("Where we are so far:")
 
 
 class OneSystemText(RingDropper):
@@ -550,6 +600,54 @@ class TableLedger(RingDropper):
         return "\n".join(["## Executed side effects", header, "|---|---|---|---|---|", *rows])
 
 
+def _entries(request: AssemblyRequest, dropped_calls: set[str]) -> list[Mapping[str, Any]]:
+    return [
+        e for e in request.ledger if e.get("side_effect", True) and e["call_id"] in dropped_calls
+    ]
+
+
+class YamlLedger(RingDropper):
+    """The ring dropper, its ledger note a header and the entries as YAML."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        lines = ["Side effects already executed:"]
+        for e in _entries(request, dropped_calls):
+            lines += [
+                f"- tool: {e['tool']}",
+                f"  call_id: {e['call_id']}",
+                f"  idempotency_key: {e.get('idempotency_key') or 'null'}",
+                f"  resource_id: {e.get('resource_id') or 'null'}",
+                f"  status: {e['status']}",
+            ]
+        return "\n".join(lines) if len(lines) > 1 else None
+
+
+class XmlLedger(RingDropper):
+    """The ring dropper, its ledger note an XML element per entry."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        rows = [
+            f'  <entry tool="{e["tool"]}" call_id="{e["call_id"]}" '
+            f'idempotency_key="{e.get("idempotency_key") or ""}" '
+            f'resource_id="{e.get("resource_id") or ""}" status="{e["status"]}"/>'
+            for e in _entries(request, dropped_calls)
+        ]
+        return "\n".join(["<side_effects>", *rows, "</side_effects>"]) if rows else None
+
+
+class CsvLedger(RingDropper):
+    """The ring dropper, its ledger note a CSV header and a row per entry."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        rows = [
+            f"{e['tool']},{e['call_id']},{e.get('idempotency_key') or ''},"
+            f"{e.get('resource_id') or ''},{e['status']}"
+            for e in _entries(request, dropped_calls)
+        ]
+        header = ["Executed side effects:", "tool,call_id,idempotency_key,resource_id,status"]
+        return "\n".join([*header, *rows]) if rows else None
+
+
 class GapMarker(RingDropper):
     """The ring dropper, leaving a marker of its own where it dropped messages (a user turn, as
     AutoGen's head-and-tail context does): ``[3 earlier messages omitted to save context]``."""
@@ -596,6 +694,13 @@ class PlainImagePlaceholder(AttachmentDegrader):
     context.``"""
 
     placeholder = "{kind} omitted to save context."
+
+
+class DescribedPlaceholder(AttachmentDegrader):
+    """The attachment degrader, its bracketed placeholder naming the attachment's kind and
+    describing it: ``[image: screenshot of the login page, removed to save space]``."""
+
+    placeholder = "[{kind}: screenshot of the login page, removed to save space]"
 
 
 class MemoryInjector(RingDropper):
@@ -652,14 +757,20 @@ GOOD: dict[str, type[Miniature]] = {
     "JoinedTurns": JoinedTurns,
     "LedgerInLatestText": LedgerInLatestText,
     "UserTurnCompactor": UserTurnCompactor,
+    "SummaryInGoalText": SummaryInGoalText,
     "SystemSummary": SystemSummary,
     "ParenthesesClearer": ParenthesesClearer,
+    "NamedResultClearer": NamedResultClearer,
     "JsonLedger": JsonLedger,
     "TableLedger": TableLedger,
+    "YamlLedger": YamlLedger,
+    "XmlLedger": XmlLedger,
+    "CsvLedger": CsvLedger,
     "GapMarker": GapMarker,
     "SkippedMarker": SkippedMarker,
     "AssistantGapMarker": AssistantGapMarker,
     "PlainImagePlaceholder": PlainImagePlaceholder,
+    "DescribedPlaceholder": DescribedPlaceholder,
     "ReversedSchemas": ReversedSchemas,
     "MemoryInjector": MemoryInjector,
 }
