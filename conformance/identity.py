@@ -1768,10 +1768,13 @@ _ATTACHMENT_WORDS: Final = frozenset(
         *("image", "images", "screenshot", "screenshots", "picture", "photo", "file", "files"),
         *("attachment", "attachments", "document", "documents", "pdf", "png", "jpeg", "jpg"),
         *("not", "sent", "included", "shown", "this", "it", "is", "too", "large", "size"),
-        *("fit", "budget"),
+        *("fit", "budget", "because", "due", "exceeded", "exceeds", "exceeding", "limit"),
+        *("limits", "long", "big", "window", "length", "model"),
     )
 )
-"""Words a placeholder of a degraded attachment may use beside a marker's, bracketed or not."""
+"""Words a placeholder of a degraded attachment may use beside a marker's, bracketed or not,
+the reason it was left out included ("because it exceeded the context limit", "due to size
+limits", "it was too long")."""
 _NAME: Final = re.compile(r"[0-9_/.:=@#%+]")
 """A placeholder's word holding a digit or one of these marks is a name: a file name, a URL, a
 media type, a digest, a size or dimensions ("dashboard.png", "image/png", "sha256:9f2c", "1.2MB",
