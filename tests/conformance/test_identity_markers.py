@@ -175,6 +175,11 @@ def test_a_summary_quoting_a_dropped_turn_whole_names_it() -> None:
     recap = _text("assistant", "So far: Proceed now.")
     view = short.with_messages([short.messages[0], short.messages[1], recap, short.messages[8]])
     assert map_view(short, view).links[2].status == "invented"
+    # Three words are enough (``_QUOTE_WORDS``).
+    three = session.with_messages([*M[:2], _text("user", "Ship it now."), *M[2:]])
+    recap = _text("assistant", "So far: Ship it now.")
+    view = three.with_messages([three.messages[0], three.messages[1], recap, three.messages[8]])
+    assert map_view(three, view).links[2].status == "summary"
 
 
 SUMMARY = "Earlier: called get_status and notify_ops; the canary was next."
