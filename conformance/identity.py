@@ -1869,7 +1869,7 @@ def _is_gap_marker(text: str, nouns: frozenset[str] = frozenset()) -> bool:
     body = text.strip()
     words = re.findall(r"[A-Za-z0-9_]+", body)
     return (
-        0 < len(body) <= _PLACEHOLDER_MAX
+        len(body) <= _PLACEHOLDER_MAX
         and len(words) <= _MARKER_MAX_WORDS
         and any(_MARKER_VERB.match(w) for w in words)
         and all(

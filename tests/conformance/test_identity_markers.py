@@ -263,6 +263,11 @@ def test_a_summary_quoting_a_dropped_turn_whole_names_it() -> None:
     recap = _text("assistant", "So far: Proceed now.")
     view = short.with_messages([short.messages[0], short.messages[1], recap, short.messages[8]])
     assert map_view(short, view).links[2].status == "invented"
+    # Three words are enough (``_QUOTE_WORDS``).
+    three = session.with_messages([*M[:2], _text("user", "Ship it now."), *M[2:]])
+    recap = _text("assistant", "So far: Ship it now.")
+    view = three.with_messages([three.messages[0], three.messages[1], recap, three.messages[8]])
+    assert map_view(three, view).links[2].status == "summary"
 
 
 SUMMARY = "Earlier: called get_status and notify_ops; the canary was next."
@@ -371,3 +376,32 @@ def test_a_placeholder_with_anything_else_is_a_changed_result(placeholder: str) 
 )
 def test_a_marker_holds_at_most_twelve_words(marker: str, status: str) -> None:
     assert _map(_view(0, NOTE, 1, _text("user", marker), 6, 7)).links[3].status == status
+
+
+def test_a_merged_summary_stands_for_what_follows_its_present_neighbour_only() -> None:
+    # The goal is edited and the rings 2-6 dropped: a summary naming the first of them
+    # (get_status, 2) merged into the latest user turn stands for them, as on its own.
+    goal = _text("user", "GOAL: roll out checkout v2!")
+    recap = "Earlier I called get_status."
+    merged = _map(_view(0, NOTE, goal, Message("user", (TextPart(recap), *M[7].parts))))
+    assert [(e.source, e.kind) for e in merged.edits] == [(1, "text_changed")]
+    assert merged.links[3].status == "merged"
+    assert _map(_view(0, NOTE, goal, _text("user", recap), 7)).links[3].status == "summary"
+    # The rings 4-5 dropped before the edited assistant text 6: a summary of notify_ops' result
+    # merged into the turn after 6 stands away from them, text added; on its own it is invented.
+    six = _text("assistant", "Ops notified; the canary comes next!")
+    recap = "Earlier the ops post went out: posted message_id=msg_991."
+    merged = _map(_view(0, NOTE, 1, 2, 3, six, Message("user", (TextPart(recap), *M[7].parts))))
+    assert [(e.source, e.kind) for e in merged.edits] == [(6, "text_changed"), (7, "text_added")]
+    alone = _map(_view(0, NOTE, 1, 2, 3, six, _text("user", recap), 7))
+    assert alone.links[6].status == "invented"
+
+
+def test_a_summary_inside_a_merged_turn_stands_for_what_follows_the_turn_s_previous_part() -> None:
+    # The goal, a summary naming the first dropped message (get_status, 2) and the latest user
+    # text in one string: the goal and that text merged, the summary standing for 2-6.
+    recap = TextPart("Earlier I called get_status.")
+    identity = _map(_view(0, NOTE, Message("user", (*M[1].parts, recap, *M[7].parts))))
+    assert identity.links[2].status == "merged"
+    assert identity.links[2].sources == (1, 7)
+    assert identity.edits == ()

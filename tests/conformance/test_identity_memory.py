@@ -88,3 +88,19 @@ def test_a_memory_text_without_its_source_label_is_no_injection() -> None:
 )
 def test_labelled_memory_holds_at_most_eight_framing_words(frame: str, status: str) -> None:
     assert _status(f"{frame} [user-profile] Prefers metric units.") == status
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[user-profile] Prefers metric units. Prefers metric units.",  # the item twice
+        "[past-orders] Bought a dishwasher in 2025. (past-orders)",  # the label twice
+    ],
+)
+def test_a_memory_item_or_label_written_twice_is_text_beside_the_item(text: str) -> None:
+    # One offered item is read once with its label; the second copy is words of the
+    # message's own, and they are no framing words.
+    assert _status(text) == "invented"
+    assert _status(text.replace(" Prefers metric units.", "", 1).replace(" (past-orders)", "")) == (
+        "injected"
+    )
