@@ -1513,10 +1513,6 @@ def _decompose(
             rest = walk(end, after)
             if rest is not None:
                 return [_Chunk(None, True, position), *rest]
-        elif note(parts[position]):
-            rest = walk(position + 1, after)
-            if rest is not None:
-                return [_Chunk(None, True, position), *rest]
         for i in candidates:
             if i <= after:
                 continue
@@ -1532,6 +1528,12 @@ def _decompose(
             rest = walk(position + len(wanted), i)
             if rest is not None:
                 return [_Chunk(i, exact, position), *rest]
+        # A block on its own (a note, words of another role) only where no session message of
+        # the turn's side reads there: a user turn repeating an assistant's words is that turn.
+        if not isinstance(parts[position], SummaryPart) and note(parts[position]):
+            rest = walk(position + 1, after)
+            if rest is not None:
+                return [_Chunk(None, True, position), *rest]
         if isinstance(parts[position], TextPart):
             rest = walk(position + 1, after)
             following = next((c.source for c in rest or () if c.source is not None), None)
