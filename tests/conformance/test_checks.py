@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from checks_support import assembled_outcome, transcript
+from deploy_session import SINGLE_TOOL
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,7 +65,7 @@ def _outcome(view: Transcript, tokens: int = 10, budget: int = 100) -> CaseOutco
     return assembled_outcome(SESSION, view, budget=budget, tokens=tokens)
 
 
-SCENARIO = next(s for s in load_corpus() if s.id == "single-tool")
+SCENARIO = SINGLE_TOOL
 
 
 def test_failures_name_indices_and_ids() -> None:

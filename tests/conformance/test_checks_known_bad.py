@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from checks_support import assembled_turn, refused_turn, transcript
+from deploy_session import SINGLE_TOOL
 
 from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, checks_for, run_checks
-from conformance.scenarios import Expectation, Scenario, load_corpus
+from conformance.scenarios import Expectation, Scenario
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Transcript
 
@@ -29,7 +30,7 @@ SESSION = transcript(
     {"role": "tool", "results": [{"id": "call_c", "text": "log line two"}]},  # 9
     {"role": "user", "text": "Anything else?"},  # 10
 )
-BASE = next(s for s in load_corpus() if s.id == "single-tool")
+BASE = SINGLE_TOOL
 SESSION = replace(SESSION, tools=BASE.tools)
 COUNTER = counter_for("openai-chat", "gpt-4o")
 

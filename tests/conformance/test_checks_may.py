@@ -7,13 +7,14 @@ from dataclasses import replace
 from typing import Any
 
 from checks_support import assembled_turn, refused_turn, transcript
+from deploy_session import SINGLE_TOOL
 
 from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
-from conformance.scenarios import Expectation, Scenario, load_corpus
+from conformance.scenarios import Expectation, Scenario
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Message, TextPart, Transcript
 
-BASE = next(s for s in load_corpus() if s.id == "single-tool")
+BASE = SINGLE_TOOL
 COUNTER = counter_for("openai-chat", "gpt-4o")
 FULL = replace(
     transcript(

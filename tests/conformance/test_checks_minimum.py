@@ -11,13 +11,14 @@ from dataclasses import replace
 from typing import Any
 
 from checks_support import refused_turn, transcript
+from deploy_session import SINGLE_TOOL
 
 from conformance.checks import REGISTRY, CaseOutcome, run_checks
-from conformance.scenarios import Expectation, load_corpus
+from conformance.scenarios import Expectation
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Message, TextPart, Transcript
 
-BASE = next(s for s in load_corpus() if s.id == "single-tool")
+BASE = SINGLE_TOOL
 SESSION = transcript(
     {"role": "system", "text": "You are deploy-bot."},  # 0
     {"role": "user", "text": "GOAL: roll out checkout v2 and keep ops informed."},  # 1

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from checks_support import assembled_turn, refused_turn, transcript
+from deploy_session import single_tool
 
 from conformance.checks import REGISTRY, CaseOutcome, CheckResult, TurnOutcome, run_checks
 from conformance.providers.verdict import Verdict
-from conformance.scenarios import Expectation, Scenario, load_corpus
+from conformance.scenarios import Expectation, Scenario
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import (
     ImagePart,
@@ -45,13 +46,7 @@ SESSION = transcript(
 )
 M = SESSION.messages
 COUNTER = counter_for("openai-chat", "gpt-4o")
-SCENARIO: Scenario = replace(
-    next(s for s in load_corpus() if s.id == "single-tool"),
-    session=SESSION,
-    config={},
-    ledger=(),
-    expect=Expectation("either"),
-)
+SCENARIO: Scenario = single_tool(SESSION, config={}, ledger=(), expect=Expectation("either"))
 
 
 def _outcome(*turns: TurnOutcome, budget: int = 1000) -> CaseOutcome:

@@ -8,13 +8,14 @@ from dataclasses import replace
 
 import pytest
 from checks_support import refused_turn, transcript
+from deploy_session import SINGLE_TOOL
 
 from conformance.checks import REGISTRY, CaseOutcome, CheckResult, check, checks_for
 from conformance.checks.outcome import TurnOutcome, first_difference
-from conformance.scenarios import LEVELS, Scenario, load_corpus
+from conformance.scenarios import LEVELS, Scenario
 from reference_impl.tokens import counter_for
 
-SCENARIO = next(s for s in load_corpus() if s.id == "single-tool")
+SCENARIO = SINGLE_TOOL
 
 
 @pytest.fixture

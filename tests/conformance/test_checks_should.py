@@ -11,10 +11,11 @@ from checks_support import assembled_turn, refused_turn, transcript
 from deploy_session import LEDGER as DEPLOY_LEDGER
 from deploy_session import MESSAGES as DEPLOY
 from deploy_session import SCENARIO as DEPLOY_SCENARIO
+from deploy_session import SINGLE_TOOL
 
 from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
 from conformance.identity import map_view
-from conformance.scenarios import Expectation, Scenario, load_corpus
+from conformance.scenarios import Expectation, Scenario
 from reference_impl.tokens import counter_for
 from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
 
@@ -37,7 +38,7 @@ SESSION = transcript(
     DEPLOY[8],  # 8
     {"role": "user", "text": "What next?"},  # 9
 )
-BASE = next(s for s in load_corpus() if s.id == "single-tool")
+BASE = SINGLE_TOOL
 SESSION = replace(SESSION, tools=BASE.tools)
 M = SESSION.messages
 (NOTIFY,) = DEPLOY_LEDGER

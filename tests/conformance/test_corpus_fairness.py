@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+from deploy_session import SINGLE_TOOL
 from miniatures.bad import BAD, OffByOne, ResultPlaceholderClaim
 from miniatures.good import FUNCTIONS, GOOD
 
@@ -453,7 +454,7 @@ def test_one_token_over_the_budget_fails_within_budget_in_every_shape() -> None:
     # The whole session at a budget one token below its cost, per shape: a plug-in that allows
     # itself `<= budget + 1` sends it and is over by exactly one; a correct one cuts or refuses.
     # What the whole session costs as the judge counts it, sent as OffByOne sends it.
-    base = replace(next(s for s in load_corpus() if s.id == "single-tool"), shapes=SHAPE_NAMES)
+    base = replace(SINGLE_TOOL, shapes=SHAPE_NAMES)
     costs = {r.shape: r.tokens for r in _run_on(_assemblers(OffByOne), (base,))}
     assert all(isinstance(cost, int) for cost in costs.values()), costs
     tight = replace(

@@ -5,12 +5,10 @@ of them, and no other summary stands in for the same span. Each added text is ju
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from checks_support import assembled_outcome, check_statuses, transcript
+from deploy_session import single_tool
 
 from conformance.identity import IdentityMap, map_view
-from conformance.scenarios import Expectation, load_corpus
 from reference_impl.transcript import Message, TextPart, ToolResultPart, Transcript
 
 SESSION = transcript(
@@ -29,11 +27,7 @@ SESSION = transcript(
     {"role": "user", "text": "Report when done."},  # 9
 )
 M = SESSION.messages
-SCENARIO = replace(
-    next(s for s in load_corpus() if s.id == "single-tool"),
-    session=SESSION,
-    expect=Expectation("assembled"),
-)
+SCENARIO = single_tool(SESSION)
 # Names the dropped turns 7 and 8 (their words "us-east" and "rolling").
 OF_7_AND_8 = "Earlier: us-east was next, and rolling out to it began."
 

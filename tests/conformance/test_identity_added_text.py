@@ -8,17 +8,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from checks_support import assembled_outcome, check_results, transcript
+from deploy_session import NOTIFY_RING, single_tool
 
 from conformance.identity import Declarations, map_view
-from conformance.scenarios import Expectation, load_corpus
 from reference_impl.transcript import Message, TextPart, Transcript
 
 SESSION = transcript(
     {"role": "system", "text": "You are deploy-bot."},  # 0
     {"role": "user", "text": "Roll out checkout v2."},  # 1
-    {"role": "assistant", "calls": [{"id": "call_b", "name": "notify_ops", "args": {}}]},  # 2
-    {"role": "tool", "results": [{"id": "call_b", "text": "posted message_id=msg_991"}]},  # 3
-    {"role": "assistant", "text": "Ops notified; the canary comes next."},  # 4
+    *NOTIFY_RING,  # 2-4
     {"role": "user", "text": "How is the canary doing?"},  # 5
 )
 M = SESSION.messages
@@ -26,12 +24,7 @@ LEDGER = (
     {"tool": "notify_ops", "call_id": "call_b", "status": "succeeded", "resource_id": "msg_991"},
 )
 MEMORY = ({"text": "The user prefers short answers.", "source": "memory:prefs"},)
-SCENARIO = replace(
-    next(s for s in load_corpus() if s.id == "single-tool"),
-    session=SESSION,
-    ledger=LEDGER,
-    expect=Expectation("assembled"),
-)
+SCENARIO = single_tool(SESSION, ledger=LEDGER)
 
 
 def _with(index: int, text: str) -> Transcript:

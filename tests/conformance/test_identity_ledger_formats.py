@@ -6,39 +6,21 @@ it no ledger note."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from checks_support import assembled_outcome, check_results, transcript
+from deploy_session import LEDGER, NOTIFY_RING, single_tool
 
 from conformance.identity import contradicted_entry, map_view
-from conformance.scenarios import Expectation, load_corpus
 from reference_impl.transcript import Message, TextPart, Transcript
 
 SESSION = transcript(
     {"role": "system", "text": "You are deploy-bot."},  # 0
     {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
-    {"role": "assistant", "calls": [{"id": "call_b", "name": "notify_ops", "args": {}}]},  # 2
-    {"role": "tool", "results": [{"id": "call_b", "text": "posted message_id=msg_991"}]},  # 3
-    {"role": "assistant", "text": "Ops notified; the canary comes next."},  # 4
+    *NOTIFY_RING,  # 2-4
     {"role": "user", "text": "How is the canary doing?"},  # 5
 )
 M = SESSION.messages
-LEDGER = (
-    {
-        "tool": "notify_ops",
-        "call_id": "call_b",
-        "idempotency_key": "notify-7781",
-        "resource_id": "msg_991",
-        "status": "succeeded",
-    },
-)
-SCENARIO = replace(
-    next(s for s in load_corpus() if s.id == "single-tool"),
-    session=SESSION,
-    ledger=LEDGER,
-    expect=Expectation("assembled"),
-)
+SCENARIO = single_tool(SESSION, ledger=LEDGER)
 
 
 def _noted(note: str) -> Transcript:
@@ -168,7 +150,7 @@ TWO = (
 
 def _verdict(view: Transcript, ledger: tuple[dict[str, str], ...] = LEDGER) -> tuple[str, str]:
     outcome = assembled_outcome(SESSION, view, ledger=ledger)
-    scenario = replace(SCENARIO, ledger=ledger)
+    scenario = single_tool(SESSION, ledger=ledger)
     status, message = check_results(scenario, outcome, "nothing_invented")["nothing_invented"]
     return status, message or ""
 

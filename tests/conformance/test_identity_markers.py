@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 from checks_support import assembled_outcome, check_results, transcript
+from deploy_session import LEDGER, NOTIFY_RING, single_tool
 
 from conformance.identity import IdentityMap, map_view
-from conformance.scenarios import Expectation, load_corpus
 from reference_impl.transcript import ImagePart, Message, Role, TextPart, Transcript
 
 SESSION = transcript(
@@ -20,27 +20,11 @@ SESSION = transcript(
     {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
     {"role": "assistant", "calls": [{"id": "call_a", "name": "get_status", "args": {}}]},  # 2
     {"role": "tool", "results": [{"id": "call_a", "text": "eu-west-1 healthy"}]},  # 3
-    {"role": "assistant", "calls": [{"id": "call_b", "name": "notify_ops", "args": {}}]},  # 4
-    {"role": "tool", "results": [{"id": "call_b", "text": "posted message_id=msg_991"}]},  # 5
-    {"role": "assistant", "text": "Ops notified; the canary comes next."},  # 6
+    *NOTIFY_RING,  # 4-6
     {"role": "user", "text": "How is the canary doing?"},  # 7
 )
 M = SESSION.messages
-LEDGER = (
-    {
-        "tool": "notify_ops",
-        "call_id": "call_b",
-        "idempotency_key": "notify-7781",
-        "resource_id": "msg_991",
-        "status": "succeeded",
-    },
-)
-SCENARIO = replace(
-    next(s for s in load_corpus() if s.id == "single-tool"),
-    session=SESSION,
-    ledger=LEDGER,
-    expect=Expectation("assembled"),
-)
+SCENARIO = single_tool(SESSION, ledger=LEDGER)
 
 
 def _view(*items: int | Message) -> Transcript:

@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import pytest
 from checks_support import assembled_outcome, check_results, transcript
+from deploy_session import single_tool
 
 from conformance.identity import IdentityMap, map_view
-from conformance.scenarios import Expectation, load_corpus
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES, Message, Role, TextPart, Transcript
 
@@ -29,12 +29,7 @@ SESSION = transcript(
     {"role": "user", "text": "How is the canary doing?"},  # 7
 )
 M = SESSION.messages
-SCENARIO = replace(
-    next(s for s in load_corpus() if s.id == "single-tool"),
-    session=SESSION,
-    ledger=(),
-    expect=Expectation("assembled"),
-)
+SCENARIO = single_tool(SESSION, ledger=())
 CHECKS = ("nothing_invented", "pins_unaltered", "latest_user_kept", "summary_quality")
 
 
