@@ -316,38 +316,32 @@ def test_a_turn_typed_twice_and_resent_under_another_role_is_its_latest_copy() -
         assert (identity.sources[3], identity.sources[5]) == ("dropped", "modified")
 
 
-def test_a_merged_user_turn_whose_first_block_an_assistant_also_said_is_no_role_change() -> None:
-    # The user turn 3 (two text parts) opens with the assistant's words of 2 (an echo); merged
-    # whole with the goal into one turn, it is turn 3 kept, not 2's text sent as the user's.
+@pytest.mark.parametrize(
+    "echo",
+    [
+        # a user turn (two text parts) opening with the assistant's words
+        (TextPart("Proceed with eu-west-1 first."), TextPart("Then the rest.")),
+        # a user turn repeating them exactly (it was read as 2's text resent as the user's)
+        (TextPart("Proceed with eu-west-1 first."),),
+    ],
+    ids=["opens-with-them", "repeats-them"],
+)
+def test_a_merged_user_turn_echoing_an_assistant_s_words_is_no_role_change(
+    echo: tuple[TextPart, ...],
+) -> None:
+    # The user turn 3 echoes the assistant's words of 2; merged whole with the goal into one
+    # turn, it is turn 3 kept, not 2's text sent as the user's: the session messages of the
+    # turn's own side are read before another role's words.
     session = transcript(
         {"role": "system", "text": "You are deploy-bot."},  # 0
         {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
         {"role": "assistant", "text": "Proceed with eu-west-1 first."},  # 2
-        {"role": "user", "text": "Proceed with eu-west-1 first."},  # 3 (two parts below)
+        {"role": "user", "text": "(its parts below)"},  # 3
         {"role": "assistant", "text": "Done."},  # 4
         {"role": "user", "text": "Next?"},  # 5
     )
-    echo = Message("user", (TextPart("Proceed with eu-west-1 first."), TextPart("Then the rest.")))
-    session = session.with_messages([*session.messages[:3], echo, *session.messages[4:]])
-    given = session.messages
-    merged = Message("user", (*given[1].parts, *given[3].parts))
-    identity = map_view(session, session.with_messages([given[0], merged, *given[4:]]))
-    assert (identity.links[1].status, identity.links[1].sources) == ("merged", (1, 3))
-    assert identity.edits == ()
-    assert identity.sources[2] == "dropped"
-
-
-def test_a_merged_user_turn_that_repeats_an_assistant_s_words_whole_is_no_role_change() -> None:
-    # The user turn 3 repeats the assistant's words of 2 exactly (one part); merged with the goal
-    # into one turn, it is turn 3 kept: the session message of the turn's own side is read before
-    # another role's words (it was read as 2's text resent as the user's, and 3 as dropped).
-    session = transcript(
-        {"role": "system", "text": "You are deploy-bot."},  # 0
-        {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
-        {"role": "assistant", "text": "Proceed with eu-west-1 first."},  # 2
-        {"role": "user", "text": "Proceed with eu-west-1 first."},  # 3
-        {"role": "assistant", "text": "Done."},  # 4
-        {"role": "user", "text": "Next?"},  # 5
+    session = session.with_messages(
+        [*session.messages[:3], Message("user", echo), *session.messages[4:]]
     )
     given = session.messages
     merged = Message("user", (*given[1].parts, *given[3].parts))
