@@ -239,7 +239,7 @@ def test_idle_without_the_option_and_imports_nothing_heavy(pytester: pytest.Pyte
 def test_a_plugin_that_ends_its_process_fails_its_case_and_the_session_goes_on(
     corpus: pytest.Pytester,
 ) -> None:
-    result = corpus.runpytest(*_args("exits", "--ctxconf-level=must"))
+    result = corpus.runpytest(*_args("exits", "--ctxconf-level=must", "-rN"))  # no summary
     # Each case's must item fails with the cause; the worker is replaced for the next case.
     result.assert_outcomes(failed=3)
     text = result.stdout.str()
