@@ -300,6 +300,15 @@ def test_a_rewrite_of_the_latest_user_turn_alone_is_no_summary_of_it(role: Role)
     assert _map(view).links[7].status == "summary"
 
 
+def _cleared_with(placeholder: str) -> tuple[list[str], str]:
+    """(the edits' kinds, tool_payloads_intact's status) for session 3's result sent as
+    ``placeholder``."""
+    cleared = Message("tool", (replace(M[3].tool_results[0], content=(TextPart(placeholder),)),))
+    view = _view(0, 1, 2, cleared, 4, 5, 6, 7)
+    edits = [e.kind for e in _map(view).edits]
+    return edits, _verdicts(view, "tool_payloads_intact")["tool_payloads_intact"]
+
+
 @pytest.mark.parametrize(
     "placeholder",
     [
@@ -311,10 +320,7 @@ def test_a_rewrite_of_the_latest_user_turn_alone_is_no_summary_of_it(role: Role)
     ],
 )
 def test_a_cleared_result_s_placeholder_says_only_that_it_was_left_out(placeholder: str) -> None:
-    cleared = Message("tool", (replace(M[3].tool_results[0], content=(TextPart(placeholder),)),))
-    view = _view(0, 1, 2, cleared, 4, 5, 6, 7)
-    assert [e.kind for e in _map(view).edits] == ["result_cleared"]
-    assert _verdicts(view, "tool_payloads_intact")["tool_payloads_intact"] == "pass"
+    assert _cleared_with(placeholder) == (["result_cleared"], "pass")
 
 
 @pytest.mark.parametrize(
@@ -328,11 +334,8 @@ def test_a_cleared_result_s_placeholder_says_only_that_it_was_left_out(placehold
 )
 def test_a_cleared_result_s_placeholder_may_name_its_tool(placeholder: str, kind: str) -> None:
     # Session 2-3: call_a is a get_status call; its words name the result, as "tool" does.
-    cleared = Message("tool", (replace(M[3].tool_results[0], content=(TextPart(placeholder),)),))
-    view = _view(0, 1, 2, cleared, 4, 5, 6, 7)
-    assert [e.kind for e in _map(view).edits] == [kind]
     verdict = "pass" if kind == "result_cleared" else "fail"
-    assert _verdicts(view, "tool_payloads_intact")["tool_payloads_intact"] == verdict
+    assert _cleared_with(placeholder) == ([kind], verdict)
 
 
 @pytest.mark.parametrize(
@@ -345,10 +348,7 @@ def test_a_cleared_result_s_placeholder_may_name_its_tool(placeholder: str, kind
 )
 def test_a_placeholder_with_anything_else_is_a_changed_result(placeholder: str) -> None:
     # Read in the tool's voice: an order or a claim inside the brackets falsifies the result.
-    cleared = Message("tool", (replace(M[3].tool_results[0], content=(TextPart(placeholder),)),))
-    view = _view(0, 1, 2, cleared, 4, 5, 6, 7)
-    assert [e.kind for e in _map(view).edits] == ["result_changed"]
-    assert _verdicts(view, "tool_payloads_intact")["tool_payloads_intact"] == "fail"
+    assert _cleared_with(placeholder) == (["result_changed"], "fail")
 
 
 @pytest.mark.parametrize(

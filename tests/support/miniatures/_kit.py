@@ -8,7 +8,7 @@ own way, and renders it back. Nothing here calls the reference assembler or its 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -97,13 +97,23 @@ def latest_user_index(session: Transcript) -> int | None:
     return found[-1] if found else None
 
 
+def dropped_effects(request: AssemblyRequest, calls: Collection[str]) -> list[Mapping[str, Any]]:
+    """The ledger's side effects whose calls are among ``calls`` (what a note must keep)."""
+    return [e for e in request.ledger if e.get("side_effect", True) and e["call_id"] in calls]
+
+
+def after_system(messages: Sequence[Message], message: Message) -> list[Message]:
+    """``messages`` with ``message`` after the system texts (as many places in as there are)."""
+    at = sum(1 for m in messages if m.role in {"system", "developer"})
+    return [*messages[:at], message, *messages[at:]]
+
+
 def ledger_note(request: AssemblyRequest, dropped_calls: set[str]) -> Message | None:
     """A labelled system note with every field of the side effects whose calls were dropped."""
     lines = [
         f"- tool={e['tool']} idempotency_key={e.get('idempotency_key') or '-'} "
         f"resource_id={e.get('resource_id') or '-'} status={e['status']} call_id={e['call_id']}"
-        for e in request.ledger
-        if e.get("side_effect", True) and e["call_id"] in dropped_calls
+        for e in dropped_effects(request, dropped_calls)
     ]
     if not lines:
         return None
@@ -117,8 +127,7 @@ def prose_ledger_note(request: AssemblyRequest, dropped_calls: set[str]) -> str 
     lines = [
         f"{e['tool']} already ran (idempotency key {e.get('idempotency_key') or e['call_id']}, "
         f"{e['status']}), producing {e.get('resource_id') or 'nothing to show'}."
-        for e in request.ledger
-        if e.get("side_effect", True) and e["call_id"] in dropped_calls
+        for e in dropped_effects(request, dropped_calls)
     ]
     return "\n".join([*lines, "Do not run them again."]) if lines else None
 

@@ -62,8 +62,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 from conformance.protocol import MESSAGE_KEYS, AssemblyRequest, Refusal
 from conformance.scenarios import DEFAULT_MODELS
@@ -73,12 +73,15 @@ from miniatures._kit import (
     Unit,
     acceptable,
     acceptable_order,
+    after_system,
     cost,
+    dropped_effects,
     goal_index,
     latest_user_index,
     ledger_note,
     merge_same_side,
     prose_ledger_note,
+    session_of,
     system_indices,
     units_of,
 )
@@ -120,6 +123,14 @@ def _knob(request: AssemblyRequest, name: str, default: int) -> int:
     return value if isinstance(value, int) else default
 
 
+@dataclass(slots=True)
+class Dropped:
+    """What a ring dropper has cut so far: session indices and the calls of the rings among them."""
+
+    indices: set[int] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+
+
 class RingDropper(Miniature):
     rings_first = True
 
@@ -134,25 +145,20 @@ class RingDropper(Miniature):
         order = [u for u in middle if u.is_ring] + [u for u in middle if not u.is_ring]
         if not self.rings_first:
             order = [u for u in middle if not u.is_ring] + [u for u in middle if u.is_ring]
-        dropped: set[int] = set()
-        dropped_calls: set[str] = set()
+        dropped = Dropped()
         for unit in order:
-            dropped.update(unit.indices)
-            dropped_calls.update(unit.call_ids)
-            view = self._view(request, session, dropped, dropped_calls)
+            dropped.indices.update(unit.indices)
+            dropped.calls.update(unit.call_ids)
+            view = self._view(request, session, dropped)
             if cost(request, view, session) <= request.budget and acceptable(request, view):
                 return self.finish(request, session, view)
-        return self.finish(request, session, self._view(request, session, dropped, dropped_calls))
+        return self.finish(request, session, self._view(request, session, dropped))
 
     def _view(
-        self,
-        request: AssemblyRequest,
-        session: Transcript,
-        dropped: set[int],
-        dropped_calls: set[str],
+        self, request: AssemblyRequest, session: Transcript, dropped: Dropped
     ) -> list[Message]:
-        kept = [m for i, m in enumerate(session.messages) if i not in dropped]
-        note = self.note_text(request, dropped_calls)
+        kept = [m for i, m in enumerate(session.messages) if i not in dropped.indices]
+        note = self.note_text(request, dropped.calls)
         return kept if note is None else self.noted(session, kept, note)
 
     def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
@@ -163,8 +169,7 @@ class RingDropper(Miniature):
     def noted(self, session: Transcript, kept: list[Message], note: str) -> list[Message]:
         """``kept`` with ``note`` where this miniature puts it: a system message after the
         system texts."""
-        at = sum(1 for m in kept if m.role in {"system", "developer"})
-        return [*kept[:at], Message("system", (TextPart(note),)), *kept[at:]]
+        return after_system(kept, Message("system", (TextPart(note),)))
 
 
 class KeepFewerRings(RingDropper):
@@ -296,6 +301,19 @@ class Compactor(Miniature):
         raise Refusal("cannot compact into the budget", code="miniature_over_budget")
 
     @staticmethod
+    def take_summary(messages: list[Message]) -> Message | None:
+        """Its summary, taken out of ``messages`` (None where it compacted nothing)."""
+        at = next(
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.role == "assistant" and m.text.startswith("Summary of")
+            ),
+            None,
+        )
+        return None if at is None else messages.pop(at)
+
+    @staticmethod
     def _summary(request: AssemblyRequest, span: list[Message], detail: int) -> str:
         """Its own wording, shorter with a lower ``detail``; the ledger facts always."""
         lines = ["Summary of the earlier conversation (compacted):"]
@@ -317,8 +335,7 @@ class Compactor(Miniature):
         lines.extend(
             f"- side effect: {e['tool']} key={e.get('idempotency_key') or '-'} "
             f"resource={e.get('resource_id') or '-'} status={e['status']}"
-            for e in request.ledger
-            if e.get("side_effect", True) and e["call_id"] in calls
+            for e in dropped_effects(request, calls)
         )
         return "\n".join(lines)
 
@@ -330,18 +347,9 @@ class SystemSummary(Compactor):
     def finish(
         self, request: AssemblyRequest, session: Transcript, messages: list[Message]
     ) -> Mapping[str, Any]:
-        at = next(
-            (
-                i
-                for i, m in enumerate(messages)
-                if m.role == "assistant" and m.text.startswith("Summary of")
-            ),
-            None,
-        )
-        if at is not None:
-            summary = messages.pop(at)
-            head = sum(1 for m in messages if m.role in {"system", "developer"})
-            messages.insert(head, Message("system", summary.parts))
+        summary = self.take_summary(messages)
+        if summary is not None:
+            messages = after_system(messages, Message("system", summary.parts))
         return super().finish(request, session, messages)
 
 
@@ -574,78 +582,84 @@ class JsonLedger(RingDropper):
 
     def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
         fields = ("tool", "call_id", "idempotency_key", "resource_id", "status")
-        entries = [
-            {k: e.get(k) for k in fields}
-            for e in request.ledger
-            if e.get("side_effect", True) and e["call_id"] in dropped_calls
-        ]
+        entries = [{k: e.get(k) for k in fields} for e in dropped_effects(request, dropped_calls)]
         if not entries:
             return None
         return "Side effects already executed (do not repeat):\n" + json.dumps(entries, indent=2)
 
 
-class TableLedger(RingDropper):
+class RowsLedger(RingDropper):
+    """The ring dropper, its ledger note its ``head`` lines, a :meth:`row` per entry, its
+    ``tail`` lines (no note without an entry)."""
+
+    head: ClassVar[tuple[str, ...]] = ()
+    tail: ClassVar[tuple[str, ...]] = ()
+
+    def row(self, e: Mapping[str, Any]) -> str:
+        raise NotImplementedError
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        rows = [self.row(e) for e in dropped_effects(request, dropped_calls)]
+        return "\n".join([*self.head, *rows, *self.tail]) if rows else None
+
+
+class TableLedger(RowsLedger):
     """The ring dropper, its ledger note a Markdown heading and table."""
 
-    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
-        rows = [
+    head = (
+        "## Executed side effects",
+        "| tool | call id | idempotency key | resource | status |",
+        "|---|---|---|---|---|",
+    )
+
+    def row(self, e: Mapping[str, Any]) -> str:
+        return (
             f"| {e['tool']} | {e['call_id']} | {e.get('idempotency_key') or '-'} | "
             f"{e.get('resource_id') or '-'} | {e['status']} |"
-            for e in request.ledger
-            if e.get("side_effect", True) and e["call_id"] in dropped_calls
-        ]
-        if not rows:
-            return None
-        header = "| tool | call id | idempotency key | resource | status |"
-        return "\n".join(["## Executed side effects", header, "|---|---|---|---|---|", *rows])
+        )
 
 
-def _entries(request: AssemblyRequest, dropped_calls: set[str]) -> list[Mapping[str, Any]]:
-    return [
-        e for e in request.ledger if e.get("side_effect", True) and e["call_id"] in dropped_calls
-    ]
-
-
-class YamlLedger(RingDropper):
+class YamlLedger(RowsLedger):
     """The ring dropper, its ledger note a header and the entries as YAML."""
 
-    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
-        lines = ["Side effects already executed:"]
-        for e in _entries(request, dropped_calls):
-            lines += [
+    head = ("Side effects already executed:",)
+
+    def row(self, e: Mapping[str, Any]) -> str:
+        return "\n".join(
+            [
                 f"- tool: {e['tool']}",
                 f"  call_id: {e['call_id']}",
                 f"  idempotency_key: {e.get('idempotency_key') or 'null'}",
                 f"  resource_id: {e.get('resource_id') or 'null'}",
                 f"  status: {e['status']}",
             ]
-        return "\n".join(lines) if len(lines) > 1 else None
+        )
 
 
-class XmlLedger(RingDropper):
+class XmlLedger(RowsLedger):
     """The ring dropper, its ledger note an XML element per entry."""
 
-    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
-        rows = [
+    head = ("<side_effects>",)
+    tail = ("</side_effects>",)
+
+    def row(self, e: Mapping[str, Any]) -> str:
+        return (
             f'  <entry tool="{e["tool"]}" call_id="{e["call_id"]}" '
             f'idempotency_key="{e.get("idempotency_key") or ""}" '
             f'resource_id="{e.get("resource_id") or ""}" status="{e["status"]}"/>'
-            for e in _entries(request, dropped_calls)
-        ]
-        return "\n".join(["<side_effects>", *rows, "</side_effects>"]) if rows else None
+        )
 
 
-class CsvLedger(RingDropper):
+class CsvLedger(RowsLedger):
     """The ring dropper, its ledger note a CSV header and a row per entry."""
 
-    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
-        rows = [
+    head = ("Executed side effects:", "tool,call_id,idempotency_key,resource_id,status")
+
+    def row(self, e: Mapping[str, Any]) -> str:
+        return (
             f"{e['tool']},{e['call_id']},{e.get('idempotency_key') or ''},"
             f"{e.get('resource_id') or ''},{e['status']}"
-            for e in _entries(request, dropped_calls)
-        ]
-        header = ["Executed side effects:", "tool,call_id,idempotency_key,resource_id,status"]
-        return "\n".join([*header, *rows]) if rows else None
+        )
 
 
 class GapMarker(RingDropper):
@@ -656,23 +670,19 @@ class GapMarker(RingDropper):
     role = "user"
 
     def _view(
-        self,
-        request: AssemblyRequest,
-        session: Transcript,
-        dropped: set[int],
-        dropped_calls: set[str],
+        self, request: AssemblyRequest, session: Transcript, dropped: Dropped
     ) -> list[Message]:
         kept: list[Message] = []
         run = 0
         for i, message in enumerate(session.messages):
-            if i in dropped:
+            if i in dropped.indices:
                 run += 1
                 continue
             if run:
                 kept.append(Message(self.role, (TextPart(self.marker.format(n=run)),)))  # type: ignore[arg-type]
                 run = 0
             kept.append(message)
-        note = self.note_text(request, dropped_calls)
+        note = self.note_text(request, dropped.calls)
         return kept if note is None else self.noted(session, kept, note)
 
 
@@ -708,24 +718,20 @@ class MemoryInjector(RingDropper):
     system text: "Relevant memory:" and one "- (source) text" line per item."""
 
     def _view(
-        self,
-        request: AssemblyRequest,
-        session: Transcript,
-        dropped: set[int],
-        dropped_calls: set[str],
+        self, request: AssemblyRequest, session: Transcript, dropped: Dropped
     ) -> list[Message]:
-        view = super()._view(request, session, dropped, dropped_calls)
+        view = super()._view(request, session, dropped)
+        text = self.memory_text(request)
+        return view if text is None else after_system(view, Message("system", (TextPart(text),)))
+
+    def memory_text(self, request: AssemblyRequest) -> str | None:
+        """The system text carrying the offered memory items (None without any)."""
         lines = [f"- ({m['source']}) {m['text']}" for m in request.memory]
-        if not lines:
-            return view
-        note = Message("system", (TextPart("\n".join(["Relevant memory:", *lines])),))
-        at = sum(1 for m in view if m.role in {"system", "developer"})
-        return [*view[:at], note, *view[at:]]
+        return "\n".join(["Relevant memory:", *lines]) if lines else None
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
-        session = get_shape(self.shape).parse_request(request.body)
-        if validate(session):
-            raise Refusal("broken tool pairing in the session", code="miniature_pairing")
+        """Cut even where the session fits: the memory items are added to every request."""
+        session = session_of(request)
         return self.cut(request, session, list(session.messages))
 
 
