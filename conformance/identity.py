@@ -852,6 +852,22 @@ def _gives_order(extra: Sequence[str], words: Sequence[str]) -> bool:
 
 _STATUSES: Final = frozenset(get_args(LedgerStatus))
 _ITEM_OPENS: Final = ("-", "*", "{", "<", "|")
+_NOT_RUN: Final = re.compile(
+    r"\b(?:has|have|had|was|were|is|are|did|does)\s+(?:not|never)\b"
+    r"|\b(?:hasn't|haven't|hadn't|wasn't|weren't|isn't|aren't|didn't|doesn't)\b"
+    r"|\bnever\s+(?:ran|executed|sent|went|happened|completed|finished|fired|posted|called)\b"
+    r"|\bnot\s+yet\b|\byet\s+to\b"
+)
+"""A statement that something did not happen ("has not run yet", "was never sent", "didn't
+go out", "is yet to run"): said of a ledger entry, it claims the side effect was not executed.
+An imperative ("do not run it again", "never call it") is no such statement."""
+_RERUN_WORDS: Final = _REPEATS | {"retried", "retry", "retries", "resent", "re-sent", "duplicated"}
+"""Words that make a "not" statement speak of running a side effect again ("it was not retried",
+"do not run it again"), which agrees with a ledger that says it ran."""
+_RAN: Final = frozenset(("succeeded", "timed_out"))
+"""The statuses a "not run" statement contradicts: the side effect was executed (or may have
+been, for a call that timed out); told otherwise, the model runs it again. A failed, pending or
+cancelled effect may well not have run."""
 
 
 def _contradicts_ledger(message: Message, ledger: Sequence[Mapping[str, Any]]) -> bool:
@@ -872,7 +888,10 @@ def contradicted_entry(
     the status word(s) stated; None when it states none so. That is: a
     sentence or line naming the entry by one of its ids (call id, idempotency key, resource id)
     and holding status words (:data:`_STATUSES`), none of them the entry's ("notify_ops
-    (notify-7781) failed" for a side effect that succeeded invites running it again). In a
+    (notify-7781) failed" for a side effect that succeeded invites running it again); or a
+    sentence naming the entry, with no status word, stating that it did not happen
+    (:data:`_NOT_RUN`: "notify_ops (notify-7781) has not run yet") where the ledger says it
+    ran (:data:`_RAN`), unless it speaks of repeating it ("was not repeated"). In a
     structured note a status on a line of its own belongs to the entry named last since the
     item opened (a YAML ``- tool:``, a JSON ``{``)."""
     current: list[Mapping[str, Any]] = []
@@ -880,13 +899,23 @@ def contradicted_entry(
         if line.strip().startswith(_ITEM_OPENS):
             current = []
         for sentence in _SENTENCE_END.split(line):
-            stated = _STATUSES.intersection(re.findall(r"[a-z_]+", sentence.lower()))
+            lowered = sentence.lower()
+            stated = _STATUSES.intersection(re.findall(r"[a-z_]+", lowered))
             named = [e for e in ledger if _names_entry(sentence, e)]
             if named:
                 current = named
             for entry in named or current if stated else ():
                 if entry.get("status") and str(entry["status"]) not in stated:
                     return entry, "/".join(sorted(stated))
+            if (
+                named
+                and not stated
+                and _RERUN_WORDS.isdisjoint(re.findall(r"[a-z_'-]+", lowered))
+                and _NOT_RUN.search(lowered)
+            ):
+                ran = next((e for e in named if e.get("status") in _RAN), None)
+                if ran is not None:
+                    return ran, "not run"
     return None
 
 

@@ -228,6 +228,7 @@ EVERY_SHAPE = [
     "ClearWithClaim",
     "PlaceholderInnerOrder",
     "LedgerWrongStatus",
+    "LedgerNotRun",
     "SummaryWrongStatus",
     "RewriteLatestRequest",
 ]

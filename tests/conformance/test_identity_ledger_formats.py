@@ -180,6 +180,44 @@ def test_a_ledger_note_with_another_status_than_the_ledger_s_is_invented(note: s
     assert "states notify_ops call_b" in message
 
 
+@pytest.mark.parametrize(
+    "note",
+    [
+        "notify_ops (notify-7781) has not run yet.",
+        "The notify_ops message (call_b) was never sent.",
+        "Side effects: notify_ops didn't go out (key notify-7781).",
+        "notify_ops with notify-7781 is yet to run; msg_991 will follow.",
+    ],
+)
+def test_a_ledger_note_saying_a_side_effect_that_ran_did_not_is_invented(note: str) -> None:
+    # No status word, yet the same claim as "pending": told it has not run, the model runs it.
+    view = _noted(note)
+    assert map_view(SESSION, view, ledger=LEDGER).links[1].status == "invented"
+    status, message = _verdict(view)
+    assert status == "fail"
+    assert "states notify_ops call_b not run; the execution ledger says succeeded" in message
+
+
+@pytest.mark.parametrize(
+    ("note", "status"),
+    [
+        # Not running it again agrees with a ledger that says it ran.
+        ("notify_ops ran with notify-7781 (msg_991), do not run it again.", "succeeded"),
+        ("notify_ops (notify-7781) succeeded and was not repeated.", "succeeded"),
+        ("notify_ops (notify-7781) produced msg_991; it was not retried.", "succeeded"),
+        ("Never call notify_ops (notify-7781) again.", "succeeded"),
+        # An effect that failed, is pending or was cancelled may well not have run.
+        ("notify_ops (notify-7781) has not run yet.", "pending"),
+        ("notify_ops (notify-7781) never went out.", "cancelled"),
+    ],
+)
+def test_a_not_run_statement_that_agrees_with_the_ledger_is_no_contradiction(
+    note: str, status: str
+) -> None:
+    ledger = ({**LEDGER[0], "status": status},)
+    assert contradicted_entry(note, ledger) is None
+
+
 def test_the_right_status_of_each_of_two_entries_keeps_a_ledger_note() -> None:
     note = (
         "notify_ops already ran (idempotency key notify-7781, succeeded), producing msg_991.\n"

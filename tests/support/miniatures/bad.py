@@ -16,6 +16,7 @@ from conformance.protocol import AssemblyRequest, Refusal
 from miniatures._kit import (
     STRICT,
     Miniature,
+    dropped_effects,
     goal_index,
     latest_user_index,
     merge_same_side,
@@ -387,6 +388,19 @@ class LedgerWrongStatus(RingDropper):
     def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
         text = super().note_text(request, dropped_calls)
         return None if text is None else text.replace("status=succeeded", "status=failed")
+
+
+class LedgerNotRun(RingDropper):
+    """6b: its ledger note says, in a sentence with no status word, that the side effects it
+    dropped have not run yet (told so, the model runs them again)."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        lines = [
+            f"{e['tool']} (idempotency key {e.get('idempotency_key') or e['call_id']}) "
+            "has not run yet."
+            for e in dropped_effects(request, dropped_calls)
+        ]
+        return "\n".join(lines) if lines else None
 
 
 class SummaryWrongStatus(Compactor):
@@ -826,6 +840,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "failed; the execution ledger says succeeded",
+    ),
+    "LedgerNotRun": (
+        LedgerNotRun,
+        SHAPE_NAMES,
+        "nothing_invented",
+        "must",
+        "not run; the execution ledger says succeeded",
     ),
     "SummaryWrongStatus": (
         SummaryWrongStatus,
