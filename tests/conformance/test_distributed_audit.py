@@ -40,7 +40,7 @@ def test_a_two_worker_local_cluster_writes_the_same_report(tmp_path: Path) -> No
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address=":0",  # any free port: two clusters may run side by side
     )
     try:
         with distributed.Client(cluster) as client:
