@@ -349,3 +349,16 @@ def test_a_merged_user_turn_echoing_an_assistant_s_words_is_no_role_change(
     assert (identity.links[1].status, identity.links[1].sources) == ("merged", (1, 3))
     assert identity.edits == ()
     assert (identity.sources[2], identity.sources[3]) == ("dropped", "merged")
+
+
+def test_a_failure_for_many_role_changes_counts_them_all_and_names_the_first_three() -> None:
+    view = _view(_as("user", 0), 1, _as("user", 2), _as("assistant", 3), 4, 5, _as("user", 6), 7)
+    assert len(_recast(_map(view))) == 4
+    status, message = check_results(SCENARIO, assembled_outcome(SESSION, view), "nothing_invented")[
+        "nothing_invented"
+    ]
+    assert status == "fail"
+    assert message is not None
+    assert message.count(" -> view messages[") == 3  # the first three of the four
+    assert "session messages[3]" in message
+    assert "session messages[6]" not in message
