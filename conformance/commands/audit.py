@@ -19,7 +19,9 @@ PATH that does not exist (nothing is audited).
 
 from __future__ import annotations
 
+import gc
 import io
+import itertools
 import multiprocessing
 import zlib
 from collections import Counter, deque
@@ -208,22 +210,34 @@ def _blocks(paths: tuple[str, ...], show_all: bool, jsonl: bool, jobs: int) -> I
         for item in work:
             yield _judge_work(item, show_all, jsonl)
         return
-    prepare()  # the catalog and validators are built once and shared by the forked workers
-    context = multiprocessing.get_context("fork")
-    with context.Pool(jobs) as pool:
-        pending: deque[tuple[_Work, AsyncResult[_Block | None]]] = deque()
+    first = next(work, None)
+    if first is None:
+        return
+    work = itertools.chain((first,), work)
+    # What every worker needs is built once, before forking, and shared: the catalog, the
+    # validators and, from the first log line, what its shape and model need. Frozen, those
+    # objects are left out of the workers' collections, which would otherwise write to (and so
+    # copy) every page of them in each worker.
+    prepare(first.data.split(b"\n", 1)[:1] if isinstance(first, _LogBlock) else ())
+    gc.freeze()
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            pending: deque[tuple[_Work, AsyncResult[_Block | None]]] = deque()
 
-        def next_block() -> _Block:
-            item, result = pending.popleft()
-            judged = result.get()
-            return _judge_work(item, show_all, jsonl) if judged is None else judged
+            def next_block() -> _Block:
+                item, result = pending.popleft()
+                judged = result.get()
+                return _judge_work(item, show_all, jsonl) if judged is None else judged
 
-        for item in work:
-            pending.append((item, pool.apply_async(_judge_sent, (_sent(item), show_all, jsonl))))
-            if len(pending) >= 2 * jobs:
+            for item in work:
+                sent = pool.apply_async(_judge_sent, (_sent(item), show_all, jsonl))
+                pending.append((item, sent))
+                if len(pending) >= 2 * jobs:
+                    yield next_block()
+            while pending:
                 yield next_block()
-        while pending:
-            yield next_block()
+    finally:
+        gc.unfreeze()
 
 
 # ------------------------------------------------------------------------------- output

@@ -178,11 +178,15 @@ def model_of(url: str, body: object) -> str | None:
     return url_model(url) if url else None
 
 
-def prepare() -> None:
+def prepare(sample: Iterable[bytes] = ()) -> None:
     """Load the rule catalog and the validators now (before forking workers, so each worker
-    shares them instead of building its own)."""
+    shares them instead of building its own); judging the log lines of ``sample`` (their rows
+    are not kept) also builds what their shapes, gateways and models need: the profile, the
+    dialect and the validators' facts for it."""
     load_catalog()
     validate_request({"model": "gpt-4o", "messages": []}, "openai-chat")
+    for _ in audit_log_lines(enumerate(sample), "<sample>", max_input_bytes()):
+        pass
 
 
 def audit_interaction(interaction: RecordedInteraction) -> AuditRow | None:

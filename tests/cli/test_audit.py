@@ -4,8 +4,9 @@ out as lines are read; ``--jobs`` gives the same rows; the table shows findings 
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from audit_support import GOOD, ORPHAN, URL
 from cli_support import invoke
 
 from conformance.commands import audit as audit_command
+from conformance.traffic import audit as traffic_audit
 from conformance.traffic.audit import audit_lines, audit_paths
 
 
@@ -102,6 +104,32 @@ def test_jobs_give_the_same_rows_in_the_same_order(
     assert one == two
     assert one[0] == 5
     assert len(_rows(one[1])) == 301
+
+
+def test_jobs_build_what_the_first_log_line_needs_before_forking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent judges the first log line before the workers fork (its profile and the
+    validators' facts are then built once and shared), freezes what it built for the forks and
+    unfreezes it after."""
+    samples: list[list[bytes]] = []
+    prepare = audit_command.prepare
+
+    def recorded(sample: Iterable[bytes] = ()) -> None:
+        samples.append(list(sample))
+        prepare(samples[-1])
+
+    monkeypatch.setattr(audit_command, "prepare", recorded)
+    log = tmp_path / "log.jsonl"
+    log.write_text(_line(GOOD) + "\n" + _line(ORPHAN) + "\n", "utf-8")
+    expected = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    assert samples == []  # one process: nothing to share
+    assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == expected
+    assert samples == [[_line(GOOD).encode()]]
+    assert gc.get_freeze_count() == 0
+    traffic_audit._profile.cache_clear()
+    traffic_audit.prepare(samples[0])
+    assert traffic_audit._profile.cache_info().currsize == 1  # the line was judged
 
 
 def test_jobs_judge_what_was_read_when_the_log_changes_under_the_workers(
