@@ -1,8 +1,9 @@
 """The provider rule catalog: every rule of ``provider-rules.md`` as data, and the profiles that use them.
 
-The data lives in ``rules.yaml`` next to this module and is validated against ``rules.schema.json``
-when it is first loaded, so a typo in the catalog fails loudly at import of the first caller, never
-as a wrong verdict later.
+The data lives in ``rules.yaml`` next to this module and is validated against ``rules.schema.json``:
+by the test suite for the catalog the package ships (whose digest is then recorded,
+:data:`SCHEMA_CHECKED`), and when it is first loaded for any other text, so a typo in the catalog
+fails loudly, never as a wrong verdict later.
 
 Vocabulary (ARCHITECTURE.md section 2):
 
@@ -19,6 +20,7 @@ its base is visible in the data.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -27,8 +29,6 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Final, cast
 
-import jsonschema
-
 from conformance.errors import CatalogError, UnknownProfileError
 from conformance.providers.verdict import Evidence
 from reference_impl.documents import load_yaml_safe
@@ -36,6 +36,7 @@ from reference_impl.errors import CtxconfError, ShapeError
 from reference_impl.shapes.dialects import get_dialect
 
 __all__ = [
+    "SCHEMA_CHECKED",
     "SHAPES",
     "Catalog",
     "ErrorSpec",
@@ -225,11 +226,21 @@ def _resolve_profiles(raw_profiles: list[dict[str, Any]], rule_ids: set[str]) ->
     return {pid: resolved[pid] for pid in by_id}
 
 
-@cache
-def load_catalog() -> Catalog:
-    """Load and validate ``rules.yaml`` once per process."""
-    data = load_yaml_safe(_read_resource("rules.yaml"))
-    schema = json.loads(_read_resource("rules.schema.json"))
+SCHEMA_CHECKED: Final = "e232b5eef293a58dacff047ef456bd5e96cf32bd313f53d0ab9bd60cdd6b6ac0"
+"""The :func:`catalog_digest` of the ``rules.yaml`` and ``rules.schema.json`` the test suite
+checked against each other (``test_the_shipped_catalog_matches_its_schema``). The catalog with
+that digest, the one the package ships, is not checked again at every start (importing
+jsonschema and checking took ~0.15 s of every command's start-up); any other text is."""
+
+
+def catalog_digest(catalog: str, schema: str) -> str:
+    """SHA-256 of the catalog's text and its schema's."""
+    return hashlib.sha256(f"{catalog}\0{schema}".encode()).hexdigest()
+
+
+def _check_schema(data: Any, schema: Mapping[str, Any]) -> None:
+    import jsonschema  # noqa: PLC0415 - only for a catalog the test suite did not check
+
     try:
         jsonschema.validate(data, schema)
     except jsonschema.ValidationError as exc:
@@ -237,6 +248,16 @@ def load_catalog() -> Catalog:
         raise CatalogError(
             f"rules.yaml does not match its schema: {exc.message}", where=where
         ) from exc
+
+
+@cache
+def load_catalog() -> Catalog:
+    """Load ``rules.yaml`` once per process, checked against its schema unless it is the
+    catalog the test suite checked (:data:`SCHEMA_CHECKED`)."""
+    text, schema = _read_resource("rules.yaml"), _read_resource("rules.schema.json")
+    data = load_yaml_safe(text)
+    if catalog_digest(text, schema) != SCHEMA_CHECKED:
+        _check_schema(data, json.loads(schema))
     raw_rules: list[dict[str, Any]] = data["rules"]
     rule_ids = {r["id"] for r in raw_rules}
     if len(rule_ids) != len(raw_rules):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 
+import jsonschema
 import pytest
 from paths import SHARED
 
@@ -18,6 +20,7 @@ from conformance.providers.catalog import (
     resolve_profile,
     rules_for,
 )
+from reference_impl.documents import load_yaml_safe
 
 DESIGN = SHARED / "design" / "provider-rules.md"
 
@@ -152,6 +155,39 @@ def test_message_pattern_matches_real_wording_and_not_others() -> None:
     )
     assert message_pattern(rules["A1"]).fullmatch(observed)
     assert not message_pattern(rules["A2"]).fullmatch(observed)
+
+
+def test_the_shipped_catalog_matches_its_schema() -> None:
+    # The catalog the package ships is checked here, so that loading it need not (it is not
+    # checked again at every start when its digest is the one recorded).
+    text, schema = (catalog_module._read_resource(n) for n in ("rules.yaml", "rules.schema.json"))
+    jsonschema.validate(load_yaml_safe(text), json.loads(schema))
+    digest = catalog_module.catalog_digest(text, schema)
+    assert digest == catalog_module.SCHEMA_CHECKED, (
+        "rules.yaml or its schema changed and matches it (checked above): record "
+        f"SCHEMA_CHECKED = {digest!r} in conformance/providers/catalog.py"
+    )
+
+
+def test_any_other_catalog_is_checked_against_the_schema_when_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text_of = catalog_module._read_resource
+    broken = text_of("rules.yaml").replace("\nversion: 1\n", "\nversion: 2\n", 1)
+
+    def fake(name: str) -> str:
+        return broken if name == "rules.yaml" else text_of(name)
+
+    monkeypatch.setattr(catalog_module, "_read_resource", fake)
+    catalog_module.load_catalog.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match="does not match its schema") as raised:
+            catalog_module.load_catalog()
+        assert raised.value.where == "version"
+    finally:
+        monkeypatch.undo()
+        catalog_module.load_catalog.cache_clear()
+    assert load_catalog().version == 1
 
 
 def test_a_broken_catalog_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
