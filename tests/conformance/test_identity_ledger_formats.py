@@ -156,46 +156,40 @@ def _verdict(view: Transcript, ledger: tuple[dict[str, str], ...] = LEDGER) -> t
 
 
 @pytest.mark.parametrize(
-    "note",
+    ("note", "stated"),
     [
         (
-            "- tool=notify_ops idempotency_key=notify-7781 resource_id=msg_991 status=failed "
-            "call_id=call_b"
+            (
+                "- tool=notify_ops idempotency_key=notify-7781 resource_id=msg_991 "
+                "status=failed call_id=call_b"
+            ),
+            "failed",
         ),
-        "notify_ops already ran (idempotency key notify-7781, failed), producing msg_991.",
-        JSON_NOTE.replace('"succeeded"', '"failed"'),
-        YAML_NOTE.replace("succeeded", "pending"),
-        CSV_NOTE.replace("succeeded", "timed_out"),
-        XML_NOTE.replace("succeeded", "cancelled"),
+        (
+            "notify_ops already ran (idempotency key notify-7781, failed), producing msg_991.",
+            "failed",
+        ),
+        (JSON_NOTE.replace('"succeeded"', '"failed"'), "failed"),
+        (YAML_NOTE.replace("succeeded", "pending"), "pending"),
+        (CSV_NOTE.replace("succeeded", "timed_out"), "timed_out"),
+        (XML_NOTE.replace("succeeded", "cancelled"), "cancelled"),
+        # No status word, yet the same claim as "pending": told it has not run, the model runs it.
+        ("notify_ops (notify-7781) has not run yet.", "not run"),
+        ("The notify_ops message (call_b) was never sent.", "not run"),
+        ("Side effects: notify_ops didn't go out (key notify-7781).", "not run"),
+        ("notify_ops with notify-7781 is yet to run; msg_991 will follow.", "not run"),
     ],
 )
-def test_a_ledger_note_with_another_status_than_the_ledger_s_is_invented(note: str) -> None:
+def test_a_ledger_note_with_another_status_than_the_ledger_s_is_invented(
+    note: str, stated: str
+) -> None:
     # Told that a side effect which succeeded failed (or is pending), the model runs it again:
     # a claim the session never had, not a note of the ledger's facts.
     view = _noted(note)
     assert map_view(SESSION, view, ledger=LEDGER).links[1].status == "invented"
     status, message = _verdict(view)
     assert status == "fail"
-    assert "the execution ledger says succeeded" in message
-    assert "states notify_ops call_b" in message
-
-
-@pytest.mark.parametrize(
-    "note",
-    [
-        "notify_ops (notify-7781) has not run yet.",
-        "The notify_ops message (call_b) was never sent.",
-        "Side effects: notify_ops didn't go out (key notify-7781).",
-        "notify_ops with notify-7781 is yet to run; msg_991 will follow.",
-    ],
-)
-def test_a_ledger_note_saying_a_side_effect_that_ran_did_not_is_invented(note: str) -> None:
-    # No status word, yet the same claim as "pending": told it has not run, the model runs it.
-    view = _noted(note)
-    assert map_view(SESSION, view, ledger=LEDGER).links[1].status == "invented"
-    status, message = _verdict(view)
-    assert status == "fail"
-    assert "states notify_ops call_b not run; the execution ledger says succeeded" in message
+    assert f"states notify_ops call_b {stated}; the execution ledger says succeeded" in message
 
 
 @pytest.mark.parametrize(
