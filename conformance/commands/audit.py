@@ -309,7 +309,9 @@ def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None
             for warning in block.warnings:
                 click.echo(warning, err=True)
             if block.text:
-                click.echo(block.text, nl=False)
+                # JSON lines hold no raw escape character (JSON writes it \u001b): nothing for
+                # click to strip when stdout is no terminal, so it is not asked to scan for it
+                click.echo(block.text, nl=False, color=True)
             shown.extend(block.rows)
     except RecordingError as exc:  # a path that vanished while walking
         fail(str(exc))
