@@ -44,6 +44,7 @@ __all__ = [
     "Rule",
     "Variant",
     "catalog_dialect",
+    "catalog_digest",
     "known_profiles",
     "list_dialects",
     "list_profiles",
