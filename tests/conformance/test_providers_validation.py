@@ -209,3 +209,49 @@ def test_max_tokens_is_required_on_generation_not_on_a_count() -> None:
     assert generate.error["error"]["message"] == "max_tokens: Field required"
     assert validate_request(body, "anthropic-messages", endpoint="count").accepted
     assert validate_request({**body, "max_tokens": 16}, "anthropic-messages").accepted
+
+
+def _marked_text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+
+
+def test_a17_counts_blocks_with_cache_control_not_keys_in_the_callers_data() -> None:
+    # A17: "A maximum of 4 blocks with cache_control may be provided". A key of that name inside a
+    # tool call's input or a tool's input schema is the caller's data, not a breakpoint.
+    data_keys = {"cache_control": {"type": "ephemeral"}}
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 10,
+        "tools": [
+            {
+                "name": "f",
+                "input_schema": {"type": "object", "properties": data_keys},
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
+        "system": [_marked_text("s")],
+        "messages": [
+            {"role": "user", "content": [_marked_text("q")]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "f", "input": dict(data_keys)},
+                    {"type": "tool_use", "id": "toolu_2", "name": "f", "input": {"items": [data_keys] * 3}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": [_marked_text("b")]},
+                ],
+            },
+        ],
+    }
+    assert validate_request(body, "anthropic-messages").accepted  # 4 blocks
+    # a fifth marked block, nested in a tool result's content, is one too many
+    body["messages"][2]["content"][0]["content"] = [_marked_text("a")]
+    verdict = validate_request(body, "anthropic-messages")
+    assert verdict.rule == "A17"
+    assert verdict.error is not None
+    assert "Found 5" in str(verdict.error)

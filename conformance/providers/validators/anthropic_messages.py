@@ -503,28 +503,38 @@ def thinking_while_disabled(body: Mapping[str, Any], ctx: Context) -> Iterator[F
             return
 
 
-def _cache_marks(value: Any) -> int:
-    """``cache_control`` keys anywhere in ``value`` (not inside another ``cache_control``)."""
+def _marked(blocks: Any) -> int:
+    """Blocks of a list that carry ``cache_control``, the blocks of their own ``content`` lists
+    included (a tool result's, a search result's). What a block holds otherwise (a tool call's
+    ``input``, a tool's ``input_schema``, an image's ``source``) is the caller's data, never a
+    breakpoint, however its keys are named."""
     count = 0
-    stack = [value]
+    stack = [blocks]
     while stack:
-        item = stack.pop()
-        cls = type(item)
-        if cls is str:  # most values: looked at once, by class, and left
+        items = stack.pop()
+        if not isinstance(items, list):
             continue
-        if cls is dict or (cls is not list and isinstance(item, dict)):
-            if "cache_control" in item:
-                count += 1
-                stack.extend([v for k, v in item.items() if k != "cache_control"])
-            else:
-                stack.extend(item.values())
-        elif cls is list or isinstance(item, list):
-            stack.extend(item)
+        for block in items:
+            if isinstance(block, dict):
+                if "cache_control" in block:
+                    count += 1
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    stack.append(inner)
     return count
 
 
 @detector(SHAPE, "A17")
 def too_many_cache_breakpoints(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
-    count = sum(_cache_marks(body.get(key)) for key in ("system", "tools", "messages"))
+    # "A maximum of 4 blocks with cache_control": system blocks, tool definitions and content
+    # blocks (string content is no block)
+    count = _marked(body.get("system")) + _marked(body.get("tools"))
+    for _, _, located, _ in _messages(body):
+        for _, _, block in located:
+            if "cache_control" in block:
+                count += 1
+            inner = block.get("content")
+            if isinstance(inner, list):
+                count += _marked(inner)
     if count > 4:
         yield Finding("A17", (-1,), {"count": count})
