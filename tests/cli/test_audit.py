@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from audit_support import GOOD, ORPHAN, URL
@@ -160,6 +162,58 @@ def test_jobs_judge_what_was_read_when_the_log_changes_under_the_workers(
     assert _rows(changed[1])[0]["verdict"] == "reject"  # the first line as the parent read it
     blanked = invoke(["audit", str(log), "--format", "jsonl", "--all"])
     assert _rows(blanked[1])[0]["location"] != _rows(expected[1])[0]["location"]
+
+
+def _log_of_many_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(audit_command, "_BLOCK_BYTES", 2_000)
+    log = tmp_path / "log.jsonl"
+    lines = [_line(ORPHAN if n % 5 == 0 else GOOD) for n in range(120)]
+    log.write_text("".join(line + "\n" for line in lines), "utf-8")
+    return log
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("at_line", [0, 50])
+def test_jobs_a_worker_that_dies_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at_line: int
+) -> None:
+    """A worker killed while it holds blocks (the OOM killer, a signal): the parent judges what
+    it held, the other worker goes on; the rows are those of ``--jobs 1``, nothing hangs."""
+    log = _log_of_many_blocks(tmp_path, monkeypatch)
+    expected = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    judge_sent = audit_command._judge_sent
+
+    def dies(sent: Any, show_all: bool, jsonl: bool) -> object:
+        if sent.start <= at_line < sent.start + 14:  # the worker sent the block of that line
+            os._exit(9)
+        return judge_sent(sent, show_all, jsonl)
+
+    monkeypatch.setattr(audit_command, "_judge_sent", dies)
+    assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == expected
+
+    def every_worker_dies(sent: Any, show_all: bool, jsonl: bool) -> object:
+        os._exit(9)
+
+    monkeypatch.setattr(audit_command, "_judge_sent", every_worker_dies)
+    assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == expected
+
+
+@pytest.mark.timeout(120)
+def test_jobs_a_block_a_worker_could_not_judge_is_judged_by_the_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Judging raised in the worker: the parent judges that block itself, so the rows (or the
+    error) are those of ``--jobs 1``."""
+    log = _log_of_many_blocks(tmp_path, monkeypatch)
+    expected = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    parent = os.getpid()
+
+    def raises_in_a_worker(sent: Any, show_all: bool, jsonl: bool) -> object:
+        assert os.getpid() == parent, "judged in a worker"
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(audit_command, "_judge_sent", raises_in_a_worker)
+    assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == expected
 
 
 def test_table_shows_findings_and_totals_at_80_columns(
