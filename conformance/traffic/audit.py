@@ -244,6 +244,11 @@ def _no_constant(name: str) -> object:
     raise _JsonConstantError(name)
 
 
+_LINE_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
+"""``json.loads(line, parse_constant=_no_constant)``, built once (``loads`` builds a decoder per
+call when given any option)."""
+
+
 def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
     if type(line) is not bytes and isinstance(line, Mapping):
         record: object = line
@@ -260,7 +265,7 @@ def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> A
         if not line.strip():
             return None
         try:
-            record = json.loads(line, parse_constant=_no_constant)
+            record = _LINE_DECODER.decode(line)
         except _JsonConstantError as exc:
             return _unreadable(
                 file,
