@@ -14,6 +14,11 @@ command runs as a child process writing JSON lines to /dev/null and the bench pr
   as CPU time too moves with the load of a shared machine;
 * peak RSS of the child (``ru_maxrss`` of that child alone, from ``wait4``; the highest of the
   runs): flat memory means the same peak at 10k and 1M;
+* how many times one parse of the line (``json.loads``, in the bench's process, just before each
+  measured run) judging one request costs: CPU time per request moves with the host (the same
+  code measured 15-16k anthropic-messages requests/s on one day's host and 8-9k on a slower one
+  the next), this ratio much less, so runs on different hosts can be compared (printed, no
+  target);
 * with ``--jobs 2``: the wall-clock speed-up over ``--jobs 1`` on the 100k log, run A B A B ...
   (``SPEEDUP_PAIRS``) and reported as the median of the paired ratios with their spread (the
   machine may be shared).
@@ -160,13 +165,27 @@ SPEEDUP_PAIRS = 5
 times move most on a shared machine, so it takes more pairs than the rates."""
 
 
+def parse_seconds(shape: str) -> float:
+    """CPU seconds of one ``json.loads`` of a request line of ``shape`` (the median of 5 passes
+    over the log's distinct lines): the host's speed at plain Python work, now."""
+    rng = random.Random(13)
+    lines = [json.dumps(SHAPES[shape](i, rng)) for i in range(DISTINCT)]
+    passes = []
+    for _ in range(5):
+        started = time.process_time()
+        for line in lines:
+            json.loads(line)
+        passes.append((time.process_time() - started) / len(lines))
+    return statistics.median(passes)
+
+
 def _repeats(size: int) -> int:
     return REPEATS if size <= 10_000 else 3 if size <= 100_000 else 1
 
 
 def main() -> None:
     sizes = [int(s) for s in os.environ.get("AUDIT_SIZES", "10000,100000,1000000").split(",")]
-    results: list[tuple[str, float, str]] = []
+    results: list[tuple[str, float, str | None]] = []
     load = os.getloadavg()[0]
     print(f"load average {load:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="ctxconf-audit-bench-") as tmp:
@@ -190,12 +209,16 @@ def main() -> None:
                 write_log(log, shape, size)
                 runs = []
                 rates = []
+                parses = []
                 for _ in range(_repeats(size)):  # A B A B ...: one request, then the log
+                    parse = parse_seconds(shape)
                     startup = run_audit(one)[0]
                     run = run_audit(log)
                     runs.append(run)
                     rates.append((size - 1) / max(run[0] - startup, 1e-9))
+                    parses.append(1 / (rates[-1] * parse))
                 rate = statistics.median(rates)
+                parsed = statistics.median(parses)
                 cpu, wall = (statistics.median(run[k] for run in runs) for k in range(2))
                 peak = max(run[2] for run in runs)  # the worst run's
                 mib = log.stat().st_size / 2**20
@@ -206,9 +229,11 @@ def main() -> None:
                         f" (median of {len(runs)} pairs, spread {max(rates) - min(rates):,.0f})"
                         * (len(runs) > 1)
                     )
+                    + f"; a request costs {parsed:.1f} parses of its line"
                 )
                 results.append((f"audit_{shape}_{size}_requests_per_s", rate, ">= 10000"))
                 results.append((f"audit_{shape}_{size}_peak_rss_mib", peak, "<= 150"))
+                results.append((f"audit_{shape}_{size}_cost_in_json_parses", parsed, None))
                 if size == 100_000:
                     ratios = []
                     for _ in range(SPEEDUP_PAIRS):  # A B A B ...
