@@ -236,14 +236,23 @@ def test_a17_counts_blocks_with_cache_control_not_keys_in_the_callers_data() -> 
                 "role": "assistant",
                 "content": [
                     {"type": "tool_use", "id": "toolu_1", "name": "f", "input": dict(data_keys)},
-                    {"type": "tool_use", "id": "toolu_2", "name": "f", "input": {"items": [data_keys] * 3}},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_2",
+                        "name": "f",
+                        "input": {"items": [data_keys] * 3},
+                    },
                 ],
             },
             {
                 "role": "user",
                 "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"},
-                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": [_marked_text("b")]},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_2",
+                        "content": [_marked_text("b")],
+                    },
                 ],
             },
         ],
