@@ -233,10 +233,16 @@ _DEPTH: Final = 2
 sent one back, and the blocks in flight stay few (memory is flat however long the input)."""
 
 
-def _serve(connection: Connection, show_all: bool, jsonl: bool) -> None:
+def _serve(connection: Connection, show_all: bool, jsonl: bool, parents: list[Connection]) -> None:
     """A worker: judge what the parent sends, in order, until it sends ``None``. A block it could
     not judge (its bytes changed, or judging it raised) is answered ``None``: the parent judges
-    it from the bytes it read, so the rows (or the error) are those of ``--jobs 1``."""
+    it from the bytes it read, so the rows (or the error) are those of ``--jobs 1``.
+
+    ``parents``: the parent's ends of the pipes, its own and the earlier workers', inherited by
+    the fork. They are closed first: held here, they would keep a worker from reading the end of
+    its pipe when the parent is gone (killed), and it would wait for work forever."""
+    for inherited in parents:
+        inherited.close()
     try:
         while (message := connection.recv()) is not None:
             seq, sent = message
@@ -268,7 +274,10 @@ class _Workers:
             stream.flush()
         for _ in range(jobs):
             ours, theirs = context.Pipe()
-            process = context.Process(target=_serve, args=(theirs, show_all, jsonl), daemon=True)
+            parents = [*self._held, ours]
+            process = context.Process(
+                target=_serve, args=(theirs, show_all, jsonl, parents), daemon=True
+            )
             start_forked(process)
             theirs.close()
             self._held[ours] = []

@@ -4,9 +4,14 @@ out as lines are read; ``--jobs`` gives the same rows; the table shows findings 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -214,6 +219,56 @@ def test_jobs_a_block_a_worker_could_not_judge_is_judged_by_the_parent(
 
     monkeypatch.setattr(audit_command, "_judge_sent", raises_in_a_worker)
     assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == expected
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in text.split()]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_jobs_workers_end_when_the_audit_is_killed(tmp_path: Path) -> None:
+    """The parent killed (SIGKILL: nothing of it runs): its workers see their pipes close and
+    end, rather than wait for work forever."""
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(_line(GOOD) + "\n" for _ in range(200_000)), "utf-8")
+    code = "import sys; from conformance.cli import main; main(sys.argv[1:])"
+    command = [sys.executable, "-c", code, "audit", str(log), "--format", "jsonl", "--all"]
+    audit = subprocess.Popen(
+        [*command, "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := _children(audit.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(workers) == 2, "the workers did not start"
+        audit.kill()
+        audit.wait()
+        deadline = time.monotonic() + 30
+        while not all(map(_gone, workers)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(map(_gone, workers)), "a worker outlived the killed audit"
+    finally:
+        audit.kill()
+        for pid in workers:  # when the test failed: none is left behind
+            if not _gone(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def test_table_shows_findings_and_totals_at_80_columns(
