@@ -250,7 +250,12 @@ def _serve(connection: Connection, show_all: bool, jsonl: bool, parents: list[Co
                 judged = _judge_sent(sent, show_all, jsonl)
             except Exception:  # noqa: BLE001 - the parent judges it again and reports
                 judged = None
-            connection.send((seq, judged))
+            try:
+                connection.send((seq, judged))
+            except (EOFError, OSError):
+                raise
+            except Exception:  # noqa: BLE001 - e.g. what it judged cannot be pickled
+                connection.send((seq, None))
     except (EOFError, OSError, KeyboardInterrupt):
         pass  # the parent is gone or interrupted: nothing left to answer
     finally:
@@ -299,13 +304,17 @@ class _Workers:
 
     def judged(self, work: Iterable[_Work]) -> Iterator[_Block]:
         items: dict[int, _Work] = {}  # sent (or judged here), not yet yielded
-        done: dict[int, _Block] = {}
+        done: dict[int, _Block | None] = {}  # None: to be judged here when its turn comes
         sent = emitted = 0
         pending = iter(work)
         more = True
         while True:
             while emitted in done:  # first, so that a full window of judged blocks makes room
-                yield done.pop(emitted)
+                block = done.pop(emitted)
+                # in input order, so that an error judging it comes after the rows before it
+                if block is None:
+                    block = _judge_work(items[emitted], self._show_all, self._jsonl)
+                yield block
                 del items[emitted]
                 emitted += 1
             while more and len(items) < _DEPTH * max(1, len(self._held)):
@@ -314,46 +323,40 @@ class _Workers:
                     more = False
                     break
                 items[sent] = item
-                self._send(sent, item, items, done)
+                self._send(sent, item, done)
                 sent += 1
             if emitted == sent and not more:
                 return
             if any(self._held.values()):  # else every block left was judged here: yield them
-                self._receive(items, done)
+                self._receive(done)
 
-    def _send(
-        self, seq: int, item: _Work, items: dict[int, _Work], done: dict[int, _Block]
-    ) -> None:
+    def _send(self, seq: int, item: _Work, done: dict[int, _Block | None]) -> None:
         while self._held:
             connection = min(self._held, key=lambda c: len(self._held[c]))
             try:
                 connection.send((seq, _sent(item)))
             except OSError:  # the worker is gone: what it held is judged here
-                self._lost(connection, items, done)
+                self._lost(connection, done)
                 continue
             self._held[connection].append(seq)
             return
-        done[seq] = _judge_work(item, self._show_all, self._jsonl)
+        done[seq] = None
 
-    def _receive(self, items: dict[int, _Work], done: dict[int, _Block]) -> None:
+    def _receive(self, done: dict[int, _Block | None]) -> None:
         busy = [c for c, held in self._held.items() if held]
         for connection in wait(busy):
             assert isinstance(connection, Connection)
             try:
                 seq, judged = connection.recv()
             except (EOFError, OSError):
-                self._lost(connection, items, done)
+                self._lost(connection, done)
                 continue
             self._held[connection].remove(seq)
-            done[seq] = (
-                _judge_work(items[seq], self._show_all, self._jsonl) if judged is None else judged
-            )
+            done[seq] = judged
 
-    def _lost(
-        self, connection: Connection, items: dict[int, _Work], done: dict[int, _Block]
-    ) -> None:
+    def _lost(self, connection: Connection, done: dict[int, _Block | None]) -> None:
         for seq in self._held.pop(connection):
-            done[seq] = _judge_work(items[seq], self._show_all, self._jsonl)
+            done[seq] = None
         connection.close()
 
 

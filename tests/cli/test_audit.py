@@ -21,6 +21,7 @@ from audit_support import GOOD, ORPHAN, URL
 from cli_support import invoke
 
 from conformance.commands import audit as audit_command
+from conformance.errors import RecordingError
 from conformance.traffic import audit as traffic_audit
 from conformance.traffic.audit import audit_lines, audit_paths
 
@@ -221,6 +222,28 @@ def test_jobs_a_block_a_worker_could_not_judge_is_judged_by_the_parent(
     assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == expected
 
 
+@pytest.mark.timeout(120)
+def test_jobs_an_error_comes_after_the_rows_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Judging a block raises (in a worker, then in the parent): with ``--jobs 2`` the rows of
+    every block before it are written first, as with ``--jobs 1``."""
+    log = _log_of_many_blocks(tmp_path, monkeypatch)
+    judge_work = audit_command._judge_work
+
+    def raises_from_line_60(work: Any, show_all: bool, jsonl: bool) -> object:
+        if not isinstance(work, str) and work.start >= 60:
+            raise RecordingError("the disk went away", file=work.file)
+        return judge_work(work, show_all, jsonl)
+
+    monkeypatch.setattr(audit_command, "_judge_work", raises_from_line_60)
+    one = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    assert one[0] == 2
+    assert 0 < len(_rows(one[1])) < 120
+    for _ in range(5):  # the worker that fails first varies from run to run
+        assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == one
+
+
 def _children(pid: int) -> list[int]:
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
@@ -238,7 +261,10 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+@pytest.mark.skipif(
+    not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists(),
+    reason="finds the workers in /proc/PID/task/PID/children (Linux, CONFIG_PROC_CHILDREN)",
+)
 def test_jobs_workers_end_when_the_audit_is_killed(tmp_path: Path) -> None:
     """The parent killed (SIGKILL: nothing of it runs): its workers see their pipes close and
     end, rather than wait for work forever."""

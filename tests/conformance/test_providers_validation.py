@@ -264,3 +264,21 @@ def test_a17_counts_blocks_with_cache_control_not_keys_in_the_callers_data() -> 
     assert verdict.rule == "A17"
     assert verdict.error is not None
     assert "Found 5" in str(verdict.error)
+
+
+def test_a17_a_null_cache_control_is_no_breakpoint_and_a_top_level_one_is() -> None:
+    # A17: serialisers that keep None send "cache_control": null on every block: no breakpoint.
+    # Automatic caching (a top-level cache_control) takes one of the four slots.
+    blocks = [_marked_text(str(n)) for n in range(4)]
+    nulls = [{"type": "text", "text": "n", "cache_control": None} for _ in range(3)]
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 10,
+        "system": [*nulls, blocks[0]],
+        "messages": [{"role": "user", "content": [*nulls, *blocks[1:]]}],
+    }
+    assert validate_request(body, "anthropic-messages").accepted
+    body["cache_control"] = {"type": "ephemeral"}
+    verdict = validate_request(body, "anthropic-messages")
+    assert verdict.rule == "A17"
+    assert "Found 5" in str(verdict.error)

@@ -516,7 +516,7 @@ def _marked(blocks: Any) -> int:
             continue
         for block in items:
             if isinstance(block, dict):
-                if "cache_control" in block:
+                if block.get("cache_control") is not None:
                     count += 1
                 inner = block.get("content")
                 if isinstance(inner, list):
@@ -527,11 +527,14 @@ def _marked(blocks: Any) -> int:
 @detector(SHAPE, "A17")
 def too_many_cache_breakpoints(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     # "A maximum of 4 blocks with cache_control": system blocks, tool definitions and content
-    # blocks (string content is no block)
+    # blocks (string content is no block; a null cache_control is none). A top-level one
+    # (automatic caching) takes a slot too: with four block markers, "Found 5" (observed,
+    # coder/mux#3112).
     count = _marked(body.get("system")) + _marked(body.get("tools"))
+    count += isinstance(body.get("cache_control"), Mapping)
     for _, _, located, _ in _messages(body):
         for _, _, block in located:
-            if "cache_control" in block:
+            if block.get("cache_control") is not None:
                 count += 1
             inner = block.get("content")
             if isinstance(inner, list):
