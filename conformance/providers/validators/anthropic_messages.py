@@ -528,8 +528,9 @@ def _marked(blocks: Any) -> int:
 def too_many_cache_breakpoints(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     # "A maximum of 4 blocks with cache_control": system blocks, tool definitions and content
     # blocks (string content is no block; a null cache_control is none). A top-level one
-    # (automatic caching) takes a slot too: with four block markers, "Found 5" (observed,
-    # coder/mux#3112).
+    # (automatic caching) "uses one of the 4 available breakpoint slots", and with 4 block
+    # breakpoints the API returns a 400 (documented: prompt-caching docs, "Combining with
+    # block-level caching", quoted in UKGovernmentBEIS/inspect_ai#4505).
     count = _marked(body.get("system")) + _marked(body.get("tools"))
     count += isinstance(body.get("cache_control"), Mapping)
     for _, _, located, _ in _messages(body):
