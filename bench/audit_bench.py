@@ -125,9 +125,14 @@ SHAPES: dict[str, Callable[[int, random.Random], dict[str, Any]]] = {
 }
 
 
-def write_log(path: Path, shape: str, requests: int) -> None:
+def distinct_lines(shape: str) -> list[str]:
+    """The ``DISTINCT`` request lines of a log of ``shape`` (with their newlines)."""
     rng = random.Random(13)
-    lines = [json.dumps(SHAPES[shape](i, rng)) + "\n" for i in range(DISTINCT)]
+    return [json.dumps(SHAPES[shape](i, rng)) + "\n" for i in range(DISTINCT)]
+
+
+def write_log(path: Path, shape: str, requests: int) -> None:
+    lines = distinct_lines(shape)
     block = "".join(lines)
     with path.open("w", encoding="utf-8") as out:
         for _ in range(requests // DISTINCT):
@@ -168,8 +173,7 @@ times move most on a shared machine, so it takes more pairs than the rates."""
 def parse_seconds(shape: str) -> float:
     """CPU seconds of one ``json.loads`` of a request line of ``shape`` (the median of 5 passes
     over the log's distinct lines): the host's speed at plain Python work, now."""
-    rng = random.Random(13)
-    lines = [json.dumps(SHAPES[shape](i, rng)) for i in range(DISTINCT)]
+    lines = distinct_lines(shape)
     passes = []
     for _ in range(5):
         started = time.process_time()

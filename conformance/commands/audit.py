@@ -277,16 +277,20 @@ class _Workers:
         self._processes: list[BaseProcess] = []
         for stream in (sys.stdout, sys.stderr):  # a child must not write what the parent had
             stream.flush()
-        for _ in range(jobs):
-            ours, theirs = context.Pipe()
-            parents = [*self._held, ours]
-            process = context.Process(
-                target=_serve, args=(theirs, show_all, jsonl, parents), daemon=True
-            )
-            start_forked(process)
-            theirs.close()
-            self._held[ours] = []
-            self._processes.append(process)
+        try:
+            for _ in range(jobs):
+                ours, theirs = context.Pipe()
+                parents = [*self._held, ours]
+                process = context.Process(
+                    target=_serve, args=(theirs, show_all, jsonl, parents), daemon=True
+                )
+                start_forked(process)
+                theirs.close()
+                self._held[ours] = []
+                self._processes.append(process)
+        except BaseException:  # a fork that failed: the workers started so far are ended
+            self.__exit__()
+            raise
 
     def __enter__(self) -> Self:
         return self

@@ -245,8 +245,16 @@ def _no_constant(name: str) -> object:
 
 
 _LINE_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
-"""``json.loads(line, parse_constant=_no_constant)``, built once (``loads`` builds a decoder per
-call when given any option)."""
+"""What ``json.loads(line, parse_constant=_no_constant)`` decodes with, built once (``loads``
+builds a decoder per call when given any option)."""
+
+
+def _parsed_line(line: str) -> object:
+    """``json.loads(line, parse_constant=_no_constant)``, its byte-order-mark check included
+    (the decoder alone would say only "Expecting value")."""
+    if line.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", line, 0)
+    return _LINE_DECODER.decode(line)
 
 
 def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
@@ -265,7 +273,7 @@ def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> A
         if not line.strip():
             return None
         try:
-            record = _LINE_DECODER.decode(line)
+            record = _parsed_line(line)
         except _JsonConstantError as exc:
             return _unreadable(
                 file,

@@ -24,6 +24,7 @@ LINE = json.dumps({"url": URL, "body": GOOD})
             LINE.replace('"hi"', '"h\\u00e9"').encode().replace(b"\\u00e9", b"\xe9"),
             "not UTF-8 text",
         ),
+        ("\ufeff".encode() + LINE.encode(), "not JSON: Unexpected UTF-8 BOM"),
     ],
 )
 @pytest.mark.parametrize("jobs", ["1", "2"])

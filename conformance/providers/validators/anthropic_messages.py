@@ -532,13 +532,7 @@ def too_many_cache_breakpoints(body: Mapping[str, Any], ctx: Context) -> Iterato
     # breakpoints the API returns a 400 (documented: prompt-caching docs, "Combining with
     # block-level caching", quoted in UKGovernmentBEIS/inspect_ai#4505).
     count = _marked(body.get("system")) + _marked(body.get("tools"))
+    count += sum(_marked(message.get("content")) for message in messages_of(body))
     count += isinstance(body.get("cache_control"), Mapping)
-    for _, _, located, _ in _messages(body):
-        for _, _, block in located:
-            if block.get("cache_control") is not None:
-                count += 1
-            inner = block.get("content")
-            if isinstance(inner, list):
-                count += _marked(inner)
     if count > 4:
         yield Finding("A17", (-1,), {"count": count})
