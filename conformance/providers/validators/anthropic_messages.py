@@ -508,13 +508,12 @@ def _marked(blocks: Any) -> int:
     included (a tool result's, a search result's). What a block holds otherwise (a tool call's
     ``input``, a tool's ``input_schema``, an image's ``source``) is the caller's data, never a
     breakpoint, however its keys are named."""
+    if not isinstance(blocks, list):
+        return 0
     count = 0
-    stack = [blocks]
+    stack: list[list[Any]] = [blocks]  # a stack, not recursion: a body may nest deeply
     while stack:
-        items = stack.pop()
-        if not isinstance(items, list):
-            continue
-        for block in items:
+        for block in stack.pop():
             if isinstance(block, dict):
                 if block.get("cache_control") is not None:
                     count += 1
@@ -532,7 +531,13 @@ def too_many_cache_breakpoints(body: Mapping[str, Any], ctx: Context) -> Iterato
     # breakpoints the API returns a 400 (documented: prompt-caching docs, "Combining with
     # block-level caching", quoted in UKGovernmentBEIS/inspect_ai#4505).
     count = _marked(body.get("system")) + _marked(body.get("tools"))
-    count += sum(_marked(message.get("content")) for message in messages_of(body))
+    for _, _, blocks, _ in _messages(body):  # the messages' blocks, as _marked reads a list
+        for _, _, block in blocks:
+            if block.get("cache_control") is not None:
+                count += 1
+            inner = block.get("content")
+            if isinstance(inner, list):
+                count += _marked(inner)
     count += isinstance(body.get("cache_control"), Mapping)
     if count > 4:
         yield Finding("A17", (-1,), {"count": count})
