@@ -37,7 +37,7 @@ from conformance.errors import BaselineError
 from conformance.events import CaseResult
 from conformance.reporting.record import RunRecord, read_jsonl
 from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
-from reference_impl.documents import DocumentLimitError, read_input_text
+from reference_impl.documents import DocumentLimitError, loads_json, read_input_text
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -197,7 +197,7 @@ def read_baseline(path: Path | str) -> Baseline:
     """Read a baseline file; a :class:`BaselineError` naming the file and JSON path otherwise."""
     source = Path(path)
     try:
-        data = json.loads(read_input_text(source))
+        data = loads_json(read_input_text(source))
     except DocumentLimitError as exc:
         raise BaselineError(str(exc), where=str(source)) from None
     except FileNotFoundError:

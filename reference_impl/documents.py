@@ -19,6 +19,13 @@ through the loaders here, so one document is refused the same way everywhere:
   readers refuse it with the key and (for YAML) its line.
 - **Depth.** Both parsers recurse once per nesting level; a document nested deeper than the
   interpreter's stack raises :class:`DocumentTooDeepError` instead of ``RecursionError``.
+- **Long integers.** Python converts at most ``sys.get_int_max_str_digits()`` digits (4,300 by
+  default) between an integer and its text, because the conversion takes time quadratic in the
+  digits; ``json.loads`` raises a bare ``ValueError`` past it, which code waiting for a
+  ``JSONDecodeError`` lets through. :func:`loads_json` raises :class:`JsonNumberTooLongError`, a
+  ``JSONDecodeError`` at the number, instead; the YAML loaders refuse such an integer (decimal,
+  or hexadecimal/octal/binary of that size, which would fail later when written out) with a
+  ``ConstructorError`` at its line. The limit is never lifted.
 
 Writing: :func:`dump_yaml` is the one YAML writer (cassettes, ``fuzz --out`` scenarios). PyYAML's
 emitter writes U+0085, U+2028 and U+2029 raw inside single-quoted and block scalars, where a reader
@@ -31,6 +38,7 @@ else the pure-Python ``SafeLoader``; only safe constructors are ever registered.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -49,6 +57,7 @@ __all__ = [
     "DocumentTooDeepError",
     "DocumentTooLargeError",
     "DuplicateKeyError",
+    "JsonNumberTooLongError",
     "SafeYamlLoader",
     "StrictYamlLoader",
     "YamlAliasBombError",
@@ -58,6 +67,7 @@ __all__ = [
     "load_json_strict",
     "load_yaml_safe",
     "load_yaml_strict",
+    "loads_json",
     "max_input_bytes",
     "read_input_bytes",
     "read_input_text",
@@ -87,6 +97,55 @@ class DuplicateKeyError(ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(f"duplicate key {key!r} in one object (the first value would be lost)")
         self.key = key
+
+
+class JsonNumberTooLongError(json.JSONDecodeError):
+    """JSON text with an integer of more digits than Python converts (``digits`` of them, over
+    ``limit``): a ``JSONDecodeError`` at the number, so every reader that names bad JSON names
+    this too."""
+
+    def __init__(self, doc: str, pos: int, digits: int, limit: int) -> None:
+        super().__init__(
+            f"an integer of {digits:,} digits, more than the {limit:,} Python reads", doc, pos
+        )
+        self.digits = digits
+        self.limit = limit
+
+
+def _int_digit_limit() -> int:
+    """``sys.get_int_max_str_digits()``; 0 where there is no limit (Python before 3.10.7)."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    return int(get()) if get is not None else 0
+
+
+def _long_integer(text: str, limit: int) -> tuple[int, int] | None:
+    """Where the first integer literal of more than ``limit`` digits starts in JSON ``text``,
+    and its digits (a number with a fraction or an exponent is a float, read at any length)."""
+    # strings are matched whole, so digits inside one are never taken for a number
+    tokens = r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+])-?(\d{' + str(limit + 1) + r",})(?![\d.eE])"
+    for found in re.finditer(tokens, text):
+        if found.group(1) is not None:
+            return found.start(), len(found.group(1))
+    return None
+
+
+def loads_json(text: str | bytes, **options: Any) -> Any:
+    """``json.loads(text, **options)``, with an integer too long to read raised as
+    :class:`JsonNumberTooLongError` (a ``JSONDecodeError``) instead of a bare ``ValueError``.
+    An error raised by one of ``options``' hooks passes through as it is."""
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        limit = _int_digit_limit()
+        if type(exc) is not ValueError or not limit:
+            raise
+        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        found = _long_integer(doc, limit)
+        if found is None:
+            raise
+        raise JsonNumberTooLongError(doc, found[0], found[1], limit) from None
 
 
 class DocumentLimitError(ValueError):
@@ -218,7 +277,28 @@ def check_yaml_expansion(root: yaml.Node, limit: int = MAX_YAML_NODES) -> None:
 
 
 class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
-    """A safe YAML loader that measures aliases before constructing anything."""
+    """A safe YAML loader that measures aliases before constructing anything and refuses an
+    integer too long to write out as text."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, refused with its line when it has more digits than Python converts
+        (``int`` would raise a bare ``ValueError`` for a decimal one; a hexadecimal one of that
+        size reads, then fails wherever it is written out)."""
+        limit = _int_digit_limit()
+        try:
+            value: int | None = super().construct_yaml_int(node)
+        except ValueError:  # the resolver tags only what int() reads: the digit limit
+            if not limit:
+                raise
+            value = None
+        if value is None or (limit and abs(value) >= _power_of_ten(limit)):
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer of more than {limit:,} digits, more than Python reads",
+                node.start_mark,
+            )
+        return value
 
     def get_single_data(self) -> Any:
         """The document's data, after :func:`check_yaml_expansion` accepted its node graph."""
@@ -227,6 +307,15 @@ class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
             return None
         check_yaml_expansion(node)
         return self.construct_document(node)
+
+
+SafeYamlLoader.add_constructor("tag:yaml.org,2002:int", SafeYamlLoader.construct_yaml_int)
+
+
+@functools.lru_cache(maxsize=4)
+def _power_of_ten(exponent: int) -> int:
+    power: int = 10**exponent  # int ** int is typed Any (a negative exponent gives a float)
+    return power
 
 
 class StrictYamlLoader(SafeYamlLoader):
@@ -267,12 +356,13 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def load_json_strict(text: str) -> Any:
     """``json.loads`` that refuses duplicate keys, over-large text and over-deep nesting by name.
 
-    Raises ``json.JSONDecodeError`` for text that is not JSON, :class:`DuplicateKeyError`,
+    Raises ``json.JSONDecodeError`` for text that is not JSON (an integer too long to read:
+    :class:`JsonNumberTooLongError`), :class:`DuplicateKeyError`,
     :class:`DocumentTooLargeError` and :class:`DocumentTooDeepError`.
     """
     check_input_size(len(text))
     try:
-        return json.loads(text, object_pairs_hook=_unique_pairs)
+        return loads_json(text, object_pairs_hook=_unique_pairs)
     except RecursionError:
         raise DocumentTooDeepError from None
 

@@ -74,6 +74,7 @@ from conformance.traffic.endpoints import (
     endpoint_for_path,
 )
 from conformance.traffic.skeleton import skeleton, skeleton_digest
+from reference_impl.documents import JsonNumberTooLongError, loads_json
 from reference_impl.errors import CtxconfError, UnsupportedPartError
 from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.tokens import counter_for
@@ -177,21 +178,27 @@ class Incoming:
     bad_json: str | None
     model: str | None
     asked: str | None
+    unreadable: str | None = None
+    """Why JSON the emulator cannot read (an integer longer than Python converts) was not read:
+    not a verdict, as a provider's parser may read it."""
 
 
 def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> Incoming:
     """The :class:`Incoming` of one request to ``endpoint``."""
     body: Any = None
     bad_json: str | None = None
+    unreadable: str | None = None
     try:
-        body = json.loads(raw)
+        body = loads_json(raw)
+    except JsonNumberTooLongError as exc:
+        unreadable = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         bad_json = f"invalid JSON ({exc})"
     model = endpoint.model
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
         model = body["model"]
     dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
-    return Incoming(dialect, body, bad_json, model, headers.get(PROFILE_HEADER))
+    return Incoming(dialect, body, bad_json, model, headers.get(PROFILE_HEADER), unreadable)
 
 
 def pick_profile(endpoint: Endpoint, incoming: Incoming, configured: Sequence[str]) -> str:
@@ -249,6 +256,14 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
     if request.method != "POST":
         return _own_error(
             shape, 405, f"Method {request.method} is not allowed here; use POST.", profile
+        )
+    if incoming.unreadable is not None:  # the emulator's own limit, said as its own error
+        return _own_error(
+            shape,
+            400,
+            f"The emulator cannot read this body: {incoming.unreadable}. "
+            "A provider's parser may read it; no verdict is given.",
+            profile,
         )
     verdict = request_verdict(endpoint, incoming, profile)
     if not verdict.accepted:

@@ -218,6 +218,8 @@ def judge(
         return Judged(None, endpoint, unjudged=f"method-{method.lower()}")
     incoming = read_request(endpoint, raw, headers)
     model = incoming.model
+    if incoming.unreadable is not None:  # JSON we cannot read: the provider decides
+        return Judged(None, endpoint, model=model, unjudged="unreadable-json")
     try:
         profile = pick_profile(endpoint, incoming, profiles)
     except UnknownProfileError:

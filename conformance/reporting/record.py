@@ -30,7 +30,7 @@ from conformance.events import (
     level_totals,
 )
 from conformance.scenarios import LEVELS, Level
-from reference_impl.documents import DocumentLimitError, read_input_text
+from reference_impl.documents import DocumentLimitError, loads_json, read_input_text
 
 __all__ = [
     "REPORT_FORMAT",
@@ -143,7 +143,7 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         if not raw.strip():
             continue
         try:
-            yield number, json.loads(raw)
+            yield number, loads_json(raw)
         except json.JSONDecodeError as exc:
             raise ReportFileError(f"not JSON ({exc.msg})", where=f"{path}:{number}") from None
         except RecursionError:

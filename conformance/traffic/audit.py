@@ -47,7 +47,7 @@ from conformance.traffic.reading import (
     log_interaction,
     read_cassette,
 )
-from reference_impl.documents import INPUT_LIMIT_ENV, max_input_bytes
+from reference_impl.documents import INPUT_LIMIT_ENV, loads_json, max_input_bytes
 
 __all__ = [
     "AuditRow",
@@ -246,19 +246,6 @@ def _no_constant(name: str) -> object:
     raise _JsonConstantError(name)
 
 
-_LINE_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
-"""What ``json.loads(line, parse_constant=_no_constant)`` decodes with, built once (``loads``
-builds a decoder per call when given any option)."""
-
-
-def _parsed_line(line: str) -> object:
-    """``json.loads(line, parse_constant=_no_constant)``, its byte-order-mark check included
-    (the decoder alone would say only "Expecting value")."""
-    if line.startswith("\ufeff"):
-        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", line, 0)
-    return _LINE_DECODER.decode(line)
-
-
 def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
     if type(line) is not bytes and isinstance(line, Mapping):
         return _record_row(line, file, index)
@@ -289,7 +276,7 @@ def _read_line(line: str | bytes, file: str, index: int) -> AuditRow | None:
     if not line.strip():
         return None
     try:
-        record = _parsed_line(line)
+        record = loads_json(line, parse_constant=_no_constant)
     except _JsonConstantError as exc:
         return _unreadable(
             file,

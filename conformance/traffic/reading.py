@@ -61,6 +61,7 @@ from reference_impl.documents import (
     SafeYamlLoader,
     check_input_size,
     load_yaml_safe,
+    loads_json,
     max_input_bytes,
     read_input_bytes,
 )
@@ -248,7 +249,7 @@ def _load_document(path: Path) -> object:
         raise RecordingError(f"not UTF-8 text (byte {exc.start})", file=name) from None
     if stem.endswith((".json", ".har")):
         try:
-            return json.loads(text)
+            return loads_json(text)
         except json.JSONDecodeError as exc:
             raise RecordingError(
                 f"not JSON: {exc.msg}", file=name, where=f"line {exc.lineno} column {exc.colno}"
@@ -378,7 +379,7 @@ def _json_or_none(text: str | None) -> object | None:
     if stripped[0] not in "{[":
         return None
     try:
-        value: object = json.loads(text)
+        value: object = loads_json(text)
     except json.JSONDecodeError:
         return None
     return value
@@ -711,7 +712,7 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads_json(line)
         except json.JSONDecodeError as exc:
             raise RecordingError(
                 f"line {lineno + 1} is not JSON: {exc.msg} (column {exc.colno})", file=name

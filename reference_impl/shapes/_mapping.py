@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
+from reference_impl.documents import JsonNumberTooLongError, loads_json
 from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import (
@@ -149,12 +150,14 @@ def call_arguments(
     """The JSON value of a call's arguments (empty text is ``{}``) for a shape that sends the
     value itself in ``field``; an object only when ``object_only``."""
     try:
-        value = json.loads(part.arguments) if part.arguments.strip() else {}
-    except json.JSONDecodeError:
+        value = loads_json(part.arguments) if part.arguments.strip() else {}
+    except json.JSONDecodeError as exc:
         expected = "an object" if object_only else "a JSON document"
+        problem = f" ({exc.msg})" if isinstance(exc, JsonNumberTooLongError) else ""
         raise unsupported_part(
             shape,
-            f"tool call {part.id!r} has arguments that are not JSON; {field} must be {expected}",
+            f"tool call {part.id!r} has arguments that are not JSON{problem}; "
+            f"{field} must be {expected}",
             i,
             j,
         ) from None

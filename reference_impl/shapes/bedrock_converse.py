@@ -39,6 +39,7 @@ from typing import Any, Final, Literal
 
 from typing_extensions import assert_never
 
+from reference_impl.documents import loads_json
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
@@ -402,7 +403,7 @@ def _render_result_item(item: TextPart | ImagePart | FilePart, i: int, j: int) -
     if not isinstance(item, TextPart):
         return _render_media(item, i, j)
     try:
-        value = json.loads(item.text)
+        value = loads_json(item.text)
     except json.JSONDecodeError:
         return {"text": item.text}
     if isinstance(value, dict | list) and canonical_json(value) == item.text:

@@ -55,6 +55,7 @@ from typing import Any, Final, Literal
 
 from typing_extensions import assert_never
 
+from reference_impl.documents import loads_json
 from reference_impl.shapes._extras import (
     Extras,
     MessageExtras,
@@ -491,7 +492,7 @@ def _response_object(part: ToolResultPart) -> dict[str, Any]:
     has_text = any(isinstance(c, TextPart) for c in part.content)
     if part.is_error:
         try:
-            value = json.loads(text)
+            value = loads_json(text)
         except json.JSONDecodeError:
             value = None
         if value is not None and not isinstance(value, str) and canonical_json(value) == text:
@@ -500,7 +501,7 @@ def _response_object(part: ToolResultPart) -> dict[str, Any]:
     if not has_text:
         return {}
     try:
-        value = json.loads(text)
+        value = loads_json(text)
     except json.JSONDecodeError:
         value = None
     wrapped = isinstance(value, dict) and (

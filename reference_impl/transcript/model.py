@@ -34,6 +34,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from typing_extensions import assert_never
 
+from reference_impl.documents import loads_json
 from reference_impl.errors import TranscriptError
 from reference_impl.wording import with_article
 
@@ -151,7 +152,7 @@ class ToolCallPart:
     def arguments_value(self) -> object:
         """The arguments as a JSON value; a named error when the model produced invalid JSON."""
         try:
-            return json.loads(self.arguments) if self.arguments.strip() else {}
+            return loads_json(self.arguments) if self.arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise TranscriptError(
                 f"tool call arguments are not valid JSON ({exc.msg} at char {exc.pos})",

@@ -15,7 +15,12 @@ from typing import Any, Final
 
 from typing_extensions import assert_never
 
-from reference_impl.documents import DocumentLimitError, DuplicateKeyError, load_json_strict
+from reference_impl.documents import (
+    DocumentLimitError,
+    DuplicateKeyError,
+    load_json_strict,
+    loads_json,
+)
 from reference_impl.errors import CtxconfError, SessionFileError, TranscriptError
 from reference_impl.transcript.model import (
     REASONING_ORIGINS,
@@ -311,7 +316,7 @@ def _part_from(r: _Reader) -> Part:
     data = r.get("data")
     text = data.value if isinstance(data.value, str) else canonical_json(data.value)
     try:
-        loaded = json.loads(text)
+        loaded = loads_json(text)
     except json.JSONDecodeError:
         loaded = None
     if not isinstance(loaded, dict):

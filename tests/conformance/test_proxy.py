@@ -571,6 +571,15 @@ def test_a_body_too_deep_to_judge_is_forwarded_unjudged() -> None:
     assert response.headers[PROXY_HEADER] == "forwarded; unjudged=judge-failed"
 
 
+def test_a_body_with_an_integer_too_long_to_read_is_forwarded_unjudged() -> None:
+    # Python reads at most 4,300 digits; the provider's parser may read more: no verdict either way
+    body = b'{"model": "gpt-4o", "messages": [], "max_tokens": ' + b"9" * 5000 + b"}"
+    with serving(_echo_app()) as echo, _proxy(echo) as proxy:
+        response = httpx.post(f"{proxy}/v1/chat/completions", content=body)
+    assert response.status_code == 200  # the echo answered: forwarded
+    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unreadable-json"
+
+
 @pytest.mark.parametrize(
     ("encoding", "data", "limit", "stored"),
     [

@@ -1,0 +1,172 @@
+"""An integer of more digits than Python converts from text (4,300 by default) in any input: a
+named error at its place, or an ``unreadable`` row, never an internal error. ``json.loads``
+raises a bare ``ValueError`` for one (every reader waited for ``JSONDecodeError``), and YAML's
+hexadecimal integers of that size read, then failed wherever they were written out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from audit_support import GOOD, URL
+from cli_support import invoke
+from paths import EXAMPLES
+
+from reference_impl.documents import JsonNumberTooLongError, load_yaml_strict, loads_json
+
+LONG = "9" * 5000
+"""An integer literal over the limit."""
+HEX = "0x" + "f" * 4000
+"""A YAML integer whose value has ~4,800 decimal digits."""
+
+
+def test_loads_json_names_the_integer_where_it_stands() -> None:
+    text = '["' + "1" * 5000 + '", 1.' + LONG + ", 1e" + LONG + ", -" + LONG + "]"
+    with pytest.raises(JsonNumberTooLongError) as caught:
+        loads_json(text)
+    # the digits inside the string and the two floats are read; the integer is not
+    assert caught.value.pos == text.index(", -") + 2
+    assert caught.value.digits == 5000
+    assert "an integer of 5,000 digits, more than the 4,300 Python reads" in str(caught.value)
+    assert isinstance(caught.value, json.JSONDecodeError)
+    assert loads_json(b'{"a": ' + b"9" * 4300 + b"}")["a"] == int("9" * 4300)
+
+
+def test_a_hook_error_passes_through_loads_json() -> None:
+    class RefusedError(ValueError):
+        pass
+
+    def refuse(name: str) -> object:
+        raise RefusedError(name)
+
+    with pytest.raises(RefusedError):
+        loads_json('{"a": NaN}', parse_constant=refuse)
+
+
+@pytest.mark.parametrize("value", [LONG, "-" + LONG, HEX, "0b" + "1" * 15000])
+def test_yaml_refuses_an_integer_too_long_to_write_with_its_line(value: str) -> None:
+    with pytest.raises(Exception, match="line 2") as caught:
+        load_yaml_strict(f"a: 1\nb: {value}\n")
+    assert "an integer of more than 4,300 digits" in str(caught.value)
+    assert load_yaml_strict("a: 0xff\nb: " + "9" * 4300 + "\n")["a"] == 255
+
+
+def _assert_named(args: list[str], path: Path, *words: str) -> None:
+    code, _, err = invoke(args)
+    assert code == 2, err
+    assert "internal error" not in err
+    assert "Traceback" not in err
+    assert str(path) in err
+    for word in words:
+        assert word in err, err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("body.json", '{"model": "gpt-4o", "max_tokens": ' + LONG + ', "messages": []}', "5,000"),
+        ("body.yaml", f"model: gpt-4o\nmax_tokens: {LONG}\nmessages: []\n", "line 2"),
+        ("body_hex.yaml", f"model: gpt-4o\nmax_tokens: {HEX}\nmessages: []\n", "line 2"),
+    ],
+)
+@pytest.mark.parametrize("command", ["validate", "count", "convert"])
+def test_a_request_document_with_one_is_a_named_error(
+    tmp_path: Path, name: str, text: str, words: str, command: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, "utf-8")
+    args = {
+        "validate": ["validate", str(path), "--shape", "openai-chat", "--context-limit", "100"],
+        "count": ["count", str(path), "--shape", "openai-chat"],
+        "convert": ["convert", str(path), "--from", "openai-chat", "--to", "gemini"],
+    }[command]
+    _assert_named(args, path, "an integer of", words)
+
+
+@pytest.mark.parametrize("value", [LONG, HEX])
+def test_an_assembly_config_with_one_is_a_named_error(tmp_path: Path, value: str) -> None:
+    config = tmp_path / "assembly.yaml"
+    config.write_text(f"context_assembly:\n  model_input_limit: {value}\n", "utf-8")
+    args = [
+        "assemble",
+        str(EXAMPLES / "session.json"),
+        "--config",
+        str(config),
+        "--shape",
+        "gemini",
+    ]
+    _assert_named(args, config, "line 2", "an integer of more than 4,300 digits")
+
+
+def test_tool_call_arguments_with_one_name_it_when_rendered_as_an_object(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    call["function"]["arguments"] = '{"n": ' + LONG + "}"  # type: ignore[index]
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+        ],
+    }
+    path.write_text(json.dumps(body), "utf-8")
+    args = ["convert", str(path), "--from", "openai-chat", "--to", "anthropic-messages"]
+    _assert_named(args, path, "tool call 'call_1' has arguments", "an integer of 5,000 digits")
+    # a tool result holding one is text to every shape (Gemini and Bedrock read JSON results)
+    body["messages"][1]["tool_calls"][0]["function"]["arguments"] = "{}"  # type: ignore[index]
+    body["messages"][2]["content"] = '{"n": ' + LONG + "}"  # type: ignore[index]
+    path.write_text(json.dumps(body), "utf-8")
+    for shape in ("gemini", "bedrock-converse"):
+        code, out, err = invoke(["convert", str(path), "--from", "openai-chat", "--to", shape])
+        assert code == 0, err
+        assert LONG in out
+
+
+def _audit_rows(path: Path) -> tuple[int, list[dict[str, object]], str]:
+    code, out, err = invoke(["audit", str(path), "--format", "jsonl", "--all"])
+    return code, [json.loads(line) for line in out.splitlines()], err
+
+
+@pytest.mark.parametrize("where", ["body", "status", "body as text"])
+def test_an_audited_log_line_with_one_is_unreadable_and_the_audit_goes_on(
+    tmp_path: Path, where: str
+) -> None:
+    good = json.dumps({"url": URL, "body": GOOD})
+    if where == "body":
+        bad = good.replace('"gpt-4o"', '"gpt-4o", "max_tokens": ' + LONG)
+    elif where == "status":
+        bad = good[:-1] + ', "status": ' + LONG + "}"
+    else:
+        bad = json.dumps({"url": URL, "body": json.dumps(GOOD)[:-1] + ', "n": ' + LONG + "}"})
+    log = tmp_path / "traffic.jsonl"
+    log.write_text(f"{good}\n{bad}\n{good}\n", "utf-8")
+    code, rows, err = _audit_rows(log)
+    assert "internal error" not in err
+    if where == "body as text":  # a body whose text is not read is judged as no JSON body
+        assert [row["verdict"] for row in rows][::2] == ["accept", "accept"]
+        return
+    assert [row["verdict"] for row in rows] == ["accept", "unreadable", "accept"]
+    assert "an integer of 5,000 digits" in str(rows[1]["message"])
+    assert rows[1]["location"] == f"{log}:2"
+    assert code == 4
+
+
+@pytest.mark.parametrize("value", [LONG, HEX])
+def test_an_audited_cassette_with_one_is_unreadable_and_the_audit_goes_on(
+    tmp_path: Path, value: str
+) -> None:
+    folder = tmp_path / "cassettes"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(json.dumps({"url": URL, "body": GOOD}) + "\n", "utf-8")
+    (folder / "b.yaml").write_text(
+        "interactions:\n- request:\n    method: POST\n    uri: " + URL + "\n"
+        "    body: '{}'\n  response:\n    status: {code: " + value + ", message: OK}\n",
+        "utf-8",
+    )
+    code, rows, err = _audit_rows(folder)
+    assert "internal error" not in err
+    verdicts = sorted(str(row["verdict"]) for row in rows)
+    assert verdicts == ["accept", "unreadable"]
+    assert code == 4
