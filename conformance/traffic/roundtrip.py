@@ -212,12 +212,22 @@ def _send_openai(
             chat = sdk.chat.completions.with_raw_response.create(
                 model=model, messages=messages, extra_body=rest
             )
-            return chat.status_code, chat.parse().to_dict(mode="json"), headers_of(chat.headers)
+            return chat.status_code, _parsed(chat), headers_of(chat.headers)
         (model, items), rest = _split(rest, "model", "input")
         raw = sdk.responses.with_raw_response.create(model=model, input=items, extra_body=rest)
-        return raw.status_code, raw.parse().to_dict(mode="json"), headers_of(raw.headers)
+        return raw.status_code, _parsed(raw), headers_of(raw.headers)
     except openai.APIStatusError as exc:
         return exc.status_code, answer_json(exc.response), headers_of(exc.response.headers)
+
+
+def _parsed(raw: Any) -> Any:
+    """A 2xx answer parsed by the SDK's own models (``.parse()``: they must accept it) as JSON
+    data; an answer the SDK cannot read (not JSON, an integer too long to read) is kept as its
+    text, and ``send`` names the problem (the shape cannot parse a text)."""
+    try:
+        return raw.parse().to_dict(mode="json")
+    except ValueError:  # json.JSONDecodeError and the digit limit's bare ValueError
+        return answer_json(raw.http_response)
 
 
 def _plain_completion(completion: dict[str, Any]) -> dict[str, Any]:
@@ -244,9 +254,16 @@ def _stream_openai(
             model=model, messages=messages, stream=True, extra_body=rest
         )
         state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        handled = 0
         for chunk in chunks:
             state.handle_chunk(chunk)
-        final = _plain_completion(state.get_final_completion().to_dict(mode="json"))
+            handled += 1
+        # No chunk (an answer that is no event stream): no answer to parse, the exchange says so
+        final = (
+            _plain_completion(state.get_final_completion().to_dict(mode="json"))
+            if handled
+            else None
+        )
         return chunks.response.status_code, final, headers_of(chunks.response.headers)
     (model, items), rest = _split(body, "model", "input")
     events = sdk.responses.create(model=model, input=items, stream=True, extra_body=rest)
@@ -281,8 +298,7 @@ def _send_anthropic(
             messages=messages,
             extra_body=rest,
         )
-        parsed = raw.parse()
-        return raw.status_code, parsed.to_dict(mode="json"), headers_of(raw.headers)
+        return raw.status_code, _parsed(raw), headers_of(raw.headers)
     except anthropic.APIStatusError as exc:
         return exc.status_code, answer_json(exc.response), headers_of(exc.response.headers)
 

@@ -26,6 +26,7 @@ import httpx
 import httpx2
 
 from conformance.errors import SdkMissingError
+from reference_impl.documents import loads_json
 
 __all__ = ["answer_json", "headers_of", "send_bedrock"]
 
@@ -40,10 +41,10 @@ def headers_of(raw: httpx.Headers | httpx2.Headers) -> dict[str, str]:
 
 
 def answer_json(response: httpx.Response | httpx2.Response) -> Any:
-    """The answer's JSON, or its text when it is not JSON."""
+    """The answer's JSON, or its text when it is not JSON we can read."""
     try:
-        return response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        return loads_json(response.content)
+    except (json.JSONDecodeError, UnicodeDecodeError):  # an over-long integer included
         return response.text
 
 

@@ -170,3 +170,40 @@ def test_an_audited_cassette_with_one_is_unreadable_and_the_audit_goes_on(
     verdicts = sorted(str(row["verdict"]) for row in rows)
     assert verdicts == ["accept", "unreadable"]
     assert code == 4
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"not json",
+        b'{"id": "x", "object": "chat.completion", "usage": {"n": ' + LONG.encode() + b"}}",
+    ],
+    ids=["not-json", "long-integer"],
+)
+def test_record_keeps_an_answer_the_sdk_cannot_read(tmp_path: Path, answer: bytes) -> None:
+    # An upstream answering 200 with a body the SDK cannot parse (or a non-stream answer to a
+    # streamed request): recorded as its text, never an internal error.
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from conformance.providers.emulator_transport import serving
+
+    async def upstream(request: Request) -> Response:
+        await request.body()
+        return Response(answer, media_type="application/json")
+
+    app = Starlette(routes=[Route("/{path:path}", upstream, methods=["POST"])])
+    out = tmp_path / "cassettes"
+    with serving(app) as url:
+        code, _, err = invoke(
+            [
+                *("record", "--base-url", url, "--shape", "openai-chat", "--out", str(out)),
+                *("--scenarios", "single-tool"),  # the probes (two of them streamed) and one
+            ]
+        )
+    assert code == 0, err
+    written = list((out / "openai-chat").glob("*.yaml"))
+    assert written
+    assert all(answer.decode()[:20] in path.read_text("utf-8") for path in written[:3])
