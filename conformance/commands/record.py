@@ -147,6 +147,13 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
             statuses = ",".join(str(e.status) for e in item.exchanges)
             against = recorded_against(target, shape, item.exchanges)
             click.echo(f"{item.path}  {against}  {model_used}  status {statuses}")
+            for exchange in item.exchanges:
+                if exchange.parse_error is not None:  # recorded as it came; said once, here
+                    click.echo(
+                        f"ctxconf: warning: {item.path}: a {exchange.status} answer that does "
+                        f"not parse as {shape}: {exchange.parse_error}",
+                        err=True,
+                    )
         removed = _prune(folder, shape, {w.path.resolve() for w in written}) if prune else []
         for path in removed:
             click.echo(f"{path}  removed (no longer recorded)")

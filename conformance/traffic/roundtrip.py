@@ -223,7 +223,7 @@ def _send_openai(
 def _parsed(raw: Any) -> Any:
     """A 2xx answer parsed by the SDK's own models (``.parse()``: they must accept it) as JSON
     data; an answer the SDK cannot read (not JSON, an integer too long to read) is kept as its
-    text, and ``send`` names the problem (the shape cannot parse a text)."""
+    text, and ``send`` names the problem (``Exchange.parse_error``: a text is no answer)."""
     try:
         return raw.parse().to_dict(mode="json")
     except ValueError:  # json.JSONDecodeError and the digit limit's bare ValueError

@@ -204,6 +204,7 @@ def test_record_keeps_an_answer_the_sdk_cannot_read(tmp_path: Path, answer: byte
             ]
         )
     assert code == 0, err
+    assert "probe-text.yaml: a 200 answer that does not parse as openai-chat" in err
     written = list((out / "openai-chat").glob("*.yaml"))
     assert written
     assert all(answer.decode()[:20] in path.read_text("utf-8") for path in written[:3])
