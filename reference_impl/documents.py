@@ -64,6 +64,7 @@ __all__ = [
     "YamlDumper",
     "check_input_size",
     "dump_yaml",
+    "int_digit_limit",
     "load_json_strict",
     "load_yaml_safe",
     "load_yaml_strict",
@@ -112,7 +113,11 @@ class JsonNumberTooLongError(json.JSONDecodeError):
         self.limit = limit
 
 
-def _int_digit_limit() -> int:
+_DIGIT_LIMIT_WORDS: Final = "integer string conversion"
+"""In the message of the ``ValueError`` Python raises past its digit limit."""
+
+
+def int_digit_limit() -> int:
     """``sys.get_int_max_str_digits()``; 0 where there is no limit (Python before 3.10.7)."""
     get = getattr(sys, "get_int_max_str_digits", None)
     return int(get()) if get is not None else 0
@@ -122,7 +127,7 @@ def _long_integer(text: str, limit: int) -> tuple[int, int] | None:
     """Where the first integer literal of more than ``limit`` digits starts in JSON ``text``,
     and its digits (a number with a fraction or an exponent is a float, read at any length)."""
     # strings are matched whole, so digits inside one are never taken for a number
-    tokens = r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+])-?(\d{' + str(limit + 1) + r",})(?![\d.eE])"
+    tokens = r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+-])-?(\d{' + str(limit + 1) + r",})(?![\d.eE])"
     for found in re.finditer(tokens, text):
         if found.group(1) is not None:
             return found.start(), len(found.group(1))
@@ -138,10 +143,15 @@ def loads_json(text: str | bytes, **options: Any) -> Any:
     except json.JSONDecodeError:
         raise
     except ValueError as exc:
-        limit = _int_digit_limit()
-        if type(exc) is not ValueError or not limit:
-            raise
-        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        limit = int_digit_limit()
+        if type(exc) is not ValueError or not limit or _DIGIT_LIMIT_WORDS not in str(exc):
+            raise  # a hook's own error, or not the digit limit
+        # the text json.loads read (its encoding found as it finds it), so positions agree
+        doc = (
+            text.decode(json.detect_encoding(text), "surrogatepass")
+            if isinstance(text, bytes)
+            else text
+        )
         found = _long_integer(doc, limit)
         if found is None:
             raise
@@ -284,14 +294,18 @@ class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
         """An integer, refused with its line when it has more digits than Python converts
         (``int`` would raise a bare ``ValueError`` for a decimal one; a hexadecimal one of that
         size reads, then fails wherever it is written out)."""
-        limit = _int_digit_limit()
+        limit = int_digit_limit()
         try:
-            value: int | None = super().construct_yaml_int(node)
-        except ValueError:  # the resolver tags only what int() reads: the digit limit
-            if not limit:
-                raise
-            value = None
-        if value is None or (limit and abs(value) >= _power_of_ten(limit)):
+            value: int = super().construct_yaml_int(node)
+        except (ValueError, IndexError) as exc:  # "0b_", "!!int abc", "!!int ''"
+            digits = sum(c.isdigit() for c in str(node.value))
+            problem = (
+                f"an integer of more than {limit:,} digits, more than Python reads"
+                if limit and digits > limit
+                else f"not an integer ({exc})"
+            )
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
+        if limit and abs(value) >= _power_of_ten(limit):  # a hexadecimal one of that size
             raise yaml.constructor.ConstructorError(
                 None,
                 None,

@@ -47,7 +47,12 @@ from conformance.traffic.reading import (
     log_interaction,
     read_cassette,
 )
-from reference_impl.documents import INPUT_LIMIT_ENV, loads_json, max_input_bytes
+from reference_impl.documents import (
+    INPUT_LIMIT_ENV,
+    int_digit_limit,
+    loads_json,
+    max_input_bytes,
+)
 
 __all__ = [
     "AuditRow",
@@ -246,17 +251,27 @@ def _no_constant(name: str) -> object:
     raise _JsonConstantError(name)
 
 
+_FAST_DIGITS: Final = 4300
+"""The longest integer pydantic-core's parser reads: Python's default digit limit, fixed. Under
+a lower limit (``sys.set_int_max_str_digits``) it would read integers ``json.loads`` refuses, so
+lines are read by ``json.loads`` alone then; under a higher one (or none) it refuses them and
+``json.loads`` reads them."""
+
+
 def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
     if type(line) is not bytes and isinstance(line, Mapping):
         return _record_row(line, file, index)
+    if 0 < int_digit_limit() < _FAST_DIGITS:
+        return _read_line(line, file, index)
     try:
         # pydantic-core's parser reads the common line in about half the time; it refuses all
         # the standard library's reading refuses (text that is not UTF-8, a byte-order mark,
         # NaN and Infinity, blank lines) and some of what it takes (escaped lone surrogates,
-        # nesting past ~200 levels): those lines are read again by _read_line, so every line
-        # gets json.loads's value, or its named problem (tests/cli/test_audit_hostile_inputs.py)
+        # nesting past ~200 levels, a str holding a lone surrogate): those lines are read again
+        # by _read_line, so every line gets json.loads's value, or its named problem
+        # (tests/conformance/test_audit_line_json.py)
         record = _fast_json(line, allow_inf_nan=False)
-    except ValueError:
+    except (ValueError, TypeError):
         return _read_line(line, file, index)
     return _record_row(record, file, index)
 

@@ -58,6 +58,7 @@ from conformance.traffic.endpoints import (
 )
 from reference_impl.documents import (
     DocumentLimitError,
+    JsonNumberTooLongError,
     SafeYamlLoader,
     check_input_size,
     load_yaml_safe,
@@ -368,7 +369,7 @@ def _as_body(value: object, encoding: str | None, *, file: str, index: int, wher
 
 def _json_or_text(text: str | None) -> object | None:
     """A response body: its JSON value when it is JSON, else the text as recorded."""
-    parsed = _json_or_none(text)
+    parsed = _answer_json(text)
     return parsed if parsed is not None else text
 
 
@@ -380,9 +381,31 @@ def _json_or_none(text: str | None) -> object | None:
         return None
     try:
         value: object = loads_json(text)
+    except JsonNumberTooLongError:
+        raise
     except json.JSONDecodeError:
         return None
     return value
+
+
+def _answer_json(text: str | None) -> object | None:
+    """A response's body as JSON, or ``None`` (its text is kept) when it is none we can read."""
+    try:
+        return _json_or_none(text)
+    except JsonNumberTooLongError:
+        return None
+
+
+def _request_json(text: str | None, *, file: str, index: int | None, where: str) -> object | None:
+    """A request's body as JSON, or ``None`` when it is not JSON. JSON with an integer longer
+    than Python reads is no body to judge as "not JSON" (a provider's parser may read it): a
+    ``RecordingError`` names it."""
+    try:
+        return _json_or_none(text)
+    except JsonNumberTooLongError as exc:
+        raise RecordingError(
+            f"the body holds {exc.msg} (column {exc.colno})", file=file, index=index, where=where
+        ) from None
 
 
 # ---------------------------------------------------------------------------- event streams
@@ -402,7 +425,7 @@ def parse_sse(text: str) -> tuple[StreamEvent, ...]:
         nonlocal name, data
         if data:
             joined = "\n".join(data)
-            parsed = _json_or_none(joined)
+            parsed = _answer_json(joined)
             events.append(StreamEvent(name, parsed if parsed is not None else joined))
         name, data = None, []
 
@@ -489,11 +512,11 @@ def _event_headers(raw: bytes) -> dict[str, object] | None:
 
 def _event_data(payload: bytes) -> object:
     text = payload.decode("utf-8", errors="replace")
-    parsed = _json_or_none(text)
+    parsed = _answer_json(text)
     if isinstance(parsed, Mapping) and isinstance(parsed.get("bytes"), str):
         with contextlib.suppress(binascii.Error, ValueError):
             inner = base64.b64decode(parsed["bytes"], validate=True).decode("utf-8")
-            inner_parsed = _json_or_none(inner)
+            inner_parsed = _answer_json(inner)
             if inner_parsed is not None:
                 return inner_parsed
     return parsed if parsed is not None else text
@@ -533,7 +556,9 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
     if request_side.is_parsed:
         request_body = request_side.parsed
     else:
-        request_body = _json_or_none(request_side.text)
+        request_body = _request_json(
+            request_side.text, file=file, index=index, where="request.body"
+        )
 
     response = raw.get("response")
     if response is None:
@@ -773,7 +798,7 @@ def _log_record(record: object, *, file: str, index: int) -> RecordedInteraction
         response_body = record.get("response", record.get("response_body"))
     request_text = body if isinstance(body, str) else None
     if isinstance(body, str):
-        body = _json_or_none(body)
+        body = _request_json(body, file=file, index=None, where=f"line {index + 1}: body")
     if isinstance(response_body, str):
         response_body = _json_or_text(response_body)
     return RecordedInteraction(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.traffic.skeleton import STRUCTURE_KEYS, decoded_body
-from reference_impl.documents import dump_yaml
+from reference_impl.documents import dump_yaml, loads_json
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
@@ -185,7 +185,7 @@ def _hash_event_stream(text: str) -> str:
     for line in text.split("\n"):
         if line.startswith("data:"):
             try:
-                loaded = json.loads(line[5:].strip())
+                loaded = loads_json(line[5:].strip())
             except json.JSONDecodeError:
                 lines.append(line)  # data: [DONE]
                 continue

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from conformance.json_diff import json_difference
 from conformance.traffic.endpoints import DIALECT_HEADER, endpoint_for_path
+from reference_impl.documents import loads_json
 from reference_impl.transcript import canonical_json
 
 if TYPE_CHECKING:
@@ -225,7 +226,7 @@ def decoded_body(body: object) -> object:
             return {"<not-json>": True}
     if isinstance(body, str):
         try:
-            loaded: object = json.loads(body) if body else None
+            loaded: object = loads_json(body) if body else None
         except json.JSONDecodeError:
             return {"<not-json>": True}
         return loaded

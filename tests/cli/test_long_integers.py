@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from audit_support import GOOD, URL
 from cli_support import invoke
 from paths import EXAMPLES
@@ -31,6 +32,19 @@ def test_loads_json_names_the_integer_where_it_stands() -> None:
     assert "an integer of 5,000 digits, more than the 4,300 Python reads" in str(caught.value)
     assert isinstance(caught.value, json.JSONDecodeError)
     assert loads_json(b'{"a": ' + b"9" * 4300 + b"}")["a"] == int("9" * 4300)
+    # the digits of a signed exponent are no integer either
+    text = "[1e-" + "0" * 4301 + ", " + LONG + "]"
+    with pytest.raises(JsonNumberTooLongError) as caught:
+        loads_json(text)
+    assert (caught.value.pos, caught.value.digits) == (text.index(", 9") + 2, 5000)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32-le"])
+def test_loads_json_finds_the_integer_in_bytes_of_any_json_encoding(encoding: str) -> None:
+    text = '{"model": "x", "n": ' + LONG + "}"
+    with pytest.raises(JsonNumberTooLongError) as caught:
+        loads_json(text.encode(encoding))
+    assert caught.value.pos == text.index("99")  # the position in the text json.loads read
 
 
 def test_a_hook_error_passes_through_loads_json() -> None:
@@ -42,6 +56,24 @@ def test_a_hook_error_passes_through_loads_json() -> None:
 
     with pytest.raises(RefusedError):
         loads_json('{"a": NaN}', parse_constant=refuse)
+
+    def plain(pairs: list[tuple[str, object]]) -> object:
+        raise ValueError("the hook's own words")
+
+    # a hook's bare ValueError is its own, even with a long integer elsewhere in the text
+    with pytest.raises(ValueError, match="the hook's own words"):
+        loads_json('[{"a": 1}, ' + LONG + "]", object_pairs_hook=plain)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("0b_", "not an integer"), ("!!int abc", "not an integer"), ("!!int ''", "not an integer")],
+)
+def test_yaml_names_an_integer_it_cannot_read_as_such(value: str, words: str) -> None:
+    with pytest.raises(yaml.YAMLError, match="line 2") as caught:
+        load_yaml_strict(f"a: 1\nb: {value}\n")
+    assert words in str(caught.value)
+    assert "4,300" not in str(caught.value)
 
 
 @pytest.mark.parametrize("value", [LONG, "-" + LONG, HEX, "0b" + "1" * 15000])
@@ -144,9 +176,6 @@ def test_an_audited_log_line_with_one_is_unreadable_and_the_audit_goes_on(
     log.write_text(f"{good}\n{bad}\n{good}\n", "utf-8")
     code, rows, err = _audit_rows(log)
     assert "internal error" not in err
-    if where == "body as text":  # a body whose text is not read is judged as no JSON body
-        assert [row["verdict"] for row in rows][::2] == ["accept", "accept"]
-        return
     assert [row["verdict"] for row in rows] == ["accept", "unreadable", "accept"]
     assert "an integer of 5,000 digits" in str(rows[1]["message"])
     assert rows[1]["location"] == f"{log}:2"
@@ -208,3 +237,27 @@ def test_record_keeps_an_answer_the_sdk_cannot_read(tmp_path: Path, answer: byte
     written = list((out / "openai-chat").glob("*.yaml"))
     assert written
     assert all(answer.decode()[:20] in path.read_text("utf-8") for path in written[:3])
+
+
+def _cassette_with_body_text(folder: Path) -> Path:
+    body = json.dumps(GOOD)[:-1] + ', "n": ' + LONG + "}"
+    path = folder / "openai-chat" / "long.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "interactions:\n- request:\n    method: POST\n    uri: " + URL + "\n"
+        "    body: '" + body + "'\n  response:\n    status: {code: 200, message: OK}\n"
+        "    body: {string: '{}'}\n",
+        "utf-8",
+    )
+    return path
+
+
+def test_a_cassette_whose_request_text_holds_one_is_unreadable_not_judged(tmp_path: Path) -> None:
+    # judged as a body that is not JSON it was a confident C0 rejection; a provider may read it
+    path = _cassette_with_body_text(tmp_path)
+    code, rows, err = _audit_rows(path)
+    assert [row["verdict"] for row in rows] == ["unreadable"], rows
+    assert "an integer of 5,000 digits" in str(rows[0]["message"])
+    assert code == 4
+    code, _, err = invoke(["diff", str(tmp_path), str(tmp_path)])
+    assert "internal error" not in err

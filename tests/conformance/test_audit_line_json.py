@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from typing import Any
 
 from audit_support import GOOD, ORPHAN, URL
@@ -58,7 +59,7 @@ def test_the_fast_parser_reads_what_json_loads_reads_or_refuses(
         data = text.encode("utf-8")
     try:
         fast = from_json(data, allow_inf_nan=False)
-    except ValueError:
+    except (ValueError, TypeError):  # TypeError: a str holding a lone surrogate
         return  # refused: the line is read by the standard library (test below)
     assert _as_json(fast) == _as_json(expected)
 
@@ -118,3 +119,27 @@ def test_every_line_gets_the_row_of_the_slow_path() -> None:
         "unreadable",
         "accept",
     ]
+
+
+def test_a_str_line_holding_a_lone_surrogate_is_read_by_json_loads() -> None:
+    # pydantic-core raises TypeError (not ValueError) for a str it cannot encode as UTF-8
+    body = dict(GOOD, messages=[{"role": "user", "content": "\ud800"}])
+    line = json.dumps({"url": URL, "body": body}, ensure_ascii=False)
+    (row,) = audit_lines([line])
+    assert row.outcome == "accept"
+    assert row == _read_line(line, "<lines>", 0)
+
+
+def test_under_a_lower_digit_limit_every_line_is_read_by_json_loads() -> None:
+    # pydantic-core reads integers up to 4,300 digits whatever Python's limit; under a lower
+    # limit json.loads refuses them, so the rows must be json.loads's
+    line = _line(dict(GOOD, max_tokens=int("9" * 1000))).encode()
+    assert next(iter(audit_lines([line]))).outcome == "accept"
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        (row,) = audit_lines([line])
+    finally:
+        sys.set_int_max_str_digits(before)
+    assert row.outcome == "unreadable"
+    assert "an integer of 1,000 digits, more than the 640 Python reads" in str(row.message)
