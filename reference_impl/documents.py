@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
 import sys
@@ -113,6 +114,8 @@ class JsonNumberTooLongError(json.JSONDecodeError):
         self.limit = limit
 
 
+_LOG10_OF_60: Final = math.log10(60)
+"""Decimal digits per part of a base-60 YAML integer."""
 _DIGIT_LIMIT_WORDS: Final = "integer string conversion"
 """In the message of the ``ValueError`` Python raises past its digit limit."""
 
@@ -295,6 +298,15 @@ class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
         (``int`` would raise a bare ``ValueError`` for a decimal one; a hexadecimal one of that
         size reads, then fails wherever it is written out)."""
         limit = int_digit_limit()
+        # YAML 1.1's base-60 form (1:30:00) is summed part by part in time quadratic in the
+        # parts: one of more parts than its value could have digits is refused before that
+        if limit and str(node.value).count(":") > limit / _LOG10_OF_60:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer of more than {limit:,} digits, more than Python reads",
+                node.start_mark,
+            )
         try:
             value: int = super().construct_yaml_int(node)
         except (ValueError, IndexError) as exc:  # "0b_", "!!int abc", "!!int ''"

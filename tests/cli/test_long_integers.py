@@ -76,7 +76,10 @@ def test_yaml_names_an_integer_it_cannot_read_as_such(value: str, words: str) ->
     assert "4,300" not in str(caught.value)
 
 
-@pytest.mark.parametrize("value", [LONG, "-" + LONG, HEX, "0b" + "1" * 15000])
+@pytest.mark.parametrize(
+    "value",
+    [LONG, "-" + LONG, HEX, "0b" + "1" * 15000, "1" + ":59" * 30_000],  # base 60: refused unsummed
+)
 def test_yaml_refuses_an_integer_too_long_to_write_with_its_line(value: str) -> None:
     with pytest.raises(Exception, match="line 2") as caught:
         load_yaml_strict(f"a: 1\nb: {value}\n")
