@@ -298,33 +298,22 @@ class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
         (``int`` would raise a bare ``ValueError`` for a decimal one; a hexadecimal one of that
         size reads, then fails wherever it is written out)."""
         limit = int_digit_limit()
+        too_long = f"an integer of more than {limit:,} digits, more than Python reads"
+        text = str(node.value)
         # YAML 1.1's base-60 form (1:30:00) is summed part by part in time quadratic in the
         # parts: one of more parts than its value could have digits is refused before that
-        if limit and str(node.value).count(":") > limit / _LOG10_OF_60:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"an integer of more than {limit:,} digits, more than Python reads",
-                node.start_mark,
-            )
-        try:
-            value: int = super().construct_yaml_int(node)
-        except (ValueError, IndexError) as exc:  # "0b_", "!!int abc", "!!int ''"
-            digits = sum(c.isdigit() for c in str(node.value))
-            problem = (
-                f"an integer of more than {limit:,} digits, more than Python reads"
-                if limit and digits > limit
-                else f"not an integer ({exc})"
-            )
-            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
-        if limit and abs(value) >= _power_of_ten(limit):  # a hexadecimal one of that size
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"an integer of more than {limit:,} digits, more than Python reads",
-                node.start_mark,
-            )
-        return value
+        problem = too_long if limit and text.count(":") > limit / _LOG10_OF_60 else None
+        if problem is None:
+            try:
+                value: int = super().construct_yaml_int(node)
+            except (ValueError, IndexError) as exc:  # "0b_", "!!int abc", "!!int ''"
+                digits = sum(c.isdigit() for c in text)
+                problem = too_long if limit and digits > limit else f"not an integer ({exc})"
+            else:
+                if not limit or abs(value) < _power_of_ten(limit):  # a hexadecimal one is read
+                    return value
+                problem = too_long
+        raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
 
     def get_single_data(self) -> Any:
         """The document's data, after :func:`check_yaml_expansion` accepted its node graph."""
