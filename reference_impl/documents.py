@@ -293,26 +293,29 @@ class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
     """A safe YAML loader that measures aliases before constructing anything and refuses an
     integer too long to write out as text."""
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+    def construct_yaml_int(self, node: yaml.Node) -> int:
         """An integer, refused with its line when it has more digits than Python converts
         (``int`` would raise a bare ``ValueError`` for a decimal one; a hexadecimal one of that
         size reads, then fails wherever it is written out)."""
-        limit = int_digit_limit()
-        too_long = f"an integer of more than {limit:,} digits, more than Python reads"
-        text = str(node.value)
+        if not isinstance(node, yaml.ScalarNode):
+            return int(super().construct_yaml_int(node))  # its own "expected a scalar" error
+        limit, text = int_digit_limit(), str(node.value)
         # YAML 1.1's base-60 form (1:30:00) is summed part by part in time quadratic in the
         # parts: one of more parts than its value could have digits is refused before that
-        problem = too_long if limit and text.count(":") > limit / _LOG10_OF_60 else None
-        if problem is None:
+        if limit and ":" in text and text.count(":") > limit / _LOG10_OF_60:
+            problem = _too_long(limit)
+        else:
             try:
                 value: int = super().construct_yaml_int(node)
-            except (ValueError, IndexError) as exc:  # "0b_", "!!int abc", "!!int ''"
+            except (ValueError, IndexError):  # "0b_", "!!int abc", "!!int ''"
                 digits = sum(c.isdigit() for c in text)
-                problem = too_long if limit and digits > limit else f"not an integer ({exc})"
+                problem = (
+                    _too_long(limit) if limit and digits > limit else f"not an integer: {text!r}"
+                )
             else:
                 if not limit or abs(value) < _power_of_ten(limit):  # a hexadecimal one is read
                     return value
-                problem = too_long
+                problem = _too_long(limit)
         raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
 
     def get_single_data(self) -> Any:
@@ -325,6 +328,10 @@ class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
 
 
 SafeYamlLoader.add_constructor("tag:yaml.org,2002:int", SafeYamlLoader.construct_yaml_int)
+
+
+def _too_long(limit: int) -> str:
+    return f"an integer of more than {limit:,} digits, more than Python reads"
 
 
 @functools.lru_cache(maxsize=4)

@@ -59,6 +59,7 @@ from conformance.traffic.endpoints import (
 from conformance.traffic.roundtrip_bedrock import answer_json, headers_of, send_bedrock
 from conformance.traffic.skeleton import closest_skeleton, request_skeleton
 from conformance.traffic.verdicts import reported_input_tokens
+from reference_impl.documents import loads_json
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import Message
@@ -230,6 +231,17 @@ def _parsed(raw: Any) -> Any:
         return answer_json(raw.http_response)
 
 
+def _unread(answer: str | None) -> str:
+    """Why a 2xx answer kept as text (or none, a stream without events) was not read."""
+    if answer is None:
+        return "no answer to read (a stream without events, or no body)"
+    try:
+        loads_json(answer)
+    except json.JSONDecodeError as exc:
+        return f"not JSON the SDK reads ({exc.msg})"
+    return "an answer the SDK could not read"
+
+
 def _plain_completion(completion: dict[str, Any]) -> dict[str, Any]:
     """The accumulated completion without what the SDK's stream state adds for its parse helpers
     (``message.parsed``, ``function.parsed_arguments``, a tool call's chunk ``index``), so it has
@@ -336,7 +348,9 @@ def send(case: Case, target: Target) -> Exchange:
             status, body, headers = _send_url_model(case, target, client)
     message: Message | None = None
     problem: str | None = None
-    if 200 <= status < 300:
+    if 200 <= status < 300 and (body is None or isinstance(body, str)):
+        problem = _unread(body)  # what _parsed and the streams keep of an answer not read
+    elif 200 <= status < 300:
         try:
             message = get_shape(case.shape).parse_response(body)
         except CtxconfError as exc:

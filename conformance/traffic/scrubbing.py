@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from conformance.traffic.skeleton import STRUCTURE_KEYS, decoded_body
-from reference_impl.documents import dump_yaml, loads_json
+from reference_impl.documents import JsonNumberTooLongError, dump_yaml, loads_json
 
 if TYPE_CHECKING:
     from vcr.request import Request as VcrRequest
@@ -166,10 +166,30 @@ def hash_body(body: object) -> object:
         text = body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
         if _SSE_FIELD.match(text):
             return _hash_event_stream(text).encode("utf-8")
+        if _unreadable_json(text):
+            return json.dumps(_unhashable(text)).encode("utf-8")
     loaded = decoded_body(body)
     if isinstance(loaded, dict | list) and loaded != {"<not-json>": True}:
         return json.dumps(_hash_content(loaded, None)).encode("utf-8")
     return body
+
+
+def _unreadable_json(text: str) -> bool:
+    """Whether ``text`` is JSON holding an integer too long to read: its content strings cannot
+    be found to hash them, and it must not be stored as it came."""
+    try:
+        loads_json(text)
+    except JsonNumberTooLongError:
+        return True
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return False
+
+
+def _unhashable(text: str) -> dict[str, str]:
+    """What is stored, with content hashed, for JSON whose content cannot be told apart: the
+    hash of its whole text, and why."""
+    return {"sha256": _hash_text(text), "not_stored": "JSON with an integer too long to read"}
 
 
 # A server-sent event stream (``stream: true``): the first line is an ``event:`` or ``data:`` field.
@@ -184,8 +204,11 @@ def _hash_event_stream(text: str) -> str:
     lines: list[str] = []
     for line in text.split("\n"):
         if line.startswith("data:"):
+            data = line[5:].strip()
             try:
-                loaded = loads_json(line[5:].strip())
+                loaded = loads_json(data)
+            except JsonNumberTooLongError:
+                loaded = _unhashable(data)
             except json.JSONDecodeError:
                 lines.append(line)  # data: [DONE]
                 continue

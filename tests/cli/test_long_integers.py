@@ -65,6 +65,25 @@ def test_a_hook_error_passes_through_loads_json() -> None:
         loads_json('[{"a": 1}, ' + LONG + "]", object_pairs_hook=plain)
 
 
+def test_an_int_tag_on_a_sequence_is_named_as_such_not_as_a_long_integer() -> None:
+    with pytest.raises(yaml.YAMLError, match="expected a scalar node"):
+        load_yaml_strict("a: !!int [" + ", ".join(["0"] * 1300) + "]\n")
+
+
+def test_hashed_recording_never_keeps_json_it_cannot_read_in_clear() -> None:
+    # --hash-content: JSON with an over-long integer cannot have its content strings found;
+    # stored as the hash of its text, never as it came (the cassette says content: hashed)
+    from conformance.traffic.scrubbing import hash_body
+
+    body = b'{"choices": [{"message": {"content": "SECRET"}}], "n": ' + LONG.encode() + b"}"
+    stream = 'data: {"choices": [{"delta": {"content": "SECRET"}}], "n": ' + LONG + "}\n\n"
+    for recorded in (body, stream):
+        stored = hash_body(recorded)
+        assert isinstance(stored, bytes)
+        assert b"SECRET" not in stored
+        assert LONG.encode() not in stored
+
+
 @pytest.mark.parametrize(
     ("value", "words"),
     [("0b_", "not an integer"), ("!!int abc", "not an integer"), ("!!int ''", "not an integer")],
@@ -237,6 +256,8 @@ def test_record_keeps_an_answer_the_sdk_cannot_read(tmp_path: Path, answer: byte
         )
     assert code == 0, err
     assert "probe-text.yaml: a 200 answer that does not parse as openai-chat" in err
+    reason = "Expecting value" if answer == b"not json" else "an integer of 5,000 digits"
+    assert f"not JSON the SDK reads ({reason}" in err
     written = list((out / "openai-chat").glob("*.yaml"))
     assert written
     assert all(answer.decode()[:20] in path.read_text("utf-8") for path in written[:3])
