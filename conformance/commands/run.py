@@ -47,6 +47,7 @@ from conformance.reporting import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS, Level, Scenario, default_corpus_path, load_corpus, select
+from conformance.traffic.verdicts import load_library
 from conformance.workers import RunStop
 from reference_impl.errors import CtxconfError
 
@@ -191,6 +192,10 @@ def command(
         _prepare_dir(report_dir, "--report-dir")
     if write_baseline_file is not None:
         _prepare_dir(write_baseline_file.parent, "--write-baseline")
+    try:  # read once here (the engine reuses it): a cassette it cannot read is named, exit 2
+        load_library()
+    except CtxconfError as exc:
+        fail(describe_error(exc))
     wanted = chosen_shapes(shapes, plugin, impl)
     stop = RunStop()
     # SIGINT/SIGTERM stop dispatching; the finished cases are reported and the process exits

@@ -601,3 +601,22 @@ def test_convert_names_what_it_would_drop_and_drops_it_only_with_lossy(tmp_path:
     )
     assert kept.exit_code == 0  # Anthropic carries the flag: nothing to drop
     assert '"is_error": true' in kept.stdout
+
+
+def test_a_cassette_the_library_cannot_read_is_named_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was "internal error" (exit 70) from inside the engine, for any cassette it cannot read
+    bad = tmp_path / "openai-chat" / "x.yaml"
+    bad.parent.mkdir()
+    bad.write_text(
+        "interactions:\n- request: {method: POST, uri: '', body: '{}'}\n"
+        "  response: {status: {code: 200, message: OK}, body: {string: '{}'}}\n",
+        "utf-8",
+    )
+    monkeypatch.setenv("CTXCONF_CASSETTES", str(tmp_path))
+    args = ["run", "--impl", "reference", "--no-reports", "--level", "must"]
+    result = CliRunner().invoke(cli, [*args, "--shapes", "openai-chat"])
+    assert result.exit_code == 2, result.output
+    assert f"{bad}: no 'ctxconf:' mapping" in result.output
+    assert "internal error" not in result.output
