@@ -43,9 +43,9 @@ from conformance.traffic.endpoints import url_model
 from conformance.traffic.reading import (
     LOG_SUFFIXES,
     RecordedInteraction,
+    cassette_items,
     iter_recording_files,
     log_interaction,
-    read_cassette,
 )
 from reference_impl.documents import (
     INPUT_LIMIT_ENV,
@@ -429,12 +429,15 @@ def audit_file(path: str | Path) -> Iterator[AuditRow]:
         yield from _audit_log(path)
         return
     try:
-        interactions = read_cassette(path)
+        items = cassette_items(path)
     except RecordingError as exc:
         yield _unreadable(str(path), _why(exc, str(path)), exc.index, log=False)
         return
-    for interaction in interactions:
-        row = _judge(interaction, is_log=False)
+    for item in items:  # an interaction that cannot be read is its row; the others are judged
+        if isinstance(item, RecordingError):
+            yield _unreadable(str(path), _why(item, str(path)), item.index, log=False)
+            continue
+        row = _judge(item, is_log=False)
         if row is not None:
             yield row
 

@@ -73,6 +73,7 @@ __all__ = [
     "LOG_SUFFIXES",
     "RecordedInteraction",
     "StreamEvent",
+    "cassette_items",
     "decode_event_stream",
     "detect_shape",
     "interactions_in",
@@ -714,6 +715,26 @@ def interactions_in(document: object, *, file: str) -> list[RecordedInteraction]
             "a body is nested too deeply to read", file=file, index=len(out)
         ) from None
     return out
+
+
+def cassette_items(path: str | Path) -> list[RecordedInteraction | RecordingError]:
+    """:func:`read_cassette`, an interaction that cannot be read given as its
+    ``RecordingError`` in its place and the others still read (an audit judges them); a file
+    that cannot be read at all raises, as there."""
+    name = str(path)
+    items = _interaction_list(_load_document(Path(path)), file=name)
+    return [_interaction_or_error(item, name, index) for index, item in enumerate(items)]
+
+
+def _interaction_or_error(
+    item: object, file: str, index: int
+) -> RecordedInteraction | RecordingError:
+    try:
+        return _interaction(item, file=file, index=index)
+    except RecordingError as exc:
+        return exc
+    except RecursionError:
+        return RecordingError("a body is nested too deeply to read", file=file, index=index)
 
 
 # ------------------------------------------------------------------------------ JSON lines

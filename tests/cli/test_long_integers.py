@@ -276,6 +276,27 @@ def _cassette_with_body_text(folder: Path) -> Path:
     return path
 
 
+def test_the_other_interactions_of_that_cassette_are_still_judged(tmp_path: Path) -> None:
+    path = _cassette_with_body_text(tmp_path)
+    good = json.dumps(GOOD)
+    path.write_text(
+        path.read_text("utf-8")
+        + "- request:\n    method: POST\n    uri: "
+        + URL
+        + "\n    body: '"
+        + good
+        + "'\n"
+        "  response:\n    status: {code: 200, message: OK}\n    body: {string: '{}'}\n",
+        "utf-8",
+    )
+    code, rows, _ = _audit_rows(path)
+    assert [(row["verdict"], row["location"]) for row in rows] == [
+        ("unreadable", f"{path}#0"),
+        ("accept", f"{path}#1"),
+    ]
+    assert code == 4
+
+
 def test_a_cassette_whose_request_text_holds_one_is_unreadable_not_judged(tmp_path: Path) -> None:
     # judged as a body that is not JSON it was a confident C0 rejection; a provider may read it
     path = _cassette_with_body_text(tmp_path)
