@@ -47,7 +47,6 @@ from conformance.reporting import (
 )
 from conformance.reporting.record import RunRecord
 from conformance.scenarios import LEVELS, Level, Scenario, default_corpus_path, load_corpus, select
-from conformance.traffic.verdicts import load_library
 from conformance.workers import RunStop
 from reference_impl.errors import CtxconfError
 
@@ -192,28 +191,27 @@ def command(
         _prepare_dir(report_dir, "--report-dir")
     if write_baseline_file is not None:
         _prepare_dir(write_baseline_file.parent, "--write-baseline")
-    try:  # read once here (the engine reuses it): a cassette it cannot read is named, exit 2
-        load_library()
-    except CtxconfError as exc:
-        fail(describe_error(exc))
     wanted = chosen_shapes(shapes, plugin, impl)
     stop = RunStop()
     # SIGINT/SIGTERM stop dispatching; the finished cases are reported and the process exits
     # 130/143 (the handlers stay until the reports are written).
     with stop.installed():
-        events = run_events(
-            plugin,
-            chosen,
-            shapes=wanted,
-            level=level,
-            timeout=timeout,
-            jobs=jobs,
-            strict=strict,
-            corpus=corpus,
-            stop=stop,
-            max_consecutive_timeouts=max_consecutive_timeouts or None,
-            max_seconds=max_seconds,
-        )
+        try:  # the cassette library is read now: a cassette it cannot read is named, exit 2
+            events = run_events(
+                plugin,
+                chosen,
+                shapes=wanted,
+                level=level,
+                timeout=timeout,
+                jobs=jobs,
+                strict=strict,
+                corpus=corpus,
+                stop=stop,
+                max_consecutive_timeouts=max_consecutive_timeouts or None,
+                max_seconds=max_seconds,
+            )
+        except CtxconfError as exc:
+            fail(describe_error(exc))
         stdout: IO[str] = sys.stdout
         printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
         collected = _collect(events, printer)
