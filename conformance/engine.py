@@ -688,56 +688,18 @@ def run_events(
     """Plan and run every case in supervised workers; yield RunStarted, a CaseStarted as each
     case starts and its CaseFinished (in plan order) when it is done, RunFinished.
 
-    The cassette library is loaded once here, when this is called (forked workers inherit it):
-    a cassette it cannot read raises its ``CtxconfError`` then, before any event. The run stops early
+    The cassette library is loaded once here (forked workers inherit it). The run stops early
     when ``stop`` is set (a signal), after ``max_consecutive_timeouts`` timed-out cases in a row,
     or after ``max_seconds``; the footer says why and the cases that finished are reported.
     Judging what one call returned may take ``judge_timeout`` seconds (see
     :data:`conformance.workers.JUDGE_TIMEOUT`)."""
-    clock = time.perf_counter()
-    cassettes = library if library is not None else load_library()
-    return _run_events(
-        plugin,
-        scenarios,
-        shapes=shapes,
-        level=level,
-        timeout=timeout,
-        jobs=jobs,
-        strict=strict,
-        corpus=corpus,
-        cassettes=cassettes,
-        loading=time.perf_counter() - clock,
-        clock=clock,
-        stop=stop,
-        max_consecutive_timeouts=max_consecutive_timeouts,
-        max_seconds=max_seconds,
-        judge_timeout=judge_timeout,
-    )
-
-
-def _run_events(
-    plugin: Plugin,
-    scenarios: Sequence[Scenario],
-    *,
-    shapes: Sequence[str] | None,
-    level: Level,
-    timeout: float,
-    jobs: int,
-    strict: bool,
-    corpus: str,
-    cassettes: CassetteLibrary,
-    loading: float,
-    clock: float,
-    stop: RunStop | None,
-    max_consecutive_timeouts: int | None,
-    max_seconds: float | None,
-    judge_timeout: float,
-) -> Iterator[Event]:
-    """:func:`run_events`' events, the library loaded (in ``loading`` seconds, the run's clock
-    started at ``clock``)."""
     cases = plan_cases(scenarios, plugin.shapes, shapes, assemblers=plugin.assemblers)
     unseen = len(plan_cases(scenarios, plugin.shapes, shapes)) - len(cases)
     specs = {s.id: checks_for(s, level=level) for s in scenarios}
+    clock = time.perf_counter()
+    loading = time.perf_counter()
+    cassettes = library if library is not None else load_library()
+    loading = time.perf_counter() - loading
     yield RunStarted(
         plugin=plugin.name,
         shapes=tuple(s for s in SHAPE_NAMES if s in plugin.shapes and (not shapes or s in shapes)),

@@ -10,6 +10,7 @@ report states the exit status the process returns.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections.abc import Iterable
@@ -196,22 +197,24 @@ def command(
     # SIGINT/SIGTERM stop dispatching; the finished cases are reported and the process exits
     # 130/143 (the handlers stay until the reports are written).
     with stop.installed():
-        try:  # the cassette library is read now: a cassette it cannot read is named, exit 2
-            events = run_events(
-                plugin,
-                chosen,
-                shapes=wanted,
-                level=level,
-                timeout=timeout,
-                jobs=jobs,
-                strict=strict,
-                corpus=corpus,
-                stop=stop,
-                max_consecutive_timeouts=max_consecutive_timeouts or None,
-                max_seconds=max_seconds,
-            )
-        except CtxconfError as exc:
+        events = run_events(
+            plugin,
+            chosen,
+            shapes=wanted,
+            level=level,
+            timeout=timeout,
+            jobs=jobs,
+            strict=strict,
+            corpus=corpus,
+            stop=stop,
+            max_consecutive_timeouts=max_consecutive_timeouts or None,
+            max_seconds=max_seconds,
+        )
+        try:  # the engine reads the cassette library before its first event
+            first = next(events)
+        except CtxconfError as exc:  # a cassette it cannot read: named, exit 2
             fail(describe_error(exc))
+        events = itertools.chain((first,), events)
         stdout: IO[str] = sys.stdout
         printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
         collected = _collect(events, printer)

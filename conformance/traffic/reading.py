@@ -705,15 +705,12 @@ def read_cassette(path: str | Path) -> list[RecordedInteraction]:
 def interactions_in(document: object, *, file: str) -> list[RecordedInteraction]:
     """Every interaction of an already loaded recording document (what :func:`read_cassette` reads
     from a file), whatever recorder wrote it; ``file`` names it in errors and interactions."""
-    interactions = _interaction_list(document, file=file)
     out: list[RecordedInteraction] = []
-    try:
-        for item in interactions:
-            out.append(_interaction(item, file=file, index=len(out)))
-    except RecursionError:
-        raise RecordingError(
-            "a body is nested too deeply to read", file=file, index=len(out)
-        ) from None
+    for index, item in enumerate(_interaction_list(document, file=file)):
+        found = _interaction_or_error(item, file, index)
+        if isinstance(found, RecordingError):
+            raise found
+        out.append(found)
     return out
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from conformance.traffic.skeleton import STRUCTURE_KEYS, decoded_body
+from conformance.traffic.skeleton import STRUCTURE_KEYS
 from reference_impl.documents import JsonNumberTooLongError, dump_yaml, loads_json
 
 if TYPE_CHECKING:
@@ -161,29 +161,21 @@ def _hash_content(value: object, key: str | None) -> object:
 
 def hash_body(body: object) -> object:
     """``body`` (JSON or an event stream, as recorded) with every content string hashed, as bytes;
-    any other body as it is."""
-    if isinstance(body, bytes | bytearray | str):
-        text = body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
-        if _SSE_FIELD.match(text):
-            return _hash_event_stream(text).encode("utf-8")
-        if _unreadable_json(text):
-            return json.dumps(_unhashable(text)).encode("utf-8")
-    loaded = decoded_body(body)
-    if isinstance(loaded, dict | list) and loaded != {"<not-json>": True}:
+    any other body as it is (JSON holding an integer too long to read: the hash of its text)."""
+    if not isinstance(body, bytes | bytearray | str):
+        return body
+    text = body if isinstance(body, str) else bytes(body).decode("utf-8", "replace")
+    if _SSE_FIELD.match(text):
+        return _hash_event_stream(text).encode("utf-8")
+    try:
+        loaded = loads_json(body if isinstance(body, str) else bytes(body).decode("utf-8"))
+    except JsonNumberTooLongError:  # its content strings cannot be found: never kept in clear
+        return json.dumps(_unhashable(text)).encode("utf-8")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return body
+    if isinstance(loaded, dict | list):
         return json.dumps(_hash_content(loaded, None)).encode("utf-8")
     return body
-
-
-def _unreadable_json(text: str) -> bool:
-    """Whether ``text`` is JSON holding an integer too long to read: its content strings cannot
-    be found to hash them, and it must not be stored as it came."""
-    try:
-        loads_json(text)
-    except JsonNumberTooLongError:
-        return True
-    except (json.JSONDecodeError, RecursionError):
-        return False
-    return False
 
 
 def _unhashable(text: str) -> dict[str, str]:
