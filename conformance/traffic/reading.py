@@ -352,19 +352,21 @@ class _Body:
     binary: bytes | None = None
     parsed: object | None = None
     is_parsed: bool = False
+    where: str = ""
+    """Where the body sits in the interaction (``request.postData.text`` in a HAR file)."""
 
 
 def _as_body(value: object, encoding: str | None, *, file: str, index: int, where: str) -> _Body:
     if value is None:
-        return _Body()
+        return _Body(where=where)
     if isinstance(value, bytes):
         data = _decompress(value, encoding, file=file, index=index, where=where)
         try:
-            return _Body(text=data.decode("utf-8"))
+            return _Body(text=data.decode("utf-8"), where=where)
         except UnicodeDecodeError:
-            return _Body(binary=data)
+            return _Body(binary=data, where=where)
     if isinstance(value, str):
-        return _Body(text=value)
+        return _Body(text=value, where=where)
     raise _wrong_type("a body must be text or bytes", value, file=file, index=index, where=where)
 
 
@@ -558,7 +560,7 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
         request_body = request_side.parsed
     else:
         request_body = _request_json(
-            request_side.text, file=file, index=index, where="request.body"
+            request_side.text, file=file, index=index, where=request_side.where
         )
 
     response = raw.get("response")

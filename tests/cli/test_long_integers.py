@@ -306,3 +306,36 @@ def test_a_cassette_whose_request_text_holds_one_is_unreadable_not_judged(tmp_pa
     assert code == 4
     code, _, err = invoke(["diff", str(tmp_path), str(tmp_path)])
     assert "internal error" not in err
+
+
+@pytest.mark.parametrize(
+    ("request_side", "where"),
+    [
+        ({"postData": {"mimeType": "application/json", "text": "BODY"}}, "request.postData.text"),
+        ({"body": {"string": "BODY"}}, "request.body.string"),  # Ruby VCR, R vcr
+        ({"body": "BODY"}, "request.body"),  # vcrpy
+    ],
+    ids=["har", "body-string", "vcrpy"],
+)
+def test_the_unreadable_row_names_where_the_request_body_sits(
+    tmp_path: Path, request_side: dict[str, object], where: str
+) -> None:
+    body = json.dumps(GOOD)[:-1] + ', "n": ' + LONG + "}"
+    side = json.loads(json.dumps(request_side).replace('"BODY"', json.dumps(body)))
+    request = {"method": "POST", "url": URL, "headers": [], **side}
+    response = {"status": 200, "headers": [], "content": {"mimeType": "application/json"}}
+    if "postData" in side:
+        document: dict[str, object] = {
+            "log": {"entries": [{"request": request, "response": response}]}
+        }
+        path = tmp_path / "long.har"
+    else:
+        request = {"method": "POST", "uri": URL, **side}
+        document = {"interactions": [{"request": request, "response": {"status": {"code": 200}}}]}
+        path = tmp_path / "long.json"
+    path.write_text(json.dumps(document), "utf-8")
+    code, rows, err = _audit_rows(path)
+    assert "internal error" not in err
+    assert [row["verdict"] for row in rows] == ["unreadable"], rows
+    assert f"{where}: the body holds an integer of 5,000 digits" in str(rows[0]["message"]), rows
+    assert code == 4
