@@ -14,9 +14,9 @@ import pytest
 from deploy_session import SINGLE_TOOL
 from miniatures.bad import BAD, OffByOne, ResultPlaceholderClaim
 from miniatures.good import FUNCTIONS, GOOD
+from run_support import run_in_process
 
-from conformance.engine import run_events
-from conformance.events import CaseFinished, CaseResult
+from conformance.events import CaseResult
 from conformance.loading import Plugin, load_plugin
 from conformance.protocol import Assembler, MessageListAssembler
 from conformance.scenarios import Budget, Expectation, Scenario, load_corpus
@@ -31,8 +31,7 @@ def _run(kind: str, name: str, shapes: tuple[str, ...]) -> tuple[CaseResult, ...
     else:
         cls = GOOD[name] if kind == "good" else BAD[name][0]
         assemblers = {shape: cls(shape) for shape in shapes}
-    events = run_events(Plugin(name, name, assemblers), load_corpus(), timeout=30.0)
-    return tuple(e.result for e in events if isinstance(e, CaseFinished))
+    return run_in_process(Plugin(name, name, assemblers), load_corpus())
 
 
 def _run_each(kind: str, name: str) -> tuple[CaseResult, ...]:
@@ -354,8 +353,7 @@ def attachment_scenarios(tmp_path_factory: pytest.TempPathFactory) -> tuple[Scen
 
 
 def _run_on(plugin: Plugin, scenarios: tuple[Scenario, ...]) -> tuple[CaseResult, ...]:
-    events = run_events(plugin, scenarios, timeout=30.0)
-    return tuple(e.result for e in events if isinstance(e, CaseFinished))
+    return run_in_process(plugin, scenarios)
 
 
 def _assemblers(cls: type[Any]) -> Plugin:

@@ -120,6 +120,30 @@ def test_jobs_do_not_change_the_output() -> None:
     assert run(1) == run(2)
 
 
+@pytest.mark.parametrize("kind", ["good", "bad"])
+def test_the_tests_in_process_runner_judges_as_the_workers_do(kind: str) -> None:
+    # tests/support/run_support.py serves the fairness tests: it must give the very results of
+    # run_events (the time a case took aside), a good and a bad miniature over the whole corpus
+    from dataclasses import replace
+
+    from miniatures.bad import BAD
+    from miniatures.good import GOOD
+    from run_support import run_in_process
+
+    from reference_impl.transcript import SHAPE_NAMES
+
+    cls = GOOD["Compactor"] if kind == "good" else BAD["UnansweredCall"][0]
+    plugin = Plugin(cls.__name__, cls.__name__, {shape: cls(shape) for shape in SHAPE_NAMES})
+    corpus = load_corpus()
+    forked = [
+        e.result for e in run_events(plugin, corpus, timeout=30.0) if isinstance(e, CaseFinished)
+    ]
+    here = run_in_process(plugin, corpus)
+    assert len(here) == len(forked) > 400
+    assert [replace(r, seconds=0.0) for r in here] == [replace(r, seconds=0.0) for r in forked]
+    assert any(r.status == "fail" for r in here) or kind == "good"
+
+
 def test_plan_orders_scenarios_then_shapes_then_budgets() -> None:
     (sweep,) = _pick("sweep-parallel-ring-mid-deletion")
     cases = plan_cases([sweep], ["gemini", "openai-chat"])
