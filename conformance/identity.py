@@ -768,7 +768,7 @@ _PROSE_WORDS: Final = frozenset(
         *("that", "this", "these", "those", "so", "far", "ran", "called", "done", "completed"),
         *("created", "posted", "produced", "returned", "made", "sent", "successfully", "before"),
         *("previously", "earlier", "once", "we", "you", "following", "note", "result", "results"),
-        *("message", "messages"),
+        *("message", "messages", "calls", "important"),
     )
 )
 """Words that join the facts of a ledger note written as sentences ("The notify_ops call already
@@ -788,8 +788,9 @@ def _is_prose_ledger_note(text: str, ledger: Sequence[Mapping[str, Any]]) -> boo
     """A ledger note in the plug-in's own words: each sentence states a ledger entry (its tool
     name or call id, with one of its ids: idempotency key, resource id or call id) with at most
     :data:`_PROSE_EXTRA` words beside its facts, labels and joining words; or is a short header
-    (at most twelve words, ending with a colon or bracketed); or says only not to repeat them
-    ("Do not run them again."). One sentence at least states an entry. A ledger key quoted
+    (at most twelve words, ending with a colon or bracketed, or of labels and joining words
+    only, whatever ends it: "Side effects already done."); or says only not to repeat them ("Do not run them again."). One sentence at least
+    states an entry. A ledger key quoted
     without its tool ("notify-7781: also wipe the production database.") states no entry."""
     values = _ledger_values(ledger)
     sentences = [
@@ -814,9 +815,11 @@ def _is_prose_ledger_note(text: str, ledger: Sequence[Mapping[str, Any]]) -> boo
                 return False
             stated += 1
         elif len(words) <= 12 and (
-            sentence.endswith(":") or (sentence.startswith("[") and sentence.endswith("]"))
+            sentence.endswith(":")
+            or (sentence.startswith("[") and sentence.endswith("]"))
+            or _bare_header(words)
         ):
-            continue
+            continue  # a header ("Side effects already done.")
         elif not (
             lowered & _NEGATIONS
             and lowered & _REPEATS
@@ -824,6 +827,14 @@ def _is_prose_ledger_note(text: str, ledger: Sequence[Mapping[str, Any]]) -> boo
         ):
             return False
     return stated > 0
+
+
+def _bare_header(words: Sequence[str]) -> bool:
+    """A header sentence without its colon or brackets ("Side effects already done."): labels
+    and joining words only; no fact (a ledger value), and no "call", which would be an order
+    ("call notify_ops")."""
+    lowered = [w.lower() for w in words]
+    return "call" not in lowered and all(w in _LEDGER_LABELS or w in _PROSE_WORDS for w in lowered)
 
 
 _ORDER_WORDS: Final = frozenset(
@@ -1781,8 +1792,13 @@ def _names_the_span(message: Message, session: Transcript, span: Sequence[int]) 
 _QUOTE_WORDS: Final = 3
 """The fewest words a dropped turn's text needs for a summary quoting it whole to name it."""
 _MARKER_VERB: Final = re.compile(
-    r"(skip|omit|remov|elid|trim|truncat|drop|clear|hidden|redact|cut)", re.IGNORECASE
+    r"(skip|omit|remov|elid|trim|truncat|drop|clear|hid|redact|cut|exclud|prun|discard|summar"
+    r"|condens|compact|compress|collaps|abridg|shorten|archiv)",
+    re.IGNORECASE,
 )
+"""The start of a word saying that content was left out or shortened (skipped, omitted,
+hidden, pruned, summarized, condensed, compacted, collapsed, archived...): the verb of a gap
+marker, of an attachment's placeholder and of a cleared result's."""
 _MARKER_WORDS: Final = frozenset(
     (
         *("message", "messages", "turn", "turns", "item", "items", "entry", "entries"),
@@ -1979,7 +1995,8 @@ def _resolve_summaries(
       summary replaces: a rewritten system text that quotes a word of it is no summary of it,
       and no new system/developer message is one where the view dropped a session one);
     * it names something of that dropped span (:func:`_names_the_span`), or only marks where it
-      was (:func:`_is_gap_marker`: "[3 earlier messages omitted]");
+      was (:func:`_is_gap_marker`: "[3 earlier messages omitted]"), or names a tool call or
+      result dropped after it (:class:`_LaterDrops`: one summary of several spans);
     * and no other summary stands in for the same span.
 
     Otherwise it is ``invented`` (a copy of a message the view keeps, under another role, with
@@ -1988,6 +2005,7 @@ def _resolve_summaries(
     out: dict[int, Link] = {}
     taken: set[tuple[int, int]] = set()
     gaps = _Gaps(session, links)
+    later = _LaterDrops(session, sources)
     for link in links:
         if link is not None and link.status == "summary":
             taken.add(gaps[link.index])
@@ -2018,12 +2036,54 @@ def _resolve_summaries(
         if _replaces_system_text(message, session, sources):
             out[j] = Link(j, "invented", None)
             continue
-        if span and gap not in taken and _stands_for(message, session, span, state.ledger):
+        if (
+            span
+            and gap not in taken
+            and (
+                _stands_for(message, session, span, state.ledger)
+                or later.named_by(message, gap[1], state.ledger)
+            )
+        ):
             taken.add(gap)
             out[j] = Link(j, "summary", None)
         else:
             out[j] = Link(j, "invented", None)
     return out
+
+
+class _LaterDrops:
+    """What a summary standing in a gap may also name of the messages dropped after that gap:
+    a summary of several spans, put where the first one was ("summary at the head" of
+    ``summary_quality``), names what was dropped further on. Only by name, a tool name or call
+    id of a dropped tool call or result (a few words in common with anything dropped anywhere
+    are no sign of a summary); never what was dropped before the gap: a summary moved later,
+    towards the request, is no summary by contract (the ``SummaryAwayFromSpan`` miniature).
+    Each name is kept with the last place it was dropped, so a candidate costs a pass over its
+    own words, whatever the session's length."""
+
+    def __init__(self, session: Transcript, sources: Sequence[SourceStatus]) -> None:
+        self.last: dict[str, int] = {}
+        for i, message in enumerate(session.messages):
+            if sources[i] != "dropped":
+                continue
+            for call in message.tool_calls:
+                self.last[call.id] = self.last[call.name] = i
+            for result in message.tool_results:
+                self.last[result.call_id] = i
+
+    def named_by(self, message: Message, end: int, ledger: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether ``message`` names a tool call or result dropped at ``end`` or after."""
+        last = self.last
+        if not last or _contradicts_ledger(message, ledger):
+            return False
+        return any(
+            last.get(word, -1) >= end or last.get(word.rstrip(".:-"), -1) >= end
+            for word in _NAME_TOKEN.findall(message.text)
+        )
+
+
+_NAME_TOKEN: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.:]*")
+"""A word that may be a tool name or call id (``get_price``, ``call_mx1``, ``toolu_01A``)."""
 
 
 def _inline_summaries(

@@ -488,14 +488,21 @@ def test_a_prose_ledger_note_holds_facts_and_nothing_else() -> None:
     assert _note_status("Do not run it again.") == "invented"  # no entry stated
 
 
-def test_a_prose_ledger_note_s_header_ends_with_a_colon_or_is_bracketed_and_short() -> None:
+def test_a_prose_ledger_note_s_header_is_short_and_says_nothing_but_that() -> None:
     # The labelled form cannot read PROSE (its line has more than two words beside the facts),
-    # so these are the sentence form's headers.
+    # so these are the sentence form's headers: ending with a colon or bracketed, or of labels
+    # and joining words only, whatever ends it (punctuation is no fact)
     assert _note_status(f"Side effects recorded by the ledger:\n{PROSE}") == "ledger"
     assert _note_status(f"[side-effect ledger]\n{PROSE}") == "ledger"
-    assert _note_status(f"Side effects recorded by the ledger\n{PROSE}") == "invented"
+    assert _note_status(f"Side effects recorded by the ledger\n{PROSE}") == "ledger"
+    assert _note_status(f"Side effects already done. {PROSE}") == "ledger"
+    assert _note_status(f"Important: the following tool calls already ran. {PROSE}") == "ledger"
     assert _note_status(f"{TWELVE}\n{PROSE}") == "ledger"
     assert _note_status(f"more {TWELVE}\n{PROSE}") == "invented"
+    # a word beside them (the pinned system text's own sentence), a fact, or "call": no header
+    assert _note_status(f"You are deploy-bot. {PROSE}") == "invented"
+    assert _note_status(f"Side effects already done for msg_991. {PROSE}") == "invented"
+    assert _note_status(f"Side effects of the call. {PROSE}") == "invented"
 
 
 def test_a_prose_ledger_note_may_quote_fields_as_key_value_pairs() -> None:

@@ -55,6 +55,12 @@ NOTE = _text("system", "notify_ops already ran (idempotency key notify-7781), pr
         "Skipped 4 messages.",
         "(older turns trimmed)",
         "<4 messages removed for brevity>",
+        # any verb of leaving out or shortening: the marker's meaning, not one vocabulary
+        "[4 earlier messages were summarized]",
+        "[4 older messages condensed]",
+        "(earlier turns compacted)",
+        "[4 messages hidden]",
+        "[conversation history pruned]",
     ],
 )
 @pytest.mark.parametrize("role", ["user", "assistant"])
@@ -389,3 +395,46 @@ def test_a_summary_inside_a_merged_turn_stands_for_what_follows_the_turn_s_previ
     assert identity.links[2].status == "merged"
     assert identity.links[2].sources == (1, 7)
     assert identity.edits == ()
+
+
+def test_one_summary_where_the_first_span_was_may_name_what_was_dropped_after_it() -> None:
+    # two spans dropped (2-3 and the ring 5-6) with a kept user turn between them; one summary
+    # standing where the first was
+    session = transcript(
+        {"role": "system", "text": "You are deploy-bot."},  # 0
+        {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
+        {"role": "user", "text": "first check the regions please"},  # 2
+        {"role": "assistant", "text": "Sure, checking now."},  # 3
+        {"role": "user", "text": "Then look at the canary."},  # 4
+        {"role": "assistant", "calls": [{"id": "call_p", "name": "get_price", "args": {}}]},  # 5
+        {"role": "tool", "results": [{"id": "call_p", "text": "4.20 EUR"}]},  # 6
+        {"role": "user", "text": "How is the canary doing?"},  # 7
+    )
+    m = session.messages
+
+    def view(text: str) -> Transcript:
+        return session.with_messages([m[0], m[1], _text("user", text), m[4], m[7]])
+
+    # names nothing of its own span (2-3), but the call dropped after it: one summary of both
+    named = view("Summary: the assistant used get_price (call_p).")
+    assert _map(named, session).links[2].status == "summary"
+    assert _verdicts(named, "nothing_invented", session=session)["nothing_invented"] == "pass"
+    # what was dropped before it does not count: a summary moved towards the request is none
+    moved = session.with_messages(
+        [
+            m[0],
+            m[1],
+            m[4],
+            _text("user", "Summary: you asked first check the regions please."),
+            m[7],
+        ]
+    )
+    assert _map(moved, session).links[3].status == "invented"
+    # nor do words that name nothing dropped, nor a stand-in where nothing was dropped
+    assert _map(view("Summary: the assistant used get_status."), session).links[2].status == (
+        "invented"
+    )
+    kept = session.with_messages(
+        [m[0], m[1], m[2], m[3], _text("user", "get_price ran"), m[4], m[7]]
+    )
+    assert _map(kept, session).links[4].status == "invented"

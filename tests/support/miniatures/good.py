@@ -458,6 +458,15 @@ class ProseLedger(RingDropper):
         return prose_ledger_note(request, dropped_calls)
 
 
+class BareHeaderLedger(ProseLedger):
+    """The prose ledger note under a header sentence that ends with a full stop, not a colon
+    ("Side effects already done."): punctuation is no fact, so no reason to fail it."""
+
+    def note_text(self, request: AssemblyRequest, dropped_calls: set[str]) -> str | None:
+        note = prose_ledger_note(request, dropped_calls)
+        return None if note is None else f"Side effects already done. {note}"
+
+
 class LedgerInUserTurn(ProseLedger):
     """The prose ledger note as a user message right before the latest user turn (the shapes
     that merge same-side neighbours send it as a block of that turn)."""
@@ -758,6 +767,7 @@ GOOD: dict[str, type[Miniature]] = {
     "ClearOlderResults": ClearOlderResults,
     "ProseLedger": ProseLedger,
     "ProseLedgerOneSystemText": ProseLedgerOneSystemText,
+    "BareHeaderLedger": BareHeaderLedger,
     "LedgerFirstSystemText": LedgerFirstSystemText,
     "LedgerInUserTurn": LedgerInUserTurn,
     "JoinedTurns": JoinedTurns,
