@@ -81,8 +81,17 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
     and developer are one role), and no kept message carries text or attachments its session
     copy does not (an order appended to a user turn, or put in the placeholder of a degraded
     image; an image added to a turn; a labelled memory item or a ledger note added to a kept
-    message is no invention)."""
+    message is no invention), and the request's settings are the session's: none added or
+    changed (a response format's schema is text the model reads that no budget counts; one
+    left out is not judged here)."""
     for turn in assembled_turns(outcome):
+        settings = _settings_edits(turn.session, turn.view)
+        if settings:
+            more = f" (and {len(settings) - 3} more)" if len(settings) > 3 else ""
+            raise turn.failure(
+                f"{len(settings)} request setting(s) the session does not have",
+                "; ".join(settings[:3]) + more,
+            )
         recast = [e for e in turn.identity.edits if e.kind == "role_changed"]
         if recast:
             named = (
@@ -115,6 +124,27 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
                 f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
                 f"{edit.detail}",
             )
+
+
+def _settings_edits(session: Transcript, view: Transcript) -> list[str]:
+    """The request settings (the body's keys beside its messages, tools and model: output limit,
+    sampling, response format, tool choice...) that the view adds or changes, each named; not
+    the wire content a shape records beside the messages (``body_params``' dotted keys: a
+    ``cache_control`` breakpoint added is no setting). The
+    caller set them; a plug-in that assembles the context has no reason to touch them, and one
+    that adds a structured-output schema puts text in the request that the reference count
+    leaves out (OpenAI documents that such a schema costs prompt tokens)."""
+    given = dict(session.params)
+    found: list[str] = []
+    for key, value in view.params:
+        if "." in key:  # a shape's own record of wire content ("anthropic-messages.extras")
+            continue
+        was = given.get(key)
+        if was is None:
+            found.append(f"setting {key} added: {_short(value)}")
+        elif was != value:
+            found.append(f"setting {key} changed: {_short(was)} -> {_short(value)}")
+    return found
 
 
 def _contradiction(message: Message, ledger: Sequence[Mapping[str, Any]]) -> str:

@@ -127,6 +127,27 @@ def test_nothing_invented_quotes_sixty_characters_of_the_invention() -> None:
     assert result.message == f"view messages[5] (assistant): {'x' * 59 + 'A'!r}"
 
 
+def test_nothing_invented_names_a_request_setting_added_or_changed_not_one_left_out() -> None:
+    given = replace(SESSION, params=(("max_tokens", "1024"), ("temperature", "0")))
+
+    def verdict(*params: tuple[str, str]) -> CheckResult:
+        view = replace(given, params=tuple(sorted(params)))
+        return _run("nothing_invented", _outcome(assembled_turn(given, view)))
+
+    assert verdict(("max_tokens", "1024"), ("temperature", "0")).status == "pass"
+    assert verdict(("max_tokens", "1024")).status == "pass"  # left out: not judged here
+    # a shape's own record of wire content beside the messages is no setting
+    assert verdict(("max_tokens", "1024"), ("temperature", "0"), ("x.extras", "{}")).status == (
+        "pass"
+    )
+    added = verdict(("max_tokens", "1024"), ("response_format", '{"type":"json_object"}'))
+    assert added.status == "fail"
+    assert added.title == "1 request setting(s) the session does not have"
+    assert added.message == 'setting response_format added: \'{"type":"json_object"}\''
+    changed = verdict(("max_tokens", "64000"), ("temperature", "0"))
+    assert changed.message == "setting max_tokens changed: '1024' -> '64000'"
+
+
 def test_a_request_of_exactly_the_budget_fits() -> None:
     exact = _outcome(assembled_turn(SESSION, SESSION, tokens=500), budget=500)
     assert _run("within_budget", exact).status == "pass"

@@ -208,6 +208,7 @@ def test_clearing_older_rings_results_keeps_the_recent_rings(name: str) -> None:
 # of its own, a block of the top-level system or a part of a merged turn) are that message with
 # its role changed (must); and so on.
 EVERY_SHAPE = [
+    "AddedResponseFormat",
     "ClearNewestRing",
     "EmptyNewestRing",
     "OrphanResult",
@@ -403,7 +404,7 @@ def test_a_rewritten_system_text_is_invented_wherever_it_stands() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["ProseLedger", "ProseLedgerOneSystemText", "LedgerFirstSystemText"]
+    "name", ["ProseLedger", "ProseLedgerOneSystemText", "LedgerFirstSystemText", "BareHeaderLedger"]
 )
 def test_a_ledger_note_in_its_own_words_passes_the_ledger_and_summary_checks(name: str) -> None:
     # A system message of its own (Chat, Responses), a block of the top-level system (Anthropic,

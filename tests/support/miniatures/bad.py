@@ -298,6 +298,32 @@ class NoMaxTokens(RingDropper):
         return body
 
 
+class AddedResponseFormat(RingDropper):
+    """Sends what the ring dropper sends plus a structured-output schema nobody asked for (Chat's
+    ``response_format``, Responses' ``text.format``, Gemini's ``generationConfig``): text the
+    model reads, which the budget's count leaves out, and a request the caller did not make."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = dict(super().assemble(request))
+        field = {"type": "string", "description": "the answer, in the words of the last tool"}
+        schema = {"type": "object", "properties": {f"field_{i}": field for i in range(40)}}
+        if self.shape == "openai-chat":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema},
+            }
+        elif self.shape == "openai-responses":
+            body["text"] = {"format": {"type": "json_schema", "name": "answer", "schema": schema}}
+        else:
+            config = dict(body.get("generationConfig") or {})
+            body["generationConfig"] = {
+                **config,
+                "responseMimeType": "application/json",
+                "responseSchema": schema,
+            }
+        return body
+
+
 class BlankTextBlock(RingDropper):
     """8: an empty text block in front of the first assistant turn's content (B14 on Converse)."""
 
@@ -1064,6 +1090,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "provider_valid",
         "must",
         "HTTP 400",
+    ),
+    "AddedResponseFormat": (
+        AddedResponseFormat,
+        ("openai-chat", "openai-responses", "gemini"),
+        "nothing_invented",
+        "must",
+        "setting response_format added",
     ),
     "ForceArgument": (
         ForceArgument,
