@@ -31,9 +31,13 @@ type_name = json_type_name
 """The JSON name of a value for error messages (one namer for the whole assembler)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Wire(JsonValueReader):
-    """One JSON value of a wire body and where it sits. ``present`` is False for an absent key."""
+    """One JSON value of a wire body and where it sits. ``present`` is False for an absent key.
+
+    Never assigned to after it is made, but not a frozen dataclass: a parser makes one for
+    every value it walks, and a frozen dataclass's ``__init__`` (``object.__setattr__`` per
+    field) costs three times as much. Compared and hashed by identity."""
 
     value: Any
     path: str = ""

@@ -146,6 +146,7 @@ class _Items:
                 and self.group_wire_id is None
             ):  # a plain assistant text: made with the id the transcript would give it
                 message = text_message_at(offset + len(self.out), "assistant", group[0])
+                self.ring_ids = frozenset()  # a text calls nothing
             else:
                 message = build_message(
                     self.group_at,
@@ -153,7 +154,7 @@ class _Items:
                     parts=tuple(group),
                     wire_id=self.group_wire_id,
                 )
-            self.ring_ids = frozenset(c.id for c in message.tool_calls)
+                self.ring_ids = frozenset(c.id for c in message.tool_calls)
             self.out.append(message)
         self.group, self.group_at, self.group_wire_id = None, None, None
         self.group_has_message = self.last_was_message = False
@@ -205,9 +206,12 @@ class _Items:
     def add_text(self, offset: int, role: Role, text: str) -> None:
         """A user, system or developer message of one string, made with the id the transcript
         gives it (the items start at ``offset``)."""
-        self.close_group()
-        self.close_results()
-        self.out.append(text_message_at(offset + len(self.out), role, text_part(text, role)))
+        if self.group is not None:  # closing nothing changes nothing: most items skip both
+            self.close_group()
+        if self.results:
+            self.close_results()
+        out = self.out
+        out.append(text_message_at(offset + len(out), role, text_part(text, role)))
 
     def finish(self) -> list[Message]:
         self.close_group()
@@ -224,14 +228,23 @@ def _map_items(given: Wire, offset: int | None) -> list[Message]:
     if not isinstance(values, list):
         given.items()  # the named error
     fold = _Items(offset)
-    for i, value in enumerate(values):
-        easy = _plain_message(value)
+    out = fold.out
+    easies = list(map(_plain_message, values))
+    easies.append(None)  # past the last item: nothing to join
+    for i in range(len(values)):
+        easy = easies[i]
         if easy is not None and offset is not None:
             easy_role, text = easy
-            if easy_role == "assistant":
-                fold.add_assistant_message(given.at(i), [text_part(text, easy_role)], None)
-            else:
+            if easy_role != "assistant":
                 fold.add_text(offset, easy_role, text)
+            elif fold.group is None and not fold.results and easies[i + 1] is not None:
+                # an assistant text on its own: no group open to join, and the next item is a
+                # message, which would close it: made at once, as ``close_group`` would
+                part = text_part(text, easy_role)
+                out.append(text_message_at(offset + len(out), "assistant", part))
+                fold.ring_ids = frozenset()
+            else:
+                fold.add_assistant_message(given.at(i), [text_part(text, easy_role)], None)
             continue
         item = given.at(i)
         kind = _item_type(item)

@@ -348,14 +348,14 @@ class Message:
         """The same message with another id (ids are not part of equality). A copy of checked
         fields, not a new construction: a long session gets an id for every message."""
         renamed: Message = object.__new__(Message)
-        _set(renamed, "role", self.role)
-        _set(renamed, "parts", self.parts)
-        _set(renamed, "name", self.name)
-        _set(renamed, "wire_id", self.wire_id)
-        _set(renamed, "empty_tool_calls", self.empty_tool_calls)
-        _set(renamed, "id", message_id)
-        _set(renamed, "_digest", self._digest)  # the id is not part of the digest
-        _set(renamed, "_kind", self._kind)
+        _SET_ROLE(renamed, self.role)
+        _SET_PARTS(renamed, self.parts)
+        _SET_NAME(renamed, self.name)
+        _SET_WIRE_ID(renamed, self.wire_id)
+        _SET_EMPTY(renamed, self.empty_tool_calls)
+        _SET_ID(renamed, message_id)
+        _SET_DIGEST(renamed, self._digest)  # the id is not part of the digest
+        _SET_KIND(renamed, self._kind)
         return renamed
 
 
@@ -504,6 +504,12 @@ _VALUE_COMPARISONS: Final = itertools.count()
 """Incremented by every ``Message.__eq__`` call (``same_messages``)."""
 _DIGEST_OF = operator.attrgetter("_digest")
 _set = object.__setattr__
+# Each slot's own setter: what ``object.__setattr__`` does for a frozen message, without its
+# lookup of the name (``text_message_at`` fills eight slots for most messages of a session).
+_SET_ROLE, _SET_PARTS, _SET_NAME, _SET_WIRE_ID, _SET_EMPTY, _SET_KIND, _SET_DIGEST, _SET_ID = (
+    getattr(Message, slot).__set__
+    for slot in ("role", "parts", "name", "wire_id", "empty_tool_calls", "_kind", "_digest", "id")
+)
 
 
 def kind_codes(messages: Sequence[Message]) -> bytes:
@@ -529,22 +535,22 @@ def text_message_at(index: int, role: Role, part: TextPart | SummaryPart) -> Mes
         message = Message(role, (part,))  # the checks name what is wrong
     else:
         message = object.__new__(Message)
-        _set(message, "role", role)
-        _set(message, "parts", (part,))
-        _set(message, "name", None)
-        _set(message, "wire_id", None)
-        _set(message, "empty_tool_calls", False)
+        _SET_ROLE(message, role)
+        _SET_PARTS(message, (part,))
+        _SET_NAME(message, None)
+        _SET_WIRE_ID(message, None)
+        _SET_EMPTY(message, False)
         if type(part) is TextPart:
-            _set(message, "_kind", kind)
+            _SET_KIND(message, kind)
             raw = part.text.encode("utf-8", "surrogatepass")  # _one_text_digest, no name or id
             h = hashlib.sha256(_ONE_TEXT_HEADS[role] + b"NNP1:textS%d:" % len(raw))
             h.update(raw)
             digest = h.hexdigest()
-            _set(message, "_digest", digest)
-            _set(message, "id", f"m{index}-{digest[:10]}")  # default_id, the digest in hand
+            _SET_DIGEST(message, digest)
+            _SET_ID(message, f"m{index}-{digest[:10]}")  # default_id, the digest in hand
             return message
-        _set(message, "_kind", KIND_OTHER)
-        _set(message, "_digest", "")
+        _SET_KIND(message, KIND_OTHER)
+        _SET_DIGEST(message, "")
     _set(message, "id", default_id(index, message))  # a new object: nobody else holds it yet
     return message
 

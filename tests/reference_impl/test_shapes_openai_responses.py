@@ -542,3 +542,26 @@ def test_short_form_lookalikes_get_the_named_error(item: dict[str, Any], where: 
     with pytest.raises(ParseError) as info:
         parse_request({"model": "gpt-4o", "input": [item]})
     assert info.value.where == where
+
+
+def test_an_assistant_text_made_directly_ends_the_ring_as_the_checked_walk_does() -> None:
+    # Results that follow an assistant text belong to no ring, whatever came before it: two
+    # stray outputs after it are one tool message, made directly or through the checked walk.
+    def body(walked: bool) -> dict[str, Any]:
+        text = {"role": "assistant", "content": "a"} | ({"id": None} if walked else {})
+        return {
+            "model": "gpt-4o",
+            "input": [
+                {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "one"},
+                {"role": "user", "content": "u"},
+                text,
+                {"role": "user", "content": "b"},
+                {"type": "function_call_output", "call_id": "c1", "output": "again"},
+                {"type": "function_call_output", "call_id": "c9", "output": "stray"},
+            ],
+        }
+
+    direct, walked = parse_request(body(False)), parse_request(body(True))
+    assert direct == walked
+    assert [m.role for m in direct] == ["assistant", "tool", "user", "assistant", "user", "tool"]
