@@ -248,6 +248,27 @@ def _read_memory(value: Any) -> MemoryConfig:
     return MemoryConfig(max_items=value.get("max_items", 5))
 
 
+_MAX_INT: Final = 10**12
+"""Above any count of tokens, turns, retries or milliseconds a setting means; the cap keeps an
+absurd value (a YAML or Python integer of thousands of digits) from reaching arithmetic and
+messages that cannot take it."""
+
+
+def _in_range(value: int, where: str) -> None:
+    """Not negative and at most :data:`_MAX_INT`; a value too long to print is named by its
+    size (Python refuses to write an integer of more than 4,300 digits)."""
+    if 0 <= value <= _MAX_INT:
+        return
+    shown = (
+        str(value)
+        if value.bit_length() < 64
+        else f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    )
+    if value < 0:
+        raise ConfigError(f"must not be negative (got {shown})", where=where)
+    raise ConfigError(f"must be at most {_MAX_INT:,} (got {shown})", where=where)
+
+
 def _check(config: AssemblyConfig, root: str) -> None:
     """Types first (strict: no bool for int, no str for float), then impossible values."""
     for name in _INTS:
@@ -256,8 +277,7 @@ def _check(config: AssemblyConfig, root: str) -> None:
             raise ConfigError(
                 f"expected an integer, got {_type_name(value)}", where=f"{root}.{name}"
             )
-        if value < 0:
-            raise ConfigError(f"must not be negative (got {value})", where=f"{root}.{name}")
+        _in_range(value, f"{root}.{name}")
     for name, options in _ENUMS.items():
         value = getattr(config, name)
         if not isinstance(value, str) or value not in options:
@@ -293,10 +313,7 @@ def _check(config: AssemblyConfig, root: str) -> None:
             f"expected an integer, got {_type_name(memory.max_items)}",
             where=f"{root}.memory.max_items",
         )
-    if memory.max_items < 0:
-        raise ConfigError(
-            f"must not be negative (got {memory.max_items})", where=f"{root}.memory.max_items"
-        )
+    _in_range(memory.max_items, f"{root}.memory.max_items")
     if config.model_input_limit == 0:
         raise ConfigError("must be positive", where=f"{root}.model_input_limit")
     if config.output_reserve_tokens + config.safety_margin_tokens >= config.model_input_limit:

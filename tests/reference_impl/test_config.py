@@ -167,3 +167,23 @@ def test_budget_plan_takes_the_smaller_and_validates():
         BudgetSnapshot(cost_remaining=1.0)
     with pytest.raises(ConfigError):
         plan_budget(config, True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (10**5000, "must be at most 1,000,000,000,000 (got an integer of about 5,000 digits)"),
+        (-(10**5000), "must not be negative (got an integer of about 5,000 digits)"),
+        (10**12 + 1, "must be at most 1,000,000,000,000 (got 1000000000001)"),
+    ],
+    ids=["huge", "huge-negative", "past-the-cap"],
+)
+@pytest.mark.parametrize("key", ["model_input_limit", "max_retries", "summary_timeout_ms"])
+def test_an_integer_past_any_meaning_is_named_by_its_size(
+    key: str, value: int, message: str
+) -> None:
+    # an integer of thousands of digits from Python code (YAML refuses one past 4,300 digits)
+    # reached arithmetic and messages that cannot print it: a bare ValueError for max_retries
+    with pytest.raises(ConfigError) as info:
+        AssemblyConfig.from_mapping({key: value})
+    assert str(info.value) == f"context_assembly.{key}: {message}"
