@@ -4,6 +4,7 @@ results are the session's, pinned messages are not altered."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -22,7 +23,14 @@ from conformance.checks.registry import Failure, check
 from conformance.identity import contradicted_entry
 from conformance.scenarios import Scenario
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import (
+    Message,
+    SummaryPart,
+    TextPart,
+    Transcript,
+    canonical_json,
+)
 
 
 @check(id="provider_valid", level="must")
@@ -81,16 +89,14 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
     and developer are one role), and no kept message carries text or attachments its session
     copy does not (an order appended to a user turn, or put in the placeholder of a degraded
     image; an image added to a turn; a labelled memory item or a ledger note added to a kept
-    message is no invention), and the request's settings are the session's: none added or
-    changed (a response format's schema is text the model reads that no budget counts; one
-    left out is not judged here)."""
+    message is no invention), and no structured-output schema is added or changed (text the
+    model reads that the budget's count leaves out; other request settings are not judged
+    here)."""
     for turn in assembled_turns(outcome):
-        settings = _settings_edits(turn.session, turn.view)
-        if settings:
-            more = f" (and {len(settings) - 3} more)" if len(settings) > 3 else ""
+        schemas = _output_schema_edits(outcome.shape, turn.session, turn.view)
+        if schemas:
             raise turn.failure(
-                f"{len(settings)} request setting(s) the session does not have",
-                "; ".join(settings[:3]) + more,
+                f"{len(schemas)} output schema(s) the session does not have", "; ".join(schemas)
             )
         recast = [e for e in turn.identity.edits if e.kind == "role_changed"]
         if recast:
@@ -126,25 +132,45 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
             )
 
 
-def _settings_edits(session: Transcript, view: Transcript) -> list[str]:
-    """The request settings (the body's keys beside its messages, tools and model: output limit,
-    sampling, response format, tool choice...) that the view adds or changes, each named; not
-    the wire content a shape records beside the messages (``body_params``' dotted keys: a
-    ``cache_control`` breakpoint added is no setting). The
-    caller set them; a plug-in that assembles the context has no reason to touch them, and one
-    that adds a structured-output schema puts text in the request that the reference count
-    leaves out (OpenAI documents that such a schema costs prompt tokens)."""
-    given = dict(session.params)
+def _output_schema_edits(shape: str, session: Transcript, view: Transcript) -> list[str]:
+    """The structured-output schemas (``GenerationOptions.output_schemas``: Chat
+    ``response_format``, Responses ``text.format``, Gemini ``generationConfig.responseSchema``)
+    that the view adds or changes, each named by its path. Such a schema is text the model reads
+    beside the messages and tools, which the reference count of ``within_budget`` leaves out: a
+    plug-in could otherwise put thousands of tokens in it. The request's other settings (output
+    cap, sampling, streaming, tool choice, caching keys) are not judged here, nor a schema left
+    out."""
+    given, sent = dict(session.params), dict(view.params)
     found: list[str] = []
-    for key, value in view.params:
-        if "." in key:  # a shape's own record of wire content ("anthropic-messages.extras")
+    for path in get_shape(shape).options.output_schemas:
+        was, now = _at(given, path), _at(sent, path)
+        if now is _ABSENT or now == was:  # JSON equality: 1 and 1.0, key order, alike
             continue
-        was = given.get(key)
-        if was is None:
-            found.append(f"setting {key} added: {_short(value)}")
-        elif was != value:
-            found.append(f"setting {key} changed: {_short(was)} -> {_short(value)}")
+        where = ".".join(path)
+        text = canonical_json(now)
+        if was is _ABSENT:
+            found.append(f"output schema {where} added: {_short(text)}")
+        else:
+            found.append(
+                f"output schema {where} changed: {_short(canonical_json(was))} -> {_short(text)}"
+            )
     return found
+
+
+_ABSENT: Final = object()
+
+
+def _at(params: Mapping[str, str], path: tuple[str, ...]) -> object:
+    """The value at ``path`` of a transcript's params (top-level key -> canonical JSON), or
+    ``_ABSENT``."""
+    if path[0] not in params:
+        return _ABSENT
+    value: object = json.loads(params[path[0]])
+    for key in path[1:]:
+        if not isinstance(value, Mapping) or key not in value:
+            return _ABSENT
+        value = value[key]
+    return value
 
 
 def _contradiction(message: Message, ledger: Sequence[Mapping[str, Any]]) -> str:

@@ -95,6 +95,11 @@ class GenerationOptions:
     max_output_required: bool = False
     """True when the provider refuses a generation request without the output cap (Anthropic
     ``max_tokens``, rule A26): ``Assembly.render`` then fills it from the output reserve."""
+    output_schemas: tuple[tuple[str, ...], ...] = ()
+    """Where a request carries a structured-output schema, as key paths from the body's top
+    (Chat ``response_format``, Responses ``text.format``, Gemini
+    ``generationConfig.responseSchema``): text the model reads beside the messages and tools,
+    which OpenAI documents as costing prompt tokens and no message count includes."""
 
     def output_cap(self, body: Mapping[str, Any]) -> object:
         """The output cap ``body`` carries under any of its names (None when it has none)."""

@@ -667,7 +667,21 @@ ADAPTER: Final = ShapeAdapter(
     default_model="gemini-2.5-flash",
     capabilities=CAPABILITIES,
     options=GenerationOptions(
-        "maxOutputTokens", "temperature", "topP", "stopSequences", "generationConfig"
+        "maxOutputTokens",
+        "temperature",
+        "topP",
+        "stopSequences",
+        "generationConfig",
+        output_schemas=tuple(
+            (config, schema)
+            for config in ("generationConfig", "generation_config")  # the API takes both
+            for schema in (
+                "responseSchema",
+                "response_schema",
+                "responseJsonSchema",
+                "response_json_schema",
+            )
+        ),
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -534,7 +534,13 @@ ADAPTER: Final = ShapeAdapter(
     default_model="gpt-4o-mini",
     capabilities=CAPABILITIES,
     options=GenerationOptions(
-        "max_tokens", "temperature", "top_p", "stop", None, ("max_completion_tokens",)
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "stop",
+        None,
+        ("max_completion_tokens",),
+        output_schemas=(("response_format",),),
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -617,7 +617,9 @@ ADAPTER: Final = ShapeAdapter(
     model_in_url=False,
     default_model="gpt-4o-mini",
     capabilities=CAPABILITIES,
-    options=GenerationOptions("max_output_tokens", "temperature", "top_p", None),
+    options=GenerationOptions(
+        "max_output_tokens", "temperature", "top_p", None, output_schemas=(("text", "format"),)
+    ),
     parse_request=parse_request,
     render_request=render_request,
     parse_response=parse_response,

@@ -127,25 +127,39 @@ def test_nothing_invented_quotes_sixty_characters_of_the_invention() -> None:
     assert result.message == f"view messages[5] (assistant): {'x' * 59 + 'A'!r}"
 
 
-def test_nothing_invented_names_a_request_setting_added_or_changed_not_one_left_out() -> None:
-    given = replace(SESSION, params=(("max_tokens", "1024"), ("temperature", "0")))
+def test_nothing_invented_names_an_output_schema_added_or_changed_and_nothing_else() -> None:
+    schema = '{"json_schema":{"name":"a","schema":{"type":"object"}},"type":"json_schema"}'
+    given = replace(SESSION, params=(("max_tokens", "1024"), ("temperature", "1")))
 
-    def verdict(*params: tuple[str, str]) -> CheckResult:
+    def verdict(*params: tuple[str, str], shape: str = "openai-chat") -> CheckResult:
         view = replace(given, params=tuple(sorted(params)))
-        return _run("nothing_invented", _outcome(assembled_turn(given, view)))
+        outcome = replace(_outcome(assembled_turn(given, view)), shape=shape)
+        return _run("nothing_invented", outcome)
 
-    assert verdict(("max_tokens", "1024"), ("temperature", "0")).status == "pass"
-    assert verdict(("max_tokens", "1024")).status == "pass"  # left out: not judged here
-    # a shape's own record of wire content beside the messages is no setting
-    assert verdict(("max_tokens", "1024"), ("temperature", "0"), ("x.extras", "{}")).status == (
-        "pass"
-    )
-    added = verdict(("max_tokens", "1024"), ("response_format", '{"type":"json_object"}'))
+    # other settings are not judged here: a default added, a cap lowered, 1 written 1.0, or
+    # one left out; nor a shape's own record of wire content beside the messages
+    harmless = [
+        (("max_tokens", "1024"), ("temperature", "1")),
+        (("max_tokens", "512"), ("stream", "false"), ("temperature", "1.0")),
+        (("max_tokens", "1024"),),
+        (("max_tokens", "1024"), ("temperature", "1"), ("x.extras", "{}")),
+    ]
+    for params in harmless:
+        assert verdict(*params).status == "pass", params
+    added = verdict(("max_tokens", "1024"), ("response_format", schema))
     assert added.status == "fail"
-    assert added.title == "1 request setting(s) the session does not have"
-    assert added.message == 'setting response_format added: \'{"type":"json_object"}\''
-    changed = verdict(("max_tokens", "64000"), ("temperature", "0"))
-    assert changed.message == "setting max_tokens changed: '1024' -> '64000'"
+    assert added.title == "1 output schema(s) the session does not have"
+    assert added.message.startswith('output schema response_format added: \'{"json_schema"')
+    # Responses' text.format and Gemini's generationConfig.responseSchema, by their paths
+    fmt = '{"format":{"type":"json_schema","name":"a","schema":{}}}'
+    assert verdict(("text", fmt), shape="openai-responses").message.startswith(
+        "output schema text.format added"
+    )
+    assert verdict(("text", '{"verbosity":"low"}'), shape="openai-responses").status == "pass"
+    config = '{"responseSchema":{"type":"object"},"temperature":1}'
+    assert verdict(("generationConfig", config), shape="gemini").message.startswith(
+        "output schema generationConfig.responseSchema added"
+    )
 
 
 def test_a_request_of_exactly_the_budget_fits() -> None:

@@ -1096,7 +1096,7 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         ("openai-chat", "openai-responses", "gemini"),
         "nothing_invented",
         "must",
-        "setting response_format added",
+        "output schema response_format added",
     ),
     "ForceArgument": (
         ForceArgument,
