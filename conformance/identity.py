@@ -128,6 +128,7 @@ EditKind: TypeAlias = Literal[
     "attachment_added",
     "role_changed",
     "reasoning_changed",
+    "reasoning_altered",
     "fields_changed",
 ]
 
@@ -1222,6 +1223,13 @@ def _edits(
             f"{len(old_reasoning)} reasoning artifact(s) in the session, {len(new_reasoning)} "
             f"in the view (changed or missing)",
         )
+        altered = [p for p in new_reasoning if p not in old_reasoning]
+        if altered:  # sent, but not as received: edited, not dropped
+            origins = ", ".join(sorted({p.origin for p in altered}))
+            add(
+                "reasoning_altered",
+                f"{len(altered)} reasoning artifact(s) sent not as received ({origins})",
+            )
     if fields and not out:
         add("fields_changed", "message fields (name, wire id) changed")
     return out

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from conformance.checks._helpers import (
+    Assembled,
     assembled_turns,
     describe,
     first_user_index,
@@ -20,12 +21,13 @@ from conformance.checks._helpers import (
 )
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
-from conformance.identity import contradicted_entry
+from conformance.identity import Edit, contradicted_entry
 from conformance.scenarios import Scenario
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import (
     Message,
+    ReasoningPart,
     SummaryPart,
     TextPart,
     Transcript,
@@ -213,6 +215,26 @@ _UNSAFE_EDITS: Final = frozenset(
 )
 
 
+_VERIFIED_REASONING: Final = frozenset({"anthropic-messages", "bedrock-converse"})
+"""Whose reasoning artifacts the provider checks byte for byte: an Anthropic thinking block's
+signature fails on "any change, reordering, merge" (A15), the latest assistant message's
+thinking "cannot be modified" (A16), and Claude on Bedrock relays those errors (B10). Others
+(Responses, Gemini, DeepSeek) have no such evidence here: an edit of theirs is judged at should
+(``reasoning_kept_with_ring``)."""
+
+
+def _reasoning_altered(turn: Assembled, edit: Edit) -> bool:
+    """Whether ``edit`` sends a verified reasoning artifact (:data:`_VERIFIED_REASONING`) that is
+    none of the session's (an artifact moved to another message is judged at should)."""
+    if edit.kind != "reasoning_altered":
+        return False
+    session = {p for m in turn.session.messages for p in m.parts if isinstance(p, ReasoningPart)}
+    return any(
+        isinstance(p, ReasoningPart) and p.origin in _VERIFIED_REASONING and p not in session
+        for p in turn.view.messages[edit.view_index].parts
+    )
+
+
 def _short(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
@@ -245,12 +267,13 @@ def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Tool calls (names, ids, arguments), tool results and the tool schemas offered are the
     session's, unchanged; a result may only be cleared by a placeholder with its id kept, or
     synthesized for a call the session left unanswered; a schema may be left out, never added
-    or rewritten."""
+    or rewritten; a thinking block the provider verifies (Anthropic, Claude on Bedrock: A15,
+    A16, B10) is sent as received or not at all."""
     for turn in assembled_turns(outcome):
         unsafe = [
             f"{describe(turn.session, e.source)} -> view messages[{e.view_index}]: {e.detail}"
             for e in turn.identity.edits
-            if e.kind in _UNSAFE_EDITS
+            if e.kind in _UNSAFE_EDITS or _reasoning_altered(turn, e)
         ]
         schemas = _schema_edits(turn.session, turn.view)
         found = unsafe + schemas

@@ -15,6 +15,7 @@ from reference_impl.transcript import (
     ImagePart,
     Message,
     Part,
+    ReasoningPart,
     SummaryPart,
     TextPart,
     ToolCallPart,
@@ -1284,3 +1285,31 @@ def test_a_merge_leaves_room_for_an_edited_message_after_it() -> None:
         ("modified", (8,)),
     ]
     assert _run(view, "latest_user_kept") == {"latest_user_kept": "fail"}
+
+
+def test_a_thinking_block_sent_not_as_received_is_altered_at_must_dropped_at_should() -> None:
+    # A15/A16: Anthropic checks a thinking block's signature byte for byte; dropping one from an
+    # older turn is the design's concern (should), sending it edited is a certain 400 (must)
+    thinking = {"type": "thinking", "thinking": "plan", "signature": "sig"}
+    reasoning = [{"origin": "anthropic-messages", "data": thinking}]
+    session = transcript(
+        {"role": "user", "text": "go"},
+        {"role": "assistant", "reasoning": reasoning, "calls": [{"id": "c1", "name": "f"}]},
+        {"role": "tool", "results": [{"id": "c1", "text": "ok"}]},
+    )
+    original = session.messages[1]
+    (part,) = [p for p in original.parts if isinstance(p, ReasoningPart)]
+    edited = replace(part, data=part.data.replace('"sig"', '"sigX"'))
+    altered = replace(original, parts=tuple(edited if p is part else p for p in original.parts))
+    bare = _calls(*original.tool_calls)
+    for message, kinds, verdict in (
+        (altered, ["reasoning_changed", "reasoning_altered"], "fail"),
+        (bare, ["reasoning_changed"], "pass"),
+    ):
+        view = _view(0, message, 2, session=session)
+        assert [e.kind for e in _map(view, session, ledger=()).edits] == kinds
+        outcome = assembled_outcome(session, view, shape="anthropic-messages")
+        scenario = replace(SCENARIO, session=session, ledger=())
+        assert check_statuses(scenario, outcome, "tool_payloads_intact") == {
+            "tool_payloads_intact": verdict
+        }

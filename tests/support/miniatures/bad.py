@@ -677,6 +677,36 @@ class ForceArgument(Breaker):
         return messages
 
 
+def _resigned(value: Any) -> Any:
+    """``value`` (a reasoning artifact's JSON) with its signature, or else its thinking text,
+    changed: a block that no longer verifies."""
+    if isinstance(value, dict):
+        key = "signature" if "signature" in value else "thinking" if "thinking" in value else None
+        if key is not None and isinstance(value[key], str):
+            return {**value, key: value[key] + "X"}
+        return {k: _resigned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resigned(v) for v in value]
+    return value
+
+
+class AlteredThinking(Breaker):
+    """Sends every Anthropic (or Claude on Bedrock) thinking block with its signature changed:
+    A15, the signature must verify; A16, the latest assistant turn's thinking "cannot be
+    modified". The provider's check needs the session to see it, so ``tool_payloads_intact``."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        def altered(part: Part) -> Part:
+            if not isinstance(part, ReasoningPart):
+                return part
+            data = json.dumps(_resigned(json.loads(part.data)), sort_keys=True)
+            return replace(part, data=data)
+
+        return [replace(m, parts=tuple(map(altered, m.parts))) for m in messages]
+
+
 class DropSystem(Breaker):
     """Sends no system or developer text."""
 
@@ -1097,6 +1127,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "output schema response_format added",
+    ),
+    "AlteredThinking": (
+        AlteredThinking,
+        ("anthropic-messages", "bedrock-converse"),
+        "tool_payloads_intact",
+        "must",
+        "sent not as received",
     ),
     "ForceArgument": (
         ForceArgument,
