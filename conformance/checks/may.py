@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Final
 
 from conformance.checks._helpers import (
     Assembled,
@@ -18,16 +19,27 @@ from conformance.scenarios import Scenario
 from reference_impl.transcript import FilePart, ImagePart, Message
 
 
-def _dropped(turn: Assembled) -> set[int]:
-    """Session indices the turn's view left out."""
-    return {i for i, s in enumerate(turn.identity.sources) if s == "dropped"}
+def _deleted(turn: Assembled) -> set[tuple[int, str]]:
+    """What the turn's view left out, each deletion mode alike ("Deletion modes are equal"): the
+    session messages it dropped, the results it cleared and the attachments it degraded."""
+    found = {(i, "") for i, s in enumerate(turn.identity.sources) if s == "dropped"}
+    found.update(
+        (e.source, e.call_id or e.detail)  # a result by its call id, an attachment as named
+        for e in turn.identity.edits
+        if e.kind in _DELETION_EDITS
+    )
+    return found
+
+
+_DELETION_EDITS: Final = frozenset({"result_cleared", "attachment_degraded"})
 
 
 @check(id="prefix_stable", level="may", default=False)
 def prefix_stable(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """Consecutive turns share their request prefix, except at a compaction (cache hits)."""
+    """Consecutive turns share their request prefix, except at a compaction (cache hits): a
+    message dropped, a result cleared or an attachment degraded anew, or a changed summary."""
     for before, after in itertools.pairwise(assembled_turns(outcome)):
-        compacted = _dropped(after) - _dropped(before) or summary_text(after) != summary_text(
+        compacted = _deleted(after) - _deleted(before) or summary_text(after) != summary_text(
             before
         )
         if compacted:

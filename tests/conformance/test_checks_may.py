@@ -81,6 +81,20 @@ def test_a_prefix_changed_by_a_compaction_passes() -> None:
     assert _prefix(*dropped) == ("pass", "")
 
 
+def test_a_result_cleared_anew_is_a_compaction_as_a_ring_dropped_is() -> None:
+    # Deletion modes are equal: clearing the old ring's result (its call id kept) changes the
+    # prefix where it stands, as dropping the ring would; changing it in any other way does not
+    cleared = replace(
+        F[3], parts=(replace(F[3].tool_results[0], content=(TextPart("[cleared]"),)),)
+    )
+    rewritten = replace(cleared, parts=(replace(F[3].tool_results[0], content=(TextPart("ok"),)),))
+    first = _turn(TURN_0, (0, 1, 2, 3, 4, 5))
+    for message, status in ((cleared, "pass"), (rewritten, "fail")):
+        view = TURN_1.with_messages([*F[:3], message, *F[4:8]])
+        second = assembled_turn(TURN_1, view, turn=1, counter=COUNTER)
+        assert _prefix(first, second)[0] == status
+
+
 def test_a_prefix_changed_without_a_compaction_fails_and_says_where() -> None:
     _, message = _prefix(
         _turn(TURN_0, (0, 1, 2, 3, 4, 5)),
