@@ -32,7 +32,13 @@ from conformance.errors import CredentialsError, EmulatorConfigError, ScenarioEr
 from conformance.providers.emulator import create_app
 from conformance.scenarios import load_corpus, select
 from conformance.traffic.cassette import ContentMode
-from conformance.traffic.roundtrip import DEFAULT_MODELS, Case, Target, record, recorded_against
+from conformance.traffic.roundtrip import (
+    Case,
+    Target,
+    model_of,
+    record,
+    recorded_against,
+)
 from conformance.traffic.roundtrip_cases import probe_cases, scenario_cases
 from conformance.traffic.verdicts import default_cassette_root
 from reference_impl.transcript import SHAPE_NAMES
@@ -140,12 +146,12 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
             fail(exc.message)
         except (openai.APIConnectionError, anthropic.APIConnectionError, httpx.HTTPError) as exc:
             fail(f"{shape}: cannot reach {target.root}: {exc}")
-        model_used = model or DEFAULT_MODELS[shape]
         for item in written:
             if not item.changed:
                 continue
             statuses = ",".join(str(e.status) for e in item.exchanges)
             against = recorded_against(target, shape, item.exchanges)
+            model_used = model_of([e.case for e in item.exchanges])
             click.echo(f"{item.path}  {against}  {model_used}  status {statuses}")
             for exchange in item.exchanges:
                 if exchange.parse_error is not None:  # recorded as it came; said once, here

@@ -70,6 +70,7 @@ __all__ = [
     "Exchange",
     "RecordedCassette",
     "Target",
+    "model_of",
     "record",
     "recorded_against",
     "replay",
@@ -370,7 +371,9 @@ def recorded_against(target: Target, shape: str, exchanges: Sequence[Exchange]) 
     return f"custom:{urlsplit(target.root).netloc or 'unknown'}"
 
 
-def _model_of(cases: Sequence[Case]) -> str:
+def model_of(cases: Sequence[Case]) -> str:
+    """The model the cases' requests name (in the body, or the URL's), as a cassette's header
+    records it."""
     for case in cases:
         model = case.model or case.body.get("model")
         if isinstance(model, str):
@@ -437,7 +440,7 @@ def record(
                 metadata = CassetteMetadata(
                     recorded_against=recorded_against(target, shape, exchanges),
                     shape=shape,
-                    model=_model_of(items),
+                    model=model_of(items),
                     scenario=cassette_id,
                     dialect=items[0].dialect,
                     content=content.value,

@@ -1023,6 +1023,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "should",
         "reasoning artifact",
     ),
+    "DropDeepSeekReasoning": (  # DeepSeek's thinking mode (deepseek-reasoner) refuses it
+        DropReasoning,
+        ("openai-chat",),
+        "provider_valid",
+        "must",
+        "Missing `reasoning_content` field",
+    ),
     "NoMaxTokens": (
         NoMaxTokens,
         ("anthropic-messages",),
