@@ -72,7 +72,13 @@ EXPECTED: dict[str, tuple[str, dict[str, str]]] = {
         {"latest_user_kept": "where the goal is the only user turn, it is the latest"},
     ),
     "DropNewestRing": ("recent_rings_kept", {}),
-    "StripReasoningContent": ("reasoning_kept_with_ring", {}),
+    "StripReasoningContent": (
+        "reasoning_kept_with_ring",
+        {
+            "provider_valid": "DeepSeek's thinking mode refuses a kept tool-call turn without "
+            "its reasoning_content (DS3)"
+        },
+    ),
     "NewestPlainFirst": ("plain_turns_fifo", {}),
     "InventMessage": (
         "nothing_invented",

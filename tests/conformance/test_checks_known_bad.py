@@ -125,7 +125,26 @@ def _mutated() -> tuple[Scenario, CaseOutcome]:
     return _scenario(), _outcome(turn)
 
 
+def _reasoning_dropped() -> tuple[Scenario, CaseOutcome]:
+    """The newest ring kept without the reasoning item it was produced with (which Responses
+    accepts when no server id ties them: R3 is not judgeable)."""
+    reasoning = [{"origin": "openai-responses", "data": {"type": "reasoning", "id": "rs_1"}}]
+    session = transcript(
+        {"role": "system", "text": "You are the ops bot."},
+        {"role": "user", "text": "GOAL: keep checkout healthy."},
+        {"role": "assistant", "reasoning": reasoning, "calls": [{"id": "c1", "name": "read_logs"}]},
+        {"role": "tool", "results": [{"id": "c1", "text": "log line one"}]},
+        {"role": "user", "text": "Anything else?"},
+    )
+    session = replace(session, tools=BASE.tools)
+    ring = session.messages[2]
+    bare = replace(ring, parts=ring.tool_calls)
+    view = session.with_messages([*session.messages[:2], bare, *session.messages[3:]])
+    return _scenario(session=session), _outcome(_turn(session, view))
+
+
 CASES: dict[str, Callable[[], tuple[Scenario, CaseOutcome]]] = {
+    "reasoning_kept_with_ring": _reasoning_dropped,
     "within_budget": lambda: (_scenario(), _outcome(_turn(SESSION, ALL, tokens=5001))),
     "assembles_when_feasible": lambda: (
         _scenario(outcome="either"),
