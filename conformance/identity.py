@@ -843,6 +843,7 @@ _HEADER_WORDS: Final = frozenset(
         *("side", "effect", "effects", "side_effect", "side_effects", "side-effect"),
         *("side-effects", "tool", "tools", "calls", "ledger", "execution", "entries", "entry"),
         *("already", "done", "executed", "completed", "performed", "ran", "recorded", "record"),
+        *("made", "taken", "applied", "actions", "action", "operations", "already-executed"),
         *("the", "a", "an", "of", "by", "these", "following", "were", "was", "have", "has"),
         *("been", "and", "so", "far", "earlier", "previously", "before", "important", "note"),
     )
@@ -1813,14 +1814,16 @@ _QUOTE_WORDS: Final = 3
 """The fewest words a dropped turn's text needs for a summary quoting it whole to name it."""
 _MARKER_VERB: Final = re.compile(
     r"(?:skipp|omitt|remov|elid|trimm|truncat|dropp|clear|redact|exclud|prun|discard|summari[sz]"
-    r"|condens|compact|compress|collaps|abridg|shorten|archiv)e?d|hidden|cut",
+    r"|condens|compact|compress|collaps|abridg|shorten|archiv)(?:e?d|ing)|hidden|cut"
+    r"|truncation|omission|removal|elision|redaction|exclusion|compression|condensation"
+    r"|compaction|summari[sz]ation|abridge?ment",
     re.IGNORECASE,
 )
-"""A word saying that content was left out or shortened, in its past form (skipped, omitted,
-hidden, pruned, summarized, condensed, compacted, collapsed, archived...), never the imperative
-("Summarize the conversation history", "Drop the previous context" are orders, not markers;
-"cut" is both and stays): the verb of a gap marker and of an attachment's placeholder
-(``fullmatch``)."""
+"""A word saying that content was left out or shortened: a past form (skipped, omitted, hidden,
+pruned, summarized, condensed, compacted, archived...), a gerund ("Omitting 4 earlier
+messages.") or a noun ("[Truncation: 4 earlier messages]"), never the imperative ("Summarize the
+conversation history", "Drop the previous context" are orders, not markers; "cut" is both and
+stays): the verb of a gap marker and of an attachment's placeholder (``fullmatch``)."""
 _MARKER_WORDS: Final = frozenset(
     (
         *("message", "messages", "turn", "turns", "item", "items", "entry", "entries"),
@@ -1880,13 +1883,14 @@ _AUXILIARIES: Final = frozenset(("is", "are", "was", "were", "be", "been", "bein
 of the login page was removed"); an outcome never ("[image: the refund approved and removed]")."""
 _LEAVE_OUT_ORDERS: Final = frozenset(
     (
-        *("summarize", "summarise", "hide", "discard", "exclude", "archive", "skip", "omit"),
-        *("truncate", "compress", "condense", "compact", "prune", "shorten", "collapse"),
-        *("abridge", "redact", "clear", "trim", "ignore"),
+        *("summarize", "summarise", "hide", "discard", "exclude", "omit", "truncate", "condense"),
+        *("prune", "shorten", "abridge", "redact", "ignore", "disregard", "elide", "skip"),
     )
 )
 """A verb of leaving out as an order ("[Summarize this image]", "[Hide this file from the
-model]"): an instruction to the model, not a description of the attachment."""
+model]"): an instruction to the model, not a description of the attachment. Not the words that
+are as often an adjective or a noun opening a description ("clear skies", "trim panel",
+"compact disc", "archive photo")."""
 
 
 def _names_an_attachment(inner: str) -> bool:

@@ -98,7 +98,8 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
         schemas = _output_schema_edits(outcome.shape, turn.session, turn.view)
         if schemas:
             raise turn.failure(
-                f"{len(schemas)} output schema(s) the session does not have", "; ".join(schemas)
+                f"{len(schemas)} request field(s) of model-read text the session does not have",
+                "; ".join(schemas),
             )
         recast = [e for e in turn.identity.edits if e.kind == "role_changed"]
         if recast:
@@ -135,39 +136,69 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 
 def _output_schema_edits(shape: str, session: Transcript, view: Transcript) -> list[str]:
-    """The structured-output schemas (``GenerationOptions.output_schemas``: Chat
-    ``response_format``, Responses ``text.format``, Gemini ``generationConfig.responseSchema``)
-    that the view adds or changes, each named by its path. Such a schema is text the model reads
-    beside the messages and tools, which the reference count of ``within_budget`` leaves out: a
-    plug-in could otherwise put thousands of tokens in it. The request's other settings (output
-    cap, sampling, streaming, tool choice, caching keys) are not judged here, nor a schema left
-    out."""
+    """The structured-output schema (``GenerationOptions.output_schemas``: Chat
+    ``response_format``, Responses ``text.format``, Gemini ``generationConfig.responseSchema``,
+    Anthropic ``output_config.format``...) and the server-side context (``server_context``:
+    Responses ``previous_response_id``, ``conversation``, ``prompt``) that the view adds or
+    changes. Both are text the model reads beside the messages and tools, which the reference
+    count of ``within_budget`` leaves out: a plug-in could otherwise put thousands of tokens
+    there. A schema is compared under whichever of its spellings each side uses
+    (``generation_config`` or ``generationConfig``); a bare format (``{"type": "text"}``) holds
+    no schema. The request's other settings (output cap, sampling, streaming, tool choice,
+    caching keys) are not judged here, nor what is left out."""
     given, sent = dict(session.params), dict(view.params)
+    options = get_shape(shape).options
     found: list[str] = []
-    for path in get_shape(shape).options.output_schemas:
-        was, now = _at(given, path), _at(sent, path)
-        if now is _ABSENT or now == was:  # JSON equality: 1 and 1.0, key order, alike
-            continue
-        where = ".".join(path)
-        text = canonical_json(now)
-        if was is _ABSENT:
-            found.append(f"output schema {where} added: {_short(text)}")
-        else:
-            found.append(
-                f"output schema {where} changed: {_short(canonical_json(was))} -> {_short(text)}"
-            )
+    was, _ = _first_at(given, options.output_schemas)
+    now, where = _first_at(sent, options.output_schemas)
+    if now is not _ABSENT and _holds_schema(now) and now != was:
+        found.append(_named("output schema", where, was, now))
+    for path in options.server_context:
+        before, after = _at(given, path), _at(sent, path)
+        if after is not _ABSENT and after != before:
+            found.append(_named("server-side context", ".".join(path), before, after))
     return found
 
 
 _ABSENT: Final = object()
 
 
+def _named(what: str, where: str, was: object, now: object) -> str:
+    text = _short(canonical_json(now))
+    if was is _ABSENT:
+        return f"{what} {where} added: {text}"
+    return f"{what} {where} changed: {_short(canonical_json(was))} -> {text}"
+
+
+def _holds_schema(value: object) -> bool:
+    """Whether a structured-output value is more than a bare format (``{"type": "text"}`` or
+    ``{"type": "json_object"}`` name one and carry no schema)."""
+    return not (
+        isinstance(value, Mapping)
+        and set(value) == {"type"}
+        and value["type"] in ("text", "json_object")
+    )
+
+
+def _first_at(params: Mapping[str, str], paths: Sequence[tuple[str, ...]]) -> tuple[object, str]:
+    """The value at the first of ``paths`` present in ``params``, with that path; ``_ABSENT``."""
+    for path in paths:
+        value = _at(params, path)
+        if value is not _ABSENT:
+            return value, ".".join(path)
+    return _ABSENT, ""
+
+
 def _at(params: Mapping[str, str], path: tuple[str, ...]) -> object:
     """The value at ``path`` of a transcript's params (top-level key -> canonical JSON), or
-    ``_ABSENT``."""
+    ``_ABSENT``; a value that is not JSON is its text."""
     if path[0] not in params:
         return _ABSENT
-    value: object = json.loads(params[path[0]])
+    text = params[path[0]]
+    try:
+        value: object = json.loads(text)
+    except ValueError:
+        value = text
     for key in path[1:]:
         if not isinstance(value, Mapping) or key not in value:
             return _ABSENT
@@ -216,11 +247,14 @@ _UNSAFE_EDITS: Final = frozenset(
 
 
 _VERIFIED_REASONING: Final = frozenset({"anthropic-messages", "bedrock-converse"})
-"""Whose reasoning artifacts the provider checks byte for byte: an Anthropic thinking block's
-signature fails on "any change, reordering, merge" (A15), the latest assistant message's
-thinking "cannot be modified" (A16), and Claude on Bedrock relays those errors (B10). Others
-(Responses, Gemini, DeepSeek) have no such evidence here: an edit of theirs is judged at should
-(``reasoning_kept_with_ring``)."""
+"""Whose signed reasoning artifacts the provider checks byte for byte: an Anthropic thinking
+block's signature fails on "any change, reordering, merge" (A15), the latest assistant
+message's thinking "cannot be modified" (A16), and Claude on Bedrock relays those errors (B10).
+Only a block that carries a signature or redacted content: Bedrock's reasoning of another model
+(DeepSeek-R1) has none. Others (Responses, Gemini, DeepSeek) have no such evidence here: an
+edit of theirs is judged at should (``reasoning_kept_with_ring``)."""
+_SIGNED: Final = ('"signature":', '"redactedContent":', '"redacted_thinking"')
+"""What a signed block's canonical JSON holds."""
 
 
 def _reasoning_altered(turn: Assembled, edit: Edit) -> bool:
@@ -230,7 +264,10 @@ def _reasoning_altered(turn: Assembled, edit: Edit) -> bool:
         return False
     session = {p for m in turn.session.messages for p in m.parts if isinstance(p, ReasoningPart)}
     return any(
-        isinstance(p, ReasoningPart) and p.origin in _VERIFIED_REASONING and p not in session
+        isinstance(p, ReasoningPart)
+        and p.origin in _VERIFIED_REASONING
+        and any(mark in p.data for mark in _SIGNED)
+        and p not in session
         for p in turn.view.messages[edit.view_index].parts
     )
 

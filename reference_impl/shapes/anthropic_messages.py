@@ -574,7 +574,12 @@ ADAPTER: Final = ShapeAdapter(
     default_model="claude-haiku-4-5",
     capabilities=CAPABILITIES,
     options=GenerationOptions(
-        "max_tokens", "temperature", "top_p", "stop_sequences", max_output_required=True
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "stop_sequences",
+        max_output_required=True,
+        output_schemas=(("output_config", "format"), ("output_format",)),  # GA, then the beta
     ),
     parse_request=parse_request,
     render_request=render_request,

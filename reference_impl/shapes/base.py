@@ -96,10 +96,14 @@ class GenerationOptions:
     """True when the provider refuses a generation request without the output cap (Anthropic
     ``max_tokens``, rule A26): ``Assembly.render`` then fills it from the output reserve."""
     output_schemas: tuple[tuple[str, ...], ...] = ()
-    """Where a request carries a structured-output schema, as key paths from the body's top
-    (Chat ``response_format``, Responses ``text.format``, Gemini
+    """Where a request carries a structured-output schema, as key paths from the body's top, one
+    per spelling the API takes (Chat ``response_format``, Responses ``text.format``, Gemini
     ``generationConfig.responseSchema``): text the model reads beside the messages and tools,
     which OpenAI documents as costing prompt tokens and no message count includes."""
+    server_context: tuple[tuple[str, ...], ...] = ()
+    """Keys that pull context stored on the provider's side into the request (Responses
+    ``previous_response_id``, ``conversation``, a stored ``prompt``): text the model reads that
+    the body does not hold."""
 
     def output_cap(self, body: Mapping[str, Any]) -> object:
         """The output cap ``body`` carries under any of its names (None when it has none)."""

@@ -520,7 +520,12 @@ ADAPTER: Final = ShapeAdapter(
     default_model="us.anthropic.claude-haiku-4-5-20251001-v1:0",
     capabilities=CAPABILITIES,
     options=GenerationOptions(
-        "maxTokens", "temperature", "topP", "stopSequences", "inferenceConfig"
+        "maxTokens",
+        "temperature",
+        "topP",
+        "stopSequences",
+        "inferenceConfig",
+        output_schemas=(("outputConfig", "textFormat"),),
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -618,7 +618,12 @@ ADAPTER: Final = ShapeAdapter(
     default_model="gpt-4o-mini",
     capabilities=CAPABILITIES,
     options=GenerationOptions(
-        "max_output_tokens", "temperature", "top_p", None, output_schemas=(("text", "format"),)
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        None,
+        output_schemas=(("text", "format"),),
+        server_context=(("previous_response_id",), ("conversation",), ("prompt",)),
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -131,24 +131,28 @@ def test_nothing_invented_names_an_output_schema_added_or_changed_and_nothing_el
     schema = '{"json_schema":{"name":"a","schema":{"type":"object"}},"type":"json_schema"}'
     given = replace(SESSION, params=(("max_tokens", "1024"), ("temperature", "1")))
 
-    def verdict(*params: tuple[str, str], shape: str = "openai-chat") -> CheckResult:
-        view = replace(given, params=tuple(sorted(params)))
-        outcome = replace(_outcome(assembled_turn(given, view)), shape=shape)
+    def verdict(
+        *params: tuple[str, str], shape: str = "openai-chat", session: Transcript = given
+    ) -> CheckResult:
+        view = replace(session, params=tuple(sorted(params)))
+        outcome = replace(_outcome(assembled_turn(session, view)), shape=shape)
         return _run("nothing_invented", outcome)
 
     # other settings are not judged here: a default added, a cap lowered, 1 written 1.0, or
-    # one left out; nor a shape's own record of wire content beside the messages
+    # one left out; nor a shape's own record of wire content beside the messages, nor a bare
+    # format that holds no schema
     harmless = [
         (("max_tokens", "1024"), ("temperature", "1")),
         (("max_tokens", "512"), ("stream", "false"), ("temperature", "1.0")),
         (("max_tokens", "1024"),),
         (("max_tokens", "1024"), ("temperature", "1"), ("x.extras", "{}")),
+        (("max_tokens", "1024"), ("response_format", '{"type":"text"}')),
     ]
     for params in harmless:
         assert verdict(*params).status == "pass", params
     added = verdict(("max_tokens", "1024"), ("response_format", schema))
     assert added.status == "fail"
-    assert added.title == "1 output schema(s) the session does not have"
+    assert added.title == "1 request field(s) of model-read text the session does not have"
     assert added.message.startswith('output schema response_format added: \'{"json_schema"')
     # Responses' text.format and Gemini's generationConfig.responseSchema, by their paths
     fmt = '{"format":{"type":"json_schema","name":"a","schema":{}}}'
@@ -160,6 +164,16 @@ def test_nothing_invented_names_an_output_schema_added_or_changed_and_nothing_el
     assert verdict(("generationConfig", config), shape="gemini").message.startswith(
         "output schema generationConfig.responseSchema added"
     )
+    # the same schema under the API's other spelling is the same schema
+    spelt = replace(given, params=(("generationConfig", config),))
+    snake = '{"generation_config":{"response_schema":{"type":"object"},"temperature":1}}'
+    respelt = ("generation_config", snake[len('{"generation_config":') : -1])
+    assert verdict(respelt, shape="gemini", session=spelt).status == "pass"
+    # context pulled from the provider's side (Responses), and Anthropic's schema
+    stored = verdict(("previous_response_id", '"resp_1"'), shape="openai-responses")
+    assert stored.message == "server-side context previous_response_id added: '\"resp_1\"'"
+    anthropic = '{"format":{"type":"json_schema","schema":{"type":"object"}}}'
+    assert verdict(("output_config", anthropic), shape="anthropic-messages").status == "fail"
 
 
 def test_a_request_of_exactly_the_budget_fits() -> None:

@@ -500,6 +500,8 @@ def test_a_prose_ledger_note_s_header_is_short_and_says_nothing_but_that() -> No
     assert _note_status(f"Side effects recorded by the ledger\n{PROSE}") == "ledger"
     assert _note_status(f"Side effects already done. {PROSE}") == "ledger"
     assert _note_status(f"Important: the following tool calls already ran. {PROSE}") == "ledger"
+    assert _note_status(f"Tool calls already made. {PROSE}") == "ledger"
+    assert _note_status(f"Actions already taken. {PROSE}") == "ledger"
     assert _note_status(f"{TWELVE}\n{PROSE}") == "ledger"
     assert _note_status(f"more {TWELVE}\n{PROSE}") == "invented"
     # a word beside them (the pinned system text's own sentence), a fact, or "call": no header
@@ -1313,3 +1315,32 @@ def test_a_thinking_block_sent_not_as_received_is_altered_at_must_dropped_at_sho
         assert check_statuses(scenario, outcome, "tool_payloads_intact") == {
             "tool_payloads_intact": verdict
         }
+
+
+def test_an_unsigned_reasoning_block_edited_is_judged_at_should_only() -> None:
+    # Bedrock carries other models' reasoning too (DeepSeek-R1): no signature, no evidence of a
+    # rejection, so an edit of it is reasoning_kept_with_ring's (should), not a 400
+    unsigned = {"reasoningContent": {"reasoningText": {"text": "plan"}}}
+    session = transcript(
+        {"role": "user", "text": "go"},
+        {
+            "role": "assistant",
+            "reasoning": [{"origin": "bedrock-converse", "data": unsigned}],
+            "calls": [{"id": "c1", "name": "f"}],
+        },
+        {"role": "tool", "results": [{"id": "c1", "text": "ok"}]},
+    )
+    original = session.messages[1]
+    (part,) = [p for p in original.parts if isinstance(p, ReasoningPart)]
+    edited = replace(part, data=part.data.replace('"plan"', '"planX"'))
+    altered = replace(original, parts=tuple(edited if p is part else p for p in original.parts))
+    view = _view(0, altered, 2, session=session)
+    assert [e.kind for e in _map(view, session, ledger=()).edits] == [
+        "reasoning_changed",
+        "reasoning_altered",
+    ]
+    outcome = assembled_outcome(session, view, shape="bedrock-converse")
+    scenario = replace(SCENARIO, session=session, ledger=())
+    assert check_statuses(scenario, outcome, "tool_payloads_intact") == {
+        "tool_payloads_intact": "pass"
+    }
