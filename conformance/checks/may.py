@@ -19,12 +19,12 @@ from conformance.scenarios import Scenario
 from reference_impl.transcript import FilePart, ImagePart, Message
 
 
-def _deleted(turn: Assembled) -> set[tuple[int, str]]:
+def _deleted(turn: Assembled) -> set[tuple[int, str, str]]:
     """What the turn's view left out, each deletion mode alike ("Deletion modes are equal"): the
     session messages it dropped, the results it cleared and the attachments it degraded."""
-    found = {(i, "") for i, s in enumerate(turn.identity.sources) if s == "dropped"}
+    found = {(i, "dropped", "") for i, s in enumerate(turn.identity.sources) if s == "dropped"}
     found.update(
-        (e.source, e.call_id or e.detail)  # a result by its call id, an attachment as named
+        (e.source, e.kind, e.call_id or e.detail)  # a result by its call id, an attachment as named
         for e in turn.identity.edits
         if e.kind in _DELETION_EDITS
     )
