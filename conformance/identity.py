@@ -844,6 +844,7 @@ _HEADER_WORDS: Final = frozenset(
         *("side-effects", "tool", "tools", "calls", "ledger", "execution", "entries", "entry"),
         *("already", "done", "executed", "completed", "performed", "ran", "recorded", "record"),
         *("made", "taken", "applied", "actions", "action", "operations", "already-executed"),
+        *("real-world", "external", "irreversible", "with", "that", "have", "had"),
         *("the", "a", "an", "of", "by", "these", "following", "were", "was", "have", "has"),
         *("been", "and", "so", "far", "earlier", "previously", "before", "important", "note"),
     )

@@ -502,6 +502,10 @@ def test_a_prose_ledger_note_s_header_is_short_and_says_nothing_but_that() -> No
     assert _note_status(f"Important: the following tool calls already ran. {PROSE}") == "ledger"
     assert _note_status(f"Tool calls already made. {PROSE}") == "ledger"
     assert _note_status(f"Actions already taken. {PROSE}") == "ledger"
+    important = (
+        "Important: the following tool calls have real-world side effects and already completed."
+    )
+    assert _note_status(f"{important} {PROSE}") == "ledger"
     assert _note_status(f"{TWELVE}\n{PROSE}") == "ledger"
     assert _note_status(f"more {TWELVE}\n{PROSE}") == "invented"
     # a word beside them (the pinned system text's own sentence), a fact, or "call": no header
