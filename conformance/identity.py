@@ -724,6 +724,7 @@ def _is_labelled_ledger_note(message: Message, ledger: Sequence[Mapping[str, Any
             line.endswith(":")
             or (line.startswith("[") and line.endswith("]"))
             or _only_fields(line, values)
+            or _bare_header([w for w in words if w])  # whatever ends it, as in the prose form
         ):
             return False
     return facts > 0

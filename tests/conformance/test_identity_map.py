@@ -449,10 +449,12 @@ KEYS = "- idempotency_key=notify-7781 resource_id=msg_991 status=succeeded"
 TWELVE = " ".join(["word"] * 11) + " executed:"
 
 
-def test_a_labelled_note_s_header_ends_with_a_colon_or_is_bracketed_and_short() -> None:
+def test_a_labelled_note_s_header_is_short_and_says_nothing_but_that() -> None:
     assert _note_status(f"Side effects already executed:\n{KEYS}") == "ledger"
     assert _note_status(f"[side-effect ledger]\n{KEYS}") == "ledger"
-    assert _note_status(f"Side effects already executed\n{KEYS}") == "invented"
+    # a header of header words needs no colon (punctuation is no fact); one with a status does
+    assert _note_status(f"Side effects already executed\n{KEYS}") == "ledger"
+    assert _note_status(f"Side effects failed\n{KEYS}") == "invented"
     assert _note_status(f"{TWELVE}\n{KEYS}") == "ledger"
     assert _note_status(f"more {TWELVE}\n{KEYS}") == "invented"
 
