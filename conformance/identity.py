@@ -841,13 +841,17 @@ def _bare_header(words: Sequence[str]) -> bool:
 
 _HEADER_WORDS: Final = frozenset(
     (
+        # what the note is about
         *("side", "effect", "effects", "side_effect", "side_effects", "side-effect"),
         *("side-effects", "tool", "tools", "calls", "ledger", "execution", "entries", "entry"),
-        *("already", "done", "executed", "completed", "performed", "ran", "recorded", "record"),
-        *("made", "taken", "applied", "actions", "action", "operations", "already-executed"),
-        *("real-world", "external", "irreversible", "with", "that", "have", "had"),
-        *("the", "a", "an", "of", "by", "these", "following", "were", "was", "have", "has"),
-        *("been", "and", "so", "far", "earlier", "previously", "before", "important", "note"),
+        *("actions", "action", "operations", "record", "note", "important"),
+        *("real-world", "external", "irreversible"),
+        # that its entries happened
+        *("already", "done", "executed", "completed", "performed", "ran", "recorded", "made"),
+        *("taken", "applied", "already-executed", "earlier", "previously", "before", "so", "far"),
+        # joining words
+        *("the", "a", "an", "of", "by", "with", "that", "these", "following", "and"),
+        *("were", "was", "have", "has", "had", "been"),
     )
 )
 """The words of a header without its colon: what a note is and that its entries happened."""

@@ -204,12 +204,15 @@ class _Items:
         self.out.append(message)
 
     def add_text(self, offset: int, role: Role, text: str) -> None:
-        """A user, system or developer message of one string, made with the id the transcript
-        gives it (the items start at ``offset``)."""
+        """A message of one string, made with the id the transcript gives it (the items start
+        at ``offset``); an assistant's only when nothing is open and the next item closes it,
+        as ``close_group`` would make it (a text calls nothing: no ring after it)."""
         if self.group is not None:  # closing nothing changes nothing: most items skip both
             self.close_group()
         if self.results:
             self.close_results()
+        if role == "assistant":
+            self.ring_ids = frozenset()
         out = self.out
         out.append(text_message_at(offset + len(out), role, text_part(text, role)))
 
@@ -228,21 +231,18 @@ def _map_items(given: Wire, offset: int | None) -> list[Message]:
     if not isinstance(values, list):
         given.items()  # the named error
     fold = _Items(offset)
-    out = fold.out
     easies = list(map(_plain_message, values))
     easies.append(None)  # past the last item: nothing to join
     for i in range(len(values)):
         easy = easies[i]
         if easy is not None and offset is not None:
             easy_role, text = easy
-            if easy_role != "assistant":
+            # an assistant text on its own (no group open to join, and the next item is a
+            # message, which would close it) is made at once too
+            if easy_role != "assistant" or (
+                fold.group is None and not fold.results and easies[i + 1] is not None
+            ):
                 fold.add_text(offset, easy_role, text)
-            elif fold.group is None and not fold.results and easies[i + 1] is not None:
-                # an assistant text on its own: no group open to join, and the next item is a
-                # message, which would close it: made at once, as ``close_group`` would
-                part = text_part(text, easy_role)
-                out.append(text_message_at(offset + len(out), "assistant", part))
-                fold.ring_ids = frozenset()
             else:
                 fold.add_assistant_message(given.at(i), [text_part(text, easy_role)], None)
             continue

@@ -503,7 +503,6 @@ _ID_OF = operator.attrgetter("id")
 _VALUE_COMPARISONS: Final = itertools.count()
 """Incremented by every ``Message.__eq__`` call (``same_messages``)."""
 _DIGEST_OF = operator.attrgetter("_digest")
-_set = object.__setattr__
 # Each slot's own setter: what ``object.__setattr__`` does for a frozen message, without its
 # lookup of the name (``text_message_at`` fills eight slots for most messages of a session).
 _SET_ROLE, _SET_PARTS, _SET_NAME, _SET_WIRE_ID, _SET_EMPTY, _SET_KIND, _SET_DIGEST, _SET_ID = (
@@ -551,7 +550,7 @@ def text_message_at(index: int, role: Role, part: TextPart | SummaryPart) -> Mes
             return message
         _SET_KIND(message, KIND_OTHER)
         _SET_DIGEST(message, "")
-    _set(message, "id", default_id(index, message))  # a new object: nobody else holds it yet
+    _SET_ID(message, default_id(index, message))  # a new object: nobody else holds it yet
     return message
 
 
