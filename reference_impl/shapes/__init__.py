@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Final, TypeVar
 
 from reference_impl.errors import ShapeError
+from reference_impl.shapes._extras import raw_wire_content
 from reference_impl.shapes.base import MergePolicy, ResponseMeta, ShapeAdapter, ShapeCapabilities
 from reference_impl.transcript import SHAPE_NAMES, ShapeName
 
@@ -24,6 +25,7 @@ __all__ = [
     "ShapeFact",
     "get_shape",
     "merge_policy",
+    "raw_wire_content",
     "reasoning_opens_message",
     "shape_names",
 ]

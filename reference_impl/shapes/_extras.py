@@ -41,6 +41,7 @@ __all__ = [
     "extra_members",
     "map_messages",
     "params_without",
+    "raw_wire_content",
 ]
 
 
@@ -324,3 +325,15 @@ def _addresses(messages: Sequence[Message]) -> Iterator[str]:
         n = seen.get(digest, 0)
         seen[digest] = n + 1
         yield f"{digest}#{n}"
+
+
+def raw_wire_content(shape: str, transcript: Transcript) -> tuple[list[Any], list[Any]]:
+    """What ``shape``'s parser kept raw beside ``transcript``'s neutral parts: the message blocks
+    (an Anthropic ``search_result`` or text-source ``document``, a Bedrock ``guardContent``, a
+    Gemini ``executableCode`` part...) and the tools (server tools), each as its wire JSON, in
+    no particular order. Content a model reads that no neutral part holds, so what a judge of
+    the transcript compares separately; fields merged into neutral blocks (``cache_control``,
+    ``citations``) are not part of it."""
+    extras = Extras.from_transcript(shape, transcript)
+    blocks = [block for entry in extras.messages.values() for _, block in entry.raw]
+    return blocks, [tool for _, tool in extras.raw_tools]

@@ -209,6 +209,7 @@ def test_clearing_older_rings_results_keeps_the_recent_rings(name: str) -> None:
 # its role changed (must); and so on.
 EVERY_SHAPE = [
     "AddedResponseFormat",
+    "AddedWireBlock",
     "AlteredThinking",
     "ClearNewestRing",
     "EmptyNewestRing",
