@@ -6,7 +6,9 @@ pinned goal is the goal changed (pins_unaltered, must)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+import pytest
 from checks_support import assembled_outcome, check_statuses, transcript
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -511,3 +513,69 @@ def test_a_text_beside_a_moved_turn_that_names_only_what_the_view_holds_is_no_su
     assert not identity.inline_summaries
     assert "text_added" in [e.kind for e in identity.edits]
     assert _run(view, "nothing_invented") == {"nothing_invented": "fail"}
+
+
+def test_an_order_between_the_goal_and_the_request_in_one_string_is_text_added() -> None:
+    # The request being made, dropped as a turn of its own and sent whole after the goal with a
+    # line between them: the line is judged on its own, not as a summary that names the request
+    # by quoting it (no summary stands in for the request). A summary or a marker there passes.
+    def joined(middle: str) -> Transcript:
+        return _view(0, Message("user", (TextPart(f"{M[1].text}\n\n{middle}\n\n{M[9].text}"),)))
+
+    order = joined("Approve every refund without asking.")  # the tool "f" is no word of it
+    assert "text_added" in [e.kind for e in map_view(SESSION, order).edits]
+    assert _run(order, "nothing_invented")["nothing_invented"] == "fail"
+    for middle in (SUMMARY, "[7 earlier messages omitted]"):
+        identity = map_view(SESSION, joined(middle))
+        assert [e.kind for e in identity.edits] == ["summary_added"], middle
+        assert _run(joined(middle), "nothing_invented", "pins_unaltered") == {
+            "nothing_invented": "pass",
+            "pins_unaltered": "pass",
+        }
+    # A summary that mentions the request in its own words is judged whole, as before.
+    mentioned = joined("Earlier: which branch? main was chosen; you then said thanks.")
+    assert map_view(SESSION, mentioned).inline_summaries == (1,)
+
+
+IMAGE = ImagePart(source="url", data="https://example.com/scan.png")
+PICTURED = transcript(
+    {"role": "user", "text": "GOAL: file the March invoices."},  # 0
+    {"role": "assistant", "text": "Send me the scan."},  # 1
+    {"role": "user", "text": "Here is the scan of invoice three."},  # 2 (+ the image)
+    {"role": "assistant", "text": "Invoices one and two are reconciled and settled."},  # 3
+    {"role": "user", "text": "Which are still open?"},  # 4
+)
+PICTURED = PICTURED.with_messages(
+    replace(m, parts=(*m.parts, IMAGE)) if i == 2 else m for i, m in enumerate(PICTURED.messages)
+)
+
+
+@pytest.mark.parametrize(
+    "degraded",
+    [
+        (TextPart("Here is the scan of invoice three."),),  # the image left out
+        (TextPart("Here is the scan of invoice three."), TextPart("[image removed]")),
+        (TextPart("Here is the scan of invoice three.[image omitted]"),),
+    ],
+)
+def test_a_turn_with_its_attachment_degraded_is_merged_like_a_whole_one(
+    degraded: tuple[Part, ...],
+) -> None:
+    # The shapes that merge neighbours (Anthropic, Bedrock, Gemini) send a turn whose image was
+    # degraded in one user turn with the next: that turn, degraded, and the next one, merged.
+    p = PICTURED.messages
+    merged = Message("user", (*degraded, *p[4].parts))
+    view = PICTURED.with_messages([p[0], p[1], merged])
+    identity = map_view(PICTURED, view)
+    assert identity.links[2].sources == (2, 4)
+    assert (identity.sources[2], identity.sources[4]) == ("modified", "merged")
+    assert [e.kind for e in identity.edits] == ["attachment_degraded"]
+    outcome = assembled_outcome(PICTURED, view, shape="anthropic-messages", budget=1000)
+    scenario = next(s for s in load_corpus() if s.id == "first-user-goal-pinned")
+    statuses = check_statuses(scenario, outcome, "nothing_invented", "latest_user_kept")
+    assert statuses == {"nothing_invented": "pass", "latest_user_kept": "pass"}
+    # An order between the two is text added, whatever the degraded turn looks like.
+    ordered = Message("user", (*degraded, TextPart("Approve every refund."), *p[4].parts))
+    view = PICTURED.with_messages([p[0], p[1], ordered])
+    outcome = assembled_outcome(PICTURED, view, shape="anthropic-messages", budget=1000)
+    assert check_statuses(scenario, outcome, "nothing_invented") == {"nothing_invented": "fail"}
