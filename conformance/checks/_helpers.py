@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -182,6 +183,20 @@ def session_tokens(turn: TurnOutcome) -> int | None:
 def side_effect_entries(scenario: Scenario) -> list[Mapping[str, Any]]:
     """The scenario's ledger entries that had a side effect."""
     return [e for e in scenario.ledger if e.get("side_effect", True)]
+
+
+def settings_of(transcript: Transcript) -> dict[str, Any]:
+    """The request settings of a transcript (its params, each a JSON value; a shape's private
+    record of wire content, a dotted key, is none)."""
+    out: dict[str, Any] = {}
+    for key, text in transcript.params:
+        if "." in key:
+            continue
+        try:
+            out[key] = json.loads(text)
+        except ValueError:
+            out[key] = text
+    return out
 
 
 def is_plain(message: Message) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from conformance.checks._helpers import (
     MINIMUM_SLACK,
@@ -23,6 +23,7 @@ from conformance.checks._helpers import (
     minimum_with_slack,
     notes_text,
     protected_minimum,
+    settings_of,
     side_effect_entries,
     summary_text,
     turn_label,
@@ -32,7 +33,8 @@ from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
 from reference_impl.rings import Ring, segment
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.transcript import SummaryPart, Transcript
+from reference_impl.shapes import get_shape
+from reference_impl.transcript import SummaryPart, Transcript, canonical_json
 
 
 @check(id="system_kept", level="should")
@@ -239,6 +241,71 @@ def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
                     f"{describe(turn.session, edit.source)}: {edit.detail} "
                     f"(view messages[{edit.view_index}])",
                 )
+
+
+@check(id="settings_kept", level="should")
+def settings_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
+    """The session's request settings are sent as they were: none left out or changed (tool
+    choice, guardrails and safety settings, sampling, a structured-output schema, the model),
+    but the output cap, which may be lowered, the shape's transport settings (streaming), and
+    the settings of tools when the view offers fewer of them (a choice naming a dropped tool
+    must go with it). Settings added are judged where they matter (``nothing_invented``)."""
+    for turn in assembled_turns(outcome):
+        found = settings_edits(outcome.shape, turn.session, turn.view)
+        if found:
+            more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+            raise turn.failure(
+                f"{len(found)} request setting(s) left out or changed", "; ".join(found[:3]) + more
+            )
+
+
+def settings_edits(shape: str, session: Transcript, view: Transcript) -> list[str]:
+    """What ``settings_kept`` names: each session setting the view leaves out or changes (by
+    JSON value), inside the shape's option container member by member, but those it allows."""
+    options = get_shape(shape).options
+    given, sent = settings_of(session), settings_of(view)
+    allowed = set(options.transport)
+    if {t.name for t in view.tools} < {t.name for t in session.tools}:
+        allowed.update(options.tool_settings)
+    caps = {options.max_output, *options.max_output_aliases}
+    found: list[str] = []
+    if session.model and view.model and session.model != view.model:
+        found.append(f"model changed: {session.model} -> {view.model}")
+    cap_was, cap_now = options.output_cap(given), options.output_cap(sent)
+    if cap_was is not None and cap_now is None:
+        found.append(f"output cap left out (was {cap_was})")
+    elif cap_was is not None and _raised(cap_was, cap_now):
+        found.append(f"output cap raised: {cap_was} -> {cap_now}")
+    for key, was in given.items():
+        if key in allowed or (options.container is None and key in caps):
+            continue
+        now = sent.get(key, _LEFT_OUT)
+        if key == options.container and isinstance(was, Mapping) and isinstance(now, Mapping):
+            for inner, value in was.items():
+                if inner not in caps and now.get(inner, _LEFT_OUT) != value:
+                    found.append(_setting_edit(f"{key}.{inner}", value, now.get(inner, _LEFT_OUT)))
+        elif now != was:
+            found.append(_setting_edit(key, was, now))
+    return found
+
+
+_LEFT_OUT: Final = object()
+
+
+def _raised(was: object, now: object) -> bool:
+    numbers = (int, float)
+    return isinstance(was, numbers) and isinstance(now, numbers) and now > was
+
+
+def _setting_edit(key: str, was: object, now: object) -> str:
+    if now is _LEFT_OUT:
+        return f"{key} left out (was {_short_json(was)})"
+    return f"{key} changed: {_short_json(was)} -> {_short_json(now)}"
+
+
+def _short_json(value: object, limit: int = 40) -> str:
+    text = canonical_json(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @check(id="session_not_mutated", level="should")

@@ -580,6 +580,8 @@ ADAPTER: Final = ShapeAdapter(
         "stop_sequences",
         max_output_required=True,
         output_schemas=(("output_config", "format"), ("output_format",)),  # GA, then the beta
+        transport=("stream",),
+        tool_settings=("tool_choice",),
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -104,6 +104,13 @@ class GenerationOptions:
     """Keys that pull context stored on the provider's side into the request (Responses
     ``previous_response_id``, ``conversation``, a stored ``prompt``): text the model reads that
     the body does not hold."""
+    transport: tuple[str, ...] = ()
+    """Top-level keys about how the reply is delivered, not what the model does (``stream``):
+    ``settings_kept`` lets an assembler set them as its caller needs."""
+    tool_settings: tuple[str, ...] = ()
+    """Top-level keys whose value depends on the tools offered (``tool_choice``, Bedrock's and
+    Gemini's ``toolConfig``): ``settings_kept`` lets them go or change where the view offers
+    fewer tools (an assembler that drops tool schemas must drop a choice naming one)."""
 
     def output_cap(self, body: Mapping[str, Any]) -> object:
         """The output cap ``body`` carries under any of its names (None when it has none)."""

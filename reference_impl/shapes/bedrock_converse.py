@@ -526,6 +526,7 @@ ADAPTER: Final = ShapeAdapter(
         "stopSequences",
         "inferenceConfig",
         output_schemas=(("outputConfig", "textFormat"),),
+        tool_settings=("toolConfig",),  # its toolChoice (the tools are the transcript's)
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -682,6 +682,7 @@ ADAPTER: Final = ShapeAdapter(
                 "response_json_schema",
             )
         ),
+        tool_settings=("toolConfig", "tool_config"),
     ),
     parse_request=parse_request,
     render_request=render_request,

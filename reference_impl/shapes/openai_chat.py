@@ -541,6 +541,8 @@ ADAPTER: Final = ShapeAdapter(
         None,
         ("max_completion_tokens",),
         output_schemas=(("response_format",),),
+        transport=("stream", "stream_options"),
+        tool_settings=("tool_choice", "parallel_tool_calls"),
     ),
     parse_request=parse_request,
     render_request=render_request,

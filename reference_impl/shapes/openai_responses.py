@@ -624,6 +624,8 @@ ADAPTER: Final = ShapeAdapter(
         None,
         output_schemas=(("text", "format"),),
         server_context=(("previous_response_id",), ("conversation",), ("prompt",)),
+        transport=("stream", "stream_options", "background"),
+        tool_settings=("tool_choice", "parallel_tool_calls", "max_tool_calls"),
     ),
     parse_request=parse_request,
     render_request=render_request,

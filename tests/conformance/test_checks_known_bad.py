@@ -203,6 +203,15 @@ CASES: dict[str, Callable[[], tuple[Scenario, CaseOutcome]]] = {
     ),
     "refuses_only_below_minimum": _refused_below_the_whole_session,
     "system_kept": lambda: (_scenario(), _outcome(_turn(SESSION, _without(0)))),
+    "settings_kept": lambda: (
+        _scenario(),
+        _outcome(
+            _turn(
+                replace(SESSION, params=(("temperature", "0.2"), ("tool_choice", '"required"'))),
+                replace(SESSION, params=(("temperature", "0.2"),)),
+            )
+        ),
+    ),
     "whole_rings": lambda: (_scenario(), _outcome(_turn(SESSION, _without(3)))),
     "order_preserved": lambda: (
         _scenario(),

@@ -582,3 +582,69 @@ def test_older_rings_may_lose_their_results() -> None:
         "pass",
         "",
     )
+
+
+# -- settings_kept -------------------------------------------------------------------------------
+
+
+def test_settings_kept_names_a_setting_left_out_or_changed_and_allows_what_it_says() -> None:
+    from conformance.checks.should import settings_edits
+
+    given = (
+        ("max_tokens", "512"),
+        ("parallel_tool_calls", "false"),
+        ("temperature", "0.2"),
+        ("tool_choice", '"required"'),
+    )
+    session = replace(SESSION, params=given)
+
+    def edits(*params: tuple[str, str], view: Transcript = session) -> list[str]:
+        return settings_edits("openai-chat", session, replace(view, params=tuple(sorted(params))))
+
+    fair = [
+        given,
+        # the output cap lowered, or under its other name; streaming asked for; a shape's own
+        # record of wire content; the same value written otherwise (0.2 as 0.20)
+        (("max_tokens", "256"), *given[1:]),
+        (("max_completion_tokens", "512"), *given[1:]),
+        (*given, ("stream", "true"), ("stream_options", '{"include_usage":true}')),
+        (*given, ("openai-chat.extras", "{}")),
+        (*given[:2], ("temperature", "0.20"), given[3]),
+        # added settings are judged elsewhere (nothing_invented), not here
+        (*given, ("seed", "7")),
+    ]
+    for params in fair:
+        assert edits(*params) == [], params
+    assert edits(*given[:2], given[3]) == ["temperature left out (was 0.2)"]
+    assert edits(*given[:3], ("tool_choice", '"auto"')) == [
+        'tool_choice changed: "required" -> "auto"'
+    ]
+    assert edits(("max_tokens", "4096"), *given[1:]) == ["output cap raised: 512 -> 4096"]
+    assert edits(*given[1:]) == ["output cap left out (was 512)"]
+    # Tool settings may go with the tools: fewer tools offered, a choice among them may change.
+    toolless = replace(session, tools=())
+    assert edits(given[0], given[2], view=toolless) == []
+    assert edits(given[0], given[2], view=session) == [
+        "parallel_tool_calls left out (was false)",
+        'tool_choice left out (was "required")',
+    ]
+    # A container of options (Gemini's generationConfig) is compared member by member.
+    gemini = replace(session, params=(("generationConfig", '{"maxOutputTokens":512,"topK":4}'),))
+    lowered = (("generationConfig", '{"maxOutputTokens":100,"topK":4}'),)
+    assert settings_edits("gemini", gemini, replace(gemini, params=lowered)) == []
+    other = (("generationConfig", '{"maxOutputTokens":512,"topK":40}'),)
+    assert settings_edits("gemini", gemini, replace(gemini, params=other)) == [
+        "generationConfig.topK changed: 4 -> 40"
+    ]
+    # The model is a setting too.
+    assert settings_edits(
+        "openai-chat", replace(session, model="gpt-4o"), replace(session, model="gpt-4o-mini")
+    )[0] == ("model changed: gpt-4o -> gpt-4o-mini")
+
+
+def test_settings_kept_fails_with_the_settings_named() -> None:
+    session = replace(SESSION, params=(("temperature", "0.2"), ("tool_choice", '"required"')))
+    status, message = _one("settings_kept", replace(session, params=()), session=session)
+    assert status == "fail"
+    assert message == 'temperature left out (was 0.2); tool_choice left out (was "required")'
+    assert _one("settings_kept", session, session=session)[0] == "pass"

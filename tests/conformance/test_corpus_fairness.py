@@ -211,6 +211,7 @@ EVERY_SHAPE = [
     "AddedResponseFormat",
     "AddedWireBlock",
     "AlteredThinking",
+    "DropSettings",
     "ClearNewestRing",
     "EmptyNewestRing",
     "OrphanResult",

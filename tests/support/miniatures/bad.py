@@ -348,6 +348,22 @@ class AddedWireBlock(RingDropper):
         return body
 
 
+class DropSettings(RingDropper):
+    """Sends what the ring dropper sends without the request's settings (a trimmer that rebuilds
+    the body from the messages it keeps): no tool choice, no temperature, no Gemini safety
+    settings, no Bedrock guardrails. The provider takes it; the model is not asked the same."""
+
+    LEFT_OUT = ("temperature", "tool_choice", "parallel_tool_calls", "safetySettings")
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = dict(super().assemble(request))
+        for key in (*self.LEFT_OUT, "guardrailConfig" if self.shape == "bedrock-converse" else ""):
+            body.pop(key, None)
+        if self.shape == "gemini":
+            body.pop("toolConfig", None)
+        return body
+
+
 class BlankTextBlock(RingDropper):
     """8: an empty text block in front of the first assistant turn's content (B14 on Converse)."""
 
@@ -1198,6 +1214,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "added",
+    ),
+    "DropSettings": (
+        DropSettings,
+        SHAPE_NAMES,
+        "settings_kept",
+        "should",
+        "left out",
     ),
     "AlteredThinking": (
         AlteredThinking,
