@@ -103,6 +103,7 @@ __all__ = [
     "contradicted_entry",
     "is_placeholder",
     "map_view",
+    "truncation_cut",
 ]
 
 OutputStatus: TypeAlias = Literal[
@@ -149,6 +150,13 @@ _TRUNCATION_MARK: Final = re.compile(
     r"(\s*(\.\.\.|\u2026|\[[^\]]{0,40}\]|\([^)]{0,40}\)))+\s*$|^\s*(\.\.\.|\u2026)"
 )
 """A trimmer's mark at the cut: an ellipsis or a short bracketed note ("[truncated]")."""
+
+
+def truncation_cut(text: str) -> str:
+    """``text`` without a trimmer's mark at its cut (:data:`_TRUNCATION_MARK`)."""
+    return _TRUNCATION_MARK.sub("", text)
+
+
 _WORD: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.=]*")
 _LEDGER_LABELS: Final = frozenset(
     (

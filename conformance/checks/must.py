@@ -19,19 +19,18 @@ from conformance.checks._helpers import (
     session_tokens,
     turn_label,
 )
+from conformance.checks._wire_content import added_wire_content
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.identity import Edit, contradicted_entry
 from conformance.scenarios import Scenario
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.shapes import get_shape, raw_wire_content
+from reference_impl.shapes import get_shape
 from reference_impl.transcript import (
     Message,
     ReasoningPart,
     SummaryPart,
     TextPart,
-    ToolCallPart,
-    ToolResultPart,
     Transcript,
     canonical_json,
 )
@@ -99,7 +98,7 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
     judged here)."""
     for turn in assembled_turns(outcome):
         schemas = _output_schema_edits(outcome.shape, turn.session, turn.view)
-        schemas += _raw_content_added(outcome.shape, turn.session, turn.view)
+        schemas += added_wire_content(outcome.shape, turn.session, turn.view)
         if schemas:
             raise turn.failure(
                 f"{len(schemas)} request field(s) of model-read text the session does not have",
@@ -162,84 +161,6 @@ def _output_schema_edits(shape: str, session: Transcript, view: Transcript) -> l
         if after is not _ABSENT and after != before:
             found.append(_named("server-side context", ".".join(path), before, after))
     return found
-
-
-def _raw_content_added(shape: str, session: Transcript, view: Transcript) -> list[str]:
-    """Wire content with no neutral part (``raw_wire_content``: an Anthropic ``search_result``
-    or text-source ``document`` block, a Bedrock ``guardContent``, a Gemini ``executableCode``
-    part, a server tool) that the view carries and the session does not: text the model reads,
-    beside the messages the identity map compares, and left out of the budget's count. A block
-    equal to one of the session's passes, and so does one whose text (its strings but the
-    ``type``, ``media_type`` and ``cache_control`` members, which name and mark it) all
-    stands in the session, a block shortened or a text moved; a tool the session did not
-    offer does not (a server tool, the capability with it)."""
-    given_blocks, given_tools = raw_wire_content(shape, session)
-    blocks, tools = raw_wire_content(shape, view)
-    if not blocks and not tools:
-        return []
-    found: list[str] = []
-    known_tools = {canonical_json(t) for t in given_tools}
-    found.extend(
-        f"server tool added: {_short(canonical_json(t))}"
-        for t in tools
-        if canonical_json(t) not in known_tools
-    )
-    known_blocks = {canonical_json(b) for b in given_blocks}
-    texts = "\x00".join(
-        [*_session_texts(session), *(s for b in given_blocks for s in _read_strings(b))]
-    )
-    for block in blocks:
-        if canonical_json(block) in known_blocks:
-            continue
-        new = next((s for s in _read_strings(block) if s not in texts), None)
-        if new is not None:
-            found.append(f"wire block {_block_name(block)} added: {_short(new)}")
-    return found
-
-
-def _block_name(block: object) -> str:
-    """A raw block's name: its ``type`` (Anthropic), else its one member (Bedrock's
-    ``guardContent``, Gemini's ``executableCode``)."""
-    if isinstance(block, Mapping):
-        kind = block.get("type")
-        if isinstance(kind, str):
-            return kind
-        if len(block) == 1:
-            return str(next(iter(block)))
-    return "?"
-
-
-_NAMING_MEMBERS: Final = frozenset({"type", "media_type", "cache_control"})
-
-
-def _read_strings(value: object) -> list[str]:
-    """The non-empty strings of a wire value, but under the members that name or mark a block."""
-    found: list[str] = []
-    if isinstance(value, str):
-        if value:
-            found.append(value)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if key not in _NAMING_MEMBERS:
-                found.extend(_read_strings(item))
-    elif isinstance(value, list):
-        for item in value:
-            found.extend(_read_strings(item))
-    return found
-
-
-def _session_texts(session: Transcript) -> list[str]:
-    """Every text of the session's messages: texts, summaries, results, call arguments."""
-    texts: list[str] = []
-    for message in session.messages:
-        for part in message.parts:
-            if isinstance(part, TextPart | SummaryPart):
-                texts.append(part.text)
-            elif isinstance(part, ToolResultPart):
-                texts.extend(p.text for p in part.content if isinstance(p, TextPart))
-            elif isinstance(part, ToolCallPart):
-                texts.extend((part.name, part.arguments))
-    return texts
 
 
 _ABSENT: Final = object()

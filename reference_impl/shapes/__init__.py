@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Final, TypeVar
 
 from reference_impl.errors import ShapeError
-from reference_impl.shapes._extras import raw_wire_content
+from reference_impl.shapes._extras import RawContent, raw_wire_content
 from reference_impl.shapes.base import MergePolicy, ResponseMeta, ShapeAdapter, ShapeCapabilities
 from reference_impl.transcript import SHAPE_NAMES, ShapeName
 
 __all__ = [
     "SHAPE_NAMES",
+    "RawContent",
     "ResponseMeta",
     "ShapeAdapter",
     "ShapeCapabilities",

@@ -36,6 +36,7 @@ from reference_impl.transcript.model import text_message_at
 __all__ = [
     "Extras",
     "MessageExtras",
+    "RawContent",
     "body_params",
     "canonical_of",
     "extra_members",
@@ -327,13 +328,41 @@ def _addresses(messages: Sequence[Message]) -> Iterator[str]:
         yield f"{digest}#{n}"
 
 
-def raw_wire_content(shape: str, transcript: Transcript) -> tuple[list[Any], list[Any]]:
-    """What ``shape``'s parser kept raw beside ``transcript``'s neutral parts: the message blocks
-    (an Anthropic ``search_result`` or text-source ``document``, a Bedrock ``guardContent``, a
-    Gemini ``executableCode`` part...) and the tools (server tools), each as its wire JSON, in
-    no particular order. Content a model reads that no neutral part holds, so what a judge of
-    the transcript compares separately; fields merged into neutral blocks (``cache_control``,
-    ``citations``) are not part of it."""
+@dataclass(frozen=True, slots=True)
+class RawContent:
+    """What a shape's parser kept raw beside a transcript's neutral parts (``raw_wire_content``)."""
+
+    blocks: tuple[tuple[Role | None, Any], ...]
+    """Message blocks with no neutral part (an Anthropic ``search_result`` or text-source
+    ``document``, a Bedrock ``guardContent`` or ``cachePoint``, a Gemini ``executableCode``
+    part), each with the role of the message that holds it (None: no message of the transcript
+    has its address)."""
+    fields: tuple[tuple[Role | None, dict[str, Any]], ...]
+    """Members of neutral blocks that no neutral part holds (``cache_control``, ``citations``,
+    a document's ``context``), one dict per block, with the role of its message."""
+    tools: tuple[Any, ...]
+    """Tools with no neutral form (server tools, a Bedrock ``cachePoint`` among the tools)."""
+    tool_fields: Mapping[str, Mapping[str, Any]]
+    """Members of function tools that no ``ToolSpec`` field holds, by tool name."""
+
+
+def raw_wire_content(shape: str, transcript: Transcript) -> RawContent:
+    """What ``shape``'s parser kept raw beside ``transcript``'s neutral parts (see
+    :class:`RawContent`), in no particular order: content a model may read that no neutral part
+    holds, which a judge of the transcript compares separately."""
     extras = Extras.from_transcript(shape, transcript)
-    blocks = [block for entry in extras.messages.values() for _, block in entry.raw]
-    return blocks, [tool for _, tool in extras.raw_tools]
+    roles: dict[str, Role] = {}
+    if extras.messages:
+        roles = {
+            address: message.role
+            for address, message in zip(
+                _addresses(transcript.messages), transcript.messages, strict=True
+            )
+        }
+    entries = extras.messages.items()
+    return RawContent(
+        blocks=tuple((roles.get(a), block) for a, e in entries for _, block in e.raw),
+        fields=tuple((roles.get(a), values) for a, e in entries for _, values in e.fields),
+        tools=tuple(tool for _, tool in extras.raw_tools),
+        tool_fields=extras.tool_fields,
+    )

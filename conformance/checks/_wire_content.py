@@ -1,0 +1,298 @@
+"""Wire content with no neutral part, compared between a session and its view (``nothing_invented``).
+
+The shapes keep what no neutral part holds beside the transcript (``raw_wire_content``): message
+blocks (an Anthropic ``search_result``, a text-source ``document``, a server tool's result; a
+Bedrock ``guardContent``; a Gemini ``executableCode`` part), members of neutral blocks (a
+document's ``context``, ``citations``), server tools and members of function tools
+(``input_examples``). The identity map never sees them, so a plug-in could put an order there.
+
+What the view may hold, and what it may not:
+
+* a block equal to one of the session's, for the same side (system/developer text, or the
+  conversation): a block moved into the system text is that block with the system's authority;
+* a block of the session's shortened: the same kind (and id, when it has one), its objects with
+  the same members, its lists a selection of the session's, its strings kept or cut short (with a
+  trimmer's mark or not), nothing else changed (a code execution result whose return code or
+  stderr changed is no shortening);
+* a new block whose text all stands in the session: a string equal to one of the session's
+  texts, or of three words or more found in what the session holds as material (results, call
+  arguments, its own raw blocks); a part of a user's sentence is not enough ("approve every
+  refund" cut from "never approve every refund");
+* markers, which carry no text: ``cache_control``, ``cachePoint``, ``defer_loading``; members that
+  name a kind (``type``, ``media_type``) when their value is an identifier; object keys that are
+  identifiers (a key that is a sentence is text);
+* a server tool the session offered, by its name (Gemini's by the member that names it, in either
+  spelling), however its entries are grouped and whatever its settings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from conformance.identity import truncation_cut
+from reference_impl.shapes import RawContent, raw_wire_content
+from reference_impl.transcript import (
+    Role,
+    SummaryPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    canonical_json,
+)
+from reference_impl.transcript.model import INSTRUCTION_ROLES
+
+__all__ = ["added_wire_content"]
+
+_MARKERS: Final = frozenset({"cache_control", "cachePoint", "defer_loading"})
+"""Members that mark a block or a tool (for caching, for loading) and carry no text."""
+_NAMING: Final = frozenset({"type", "media_type"})
+"""Members that name a block's kind, when their value is an identifier."""
+_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_.:/+\-]{1,64}")
+_IDS: Final = ("tool_use_id", "toolUseId", "id")
+_MATERIAL_WORDS: Final = 3
+"""The fewest words a string needs to be taken as a piece of the session's material."""
+
+
+def added_wire_content(shape: str, session: Transcript, view: Transcript) -> list[str]:
+    """What the view carries beside its messages that the session does not (module docstring),
+    one line each."""
+    sent = raw_wire_content(shape, view)
+    if not (sent.blocks or sent.fields or sent.tools or sent.tool_fields):
+        return []
+    given = raw_wire_content(shape, session)
+    known = _Known(session, given)
+    found = [f"server tool added: {name}" for name in sorted(_tool_names(sent.tools) - known.tools)]
+    for name, members in sent.tool_fields.items():
+        was = given.tool_fields.get(name, {})
+        for key, value in members.items():
+            if _is_marker(key, value) or canonical_json(value) == canonical_json(was.get(key)):
+                continue
+            new = known.new_text(value)
+            if new is not None:
+                found.append(f"tool {name} member {key} added: {_short(new)}")
+    for role, block in sent.blocks:
+        problem = known.block_problem(role, block)
+        if problem is not None:
+            found.append(problem)
+    for role, members in sent.fields:
+        for key, value in members.items():
+            if _is_marker(key, value) or known.has_field(role, key, value):
+                continue
+            new = known.new_text(value)
+            if new is not None:
+                found.append(f"block member {key} added: {_short(new)}")
+    return found
+
+
+class _Known:
+    """What the session holds, as the view's wire content is compared with it."""
+
+    def __init__(self, session: Transcript, given: RawContent) -> None:
+        self.tools = _tool_names(given.tools)
+        self.blocks: dict[bool, set[str]] = {True: set(), False: set()}
+        self.kinds: dict[str, list[Any]] = {}
+        for role, block in given.blocks:
+            stripped = _stripped(block)
+            self.blocks[_instruction(role)].add(canonical_json(stripped))
+            self.kinds.setdefault(_block_name(block), []).append(stripped)
+        self.fields: dict[tuple[bool, str], set[str]] = {}
+        for role, members in given.fields:
+            for key, value in members.items():
+                self.fields.setdefault((_instruction(role), key), set()).add(canonical_json(value))
+        material = [s for _, block in given.blocks for s in _strings(block)]
+        material += [s for _, members in given.fields for s in _strings(members)]
+        material += [s for members in given.tool_fields.values() for s in _strings(members)]
+        texts: list[str] = []
+        for message in session.messages:
+            for part in message.parts:
+                if isinstance(part, TextPart | SummaryPart):
+                    texts.append(part.text)
+                elif isinstance(part, ToolResultPart):
+                    material.extend(p.text for p in part.content if isinstance(p, TextPart))
+                elif isinstance(part, ToolCallPart):
+                    material.extend((part.name, part.arguments))
+        self.whole = {s.strip() for s in (*texts, *material) if s.strip()}
+        self.material = "\x00".join(material)
+
+    def has_field(self, role: Role | None, key: str, value: Any) -> bool:
+        return canonical_json(value) in self.fields.get((_instruction(role), key), set())
+
+    def block_problem(self, role: Role | None, block: Any) -> str | None:
+        """Why the view's ``block`` (in a message of ``role``) is not the session's, or None."""
+        stripped = _stripped(block)
+        if stripped == {} or canonical_json(stripped) in self.blocks[_instruction(role)]:
+            return None  # a marker (a Bedrock cachePoint), or the session's block
+        name = _block_name(block)
+        if _instruction(role):
+            where = "added to the system text"
+            if canonical_json(stripped) in self.blocks[False]:
+                return f"wire block {name} moved into the system text"
+            return f"wire block {name} {where}: {_short(canonical_json(stripped))}"
+        same_kind = self.kinds.get(name, [])
+        ident = _block_id(stripped)
+        problems = [_changed(stripped, was, name) for was in same_kind]
+        if any(p is None for p in problems):
+            return None  # the session's block, shortened
+        for was, problem in zip(same_kind, problems, strict=True):
+            if ident is not None and _block_id(was) == ident:
+                return f"wire block {name} changed: {problem}"
+        new = self.new_text(stripped)
+        return None if new is None else f"wire block {name} added: {_short(new)}"
+
+    def new_text(self, value: Any) -> str | None:
+        """The first text of ``value`` (strings, and keys that are no identifiers) that does not
+        stand in the session (module docstring), or None."""
+        for text in _texts(value):
+            cut = truncation_cut(text).strip() or text.strip()
+            if not cut or cut in self.whole or text.strip() in self.whole:
+                continue
+            if len(cut.split()) >= _MATERIAL_WORDS and cut in self.material:
+                continue
+            return text
+        return None
+
+
+def _instruction(role: Role | None) -> bool:
+    return role in INSTRUCTION_ROLES
+
+
+def _tool_names(tools: Sequence[Any]) -> set[str]:
+    """The server tools of raw tool entries: an entry's ``name``, else the members that name
+    one (Gemini's ``googleSearch``, in camel case), never a marker."""
+    names: set[str] = set()
+    for tool in tools:
+        if not isinstance(tool, Mapping):
+            names.add(canonical_json(tool))
+        elif isinstance(tool.get("name"), str):
+            names.add(tool["name"])
+        else:
+            names.update(_camel(str(k)) for k, v in tool.items() if not _is_marker(k, v))
+    return names
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _block_name(block: Any) -> str:
+    """A raw block's kind: its ``type`` (Anthropic), else its one member (Bedrock's
+    ``guardContent``, Gemini's ``executableCode``)."""
+    if isinstance(block, Mapping):
+        kind = block.get("type")
+        if isinstance(kind, str):
+            return kind
+        if len(block) == 1:
+            return str(next(iter(block)))
+    return "?"
+
+
+def _block_id(block: Any) -> str | None:
+    """The id a block answers or carries (``tool_use_id``, ``id``), at its top or one level in."""
+    for holder in (block, *(block.values() if isinstance(block, Mapping) else ())):
+        if isinstance(holder, Mapping):
+            for key in _IDS:
+                if isinstance(holder.get(key), str):
+                    return str(holder[key])
+    return None
+
+
+def _is_marker(key: object, value: Any) -> bool:
+    """A marker member: its name, and nothing in it but identifiers (``{"type": "ephemeral",
+    "ttl": "1h"}``); one that holds a sentence is text under a marker's name."""
+    return key in _MARKERS and all(
+        _IDENTIFIER.fullmatch(s) for s in (*_strings(value), *_keys(value))
+    )
+
+
+def _keys(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+
+
+def _stripped(value: Any) -> Any:
+    """``value`` without its markers, at any depth."""
+    if isinstance(value, Mapping):
+        return {k: _stripped(v) for k, v in value.items() if not _is_marker(k, v)}
+    if isinstance(value, list):
+        return [_stripped(v) for v in value]
+    return value
+
+
+def _changed(view: Any, was: Any, path: str) -> str | None:
+    """How ``view`` differs from ``was`` beyond a shortening (module docstring), or None."""
+    if isinstance(was, Mapping):
+        if not isinstance(view, Mapping):
+            return f"{path} is no object"
+        for key in was:
+            if key not in view:
+                return f"{path}.{key} left out"
+        for key in view:
+            if key not in was:
+                return f"{path}.{key} added"
+        for key, value in view.items():
+            problem = _changed(value, was[key], f"{path}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(was, list):
+        if not isinstance(view, list):
+            return f"{path} is no list"
+        position = 0
+        for k, item in enumerate(view):
+            while position < len(was) and _changed(item, was[position], path) is not None:
+                position += 1
+            if position == len(was):
+                return f"{path}[{k}] is none of the session's, in its order"
+            position += 1
+        return None
+    if isinstance(was, str) and isinstance(view, str):
+        if view == was:
+            return None
+        cut = truncation_cut(view).strip()
+        return None if cut and was.startswith(cut) else f"{path} changed: {_short(view)}"
+    return None if view == was else f"{path} changed: {_short(canonical_json(view))}"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a wire value (member values and list items)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """The text of a wire value: its strings but an identifier naming a kind (``type``,
+    ``media_type``), and its keys that are no identifiers; markers are skipped."""
+    if isinstance(value, str):
+        if value.strip():
+            yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if _is_marker(key, item):
+                continue
+            if not _IDENTIFIER.fullmatch(str(key)):
+                yield str(key)
+            if key in _NAMING and isinstance(item, str) and _IDENTIFIER.fullmatch(item):
+                continue
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
