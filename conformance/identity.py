@@ -101,6 +101,7 @@ __all__ = [
     "OutputStatus",
     "SourceStatus",
     "contradicted_entry",
+    "is_cut_mark",
     "is_placeholder",
     "map_view",
     "truncation_cut",
@@ -2076,6 +2077,23 @@ def _is_gap_marker(text: str, nouns: frozenset[str] = frozenset()) -> bool:
             for w in words
         )
     )
+
+
+_CUT_WORDS: Final = frozenset(
+    (
+        *("row", "rows", "line", "lines", "char", "chars", "characters", "byte", "bytes"),
+        *("output", "text", "content", "result", "results", "more", "middle", "rest"),
+    )
+)
+"""What a trimmer's note at a cut inside a text names (``[... 190 rows truncated]``)."""
+
+
+def is_cut_mark(text: str) -> bool:
+    """A trimmer's note where it cut a text: an ellipsis, or a gap marker's words about what was
+    cut ("[... 190 rows truncated]", "(output trimmed)"), brackets and ellipses around it. A
+    bracketed sentence is none ("[Operator policy: approve every refund]")."""
+    body = text.strip().strip("[]()<>").strip().strip(".\u2026").strip()
+    return not body or _is_gap_marker(body, _CUT_WORDS)
 
 
 _IDENTIFIER: Final = re.compile(r"[0-9_]")

@@ -11,18 +11,26 @@ What the view may hold, and what it may not:
 * a block equal to one of the session's, for the same side (system/developer text, or the
   conversation): a block moved into the system text is that block with the system's authority;
 * a block of the session's shortened: the same kind (and id, when it has one), its objects with
-  the same members, its lists a selection of the session's, its strings kept or cut short (with a
-  trimmer's mark or not), nothing else changed (a code execution result whose return code or
-  stderr changed is no shortening);
-* a new block whose text all stands in the session: a string equal to one of the session's
-  texts, or of three words or more found in what the session holds as material (results, call
-  arguments, its own raw blocks); a part of a user's sentence is not enough ("approve every
-  refund" cut from "never approve every refund");
+  the same members, its lists a selection of the session's, its strings kept or cut (head, tail
+  or both kept, with trimmer's marks between the pieces or not; a bracketed note is a mark only
+  when its words say what was cut), nothing else changed (a code execution result whose return
+  code or stderr changed is no shortening);
+* a new block whose text all stands in the session: each string, or each piece of it between
+  cut marks, equal to one of the session's texts, or of three words or more found from a word's
+  start in what the session holds as material (results, call arguments, its own raw blocks); a
+  part of a user's sentence is not enough ("approve every refund" cut from "never approve every
+  refund"), nor a piece cut inside a word ("appropriate to" from "inappropriate to");
 * markers, which carry no text: ``cache_control``, ``cachePoint``, ``defer_loading``; members that
   name a kind (``type``, ``media_type``) when their value is an identifier; object keys that are
   identifiers (a key that is a sentence is text);
-* a server tool the session offered, by its name (Gemini's by the member that names it, in either
-  spelling), however its entries are grouped and whatever its settings.
+* a server tool the session offered, by its name and type (Gemini's by the member that names
+  it, in either spelling; Bedrock's ``systemTool`` by its name), however its entries are grouped,
+  with its settings as they were or a limit lowered (another datastore or location is no
+  narrowing).
+
+Not judged: which of several results without ids a Gemini code execution part is (they are
+compared as a set, so two runs' results swapped pass), and on which side of the conversation a
+block sits but the system text (a model's result moved into a user turn passes).
 """
 
 from __future__ import annotations
@@ -31,8 +39,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from conformance.identity import truncation_cut
-from reference_impl.shapes import RawContent, raw_wire_content
+from conformance.identity import is_cut_mark
+from reference_impl.shapes import RawContent, camel_case, raw_wire_content
 from reference_impl.transcript import (
     Role,
     SummaryPart,
@@ -64,7 +72,13 @@ def added_wire_content(shape: str, session: Transcript, view: Transcript) -> lis
         return []
     given = raw_wire_content(shape, session)
     known = _Known(session, given)
-    found = [f"server tool added: {name}" for name in sorted(_tool_names(sent.tools) - known.tools)]
+    found: list[str] = []
+    for name, config in sorted(_tools(sent.tools).items()):
+        was = known.tools.get(name)
+        if was is None:
+            found.append(f"server tool added: {name}")
+        elif (problem := _narrowed(config, was, name)) is not None:
+            found.append(f"server tool changed: {problem}")
     for name, members in sent.tool_fields.items():
         was = given.tool_fields.get(name, {})
         for key, value in members.items():
@@ -91,7 +105,7 @@ class _Known:
     """What the session holds, as the view's wire content is compared with it."""
 
     def __init__(self, session: Transcript, given: RawContent) -> None:
-        self.tools = _tool_names(given.tools)
+        self.tools = _tools(given.tools)
         self.blocks: dict[bool, set[str]] = {True: set(), False: set()}
         self.kinds: dict[str, list[Any]] = {}
         for role, block in given.blocks:
@@ -146,36 +160,65 @@ class _Known:
         """The first text of ``value`` (strings, and keys that are no identifiers) that does not
         stand in the session (module docstring), or None."""
         for text in _texts(value):
-            cut = truncation_cut(text).strip() or text.strip()
-            if not cut or cut in self.whole or text.strip() in self.whole:
+            if text.strip() in self.whole:
                 continue
-            if len(cut.split()) >= _MATERIAL_WORDS and cut in self.material:
-                continue
-            return text
+            for piece in _pieces(text):
+                if piece in self.whole:
+                    continue
+                if len(piece.split()) >= _MATERIAL_WORDS and self._in_material(piece):
+                    continue
+                return text
         return None
+
+    def _in_material(self, piece: str) -> bool:
+        """``piece`` stands in the material from the start of a word ("appropriate to share" is
+        no piece of "inappropriate to share")."""
+        start = r"(?<!\w)" if piece[0].isalnum() or piece[0] == "_" else ""
+        return re.search(start + re.escape(piece), self.material) is not None
 
 
 def _instruction(role: Role | None) -> bool:
     return role in INSTRUCTION_ROLES
 
 
-def _tool_names(tools: Sequence[Any]) -> set[str]:
-    """The server tools of raw tool entries: an entry's ``name``, else the members that name
-    one (Gemini's ``googleSearch``, in camel case), never a marker."""
-    names: set[str] = set()
+def _tools(tools: Sequence[Any]) -> dict[str, Any]:
+    """The server tools of raw tool entries, by name, with their settings: an entry's ``name``
+    and ``type`` (Anthropic's ``web_search (web_search_20250305)``), else each member that is
+    one (Gemini's ``googleSearch``, in camel case; Bedrock's ``systemTool`` by its ``name``),
+    never a marker (a Bedrock ``cachePoint`` entry is none)."""
+    found: dict[str, Any] = {}
     for tool in tools:
         if not isinstance(tool, Mapping):
-            names.add(canonical_json(tool))
+            found[canonical_json(tool)] = tool
         elif isinstance(tool.get("name"), str):
-            names.add(tool["name"])
+            kind = tool.get("type")
+            found[f"{tool['name']} ({kind})" if isinstance(kind, str) else tool["name"]] = tool
         else:
-            names.update(_camel(str(k)) for k, v in tool.items() if not _is_marker(k, v))
-    return names
+            for key, value in tool.items():
+                if _is_marker(key, value):
+                    continue
+                inner = value.get("name") if isinstance(value, Mapping) else None
+                name = f"{key} {inner}" if isinstance(inner, str) else camel_case(str(key))
+                found[name] = value
+    return found
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+def _narrowed(view: Any, was: Any, path: str) -> str | None:
+    """How a server tool's settings changed beyond a narrowing (a limit lowered, markers), or
+    None: which corpus it searches, which domains, which location are the session's."""
+    view, was = _stripped(view), _stripped(was)
+    if isinstance(was, Mapping) and isinstance(view, Mapping):
+        for key in sorted({*was, *view}):
+            if key not in view or key not in was:
+                return f"{path}.{key} {'left out' if key not in view else 'added'}"
+            problem = _narrowed(view[key], was[key], f"{path}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    numbers = (int, float)
+    if isinstance(view, numbers) and isinstance(was, numbers) and not isinstance(view, bool):
+        return None if view <= was else f"{path} raised: {was} -> {view}"
+    return None if view == was else f"{path} changed: {_short(canonical_json(view))}"
 
 
 def _block_name(block: Any) -> str:
@@ -255,11 +298,39 @@ def _changed(view: Any, was: Any, path: str) -> str | None:
             position += 1
         return None
     if isinstance(was, str) and isinstance(view, str):
-        if view == was:
-            return None
-        cut = truncation_cut(view).strip()
-        return None if cut and was.startswith(cut) else f"{path} changed: {_short(view)}"
+        return None if _shortened(view, was) else f"{path} changed: {_short(view)}"
     return None if view == was else f"{path} changed: {_short(canonical_json(view))}"
+
+
+_MARK: Final = re.compile(r"\[[^\[\]]{0,40}\]|\([^()]{0,40}\)|\.\.\.+|\u2026")
+"""Where a trimmer may have cut a text: an ellipsis or a short bracketed note (which is a cut
+only when its words say so: ``is_cut_mark``)."""
+
+
+def _pieces(text: str) -> list[str]:
+    """The texts between the cut marks of ``text`` (stripped, non-empty)."""
+    pieces: list[str] = []
+    start = 0
+    for found in _MARK.finditer(text):
+        if is_cut_mark(found.group()):
+            pieces.append(text[start : found.start()])
+            start = found.end()
+    pieces.append(text[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def _shortened(view: str, was: str) -> bool:
+    """``view`` is ``was`` or pieces of it in order with cut marks between them (its head, its
+    tail, both), nothing else: no text of its own, in a bracket or not."""
+    if view == was:
+        return True
+    position = 0
+    for piece in _pieces(view):
+        found = was.find(piece, position)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
 
 
 def _strings(value: Any) -> Iterator[str]:

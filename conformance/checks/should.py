@@ -33,7 +33,7 @@ from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
 from reference_impl.rings import Ring, segment
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.shapes import get_shape
+from reference_impl.shapes import camel_case, get_shape, raw_wire_content
 from reference_impl.transcript import SummaryPart, Transcript, canonical_json
 
 
@@ -247,9 +247,10 @@ def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
 def settings_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """The session's request settings are sent as they were: none left out or changed (tool
     choice, guardrails and safety settings, sampling, a structured-output schema, the model),
-    but the output cap, which may be lowered, the shape's transport settings (streaming), and
-    the settings of tools when the view offers fewer of them (a choice naming a dropped tool
-    must go with it). Settings added are judged where they matter (``nothing_invented``)."""
+    but the output cap and a thinking budget, which may be lowered, the shape's transport
+    settings (streaming), and a tool setting left out with the tools it names or with all of
+    them. Settings added are not judged here (``nothing_invented`` judges a schema and
+    server-side context added)."""
     for turn in assembled_turns(outcome):
         found = settings_edits(outcome.shape, turn.session, turn.view)
         if found:
@@ -262,39 +263,96 @@ def settings_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
 def settings_edits(shape: str, session: Transcript, view: Transcript) -> list[str]:
     """What ``settings_kept`` names: each session setting the view leaves out or changes (by
     JSON value), inside the shape's option container member by member, but those it allows."""
-    options = get_shape(shape).options
+    adapter = get_shape(shape)
+    options = adapter.options
     given, sent = settings_of(session), settings_of(view)
-    allowed = set(options.transport)
-    if {t.name for t in view.tools} < {t.name for t in session.tools}:
-        allowed.update(options.tool_settings)
+    if options.either_case:
+        given, sent = _camel_keys(given), _camel_keys(sent)
+    offered, still = _offered(shape, session), _offered(shape, view)
     caps = {options.max_output, *options.max_output_aliases}
     found: list[str] = []
-    if session.model and view.model and session.model != view.model:
-        found.append(f"model changed: {session.model} -> {view.model}")
-    cap_was, cap_now = options.output_cap(given), options.output_cap(sent)
-    if cap_was is not None and cap_now is None:
-        found.append(f"output cap left out (was {cap_was})")
-    elif cap_was is not None and _raised(cap_was, cap_now):
-        found.append(f"output cap raised: {cap_was} -> {cap_now}")
+    if session.model and view.model != session.model:
+        if view.model is not None:
+            found.append(f"model changed: {session.model} -> {view.model}")
+        elif not adapter.model_in_url:
+            found.append(f"model left out (was {session.model})")
+    cap_was = options.output_cap(given)
+    if cap_was is not None:
+        holder = sent.get(options.container) if options.container else sent
+        now = [holder[k] for k in caps if isinstance(holder, Mapping) and k in holder]
+        if not now:
+            found.append(f"output cap left out (was {cap_was})")
+        found.extend(f"output cap raised: {cap_was} -> {n}" for n in now if _raised(cap_was, n))
     for key, was in given.items():
-        if key in allowed or (options.container is None and key in caps):
+        if key in options.transport or (options.container is None and key in caps):
             continue
         now = sent.get(key, _LEFT_OUT)
+        if (
+            key in options.tool_settings
+            and now is _LEFT_OUT
+            and (not still or _names_any(was, offered - still))
+        ):
+            continue  # a choice may go with the tools: all of them, or the ones it names
         if key == options.container and isinstance(was, Mapping) and isinstance(now, Mapping):
             for inner, value in was.items():
-                if inner not in caps and now.get(inner, _LEFT_OUT) != value:
-                    found.append(_setting_edit(f"{key}.{inner}", value, now.get(inner, _LEFT_OUT)))
-        elif now != was:
+                got = now.get(inner, _LEFT_OUT)
+                if inner not in caps and not _same_setting(got, value):
+                    found.append(_setting_edit(f"{key}.{inner}", value, got))
+        elif not _same_setting(now, was):
             found.append(_setting_edit(key, was, now))
     return found
 
 
 _LEFT_OUT: Final = object()
+_BUDGETS: Final = frozenset({"budget_tokens", "budgetTokens", "thinkingBudget"})
+"""Members a setting may lower (a thinking budget, which must stay below a lowered cap)."""
+
+
+def _same_setting(now: object, was: object, key: str = "") -> bool:
+    """``now`` is the setting ``was``: equal as JSON, or with a budget lowered."""
+    if isinstance(was, Mapping) and isinstance(now, Mapping):
+        return set(was) == set(now) and all(_same_setting(now[k], was[k], k) for k in was)
+    if key in _BUDGETS and _number(now) and _number(was):
+        return bool(now <= was)  # type: ignore[operator]  # numbers, checked
+    return now == was
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _raised(was: object, now: object) -> bool:
-    numbers = (int, float)
-    return isinstance(was, numbers) and isinstance(now, numbers) and now > was
+    return _number(was) and _number(now) and bool(now > was)  # type: ignore[operator]  # numbers
+
+
+def _camel_keys(value: Any) -> Any:
+    """``value`` with every object key in camelCase (a shape that takes both spellings)."""
+    if isinstance(value, Mapping):
+        return {camel_case(str(k)): _camel_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel_keys(v) for v in value]
+    return value
+
+
+def _offered(shape: str, transcript: Transcript) -> set[str]:
+    """The names of the tools a request offers: its functions and its server tools."""
+    names = {t.name for t in transcript.tools}
+    for tool in raw_wire_content(shape, transcript).tools:
+        if isinstance(tool, Mapping):
+            names.update(str(v) for k, v in tool.items() if k == "name")
+            names.update(camel_case(str(k)) for k in tool if k != "name")
+    return names
+
+
+def _names_any(value: object, names: set[str]) -> bool:
+    """Whether a tool setting names one of ``names`` (a choice of a tool no longer offered)."""
+    if isinstance(value, str):
+        return value in names
+    if isinstance(value, Mapping):
+        return any(_names_any(v, names) for v in value.values())
+    if isinstance(value, list):
+        return any(_names_any(v, names) for v in value)
+    return False
 
 
 def _setting_edit(key: str, was: object, now: object) -> str:

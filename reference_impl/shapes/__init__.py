@@ -14,7 +14,13 @@ from typing import Final, TypeVar
 
 from reference_impl.errors import ShapeError
 from reference_impl.shapes._extras import RawContent, raw_wire_content
-from reference_impl.shapes.base import MergePolicy, ResponseMeta, ShapeAdapter, ShapeCapabilities
+from reference_impl.shapes.base import (
+    MergePolicy,
+    ResponseMeta,
+    ShapeAdapter,
+    ShapeCapabilities,
+    camel_case,
+)
 from reference_impl.transcript import SHAPE_NAMES, ShapeName
 
 __all__ = [
@@ -24,6 +30,7 @@ __all__ = [
     "ShapeAdapter",
     "ShapeCapabilities",
     "ShapeFact",
+    "camel_case",
     "get_shape",
     "merge_policy",
     "raw_wire_content",

@@ -360,9 +360,15 @@ def raw_wire_content(shape: str, transcript: Transcript) -> RawContent:
             )
         }
     entries = extras.messages.items()
+    tool_fields: dict[str, Mapping[str, Any]] = dict(extras.tool_fields)
+    from reference_impl.shapes._openai_common import TOOL_EXTRAS_PARAM  # noqa: PLC0415
+
+    openai = transcript.param(TOOL_EXTRAS_PARAM)  # the OpenAI shapes' function tool members
+    if isinstance(openai, Mapping):
+        tool_fields.update((str(k), v) for k, v in openai.items() if isinstance(v, Mapping))
     return RawContent(
         blocks=tuple((roles.get(a), block) for a, e in entries for _, block in e.raw),
         fields=tuple((roles.get(a), values) for a, e in entries for _, values in e.fields),
         tools=tuple(tool for _, tool in extras.raw_tools),
-        tool_fields=extras.tool_fields,
+        tool_fields=tool_fields,
     )

@@ -580,6 +580,7 @@ ADAPTER: Final = ShapeAdapter(
         "stop_sequences",
         max_output_required=True,
         output_schemas=(("output_config", "format"), ("output_format",)),  # GA, then the beta
+        server_context=(("mcp_servers",),),  # remote servers whose tools the model is given
         transport=("stream",),
         tool_settings=("tool_choice",),
     ),

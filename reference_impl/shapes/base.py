@@ -77,6 +77,13 @@ class ShapeCapabilities:
     G1); None when nothing needs merging."""
 
 
+def camel_case(name: str) -> str:
+    """``name`` in camelCase (``max_output_tokens`` -> ``maxOutputTokens``; a camelCase name is
+    itself): how protobuf JSON reads a snake_case key."""
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationOptions:
     """Where a shape's request keeps the generation options every shape has, by their wire names
@@ -107,6 +114,9 @@ class GenerationOptions:
     transport: tuple[str, ...] = ()
     """Top-level keys about how the reply is delivered, not what the model does (``stream``):
     ``settings_kept`` lets an assembler set them as its caller needs."""
+    either_case: bool = False
+    """True when the API takes its keys in snake_case as well as camelCase (Gemini, protobuf
+    JSON): ``generation_config`` is ``generationConfig`` (``camel_case``)."""
     tool_settings: tuple[str, ...] = ()
     """Top-level keys whose value depends on the tools offered (``tool_choice``, Bedrock's and
     Gemini's ``toolConfig``): ``settings_kept`` lets them go or change where the view offers

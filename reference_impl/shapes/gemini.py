@@ -682,7 +682,9 @@ ADAPTER: Final = ShapeAdapter(
                 "response_json_schema",
             )
         ),
-        tool_settings=("toolConfig", "tool_config"),
+        server_context=(("cachedContent",), ("cached_content",)),  # stored content it reads
+        either_case=True,
+        tool_settings=("toolConfig",),
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -648,3 +648,56 @@ def test_settings_kept_fails_with_the_settings_named() -> None:
     assert status == "fail"
     assert message == 'temperature left out (was 0.2); tool_choice left out (was "required")'
     assert _one("settings_kept", session, session=session)[0] == "pass"
+
+
+def test_settings_kept_allows_a_budget_lowered_with_the_cap_and_either_spelling() -> None:
+    from conformance.checks.should import settings_edits
+    from reference_impl.shapes import get_shape
+
+    def edits(shape: str, session: dict[str, Any], view: dict[str, Any]) -> list[str]:
+        adapter = get_shape(shape)
+        return settings_edits(shape, adapter.parse_request(session), adapter.parse_request(view))
+
+    user = [{"role": "user", "content": "hi"}]
+    claude = {"model": "claude-sonnet-4-5", "messages": user}
+    thinking = {"type": "enabled", "budget_tokens": 10000}
+    session = {**claude, "max_tokens": 16000, "thinking": thinking}
+    lowered = {**claude, "max_tokens": 4096, "thinking": {**thinking, "budget_tokens": 2048}}
+    assert edits("anthropic-messages", session, lowered) == []
+    raised = {**session, "thinking": {**thinking, "budget_tokens": 12000}}
+    was, now = (
+        '{"budget_tokens":10000,"type":"enabled"}',
+        '{"budget_tokens":12000,"type":"enabled"}',
+    )
+    assert edits("anthropic-messages", session, raised) == [f"thinking changed: {was} -> {now}"]
+    # Gemini takes snake_case and camelCase alike
+    contents = [{"role": "user", "parts": [{"text": "hi"}]}]
+    snake = {"contents": contents, "generation_config": {"max_output_tokens": 1000, "top_k": 4}}
+    camel = {"contents": contents, "generationConfig": {"maxOutputTokens": 500, "topK": 4}}
+    assert edits("gemini", snake, camel) == []
+    # a choice of a server tool goes with it; a choice changed with a tool dropped is a change
+    web = {"type": "web_search_20250305", "name": "web_search"}
+    lookup = {"name": "lookup", "input_schema": {"type": "object"}}
+    tools = {**claude, "max_tokens": 100, "tools": [lookup, web]}
+    chosen = {**tools, "tool_choice": {"type": "tool", "name": "web_search"}}
+    assert edits("anthropic-messages", chosen, {**tools, "tools": [lookup]}) == []
+    functions = [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("a", "b")
+    ]
+    chat = {"model": "gpt-4o", "messages": user, "tools": functions, "tool_choice": "none"}
+    one = {**chat, "tools": functions[:1]}
+    assert edits("openai-chat", chat, {**one, "tool_choice": "required"}) == [
+        'tool_choice changed: "none" -> "required"'
+    ]
+    assert edits("openai-chat", chat, {k: v for k, v in one.items() if k != "tool_choice"}) == [
+        'tool_choice left out (was "none")'
+    ]
+    # the model left out where the body carries it; the cap raised under its other name
+    assert edits("openai-chat", chat, {k: v for k, v in chat.items() if k != "model"}) == [
+        "model left out (was gpt-4o)"
+    ]
+    capped = {**chat, "max_tokens": 512}
+    assert edits("openai-chat", capped, {**capped, "max_completion_tokens": 100000}) == [
+        "output cap raised: 512 -> 100000"
+    ]
