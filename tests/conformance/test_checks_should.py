@@ -701,3 +701,15 @@ def test_settings_kept_allows_a_budget_lowered_with_the_cap_and_either_spelling(
     assert edits("openai-chat", capped, {**capped, "max_completion_tokens": 100000}) == [
         "output cap raised: 512 -> 100000"
     ]
+
+
+def test_settings_kept_judges_every_setting_after_a_transport_one_and_an_equal_budget() -> None:
+    from conformance.checks.should import settings_edits
+
+    session = replace(SESSION, params=(("stream", "true"), ("temperature", "0.2")))
+    view = replace(SESSION, params=(("stream", "false"), ("temperature", "1")))
+    assert settings_edits("openai-chat", session, view) == ["temperature changed: 0.2 -> 1"]
+    thinking = '{"budget_tokens":1024,"type":"enabled"}'
+    given = replace(SESSION, params=(("max_tokens", "4096"), ("thinking", thinking)))
+    lowered = replace(SESSION, params=(("max_tokens", "2048"), ("thinking", thinking)))
+    assert settings_edits("anthropic-messages", given, lowered) == []
