@@ -80,9 +80,8 @@ def added_wire_content(shape: str, session: Transcript, view: Transcript) -> lis
         elif (problem := _narrowed(config, was, name)) is not None:
             found.append(f"server tool changed: {problem}")
     for name, members in sent.tool_fields.items():
-        was = given.tool_fields.get(name, {})
         for key, value in members.items():
-            if _is_marker(key, value) or canonical_json(value) == canonical_json(was.get(key)):
+            if _is_marker(key, value):
                 continue
             new = known.new_text(value)
             if new is not None:
@@ -91,9 +90,9 @@ def added_wire_content(shape: str, session: Transcript, view: Transcript) -> lis
         problem = known.block_problem(role, block)
         if problem is not None:
             found.append(problem)
-    for role, members in sent.fields:
+    for _role, members in sent.fields:
         for key, value in members.items():
-            if _is_marker(key, value) or known.has_field(role, key, value):
+            if _is_marker(key, value):
                 continue
             new = known.new_text(value)
             if new is not None:
@@ -112,10 +111,6 @@ class _Known:
             stripped = _stripped(block)
             self.blocks[_instruction(role)].add(canonical_json(stripped))
             self.kinds.setdefault(_block_name(block), []).append(stripped)
-        self.fields: dict[tuple[bool, str], set[str]] = {}
-        for role, members in given.fields:
-            for key, value in members.items():
-                self.fields.setdefault((_instruction(role), key), set()).add(canonical_json(value))
         material = [s for _, block in given.blocks for s in _strings(block)]
         material += [s for _, members in given.fields for s in _strings(members)]
         material += [s for members in given.tool_fields.values() for s in _strings(members)]
@@ -130,9 +125,6 @@ class _Known:
                     material.extend((part.name, part.arguments))
         self.whole = {s.strip() for s in (*texts, *material) if s.strip()}
         self.material = "\x00".join(material)
-
-    def has_field(self, role: Role | None, key: str, value: Any) -> bool:
-        return canonical_json(value) in self.fields.get((_instruction(role), key), set())
 
     def block_problem(self, role: Role | None, block: Any) -> str | None:
         """Why the view's ``block`` (in a message of ``role``) is not the session's, or None."""
