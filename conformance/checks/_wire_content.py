@@ -80,24 +80,22 @@ def added_wire_content(shape: str, session: Transcript, view: Transcript) -> lis
         elif (problem := _narrowed(config, was, name)) is not None:
             found.append(f"server tool changed: {problem}")
     for name, members in sent.tool_fields.items():
-        for key, value in members.items():
-            if _is_marker(key, value):
-                continue
-            new = known.new_text(value)
-            if new is not None:
-                found.append(f"tool {name} member {key} added: {_short(new)}")
+        found.extend(_members_added(known, members, f"tool {name} member"))
     for role, block in sent.blocks:
         problem = known.block_problem(role, block)
         if problem is not None:
             found.append(problem)
     for _role, members in sent.fields:
-        for key, value in members.items():
-            if _is_marker(key, value):
-                continue
-            new = known.new_text(value)
-            if new is not None:
-                found.append(f"block member {key} added: {_short(new)}")
+        found.extend(_members_added(known, members, "block member"))
     return found
+
+
+def _members_added(known: _Known, members: Mapping[str, Any], label: str) -> Iterator[str]:
+    """A line for each member (of a neutral block, of a function tool) whose text does not stand
+    in the session; markers hold none."""
+    for key, value in members.items():
+        if not _is_marker(key, value) and (new := known.new_text(value)) is not None:
+            yield f"{label} {key} added: {_short(new)}"
 
 
 class _Known:
