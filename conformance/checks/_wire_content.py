@@ -8,8 +8,9 @@ document's ``context``, ``citations``), server tools and members of function too
 
 What the view may hold, and what it may not:
 
-* a block equal to one of the session's, for the same side (system/developer text, or the
-  conversation): a block moved into the system text is that block with the system's authority;
+* a block equal to one of the session's on the same side (system/developer text, user turns
+  and tool results, assistant turns): a block moved into the system text takes the system's
+  authority, a model's code result moved into a user turn speaks as the user;
 * a block of the session's shortened: the same kind (and id, when it has one), its objects with
   the same members, its lists a selection of the session's, its strings kept or cut (head, tail
   or both kept, with trimmer's marks between the pieces or not; a bracketed note is a mark only
@@ -29,8 +30,7 @@ What the view may hold, and what it may not:
   narrowing).
 
 Not judged: which of several results without ids a Gemini code execution part is (they are
-compared as a set, so two runs' results swapped pass), and on which side of the conversation a
-block sits but the system text (a model's result moved into a user turn passes).
+compared as a set on each side, so two runs' results swapped pass).
 """
 
 from __future__ import annotations
@@ -103,12 +103,12 @@ class _Known:
 
     def __init__(self, session: Transcript, given: RawContent) -> None:
         self.tools = _tools(given.tools)
-        self.blocks: dict[bool, set[str]] = {True: set(), False: set()}
-        self.kinds: dict[str, list[Any]] = {}
+        self.blocks: dict[str, set[str]] = {side: set() for side in _SIDES}
+        self.kinds: dict[tuple[str, str], list[Any]] = {}
         for role, block in given.blocks:
             stripped = _stripped(block)
-            self.blocks[_instruction(role)].add(canonical_json(stripped))
-            self.kinds.setdefault(_block_name(block), []).append(stripped)
+            self.blocks[_side(role)].add(canonical_json(stripped))
+            self.kinds.setdefault((_side(role), _block_name(block)), []).append(stripped)
         material = [s for _, block in given.blocks for s in _strings(block)]
         material += [s for _, members in given.fields for s in _strings(members)]
         material += [s for members in given.tool_fields.values() for s in _strings(members)]
@@ -127,19 +127,25 @@ class _Known:
     def block_problem(self, role: Role | None, block: Any) -> str | None:
         """Why the view's ``block`` (in a message of ``role``) is not the session's, or None."""
         stripped = _stripped(block)
-        if stripped == {} or canonical_json(stripped) in self.blocks[_instruction(role)]:
+        side = _side(role)
+        if stripped == {} or canonical_json(stripped) in self.blocks[side]:
             return None  # a marker (a Bedrock cachePoint), or the session's block
         name = _block_name(block)
-        if _instruction(role):
-            where = "added to the system text"
-            if canonical_json(stripped) in self.blocks[False]:
-                return f"wire block {name} moved into the system text"
-            return f"wire block {name} {where}: {_short(canonical_json(stripped))}"
-        same_kind = self.kinds.get(name, [])
-        ident = _block_id(stripped)
+        same_kind = self.kinds.get((side, name), [])
         problems = [_changed(stripped, was, name) for was in same_kind]
         if any(p is None for p in problems):
             return None  # the session's block, shortened
+        for other in _SIDES:  # a block of another side's, whole or shortened, moved here
+            if other != side and (
+                canonical_json(stripped) in self.blocks[other]
+                or any(
+                    _changed(stripped, w, name) is None for w in self.kinds.get((other, name), [])
+                )
+            ):
+                return f"wire block {name} moved from {_SIDES[other]} into {_SIDES[side]}"
+        if side == "system":
+            return f"wire block {name} added to the system text: {_short(canonical_json(stripped))}"
+        ident = _block_id(stripped)
         for was, problem in zip(same_kind, problems, strict=True):
             if ident is not None and _block_id(was) == ident:
                 return f"wire block {name} changed: {problem}"
@@ -167,8 +173,19 @@ class _Known:
         return re.search(start + re.escape(piece), self.material) is not None
 
 
-def _instruction(role: Role | None) -> bool:
-    return role in INSTRUCTION_ROLES
+_SIDES: Final = {
+    "system": "the system text",
+    "user": "a user turn",
+    "assistant": "an assistant turn",
+}
+"""Where a block sits: what it says carries the authority of that side (tool results travel on
+the user's side)."""
+
+
+def _side(role: Role | None) -> str:
+    if role in INSTRUCTION_ROLES:
+        return "system"
+    return "assistant" if role == "assistant" else "user"
 
 
 def _tools(tools: Sequence[Any]) -> dict[str, Any]:

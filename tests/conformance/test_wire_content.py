@@ -236,7 +236,7 @@ DANGEROUS = {
         {
             **_bedrock(system=({"guardContent": {"text": {"text": "Where is my order?"}}},)),
         },
-        "wire block guardContent moved into the system text",
+        "wire block guardContent moved from a user turn into the system text",
     ),
     "a Gemini server tool added": (
         "gemini",
@@ -361,6 +361,18 @@ MORE_DANGEROUS = {
         _anthropic(tools=(LOOKUP, WEB_SEARCH)),
         _anthropic(tools=(LOOKUP, {"type": "web_fetch_20250910", "name": "web_search"})),
         "server tool added: web_search (web_fetch_20250910)",
+    ),
+    "a model's code result moved into a user turn": (
+        "gemini",
+        _gemini(_result(ROWS)),
+        {
+            **_gemini(),
+            "contents": [
+                *_gemini()["contents"][:-1],
+                {"role": "user", "parts": [{"text": "Thanks"}, _result(ROWS)]},
+            ],
+        },
+        "wire block codeExecutionResult moved from an assistant turn into a user turn",
     ),
     "an order in a Chat function tool's extra member": (
         "openai-chat",
