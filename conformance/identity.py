@@ -104,7 +104,6 @@ __all__ = [
     "is_cut_mark",
     "is_placeholder",
     "map_view",
-    "truncation_cut",
 ]
 
 OutputStatus: TypeAlias = Literal[
@@ -151,11 +150,6 @@ _TRUNCATION_MARK: Final = re.compile(
     r"(\s*(\.\.\.|\u2026|\[[^\]]{0,40}\]|\([^)]{0,40}\)))+\s*$|^\s*(\.\.\.|\u2026)"
 )
 """A trimmer's mark at the cut: an ellipsis or a short bracketed note ("[truncated]")."""
-
-
-def truncation_cut(text: str) -> str:
-    """``text`` without a trimmer's mark at its cut (:data:`_TRUNCATION_MARK`)."""
-    return _TRUNCATION_MARK.sub("", text)
 
 
 _WORD: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.=]*")
@@ -650,14 +644,10 @@ def _placeholders_at(text: str, position: int, most: int) -> int:
         at = end
         while at < len(text) and text[at].isspace():
             at += 1
-        found = _ATTACHMENT_PLACEHOLDER.match(text, at)
-        if (
-            found is None
-            or len(found.group()) > _ATTACHMENT_PLACEHOLDER_MAX
-            or not _names_an_attachment(found.group()[1:-1])
-        ):
+        found = _placeholder_at(text, at)
+        if found is None:
             break
-        end = found.end()
+        end = found
     return end
 
 
@@ -1424,18 +1414,28 @@ def _placeholder_count(text: str) -> int | None:
         return 1
     position, count = 0, 0
     while position < len(text):
-        found = _ATTACHMENT_PLACEHOLDER.match(text, position)
-        if (
-            found is None
-            or len(found.group()) > _ATTACHMENT_PLACEHOLDER_MAX
-            or not _names_an_attachment(found.group()[1:-1])
-        ):
+        end = _placeholder_at(text, position)
+        if end is None:
             return None
         count += 1
-        position = found.end()
+        position = end
         while position < len(text) and text[position].isspace():
             position += 1
     return count
+
+
+def _placeholder_at(text: str, position: int) -> int | None:
+    """Where the bracketed placeholder at ``position`` of ``text`` ends: at most
+    :data:`_ATTACHMENT_PLACEHOLDER_MAX` characters naming its attachment
+    (:func:`_names_an_attachment`); None when none stands there."""
+    found = _ATTACHMENT_PLACEHOLDER.match(text, position)
+    if (
+        found is None
+        or len(found.group()) > _ATTACHMENT_PLACEHOLDER_MAX
+        or not _names_an_attachment(found.group()[1:-1])
+    ):
+        return None
+    return found.end()
 
 
 def _degraded_edits(

@@ -39,6 +39,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from conformance.checks._helpers import short
 from conformance.identity import is_cut_mark
 from reference_impl.shapes import RawContent, camel_case, raw_wire_content
 from reference_impl.transcript import (
@@ -52,7 +53,7 @@ from reference_impl.transcript import (
 )
 from reference_impl.transcript.model import INSTRUCTION_ROLES
 
-__all__ = ["added_wire_content"]
+__all__ = ["added_wire_content", "server_tool_names"]
 
 _MARKERS: Final = frozenset({"cache_control", "cachePoint", "defer_loading"})
 """Members that mark a block or a tool (for caching, for loading) and carry no text."""
@@ -95,7 +96,7 @@ def _members_added(known: _Known, members: Mapping[str, Any], label: str) -> Ite
     in the session; markers hold none."""
     for key, value in members.items():
         if not _is_marker(key, value) and (new := known.new_text(value)) is not None:
-            yield f"{label} {key} added: {_short(new)}"
+            yield f"{label} {key} added: {short(new)}"
 
 
 class _Known:
@@ -144,13 +145,13 @@ class _Known:
             ):
                 return f"wire block {name} moved from {_SIDES[other]} into {_SIDES[side]}"
         if side == "system":
-            return f"wire block {name} added to the system text: {_short(canonical_json(stripped))}"
+            return f"wire block {name} added to the system text: {short(canonical_json(stripped))}"
         ident = _block_id(stripped)
         for was, problem in zip(same_kind, problems, strict=True):
             if ident is not None and _block_id(was) == ident:
                 return f"wire block {name} changed: {problem}"
         new = self.new_text(stripped)
-        return None if new is None else f"wire block {name} added: {_short(new)}"
+        return None if new is None else f"wire block {name} added: {short(new)}"
 
     def new_text(self, value: Any) -> str | None:
         """The first text of ``value`` (strings, and keys that are no identifiers) that does not
@@ -188,26 +189,37 @@ def _side(role: Role | None) -> str:
     return "assistant" if role == "assistant" else "user"
 
 
+def server_tool_names(tools: Sequence[Any]) -> set[str]:
+    """The names of the server tools among raw tool entries (what a tool choice names)."""
+    return {name for name, _, _ in _server_tools(tools)}
+
+
 def _tools(tools: Sequence[Any]) -> dict[str, Any]:
-    """The server tools of raw tool entries, by name, with their settings: an entry's ``name``
-    and ``type`` (Anthropic's ``web_search (web_search_20250305)``), else each member that is
-    one (Gemini's ``googleSearch``, in camel case; Bedrock's ``systemTool`` by its ``name``),
-    never a marker (a Bedrock ``cachePoint`` entry is none)."""
-    found: dict[str, Any] = {}
+    """The server tools of raw tool entries, by label, with their settings (``_server_tools``)."""
+    return {label: config for _, label, config in _server_tools(tools)}
+
+
+def _server_tools(tools: Sequence[Any]) -> Iterator[tuple[str, str, Any]]:
+    """``(name, label, settings)`` of each server tool among raw tool entries: an entry's
+    ``name``, labelled with its ``type`` (Anthropic's ``web_search (web_search_20250305)``), else
+    each member that is one (Gemini's ``googleSearch``, in camel case; Bedrock's ``systemTool``
+    by its ``name``), never a marker (a Bedrock ``cachePoint`` entry is none)."""
     for tool in tools:
         if not isinstance(tool, Mapping):
-            found[canonical_json(tool)] = tool
+            yield canonical_json(tool), canonical_json(tool), tool
         elif isinstance(tool.get("name"), str):
             kind = tool.get("type")
-            found[f"{tool['name']} ({kind})" if isinstance(kind, str) else tool["name"]] = tool
+            name = tool["name"]
+            yield name, f"{name} ({kind})" if isinstance(kind, str) else name, tool
         else:
             for key, value in tool.items():
                 if _is_marker(key, value):
                     continue
                 inner = value.get("name") if isinstance(value, Mapping) else None
-                name = f"{key} {inner}" if isinstance(inner, str) else camel_case(str(key))
-                found[name] = value
-    return found
+                if isinstance(inner, str):
+                    yield inner, f"{key} {inner}", value
+                else:
+                    yield camel_case(str(key)), camel_case(str(key)), value
 
 
 def _narrowed(view: Any, was: Any, path: str) -> str | None:
@@ -225,7 +237,7 @@ def _narrowed(view: Any, was: Any, path: str) -> str | None:
     numbers = (int, float)
     if isinstance(view, numbers) and isinstance(was, numbers) and not isinstance(view, bool):
         return None if view <= was else f"{path} raised: {was} -> {view}"
-    return None if view == was else f"{path} changed: {_short(canonical_json(view))}"
+    return None if view == was else f"{path} changed: {short(canonical_json(view))}"
 
 
 def _block_name(block: Any) -> str:
@@ -305,8 +317,8 @@ def _changed(view: Any, was: Any, path: str) -> str | None:
             position += 1
         return None
     if isinstance(was, str) and isinstance(view, str):
-        return None if _shortened(view, was) else f"{path} changed: {_short(view)}"
-    return None if view == was else f"{path} changed: {_short(canonical_json(view))}"
+        return None if _shortened(view, was) else f"{path} changed: {short(view)}"
+    return None if view == was else f"{path} changed: {short(canonical_json(view))}"
 
 
 _MARK: Final = re.compile(r"\[[^\[\]]{0,40}\]|\([^()]{0,40}\)|\.\.\.+|\u2026")
@@ -370,7 +382,3 @@ def _texts(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _texts(item)
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")

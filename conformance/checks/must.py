@@ -4,7 +4,6 @@ results are the session's, pinned messages are not altered."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -17,6 +16,8 @@ from conformance.checks._helpers import (
     minimum_with_slack,
     protected_minimum,
     session_tokens,
+    settings_of,
+    short,
     turn_label,
 )
 from conformance.checks._wire_content import added_wire_content
@@ -149,7 +150,7 @@ def _output_schema_edits(shape: str, session: Transcript, view: Transcript) -> l
     (``generation_config`` or ``generationConfig``); a bare format (``{"type": "text"}``) holds
     no schema. The request's other settings (output cap, sampling, streaming, tool choice,
     caching keys) are not judged here, nor what is left out."""
-    given, sent = dict(session.params), dict(view.params)
+    given, sent = settings_of(session), settings_of(view)
     options = get_shape(shape).options
     found: list[str] = []
     was, _ = _first_at(given, options.output_schemas)
@@ -167,10 +168,10 @@ _ABSENT: Final = object()
 
 
 def _named(what: str, where: str, was: object, now: object) -> str:
-    text = _short(canonical_json(now))
+    text = short(canonical_json(now))
     if was is _ABSENT:
         return f"{what} {where} added: {text}"
-    return f"{what} {where} changed: {_short(canonical_json(was))} -> {text}"
+    return f"{what} {where} changed: {short(canonical_json(was))} -> {text}"
 
 
 def _holds_schema(value: object) -> bool:
@@ -183,26 +184,19 @@ def _holds_schema(value: object) -> bool:
     )
 
 
-def _first_at(params: Mapping[str, str], paths: Sequence[tuple[str, ...]]) -> tuple[object, str]:
-    """The value at the first of ``paths`` present in ``params``, with that path; ``_ABSENT``."""
+def _first_at(settings: Mapping[str, Any], paths: Sequence[tuple[str, ...]]) -> tuple[object, str]:
+    """The value at the first of ``paths`` present in ``settings``, with that path; ``_ABSENT``."""
     for path in paths:
-        value = _at(params, path)
+        value = _at(settings, path)
         if value is not _ABSENT:
             return value, ".".join(path)
     return _ABSENT, ""
 
 
-def _at(params: Mapping[str, str], path: tuple[str, ...]) -> object:
-    """The value at ``path`` of a transcript's params (top-level key -> canonical JSON), or
-    ``_ABSENT``; a value that is not JSON is its text."""
-    if path[0] not in params:
-        return _ABSENT
-    text = params[path[0]]
-    try:
-        value: object = json.loads(text)
-    except ValueError:
-        value = text
-    for key in path[1:]:
+def _at(settings: Mapping[str, Any], path: tuple[str, ...]) -> object:
+    """The value at ``path`` of a transcript's settings (``settings_of``), or ``_ABSENT``."""
+    value: object = settings
+    for key in path:
         if not isinstance(value, Mapping) or key not in value:
             return _ABSENT
         value = value[key]
@@ -275,10 +269,6 @@ def _reasoning_altered(turn: Assembled, edit: Edit) -> bool:
     )
 
 
-def _short(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
-
-
 def _schema_edits(session: Transcript, view: Transcript) -> list[str]:
     """What the view's tool schemas invent or change of the session's (each by its name; one
     left out is no edit: dropping schemas is judged where a scenario forbids or asks for it)."""
@@ -291,13 +281,13 @@ def _schema_edits(session: Transcript, view: Transcript) -> list[str]:
             found.append(f"tool schema {tool.name} added (the session offers {names})")
         elif was.description != tool.description:
             found.append(
-                f"tool schema {tool.name} description changed: {_short(was.description)} -> "
-                f"{_short(tool.description)}"
+                f"tool schema {tool.name} description changed: {short(was.description)} -> "
+                f"{short(tool.description)}"
             )
         elif was.parameters != tool.parameters:  # canonical JSON text on both sides
             found.append(
-                f"tool schema {tool.name} parameters changed: {_short(was.parameters)} -> "
-                f"{_short(tool.parameters)}"
+                f"tool schema {tool.name} parameters changed: {short(was.parameters)} -> "
+                f"{short(tool.parameters)}"
             )
     return found
 

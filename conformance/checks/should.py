@@ -28,6 +28,7 @@ from conformance.checks._helpers import (
     summary_text,
     turn_label,
 )
+from conformance.checks._wire_content import server_tool_names
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
@@ -336,12 +337,8 @@ def _camel_keys(value: Any) -> Any:
 
 def _offered(shape: str, transcript: Transcript) -> set[str]:
     """The names of the tools a request offers: its functions and its server tools."""
-    names = {t.name for t in transcript.tools}
-    for tool in raw_wire_content(shape, transcript).tools:
-        if isinstance(tool, Mapping):
-            names.update(str(v) for k, v in tool.items() if k == "name")
-            names.update(camel_case(str(k)) for k in tool if k != "name")
-    return names
+    functions = {t.name for t in transcript.tools}
+    return functions | server_tool_names(raw_wire_content(shape, transcript).tools)
 
 
 def _names_any(value: object, names: set[str]) -> bool:

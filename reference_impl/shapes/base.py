@@ -119,8 +119,8 @@ class GenerationOptions:
     JSON): ``generation_config`` is ``generationConfig`` (``camel_case``)."""
     tool_settings: tuple[str, ...] = ()
     """Top-level keys whose value depends on the tools offered (``tool_choice``, Bedrock's and
-    Gemini's ``toolConfig``): ``settings_kept`` lets them go or change where the view offers
-    fewer tools (an assembler that drops tool schemas must drop a choice naming one)."""
+    Gemini's ``toolConfig``): ``settings_kept`` lets one be left out with all the tools or with
+    the tools it names (an assembler that drops tool schemas must drop a choice naming one)."""
 
     def output_cap(self, body: Mapping[str, Any]) -> object:
         """The output cap ``body`` carries under any of its names (None when it has none)."""
