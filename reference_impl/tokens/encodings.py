@@ -9,8 +9,10 @@ constructor with its loader substituted, so nothing is copied and nothing is dow
 
 Two hazards of tool output (token-counting.md section 1, section 7 rule 7):
 
-* ``Encoding.encode()`` raises on special-token text such as ``<|endoftext|>``: we only ever call
-  ``encode_ordinary`` (special-token text is counted as the ordinary text it is).
+* ``Encoding.encode()`` raises on special-token text such as ``<|endoftext|>``: we count the tokens
+  ``encode_ordinary`` gives (special-token text is counted as the ordinary text it is), read from
+  the Rust core's buffer encoder with no special token allowed (``_buffer_encoder``: the same
+  tokens, without a Python int made for each, about a tenth of an encoding's time).
 * The Rust core panics (``pyo3_runtime.PanicException``, a ``BaseException``) on a very long single
   pre-token (1,000,000 spaces with o200k_base; openai/tiktoken#245). Texts longer than
   ``EXACT_MAX_CHARS`` are encoded in chunks cut at whitespace boundaries, and a panic on a shorter
@@ -22,12 +24,15 @@ Two hazards of tool output (token-counting.md section 1, section 7 rule 7):
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import hashlib
+import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import compress, repeat
 from typing import Any, Final
 
 import tiktoken
@@ -233,8 +238,52 @@ def _is_panic(exc: BaseException) -> bool:
     return type(exc).__name__ == "PanicException"
 
 
+_NO_SPECIAL: Final[frozenset[str]] = frozenset()
+_NBYTES: Final = operator.attrgetter("nbytes")
+_PROBE: Final = "ctxconf <|endoftext|> 部署 😀 counts\n  this"
+
+BufferEncoder = Callable[[str, frozenset[str]], Any]
+
+
+@functools.lru_cache(maxsize=16)
+def _buffer_encoder(encoding: tiktoken.Encoding) -> BufferEncoder | None:
+    """The Rust core's encoder into a buffer of u32 tokens (what tiktoken's ``encode_to_numpy``
+    reads): with no special token allowed it gives the tokens of ``encode_ordinary`` (special-token
+    text encoded as ordinary text) without making a Python int for each, which is about a tenth
+    of an encoding's time. None when this tiktoken has no such encoder or, checked once on a
+    probe text, it does not count as ``encode_ordinary`` does (then ``encode_ordinary``)."""
+    encode = getattr(getattr(encoding, "_core_bpe", None), "encode_to_tiktoken_buffer", None)
+    if encode is None:
+        return None
+    try:
+        same = memoryview(encode(_PROBE, _NO_SPECIAL)).nbytes >> 2 == len(
+            encoding.encode_ordinary(_PROBE)
+        )
+    except Exception:  # noqa: BLE001 - any failure: not this encoder
+        return None
+    return encode if same else None
+
+
+_BUFFER_MIN_CHARS: Final = 512
+"""Texts at least this long are counted through the buffer encoder (2-5% less time than
+``encode_ordinary`` from ~500 characters on); shorter ones through ``encode_ordinary``, whose call
+costs less than the buffer's (a 50-character text takes ~13% longer through the buffer)."""
+
+
+def _length(encoding: tiktoken.Encoding, text: str) -> int:
+    """``len(encoding.encode_ordinary(text))``, through the buffer encoder when there is one
+    and the text is long enough for it to pay (``_BUFFER_MIN_CHARS``)."""
+    encode = _buffer_encoder(encoding) if len(text) >= _BUFFER_MIN_CHARS else None
+    if encode is not None:
+        try:
+            return memoryview(encode(text, _NO_SPECIAL)).nbytes >> 2
+        except ValueError:  # a lone surrogate (UnicodeEncodeError), which encode_ordinary
+            pass  # replaces, or a regex error where encode_ordinary panics: as before
+    return len(encoding.encode_ordinary(text))
+
+
 def _count_chunked(encoding: tiktoken.Encoding, text: str) -> int:
-    return sum(len(encoding.encode_ordinary(chunk)) for chunk in text_chunks(text))
+    return sum(_length(encoding, chunk) for chunk in text_chunks(text))
 
 
 def count_text(
@@ -249,7 +298,7 @@ def count_text(
     if len(text) > exact_max_chars:
         return _count_chunked(encoding, text)
     try:
-        return len(encoding.encode_ordinary(text))
+        return _length(encoding, text)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit) or not _is_panic(exc):
             raise
@@ -261,8 +310,24 @@ def count_texts(encoding: tiktoken.Encoding, texts: Sequence[str]) -> list[int]:
     than ``EXACT_MAX_CHARS``; a panic on one of them sends the batch one by one."""
     if any(map(EXACT_MAX_CHARS.__lt__, map(len, texts))):
         return [count_text(encoding, text) for text in texts]
+    encode = _buffer_encoder(encoding)
     try:
-        return list(map(len, map(encoding.encode_ordinary, texts)))
+        if encode is None:
+            return list(map(len, map(encoding.encode_ordinary, texts)))
+        # the short texts through encode_ordinary, the long ones through the buffer encoder,
+        # each kind in one pass at C speed; the long ones (a minority) put back in their places
+        short = list(map(_BUFFER_MIN_CHARS.__gt__, map(len, texts)))
+        out = list(map(len, map(encoding.encode_ordinary, compress(texts, short))))
+        long = list(compress(range(len(texts)), map(operator.not_, short)))
+        if long:
+            picked = map(texts.__getitem__, long)
+            views: Iterator[memoryview] = map(memoryview, map(encode, picked, repeat(_NO_SPECIAL)))
+            nbytes = map(_NBYTES, views)
+            for i, count in zip(long, map(operator.rshift, nbytes, repeat(2)), strict=True):
+                out.insert(i, count)
+        return out
+    except ValueError:  # a lone surrogate or a regex error: count_text, text by text
+        pass
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit) or not _is_panic(exc):
             raise

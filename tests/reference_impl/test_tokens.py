@@ -375,6 +375,56 @@ def test_counting_texts_in_one_pass_is_counting_each() -> None:
         count_texts(Interrupted(), ["abc"])  # type: ignore[arg-type]
 
 
+_SPECIAL = st.sampled_from(["<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>", "<|im_start|>"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=80), _SPECIAL, st.sampled_from(["\ud800", "部署 😀", " " * 40])),
+        max_size=6,
+    ).map("".join),
+    st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_counting_through_the_buffer_encoder_is_len_of_encode_ordinary(
+    text: str, name: str
+) -> None:
+    # count_text / count_texts read the Rust core's buffer encoder (no special token allowed):
+    # the count must be the length of encode_ordinary's tokens for any text, special-token text
+    # and lone surrogates (which the buffer encoder refuses: encode_ordinary's repair) included.
+    # Texts from _BUFFER_MIN_CHARS on take the buffer encoder, shorter ones encode_ordinary.
+    enc = get_encoding(name)
+    assert _encodings._buffer_encoder(enc) is not None  # the fast path is the one tested
+    long = (text + " x") * (_encodings._BUFFER_MIN_CHARS // (len(text) + 2) + 1)
+    assert len(long) >= _encodings._BUFFER_MIN_CHARS
+    texts = [text, long, "hello", long + text, text]
+    expected = [len(enc.encode_ordinary(t)) for t in texts]
+    assert [count_text(enc, t) for t in texts] == expected
+    assert count_texts(enc, texts) == expected
+
+
+def test_a_buffer_encoder_that_counts_otherwise_is_not_used() -> None:
+    enc = get_encoding("o200k_base")
+
+    class Core:
+        @staticmethod
+        def encode_to_tiktoken_buffer(text: str, allowed: frozenset[str]) -> bytes:
+            return b"\0\0\0\0"  # always one token: wrong on the probe text
+
+    class Odd:
+        _core_bpe = Core()
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            return enc.encode_ordinary(text)
+
+    odd = Odd()
+    assert _encodings._buffer_encoder(odd) is None  # type: ignore[arg-type]
+    assert count_text(odd, "hello world, again") == len(enc.encode_ordinary("hello world, again"))  # type: ignore[arg-type]
+    long = "a b c d " * 100  # past _BUFFER_MIN_CHARS: would take the buffer encoder
+    expected = [len(enc.encode_ordinary(long)), 1]
+    assert count_texts(odd, [long, "e"]) == expected  # type: ignore[arg-type]
+
+
 def _english_prose() -> str:
     from pydoc_data.topics import topics  # the Python reference manual's English prose
 
