@@ -32,7 +32,7 @@ from reference_impl.transcript import (
     ToolCallPart,
     ToolResultPart,
 )
-from reference_impl.transcript.model import INSTRUCTION_ROLES
+from reference_impl.transcript.model import INSTRUCTION_ROLES, new_text_part
 
 __all__ = [
     "SUMMARY_ROLES",
@@ -59,7 +59,7 @@ def text_part(text: str, role: Role) -> TextPart | SummaryPart:
         summary = SummaryPart.from_wire_text(text)
         if summary is not None:
             return summary
-    return TextPart(text)
+    return new_text_part(text)
 
 
 def text_of(part: TextPart | SummaryPart) -> str:

@@ -62,6 +62,7 @@ __all__ = [
     "kind_positions",
     "message_digest",
     "message_digests",
+    "new_text_part",
     "params_from_mapping",
     "same_messages",
     "text_message_at",
@@ -509,6 +510,20 @@ _SET_ROLE, _SET_PARTS, _SET_NAME, _SET_WIRE_ID, _SET_EMPTY, _SET_KIND, _SET_DIGE
     getattr(Message, slot).__set__
     for slot in ("role", "parts", "name", "wire_id", "empty_tool_calls", "_kind", "_digest", "id")
 )
+
+
+_NEW = object.__new__
+_SET_TEXT, _SET_TEXT_KIND = (getattr(TextPart, slot).__set__ for slot in ("text", "kind"))
+
+
+def new_text_part(text: str) -> TextPart:
+    """``TextPart(text)`` for a ``text`` known to be a string, its two slots set directly: a
+    frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, which costs
+    more than the rest of making a parsed message of one text part."""
+    part: TextPart = _NEW(TextPart)
+    _SET_TEXT(part, text)
+    _SET_TEXT_KIND(part, "text")
+    return part
 
 
 def kind_codes(messages: Sequence[Message]) -> bytes:
