@@ -775,7 +775,7 @@ class SessionAssembler:
         counter = self.counter
         assert counter is not None
         messages = self._degraded_messages(index, position)
-        if isinstance(counter, _MemoizedCounter):
+        if isinstance(counter, _MemoizedCounter) and len(messages) > _SMALL_BATCH:
             found = sum(counter.count_messages(messages))
         else:
             found = sum(map(counter.count_message, messages))
