@@ -2,7 +2,8 @@
 
 Run with ``make bench``. Every ratio compares two sides measured in pairs in one process on the
 same content: each repetition prepares both sides, then times them back to back, A then B in
-one pair and B then A in the next (``BENCH_PAIRS``, 6 by default: three of each order), the
+one pair and B then A in the next (``BENCH_PAIRS``, 6 by default: three of each order; the
+next turn, which takes milliseconds, 20, ``BENCH_NEXT_TURN_PAIRS``), the
 ratio of each pair is kept, and the metric is the **median of the paired ratios**; the spread
 (max - min of the paired ratios) is printed beside it. Load that drifts during the run moves
 both sides of a pair alike, which is what keeps the ratios steady on a shared machine; the
@@ -84,6 +85,9 @@ from reference_impl.transcript import (
 BUDGET = 100_000
 SIZES = tuple(int(s) for s in os.environ.get("BENCH_SIZES", "500,2000,8000,32000").split(","))
 PAIRS = int(os.environ.get("BENCH_PAIRS", "6"))
+NEXT_TURN_PAIRS = max(PAIRS, int(os.environ.get("BENCH_NEXT_TURN_PAIRS", "20")))
+"""The next turn takes 1-6 ms: its ratios take more pairs (20), so that the median and the growth
+exponent taken from it do not move with a few disturbed runs."""
 
 
 def _config(input_budget: int) -> AssemblyConfig:
@@ -282,7 +286,7 @@ def next_turn(session: Transcript, budget: int, floor: str) -> tuple[Paired, str
         texts = counted_texts(new)
         return lambda: [encoding.encode_ordinary(t) for t in texts]
 
-    result = paired(prepare_turn, prepare_plain)
+    result = paired(prepare_turn, prepare_plain, NEXT_TURN_PAIRS)
     return result, ",".join(sorted(set(paths)))
 
 
@@ -455,6 +459,7 @@ def measure(size: int, attachments: bool, results: Results) -> None:
         3.0,
         (f"next turn ({tag})", size),
     )
+    results.grew(f"plain pass over the new ring ({tag})", size, d.b)
     v, _ = next_turn(session, BUDGET, "view")
     results.add(
         f"{label[1]}_next_turn_vs_entering_{tag}_{size}",
@@ -502,7 +507,8 @@ def growth_exponents(results: Results) -> None:
 def main() -> None:
     load = os.getloadavg()
     print(
-        f"paired, order alternating (A B, B A), {PAIRS} pairs a ratio, CPU time; load average "
+        f"paired, order alternating (A B, B A), {PAIRS} pairs a ratio ({NEXT_TURN_PAIRS} for the "
+        f"next turn), CPU time; load average "
         f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} cores; budget {BUDGET:,}"
     )
     results = Results([], {})
