@@ -245,13 +245,21 @@ _PROBE: Final = "ctxconf <|endoftext|> 部署 😀 counts\n  this"
 BufferEncoder = Callable[[str, frozenset[str]], Any]
 
 
-@functools.lru_cache(maxsize=16)
 def _buffer_encoder(encoding: tiktoken.Encoding) -> BufferEncoder | None:
     """The Rust core's encoder into a buffer of u32 tokens (what tiktoken's ``encode_to_numpy``
     reads): with no special token allowed it gives the tokens of ``encode_ordinary`` (special-token
     text encoded as ordinary text) without making a Python int for each, which is about a tenth
     of an encoding's time. None when this tiktoken has no such encoder or, checked once on a
-    probe text, it does not count as ``encode_ordinary`` does (then ``encode_ordinary``)."""
+    probe text, it does not count as ``encode_ordinary`` does (then ``encode_ordinary``).
+    Remembered for up to 16 encodings (the offline ones are two); an encoding-like object that
+    cannot be hashed is looked up each time."""
+    try:
+        return _remembered_buffer_encoder(encoding)
+    except TypeError:  # unhashable: the lookup itself raises nothing (it returns None)
+        return _found_buffer_encoder(encoding)
+
+
+def _found_buffer_encoder(encoding: tiktoken.Encoding) -> BufferEncoder | None:
     encode = getattr(getattr(encoding, "_core_bpe", None), "encode_to_tiktoken_buffer", None)
     if encode is None:
         return None
@@ -262,6 +270,9 @@ def _buffer_encoder(encoding: tiktoken.Encoding) -> BufferEncoder | None:
     except Exception:  # noqa: BLE001 - any failure: not this encoder
         return None
     return encode if same else None
+
+
+_remembered_buffer_encoder = functools.lru_cache(maxsize=16)(_found_buffer_encoder)
 
 
 _BUFFER_MIN_CHARS: Final = 512

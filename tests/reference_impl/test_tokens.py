@@ -425,6 +425,24 @@ def test_a_buffer_encoder_that_counts_otherwise_is_not_used() -> None:
     assert count_texts(odd, [long, "e"]) == expected  # type: ignore[arg-type]
 
 
+def test_an_unhashable_encoding_like_object_still_counts() -> None:
+    # _buffer_encoder remembers its answer per encoding; an object that cannot be a key (it
+    # defines __eq__ without __hash__) is looked up each time instead of raising TypeError.
+    enc = get_encoding("o200k_base")
+
+    class Unhashable:  # noqa: PLW1641 - unhashable on purpose
+        def __eq__(self, other: object) -> bool:
+            return self is other
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            return enc.encode_ordinary(text)
+
+    odd = Unhashable()
+    long = "deploy the service " * 40
+    assert count_text(odd, long) == len(enc.encode_ordinary(long))  # type: ignore[arg-type]
+    assert count_texts(odd, [long, "a"]) == [len(enc.encode_ordinary(long)), 1]  # type: ignore[arg-type]
+
+
 def _english_prose() -> str:
     from pydoc_data.topics import topics  # the Python reference manual's English prose
 
