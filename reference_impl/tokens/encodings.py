@@ -272,7 +272,9 @@ def _found_buffer_encoder(encoding: tiktoken.Encoding) -> BufferEncoder | None:
     return encode if same else None
 
 
-_remembered_buffer_encoder = functools.lru_cache(maxsize=16)(_found_buffer_encoder)
+@functools.lru_cache(maxsize=16)
+def _remembered_buffer_encoder(encoding: tiktoken.Encoding) -> BufferEncoder | None:
+    return _found_buffer_encoder(encoding)
 
 
 _BUFFER_MIN_CHARS: Final = 512

@@ -438,6 +438,10 @@ def test_an_unhashable_encoding_like_object_still_counts() -> None:
             return enc.encode_ordinary(text)
 
     odd = Unhashable()
+    assert _encodings._buffer_encoder(odd) is None  # type: ignore[arg-type]  # no core: none
+    odd._core_bpe = enc._core_bpe  # type: ignore[attr-defined]  # a core that counts right
+    found = _encodings._buffer_encoder(odd)  # type: ignore[arg-type]
+    assert found == enc._core_bpe.encode_to_tiktoken_buffer
     long = "deploy the service " * 40
     assert count_text(odd, long) == len(enc.encode_ordinary(long))  # type: ignore[arg-type]
     assert count_texts(odd, [long, "a"]) == [len(enc.encode_ordinary(long)), 1]  # type: ignore[arg-type]
