@@ -581,6 +581,34 @@ def test_a_turn_with_its_attachment_degraded_is_merged_like_a_whole_one(
     assert check_statuses(scenario, outcome, "nothing_invented") == {"nothing_invented": "fail"}
 
 
+@pytest.mark.parametrize(
+    "degraded",
+    [
+        (TextPart("Here is the scan of invoice three."),),
+        (TextPart("Here is the scan of invoice three."), TextPart("[image removed]")),
+        (TextPart("Here is the scan of invoice three.[image omitted]"),),
+    ],
+)
+def test_the_goal_merged_whole_with_a_degraded_turn_is_kept(degraded: tuple[Part, ...]) -> None:
+    # The reply between them dropped, the goal and the next user turn (its image degraded) are
+    # one user turn on the shapes that merge neighbours: the goal is there, merged, not dropped.
+    p = PICTURED.messages
+    merged = Message("user", (*p[0].parts, *degraded))
+    view = PICTURED.with_messages([merged, p[3], p[4]])
+    identity = map_view(PICTURED, view)
+    assert [identity.sources[i] for i in range(5)] == [
+        "merged",
+        "dropped",
+        "modified",
+        "kept",
+        "kept",
+    ]
+    outcome = assembled_outcome(PICTURED, view, shape="anthropic-messages", budget=1000)
+    scenario = next(s for s in load_corpus() if s.id == "first-user-goal-pinned")
+    checks = ("first_user_goal_pinned", "nothing_invented", "pins_unaltered")
+    assert check_statuses(scenario, outcome, *checks) == dict.fromkeys(checks, "pass")
+
+
 BILLING = transcript(
     {"role": "system", "text": "You are billing-bot."},  # 0
     {"role": "user", "text": "GOAL: file the March invoices."},  # 1
