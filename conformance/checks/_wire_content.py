@@ -29,8 +29,10 @@ What the view may hold, and what it may not:
   with its settings as they were or a limit lowered (another datastore or location is no
   narrowing).
 
-Not judged: which of several results without ids a Gemini code execution part is (they are
-compared as a set on each side, so two runs' results swapped pass).
+Order: Gemini's code execution parts carry no ids, a result answers the code before it by its
+place; those of the view that are the session's (equal, or shortened from one) must keep the
+session's order (two runs' results swapped would give each code the other's output). Other
+blocks are judged wherever they sit on their side.
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ _NAMING: Final = frozenset({"type", "media_type"})
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_.:/+\-]{1,64}")
 _IDS: Final = ("tool_use_id", "toolUseId", "id")
 _MATERIAL_WORDS: Final = 3
+_POSITIONAL: Final = frozenset(
+    {"executableCode", "codeExecutionResult", "executable_code", "code_execution_result"}
+)
+"""Blocks that pair by their place (Gemini's code execution parts, either spelling)."""
 """The fewest words a string needs to be taken as a piece of the session's material."""
 
 
@@ -86,6 +92,9 @@ def added_wire_content(shape: str, session: Transcript, view: Transcript) -> lis
         problem = known.block_problem(role, block)
         if problem is not None:
             found.append(problem)
+    order = _order_problem(given.blocks, sent.blocks)
+    if order is not None:
+        found.append(order)
     for _role, members in sent.fields:
         found.extend(_members_added(known, members, "block member"))
     return found
@@ -238,6 +247,41 @@ def _narrowed(view: Any, was: Any, path: str) -> str | None:
     if isinstance(view, numbers) and isinstance(was, numbers) and not isinstance(view, bool):
         return None if view <= was else f"{path} raised: {was} -> {view}"
     return None if view == was else f"{path} changed: {short(canonical_json(view))}"
+
+
+def _order_problem(
+    was_blocks: Sequence[tuple[Role | None, Any]], now_blocks: Sequence[tuple[Role | None, Any]]
+) -> str | None:
+    """The first block that pairs by its place (``_POSITIONAL``) and is the session's (equal, or
+    shortened from one on the same side) but sits out of the session's order, or None. Matched
+    greedily, each to the earliest session block after the one before it matched: the view's
+    blocks are in order when they are a subsequence of the session's."""
+    was = [
+        (_side(role), name, _stripped(block))
+        for role, block in was_blocks
+        if (name := _block_name(block)) in _POSITIONAL
+    ]
+    if not was:
+        return None
+    at = 0
+    for role, block in now_blocks:
+        name = _block_name(block)
+        if name not in _POSITIONAL:
+            continue
+        mine = (_side(role), name, _stripped(block))
+        if not any(_same_block(mine, entry) for entry in was):
+            continue  # not one of the session's: judged as a block
+        k = next((j for j in range(at, len(was)) if _same_block(mine, was[j])), None)
+        if k is None:
+            return f"wire block {name} out of the session's order: {short(canonical_json(mine[2]))}"
+        at = k + 1
+    return None
+
+
+def _same_block(view: tuple[str, str, Any], was: tuple[str, str, Any]) -> bool:
+    """Whether a view block (side, kind, without markers) is the session one: the same side and
+    kind, equal or shortened from it."""
+    return view[:2] == was[:2] and (view[2] == was[2] or _changed(view[2], was[2], view[1]) is None)
 
 
 def _block_name(block: Any) -> str:

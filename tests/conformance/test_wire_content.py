@@ -495,8 +495,61 @@ def test_text_after_the_kind_a_piece_after_a_known_one_and_an_argument_are_read(
 
 # -- the tables, judged -----------------------------------------------------------------------------
 
-ALL_FAIR = {**FAIR, **FAIR_CUTS}
-ALL_DANGEROUS = {**DANGEROUS, **MORE_DANGEROUS}
+
+def _gemini_runs(*parts: Any) -> Any:
+    """A model turn of code execution parts (no ids: a result answers the code before it)."""
+    return {
+        "contents": [
+            {"role": "user", "parts": [{"text": "Run both"}]},
+            {"role": "model", "parts": list(parts)},
+            {"role": "user", "parts": [{"text": "Thanks"}]},
+        ],
+        "tools": [{"codeExecution": {}}],
+    }
+
+
+CODE_A = {"executableCode": {"language": "PYTHON", "code": "refunds()"}}
+CODE_B = {"executableCode": {"language": "PYTHON", "code": "orders()"}}
+RESULT_A = _result("refunds: 0 pending")
+RESULT_B = _result("orders: 12 shipped")
+RUNS = _gemini_runs(CODE_A, RESULT_A, CODE_B, RESULT_B)
+
+FAIR_ORDER = {
+    "the first code run left out, the second kept": (
+        "gemini",
+        RUNS,
+        _gemini_runs(CODE_B, RESULT_B),
+    ),
+    "the second run's result cut short, in its place": (
+        "gemini",
+        RUNS,
+        _gemini_runs(CODE_A, RESULT_A, CODE_B, _result("orders: 12 [truncated]")),
+    ),
+    "two runs with the same output, in order": (
+        "gemini",
+        _gemini_runs(CODE_A, RESULT_A, CODE_B, RESULT_A),
+        _gemini_runs(CODE_A, RESULT_A, CODE_B, RESULT_A),
+    ),
+}
+
+DANGEROUS_ORDER = {
+    "two code runs' results swapped": (
+        "gemini",
+        RUNS,
+        _gemini_runs(CODE_A, RESULT_B, CODE_B, RESULT_A),
+        "out of the session's order",
+    ),
+    "a result moved before its code": (
+        "gemini",
+        RUNS,
+        _gemini_runs(RESULT_A, CODE_A, CODE_B, RESULT_B),
+        "out of the session's order",
+    ),
+}
+
+
+ALL_FAIR = {**FAIR, **FAIR_CUTS, **FAIR_ORDER}
+ALL_DANGEROUS = {**DANGEROUS, **MORE_DANGEROUS, **DANGEROUS_ORDER}
 
 
 @pytest.mark.parametrize("case", sorted(ALL_FAIR))
