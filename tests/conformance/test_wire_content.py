@@ -513,6 +513,7 @@ CODE_B = {"executableCode": {"language": "PYTHON", "code": "orders()"}}
 RESULT_A = _result("refunds: 0 pending")
 RESULT_B = _result("orders: 12 shipped")
 RUNS = _gemini_runs(CODE_A, RESULT_A, CODE_B, RESULT_B)
+SEARCH_CALL = {"toolCall": {"id": "t1", "toolType": "GOOGLE_SEARCH_WEB", "args": {"q": "refunds"}}}
 
 FAIR_ORDER = {
     "the first code run left out, the second kept": (
@@ -524,6 +525,11 @@ FAIR_ORDER = {
         "gemini",
         RUNS,
         _gemini_runs(CODE_A, RESULT_A, CODE_B, _result("orders: 12 [truncated]")),
+    ),
+    "a search call beside the runs, all in their places": (
+        "gemini",
+        _gemini_runs(CODE_A, RESULT_A, SEARCH_CALL, CODE_B, RESULT_B),
+        _gemini_runs(CODE_A, RESULT_A, SEARCH_CALL, CODE_B, RESULT_B),
     ),
     "two runs with the same output, in order": (
         "gemini",
@@ -543,6 +549,24 @@ DANGEROUS_ORDER = {
         "gemini",
         RUNS,
         _gemini_runs(RESULT_A, CODE_A, CODE_B, RESULT_B),
+        "out of the session's order",
+    ),
+    "results swapped after a search call": (
+        "gemini",
+        _gemini_runs(SEARCH_CALL, CODE_A, RESULT_A, CODE_B, RESULT_B),
+        _gemini_runs(SEARCH_CALL, CODE_A, RESULT_B, CODE_B, RESULT_A),
+        "out of the session's order",
+    ),
+    "results swapped after a code part the session never had": (
+        "gemini",
+        RUNS,
+        _gemini_runs(
+            {"executableCode": {"language": "PYTHON", "code": "approve_all()"}},
+            CODE_A,
+            RESULT_B,
+            CODE_B,
+            RESULT_A,
+        ),
         "out of the session's order",
     ),
 }
