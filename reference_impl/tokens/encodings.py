@@ -12,7 +12,7 @@ Two hazards of tool output (token-counting.md section 1, section 7 rule 7):
 * ``Encoding.encode()`` raises on special-token text such as ``<|endoftext|>``: we count the tokens
   ``encode_ordinary`` gives (special-token text is counted as the ordinary text it is), read from
   the Rust core's buffer encoder with no special token allowed (``_buffer_encoder``: the same
-  tokens, without a Python int made for each, about a tenth of an encoding's time).
+  tokens, without a Python int made for each: 2-7% of an encoding's time on a long text).
 * The Rust core panics (``pyo3_runtime.PanicException``, a ``BaseException``) on a very long single
   pre-token (1,000,000 spaces with o200k_base; openai/tiktoken#245). Texts longer than
   ``EXACT_MAX_CHARS`` are encoded in chunks cut at whitespace boundaries, and a panic on a shorter
@@ -248,8 +248,8 @@ BufferEncoder = Callable[[str, frozenset[str]], Any]
 def _buffer_encoder(encoding: tiktoken.Encoding) -> BufferEncoder | None:
     """The Rust core's encoder into a buffer of u32 tokens (what tiktoken's ``encode_to_numpy``
     reads): with no special token allowed it gives the tokens of ``encode_ordinary`` (special-token
-    text encoded as ordinary text) without making a Python int for each, which is about a tenth
-    of an encoding's time. None when this tiktoken has no such encoder or, checked once on a
+    text encoded as ordinary text) without making a Python int for each (2-7% of an encoding's
+    time on a long text). None when this tiktoken has no such encoder or, checked once on a
     probe text, it does not count as ``encode_ordinary`` does (then ``encode_ordinary``).
     Remembered for up to 16 encodings (the offline ones are two); an encoding-like object that
     cannot be hashed is looked up each time."""
