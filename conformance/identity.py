@@ -74,6 +74,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from reference_impl.ledger import LedgerStatus
@@ -1699,7 +1700,9 @@ def _extended_part(given: Sequence[Part], wanted: Sequence[Part], *, ends: bool)
     added after it (or, with ``ends``, the latest user text closing it): that message, changed,
     inside a merged turn as :func:`_extended` finds it outside one (a note added to the latest
     user text in a turn that also carries results is a ``note_added`` edit, an order a
-    ``text_added`` one)."""
+    ``text_added`` one); or a text opened by placeholders only (a degraded turn's placeholder
+    joined to the next turn's block: :func:`_carried_placeholders` decides whether it stands for
+    the turn before)."""
     if len(wanted) != 1 or len(given) != 1:
         return False
     old, new = wanted[0], given[0]
@@ -1709,7 +1712,11 @@ def _extended_part(given: Sequence[Part], wanted: Sequence[Part], *, ends: bool)
     return (
         bool(whole)
         and text != whole
-        and (text.startswith(whole) or (ends and text.endswith(whole)))
+        and (
+            text.startswith(whole)
+            or (ends and text.endswith(whole))
+            or (text.endswith(whole) and bool(_placeholder_count(text[: -len(whole)].strip())))
+        )
     )
 
 
@@ -1812,7 +1819,9 @@ def _merged_link(
         message.role == "tool"
     ):
         return None
-    changed = [c for c in chunks if c.source is not None and not c.exact]
+    # A block opened by the previous turn's placeholder holds its message whole (carried).
+    carried = _carried_placeholders(message, session, chunks)
+    changed = [c for c in chunks if c.source is not None and not c.exact and c not in carried]
     for chunk in changed:
         assert chunk.source is not None
         wanted = session.messages[chunk.source].parts
@@ -1843,6 +1852,60 @@ def _merged_link(
     source = sources[0] if sources else carriers[0] if carriers else held[0]
     status: OutputStatus = "modified" if changed else "merged"
     return Link(index, status, source, tuple(held))
+
+
+def _carried_placeholders(
+    message: Message, session: Transcript, chunks: Sequence[_Chunk]
+) -> list[_Chunk]:
+    """The chunks of a merged turn whose one text part is the session message's text whole with
+    nothing before it but placeholders that the chunk just before (a turn with its attachments
+    degraded) still has room for: its placeholder written at the start of the next turn's block,
+    as a merge that joins a placeholder to the following text sends it. Such a chunk is that
+    message whole, and its placeholders count against the turn they stand for (at most one per
+    attachment left out, with those it holds itself)."""
+    out: list[_Chunk] = []
+    for before, chunk in pairwise(chunks):
+        if chunk.source is None or chunk.exact or before.source is None:
+            continue
+        wanted = session.messages[chunk.source].parts
+        given = message.parts[chunk.start : chunk.start + len(wanted)]
+        if len(wanted) != 1 or len(given) != 1:
+            continue
+        old, new = wanted[0], given[0]
+        if not isinstance(old, TextPart) or not isinstance(new, TextPart) or not old.text.strip():
+            continue
+        text, whole = new.text.rstrip(), old.text.strip()
+        if not text.endswith(whole):
+            continue
+        count = _placeholder_count(text[: len(text) - len(whole)].strip())
+        if not count:
+            continue
+        was = session.messages[before.source].parts
+        got = message.parts[before.start : before.start + (before.length or len(was))]
+        room = _placeholder_room(got, was)
+        if room is not None and count <= room:
+            out.append(chunk)
+    return out
+
+
+def _placeholder_room(given: Sequence[Part], wanted: Sequence[Part]) -> int | None:
+    """How many more placeholders a degraded message (``given`` for ``wanted``) may have beside
+    those it holds: its attachments left out less its placeholders; None when it is not
+    ``wanted`` degraded with nothing but placeholders added."""
+    degraded = _degradation(
+        [p for p in wanted if isinstance(p, ImagePart | FilePart)],
+        [p for p in given if isinstance(p, ImagePart | FilePart)],
+    )
+    if degraded is None or any(not isinstance(p, TextPart | ImagePart | FilePart) for p in given):
+        return None
+    olds = [p.text for p in wanted if isinstance(p, TextPart)]
+    gaps = _text_gaps(olds, "".join(p.text for p in given if isinstance(p, TextPart)))
+    if isinstance(gaps, str):
+        return None
+    counts = [_placeholder_count(gap) for gap in gaps]
+    if None in counts:
+        return None
+    return degraded[0] - sum(c for c in counts if c is not None)
 
 
 # ------------------------------------------------------------------------ summaries by contract
