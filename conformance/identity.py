@@ -1678,21 +1678,8 @@ def _degraded_form(given: Sequence[Part], wanted: Sequence[Part]) -> bool:
     (:func:`_degradation`), its texts whole and in order, and nothing between them but
     placeholders, at most one per attachment left out (as :func:`_degraded_edits` judges the
     same message sent on its own)."""
-    if any(p.kind in {"tool_call", "tool_result"} for p in (*given, *wanted)):
-        return False
-    if not all(isinstance(p, TextPart | ImagePart | FilePart) for p in given):
-        return False
-    old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
-    new_attach = [p for p in given if isinstance(p, ImagePart | FilePart)]
-    degraded = _degradation(old_attach, new_attach)
-    if degraded is None:
-        return False
-    olds = [p.text for p in wanted if isinstance(p, TextPart)]
-    gaps = _text_gaps(olds, "".join(p.text for p in given if isinstance(p, TextPart)))
-    if isinstance(gaps, str):
-        return False
-    counts = [_placeholder_count(gap) for gap in gaps]
-    return None not in counts and sum(c for c in counts if c is not None) <= degraded[0]
+    room = _placeholder_room(given, wanted)
+    return room is not None and room >= 0
 
 
 def _extended_part(given: Sequence[Part], wanted: Sequence[Part], *, ends: bool) -> bool:
@@ -1891,12 +1878,16 @@ def _carried_placeholders(
 def _placeholder_room(given: Sequence[Part], wanted: Sequence[Part]) -> int | None:
     """How many more placeholders a degraded message (``given`` for ``wanted``) may have beside
     those it holds: its attachments left out less its placeholders; None when it is not
-    ``wanted`` degraded with nothing but placeholders added."""
+    ``wanted`` degraded with nothing but placeholders added (no tool part on either side)."""
+    if any(p.kind in {"tool_call", "tool_result"} for p in (*given, *wanted)):
+        return None
+    if not all(isinstance(p, TextPart | ImagePart | FilePart) for p in given):
+        return None
     degraded = _degradation(
         [p for p in wanted if isinstance(p, ImagePart | FilePart)],
         [p for p in given if isinstance(p, ImagePart | FilePart)],
     )
-    if degraded is None or any(not isinstance(p, TextPart | ImagePart | FilePart) for p in given):
+    if degraded is None:
         return None
     olds = [p.text for p in wanted if isinstance(p, TextPart)]
     gaps = _text_gaps(olds, "".join(p.text for p in given if isinstance(p, TextPart)))

@@ -545,9 +545,17 @@ PICTURED = transcript(
     {"role": "assistant", "text": "Invoices one and two are reconciled and settled."},  # 3
     {"role": "user", "text": "Which are still open?"},  # 4
 )
-PICTURED = PICTURED.with_messages(
-    replace(m, parts=(*m.parts, IMAGE)) if i == 2 else m for i, m in enumerate(PICTURED.messages)
-)
+
+
+def _with_image(session: Transcript, at: int) -> Transcript:
+    """``session`` with ``IMAGE`` after the text of its message ``at``."""
+    return session.with_messages(
+        replace(m, parts=(*m.parts, IMAGE)) if i == at else m
+        for i, m in enumerate(session.messages)
+    )
+
+
+PICTURED = _with_image(PICTURED, 2)
 
 
 @pytest.mark.parametrize(
@@ -677,9 +685,7 @@ FOUR = transcript(
     {"role": "assistant", "text": "Invoices one and two are settled."},  # 5
     {"role": "user", "text": "Which are still open?"},  # 6
 )
-FOUR = FOUR.with_messages(
-    replace(m, parts=(*m.parts, IMAGE)) if i == 4 else m for i, m in enumerate(FOUR.messages)
-)
+FOUR = _with_image(FOUR, 4)
 
 
 @pytest.mark.parametrize(
