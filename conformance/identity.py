@@ -1702,9 +1702,17 @@ def _extended_part(given: Sequence[Part], wanted: Sequence[Part], *, ends: bool)
         and (
             text.startswith(whole)
             or (ends and text.endswith(whole))
-            or (text.endswith(whole) and bool(_placeholder_count(text[: -len(whole)].strip())))
+            or bool(_leading_placeholders(text, whole))
         )
     )
+
+
+def _leading_placeholders(text: str, whole: str) -> int | None:
+    """How many placeholders open ``text`` before ``whole`` closes it (stripped texts); None when
+    it does not end with ``whole`` or something else stands before it."""
+    if not text.endswith(whole):
+        return None
+    return _placeholder_count(text[: len(text) - len(whole)].strip())
 
 
 def _note_part(state: _State, role: Role) -> Callable[[Part], bool]:
@@ -1861,10 +1869,7 @@ def _carried_placeholders(
         old, new = wanted[0], given[0]
         if not isinstance(old, TextPart) or not isinstance(new, TextPart) or not old.text.strip():
             continue
-        text, whole = new.text.rstrip(), old.text.strip()
-        if not text.endswith(whole):
-            continue
-        count = _placeholder_count(text[: len(text) - len(whole)].strip())
+        count = _leading_placeholders(new.text.strip(), old.text.strip())
         if not count:
             continue
         was = session.messages[before.source].parts

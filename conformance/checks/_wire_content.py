@@ -64,11 +64,11 @@ _NAMING: Final = frozenset({"type", "media_type"})
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9_.:/+\-]{1,64}")
 _IDS: Final = ("tool_use_id", "toolUseId", "id")
 _MATERIAL_WORDS: Final = 3
+"""The fewest words a string needs to be taken as a piece of the session's material."""
 _POSITIONAL: Final = frozenset(
     {"executableCode", "codeExecutionResult", "executable_code", "code_execution_result"}
 )
 """Blocks that pair by their place (Gemini's code execution parts, either spelling)."""
-"""The fewest words a string needs to be taken as a piece of the session's material."""
 
 
 def added_wire_content(shape: str, session: Transcript, view: Transcript) -> list[str]:
