@@ -1440,6 +1440,13 @@ def _take_newest(
             if k < len(chunk) and chunk[k] == p:
                 del chunk[k]
         values = known(chunk)
+        if None not in values:  # all counted (a walk over what an earlier turn kept)
+            whole = sum(cast("list[int]", values))
+            if whole <= room - used:  # and all fit: taken whole, one pass at C speed
+                taken.extend(reversed(chunk))
+                used += whole
+                hi = lo
+                continue
         chunk.reverse()
         values.reverse()
         missing = list(map(operator.is_, values, repeat(None)))
