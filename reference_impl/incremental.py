@@ -69,6 +69,7 @@ from reference_impl.ledger import Ledger
 from reference_impl.memory import MemoryItem
 from reference_impl.metrics import AssemblyMetrics, default_metrics
 from reference_impl.rings import pairing, validate
+from reference_impl.shapes import carries_raw_blocks
 from reference_impl.steps import (
     PIPELINE,
     Step,
@@ -626,9 +627,13 @@ class SessionAssembler:
         self.last_path = "full:invalid_or_new_session"
         self._indexed_now = False
         index = self._follow(session, settings)
-        # The narrowed ledger note depends on what is kept: left to the full pipeline.
+        # The narrowed ledger note depends on what is kept: left to the full pipeline. So are
+        # raw wire blocks (``RawCosting``): they are part of their messages' costs, which the
+        # index's counts leave out.
         narrowing = self.config.ledger_pin_mode != "always" and bool(ledger.side_effects)
-        if index is not None and not narrowing:
+        if index is not None and carries_raw_blocks(self.shape, session):
+            self.last_path = "full:raw_blocks"
+        elif index is not None and not narrowing:
             fast = self._fast(index, session, settings, started)
             if fast is not None:
                 self.fast_turns += 1

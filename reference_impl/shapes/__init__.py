@@ -13,7 +13,12 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Final, TypeVar
 
 from reference_impl.errors import ShapeError
-from reference_impl.shapes._extras import RawContent, raw_wire_content
+from reference_impl.shapes._extras import (
+    RawContent,
+    carries_raw_blocks,
+    raw_blocks_by_message,
+    raw_wire_content,
+)
 from reference_impl.shapes.base import (
     MergePolicy,
     ResponseMeta,
@@ -31,8 +36,10 @@ __all__ = [
     "ShapeCapabilities",
     "ShapeFact",
     "camel_case",
+    "carries_raw_blocks",
     "get_shape",
     "merge_policy",
+    "raw_blocks_by_message",
     "raw_wire_content",
     "reasoning_opens_message",
     "shape_names",

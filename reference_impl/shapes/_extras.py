@@ -22,6 +22,7 @@ parsed one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,9 +40,11 @@ __all__ = [
     "RawContent",
     "body_params",
     "canonical_of",
+    "carries_raw_blocks",
     "extra_members",
     "map_messages",
     "params_without",
+    "raw_blocks_by_message",
     "raw_wire_content",
 ]
 
@@ -224,8 +227,12 @@ class Extras:
     @classmethod
     def from_transcript(cls, shape: str, transcript: Transcript) -> Extras:
         """The extras a parser of ``shape`` stored in the transcript's params."""
+        return cls.from_record(shape, transcript.param(f"{shape}.extras"))
+
+    @classmethod
+    def from_record(cls, shape: str, record: object) -> Extras:
+        """The extras of ``record``, the value of the ``"<shape>.extras"`` param (None: none)."""
         extras = cls(shape)
-        record = transcript.param(extras.key)
         if record is None:
             return extras
         try:
@@ -313,6 +320,39 @@ def _nested_at(blocks: list[Any], index: int, nested: NestedList) -> list[Any] |
 def _copy(value: Any) -> Any:
     copied: Any = json.loads(canonical_json(value))
     return copied
+
+
+def raw_blocks_by_message(shape: str, transcript: Transcript) -> list[tuple[Any, ...]] | None:
+    """The raw blocks (wire content no neutral part holds) that each message of ``transcript``
+    carries in ``shape``'s extras, in message order; None when none does (the usual transcript:
+    answered without a digest). What a counter adds to a message's tokens: the blocks are sent
+    with it, and go when it goes or its content changes (it then has another address)."""
+    if not carries_raw_blocks(shape, transcript):
+        return None
+    by_address = _raw_by_address(shape, _record_text(shape, transcript) or "")
+    if not by_address:
+        return None
+    return [by_address.get(address, ()) for address in _addresses(transcript.messages)]
+
+
+def carries_raw_blocks(shape: str, transcript: Transcript) -> bool:
+    """Whether ``transcript`` may carry raw blocks in ``shape``'s extras (a look at its params
+    only: True for a record that names any)."""
+    text = _record_text(shape, transcript)
+    return text is not None and '"raw":' in text
+
+
+def _record_text(shape: str, transcript: Transcript) -> str | None:
+    key = f"{shape}.extras"
+    return next((value for k, value in transcript.params if k == key), None)
+
+
+@functools.lru_cache(maxsize=8)
+def _raw_by_address(shape: str, text: str) -> dict[str, tuple[Any, ...]]:
+    """The raw blocks of an extras record's messages, by address (parsed once per record: a
+    session's record is the same string from one turn, and one view, to the next)."""
+    extras = Extras.from_record(shape, json.loads(text))
+    return {a: tuple(block for _, block in e.raw) for a, e in extras.messages.items() if e.raw}
 
 
 DIGEST_CHARS: Final = 16

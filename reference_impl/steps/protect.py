@@ -32,7 +32,7 @@ from reference_impl.rings import Ring, segment
 from reference_impl.steps.pairing import check_pairing
 from reference_impl.steps.state import AssemblyState, Unit
 from reference_impl.summary import Summarizer
-from reference_impl.tokens import TokenCounter
+from reference_impl.tokens import RawCosting, TokenCounter
 from reference_impl.transcript import Message, SummaryPart, Transcript
 from reference_impl.transcript.model import INSTRUCTION_ROLES
 
@@ -115,7 +115,20 @@ def load_state(
     state.steps.append("synthesize_error_results" if repairs else "validate_pairing")
     state.tools_cost = counter.count_tools(session.tools)
     state.refresh_overhead()
+    state.raw_costs = raw_costs_by_digest(counter, checked, shape)
     return state
+
+
+def raw_costs_by_digest(counter: TokenCounter, session: Transcript, shape: str) -> dict[str, int]:
+    """What ``counter`` charges the raw wire blocks of ``session``'s messages in ``shape``, by
+    message digest (empty for a counter without ``raw_costs``, or nothing raw). Messages of equal
+    content share a digest: the largest is kept, as a view may render either's blocks."""
+    found = counter.raw_costs(session, shape) if isinstance(counter, RawCosting) else None
+    out: dict[str, int] = {}
+    for message, cost in zip(session.messages, found or (), strict=False):
+        if cost:
+            out[message.digest] = max(cost, out.get(message.digest, 0))
+    return out
 
 
 def protect_prefix(state: AssemblyState) -> None:

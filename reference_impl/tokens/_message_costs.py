@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ __all__ = [
     "TextTokens",
     "file_costs",
     "inline_pdf_pages",
+    "raw_block_content",
+    "raw_blocks_tokens",
 ]
 
 TextTokens = Callable[[str], int]
@@ -109,6 +112,70 @@ def file_costs(
         text = pdf_text(raw)
         return (text_tokens(text) if text else 0), page_tokens * pdf_page_count(raw)
     return 0, fetched
+
+
+# ------------------------------------------------------------------------------ raw wire blocks
+
+_PAYLOAD_KEYS: Final = frozenset({"data", "bytes"})
+_MEDIA_KEYS: Final = ("media_type", "mimeType", "mime_type")
+_FORM_KEYS: Final = frozenset({"type", "cache_control", "cachePoint", *_MEDIA_KEYS})
+"""Members that say what a block is or how to cache it, not what the model reads."""
+
+
+def raw_block_content(block: object) -> tuple[str, int]:
+    """(the text to count, the binary payloads) of a wire block that no neutral part holds (an
+    Anthropic ``search_result``, text-source ``document`` or server tool block, a Bedrock
+    ``guardContent``, a Gemini ``executableCode`` part; ``shapes.raw_wire_content``).
+
+    How a provider renders such a block for the model is not documented per kind, so the text is
+    every value in it, one per line (a title, a source, a document's text, a search result's
+    content, a server call's input, opaque strings such as ``encrypted_content`` too: an estimate
+    from above), but the members that only say what the block is (``type``, a media type,
+    ``cache_control``) and its binary payloads: a ``bytes`` string, or a ``data`` string beside
+    ``"type": "base64"`` or a media type that is not ``text/*``. Their bytes are no text; the
+    counters charge each as a file they cannot read (``fetched``). A Bedrock ``cachePoint`` marks
+    a cache boundary: no text."""
+    texts: list[str] = []
+    payloads = 0
+    stack: list[object] = [block]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            for key, inner in reversed(value.items()):
+                if key in _FORM_KEYS:
+                    continue
+                if isinstance(inner, str) and _is_payload(key, value):
+                    payloads += 1
+                else:
+                    stack.append(inner)
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+        elif isinstance(value, str):
+            texts.append(value)
+        elif value is not None:
+            texts.append(json.dumps(value))
+    return "\n".join(texts), payloads
+
+
+def raw_blocks_tokens(blocks: Sequence[object], text_tokens: TextTokens) -> tuple[int, int]:
+    """(text tokens, binary payloads) of a message's raw blocks: each block's text
+    (``raw_block_content``) framed like a message part."""
+    counted = payloads = 0
+    for block in blocks:
+        text, found = raw_block_content(block)
+        if text:
+            counted += TOKENS_PER_MESSAGE + text_tokens(text)
+        payloads += found
+    return counted, payloads
+
+
+def _is_payload(key: str, holder: dict[str, object]) -> bool:
+    if key not in _PAYLOAD_KEYS:
+        return False
+    if key == "bytes" or holder.get("type") == "base64":
+        return True
+    media = next((holder[k] for k in _MEDIA_KEYS if k in holder), None)
+    return isinstance(media, str) and not media.startswith("text/")
 
 
 # ----------------------------------------------------------------------------------- estimates
@@ -225,6 +292,13 @@ class EstimateRules:
             for part in message.parts
             if isinstance(part, ReasoningPart) and part.tokens is not None
         )
+
+    def raw_blocks(self, blocks: Sequence[object]) -> int:
+        """Tokens of a message's wire blocks that no neutral part holds (``raw_block_content``):
+        their text framed like a part and times the safety factor, each binary payload at
+        ``fetched``."""
+        counted, payloads = raw_blocks_tokens(blocks, self.text_tokens)
+        return self._scaled(counted) + payloads * self.fetched
 
     def tools(self, tools: Sequence[ToolSpec]) -> int:
         """Name, description and the schema's JSON text per tool, times the safety factor."""

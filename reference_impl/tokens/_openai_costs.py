@@ -97,6 +97,7 @@ from reference_impl.tokens._message_costs import (
     TOKENS_PER_NAME,
     TextTokens,
     file_costs,
+    raw_blocks_tokens,
 )
 from reference_impl.tokens._tool_namespace import render_namespace
 from reference_impl.transcript import (
@@ -223,6 +224,12 @@ class OpenAIRules:
         if isinstance(self.image_rule, PatchRule):
             return patch_image_tokens(*part_size(part), self.image_rule)
         return tile_image_tokens(*part_size(part), part.detail, self.image_rule)
+
+    def raw_blocks(self, blocks: Sequence[object]) -> int:
+        """Tokens of a message's wire blocks that no neutral part holds (``raw_block_content``):
+        their text framed like a part, each binary payload at ``fetched``."""
+        counted, payloads = raw_blocks_tokens(blocks, self.text_tokens)
+        return counted + payloads * self.fetched
 
     def _content(self, part: Part) -> int:
         if isinstance(part, TextPart):

@@ -20,6 +20,7 @@ the same message twice and the next turn costs only its new messages.
 from __future__ import annotations
 
 import functools
+import hashlib
 import operator
 import threading
 from collections import OrderedDict
@@ -29,6 +30,7 @@ from itertools import compress, repeat
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.errors import TokenCountError
+from reference_impl.shapes import raw_blocks_by_message
 from reference_impl.tokens._estimate_constants import (
     SHIPPED,
     FittedConstants,
@@ -80,6 +82,7 @@ __all__ = [
     "MEMO_SIZE",
     "AnthropicEstimateCounter",
     "EstimateCounter",
+    "RawCosting",
     "TiktokenCounter",
     "TokenCount",
     "TokenCounter",
@@ -127,6 +130,19 @@ class TokenCounter(Protocol):
 
     def count(self, transcript: Transcript) -> TokenCount:
         """Tokens of a whole request: messages + tools + fixed reply overhead."""
+        ...
+
+
+@runtime_checkable
+class RawCosting(Protocol):
+    """A counter that also counts the wire blocks no neutral part holds (an Anthropic
+    ``search_result`` or text ``document``, a server tool block, a Gemini code part: what a
+    shape's parser keeps in the transcript's extras). The reference counters do, in ``count``
+    and here; the assembler adds them to their messages' costs. A counter without this method
+    leaves them uncounted."""
+
+    def raw_costs(self, transcript: Transcript, shape: str | None = None) -> list[int] | None:
+        """Tokens of the raw blocks of each message, in message order (None: none carries any)."""
         ...
 
 
@@ -193,6 +209,8 @@ class _Rules(Protocol):
 
     def tools(self, tools: Sequence[ToolSpec]) -> int: ...
 
+    def raw_blocks(self, blocks: Sequence[object]) -> int: ...
+
 
 _R = TypeVar("_R", bound=_Rules)
 
@@ -203,12 +221,15 @@ class _MemoizedCounter(Generic[_R]):
 
     _memo: _Memo[str]
     _tool_memo: _Memo[tuple[str, ...]]
+    _raw_memo: _Memo[str]
     _encoding_name: str
     rules: _R
+    shape: str
 
     def __init__(self, memo_size: int, encoding: str, fetched_allowance: int | None) -> None:
         self._memo = _Memo(memo_size)
         self._tool_memo = _Memo(1024)
+        self._raw_memo = _Memo(1024)
         self._encoding_name = _check_encoding(encoding)
         _check_allowance(fetched_allowance)
         # What the rules charge a file or an image the request only references: the allowance,
@@ -271,10 +292,28 @@ class _MemoizedCounter(Generic[_R]):
         key = tuple(canonical_json([t.name, t.description, t.parameters]) for t in tools)
         return self._tool_memo.get_or_compute(key, lambda: self._tools(tools))
 
+    def raw_costs(self, transcript: Transcript, shape: str | None = None) -> list[int] | None:
+        """Tokens of the wire blocks no neutral part holds that each message of ``transcript``
+        carries in ``shape``'s extras (this counter's shape by default), in message order
+        (``shapes.raw_blocks_by_message``, ``rules.raw_blocks``); None when none does. Each
+        message's blocks are counted once (memoized by their JSON's digest)."""
+        found = raw_blocks_by_message(shape or self.shape, transcript)
+        if found is None:
+            return None
+        return [self._raw_cost(blocks) if blocks else 0 for blocks in found]
+
+    def _raw_cost(self, blocks: tuple[object, ...]) -> int:
+        key = hashlib.sha256(canonical_json(list(blocks)).encode("utf-8", "surrogatepass"))
+        return self._raw_memo.get_or_compute(key.hexdigest(), lambda: self.rules.raw_blocks(blocks))
+
     def count(self, transcript: Transcript) -> TokenCount:
         # One memo lookup for all messages and one store for the new ones (two lock round trips
         # per request, not two per message); known messages cost a digest read and a dict hit.
+        # A message's raw wire blocks are its own: they go when it goes (``raw_costs``).
         per_message = tuple(self.count_messages(transcript.messages))
+        raw = self.raw_costs(transcript)
+        if raw is not None:
+            per_message = tuple(map(operator.add, per_message, raw))
         tools = self.count_tools(transcript.tools)
         overhead = self._overhead(transcript)
         return TokenCount(

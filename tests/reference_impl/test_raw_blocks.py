@@ -1,0 +1,226 @@
+"""Wire blocks that no neutral part holds (``shapes.raw_wire_content``) are counted: a search
+result, a text document or a server tool block is input the model reads, kept beside the
+transcript in its params. The counters add them to the message that carries them
+(``raw_costs``, ``count``); the pipeline adds them to that message's unit, so a session of
+large search results is trimmed to the budget instead of sent over it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reference_impl import AssemblyConfig, SessionAssembler, assemble
+from reference_impl.assembler import assemble_pipeline
+from reference_impl.shapes import get_shape, raw_blocks_by_message, raw_wire_content
+from reference_impl.steps.protect import raw_costs_by_digest
+from reference_impl.tokens import (
+    AnthropicEstimateCounter,
+    RawCosting,
+    TiktokenCounter,
+    counter_for,
+)
+from reference_impl.tokens._message_costs import raw_block_content
+from reference_impl.tokens.encodings import get_encoding
+from reference_impl.transcript import Message, TextPart
+
+ANTHROPIC = get_shape("anthropic-messages")
+MODEL = "claude-sonnet-4-5"
+ENCODING = get_encoding("o200k_base")
+_WORDS = ("latency", "region", "owner", "replica", "deploy", "quota", "window", "shard")
+
+
+def _page(i: int, words: int = 1500) -> str:
+    return " ".join(f"{_WORDS[(i + k) % len(_WORDS)]}{k % 97}" for k in range(words))
+
+
+def _search_result(i: int, words: int = 1500) -> dict[str, Any]:
+    return {
+        "type": "search_result",
+        "source": f"https://docs.example/{i}",
+        "title": f"Runbook page {i}",
+        "content": [{"type": "text", "text": _page(i, words)}],
+    }
+
+
+def _session_body(results: int, words: int = 1500) -> dict[str, Any]:
+    """A research session: each user turn brings a search result and asks about it."""
+    messages: list[dict[str, Any]] = []
+    for i in range(results):
+        messages.append(
+            {
+                "role": "user",
+                "content": [_search_result(i, words), {"type": "text", "text": f"Question {i}?"}],
+            }
+        )
+        messages.append(
+            {"role": "assistant", "content": [{"type": "text", "text": f"Answer {i}."}]}
+        )
+    messages.append({"role": "user", "content": "Which runbook covers failover?"})
+    return {"model": MODEL, "max_tokens": 1024, "messages": messages}
+
+
+def _config(budget: int) -> AssemblyConfig:
+    return AssemblyConfig.from_mapping(
+        {
+            "context_assembly": {
+                "model_input_limit": budget + 8192 + 1024,
+                "output_reserve_tokens": 8192,
+                "safety_margin_tokens": 1024,
+                "summarize_trigger_ratio": 1.0,
+            }
+        }
+    )
+
+
+# -- the rule ------------------------------------------------------------------------------------
+
+
+def test_a_search_result_counts_every_value_but_what_says_what_the_block_is() -> None:
+    text, payloads = raw_block_content(_search_result(3, words=5))
+    assert payloads == 0
+    lines = text.split("\n")
+    assert "https://docs.example/3" in lines
+    assert "Runbook page 3" in lines
+    assert _page(3, words=5) in lines
+    assert "search_result" not in text
+    assert "text" not in lines
+
+
+def test_a_text_document_is_text_and_a_base64_one_a_payload() -> None:
+    text_source = {"type": "text", "media_type": "text/plain", "data": "Dummy TXT file"}
+    assert raw_block_content({"type": "document", "source": text_source}) == ("Dummy TXT file", 0)
+    pdf = {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}
+    assert raw_block_content({"type": "document", "source": pdf, "title": "Q3"}) == ("Q3", 1)
+    inline = {"mimeType": "video/mp4", "data": "AAAAIGZ0eXA="}  # Gemini inline data
+    assert raw_block_content({"inlineData": inline}) == ("", 1)
+    video = {"video": {"format": "mp4", "source": {"bytes": "AAAAIGZ0eXA="}}}  # Bedrock bytes
+    assert raw_block_content(video) == ("mp4", 1)
+
+
+def test_a_cache_point_and_cache_control_cost_nothing() -> None:
+    assert raw_block_content({"cachePoint": {"type": "default"}}) == ("", 0)
+    block = {"type": "search_result", "cache_control": {"type": "ephemeral"}, "title": "t"}
+    assert raw_block_content(block) == ("t", 0)
+
+
+def test_numbers_are_counted_as_their_json() -> None:
+    code = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "42\n", "exitCode": 0}}
+    assert raw_block_content(code) == ("OUTCOME_OK\n42\n\n0", 0)
+
+
+def test_each_payload_costs_the_fetched_allowance() -> None:
+    pdf = {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}
+    block = {"type": "document", "source": pdf}
+    tiktoken = TiktokenCounter("o200k_base", "openai-chat", fetched_allowance=1234)
+    assert tiktoken.rules.raw_blocks([block, block]) == 2 * 1234
+    estimate = AnthropicEstimateCounter(1.3, fetched_allowance=777)
+    assert estimate.rules.raw_blocks([block]) == 777
+
+
+# -- the counters ----------------------------------------------------------------------------------
+
+
+def test_the_counter_adds_a_search_result_to_the_message_that_carries_it() -> None:
+    session = ANTHROPIC.parse_request(_session_body(2, words=400))
+    counter = AnthropicEstimateCounter(1.0, model=MODEL)
+    raw = counter.raw_costs(session)
+    assert raw is not None
+    assert len(raw) == len(session.messages)
+    carriers = [i for i, cost in enumerate(raw) if cost]
+    assert carriers == [0, 2]  # the two user turns with a search result, nothing else
+    page_tokens = len(ENCODING.encode_ordinary(_page(0, words=400)))
+    assert raw[0] >= page_tokens  # the page's text at least (title, source and frame on top)
+    count = counter.count(session)
+    neutral = [counter.count_message(m) for m in session.messages]
+    assert list(count.messages) == [n + r for n, r in zip(neutral, raw, strict=True)]
+
+
+def test_the_blocks_go_with_their_message() -> None:
+    session = ANTHROPIC.parse_request(_session_body(2, words=400))
+    counter = AnthropicEstimateCounter(1.0, model=MODEL)
+    whole = counter.count(session).total
+    raw = counter.raw_costs(session)
+    assert raw is not None
+    without_first = session.with_messages(session.messages[2:])  # its turn dropped
+    assert counter.count(without_first).total == whole - sum(counter.count(session).messages[:2])
+    assert session.messages[0].parts == (TextPart("Question 0?"),)  # the block is beside it
+    changed = session.with_messages(
+        (Message("user", (TextPart("Question 0, reworded?"),)), *session.messages[1:])
+    )  # its content changed: another message, rendered without the block
+    assert counter.raw_costs(changed) == [0, *raw[1:]]
+
+
+def test_a_counter_of_another_shape_does_not_count_them() -> None:
+    session = ANTHROPIC.parse_request(_session_body(1, words=50))
+    assert raw_blocks_by_message("anthropic-messages", session) is not None
+    tiktoken = counter_for("openai-chat", "gpt-4o")
+    assert isinstance(tiktoken, RawCosting)
+    assert tiktoken.raw_costs(session) is None  # an OpenAI request does not send them
+    assert tiktoken.raw_costs(session, "anthropic-messages") is not None
+
+
+def test_a_session_without_raw_blocks_answers_without_digests() -> None:
+    body = _session_body(1, words=50)
+    body["messages"][0]["content"] = "Question 0?"
+    session = ANTHROPIC.parse_request(body)
+    assert raw_blocks_by_message("anthropic-messages", session) is None
+    assert counter_for("anthropic-messages", MODEL).raw_costs(session) is None  # type: ignore[attr-defined]
+
+
+# -- the assembler ---------------------------------------------------------------------------------
+
+
+def _sent_search_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        block
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "search_result"
+    ]
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_session_of_large_search_results_is_trimmed_to_the_budget(incremental: bool) -> None:
+    # 12 pages of ~3,000 tokens each (by tiktoken: the estimate counts more), budget 20,000: the
+    # pages alone are ~36,000 tokens, so most must go. Judged on the rendered body, page by page
+    # with tiktoken: the neutral transcript does not hold them.
+    session = ANTHROPIC.parse_request(_session_body(12))
+    budget = 20_000
+    if incremental:
+        assembler = SessionAssembler(_config(budget), shape="anthropic-messages")
+        result = assembler.assemble(session)
+        assert assembler.last_path == "full:raw_blocks"
+    else:
+        result = assemble(session, _config(budget), shape="anthropic-messages")
+    sent = _sent_search_results(result.render())
+    page_tokens = sum(len(ENCODING.encode_ordinary(b["content"][0]["text"])) for b in sent)
+    assert 0 < len(sent) < 12
+    assert page_tokens <= budget
+    counter = counter_for("anthropic-messages", MODEL)
+    assert counter.count(result.view).total <= budget  # and the counter's own view agrees
+
+
+def test_the_incremental_path_leaves_raw_blocks_to_the_pipeline_with_the_same_result() -> None:
+    session = ANTHROPIC.parse_request(_session_body(6))
+    config = _config(12_000)
+    counter = counter_for("anthropic-messages", MODEL)
+    fast = SessionAssembler(config, shape="anthropic-messages", counter=counter).assemble(session)
+    slow = assemble_pipeline(session, config, shape="anthropic-messages", counter=counter)
+    assert fast.view == slow.view
+
+
+def test_a_counter_without_raw_costs_leaves_them_uncounted() -> None:
+    class Plain:
+        name = "plain"
+
+        def count_message(self, message: Message) -> int:
+            return 1
+
+    session = ANTHROPIC.parse_request(_session_body(1, words=50))
+    assert raw_costs_by_digest(Plain(), session, "anthropic-messages") == {}  # type: ignore[arg-type]
+    counter = counter_for("anthropic-messages", MODEL)
+    found = raw_costs_by_digest(counter, session, "anthropic-messages")
+    assert set(found) == {session.messages[0].digest}
+    assert len(raw_wire_content("anthropic-messages", session).blocks) == 1
