@@ -105,6 +105,7 @@ __all__ = [
     "is_cut_mark",
     "is_placeholder",
     "map_view",
+    "short",
 ]
 
 OutputStatus: TypeAlias = Literal[
@@ -1055,9 +1056,9 @@ def _role_changed(state: _State, index: int, source: int, *, claim: bool = True)
     if was.role == "tool":
         sent = state.view.messages[index].text
         result = next((r for r in was.tool_results if r.text.strip() in sent), was.tool_results[0])
-        what = f"its tool result {result.call_id} sent as {now} text: {_short(result.text)}"
+        what = f"its tool result {result.call_id} sent as {now} text: {short(result.text)}"
     else:
-        what = f"its {was.role} text sent as {now}: {_short(was.text)}"
+        what = f"its {was.role} text sent as {now}: {short(was.text)}"
     return Edit(index, source, "role_changed", what)
 
 
@@ -1228,8 +1229,8 @@ def _edits(
         elif not _same_arguments(now.arguments, call.arguments):
             add(
                 "arguments_changed",
-                f"tool call {cid} ({call.name}) arguments changed: {_short(call.arguments)} -> "
-                f"{_short(now.arguments)}",
+                f"tool call {cid} ({call.name}) arguments changed: {short(call.arguments)} -> "
+                f"{short(now.arguments)}",
                 cid,
             )
     for cid in new_calls.keys() - old_calls.keys():
@@ -1243,14 +1244,14 @@ def _edits(
         elif is_placeholder(
             got, state.declared.result_placeholder, tool=_tool_name(state.session, source, cid)
         ):
-            add("result_cleared", f"tool result {cid} cleared ({_short(got.text)})", cid)
+            add("result_cleared", f"tool result {cid} cleared ({short(got.text)})", cid)
         elif (degraded := _degraded_result(got, result)) is not None:
             kind, detail = degraded
             add(kind, f"tool result {cid}: {detail}", cid)
         else:
             add(
                 "result_changed",
-                f"tool result {cid} changed: {_short(result.text)} -> {_short(got.text)}",
+                f"tool result {cid} changed: {short(result.text)} -> {short(got.text)}",
                 cid,
             )
     for cid in new_results.keys() - old_results.keys():
@@ -1322,16 +1323,16 @@ def _text_edits(
     if extra is None and inserts and old_text.strip():
         inserted = _inserted_words(old_text, new_text)
         if inserted and not may_add(inserted):
-            return [*changed, ("text_added", f"words put into it: {_short(inserted)}")]
+            return [*changed, ("text_added", f"words put into it: {short(inserted)}")]
     if extra is not None and not may_add(extra):
-        return [*changed, ("text_added", f"text added to it: {_short(extra)}")]
+        return [*changed, ("text_added", f"text added to it: {short(extra)}")]
     if extra is not None:  # its whole text, with a note that may travel in it: no pin altered
-        return [*changed, ("note_added", f"note added to it: {_short(extra)}")]
+        return [*changed, ("note_added", f"note added to it: {short(extra)}")]
     # A message that had no text and now opens with some may carry a summary in front of its
     # calls; map_view decides (_inline_summaries), else it stays a text change.
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
-    return [*changed, (kind, f"text changed: {_short(old_text)} -> {_short(new_text)}")]
+    return [*changed, (kind, f"text changed: {short(old_text)} -> {short(new_text)}")]
 
 
 def _inserted_words(old: str, new: str) -> str | None:
@@ -1457,7 +1458,7 @@ def _degraded_edits(
     olds = [p.text for p in wanted if isinstance(p, TextPart)]
     gaps = _text_gaps(olds, "".join(p.text for p in given if isinstance(p, TextPart)))
     if isinstance(gaps, str):
-        return [*out, ("text_changed", f"text changed: {_short(gaps)}")]
+        return [*out, ("text_changed", f"text changed: {short(gaps)}")]
     placeholders = 0
     for gap in gaps:
         count = _placeholder_count(gap)
@@ -1465,14 +1466,14 @@ def _degraded_edits(
             if not may_add(gap):
                 return [
                     *out,
-                    ("text_added", f"text added with a degraded attachment: {_short(gap)}"),
+                    ("text_added", f"text added with a degraded attachment: {short(gap)}"),
                 ]
             continue
         placeholders += count
         if placeholders > removed:
             return [
                 *out,
-                ("text_added", f"more placeholders than attachments left out: {_short(gap)}"),
+                ("text_added", f"more placeholders than attachments left out: {short(gap)}"),
             ]
     return out
 
@@ -1540,7 +1541,9 @@ def _same_arguments(given: str, wanted: str) -> bool:
         return False
 
 
-def _short(text: str, limit: int = 40) -> str:
+def short(text: str, limit: int = 40) -> str:
+    """``text`` quoted, cut to ``limit`` characters (what an edit's or a failure's detail
+    quotes)."""
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
@@ -2372,7 +2375,7 @@ def _inline_summaries(
         )
         if settled == "summary":
             found.add(edit.view_index)
-            state.edits[k] = replace(edit, detail=f"summary added before the calls: {_short(text)}")
+            state.edits[k] = replace(edit, detail=f"summary added before the calls: {short(text)}")
         elif settled is None:
             state.edits[k] = replace(edit, kind="text_changed")
     return found
@@ -2457,7 +2460,7 @@ def _added_summaries(
             == "summary"
         ):
             found.add(edit.view_index)
-            detail = f"summary added to it: {_short(extra)}"
+            detail = f"summary added to it: {short(extra)}"
             state.edits[k] = replace(edit, kind="summary_added", detail=detail)
     return found
 

@@ -185,11 +185,6 @@ def side_effect_entries(scenario: Scenario) -> list[Mapping[str, Any]]:
     return [e for e in scenario.ledger if e.get("side_effect", True)]
 
 
-def short(text: str, limit: int = 40) -> str:
-    """``text`` quoted, cut to ``limit`` characters (what a failure message quotes)."""
-    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
-
-
 def settings_of(transcript: Transcript) -> dict[str, Any]:
     """The request settings of a transcript (its params, each a JSON value; a shape's private
     record of wire content, a dotted key, is none)."""

@@ -41,8 +41,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from conformance.checks._helpers import short
-from conformance.identity import is_cut_mark
+from conformance.identity import is_cut_mark, short
 from reference_impl.shapes import RawContent, camel_case, raw_wire_content
 from reference_impl.transcript import (
     Role,

@@ -17,13 +17,12 @@ from conformance.checks._helpers import (
     protected_minimum,
     session_tokens,
     settings_of,
-    short,
     turn_label,
 )
 from conformance.checks._wire_content import added_wire_content
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
-from conformance.identity import Edit, contradicted_entry
+from conformance.identity import Edit, contradicted_entry, short
 from conformance.scenarios import Scenario
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import get_shape

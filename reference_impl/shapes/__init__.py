@@ -16,6 +16,7 @@ from reference_impl.errors import ShapeError
 from reference_impl.shapes._extras import (
     RawContent,
     carries_raw_blocks,
+    raw_block_texts_by_message,
     raw_blocks_by_message,
     raw_wire_content,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "carries_raw_blocks",
     "get_shape",
     "merge_policy",
+    "raw_block_texts_by_message",
     "raw_blocks_by_message",
     "raw_wire_content",
     "reasoning_opens_message",

@@ -26,6 +26,7 @@ import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
 from reference_impl.errors import ParseError, TranscriptError
@@ -44,6 +45,7 @@ __all__ = [
     "extra_members",
     "map_messages",
     "params_without",
+    "raw_block_texts_by_message",
     "raw_blocks_by_message",
     "raw_wire_content",
 ]
@@ -324,35 +326,56 @@ def _copy(value: Any) -> Any:
 
 def raw_blocks_by_message(shape: str, transcript: Transcript) -> list[tuple[Any, ...]] | None:
     """The raw blocks (wire content no neutral part holds) that each message of ``transcript``
-    carries in ``shape``'s extras, in message order; None when none does (the usual transcript:
-    answered without a digest). What a counter adds to a message's tokens: the blocks are sent
-    with it, and go when it goes or its content changes (it then has another address)."""
-    if not carries_raw_blocks(shape, transcript):
+    carries in ``shape``'s extras, in message order, as new objects; None when none does (the
+    usual transcript: answered without a digest). What a counter adds to a message's tokens:
+    the blocks are sent with it, and go when it goes or its content changes (it then has
+    another address)."""
+    found = raw_block_texts_by_message(shape, transcript)
+    if found is None:
         return None
-    by_address = _raw_by_address(shape, _record_text(shape, transcript) or "")
+    return [tuple(json.loads(text) for text in texts) for texts in found]
+
+
+def raw_block_texts_by_message(shape: str, transcript: Transcript) -> list[tuple[str, ...]] | None:
+    """``raw_blocks_by_message`` as each block's canonical JSON (read once per record and
+    shared: what a counter memoizes a message's blocks by)."""
+    by_address = _raw_texts(shape, transcript)
     if not by_address:
         return None
     return [by_address.get(address, ()) for address in _addresses(transcript.messages)]
 
 
 def carries_raw_blocks(shape: str, transcript: Transcript) -> bool:
-    """Whether ``transcript`` may carry raw blocks in ``shape``'s extras (a look at its params
-    only: True for a record that names any)."""
-    text = _record_text(shape, transcript)
-    return text is not None and '"raw":' in text
+    """Whether a message of ``transcript`` carries raw blocks in ``shape``'s extras (its record
+    read once per text: a session's record is the same string from one turn to the next)."""
+    return bool(_raw_texts(shape, transcript))
 
 
-def _record_text(shape: str, transcript: Transcript) -> str | None:
+def _raw_texts(shape: str, transcript: Transcript) -> Mapping[str, tuple[str, ...]]:
     key = f"{shape}.extras"
-    return next((value for k, value in transcript.params if k == key), None)
+    text = next((value for k, value in transcript.params if k == key), None)
+    return {} if text is None else _raw_by_address(shape, text)
 
 
-@functools.lru_cache(maxsize=8)
-def _raw_by_address(shape: str, text: str) -> dict[str, tuple[Any, ...]]:
-    """The raw blocks of an extras record's messages, by address (parsed once per record: a
-    session's record is the same string from one turn, and one view, to the next)."""
-    extras = Extras.from_record(shape, json.loads(text))
-    return {a: tuple(block for _, block in e.raw) for a, e in extras.messages.items() if e.raw}
+@functools.lru_cache(maxsize=4)
+def _raw_by_address(shape: str, text: str) -> Mapping[str, tuple[str, ...]]:
+    """The raw blocks of an extras record's messages, each as its canonical JSON, by address
+    (read-only: the cache shares it)."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        raise TranscriptError(
+            "not a JSON extras record; remove it or re-parse the request",
+            where=f"params[{shape + '.extras'!r}]",
+        ) from None
+    extras = Extras.from_record(shape, record)
+    return MappingProxyType(
+        {
+            address: tuple(canonical_json(block) for _, block in entry.raw)
+            for address, entry in extras.messages.items()
+            if entry.raw
+        }
+    )
 
 
 DIGEST_CHARS: Final = 16

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from reference_impl.errors import TokenCountError
 from reference_impl.tokens.counters import (
     AnthropicEstimateCounter,
+    RawCosting,
     TokenCount,
     TokenCounter,
     _Memo,
@@ -93,6 +94,13 @@ class _ProviderCounter(Generic[_Client]):
 
     def count_tools(self, tools: Sequence[ToolSpec]) -> int:
         return self.fallback.count_tools(tools)
+
+    def raw_costs(self, transcript: Transcript, shape: str | None = None) -> list[int] | None:
+        """The local counter's (``RawCosting``): the provider counts a rendered body's raw
+        blocks in its total, the pipeline's units need them per message."""
+        if not isinstance(self.fallback, RawCosting):
+            return None
+        return self.fallback.raw_costs(transcript, shape or self._SHAPE)
 
     def count(self, transcript: Transcript) -> TokenCount:
         body = self._render(transcript)

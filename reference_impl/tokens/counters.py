@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import operator
 import threading
 from collections import OrderedDict
@@ -30,7 +31,7 @@ from itertools import compress, repeat
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.errors import TokenCountError
-from reference_impl.shapes import raw_blocks_by_message
+from reference_impl.shapes import raw_block_texts_by_message
 from reference_impl.tokens._estimate_constants import (
     SHIPPED,
     FittedConstants,
@@ -297,14 +298,16 @@ class _MemoizedCounter(Generic[_R]):
         carries in ``shape``'s extras (this counter's shape by default), in message order
         (``shapes.raw_blocks_by_message``, ``rules.raw_blocks``); None when none does. Each
         message's blocks are counted once (memoized by their JSON's digest)."""
-        found = raw_blocks_by_message(shape or self.shape, transcript)
+        found = raw_block_texts_by_message(shape or self.shape, transcript)
         if found is None:
             return None
-        return [self._raw_cost(blocks) if blocks else 0 for blocks in found]
+        return [self._raw_cost(texts) if texts else 0 for texts in found]
 
-    def _raw_cost(self, blocks: tuple[object, ...]) -> int:
-        key = hashlib.sha256(canonical_json(list(blocks)).encode("utf-8", "surrogatepass"))
-        return self._raw_memo.get_or_compute(key.hexdigest(), lambda: self.rules.raw_blocks(blocks))
+    def _raw_cost(self, texts: tuple[str, ...]) -> int:
+        key = hashlib.sha256("\n".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+        return self._raw_memo.get_or_compute(
+            key, lambda: self.rules.raw_blocks([json.loads(text) for text in texts])
+        )
 
     def count(self, transcript: Transcript) -> TokenCount:
         # One memo lookup for all messages and one store for the new ones (two lock round trips

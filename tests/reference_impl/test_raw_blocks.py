@@ -6,14 +6,19 @@ large search results is trimmed to the budget instead of sent over it."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from reference_impl import AssemblyConfig, SessionAssembler, assemble
 from reference_impl.assembler import assemble_pipeline
+from reference_impl.errors import TranscriptError
 from reference_impl.shapes import get_shape, raw_blocks_by_message, raw_wire_content
 from reference_impl.steps.protect import raw_costs_by_digest
+from reference_impl.token_apis import AnthropicCountTokensCounter
 from reference_impl.tokens import (
     AnthropicEstimateCounter,
     RawCosting,
@@ -203,6 +208,8 @@ def test_a_session_of_large_search_results_is_trimmed_to_the_budget(incremental:
 
 
 def test_the_incremental_path_leaves_raw_blocks_to_the_pipeline_with_the_same_result() -> None:
+    # the index counts neutral parts only: were the fallback gone, the incremental view would
+    # keep pages the pipeline drops
     session = ANTHROPIC.parse_request(_session_body(6))
     config = _config(12_000)
     counter = counter_for("anthropic-messages", MODEL)
@@ -224,3 +231,64 @@ def test_a_counter_without_raw_costs_leaves_them_uncounted() -> None:
     found = raw_costs_by_digest(counter, session, "anthropic-messages")
     assert set(found) == {session.messages[0].digest}
     assert len(raw_wire_content("anthropic-messages", session).blocks) == 1
+
+
+class _CountTokensLikeLocal(AnthropicCountTokensCounter):
+    """A count-tokens counter whose provider answers with the local estimate of the body it
+    was sent (no network): the raw blocks are in that body, so the provider counts them."""
+
+    def _call(self, body: Mapping[str, Any]) -> int:
+        parsed = ANTHROPIC.parse_request({"max_tokens": 1, **body})
+        return counter_for("anthropic-messages", MODEL).count(parsed).total
+
+
+def test_a_provider_counter_gives_the_pipeline_the_raw_costs_of_its_local_counter() -> None:
+    # The provider's total holds the blocks; without their per-message costs the pipeline kept
+    # every page and the final recount refused the request (47,340 over 20,000).
+    counter = _CountTokensLikeLocal(object(), MODEL)  # type: ignore[arg-type]
+    assert isinstance(counter, RawCosting)
+    session = ANTHROPIC.parse_request(_session_body(12))
+    assert counter.raw_costs(session) == counter_for("anthropic-messages", MODEL).raw_costs(session)  # type: ignore[attr-defined]
+    result = assemble_pipeline(
+        session, _config(20_000), shape="anthropic-messages", counter=counter
+    )
+    sent = _sent_search_results(result.render())
+    assert 0 < len(sent) < 12
+
+
+def test_a_record_in_any_json_spelling_is_read() -> None:
+    # params hold JSON; a record not in canonical spelling (spaces after separators) is the
+    # same record: its blocks are counted and the incremental path still leaves it
+    session = ANTHROPIC.parse_request(_session_body(1, words=300))
+    key = "anthropic-messages.extras"
+    spaced = tuple(
+        (k, json.dumps(json.loads(v), separators=(", ", " : ")) if k == key else v)
+        for k, v in session.params
+    )
+    respelled = replace(session, params=spaced)
+    counter = counter_for("anthropic-messages", MODEL)
+    assert counter.count(respelled).total == counter.count(session).total
+    assembler = SessionAssembler(_config(100_000), shape="anthropic-messages")
+    assembler.assemble(respelled)
+    assert assembler.last_path == "full:raw_blocks"
+
+
+def test_a_record_that_is_not_json_is_named() -> None:
+    session = ANTHROPIC.parse_request(_session_body(1, words=5))
+    broken = replace(session, params=(("anthropic-messages.extras", "{not json"),))
+    with pytest.raises(TranscriptError, match="not a JSON extras record") as info:
+        counter_for("anthropic-messages", MODEL).count(broken)
+    assert info.value.where == "params['anthropic-messages.extras']"
+
+
+def test_the_blocks_handed_out_are_the_callers_to_change() -> None:
+    session = ANTHROPIC.parse_request(_session_body(1, words=300))
+    counter = AnthropicEstimateCounter(1.3, model=MODEL)
+    before = counter.raw_costs(session)
+    found = raw_blocks_by_message("anthropic-messages", session)
+    assert found is not None
+    found[0][0]["content"][0]["text"] = "x"  # a caller's copy
+    again = raw_blocks_by_message("anthropic-messages", session)
+    assert again is not None
+    assert again[0][0]["content"][0]["text"] == _page(0, words=300)
+    assert AnthropicEstimateCounter(1.3, model=MODEL).raw_costs(session) == before
