@@ -66,16 +66,10 @@ def _session_body(results: int, words: int = 1500) -> dict[str, Any]:
 
 
 def _config(budget: int) -> AssemblyConfig:
-    return AssemblyConfig.from_mapping(
-        {
-            "context_assembly": {
-                "model_input_limit": budget + 8192 + 1024,
-                "output_reserve_tokens": 8192,
-                "safety_margin_tokens": 1024,
-                "summarize_trigger_ratio": 1.0,
-            }
-        }
-    )
+    """The default config with an input budget of ``budget`` (summaries never triggered)."""
+    default = AssemblyConfig()
+    limit = budget + default.output_reserve_tokens + default.safety_margin_tokens
+    return default.with_changes(model_input_limit=limit, summarize_trigger_ratio=1.0)
 
 
 # -- the rule ------------------------------------------------------------------------------------
