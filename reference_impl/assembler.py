@@ -28,7 +28,7 @@ from reference_impl.errors import ConfigError, ContextAssemblyError, ShapeError,
 from reference_impl.ledger import Ledger
 from reference_impl.memory import MemoryItem, ledger_message, memory_messages
 from reference_impl.metrics import AssemblyMetrics, default_metrics
-from reference_impl.steps import PIPELINE, AssemblyState, load_state, normalize_view
+from reference_impl.steps import PIPELINE, AssemblyState, load_state, normalize_transcript
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
@@ -197,8 +197,8 @@ class Assembly:
         """The view normalized for ``shape`` (the assembly's own view for its own shape)."""
         if shape == self.report.shape or self.base_view is None:
             return self.view
-        messages, _ = normalize_view(self.base_view.messages, shape)
-        return self.base_view.with_messages(messages)
+        view, _ = normalize_transcript(self.base_view, shape)
+        return view
 
     def render(
         self, shape: ShapeName | None = None, *, dialect: str | None = None

@@ -18,7 +18,7 @@ call ids against every earlier id: the same verdict as validating the whole sess
 segmented; the decisions (prefix, suffix, the middle fill in tier order) are then recomputed from
 those indexes: ``_fast`` walks ``steps.PIPELINE`` and takes each step from the index
 (``_FAST_STEPS``, sharing the steps' rules: ``range_start``, ``KEEP_ORDER``, ``DROP_STEPS``,
-``short_error``, ``normalize_view``).
+``short_error``, ``normalize_transcript``).
 
 What a turn costs: the new messages (validated, segmented, counted) plus C-speed work on what is
 kept, never a Python loop over the session. The protected range is summed from the list of unit
@@ -84,7 +84,7 @@ from reference_impl.steps import (
     final_recount,
     narrow_ledger_pin,
     normalize_for_shape,
-    normalize_view,
+    normalize_transcript,
     protect_prefix,
     protect_suffix,
     summarize_middle,
@@ -1088,7 +1088,7 @@ class SessionAssembler:
 
     def _normalize_for_shape(self, t: _Turn) -> str | None:
         """The view of the kept units, injections after the leading system text, normalized for
-        the shape (``steps.normalize.normalize_view``). Built at C speed: the kept units'
+        the shape (``steps.normalize.normalize_transcript``). Built at C speed: the kept units'
         message tuples chained, the few degraded units in the kept window swapped in."""
         index, kept = t.index, t.kept
         degraded = {}
@@ -1102,8 +1102,9 @@ class SessionAssembler:
         kept_rings = [*filter(t.kept_middle_set.__contains__, rings[:older]), *rings[older:]]
         messages = _view_messages(index, kept, kept_rings, degraded, t.settings.injections)
         t.base = _trusted_view(messages, t.session)
-        final, t.merged = normalize_view(t.base.messages, self.shape)
-        t.view = _trusted_view(final, t.session) if t.merged else t.base
+        t.view, t.merged = normalize_transcript(
+            t.base, self.shape, functools.partial(_trusted_view, session=t.session)
+        )
         if t.merged:
             t.steps.append("normalize")
         return None

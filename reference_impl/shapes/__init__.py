@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Final, TypeVar
 
-from reference_impl.errors import ShapeError
+from reference_impl.errors import CtxconfError, ShapeError
 from reference_impl.shapes._extras import (
+    MessageExtras,
     RawContent,
     carries_raw_blocks,
+    carry_merged_extras,
     raw_block_texts_by_message,
     raw_blocks_by_message,
     raw_wire_content,
+    single_message_record,
 )
 from reference_impl.shapes.base import (
     MergePolicy,
@@ -27,7 +30,7 @@ from reference_impl.shapes.base import (
     ShapeCapabilities,
     camel_case,
 )
-from reference_impl.transcript import SHAPE_NAMES, ShapeName
+from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
 
 __all__ = [
     "SHAPE_NAMES",
@@ -40,6 +43,7 @@ __all__ = [
     "carries_raw_blocks",
     "get_shape",
     "merge_policy",
+    "merged_with_extras",
     "raw_block_texts_by_message",
     "raw_blocks_by_message",
     "raw_wire_content",
@@ -107,3 +111,26 @@ def merge_policy(shape: str) -> MergePolicy | None:
     """How ``shape``'s default profile wants same-side turns merged (None: not at all, or not a
     shape)."""
     return get_shape(shape).capabilities.merge_policy if shape in _MODULES else None
+
+
+def merged_with_extras(
+    shape: str, before: Transcript, after: Transcript, groups: Sequence[Sequence[int]]
+) -> Transcript:
+    """``after``, ``before`` with neighbours merged (``groups``: see ``carry_merged_extras``),
+    with the extras of what it merged carried to the merged messages (the transcript itself when
+    ``before`` has no extras for ``shape`` or nothing merged)."""
+    if shape not in _MODULES or all(len(g) == 1 for g in groups):
+        return after
+    return carry_merged_extras(shape, before, after, groups, functools.partial(_blocks_of, shape))
+
+
+def _blocks_of(shape: str, message: Message, extras: MessageExtras) -> int:
+    """How many wire blocks ``message`` is sent as in ``shape``, with its extras: it rendered
+    alone (a message the shape does not render alone counts its parts and raw blocks)."""
+    adapter = get_shape(shape)
+    try:
+        body = adapter.render_request(single_message_record(shape, message, extras))
+        turns = body.get(adapter.messages_key) or []
+        return len(turns[0][adapter.content_key]) if turns else 0
+    except (CtxconfError, LookupError, TypeError):
+        return len(message.parts) + sum(1 for position, _ in extras.raw if len(position) == 1)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
@@ -42,12 +42,14 @@ __all__ = [
     "body_params",
     "canonical_of",
     "carries_raw_blocks",
+    "carry_merged_extras",
     "extra_members",
     "map_messages",
     "params_without",
     "raw_block_texts_by_message",
     "raw_blocks_by_message",
     "raw_wire_content",
+    "single_message_record",
 ]
 
 
@@ -376,6 +378,53 @@ def _raw_by_address(shape: str, text: str) -> Mapping[str, tuple[str, ...]]:
             if entry.raw
         }
     )
+
+
+def carry_merged_extras(
+    shape: str,
+    before: Transcript,
+    after: Transcript,
+    groups: Sequence[Sequence[int]],
+    block_count: Callable[[Message, MessageExtras], int],
+) -> Transcript:
+    """``after`` (``before``'s messages with neighbours merged: ``groups[k]`` the indices in
+    ``before`` of what ``after``'s k-th message holds, in order) with its messages' extras in
+    ``shape``'s record: a merged message has a content of its own, so no address of ``before``
+    names it, and without this it would be rendered without its parts' raw blocks and fields.
+    Each part's positions move by the wire blocks of the parts before it (``block_count``: a
+    message rendered alone with its extras). The record is rebuilt for ``after``'s addresses;
+    extras of messages ``after`` does not hold are left out."""
+    extras = Extras.from_transcript(shape, before)
+    if not extras.messages:
+        return after
+    per_message = list(extras.for_messages(before.messages))
+    carried: list[MessageExtras] = []
+    for group in groups:
+        if len(group) == 1:
+            carried.append(per_message[group[0]])
+            continue
+        combined = MessageExtras()
+        offset = 0
+        for i in group:
+            own = per_message[i]
+            combined.raw.extend(((p[0] + offset, *p[1:]), b) for p, b in own.raw)
+            combined.fields.extend(((p[0] + offset, *p[1:]), f) for p, f in own.fields)
+            offset += block_count(before.messages[i], own)
+        carried.append(combined)
+    rebuilt = Extras(shape, tool_fields=extras.tool_fields, raw_tools=extras.raw_tools)
+    rebuilt.values = extras.values
+    rebuilt.attach(after.messages, carried)
+    params = tuple(pair for pair in after.params if pair[0] != extras.key)
+    return replace(after, params=rebuilt.to_params(params))
+
+
+def single_message_record(shape: str, message: Message, extras: MessageExtras) -> Transcript:
+    """``message`` alone in a transcript, with ``extras`` as its own (what a renderer needs to
+    render it as it would be sent)."""
+    record = Extras(shape)
+    if extras:
+        record.messages[f"{message.digest[:DIGEST_CHARS]}#0"] = extras
+    return Transcript((message,), params=record.to_params(()))
 
 
 DIGEST_CHARS: Final = 16

@@ -187,3 +187,5 @@ class ShapeAdapter:
     render_response: Callable[[Message, ResponseMeta], dict[str, Any]]
     place_cache_breakpoints: CacheBreakpoints | None = None
     """The shape's prompt-cache markers (Anthropic ``cache_control``); None when it has none."""
+    content_key: str = "content"
+    """The member of a wire message that holds its blocks (Gemini: ``parts``)."""

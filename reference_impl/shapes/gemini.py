@@ -663,6 +663,7 @@ ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
     label="gemini",
     messages_key="contents",
+    content_key="parts",
     model_in_url=True,
     default_model="gemini-2.5-flash",
     capabilities=CAPABILITIES,

@@ -24,6 +24,7 @@ from reference_impl.steps.normalize import (
     drop_leading_non_user,
     needs_alternation,
     normalize_for_shape,
+    normalize_transcript,
     normalize_view,
 )
 from reference_impl.steps.pairing import (
@@ -67,6 +68,7 @@ __all__ = [
     "narrow_ledger_pin",
     "needs_alternation",
     "normalize_for_shape",
+    "normalize_transcript",
     "normalize_view",
     "protect_prefix",
     "protect_suffix",

@@ -36,20 +36,20 @@ Two invariants of provider-rules.md section 7 that trimming can break:
   turned into text.
 
 The merged message keeps the id of the message that carries the identity: the earlier one, or the
-ring's assistant message. Merging is a pure function of the messages, so consecutive requests stay
+ring's assistant message, and the wire blocks no neutral part holds of both (``normalize_transcript``). Merging is a pure function of the messages, so consecutive requests stay
 byte-stable wherever their unmerged views are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from reference_impl.shapes import merge_policy, reasoning_opens_message
+from reference_impl.shapes import merge_policy, merged_with_extras, reasoning_opens_message
 from reference_impl.shapes.base import MergePolicy
 from reference_impl.steps.state import AssemblyState, Unit
-from reference_impl.transcript import Message, ReasoningPart
+from reference_impl.transcript import Message, ReasoningPart, Transcript
 from reference_impl.transcript.model import INSTRUCTION_ROLES
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "drop_leading_non_user",
     "needs_alternation",
     "normalize_for_shape",
+    "normalize_transcript",
     "normalize_view",
 ]
 
@@ -104,30 +105,56 @@ def normalize_view(
 ) -> tuple[tuple[Message, ...], list[str]]:
     """``messages`` with same-side neighbours merged where ``shape`` requires alternation, and the
     ids of the messages that were merged into a neighbour (empty when nothing changed)."""
+    out, absorbed, _ = _normalized(messages, shape)
+    return out, absorbed
+
+
+def normalize_transcript(
+    view: Transcript,
+    shape: str,
+    make: Callable[[tuple[Message, ...]], Transcript] | None = None,
+) -> tuple[Transcript, list[str]]:
+    """``normalize_view`` of a transcript: a merged message also carries the raw blocks and
+    fields of what it merged in ``shape``'s extras (``shapes.merged_with_extras``), which no
+    address of the view names any more. ``make`` builds the merged view from its messages
+    (``view.with_messages`` by default)."""
+    out, absorbed, groups = _normalized(view.messages, shape)
+    if not absorbed:
+        return view, absorbed
+    merged = view.with_messages(out) if make is None else make(out)
+    return merged_with_extras(shape, view, merged, groups), absorbed
+
+
+def _normalized(
+    messages: Sequence[Message], shape: str
+) -> tuple[tuple[Message, ...], list[str], list[tuple[int, ...]]]:
+    """``normalize_view``, and for each message out the indices of the messages it holds."""
     policy = merge_policy(shape)
     if policy is None:
-        return tuple(messages), []
+        return tuple(messages), [], []
     out: list[Message] = []
     absorbed: list[str] = []
-    for message in messages:
+    groups: list[tuple[int, ...]] = []
+    for index, message in enumerate(messages):
         previous = out[-1] if out else None
         if previous is not None and previous.role not in INSTRUCTION_ROLES:
             merged = _merge(previous, message, policy)
             if merged is not None:
                 absorbed.append(message.id if merged.id == previous.id else previous.id)
                 out[-1] = merged
+                groups[-1] = (*groups[-1], index)
                 continue
         out.append(message)
-    return tuple(out), absorbed
+        groups.append((index,))
+    return tuple(out), absorbed, groups
 
 
 def normalize_for_shape(state: AssemblyState) -> None:
     """Set ``state.final_view``: the view with same-side neighbours merged where the shape
     requires alternation (``normalize_view``), recorded as ``normalize`` when anything merged."""
     view = state.view()
-    messages, merged = normalize_view(view.messages, state.shape)
+    state.final_view, merged = normalize_transcript(view, state.shape)
     state.merged_ids = merged
-    state.final_view = view.with_messages(messages) if merged else view
     if merged:
         state.steps.append("normalize")
 

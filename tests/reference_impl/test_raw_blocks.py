@@ -286,3 +286,60 @@ def test_the_blocks_handed_out_are_the_callers_to_change() -> None:
     assert again is not None
     assert again[0][0]["content"][0]["text"] == _page(0, words=300)
     assert AnthropicEstimateCounter(1.3, model=MODEL).raw_costs(session) == before
+
+
+# -- merged neighbours -------------------------------------------------------------------------------
+
+BEDROCK = get_shape("bedrock-converse")
+GEMINI = get_shape("gemini")
+
+
+def test_user_turns_merged_for_bedrock_keep_their_guard_and_cache_blocks_in_place() -> None:
+    # B3 merges the three user turns into one: each turn's blocks stay where they were among its
+    # own parts (a guardContent was dropped, and the count charged it for nothing)
+    second_guard = {"guardContent": {"text": {"text": "second guard"}}}
+    turns = [
+        [{"text": "a"}, {"guardContent": {"text": {"text": "check this"}}}, {"text": "b"}],
+        [{"text": "c"}, second_guard, {"cachePoint": {"type": "default"}}],
+        [{"text": "d"}],
+    ]
+    body = {"messages": [{"role": "user", "content": content} for content in turns]}
+    session = BEDROCK.parse_request(body)
+    result = assemble(session, _config(50_000), shape="bedrock-converse")
+    assert "normalize" in result.report.steps
+    assert result.render()["messages"] == [
+        {"role": "user", "content": [block for content in turns for block in content]}
+    ]
+    counter = counter_for("bedrock-converse", BEDROCK.default_model)
+    merged = counter.raw_costs(result.view)  # type: ignore[attr-defined]
+    assert merged is not None
+    assert merged[0] > 0  # the merged turn is counted with its blocks
+
+
+def test_a_model_turn_merged_for_gemini_keeps_its_code_execution_parts() -> None:
+    code = {"executableCode": {"code": "print(1)", "language": "PYTHON"}}
+    outcome = {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}}
+    call = {"functionCall": {"name": "lookup", "args": {"q": "x"}}}
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "compute"}]},
+            {"role": "model", "parts": [{"text": "running"}, code, outcome]},
+            {"role": "model", "parts": [call]},  # G1: merged into the turn before
+            {"role": "user", "parts": [{"functionResponse": {"name": "lookup", "response": {}}}]},
+            {"role": "user", "parts": [{"text": "thanks"}]},
+        ],
+        "tools": [{"functionDeclarations": [{"name": "lookup"}]}],
+    }
+    session = GEMINI.parse_request(body)
+    result = assemble(session, _config(50_000), shape="gemini")
+    assert "normalize" in result.report.steps
+    model_turns = [c for c in result.render()["contents"] if c["role"] == "model"]
+    assert model_turns == [{"role": "model", "parts": [{"text": "running"}, code, outcome, call]}]
+
+
+def test_a_merge_without_extras_leaves_the_params_as_they_were() -> None:
+    body = {"messages": [{"role": "user", "content": [{"text": t}]} for t in ("a", "b")]}
+    session = BEDROCK.parse_request(body)
+    result = assemble(session, _config(50_000), shape="bedrock-converse")
+    assert "normalize" in result.report.steps
+    assert result.view.params == session.params
