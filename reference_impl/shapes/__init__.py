@@ -126,11 +126,11 @@ def merged_with_extras(
 
 def _blocks_of(shape: str, message: Message, extras: MessageExtras) -> int:
     """How many wire blocks ``message`` is sent as in ``shape``, with its extras: it rendered
-    alone (a message the shape does not render alone counts its parts and raw blocks)."""
+    alone (a message the shape refuses to render alone counts its parts and raw blocks)."""
     adapter = get_shape(shape)
     try:
         body = adapter.render_request(single_message_record(shape, message, extras))
-        turns = body.get(adapter.messages_key) or []
-        return len(turns[0][adapter.content_key]) if turns else 0
-    except (CtxconfError, LookupError, TypeError):
+    except CtxconfError:
         return len(message.parts) + sum(1 for position, _ in extras.raw if len(position) == 1)
+    turns = body.get(adapter.messages_key) or []
+    return len(turns[0][adapter.content_key]) if turns else 0

@@ -460,10 +460,13 @@ class RawContent:
 
 def raw_wire_content(shape: str, transcript: Transcript) -> RawContent:
     """What ``shape``'s parser kept raw beside ``transcript``'s neutral parts (see
-    :class:`RawContent`), in no particular order: content a model may read that no neutral part
-    holds, which a judge of the transcript compares separately."""
+    :class:`RawContent`): content a model may read that no neutral part holds, which a judge of
+    the transcript compares separately. Blocks and fields come in message order (each message's
+    in wire order; those no message of the transcript addresses last), so that content whose
+    order matters (Gemini's code execution parts) can be compared by order."""
     extras = Extras.from_transcript(shape, transcript)
     roles: dict[str, Role] = {}
+    entries: list[tuple[str, MessageExtras]] = []
     if extras.messages:
         roles = {
             address: message.role
@@ -471,7 +474,8 @@ def raw_wire_content(shape: str, transcript: Transcript) -> RawContent:
                 _addresses(transcript.messages), transcript.messages, strict=True
             )
         }
-    entries = extras.messages.items()
+        place = {address: i for i, address in enumerate(roles)}
+        entries = sorted(extras.messages.items(), key=lambda e: place.get(e[0], len(place)))
     tool_fields: dict[str, Mapping[str, Any]] = dict(extras.tool_fields)
     from reference_impl.shapes._openai_common import TOOL_EXTRAS_PARAM  # noqa: PLC0415
 

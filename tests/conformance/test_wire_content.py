@@ -587,3 +587,36 @@ def test_text_the_session_never_had_in_wire_content_fails(case: str) -> None:
     shape, session, view, phrase = ALL_DANGEROUS[case]
     found = _verdict(shape, session, view)
     assert any(phrase in line for line in found), found
+
+
+@pytest.mark.parametrize("run", range(12))
+def test_code_runs_of_a_turn_merged_for_gemini_keep_the_session_s_order(run: int) -> None:
+    # The reference merges a plain model turn with the function-call turn after it (G1): the
+    # merged turn has another address, so its code parts sort elsewhere in the record; the
+    # order judged is the messages', not the record's (before, 23 runs in 40 failed)
+    from reference_impl import AssemblyConfig, assemble
+
+    def code(i: int) -> list[dict[str, Any]]:
+        return [
+            {"executableCode": {"code": f"print({i})", "language": "PYTHON"}},
+            {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": f"{i}\n"}},
+        ]
+
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "compute"}]},
+            {"role": "model", "parts": [{"text": f"running {run}"}, *code(run)]},
+            {"role": "model", "parts": [{"functionCall": {"name": "lookup", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "lookup", "response": {}}}]},
+            {"role": "model", "parts": [{"text": "again"}, *code(100 + run)]},
+            {"role": "user", "parts": [{"text": "thanks"}]},
+        ],
+        "tools": [{"functionDeclarations": [{"name": "lookup"}]}],
+    }
+    gemini = get_shape("gemini")
+    session = gemini.parse_request(body)
+    default = AssemblyConfig()
+    room = 50_000 + default.output_reserve_tokens + default.safety_margin_tokens
+    result = assemble(session, default.with_changes(model_input_limit=room), shape="gemini")
+    assert "normalize" in result.report.steps
+    assert added_wire_content("gemini", session, gemini.parse_request(result.render())) == []

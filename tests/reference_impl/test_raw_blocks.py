@@ -337,6 +337,33 @@ def test_a_model_turn_merged_for_gemini_keeps_its_code_execution_parts() -> None
     assert model_turns == [{"role": "model", "parts": [{"text": "running"}, code, outcome, call]}]
 
 
+def test_a_signed_model_turn_merged_for_gemini_moves_the_next_turn_s_fields_by_its_wire_parts() -> (
+    None
+):
+    # a thought signature rides on the part after it: the earlier turn is three wire parts, where
+    # its parts and raw blocks are four, and the later turn's part member lands on its call
+    earlier = [
+        {"text": "running", "thoughtSignature": "c2lnbmF0dXJl"},
+        {"executableCode": {"code": "print(1)", "language": "PYTHON"}},
+        {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1\n"}},
+    ]
+    later = [{"functionCall": {"name": "lookup", "args": {}}, "videoMetadata": {"fps": 1}}]
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": earlier},
+            {"role": "model", "parts": later},
+            {"role": "user", "parts": [{"functionResponse": {"name": "lookup", "response": {}}}]},
+        ],
+        "tools": [{"functionDeclarations": [{"name": "lookup"}]}],
+    }
+    session = GEMINI.parse_request(body)
+    assert len(session.messages[1].parts) == 2  # the signature is a part of its own
+    result = assemble(session, _config(50_000), shape="gemini")
+    model_turns = [c for c in result.render()["contents"] if c["role"] == "model"]
+    assert model_turns == [{"role": "model", "parts": [*earlier, *later]}]
+
+
 def test_a_merge_without_extras_leaves_the_params_as_they_were() -> None:
     body = {"messages": [{"role": "user", "content": [{"text": t}]} for t in ("a", "b")]}
     session = BEDROCK.parse_request(body)
