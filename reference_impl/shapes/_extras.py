@@ -359,10 +359,11 @@ def _raw_texts(shape: str, transcript: Transcript) -> Mapping[str, tuple[str, ..
     return {} if text is None else _raw_by_address(shape, text)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=16)
 def _raw_by_address(shape: str, text: str) -> Mapping[str, tuple[str, ...]]:
     """The raw blocks of an extras record's messages, each as its canonical JSON, by address
-    (read-only: the cache shares it)."""
+    (read-only: the cache shares it). An assembly reads its session's record three or four
+    times; 16 records keep a process serving several sessions at once from parsing each again."""
     try:
         record = json.loads(text)
     except ValueError:
