@@ -394,9 +394,17 @@ def carry_merged_extras(
     names it, and without this it would be rendered without its parts' raw blocks and fields.
     Each part's positions move by the wire blocks of the parts before it (``block_count``: a
     message rendered alone with its extras). The record is rebuilt for ``after``'s addresses;
-    extras of messages ``after`` does not hold are left out."""
+    extras of messages ``after`` does not hold are left out. Left as it is when no address it
+    holds has the content of a merged message or of one merged into it: then every message with
+    extras keeps its address (a content's occurrence number moves only when a message of that
+    content leaves or comes in), and nothing needs carrying."""
     extras = Extras.from_transcript(shape, before)
     if not extras.messages:
+        return after
+    merged = [k for k, group in enumerate(groups) if len(group) > 1]
+    touched = {before.messages[i].digest[:DIGEST_CHARS] for k in merged for i in groups[k]}
+    touched.update(after.messages[k].digest[:DIGEST_CHARS] for k in merged)
+    if touched.isdisjoint(address.partition("#")[0] for address in extras.messages):
         return after
     per_message = list(extras.for_messages(before.messages))
     carried: list[MessageExtras] = []

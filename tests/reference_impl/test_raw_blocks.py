@@ -370,3 +370,38 @@ def test_a_merge_without_extras_leaves_the_params_as_they_were() -> None:
     result = assemble(session, _config(50_000), shape="bedrock-converse")
     assert "normalize" in result.report.steps
     assert result.view.params == session.params
+
+
+def test_a_message_with_the_content_of_a_merged_one_keeps_its_blocks() -> None:
+    # "a" then "a" + a guard block: one content, occurrences #0 and #1. The first "a" merges
+    # with "b", so the second becomes #0 of its content: the record is rebuilt for that
+    guard = {"guardContent": {"text": {"text": "check this"}}}
+    body = {
+        "messages": [
+            {"role": "user", "content": [{"text": "a"}]},
+            {"role": "user", "content": [{"text": "b"}]},
+            {"role": "assistant", "content": [{"text": "ok"}]},
+            {"role": "user", "content": [{"text": "a"}, guard]},
+        ]
+    }
+    session = BEDROCK.parse_request(body)
+    assert session.messages[0].digest == session.messages[3].digest
+    sent = assemble(session, _config(50_000), shape="bedrock-converse").render()["messages"]
+    assert sent[-1] == {"role": "user", "content": [{"text": "a"}, guard]}
+    assert sent[0] == {"role": "user", "content": [{"text": "a"}, {"text": "b"}]}
+
+
+def test_blocks_of_messages_no_merge_touches_stay_where_they_are() -> None:
+    guard = {"guardContent": {"text": {"text": "check this"}}}
+    body = {
+        "messages": [
+            {"role": "user", "content": [{"text": "a"}]},
+            {"role": "user", "content": [{"text": "b"}]},  # merged into "a"
+            {"role": "assistant", "content": [{"text": "ok"}]},
+            {"role": "user", "content": [{"text": "c"}, guard]},
+        ]
+    }
+    session = BEDROCK.parse_request(body)
+    result = assemble(session, _config(50_000), shape="bedrock-converse")
+    assert result.render()["messages"][-1] == {"role": "user", "content": [{"text": "c"}, guard]}
+    assert result.view.params == session.params  # nothing to carry: the record as it was
