@@ -420,8 +420,7 @@ def carry_merged_extras(
             combined.fields.extend(((p[0] + offset, *p[1:]), f) for p, f in own.fields)
             offset += block_count(before.messages[i], own)
         carried.append(combined)
-    rebuilt = Extras(shape, tool_fields=extras.tool_fields, raw_tools=extras.raw_tools)
-    rebuilt.values = extras.values
+    rebuilt = replace(extras, messages={})
     rebuilt.attach(after.messages, carried)
     params = tuple(pair for pair in after.params if pair[0] != extras.key)
     return replace(after, params=rebuilt.to_params(params))

@@ -36,8 +36,9 @@ Two invariants of provider-rules.md section 7 that trimming can break:
   turned into text.
 
 The merged message keeps the id of the message that carries the identity: the earlier one, or the
-ring's assistant message, and the wire blocks no neutral part holds of both (``normalize_transcript``). Merging is a pure function of the messages, so consecutive requests stay
-byte-stable wherever their unmerged views are.
+ring's assistant message, and the wire blocks no neutral part holds of both
+(``normalize_transcript``). Merging is a pure function of the messages, so consecutive requests
+stay byte-stable wherever their unmerged views are.
 """
 
 from __future__ import annotations
