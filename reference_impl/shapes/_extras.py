@@ -11,8 +11,13 @@ Extras are addressed by the **content digest** of the message they belong to plu
 number among equal messages (``"<digest16>#<n>"``), not by its index: an assembler that drops older
 messages keeps the extras of the messages it kept. A message whose content changed is a new
 message and loses them; that is intended (a ``cache_control`` breakpoint on a block that no longer
-exists means nothing). When two messages have equal content the occurrence number tells them
-apart only while neither is dropped.
+exists means nothing). When messages of equal content carry extras (two user turns of one
+``document`` block each and the same text, whose neutral parts are alike), the record also keeps
+the ids of that content's messages in order (``occurrences``): a message found by its id keeps
+its own occurrence number when an equal one before it is dropped, so it is never rendered with
+the dropped one's blocks. Ids are unique in a transcript and survive into the views the reference
+makes; a message whose id the record does not hold (an assembler that gave its view new ids)
+falls back to its occurrence number among the equal messages of that view.
 
 Positions are *wire* positions: ``[i]`` is the i-th block of the message's content list as sent,
 ``[i, j]`` the j-th block inside block i (a tool result's content). On render, raw blocks are
@@ -33,7 +38,7 @@ from reference_impl.errors import ParseError, TranscriptError
 from reference_impl.shapes._mapping import text_part
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import Message, Role, ToolSpec, Transcript, canonical_json
-from reference_impl.transcript.model import text_message_at
+from reference_impl.transcript.model import default_id, text_message_at
 
 __all__ = [
     "Extras",
@@ -170,6 +175,9 @@ class Extras:
     raw_tools: list[tuple[int, Any]] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
     """Shape-private scalars (Gemini's OpenAPI-schema tool names, for instance)."""
+    occurrences: dict[str, list[str]] = field(default_factory=dict)
+    """For a content (digest prefix) that more than one message has and one of them carries
+    extras: the ids of those messages, in order (the n-th is ``#n``; see the module docstring)."""
 
     @property
     def key(self) -> str:
@@ -182,9 +190,20 @@ class Extras:
         """Address each message's extras by its content (see the module docstring)."""
         if not any(per_message):  # the usual request: nothing to address
             return
-        for address, extras in zip(_addresses(messages), per_message, strict=True):
+        at: dict[str, list[int]] = {}  # content -> the indices of its messages
+        carried: set[str] = set()
+        for index, (message, extras) in enumerate(zip(messages, per_message, strict=True)):
+            digest = message.digest[:DIGEST_CHARS]
+            same = at.setdefault(digest, [])
             if extras:
-                self.messages[address] = extras
+                self.messages[f"{digest}#{len(same)}"] = extras
+                carried.add(digest)
+            same.append(index)
+        self.occurrences = {
+            digest: [messages[i].id or default_id(i, messages[i]) for i in at[digest]]
+            for digest in sorted(carried)
+            if len(at[digest]) > 1
+        }
 
     def transcript(
         self,
@@ -215,6 +234,8 @@ class Extras:
             record["tool_fields"] = self.tool_fields
         if self.raw_tools:
             record["raw_tools"] = [[i, t] for i, t in self.raw_tools]
+        if self.occurrences and self.messages:
+            record["occurrences"] = self.occurrences
         record.update(self.values)
         if not record:
             return params
@@ -252,15 +273,14 @@ class Extras:
                 str(k): dict(v) for k, v in (record.get("tool_fields") or {}).items()
             }
             extras.raw_tools = [(int(i), t) for i, t in record.get("raw_tools") or []]
+            extras.occurrences = _occurrences(record)
         except (AssertionError, AttributeError, TypeError, ValueError):
             raise TranscriptError(
                 "not an extras record written by this shape's parser; remove it or re-parse "
                 "the request",
                 where=f"params[{extras.key!r}]",
             ) from None
-        extras.values = {
-            k: v for k, v in record.items() if k not in {"messages", "tool_fields", "raw_tools"}
-        }
+        extras.values = {k: v for k, v in record.items() if k not in _RECORD_MEMBERS}
         return extras
 
     def for_messages(self, messages: Sequence[Message]) -> Iterator[MessageExtras]:
@@ -269,7 +289,7 @@ class Extras:
             for _ in messages:
                 yield MessageExtras()
             return
-        for address in _addresses(messages):
+        for address in _addresses(messages, self.occurrences):
             yield self.messages.get(address) or MessageExtras()
 
     def insert_raw_tools(self, tools: list[Any]) -> list[Any]:
@@ -302,6 +322,22 @@ class Extras:
             if isinstance(target, dict):
                 _merge(target, _copy(values))
         return blocks
+
+
+_RECORD_MEMBERS: Final = frozenset({"messages", "tool_fields", "raw_tools", "occurrences"})
+
+
+def _occurrences(record: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The ``occurrences`` of a record (see ``Extras.occurrences``), checked."""
+    found = record.get("occurrences") or {}
+    if not isinstance(found, dict):
+        raise TypeError("occurrences")
+    out: dict[str, list[str]] = {}
+    for digest, ids in found.items():
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise TypeError(digest)
+        out[str(digest)] = list(ids)
+    return out
 
 
 def _merge(target: dict[str, Any], values: Mapping[str, Any]) -> None:
@@ -341,29 +377,40 @@ def raw_blocks_by_message(shape: str, transcript: Transcript) -> list[tuple[Any,
 def raw_block_texts_by_message(shape: str, transcript: Transcript) -> list[tuple[str, ...]] | None:
     """``raw_blocks_by_message`` as each block's canonical JSON (read once per record and
     shared: what a counter memoizes a message's blocks by)."""
-    by_address = _raw_texts(shape, transcript)
+    by_address, occurrences = _raw_texts(shape, transcript)
     if not by_address:
         return None
-    return [by_address.get(address, ()) for address in _addresses(transcript.messages)]
+    return [by_address.get(address, ()) for address in _addresses(transcript.messages, occurrences)]
 
 
 def carries_raw_blocks(shape: str, transcript: Transcript) -> bool:
     """Whether a message of ``transcript`` carries raw blocks in ``shape``'s extras (its record
     read once per text: a session's record is the same string from one turn to the next)."""
-    return bool(_raw_texts(shape, transcript))
+    return bool(_raw_texts(shape, transcript)[0])
 
 
-def _raw_texts(shape: str, transcript: Transcript) -> Mapping[str, tuple[str, ...]]:
+_NOTHING_RAW: Final[tuple[Mapping[str, tuple[str, ...]], Mapping[str, Sequence[str]]]] = (
+    MappingProxyType({}),
+    MappingProxyType({}),
+)
+
+
+def _raw_texts(
+    shape: str, transcript: Transcript
+) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, Sequence[str]]]:
     key = f"{shape}.extras"
     text = next((value for k, value in transcript.params if k == key), None)
-    return {} if text is None else _raw_by_address(shape, text)
+    return _NOTHING_RAW if text is None else _raw_by_address(shape, text)
 
 
 @functools.lru_cache(maxsize=16)
-def _raw_by_address(shape: str, text: str) -> Mapping[str, tuple[str, ...]]:
-    """The raw blocks of an extras record's messages, each as its canonical JSON, by address
-    (read-only: the cache shares it). An assembly reads its session's record three or four
-    times; 16 records keep a process serving several sessions at once from parsing each again."""
+def _raw_by_address(
+    shape: str, text: str
+) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, Sequence[str]]]:
+    """The raw blocks of an extras record's messages, each as its canonical JSON, by address,
+    and the record's ``occurrences`` (read-only: the cache shares them). An assembly reads its
+    session's record three or four times; 16 records keep a process serving several sessions at
+    once from parsing each again."""
     try:
         record = json.loads(text)
     except ValueError:
@@ -372,12 +419,13 @@ def _raw_by_address(shape: str, text: str) -> Mapping[str, tuple[str, ...]]:
             where=f"params[{shape + '.extras'!r}]",
         ) from None
     extras = Extras.from_record(shape, record)
-    return MappingProxyType(
-        {
-            address: tuple(canonical_json(block) for _, block in entry.raw)
-            for address, entry in extras.messages.items()
-            if entry.raw
-        }
+    by_address = {
+        address: tuple(canonical_json(block) for _, block in entry.raw)
+        for address, entry in extras.messages.items()
+        if entry.raw
+    }
+    return MappingProxyType(by_address), MappingProxyType(
+        {digest: tuple(ids) for digest, ids in extras.occurrences.items()}
     )
 
 
@@ -420,7 +468,7 @@ def carry_merged_extras(
             combined.fields.extend(((p[0] + offset, *p[1:]), f) for p, f in own.fields)
             offset += block_count(before.messages[i], own)
         carried.append(combined)
-    rebuilt = replace(extras, messages={})
+    rebuilt = replace(extras, messages={}, occurrences={})
     rebuilt.attach(after.messages, carried)
     params = tuple(pair for pair in after.params if pair[0] != extras.key)
     return replace(after, params=rebuilt.to_params(params))
@@ -438,11 +486,19 @@ def single_message_record(shape: str, message: Message, extras: MessageExtras) -
 DIGEST_CHARS: Final = 16
 
 
-def _addresses(messages: Sequence[Message]) -> Iterator[str]:
-    """``<digest prefix>#<n>``: the n-th message (0-based) with that content in the transcript."""
+def _addresses(
+    messages: Sequence[Message], occurrences: Mapping[str, Sequence[str]] | None = None
+) -> Iterator[str]:
+    """``<digest prefix>#<n>``: the n-th message (0-based) with that content in the transcript;
+    for a content in ``occurrences`` (``Extras.occurrences``), the place of the message's id
+    among the ids it lists, where it lists it."""
     seen: dict[str, int] = {}
     for message in messages:
         digest = message.digest[:DIGEST_CHARS]
+        ids = occurrences.get(digest) if occurrences else None
+        if ids is not None and message.id in ids:
+            yield f"{digest}#{ids.index(message.id)}"
+            continue
         n = seen.get(digest, 0)
         seen[digest] = n + 1
         yield f"{digest}#{n}"
@@ -479,7 +535,9 @@ def raw_wire_content(shape: str, transcript: Transcript) -> RawContent:
         roles = {
             address: message.role
             for address, message in zip(
-                _addresses(transcript.messages), transcript.messages, strict=True
+                _addresses(transcript.messages, extras.occurrences),
+                transcript.messages,
+                strict=True,
             )
         }
         place = {address: i for i, address in enumerate(roles)}

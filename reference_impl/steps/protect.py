@@ -115,20 +115,23 @@ def load_state(
     state.steps.append("synthesize_error_results" if repairs else "validate_pairing")
     state.tools_cost = counter.count_tools(session.tools)
     state.refresh_overhead()
-    state.raw_costs = raw_costs_by_digest(counter, checked, shape)
+    state.raw_costs = raw_costs_by_message(counter, checked, shape)
     return state
 
 
-def raw_costs_by_digest(counter: TokenCounter, session: Transcript, shape: str) -> dict[str, int]:
+def raw_costs_by_message(
+    counter: TokenCounter, session: Transcript, shape: str
+) -> dict[tuple[str, str], int]:
     """What ``counter`` charges the raw wire blocks of ``session``'s messages in ``shape``, by
-    message digest (empty for a counter without ``raw_costs``, or nothing raw). Messages of equal
-    content share a digest: the largest is kept, as a view may render either's blocks."""
+    message id and digest (empty for a counter without ``raw_costs``, or nothing raw): a
+    message whose content changed (degraded, cleared) keeps its id and is rendered without
+    them; messages of equal content are each charged their own."""
     found = counter.raw_costs(session, shape) if isinstance(counter, RawCosting) else None
-    out: dict[str, int] = {}
-    for message, cost in zip(session.messages, found or (), strict=False):
-        if cost:
-            out[message.digest] = max(cost, out.get(message.digest, 0))
-    return out
+    return {
+        (message.id, message.digest): cost
+        for message, cost in zip(session.messages, found or (), strict=False)
+        if cost
+    }
 
 
 def protect_prefix(state: AssemblyState) -> None:

@@ -99,11 +99,11 @@ class AssemblyState:
     notes: list[str] = field(default_factory=list)
     final_view: Transcript | None = None
     """The view normalized for ``shape`` (set by the last step before the final recount)."""
-    raw_costs: dict[str, int] = field(default_factory=dict)
-    """Tokens of the wire blocks no neutral part holds, by the digest of the session message
-    that carries them (``TokenCounter.raw_costs``): part of that message's cost while its
-    content is as loaded (a degraded or cleared message is another message, rendered without
-    them)."""
+    raw_costs: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Tokens of the wire blocks no neutral part holds, by the id and digest of the session
+    message that carries them (``TokenCounter.raw_costs``): part of that message's cost while
+    its content is as loaded (a degraded or cleared message is another message, rendered
+    without them)."""
     started: float = field(default_factory=time.perf_counter)
 
     # -- counting ---------------------------------------------------------------------------
@@ -114,7 +114,7 @@ class AssemblyState:
             count, raw = self.counter.count_message, self.raw_costs
             unit.cost_cache = sum(count(m) for m in unit.messages)
             if raw:
-                unit.cost_cache += sum(raw.get(m.digest, 0) for m in unit.messages)
+                unit.cost_cache += sum(raw.get((m.id, m.digest), 0) for m in unit.messages)
             if not unit.replaced:
                 unit.original_cost = unit.cost_cache
         return unit.cost_cache

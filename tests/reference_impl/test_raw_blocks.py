@@ -17,7 +17,7 @@ from reference_impl import AssemblyConfig, SessionAssembler, assemble
 from reference_impl.assembler import assemble_pipeline
 from reference_impl.errors import TranscriptError
 from reference_impl.shapes import get_shape, raw_blocks_by_message, raw_wire_content
-from reference_impl.steps.protect import raw_costs_by_digest
+from reference_impl.steps.protect import raw_costs_by_message
 from reference_impl.token_apis import AnthropicCountTokensCounter
 from reference_impl.tokens import (
     AnthropicEstimateCounter,
@@ -220,10 +220,10 @@ def test_a_counter_without_raw_costs_leaves_them_uncounted() -> None:
             return 1
 
     session = ANTHROPIC.parse_request(_session_body(1, words=50))
-    assert raw_costs_by_digest(Plain(), session, "anthropic-messages") == {}  # type: ignore[arg-type]
+    assert raw_costs_by_message(Plain(), session, "anthropic-messages") == {}  # type: ignore[arg-type]
     counter = counter_for("anthropic-messages", MODEL)
-    found = raw_costs_by_digest(counter, session, "anthropic-messages")
-    assert set(found) == {session.messages[0].digest}
+    found = raw_costs_by_message(counter, session, "anthropic-messages")
+    assert set(found) == {(session.messages[0].id, session.messages[0].digest)}
     assert len(raw_wire_content("anthropic-messages", session).blocks) == 1
 
 
@@ -273,6 +273,19 @@ def test_a_record_that_is_not_json_is_named() -> None:
     with pytest.raises(TranscriptError, match="not a JSON extras record") as info:
         counter_for("anthropic-messages", MODEL).count(broken)
     assert info.value.where == "params['anthropic-messages.extras']"
+
+
+@pytest.mark.parametrize("occurrences", [["m1"], {"abc": "m1"}, {"abc": [1, 2]}])
+def test_a_record_whose_occurrences_are_not_lists_of_ids_is_named(occurrences: Any) -> None:
+    session = ANTHROPIC.parse_request(_session_body(1, words=5))
+    key = "anthropic-messages.extras"
+    record = {**json.loads(dict(session.params)[key]), "occurrences": occurrences}
+    broken = replace(session, params=((key, json.dumps(record)),))
+    with pytest.raises(TranscriptError, match="not an extras record") as info:
+        ANTHROPIC.render_request(broken)
+    assert info.value.where == "params['anthropic-messages.extras']"
+    with pytest.raises(TranscriptError, match="not an extras record"):
+        counter_for("anthropic-messages", MODEL).count(broken)
 
 
 def test_the_blocks_handed_out_are_the_callers_to_change() -> None:
@@ -405,3 +418,134 @@ def test_blocks_of_messages_no_merge_touches_stay_where_they_are() -> None:
     result = assemble(session, _config(50_000), shape="bedrock-converse")
     assert result.render()["messages"][-1] == {"role": "user", "content": [{"text": "c"}, guard]}
     assert result.view.params == session.params  # nothing to carry: the record as it was
+
+
+# -- messages of equal content -------------------------------------------------------------------
+
+
+def _document(title: str, text: str) -> dict[str, Any]:
+    source = {"type": "text", "media_type": "text/plain", "data": text}
+    return {"type": "document", "source": source, "title": title}
+
+
+def _equal_turns_body(first: list[Any], second: list[Any]) -> dict[str, Any]:
+    """A task, a long answer, two user turns whose neutral parts are alike (``first`` and
+    ``second``: their wire content) with a long answer between them, and a question: a budget
+    that holds the second turn but not the answers drops the first of the two
+    (``_equal_turns_config``: the suffix holds the newest user turn only)."""
+    messages = [
+        {"role": "user", "content": "Compare the runbooks."},
+        {"role": "assistant", "content": _page(7, 1200)},
+        {"role": "user", "content": first},
+        {"role": "assistant", "content": _page(8, 300)},
+        {"role": "user", "content": second},
+        {"role": "assistant", "content": "Read."},
+        {"role": "user", "content": "Which one covers failover?"},
+    ]
+    return {"model": MODEL, "max_tokens": 1024, "messages": messages}
+
+
+_READ = {"type": "text", "text": "Read this one."}
+
+
+def _equal_turns_config(budget: int) -> AssemblyConfig:
+    return _config(budget).with_changes(recent_user_turns=1)
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_kept_message_is_sent_with_its_own_document_when_an_equal_one_before_it_goes(
+    incremental: bool,
+) -> None:
+    # Both turns parse to one text part "Read this one." (the documents have no neutral part):
+    # one content, occurrences #0 and #1. Dropping the first made the second #0, so it was sent
+    # with the first's document (the one the assembly had just dropped) and without its own.
+    body = _equal_turns_body(
+        [_document("Runbook A", _page(1, 1500)), _READ],
+        [_document("Runbook B", _page(2, 40)), _READ],
+    )
+    session = ANTHROPIC.parse_request(body)
+    assert session.messages[2].digest == session.messages[4].digest
+    config = _equal_turns_config(800)
+    if incremental:
+        result = SessionAssembler(config, shape="anthropic-messages").assemble(session)
+    else:
+        result = assemble(session, config, shape="anthropic-messages")
+    ids = [m.id for m in result.view.messages]
+    assert session.messages[2].id not in ids
+    assert session.messages[4].id in ids
+    sent = [
+        block["title"]
+        for message in result.render()["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "document"
+    ]
+    assert sent == ["Runbook B"]
+    # and what the counters charge the kept turn is its own document
+    by_message = raw_blocks_by_message("anthropic-messages", result.view)
+    assert by_message is not None
+    kept = ids.index(session.messages[4].id)
+    assert [b["title"] for b in by_message[kept]] == ["Runbook B"]
+    blocks = raw_wire_content("anthropic-messages", result.view).blocks
+    # the dropped turn's document is in the record, addressed by no message of the view
+    assert [(role, block["title"]) for role, block in blocks] == [
+        ("user", "Runbook B"),
+        (None, "Runbook A"),
+    ]
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_cache_breakpoint_stays_on_its_message_when_an_equal_one_after_it_is_kept(
+    incremental: bool,
+) -> None:
+    # The first turn carries the breakpoint (a field, #0), the second none: kept alone, the
+    # second used to take the first's breakpoint. The incremental path takes fields-only
+    # sessions itself (no raw block to count), so both paths are tried.
+    marked = {**_READ, "cache_control": {"type": "ephemeral"}}
+    session = ANTHROPIC.parse_request(_equal_turns_body([marked], [_READ]))
+    config = _equal_turns_config(200)
+    if incremental:
+        assembler = SessionAssembler(config, shape="anthropic-messages")
+        result = assembler.assemble(session)
+        assert assembler.last_path == "incremental"
+    else:
+        result = assemble(session, config, shape="anthropic-messages")
+    ids = [m.id for m in result.view.messages]
+    assert session.messages[2].id not in ids
+    kept = result.render()["messages"][ids.index(session.messages[4].id)]
+    assert kept == {"role": "user", "content": [_READ]}
+
+
+def test_the_record_names_the_ids_of_a_repeated_content_only_when_one_carries_extras() -> None:
+    marked = {**_READ, "cache_control": {"type": "ephemeral"}}
+    record = json.loads(
+        dict(ANTHROPIC.parse_request(_equal_turns_body([marked], [_READ])).params)[
+            "anthropic-messages.extras"
+        ]
+    )
+    session = ANTHROPIC.parse_request(_equal_turns_body([marked], [_READ]))
+    assert record["occurrences"] == {
+        session.messages[2].digest[:16]: [session.messages[2].id, session.messages[4].id]
+    }
+    # "Read." and the other repeated turns carry nothing: no record at all without the field
+    plain = ANTHROPIC.parse_request(_equal_turns_body([_READ], [_READ]))
+    assert "anthropic-messages.extras" not in dict(plain.params)
+
+
+def test_a_record_without_occurrences_and_a_view_with_new_ids_go_by_order() -> None:
+    # A record written before occurrences were kept, and a view whose messages an assembler gave
+    # new ids: the n-th message of a content in the view is #n, as before.
+    marked = {**_READ, "cache_control": {"type": "ephemeral"}}
+    session = ANTHROPIC.parse_request(_equal_turns_body([marked], [_READ]))
+    key = "anthropic-messages.extras"
+    record = json.loads(dict(session.params)[key])
+    del record["occurrences"]
+    old = replace(
+        session, params=tuple(sorted({**dict(session.params), key: json.dumps(record)}.items()))
+    )
+    assert ANTHROPIC.render_request(old) == ANTHROPIC.render_request(session)
+    renamed = session.with_messages(
+        tuple(m.with_id(f"new-{i}") for i, m in enumerate(session.messages))
+    )
+    view = renamed.with_messages(renamed.messages[4:])  # the first marked turn gone
+    assert "cache_control" in json.dumps(ANTHROPIC.render_request(view))
