@@ -11,13 +11,16 @@ Extras are addressed by the **content digest** of the message they belong to plu
 number among equal messages (``"<digest16>#<n>"``), not by its index: an assembler that drops older
 messages keeps the extras of the messages it kept. A message whose content changed is a new
 message and loses them; that is intended (a ``cache_control`` breakpoint on a block that no longer
-exists means nothing). When messages of equal content carry extras (two user turns of one
-``document`` block each and the same text, whose neutral parts are alike), the record also keeps
-the ids of that content's messages in order (``occurrences``): a message found by its id keeps
-its own occurrence number when an equal one before it is dropped, so it is never rendered with
-the dropped one's blocks. Ids are unique in a transcript and survive into the views the reference
-makes; a message whose id the record does not hold (an assembler that gave its view new ids)
-falls back to its occurrence number among the equal messages of that view.
+exists means nothing). When a content that more than one message has carries extras on one of
+them (two user turns of one ``document`` block each and the same text, whose neutral parts are
+alike), the record also keeps the ids of that content's messages in order (``occurrences``): a
+message found by its id keeps its own occurrence number when an equal one before it is dropped,
+so it is never rendered with the dropped one's blocks. Ids are unique in a transcript and survive
+into the views the reference makes; the parser gives such messages their position id with the
+occurrence number after it (``Extras.transcript``), so that a view whose messages were made again
+without ids (which take the ids of their new positions) matches none of them. A message whose id
+the record does not hold falls back to its occurrence number among the equal messages of the
+view.
 
 Positions are *wire* positions: ``[i]`` is the i-th block of the message's content list as sent,
 ``[i, j]`` the j-th block inside block i (a tool result's content). On render, raw blocks are
@@ -190,6 +193,13 @@ class Extras:
         """Address each message's extras by its content (see the module docstring)."""
         if not any(per_message):  # the usual request: nothing to address
             return
+        self._attach(messages, per_message)
+
+    def _attach(
+        self, messages: Sequence[Message], per_message: Sequence[MessageExtras]
+    ) -> dict[str, list[int]]:
+        """``attach``; returns, for each content listed in ``occurrences``, the indices of its
+        messages."""
         at: dict[str, list[int]] = {}  # content -> the indices of its messages
         carried: set[str] = set()
         for index, (message, extras) in enumerate(zip(messages, per_message, strict=True)):
@@ -199,11 +209,12 @@ class Extras:
                 self.messages[f"{digest}#{len(same)}"] = extras
                 carried.add(digest)
             same.append(index)
+        repeated = {d: at[d] for d in sorted(carried) if len(at[d]) > 1}
         self.occurrences = {
-            digest: [messages[i].id or default_id(i, messages[i]) for i in at[digest]]
-            for digest in sorted(carried)
-            if len(at[digest]) > 1
+            digest: [messages[i].id or default_id(i, messages[i]) for i in indices]
+            for digest, indices in repeated.items()
         }
+        return repeated
 
     def transcript(
         self,
@@ -213,10 +224,21 @@ class Extras:
         params: tuple[tuple[str, str], ...],
         model: str | None = None,
     ) -> Transcript:
-        """The parsed request: ``messages`` with their extras attached and kept in ``params``."""
-        self.attach(messages, per_message)
+        """The parsed request: ``messages`` with their extras attached and kept in ``params``.
+        A message of a content listed in ``occurrences`` whose id is the one its position gives
+        (``default_id``) takes that id with its occurrence number after it (``"m4-1a2b3c4d5e.1"``):
+        a view whose messages were made again without ids gets position ids of that form, which
+        then cannot name another message of the record (it goes by order instead)."""
+        out = list(messages)
+        if any(per_message):
+            for digest, indices in self._attach(out, per_message).items():
+                ids = self.occurrences[digest]
+                for n, i in enumerate(indices):
+                    if not out[i].id or out[i].id == default_id(i, out[i]):
+                        ids[n] = f"{default_id(i, out[i])}.{n}"
+                        out[i] = out[i].with_id(ids[n])
         return Transcript(
-            messages=tuple(messages), tools=tools, model=model, params=self.to_params(params)
+            messages=tuple(out), tools=tools, model=model, params=self.to_params(params)
         )
 
     def to_params(self, params: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -289,7 +311,7 @@ class Extras:
             for _ in messages:
                 yield MessageExtras()
             return
-        for address in _addresses(messages, self.occurrences):
+        for address in _addresses(messages, _places(self.occurrences)):
             yield self.messages.get(address) or MessageExtras()
 
     def insert_raw_tools(self, tools: list[Any]) -> list[Any]:
@@ -329,7 +351,7 @@ _RECORD_MEMBERS: Final = frozenset({"messages", "tool_fields", "raw_tools", "occ
 
 def _occurrences(record: Mapping[str, Any]) -> dict[str, list[str]]:
     """The ``occurrences`` of a record (see ``Extras.occurrences``), checked."""
-    found = record.get("occurrences") or {}
+    found = record.get("occurrences", {})
     if not isinstance(found, dict):
         raise TypeError("occurrences")
     out: dict[str, list[str]] = {}
@@ -389,7 +411,7 @@ def carries_raw_blocks(shape: str, transcript: Transcript) -> bool:
     return bool(_raw_texts(shape, transcript)[0])
 
 
-_NOTHING_RAW: Final[tuple[Mapping[str, tuple[str, ...]], Mapping[str, Sequence[str]]]] = (
+_NOTHING_RAW: Final[tuple[Mapping[str, tuple[str, ...]], Mapping[str, Mapping[str, int]]]] = (
     MappingProxyType({}),
     MappingProxyType({}),
 )
@@ -397,7 +419,7 @@ _NOTHING_RAW: Final[tuple[Mapping[str, tuple[str, ...]], Mapping[str, Sequence[s
 
 def _raw_texts(
     shape: str, transcript: Transcript
-) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, Sequence[str]]]:
+) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, Mapping[str, int]]]:
     key = f"{shape}.extras"
     text = next((value for k, value in transcript.params if k == key), None)
     return _NOTHING_RAW if text is None else _raw_by_address(shape, text)
@@ -406,7 +428,7 @@ def _raw_texts(
 @functools.lru_cache(maxsize=16)
 def _raw_by_address(
     shape: str, text: str
-) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, Sequence[str]]]:
+) -> tuple[Mapping[str, tuple[str, ...]], Mapping[str, Mapping[str, int]]]:
     """The raw blocks of an extras record's messages, each as its canonical JSON, by address,
     and the record's ``occurrences`` (read-only: the cache shares them). An assembly reads its
     session's record three or four times; 16 records keep a process serving several sessions at
@@ -425,7 +447,7 @@ def _raw_by_address(
         if entry.raw
     }
     return MappingProxyType(by_address), MappingProxyType(
-        {digest: tuple(ids) for digest, ids in extras.occurrences.items()}
+        {digest: MappingProxyType(ids) for digest, ids in _places(extras.occurrences).items()}
     )
 
 
@@ -486,21 +508,25 @@ def single_message_record(shape: str, message: Message, extras: MessageExtras) -
 DIGEST_CHARS: Final = 16
 
 
+def _places(occurrences: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
+    """``occurrences`` as each content's ids with their occurrence numbers."""
+    return {digest: {i: n for n, i in enumerate(ids)} for digest, ids in occurrences.items()}
+
+
 def _addresses(
-    messages: Sequence[Message], occurrences: Mapping[str, Sequence[str]] | None = None
+    messages: Sequence[Message], places: Mapping[str, Mapping[str, int]] | None = None
 ) -> Iterator[str]:
     """``<digest prefix>#<n>``: the n-th message (0-based) with that content in the transcript;
-    for a content in ``occurrences`` (``Extras.occurrences``), the place of the message's id
-    among the ids it lists, where it lists it."""
+    for a content in ``places`` (``_places`` of ``Extras.occurrences``), the occurrence number
+    of the message's id, where it lists it."""
     seen: dict[str, int] = {}
     for message in messages:
         digest = message.digest[:DIGEST_CHARS]
-        ids = occurrences.get(digest) if occurrences else None
-        if ids is not None and message.id in ids:
-            yield f"{digest}#{ids.index(message.id)}"
-            continue
-        n = seen.get(digest, 0)
-        seen[digest] = n + 1
+        ids = places.get(digest) if places else None
+        n = ids.get(message.id) if ids is not None else None
+        if n is None:
+            n = seen.get(digest, 0)
+            seen[digest] = n + 1
         yield f"{digest}#{n}"
 
 
@@ -535,7 +561,7 @@ def raw_wire_content(shape: str, transcript: Transcript) -> RawContent:
         roles = {
             address: message.role
             for address, message in zip(
-                _addresses(transcript.messages, extras.occurrences),
+                _addresses(transcript.messages, _places(extras.occurrences)),
                 transcript.messages,
                 strict=True,
             )

@@ -28,6 +28,7 @@ from reference_impl.tokens import (
 from reference_impl.tokens._message_costs import raw_block_content
 from reference_impl.tokens.encodings import get_encoding
 from reference_impl.transcript import Message, TextPart
+from reference_impl.transcript.model import default_id
 
 ANTHROPIC = get_shape("anthropic-messages")
 MODEL = "claude-sonnet-4-5"
@@ -549,3 +550,25 @@ def test_a_record_without_occurrences_and_a_view_with_new_ids_go_by_order() -> N
     )
     view = renamed.with_messages(renamed.messages[4:])  # the first marked turn gone
     assert "cache_control" in json.dumps(ANTHROPIC.render_request(view))
+
+
+def test_a_view_made_again_without_ids_cannot_take_another_message_s_extras() -> None:
+    # Messages made again without ids take the ids of their new positions (``default_id``):
+    # the record's ids carry an occurrence number after the position id, so the turn that moved
+    # to the place the first document turn had is not taken for it.
+    body = _equal_turns_body(
+        [_document("Runbook A", _page(1, 40)), _READ], [_document("Runbook B", _page(2, 40)), _READ]
+    )
+    session = ANTHROPIC.parse_request(body)
+    first, second = session.messages[2], session.messages[4]
+    assert (first.id, second.id) == (
+        f"{default_id(2, first)}.0",
+        f"{default_id(4, second)}.1",
+    )
+    view = session.with_messages(tuple(Message(m.role, m.parts) for m in session.messages[2:]))
+    assert view.messages[2].id == default_id(2, second)  # the position id the first one had
+    sent = [
+        [b["title"] for b in m["content"] if isinstance(b, dict) and b.get("type") == "document"]
+        for m in ANTHROPIC.render_request(view)["messages"]
+    ]
+    assert sent == [["Runbook A"], [], ["Runbook B"], [], []]
