@@ -220,7 +220,21 @@ class Assembly:
         if options.max_output_required and options.output_cap(body) is None:
             # A26: the provider refuses a request without its output cap. The budget was planned
             # with room for this much output, so that is the cap the request asks for.
-            body = options.with_output_cap(body, self.config.output_reserve_tokens)
+            reserve = self.config.output_reserve_tokens
+            floor = options.floor_of_output_cap(body)
+            if floor is not None and reserve <= floor:
+                # A27: a cap at or under the thinking budget is refused; a larger cap than the
+                # reserve would ask for output room the budget never kept
+                setting = ".".join(options.max_output_above)
+                raise ContextAssemblyError(
+                    f"the session sets no {options.max_output} and its {setting} is {floor}: the "
+                    f"cap the request would ask for, the output reserve of {reserve} tokens, must "
+                    f"be greater (rule A27); set {options.max_output} in the session, or "
+                    f"output_reserve_tokens above {floor}",
+                    code="context_assembly_output_cap_under_setting",
+                    details={"reserve": reserve, "setting": setting, "value": floor},
+                )
+            body = options.with_output_cap(body, reserve)
         place = shapes.get_shape(name).place_cache_breakpoints
         if place is not None and self.config.anthropic_cache_breakpoints > 0:
             body = place(

@@ -579,6 +579,7 @@ ADAPTER: Final = ShapeAdapter(
         "top_p",
         "stop_sequences",
         max_output_required=True,
+        max_output_above=("thinking", "budget_tokens"),
         output_schemas=(("output_config", "format"), ("output_format",)),  # GA, then the beta
         server_context=(("mcp_servers",),),  # remote servers whose tools the model is given
         transport=("stream",),

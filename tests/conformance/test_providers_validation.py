@@ -211,6 +211,59 @@ def test_max_tokens_is_required_on_generation_not_on_a_count() -> None:
     assert validate_request({**body, "max_tokens": 16}, "anthropic-messages").accepted
 
 
+_THINKING_BODY: dict[str, Any] = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 1024,
+    "thinking": {"type": "enabled", "budget_tokens": 2048},
+    "messages": [{"role": "user", "content": "hi"}],
+}
+
+
+def test_a27_a_cap_at_or_under_the_thinking_budget_is_refused_on_generation() -> None:
+    refused = validate_request(_THINKING_BODY, "anthropic-messages")
+    assert (refused.rule, refused.status) == ("A27", 400)
+    assert refused.error["error"]["message"].startswith(
+        "`max_tokens` must be greater than `thinking.budget_tokens`."
+    )
+    equal = {**_THINKING_BODY, "max_tokens": 2048}
+    assert validate_request(equal, "anthropic-messages").rule == "A27"
+    assert validate_request({**_THINKING_BODY, "max_tokens": 2049}, "anthropic-messages").accepted
+    # the count endpoint takes no max_tokens, so no cap to compare
+    assert validate_request(_THINKING_BODY, "anthropic-messages", endpoint="count").accepted
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"thinking": {"type": "disabled", "budget_tokens": 2048}},
+        {"thinking": {"type": "adaptive"}},
+        {"thinking": {"type": "enabled", "budget_tokens": True}},
+        {"max_tokens": 1024.0},
+    ],
+    ids=["disabled", "adaptive", "a-bool-budget", "a-float-cap"],
+)
+def test_a27_judges_only_an_enabled_budget_and_a_cap_given_as_integers(
+    change: dict[str, Any],
+) -> None:
+    # a float cap or a bool budget is another rule's (A12a: wrong JSON type), not this one's
+    assert validate_request({**_THINKING_BODY, **change}, "anthropic-messages").rule != "A27"
+
+
+def test_a27_interleaved_thinking_named_in_the_body_lets_the_budget_exceed_the_cap() -> None:
+    body = {
+        **{k: v for k, v in _THINKING_BODY.items() if k != "model"},
+        "anthropic_version": "bedrock-2023-05-31",
+        "anthropic_beta": ["interleaved-thinking-2025-05-14"],
+    }
+    assert validate_request(body, "anthropic-messages", dialect="bedrock").rule != "A27"
+    refused = validate_request(
+        {**body, "anthropic_beta": ["context-1m-2025-08-07"]},
+        "anthropic-messages",
+        dialect="bedrock",
+    )
+    assert refused.rule == "A27"
+
+
 def _marked_text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
 

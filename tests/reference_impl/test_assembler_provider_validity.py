@@ -4,6 +4,7 @@ the rings that remain (B5). Judged by the emulator's validators, like the confor
 
 from __future__ import annotations
 
+import pytest
 from assembler_support import (
     WordCounter,
     assemble_words,
@@ -19,7 +20,7 @@ from assembler_support import (
 
 from conformance.providers.validation import validate_request
 from reference_impl import AssemblyConfig, Ledger, LedgerEntry
-from reference_impl.errors import ShapeError
+from reference_impl.errors import ContextAssemblyError, ShapeError
 from reference_impl.rings import validate
 from reference_impl.transcript import (
     SHAPE_NAMES,
@@ -194,6 +195,52 @@ def test_a26_the_anthropic_body_asks_for_the_output_reserve_when_the_session_set
         assert "maxTokens" not in rendered.get("inferenceConfig", {})
     gemini = run(s, config, shape="gemini").render()
     assert "maxOutputTokens" not in gemini.get("generationConfig", {})
+
+
+def test_a27_no_cap_is_filled_at_or_under_the_sessions_thinking_budget():
+    """The cap filled for A26 must exceed an enabled thinking budget (A27): over the budget, the
+    reserve is the cap; at or under it, the render names the setting and the reserve instead of
+    sending a request the provider refuses."""
+    s = session(system(), user("GOAL: audit"), assistant("ok"), user("latest"))
+
+    def with_budget(budget: object) -> Transcript:
+        thinking = {"type": "enabled", "budget_tokens": budget}
+        return Transcript(messages=s.messages, params=params_from_mapping({"thinking": thinking}))
+
+    body = run(
+        with_budget(2048),
+        CONFIG.with_changes(output_reserve_tokens=3000),
+        shape="anthropic-messages",
+    ).render()
+    assert body["max_tokens"] == 3000
+    assert validate_request(body, "anthropic-messages").accepted
+    for reserve in (2048, 1500):
+        assembly = run(
+            with_budget(2048),
+            CONFIG.with_changes(output_reserve_tokens=reserve),
+            shape="anthropic-messages",
+        )
+        with pytest.raises(ContextAssemblyError, match=r"thinking\.budget_tokens is 2048") as info:
+            assembly.render()
+        assert info.value.code == "context_assembly_output_cap_under_setting"
+        assert info.value.details == {
+            "reserve": reserve,
+            "setting": "thinking.budget_tokens",
+            "value": 2048,
+        }
+    # a cap the session sets is its own (the validators judge it); a budget that is no integer
+    # is another rule's (A12a)
+    capped = Transcript(
+        messages=s.messages,
+        params=params_from_mapping(
+            {"max_tokens": 1500, "thinking": {"type": "enabled", "budget_tokens": 2048}}
+        ),
+    )
+    assert run(capped, CONFIG, shape="anthropic-messages").render()["max_tokens"] == 1500
+    assert (
+        run(with_budget("2048"), CONFIG, shape="anthropic-messages").render()["max_tokens"]
+        == CONFIG.output_reserve_tokens
+    )
 
 
 def test_the_output_cap_is_read_and_written_where_each_shape_keeps_it():

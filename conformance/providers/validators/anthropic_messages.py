@@ -428,6 +428,29 @@ def max_tokens_missing(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
         yield Finding("A26", (-1,), {})
 
 
+@detector(SHAPE, "A27")
+def max_tokens_under_thinking_budget(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """A27 (observed): with ``thinking`` enabled, ``max_tokens`` at or below its
+    ``budget_tokens``; not judged when ``anthropic_beta`` names interleaved thinking, which lets
+    the budget exceed the cap (a first-party request sends it as a header, which no detector
+    sees)."""
+    thinking = as_dict(body.get("thinking"))
+    cap, budget = _integer(body.get("max_tokens")), _integer(thinking.get("budget_tokens"))
+    if thinking.get("type") != "enabled" or cap is None or budget is None:
+        return
+    if any(
+        str(beta).startswith("interleaved-thinking") for beta in as_list(body.get("anthropic_beta"))
+    ):
+        return
+    if cap <= budget:
+        yield Finding("A27", (-1,), {})
+
+
+def _integer(value: object) -> int | None:
+    """``value`` when it is a JSON integer (a bool is not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 @detector(SHAPE, "A22")
 def no_messages(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A22: an empty ``messages`` list."""

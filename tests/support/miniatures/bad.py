@@ -298,6 +298,19 @@ class NoMaxTokens(RingDropper):
         return body
 
 
+class CapUnderThinking(RingDropper):
+    """Lowers Anthropic's output cap to the thinking budget (A27): an assembler may lower the
+    cap (``settings_kept`` allows it), not to where the provider refuses the request."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = dict(super().assemble(request))
+        thinking = body.get("thinking")
+        budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+        if isinstance(budget, int):
+            body["max_tokens"] = budget
+        return body
+
+
 class AddedResponseFormat(RingDropper):
     """Sends what the ring dropper sends plus a structured-output schema nobody asked for (Chat's
     ``response_format``, Responses' ``text.format``, Gemini's ``generationConfig``): text the
@@ -1109,6 +1122,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "provider_valid",
         "must",
         "max_tokens: Field required",
+    ),
+    "CapUnderThinking": (
+        CapUnderThinking,
+        ("anthropic-messages",),
+        "provider_valid",
+        "must",
+        "must be greater than `thinking.budget_tokens`",
     ),
     "BlankTextBlock": (
         BlankTextBlock,
