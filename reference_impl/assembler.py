@@ -221,11 +221,11 @@ class Assembly:
             # A26: the provider refuses a request without its output cap. The budget was planned
             # with room for this much output, so that is the cap the request asks for.
             reserve = self.config.output_reserve_tokens
-            floor = options.floor_of_output_cap(body)
-            if floor is not None and reserve <= floor:
+            found = options.output_cap_floor(body) if options.output_cap_floor else None
+            if found is not None and reserve <= found[1]:
                 # A27: a cap at or under the thinking budget is refused; a larger cap than the
                 # reserve would ask for output room the budget never kept
-                setting = ".".join(options.max_output_above)
+                setting, floor = found
                 raise ContextAssemblyError(
                     f"the session sets no {options.max_output} and its {setting} is {floor}: the "
                     f"cap the request would ask for, the output reserve of {reserve} tokens, must "

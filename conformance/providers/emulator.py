@@ -57,7 +57,9 @@ from conformance.providers.emulator_responses import (
 )
 from conformance.providers.emulator_stream import sse_events, wants_stream
 from conformance.providers.validation import (
+    BETA_HEADER,
     accept_verdict,
+    betas_of_headers,
     error_headers_for,
     lint_request,
     malformed_body_verdict,
@@ -181,6 +183,8 @@ class Incoming:
     unreadable: str | None = None
     """Why JSON the emulator cannot read (an integer longer than Python converts) was not read:
     not a verdict, as a provider's parser may read it."""
+    betas: frozenset[str] = frozenset()
+    """The betas the ``anthropic-beta`` header names (``validation.betas_of_headers``)."""
 
 
 def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> Incoming:
@@ -198,7 +202,9 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
         model = body["model"]
     dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
-    return Incoming(dialect, body, bad_json, model, headers.get(PROFILE_HEADER), unreadable)
+    beta = headers.get(BETA_HEADER)
+    betas = betas_of_headers((beta,)) if beta else frozenset()
+    return Incoming(dialect, body, bad_json, model, headers.get(PROFILE_HEADER), unreadable, betas)
 
 
 def pick_profile(endpoint: Endpoint, incoming: Incoming, configured: Sequence[str]) -> str:
@@ -223,9 +229,12 @@ def request_verdict(endpoint: Endpoint, incoming: Incoming, profile: str) -> Ver
         return malformed_body_verdict(
             shape, dialect=dialect, profile=profile, detail=incoming.bad_json
         )
+    betas = incoming.betas
     if endpoint.kind == "generate" or not isinstance(body, dict):
-        return validate_request(body, shape, dialect=dialect, profile=profile)
-    found = lint_request(body, shape, dialect=dialect, profile=profile, endpoint="count")
+        return validate_request(body, shape, dialect=dialect, profile=profile, betas=betas)
+    found = lint_request(
+        body, shape, dialect=dialect, profile=profile, endpoint="count", betas=betas
+    )
     structural = [v for v in found if not v.accepted and v.rule in STRUCTURE_RULES]
     return structural[0] if structural else accept_verdict(load_catalog().profiles[profile])
 

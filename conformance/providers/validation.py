@@ -20,10 +20,11 @@ Unknown shape/dialect/profile names are caller mistakes and raise
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import string
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 from conformance.errors import UnknownProfileError
 from conformance.providers.catalog import Profile, Rule, load_catalog, resolve_profile
@@ -33,8 +34,10 @@ from conformance.providers.validators._base import forget_views
 from conformance.providers.verdict import Verdict
 
 __all__ = [
+    "BETA_HEADER",
     "UnknownProfileError",
     "accept_verdict",
+    "betas_of_headers",
     "error_headers_for",
     "lint_request",
     "malformed_body_verdict",
@@ -184,10 +187,13 @@ def _judge(
     endpoint: str,
     *,
     first_only: bool,
+    betas: frozenset[str] = frozenset(),
 ) -> tuple[Verdict, ...]:
     """What :func:`validate_request` (``first_only``) and :func:`lint_request` answer: the
     violations in the order the provider meets them, or the profile's accept."""
     by_detector, ctx, detectors, accept = _profile_facts(profile)
+    if betas:
+        ctx = dataclasses.replace(ctx, betas=betas)
     forget_views()  # the detectors' shared views of the body are built afresh for this one
     shape_error = _structure_finding(body, profile, ctx)
     if shape_error is not None:
@@ -217,6 +223,7 @@ def validate_request(
     context_limit: int | None = None,
     input_tokens: int | None = None,
     endpoint: str = "generate",
+    betas: Iterable[str] = (),
 ) -> Verdict:
     """The first violation in the provider's exact envelope, or ``accept``.
 
@@ -224,9 +231,20 @@ def validate_request(
     ``input_tokens`` the tokens are estimated locally (see :func:`_estimate_tokens`).
     ``endpoint="count"`` judges a token-count request: rules that only a generation request must
     meet (``endpoints: [generate]`` in the catalog, A26's ``max_tokens``) do not apply.
+    ``betas``: those the request names in its headers (``betas_of_headers``), which a body does
+    not show (Anthropic's interleaved thinking, A27).
     """
     resolved = resolve_profile(shape, dialect, profile)
-    return _judge(body, resolved, context_limit, input_tokens, endpoint, first_only=True)[0]
+    found = _judge(
+        body,
+        resolved,
+        context_limit,
+        input_tokens,
+        endpoint,
+        first_only=True,
+        betas=frozenset(betas),
+    )
+    return found[0]
 
 
 def lint_request(
@@ -238,11 +256,29 @@ def lint_request(
     context_limit: int | None = None,
     input_tokens: int | None = None,
     endpoint: str = "generate",
+    betas: Iterable[str] = (),
 ) -> tuple[Verdict, ...]:
     """Every violation, in the order the provider would meet them; ``(accept,)`` when none
-    (``endpoint`` as for :func:`validate_request`)."""
+    (``endpoint`` and ``betas`` as for :func:`validate_request`)."""
     resolved = resolve_profile(shape, dialect, profile)
-    return _judge(body, resolved, context_limit, input_tokens, endpoint, first_only=False)
+    return _judge(
+        body,
+        resolved,
+        context_limit,
+        input_tokens,
+        endpoint,
+        first_only=False,
+        betas=frozenset(betas),
+    )
+
+
+BETA_HEADER: Final = "anthropic-beta"
+"""The header that names Anthropic betas, comma-separated (first-party and Vertex requests)."""
+
+
+def betas_of_headers(values: Iterable[str]) -> frozenset[str]:
+    """The betas named by the values of ``BETA_HEADER`` (each comma-separated)."""
+    return frozenset(b.strip() for value in values for b in value.split(",") if b.strip())
 
 
 def _overflow_from_body(

@@ -37,7 +37,7 @@ from conformance.providers.catalog import (
     load_catalog,
     profile_for_model,
 )
-from conformance.providers.validation import validate_request
+from conformance.providers.validation import BETA_HEADER, betas_of_headers, validate_request
 from conformance.providers.verdict import Verdict
 from conformance.traffic.endpoints import url_model
 from conformance.traffic.reading import (
@@ -213,7 +213,10 @@ def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None
     body: Any = interaction.judged_body
     profile = _profile(catalog, shape, dialect, model_of(interaction.url, body))
     endpoint = "count" if interaction.is_token_count else "generate"
-    verdict = validate_request(body, shape, dialect=dialect, profile=profile.id, endpoint=endpoint)
+    betas = betas_of_headers(interaction.request_headers.get(BETA_HEADER, ()))
+    verdict = validate_request(
+        body, shape, dialect=dialect, profile=profile.id, endpoint=endpoint, betas=betas
+    )
     return AuditRow(
         file=interaction.file,
         interaction=interaction.index,

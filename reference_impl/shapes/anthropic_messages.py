@@ -566,6 +566,26 @@ def place_cache_breakpoints(
     return out
 
 
+def _thinking_budget(body: Mapping[str, Any]) -> tuple[str, int] | None:
+    """A27: an enabled thinking budget, which the output cap must exceed; None when thinking is
+    not enabled with an integer budget, or when the body turns on interleaved thinking (Bedrock
+    InvokeModel's ``anthropic_beta``), which lets the budget exceed the cap."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool):
+        return None
+    betas = body.get("anthropic_beta")
+    if isinstance(betas, list) and any(str(b).startswith(INTERLEAVED_THINKING) for b in betas):
+        return None
+    return "thinking.budget_tokens", budget
+
+
+INTERLEAVED_THINKING: Final = "interleaved-thinking"
+"""The start of the name of the interleaved-thinking beta (``...-2025-05-14``)."""
+
+
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
     label="anthropic",
@@ -579,7 +599,7 @@ ADAPTER: Final = ShapeAdapter(
         "top_p",
         "stop_sequences",
         max_output_required=True,
-        max_output_above=("thinking", "budget_tokens"),
+        output_cap_floor=_thinking_budget,
         output_schemas=(("output_config", "format"), ("output_format",)),  # GA, then the beta
         server_context=(("mcp_servers",),),  # remote servers whose tools the model is given
         transport=("stream",),

@@ -102,10 +102,10 @@ class GenerationOptions:
     max_output_required: bool = False
     """True when the provider refuses a generation request without the output cap (Anthropic
     ``max_tokens``, rule A26): ``Assembly.render`` then fills it from the output reserve."""
-    max_output_above: tuple[str, ...] = ()
-    """The key path of a setting the output cap must exceed where the body gives it as an
-    integer (Anthropic ``thinking.budget_tokens``, rule A27): ``Assembly.render`` fills no cap at
-    or under it (``floor_of_output_cap``)."""
+    output_cap_floor: Callable[[Mapping[str, Any]], tuple[str, int] | None] | None = None
+    """The setting a body's output cap must exceed, as its name and value (Anthropic's enabled
+    thinking budget, rule A27; None when the body has none): ``Assembly.render`` fills no cap at
+    or under it."""
     output_schemas: tuple[tuple[str, ...], ...] = ()
     """Where a request carries a structured-output schema, as key paths from the body's top, one
     per spelling the API takes (Chat ``response_format``, Responses ``text.format``, Gemini
@@ -135,16 +135,6 @@ class GenerationOptions:
             if holder.get(key) is not None:
                 return holder[key]
         return None
-
-    def floor_of_output_cap(self, body: Mapping[str, Any]) -> int | None:
-        """The integer at ``max_output_above`` in ``body``, which the output cap must exceed
-        (None when there is none)."""
-        value: object = body
-        for key in self.max_output_above:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if not self.max_output_above or not isinstance(value, int) or isinstance(value, bool):
-            return None
-        return value
 
     def with_output_cap(self, body: dict[str, Any], tokens: int) -> dict[str, Any]:
         """``body`` with the output cap set to ``tokens`` (a new dict; ``body`` is not changed)."""

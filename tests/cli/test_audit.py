@@ -23,7 +23,8 @@ from cli_support import invoke
 from conformance.commands import audit as audit_command
 from conformance.errors import RecordingError
 from conformance.traffic import audit as traffic_audit
-from conformance.traffic.audit import audit_lines, audit_paths
+from conformance.traffic.audit import audit_interaction, audit_lines, audit_paths
+from conformance.traffic.reading import RecordedInteraction
 
 
 def _line(body: object) -> str:
@@ -319,3 +320,26 @@ def test_table_shows_findings_and_totals_at_80_columns(
     assert "3 requests in 1 file: 2 accepted, 1 would be rejected; by rule: C2 1" in out
     _, everything, _ = invoke(["audit", "logs", "--all"])
     assert everything.count("logs/requests.jsonl:") == 3
+
+
+def test_a_recorded_beta_header_is_read_with_the_request() -> None:
+    # A27: interleaved thinking, turned on in the anthropic-beta header, lets the thinking
+    # budget exceed the cap; the recording's header is what the audit judges by
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8000,
+        "thinking": {"type": "enabled", "budget_tokens": 16000},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+
+    def recorded(headers: dict[str, tuple[str, ...]]) -> RecordedInteraction:
+        url = "https://api.anthropic.com/v1/messages"
+        return RecordedInteraction("x.yaml", 0, "POST", url, headers, body, 200)
+
+    beta = recorded({"anthropic-beta": ("interleaved-thinking-2025-05-14",)})
+    row = audit_interaction(beta)
+    assert row is not None
+    assert row.verdict.accepted
+    row = audit_interaction(recorded({}))
+    assert row is not None
+    assert row.verdict.rule == "A27"

@@ -348,3 +348,21 @@ def test_count_endpoints_refuse_wrong_types_but_not_pairing() -> None:
     counted = client.post("/v1/messages/count_tokens", json=orphan)
     assert counted.status_code == 200
     assert counted.json()["input_tokens"] > 0
+
+
+def test_the_anthropic_beta_header_turns_on_what_it_names() -> None:
+    # A27: a thinking budget over the cap is refused, unless the request's anthropic-beta
+    # header turns on interleaved thinking (the body of a first-party request cannot)
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    refused = _raw().post("/v1/messages", json=body)
+    assert refused.status_code == 400
+    assert "must be greater than `thinking.budget_tokens`" in refused.text
+    beta = {"anthropic-beta": "interleaved-thinking-2025-05-14"}
+    assert _raw().post("/v1/messages", json=body, headers=beta).status_code == 200
+    other = {"anthropic-beta": "context-1m-2025-08-07"}
+    assert _raw().post("/v1/messages", json=body, headers=other).status_code == 400

@@ -11,6 +11,7 @@ from hypothesis_support import examples
 
 from conformance.providers.catalog import list_profiles, load_catalog
 from conformance.providers.validation import (
+    betas_of_headers,
     error_headers_for,
     lint_request,
     malformed_body_verdict,
@@ -249,6 +250,19 @@ def test_a27_judges_only_an_enabled_budget_and_a_cap_given_as_integers(
     assert validate_request({**_THINKING_BODY, **change}, "anthropic-messages").rule != "A27"
 
 
+def test_a27_interleaved_thinking_in_the_header_lets_the_budget_exceed_the_cap() -> None:
+    # first-party and Vertex requests turn the beta on in the anthropic-beta header
+    betas = betas_of_headers(["context-1m-2025-08-07, interleaved-thinking-2025-05-14"])
+    assert betas == {"context-1m-2025-08-07", "interleaved-thinking-2025-05-14"}
+    assert validate_request(_THINKING_BODY, "anthropic-messages", betas=betas).accepted
+    assert lint_request(_THINKING_BODY, "anthropic-messages", betas=betas)[0].accepted
+    other = betas_of_headers(["context-1m-2025-08-07"])
+    assert validate_request(_THINKING_BODY, "anthropic-messages", betas=other).rule == "A27"
+    # a first-party body has no anthropic_beta field: naming the beta there turns nothing on
+    named = {**_THINKING_BODY, "anthropic_beta": ["interleaved-thinking-2025-05-14"]}
+    assert validate_request(named, "anthropic-messages").rule == "A27"
+
+
 def test_a27_interleaved_thinking_named_in_the_body_lets_the_budget_exceed_the_cap() -> None:
     body = {
         **{k: v for k, v in _THINKING_BODY.items() if k != "model"},
@@ -262,6 +276,46 @@ def test_a27_interleaved_thinking_named_in_the_body_lets_the_budget_exceed_the_c
         dialect="bedrock",
     )
     assert refused.rule == "A27"
+
+
+_CONVERSE_THINKING: dict[str, Any] = {
+    "modelId": "anthropic.claude-sonnet-4-5",
+    "inferenceConfig": {"maxTokens": 1024},
+    "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+}
+
+
+def test_b15_converse_relays_the_cap_over_the_thinking_budget_for_claude() -> None:
+    refused = validate_request(_CONVERSE_THINKING, "bedrock-converse", profile="bedrock-claude")
+    assert (refused.rule, refused.status) == ("B15", 400)
+    assert refused.error["message"].startswith(
+        "The model returned the following errors: `max_tokens` must be greater than"
+    )
+    extra = _CONVERSE_THINKING["additionalModelRequestFields"]
+    for changed in (
+        {"inferenceConfig": {"maxTokens": 1025}},
+        {"inferenceConfig": {}},  # no cap: the model's own
+        {
+            "additionalModelRequestFields": {
+                **extra,
+                "anthropic_beta": ["interleaved-thinking-2025-05-14"],
+            }
+        },
+        {"additionalModelRequestFields": {"thinking": {"type": "adaptive"}}},
+    ):
+        body = {**_CONVERSE_THINKING, **changed}
+        assert validate_request(body, "bedrock-converse", profile="bedrock-claude").rule != "B15"
+    # the older spelling of the reasoning field is judged alike; other models are not Claude
+    older = {
+        **_CONVERSE_THINKING,
+        "additionalModelRequestFields": {"reasoning_config": extra["thinking"]},
+    }
+    assert validate_request(older, "bedrock-converse", profile="bedrock-claude").rule == "B15"
+    assert (
+        validate_request(_CONVERSE_THINKING, "bedrock-converse", profile="bedrock-default").rule
+        != "B15"
+    )
 
 
 def _marked_text(text: str) -> dict[str, Any]:

@@ -241,6 +241,19 @@ def test_a27_no_cap_is_filled_at_or_under_the_sessions_thinking_budget():
         run(with_budget("2048"), CONFIG, shape="anthropic-messages").render()["max_tokens"]
         == CONFIG.output_reserve_tokens
     )
+    # only an enabled budget binds the cap, and not where the body turns on interleaved
+    # thinking (Bedrock InvokeModel's anthropic_beta), which lets the budget exceed it
+    small = CONFIG.with_changes(output_reserve_tokens=1500)
+    for settings in (
+        {"thinking": {"type": "disabled", "budget_tokens": 2048}},
+        {"thinking": {"type": "adaptive"}},
+        {
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "anthropic_beta": ["interleaved-thinking-2025-05-14"],
+        },
+    ):
+        free = Transcript(messages=s.messages, params=params_from_mapping(settings))
+        assert run(free, small, shape="anthropic-messages").render()["max_tokens"] == 1500
 
 
 def test_the_output_cap_is_read_and_written_where_each_shape_keeps_it():

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 __all__ = [
     "DETECTORS",
+    "INTERLEAVED_THINKING",
     "STRUCTURE",
     "ClaudeReasoning",
     "Context",
@@ -33,9 +34,11 @@ __all__ = [
     "empty_lists",
     "forget_views",
     "is_list_of_objects",
+    "json_int",
     "last_index",
     "leading",
     "messages_of",
+    "names_interleaved_thinking",
     "objects",
     "structure",
 ]
@@ -50,6 +53,10 @@ class Context:
     dialect: str | None
     settings: Mapping[str, Any] = field(default_factory=dict)
     rules: frozenset[str] = frozenset()  # rule ids active in the profile
+    betas: frozenset[str] = frozenset()
+    """The betas the request names in its headers (Anthropic ``anthropic-beta``), where the
+    caller has them (the emulator, the proxy, a recording): a beta changes what a provider
+    accepts (interleaved thinking lets a thinking budget exceed the cap, A27)."""
 
     def active(self, rule_id: str) -> bool:
         """Whether rule ``rule_id`` is enforced by the profile being judged."""
@@ -175,6 +182,21 @@ def leading(items: Sequence[Any], predicate: Callable[[Any], bool]) -> int:
     while count < len(items) and predicate(items[count]):
         count += 1
     return count
+
+
+INTERLEAVED_THINKING: Final = "interleaved-thinking"
+"""The start of the name of Anthropic's interleaved-thinking beta (``...-2025-05-14``), which
+lets a thinking budget exceed the output cap (A27, B15)."""
+
+
+def names_interleaved_thinking(betas: Iterable[object]) -> bool:
+    """Whether ``betas`` name Anthropic's interleaved-thinking beta."""
+    return any(str(beta).startswith(INTERLEAVED_THINKING) for beta in betas)
+
+
+def json_int(value: object) -> int | None:
+    """``value`` when it is a JSON integer (a bool is not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,10 @@ from conformance.providers.validators._base import (
     as_list,
     body_view,
     detector,
+    json_int,
     leading,
     messages_of,
+    names_interleaved_thinking,
     objects,
     structure,
 )
@@ -431,24 +433,16 @@ def max_tokens_missing(body: Mapping[str, Any], ctx: Context) -> Iterator[Findin
 @detector(SHAPE, "A27")
 def max_tokens_under_thinking_budget(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
     """A27 (observed): with ``thinking`` enabled, ``max_tokens`` at or below its
-    ``budget_tokens``; not judged when ``anthropic_beta`` names interleaved thinking, which lets
-    the budget exceed the cap (a first-party request sends it as a header, which no detector
-    sees)."""
+    ``budget_tokens``; not judged when the request turns on interleaved thinking, which lets the
+    budget exceed the cap: in its ``anthropic-beta`` header (``ctx.betas``), or, through Bedrock
+    InvokeModel only, in the body's ``anthropic_beta`` (a first-party body has no such field)."""
     thinking = as_dict(body.get("thinking"))
-    cap, budget = _integer(body.get("max_tokens")), _integer(thinking.get("budget_tokens"))
-    if thinking.get("type") != "enabled" or cap is None or budget is None:
+    cap, budget = json_int(body.get("max_tokens")), json_int(thinking.get("budget_tokens"))
+    if thinking.get("type") != "enabled" or cap is None or budget is None or cap > budget:
         return
-    if any(
-        str(beta).startswith("interleaved-thinking") for beta in as_list(body.get("anthropic_beta"))
-    ):
-        return
-    if cap <= budget:
+    bedrock = as_list(body.get("anthropic_beta")) if ctx.dialect == "bedrock" else []
+    if not names_interleaved_thinking([*ctx.betas, *bedrock]):
         yield Finding("A27", (-1,), {})
-
-
-def _integer(value: object) -> int | None:
-    """``value`` when it is a JSON integer (a bool is not), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @detector(SHAPE, "A22")

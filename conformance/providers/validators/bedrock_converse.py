@@ -19,8 +19,10 @@ from conformance.providers.validators._base import (
     as_list,
     detector,
     empty_lists,
+    json_int,
     leading,
     messages_of,
+    names_interleaved_thinking,
     objects,
     structure,
 )
@@ -274,6 +276,21 @@ def claude_thinking_must_lead(body: Mapping[str, Any], ctx: Context) -> Iterator
     found = _REASONING.not_leading(body)
     if found is not None:
         yield Finding("B10", (found[0],), {"index": found[0]})
+
+
+@detector(SHAPE, "B15")
+def claude_cap_under_thinking_budget(body: Mapping[str, Any], ctx: Context) -> Iterator[Finding]:
+    """B15 (observed, relayed A27): reasoning enabled with ``inferenceConfig.maxTokens`` at or
+    below its ``budget_tokens``; not judged when ``additionalModelRequestFields.anthropic_beta``
+    names interleaved thinking, which lets the budget exceed the cap."""
+    extra = as_dict(body.get("additionalModelRequestFields"))
+    thinking = as_dict(extra.get("thinking")) or as_dict(extra.get("reasoning_config"))
+    cap = json_int(as_dict(body.get("inferenceConfig")).get("maxTokens"))
+    budget = json_int(thinking.get("budget_tokens"))
+    if thinking.get("type") != "enabled" or cap is None or budget is None or cap > budget:
+        return
+    if not names_interleaved_thinking(as_list(extra.get("anthropic_beta"))):
+        yield Finding("B15", (-1,), {})
 
 
 @detector(SHAPE, "A3")

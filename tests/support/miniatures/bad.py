@@ -299,11 +299,19 @@ class NoMaxTokens(RingDropper):
 
 
 class CapUnderThinking(RingDropper):
-    """Lowers Anthropic's output cap to the thinking budget (A27): an assembler may lower the
-    cap (``settings_kept`` allows it), not to where the provider refuses the request."""
+    """Lowers Claude's output cap to the thinking budget (A27; relayed by Bedrock Converse,
+    B15): an assembler may lower the cap (``settings_kept`` allows it), not to where the
+    provider refuses the request."""
 
     def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
         body = dict(super().assemble(request))
+        if self.shape == "bedrock-converse":
+            extra = body.get("additionalModelRequestFields")
+            thinking = extra.get("thinking") if isinstance(extra, Mapping) else None
+            budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+            if isinstance(budget, int):
+                body["inferenceConfig"] = {**body.get("inferenceConfig", {}), "maxTokens": budget}
+            return body
         thinking = body.get("thinking")
         budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
         if isinstance(budget, int):
@@ -1125,7 +1133,7 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
     ),
     "CapUnderThinking": (
         CapUnderThinking,
-        ("anthropic-messages",),
+        ("anthropic-messages", "bedrock-converse"),
         "provider_valid",
         "must",
         "must be greater than `thinking.budget_tokens`",
