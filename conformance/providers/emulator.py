@@ -202,9 +202,18 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
         model = body["model"]
     dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
-    beta = headers.get(BETA_HEADER)
-    betas = betas_of_headers((beta,)) if beta else frozenset()
+    betas = betas_of_headers(_header_values(headers, BETA_HEADER))
     return Incoming(dialect, body, bad_json, model, headers.get(PROFILE_HEADER), unreadable, betas)
+
+
+def _header_values(headers: Mapping[str, str], name: str) -> list[str]:
+    """Every value of header ``name`` (lower case): repeated lines mean what one comma-separated
+    line does (a server's headers keep them all, ``getlist``; a plain mapping is read by name
+    in any case)."""
+    getlist = getattr(headers, "getlist", None)
+    if callable(getlist):
+        return [str(value) for value in getlist(name)]
+    return [value for key, value in headers.items() if key.lower() == name]
 
 
 def pick_profile(endpoint: Endpoint, incoming: Incoming, configured: Sequence[str]) -> str:

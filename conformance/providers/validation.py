@@ -242,7 +242,7 @@ def validate_request(
         input_tokens,
         endpoint,
         first_only=True,
-        betas=frozenset(betas),
+        betas=_set(betas),
     )
     return found[0]
 
@@ -268,8 +268,13 @@ def lint_request(
         input_tokens,
         endpoint,
         first_only=False,
-        betas=frozenset(betas),
+        betas=_set(betas),
     )
+
+
+def _set(betas: Iterable[str]) -> frozenset[str]:
+    """``betas`` as a set; one name given as a string is that name, not its characters."""
+    return frozenset((betas,)) if isinstance(betas, str) else frozenset(betas)
 
 
 BETA_HEADER: Final = "anthropic-beta"

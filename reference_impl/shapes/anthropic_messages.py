@@ -568,22 +568,16 @@ def place_cache_breakpoints(
 
 def _thinking_budget(body: Mapping[str, Any]) -> tuple[str, int] | None:
     """A27: an enabled thinking budget, which the output cap must exceed; None when thinking is
-    not enabled with an integer budget, or when the body turns on interleaved thinking (Bedrock
-    InvokeModel's ``anthropic_beta``), which lets the budget exceed the cap."""
+    not enabled with an integer budget. Interleaved thinking lets the budget exceed the cap, but
+    it is turned on by a header, or by the body's ``anthropic_beta`` only on Bedrock, and a
+    rendered body does not say where it goes: the budget binds the cap all the same."""
     thinking = body.get("thinking")
     if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
         return None
     budget = thinking.get("budget_tokens")
     if not isinstance(budget, int) or isinstance(budget, bool):
         return None
-    betas = body.get("anthropic_beta")
-    if isinstance(betas, list) and any(str(b).startswith(INTERLEAVED_THINKING) for b in betas):
-        return None
     return "thinking.budget_tokens", budget
-
-
-INTERLEAVED_THINKING: Final = "interleaved-thinking"
-"""The start of the name of the interleaved-thinking beta (``...-2025-05-14``)."""
 
 
 ADAPTER: Final = ShapeAdapter(

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from shape_support import chat_ring, chat_unanswered
 
 from conformance.errors import EmulatorConfigError
-from conformance.providers.emulator import create_app
+from conformance.providers.emulator import create_app, read_request
 from conformance.providers.emulator_responses import EmulatorReply
 from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
+from conformance.traffic.endpoints import endpoint_for_path
 from reference_impl.shapes import get_shape
 
 WEATHER = {
@@ -366,3 +367,12 @@ def test_the_anthropic_beta_header_turns_on_what_it_names() -> None:
     assert _raw().post("/v1/messages", json=body, headers=beta).status_code == 200
     other = {"anthropic-beta": "context-1m-2025-08-07"}
     assert _raw().post("/v1/messages", json=body, headers=other).status_code == 400
+    # repeated header lines mean what one comma-separated line does, the beta second or not
+    lines = [("anthropic-beta", "context-1m-2025-08-07"), *beta.items()]
+    assert _raw().post("/v1/messages", json=body, headers=lines).status_code == 200
+    # a plain mapping (the proxy's judge, a caller's headers) is read by name in any case
+    endpoint = endpoint_for_path("/v1/messages")
+    assert endpoint is not None
+    raw = json.dumps(body).encode()
+    spelled = read_request(endpoint, raw, {"Anthropic-Beta": "interleaved-thinking-2025-05-14"})
+    assert spelled.betas == {"interleaved-thinking-2025-05-14"}

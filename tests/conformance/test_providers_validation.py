@@ -258,6 +258,9 @@ def test_a27_interleaved_thinking_in_the_header_lets_the_budget_exceed_the_cap()
     assert lint_request(_THINKING_BODY, "anthropic-messages", betas=betas)[0].accepted
     other = betas_of_headers(["context-1m-2025-08-07"])
     assert validate_request(_THINKING_BODY, "anthropic-messages", betas=other).rule == "A27"
+    # one name given as a string is that name
+    one = "interleaved-thinking-2025-05-14"
+    assert validate_request(_THINKING_BODY, "anthropic-messages", betas=one).accepted
     # a first-party body has no anthropic_beta field: naming the beta there turns nothing on
     named = {**_THINKING_BODY, "anthropic_beta": ["interleaved-thinking-2025-05-14"]}
     assert validate_request(named, "anthropic-messages").rule == "A27"

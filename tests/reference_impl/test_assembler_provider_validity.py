@@ -241,19 +241,26 @@ def test_a27_no_cap_is_filled_at_or_under_the_sessions_thinking_budget():
         run(with_budget("2048"), CONFIG, shape="anthropic-messages").render()["max_tokens"]
         == CONFIG.output_reserve_tokens
     )
-    # only an enabled budget binds the cap, and not where the body turns on interleaved
-    # thinking (Bedrock InvokeModel's anthropic_beta), which lets the budget exceed it
+    # only an enabled budget binds the cap
     small = CONFIG.with_changes(output_reserve_tokens=1500)
     for settings in (
         {"thinking": {"type": "disabled", "budget_tokens": 2048}},
         {"thinking": {"type": "adaptive"}},
-        {
-            "thinking": {"type": "enabled", "budget_tokens": 2048},
-            "anthropic_beta": ["interleaved-thinking-2025-05-14"],
-        },
     ):
         free = Transcript(messages=s.messages, params=params_from_mapping(settings))
-        assert run(free, small, shape="anthropic-messages").render()["max_tokens"] == 1500
+        body = run(free, small, shape="anthropic-messages").render()
+        assert body["max_tokens"] == 1500
+        assert validate_request(body, "anthropic-messages").rule != "A27"
+    # a body's anthropic_beta turns interleaved thinking on only through Bedrock, and the render
+    # does not know where the body goes: it refuses rather than fill a cap the first-party API
+    # refuses
+    beta = {
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "anthropic_beta": ["interleaved-thinking-2025-05-14"],
+    }
+    named = Transcript(messages=s.messages, params=params_from_mapping(beta))
+    with pytest.raises(ContextAssemblyError, match="output reserve of 1500"):
+        run(named, small, shape="anthropic-messages").render()
 
 
 def test_the_output_cap_is_read_and_written_where_each_shape_keeps_it():
