@@ -1,12 +1,15 @@
-"""``ctxconf validate REQUEST --shape S [--dialect D] [--profile P] [--format json|text] [--lint]``.
+"""``ctxconf validate REQUEST --shape S [--dialect D] [--profile P] [--beta B] [--format json|text]
+[--lint]``.
 
 Judges one request body with the provider rule catalog and prints the verdict as JSON::
 
     {"verdict": "reject", "status": 400, "rule": "C1", "evidence": "observed",
      "provenance": "emulated", "error": {...the provider's own error body...}, ...}
 
-``--lint`` prints every violation (a JSON array) instead of the first. Exit status: 0 accept,
-1 reject, 2 unreadable file or unknown shape/dialect/profile.
+``--lint`` prints every violation (a JSON array) instead of the first. ``--beta`` names a beta the
+request sends in its ``anthropic-beta`` header, which the body does not show (interleaved
+thinking lets a thinking budget exceed the cap, A27). Exit status: 0 accept, 1 reject, 2
+unreadable file or unknown shape/dialect/profile.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from conformance.commands._io import EXIT_FINDING, fail, read_document
 from conformance.commands._options import format_option
 from conformance.errors import UnknownProfileError
 from conformance.providers.catalog import SHAPES, profile_for_model
-from conformance.providers.validation import lint_request, validate_request
+from conformance.providers.validation import betas_of_headers, lint_request, validate_request
 from conformance.providers.verdict import Verdict
 
 __all__ = ["command"]
@@ -50,6 +53,13 @@ def _text(verdict: Verdict) -> str:
 )
 @click.option("--context-limit", type=int, default=None, help="Also apply the context-window rule.")
 @click.option("--input-tokens", type=int, default=None, help="Input tokens (else estimated).")
+@click.option(
+    "--beta",
+    "betas",
+    multiple=True,
+    help="A beta the request names in its anthropic-beta header (repeatable, or comma-separated), "
+    "e.g. interleaved-thinking-2025-05-14.",
+)
 @click.option("--lint", is_flag=True, help="List every violation, not only the first.")
 @format_option("json", "text")
 def command(
@@ -61,6 +71,7 @@ def command(
     model: str | None,
     context_limit: int | None,
     input_tokens: int | None,
+    betas: tuple[str, ...],
     lint: bool,
     fmt: str,
 ) -> None:
@@ -79,6 +90,7 @@ def command(
             profile=profile,
             context_limit=context_limit,
             input_tokens=input_tokens,
+            betas=betas_of_headers(betas),
         )
     except UnknownProfileError as exc:
         fail(str(exc))

@@ -43,6 +43,29 @@ def test_validate_accept_exits_0(tmp_path: Path) -> None:
     assert json.loads(result.output)["verdict"] == "accept"
 
 
+def test_validate_takes_the_betas_of_the_request_s_header(tmp_path: Path) -> None:
+    # A27: interleaved thinking, named in the anthropic-beta header, lets the budget exceed
+    # the cap; the body alone cannot say so
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    args = ["validate", _write(tmp_path, "r.json", body), "--shape", "anthropic-messages"]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 1
+    assert json.loads(refused.output)["rule"] == "A27"
+    for betas in (
+        ["--beta", "interleaved-thinking-2025-05-14"],
+        ["--beta", "context-1m-2025-08-07,interleaved-thinking-2025-05-14"],
+        ["--beta", "context-1m-2025-08-07", "--beta", "interleaved-thinking-2025-05-14"],
+    ):
+        result = CliRunner().invoke(cli, [*args, *betas])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["verdict"] == "accept"
+
+
 def test_validate_lint_and_dialect(tmp_path: Path) -> None:
     args = [
         "validate",
