@@ -15,9 +15,13 @@ import pytest
 
 from reference_impl import AssemblyConfig, SessionAssembler, assemble
 from reference_impl.assembler import assemble_pipeline
+from reference_impl.budget import plan_budget
 from reference_impl.errors import TranscriptError
+from reference_impl.ledger import Ledger
 from reference_impl.shapes import get_shape, raw_blocks_by_message, raw_wire_content
+from reference_impl.steps import load_state
 from reference_impl.steps.protect import raw_costs_by_message
+from reference_impl.summary import DeterministicSummarizer
 from reference_impl.token_apis import AnthropicCountTokensCounter
 from reference_impl.tokens import (
     AnthropicEstimateCounter,
@@ -572,3 +576,30 @@ def test_a_view_made_again_without_ids_cannot_take_another_message_s_extras() ->
         for m in ANTHROPIC.render_request(view)["messages"]
     ]
     assert sent == [["Runbook A"], [], ["Runbook B"], [], []]
+
+
+def test_the_pipeline_charges_each_unit_its_own_messages_raw_blocks_and_nothing_more() -> None:
+    # a unit's cost is its messages' counts plus the raw blocks each of them carries: the turns
+    # without blocks cost what the counter gives them (the turn equal to the one with the
+    # document too), the one with a document its count plus the document's
+    body = _equal_turns_body([_document("Runbook A", _page(1, 40)), _READ], [_READ])
+    session = ANTHROPIC.parse_request(body)
+    counter = counter_for("anthropic-messages", MODEL)
+    config = _config(100_000)
+    state = load_state(
+        session,
+        config=config,
+        counter=counter,
+        summarizer=DeterministicSummarizer(),
+        ledger=Ledger(),
+        plan=plan_budget(config, 100_000),
+        shape="anthropic-messages",
+        injections=(),
+    )
+    raw = counter.raw_costs(session, "anthropic-messages")
+    assert raw is not None
+    assert [bool(cost) for cost in raw] == [False, False, True, False, False, False, False]
+    by_id = {m.id: cost for m, cost in zip(session.messages, raw, strict=True)}
+    for unit in state.units:
+        expected = sum(counter.count_message(m) + by_id[m.id] for m in unit.messages)
+        assert state.cost(unit) == expected
