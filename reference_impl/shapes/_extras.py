@@ -210,11 +210,17 @@ class Extras:
                 carried.add(digest)
             same.append(index)
         repeated = {d: at[d] for d in sorted(carried) if len(at[d]) > 1}
+        self._list_occurrences(messages, repeated)
+        return repeated
+
+    def _list_occurrences(
+        self, messages: Sequence[Message], repeated: Mapping[str, Sequence[int]]
+    ) -> None:
+        """``occurrences``: the ids of the messages at ``repeated``'s indices, by content."""
         self.occurrences = {
             digest: [messages[i].id or default_id(i, messages[i]) for i in indices]
             for digest, indices in repeated.items()
         }
-        return repeated
 
     def transcript(
         self,
@@ -231,12 +237,13 @@ class Extras:
         then cannot name another message of the record (it goes by order instead)."""
         out = list(messages)
         if any(per_message):
-            for digest, indices in self._attach(out, per_message).items():
-                ids = self.occurrences[digest]
+            repeated = self._attach(out, per_message)
+            for indices in repeated.values():
                 for n, i in enumerate(indices):
-                    if not out[i].id or out[i].id == default_id(i, out[i]):
-                        ids[n] = f"{default_id(i, out[i])}.{n}"
-                        out[i] = out[i].with_id(ids[n])
+                    position_id = default_id(i, out[i])
+                    if out[i].id in ("", position_id):
+                        out[i] = out[i].with_id(f"{position_id}.{n}")
+            self._list_occurrences(out, repeated)
         return Transcript(
             messages=tuple(out), tools=tools, model=model, params=self.to_params(params)
         )

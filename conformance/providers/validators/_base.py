@@ -30,11 +30,11 @@ __all__ = [
     "as_dict",
     "as_list",
     "body_view",
+    "cap_within_thinking_budget",
     "detector",
     "empty_lists",
     "forget_views",
     "is_list_of_objects",
-    "json_int",
     "last_index",
     "leading",
     "messages_of",
@@ -194,9 +194,17 @@ def names_interleaved_thinking(betas: Iterable[object]) -> bool:
     return any(str(beta).startswith(INTERLEAVED_THINKING) for beta in betas)
 
 
-def json_int(value: object) -> int | None:
+def _json_int(value: object) -> int | None:
     """``value`` when it is a JSON integer (a bool is not), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def cap_within_thinking_budget(cap: object, thinking: Mapping[str, Any]) -> bool:
+    """Whether an output ``cap`` is at or under the budget of ``thinking`` enabled (both JSON
+    integers): what Claude refuses, unless interleaved thinking is on (A27, B15)."""
+    found, budget = _json_int(cap), _json_int(thinking.get("budget_tokens"))
+    enabled = thinking.get("type") == "enabled"
+    return enabled and found is not None and budget is not None and found <= budget
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from conformance.providers.validators._base import (
     as_dict,
     as_list,
     body_view,
+    cap_within_thinking_budget,
     detector,
-    json_int,
     leading,
     messages_of,
     names_interleaved_thinking,
@@ -436,9 +436,7 @@ def max_tokens_under_thinking_budget(body: Mapping[str, Any], ctx: Context) -> I
     ``budget_tokens``; not judged when the request turns on interleaved thinking, which lets the
     budget exceed the cap: in its ``anthropic-beta`` header (``ctx.betas``), or, through Bedrock
     InvokeModel only, in the body's ``anthropic_beta`` (a first-party body has no such field)."""
-    thinking = as_dict(body.get("thinking"))
-    cap, budget = json_int(body.get("max_tokens")), json_int(thinking.get("budget_tokens"))
-    if thinking.get("type") != "enabled" or cap is None or budget is None or cap > budget:
+    if not cap_within_thinking_budget(body.get("max_tokens"), as_dict(body.get("thinking"))):
         return
     bedrock = as_list(body.get("anthropic_beta")) if ctx.dialect == "bedrock" else []
     if not names_interleaved_thinking([*ctx.betas, *bedrock]):

@@ -17,9 +17,9 @@ from conformance.providers.validators._base import (
     Finding,
     as_dict,
     as_list,
+    cap_within_thinking_budget,
     detector,
     empty_lists,
-    json_int,
     leading,
     messages_of,
     names_interleaved_thinking,
@@ -285,9 +285,8 @@ def claude_cap_under_thinking_budget(body: Mapping[str, Any], ctx: Context) -> I
     names interleaved thinking, which lets the budget exceed the cap."""
     extra = as_dict(body.get("additionalModelRequestFields"))
     thinking = as_dict(extra.get("thinking")) or as_dict(extra.get("reasoning_config"))
-    cap = json_int(as_dict(body.get("inferenceConfig")).get("maxTokens"))
-    budget = json_int(thinking.get("budget_tokens"))
-    if thinking.get("type") != "enabled" or cap is None or budget is None or cap > budget:
+    cap = as_dict(body.get("inferenceConfig")).get("maxTokens")
+    if not cap_within_thinking_budget(cap, thinking):
         return
     if not names_interleaved_thinking(as_list(extra.get("anthropic_beta"))):
         yield Finding("B15", (-1,), {})
