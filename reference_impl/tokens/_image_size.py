@@ -15,10 +15,10 @@ from reference_impl.transcript import ImagePart
 
 __all__ = ["image_size", "image_size_from_base64", "part_size"]
 
-# Base64 decoded first: a PNG, GIF or WebP header, and a JPEG's SOF marker unless large EXIF/ICC
-# segments come before it; then, for a header not found in it, enough for any header we read.
-_FIRST_CHARS = 4 * 1024
-_HEAD_CHARS = 64 * 1024
+# Base64 decoded, each window only when the header was not in the one before: 48 bytes (a PNG,
+# GIF or WebP header: 30 bytes at most), a few kilobytes (a JPEG's SOF marker unless large
+# EXIF/ICC segments come before it), then enough for any header we read.
+_WINDOWS = (64, 4 * 1024, 64 * 1024)
 
 
 def part_size(part: ImagePart) -> tuple[int | None, int | None]:
@@ -40,11 +40,17 @@ def part_size(part: ImagePart) -> tuple[int | None, int | None]:
 def image_size_from_base64(data: str) -> tuple[int, int] | None:
     """``(width, height)`` read from the header of base64 image data; None when not a known format.
 
-    The first few kilobytes are decoded first (``_FIRST_CHARS``), more only when the header is not
-    in them (``_HEAD_CHARS``): every image of a session is sized, so this is on the counting path."""
-    size = _size_of_head(data, _FIRST_CHARS)
-    if size is None and len(data) > _FIRST_CHARS:
-        size = _size_of_head(data, _HEAD_CHARS)
+    The first 64 characters are decoded first, a longer head only when the header is not in
+    them (``_WINDOWS``): every image of a session is sized, so this is on the counting path."""
+    size: tuple[int, int] | None = None
+    shorter = 0
+    for chars in _WINDOWS:
+        if len(data) <= shorter:
+            break
+        size = _size_of_head(data, chars)
+        if size is not None:
+            break
+        shorter = chars
     return size
 
 

@@ -93,6 +93,43 @@ def test_large_image_is_not_decoded_whole() -> None:
     assert image_size_from_base64(encoded[:4096]) == (4000, 3000)
 
 
+def _webp_vp8l(width: int, height: int) -> bytes:
+    bits = (width - 1) | ((height - 1) << 14)
+    body = b"VP8L" + struct.pack("<I", 5) + b"\x2f" + bits.to_bytes(4, "little")
+    return b"RIFF" + struct.pack("<I", len(body) + 4) + b"WEBP" + body
+
+
+@pytest.mark.parametrize("make", [_png, _gif, _webp_vp8l])
+def test_a_png_gif_or_webp_size_is_read_from_the_first_64_characters_alone(
+    make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every image of a session is sized on the counting path: these headers fit in 48 bytes, so
+    # one decode of 64 characters reads them, however large the image.
+    from reference_impl.tokens import _image_size
+
+    decoded: list[int] = []
+    real = base64.b64decode
+
+    def spy(data: str, validate: bool = False) -> bytes:
+        decoded.append(len(data))
+        return real(data, validate=validate)
+
+    monkeypatch.setattr(_image_size.base64, "b64decode", spy)
+    encoded = base64.b64encode(make(1800, 2400) + b"\0" * 100_000).decode()
+    assert image_size_from_base64(encoded) == (1800, 2400)
+    assert decoded == [64]
+
+
+@pytest.mark.parametrize("exif_bytes", [0, 10, 30, 2_900, 3_040])
+def test_a_jpeg_size_past_each_window_is_read_from_the_next(exif_bytes: int) -> None:
+    # Around the first windows' ends (48 bytes, then 3 KiB): the SOF marker just inside, just
+    # outside; a longer window is decoded only when the shorter one held no header.
+    app1 = b"\xff\xe1" + struct.pack(">H", exif_bytes + 2) + b"\x00" * exif_bytes
+    raw = _jpeg(1800, 2400)
+    raw = raw[:2] + app1 + raw[2:]
+    assert image_size_from_base64(base64.b64encode(raw).decode()) == (1800, 2400)
+
+
 @pytest.mark.parametrize("exif_bytes", [100, 3_000, 3_100, 20_000, 47_000])
 def test_a_jpeg_whose_size_comes_after_a_large_exif_segment(exif_bytes: int) -> None:
     # The first bytes decoded hold no SOF marker when an APP1 (EXIF) segment fills them: the
