@@ -160,6 +160,13 @@ def _headers_dict(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     return out
 
 
+def _joined_headers(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """One value a header name: repeated lines joined with ", ", which means what the lines do
+    for a request's list fields (RFC 9110 5.3; ``anthropic-beta``, which the audit reads back).
+    vcrpy's request keeps one value a name: given a list, it would keep the first line only."""
+    return {name: ", ".join(values) for name, values in _headers_dict(pairs).items()}
+
+
 class ObserveRecorder:
     """Writes observed exchanges under ``root`` (created when needed); never raises on a write:
     a full disk is a logged warning, the traffic goes on."""
@@ -183,7 +190,7 @@ class ObserveRecorder:
         """The skeleton digest and the cassette document of one exchange, scrubbed."""
         record, response = observed.record, observed.response
         request = self._request(
-            record.method, record.url, record.request_body, _headers_dict(record.request_headers)
+            record.method, record.url, record.request_body, _joined_headers(record.request_headers)
         )
         request = scrub_request(request)
         digest = skeleton_digest(request_skeleton(request))

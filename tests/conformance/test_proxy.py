@@ -43,6 +43,7 @@ from conformance.providers.proxy import (
     judge,
 )
 from conformance.providers.proxy_cassettes import VERDICT_KEY, decoded_body
+from conformance.traffic.audit import audit_file
 from conformance.traffic.cassette import load_cassette_document
 from conformance.traffic.scrubbing import find_secrets
 from conformance.traffic.verdicts import load_library
@@ -254,6 +255,39 @@ def test_observe_forwards_a_request_our_rules_reject(
     assert json.loads(interaction["response"]["body"]["string"]) == ours["error"]
     assert document["ctxconf"]["recorded_against"] == "emulator:openai-default"
     assert document["ctxconf"]["recorded_by"] == "ctxconf proxy --mode observe"
+
+
+def test_observe_keeps_every_line_of_a_repeated_request_header(
+    upstream: str, tmp_path: Path
+) -> None:
+    # A27: a thinking budget over the cap is accepted when an anthropic-beta line turns on
+    # interleaved thinking. The request names it on its second header line: the proxy judges it
+    # accepted, and the cassette it writes must say the same when audited (the lines joined).
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    lines = [
+        ("x-api-key", ANTHROPIC_KEY),
+        ("anthropic-version", "2023-06-01"),
+        ("anthropic-beta", "context-1m-2025-08-07"),
+        ("anthropic-beta", "interleaved-thinking-2025-05-14"),
+    ]
+    folder = tmp_path / "observed"
+    with _proxy(upstream, mode="observe", record_dir=str(folder)) as proxy:
+        answered = httpx.post(f"{proxy}/v1/messages", json=body, headers=lines)
+        assert answered.status_code == 200
+        assert answered.headers[PROXY_HEADER].startswith("forwarded; ours=accept")
+    (path,) = folder.rglob("*.yaml")
+    request = load_cassette_document(path)["interactions"][0]["request"]
+    assert request["headers"]["anthropic-beta"] == [
+        "context-1m-2025-08-07, interleaved-thinking-2025-05-14"
+    ]
+    (row,) = audit_file(path)
+    assert row.verdict is not None
+    assert row.verdict.accepted, row.verdict
 
 
 # ------------------------------------------------------------------------- secrets, headers
