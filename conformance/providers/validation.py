@@ -187,12 +187,12 @@ def _judge(
     endpoint: str,
     *,
     first_only: bool,
-    betas: frozenset[str] = frozenset(),
+    betas: frozenset[str] | None = frozenset(),
 ) -> tuple[Verdict, ...]:
     """What :func:`validate_request` (``first_only``) and :func:`lint_request` answer: the
     violations in the order the provider meets them, or the profile's accept."""
     by_detector, ctx, detectors, accept = _profile_facts(profile)
-    if betas:
+    if betas != ctx.betas:
         ctx = dataclasses.replace(ctx, betas=betas)
     forget_views()  # the detectors' shared views of the body are built afresh for this one
     shape_error = _structure_finding(body, profile, ctx)
@@ -223,7 +223,7 @@ def validate_request(
     context_limit: int | None = None,
     input_tokens: int | None = None,
     endpoint: str = "generate",
-    betas: Iterable[str] = (),
+    betas: Iterable[str] | None = (),
 ) -> Verdict:
     """The first violation in the provider's exact envelope, or ``accept``.
 
@@ -232,7 +232,8 @@ def validate_request(
     ``endpoint="count"`` judges a token-count request: rules that only a generation request must
     meet (``endpoints: [generate]`` in the catalog, A26's ``max_tokens``) do not apply.
     ``betas``: those the request names in its headers (``betas_of_headers``), which a body does
-    not show (Anthropic's interleaved thinking, A27).
+    not show (Anthropic's interleaved thinking, A27); None when the request's headers are not
+    known (a recording that does not hold them): a rule a header beta lifts is then not judged.
     """
     resolved = resolve_profile(shape, dialect, profile)
     found = _judge(
@@ -256,7 +257,7 @@ def lint_request(
     context_limit: int | None = None,
     input_tokens: int | None = None,
     endpoint: str = "generate",
-    betas: Iterable[str] = (),
+    betas: Iterable[str] | None = (),
 ) -> tuple[Verdict, ...]:
     """Every violation, in the order the provider would meet them; ``(accept,)`` when none
     (``endpoint`` and ``betas`` as for :func:`validate_request`)."""
@@ -272,8 +273,11 @@ def lint_request(
     )
 
 
-def _set(betas: Iterable[str]) -> frozenset[str]:
-    """``betas`` as a set; one name given as a string is that name, not its characters."""
+def _set(betas: Iterable[str] | None) -> frozenset[str] | None:
+    """``betas`` as a set; one name given as a string is that name, not its characters; None
+    (not known) as it is."""
+    if betas is None:
+        return None
     return frozenset((betas,)) if isinstance(betas, str) else frozenset(betas)
 
 

@@ -201,6 +201,25 @@ def audit_interaction(interaction: RecordedInteraction) -> AuditRow | None:
     return _judge(interaction, is_log=False)
 
 
+_VERSION_HEADER: Final = "anthropic-version"
+
+
+def recorded_betas(interaction: RecordedInteraction, shape: str) -> frozenset[str] | None:
+    """The betas the recorded request's ``anthropic-beta`` header names; None when the recording
+    does not hold the request's headers, so the betas are not known: an Anthropic request to the
+    first-party API that recorded no ``anthropic-version`` (every such request sends it: a
+    recorder that drops ``anthropic-*`` headers, or a log line without headers), or one through
+    Vertex that recorded no header at all. Bedrock's InvokeModel reads betas from the body only,
+    and the other shapes name none in headers: their betas are known (none). The platform is
+    the one the URL names (``interaction.dialect``), whatever rule set judges the body."""
+    headers, dialect = interaction.request_headers, interaction.dialect
+    betas = betas_of_headers(headers.get(BETA_HEADER, ()))
+    if betas or shape != "anthropic-messages" or dialect == "bedrock":
+        return betas
+    known = bool(headers) if dialect == "vertex" else _VERSION_HEADER in headers
+    return betas if known else None
+
+
 def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None:
     if interaction.method.upper() != "POST":
         return None
@@ -213,7 +232,7 @@ def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None
     body: Any = interaction.judged_body
     profile = _profile(catalog, shape, dialect, model_of(interaction.url, body))
     endpoint = "count" if interaction.is_token_count else "generate"
-    betas = betas_of_headers(interaction.request_headers.get(BETA_HEADER, ()))
+    betas = recorded_betas(interaction, shape)
     verdict = validate_request(
         body, shape, dialect=dialect, profile=profile.id, endpoint=endpoint, betas=betas
     )

@@ -23,7 +23,7 @@ from cli_support import invoke
 from conformance.commands import audit as audit_command
 from conformance.errors import RecordingError
 from conformance.traffic import audit as traffic_audit
-from conformance.traffic.audit import audit_interaction, audit_lines, audit_paths
+from conformance.traffic.audit import audit_interaction, audit_lines, audit_paths, recorded_betas
 from conformance.traffic.reading import RecordedInteraction
 
 
@@ -336,10 +336,53 @@ def test_a_recorded_beta_header_is_read_with_the_request() -> None:
         url = "https://api.anthropic.com/v1/messages"
         return RecordedInteraction("x.yaml", 0, "POST", url, headers, body, 200)
 
-    beta = recorded({"anthropic-beta": ("interleaved-thinking-2025-05-14",)})
+    version = {"anthropic-version": ("2023-06-01",)}
+    beta = recorded({"anthropic-beta": ("interleaved-thinking-2025-05-14",), **version})
     row = audit_interaction(beta)
     assert row is not None
     assert row.verdict.accepted
-    row = audit_interaction(recorded({}))
+    row = audit_interaction(recorded(version))
     assert row is not None
     assert row.verdict.rule == "A27"
+    row = audit_interaction(recorded({"anthropic-beta": ("context-1m-2025-08-07",)}))
+    assert row is not None
+    assert row.verdict.rule == "A27"
+
+
+def test_a_recording_without_the_request_headers_is_not_judged_by_a_header_beta() -> None:
+    # Every first-party Anthropic request sends anthropic-version: a recording without it (a
+    # recorder that drops anthropic-* headers, as pydantic-ai's does, or a log line of bodies
+    # only) does not say whether interleaved thinking was on, so A27 is not judged; through
+    # Vertex, a recording of no header at all; Bedrock's InvokeModel reads its betas from the
+    # body, so its recordings are judged without headers.
+    body: dict[str, Any] = {
+        "max_tokens": 8000,
+        "thinking": {"type": "enabled", "budget_tokens": 16000},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    first_party = "https://api.anthropic.com/v1/messages"
+    vertex = (
+        "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/"
+        "publishers/anthropic/models/claude-sonnet-4-5:rawPredict"
+    )
+    bedrock = (
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/"
+        "anthropic.claude-sonnet-4-5-20250929-v1:0/invoke"
+    )
+    some = {"content-type": ("application/json",)}
+    cases = [
+        (first_party, {**body, "model": "claude-sonnet-4-5"}, {}, None),
+        (first_party, {**body, "model": "claude-sonnet-4-5"}, some, None),
+        (vertex, {**body, "anthropic_version": "vertex-2023-10-16"}, {}, None),
+        (vertex, {**body, "anthropic_version": "vertex-2023-10-16"}, some, "A27"),
+        (bedrock, {**body, "anthropic_version": "bedrock-2023-05-31"}, {}, "A27"),
+    ]
+    for url, sent, headers, rule in cases:
+        interaction = RecordedInteraction("x.yaml", 0, "POST", url, headers, sent, 200)
+        row = audit_interaction(interaction)
+        assert row is not None
+        assert row.verdict is not None
+        assert row.verdict.rule == rule, (url, headers, row.verdict)
+        assert recorded_betas(interaction, "anthropic-messages") == (
+            None if rule is None else frozenset()
+        )

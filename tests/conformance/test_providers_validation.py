@@ -281,6 +281,22 @@ def test_a27_interleaved_thinking_named_in_the_body_lets_the_budget_exceed_the_c
     assert refused.rule == "A27"
 
 
+def test_a27_is_not_judged_when_the_request_headers_are_not_known() -> None:
+    # betas=None: the caller does not know the request's headers (a recording that does not
+    # hold them), so whether interleaved thinking was on is not known
+    assert validate_request(_THINKING_BODY, "anthropic-messages", betas=None).accepted
+    assert lint_request(_THINKING_BODY, "anthropic-messages", betas=None)[0].accepted
+    # the other rules are judged as ever
+    orphan = {**_THINKING_BODY, "messages": []}
+    assert validate_request(orphan, "anthropic-messages", betas=None).rule == "A22"
+    # through Bedrock InvokeModel the betas are in the body: headers or not, it is judged
+    body = {
+        **{k: v for k, v in _THINKING_BODY.items() if k != "model"},
+        "anthropic_version": "bedrock-2023-05-31",
+    }
+    assert validate_request(body, "anthropic-messages", dialect="bedrock", betas=None).rule == "A27"
+
+
 _CONVERSE_THINKING: dict[str, Any] = {
     "modelId": "anthropic.claude-sonnet-4-5",
     "inferenceConfig": {"maxTokens": 1024},

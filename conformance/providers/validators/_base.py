@@ -53,10 +53,12 @@ class Context:
     dialect: str | None
     settings: Mapping[str, Any] = field(default_factory=dict)
     rules: frozenset[str] = frozenset()  # rule ids active in the profile
-    betas: frozenset[str] = frozenset()
+    betas: frozenset[str] | None = frozenset()
     """The betas the request names in its headers (Anthropic ``anthropic-beta``), where the
     caller has them (the emulator, the proxy, a recording): a beta changes what a provider
-    accepts (interleaved thinking lets a thinking budget exceed the cap, A27)."""
+    accepts (interleaved thinking lets a thinking budget exceed the cap, A27). None: the
+    request's headers are not known (a recording that does not hold them), so a rule that a
+    header beta lifts is not judged."""
 
     def active(self, rule_id: str) -> bool:
         """Whether rule ``rule_id`` is enforced by the profile being judged."""

@@ -435,11 +435,18 @@ def max_tokens_under_thinking_budget(body: Mapping[str, Any], ctx: Context) -> I
     """A27 (observed): with ``thinking`` enabled, ``max_tokens`` at or below its
     ``budget_tokens``; not judged when the request turns on interleaved thinking, which lets the
     budget exceed the cap: in its ``anthropic-beta`` header (``ctx.betas``), or, through Bedrock
-    InvokeModel only, in the body's ``anthropic_beta`` (a first-party body has no such field)."""
+    InvokeModel only, in the body's ``anthropic_beta`` (a first-party body has no such field).
+    Nor when the request's headers are not known (``ctx.betas`` None) and it did not go through
+    Bedrock, which reads no header beta."""
     if not cap_within_thinking_budget(body.get("max_tokens"), as_dict(body.get("thinking"))):
         return
-    bedrock = as_list(body.get("anthropic_beta")) if ctx.dialect == "bedrock" else []
-    if not names_interleaved_thinking([*ctx.betas, *bedrock]):
+    if ctx.dialect == "bedrock":
+        betas = as_list(body.get("anthropic_beta"))
+    elif ctx.betas is None:
+        return
+    else:
+        betas = list(ctx.betas)
+    if not names_interleaved_thinking(betas):
         yield Finding("A27", (-1,), {})
 
 
