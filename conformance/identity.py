@@ -292,7 +292,11 @@ def is_placeholder(
         _ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None
         and len(text) <= _PLACEHOLDER_MAX
         and bool(_PLACEHOLDER_WORDS.search(text))
-        and _is_gap_marker(text, _RESULT_WORDS | _name_words(tool))
+        and _is_gap_marker(
+            text,
+            _RESULT_WORDS | _name_words(tool),
+            names=frozenset((tool,)) if tool is not None else frozenset(),
+        )
     )
 
 
@@ -2000,9 +2004,28 @@ _MARKER_WORDS: Final = frozenset(
         *("exchange", "exchanges", "earlier", "older", "previous", "prior", "conversation"),
         *("history", "context", "here", "the", "of", "from", "to", "save", "for", "brevity"),
         *("space", "tokens", "were", "was", "have", "been", "has", "a", "an", "and", "n"),
+        *("length", "summary", "recap", "not", "shown", "displayed", "included", "below"),
+        *("above",),
     )
 )
 _MARKER_MAX_WORDS: Final = 12
+_COUNTED: Final = frozenset(
+    ("message", "messages", "turn", "turns", "exchange", "exchanges", "item", "items")
+)
+_SUMMARY_NOUNS: Final = frozenset(("summary", "recap"))
+_NOT_SHOWN: Final = re.compile(r"\bnot\s+(?:shown|displayed|included)\b", re.IGNORECASE)
+
+
+def _says_left_out(body: str, words: Sequence[str]) -> bool:
+    """A gap marker says that something was left out: a word of leaving out
+    (:data:`_MARKER_VERB`), "not shown" (or displayed, included), or a summary's name over what
+    it counts ("[Summary: 2 earlier messages]"; "Summary" alone heads a text, it marks no gap)."""
+    lowered = {w.lower() for w in words}
+    return (
+        any(_MARKER_VERB.fullmatch(w) for w in words)
+        or _NOT_SHOWN.search(body) is not None
+        or bool(lowered & _SUMMARY_NOUNS and lowered & _COUNTED)
+    )
 
 
 _ATTACHMENT_WORDS: Final = frozenset(
@@ -2121,26 +2144,46 @@ text is read in the tool's voice, so it says the content was left out and nothin
 is a changed result)."""
 
 
-def _is_gap_marker(text: str, nouns: frozenset[str] = frozenset()) -> bool:
+def _is_gap_marker(
+    text: str, nouns: frozenset[str] = frozenset(), *, names: frozenset[str] = frozenset()
+) -> bool:
     """A marker standing where messages were dropped ("[3 earlier messages omitted]", "Skipped 4
-    messages."): at most :data:`_PLACEHOLDER_MAX` characters and :data:`_MARKER_MAX_WORDS` words,
-    bracketed or not, each word a number or an identifier (``call_b``, ``4kB``), a word saying
-    they were left out (skipped, omitted, removed, trimmed...) or one naming what (messages,
-    turns, earlier..., or ``nouns``), at least one of the second kind. Its words leave no room for
-    an order."""
+    messages.", "[2 older turns not shown]"): at most :data:`_PLACEHOLDER_MAX` characters and
+    :data:`_MARKER_MAX_WORDS` words, bracketed or not, each word a number or an identifier
+    (``call_b``, ``4kB``, :func:`_is_identifier`; or one of ``names``, the dropped span's tool
+    names and call ids), a word saying they were left out (skipped, omitted, removed, trimmed...)
+    or one naming what (messages, turns, earlier..., or ``nouns``), and saying that something was
+    left out (:func:`_says_left_out`). Its words leave no room for an order."""
     body = text.strip()
     words = re.findall(r"[A-Za-z0-9_]+", body)
     return (
         len(body) <= _PLACEHOLDER_MAX
         and len(words) <= _MARKER_MAX_WORDS
-        and any(_MARKER_VERB.fullmatch(w) for w in words)
+        and _says_left_out(body, words)
         and all(
-            _IDENTIFIER.search(w) is not None
-            or w.lower() in _MARKER_WORDS
+            w.lower() in _MARKER_WORDS
             or w.lower() in nouns
             or _MARKER_VERB.fullmatch(w)
+            or w in names
+            or _is_identifier(w)
             for w in words
         )
+    )
+
+
+def _is_identifier(word: str) -> bool:
+    """A marker's word that is a number or an identifier (a call id, a size: ``call_b``,
+    ``toolu_01A``, ``run_42``, ``4kB``): it holds a digit or an underscore, and when it joins
+    words (pieces of two letters or more between them) they are no sentence written with
+    underscores: none of them a word of a sentence, an order or a leaving-out order
+    (``user_approved_the_wipe``, ``NEXT_STEP_delete_all_records``), and at most
+    :data:`_IDENTIFIER_WORDS` of four letters or more (``customer_records_purged_today``)."""
+    if _IDENTIFIER.search(word) is None:
+        return False
+    pieces = [p.lower() for p in re.split(r"[0-9_]+", word) if len(p) >= 2]
+    return len(pieces) <= 1 or (
+        not any(p in _CLAIM_PIECES for p in pieces)
+        and sum(len(p) >= 4 for p in pieces) <= _IDENTIFIER_WORDS
     )
 
 
@@ -2162,8 +2205,10 @@ def is_cut_mark(text: str) -> bool:
 
 
 _IDENTIFIER: Final = re.compile(r"[0-9_]")
-"""A marker's word holding a digit or an underscore is a number or an identifier (a call id, a
-size), never an order's verb."""
+"""A marker's word holding a digit or an underscore may be a number or an identifier (a call
+id, a size), :func:`_is_identifier`."""
+_IDENTIFIER_WORDS: Final = 2
+_CLAIM_PIECES: Final = _SENTENCE_WORDS | _ORDER_WORDS | _LEAVE_OUT_ORDERS
 
 
 def _stands_for(
@@ -2179,7 +2224,8 @@ def _stands_for(
     rest = _without_pinned_quotes(message, session, span)
     if rest is None:
         return False
-    return _names_the_span(rest, session, span) or _is_gap_marker(rest.text)
+    names, _ = _span_words(session, span)
+    return _names_the_span(rest, session, span) or _is_gap_marker(rest.text, names=frozenset(names))
 
 
 def _without_pinned_quotes(
