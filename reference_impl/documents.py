@@ -389,12 +389,17 @@ def load_json_strict(text: str) -> Any:
         raise DocumentTooDeepError from None
 
 
-def load_yaml_safe(text: str | bytes, loader: type[SafeYamlLoader] = SafeYamlLoader) -> Any:
-    """One YAML document through ``loader`` (a :class:`SafeYamlLoader` subclass), within limits.
+def load_yaml_safe(
+    text: str | bytes, loader: type[SafeYamlLoader] = SafeYamlLoader, *, limited: bool = True
+) -> Any:
+    """One YAML document through ``loader`` (a :class:`SafeYamlLoader` subclass), within limits:
+    the input size limit unless ``limited`` is False (the package's own data, which a user's
+    lowered ``CTXCONF_MAX_INPUT_BYTES`` is not about), alias and depth limits always.
 
     Raises ``yaml.YAMLError`` (with ``problem_mark``), :class:`YamlAliasBombError`,
     :class:`DocumentTooLargeError` and :class:`DocumentTooDeepError`."""
-    check_input_size(len(text))
+    if limited:
+        check_input_size(len(text))
     if not issubclass(loader, SafeYamlLoader):  # pragma: no cover - a programming error
         raise TypeError(f"{loader.__name__} is not a SafeYamlLoader")
     try:

@@ -408,3 +408,17 @@ def test_a17_a_null_cache_control_is_no_breakpoint_and_a_top_level_one_is() -> N
     verdict = validate_request(body, "anthropic-messages")
     assert verdict.rule == "A17"
     assert "Found 5" in str(verdict.error)
+
+
+def test_the_rule_catalog_is_read_whatever_input_limit_the_user_sets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # CTXCONF_MAX_INPUT_BYTES limits the files a user gives; rules.yaml (over 80 KiB) is the
+    # package's own: a lowered limit made every command an internal error
+    from conformance.providers.catalog import load_catalog
+    from reference_impl.documents import DocumentTooLargeError, load_yaml_safe
+
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "10KiB")
+    with pytest.raises(DocumentTooLargeError):
+        load_yaml_safe("x: " + "y" * 20_000)  # an input is still refused
+    assert load_catalog.__wrapped__().rules
