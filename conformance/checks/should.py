@@ -460,20 +460,31 @@ def _summary_span_has_summary(turn: Assembled, link_index: int) -> int | None:
 @check(id="summary_quality", level="should")
 def summary_quality(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """A summary comes after the pinned prefix (so the prefix stays stable) and does not wrap an
-    earlier summary whole (no recursive re-summarising)."""
+    earlier summary whole (no recursive re-summarising). The prefix is the system and developer
+    text and the goal, wherever the view puts them, and the injected and ledger notes among
+    them: a note sent later in the view (before the latest turn, say) is no part of it."""
     for turn in assembled_turns(outcome):
-        pinned = [
+        pinned = {
             link.index
             for link in turn.identity.links
-            if link.status in {"injected", "ledger"}
-            or any(
+            if any(
                 turn.session.messages[s].role in {"system", "developer"}
                 or s == first_user_index(turn.session)
                 for s in link.sources
             )
-        ]
+        }
+        notes = {
+            link.index for link in turn.identity.links if link.status in {"injected", "ledger"}
+        }
+        summaries = {link.index for link in turn.identity.summaries()}
+        head = pinned | notes | summaries
         for link in turn.identity.summaries():
-            later = [i for i in pinned if i > link.index]
+            later = [
+                i
+                for i in sorted(pinned | notes)
+                if i > link.index
+                and (i in pinned or all(k in head for k in range(link.index + 1, i)))
+            ]
             if later:
                 raise turn.failure(
                     "summary at the head of the request",

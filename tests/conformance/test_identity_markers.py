@@ -482,3 +482,20 @@ def test_one_summary_where_the_first_span_was_may_name_what_was_dropped_after_it
         [m[0], m[1], m[2], m[3], _text("user", "get_price ran"), m[4], m[7]]
     )
     assert _map(kept, session).links[4].status == "invented"
+
+
+def test_a_ledger_note_sent_late_in_the_view_is_no_part_of_the_pinned_prefix() -> None:
+    # summary_quality: a summary must not come before the pinned prefix (the system text, the
+    # goal, the notes among them). A ledger note an assembler sends later (before the latest
+    # turn, as writing-a-plugin allows) is not in that prefix: the summary before it is fine.
+    marker = _text("user", "[4 earlier messages omitted]")
+    note = replace(NOTE, role="user")
+    late = _view(0, 1, marker, 6, note, 7)
+    assert _map(late).links[4].status == "ledger"
+    assert _verdicts(late, "summary_quality")["summary_quality"] == "pass"
+    # a note right after the summary, at the head: the summary comes before part of the prefix
+    head = _view(0, 1, marker, note, 6, 7)
+    assert _verdicts(head, "summary_quality")["summary_quality"] == "fail"
+    # the goal after the summary, wherever: as ever
+    before_goal = _view(0, marker, 1, 6, 7)
+    assert _verdicts(before_goal, "summary_quality")["summary_quality"] == "fail"
