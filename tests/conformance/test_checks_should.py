@@ -207,6 +207,56 @@ def test_a_message_moved_after_a_summary_is_reordered() -> None:
     )
 
 
+# A session that stored a parallel ring's results in another order than its calls (the order
+# they completed in): results may be sent in the session's order or in the calls', no other.
+OUT_OF_CALL_ORDER = transcript(
+    {"role": "system", "text": "sys"},
+    {"role": "user", "text": "check both"},
+    {
+        "role": "assistant",
+        "calls": [
+            {"id": "p1", "name": "get_status", "args": {}},
+            {"id": "p2", "name": "get_metrics", "args": {}},
+            {"id": "p3", "name": "get_logs", "args": {}},
+        ],
+    },
+    {"role": "tool", "results": [{"id": "p2", "text": "p99=120ms"}]},  # 3
+    {"role": "tool", "results": [{"id": "p3", "text": "no errors"}]},  # 4
+    {"role": "tool", "results": [{"id": "p1", "text": "healthy"}]},  # 5
+    {"role": "user", "text": "and now?"},
+)
+OM = OUT_OF_CALL_ORDER.messages
+
+
+def test_results_may_be_sent_in_their_calls_order_where_the_session_stored_them_otherwise() -> None:
+    def verdict(*items: int | Message) -> tuple[str, str]:
+        view = _view(*items, session=OUT_OF_CALL_ORDER)
+        return _one("order_preserved", view, session=OUT_OF_CALL_ORDER)
+
+    assert verdict(0, 1, 2, 3, 4, 5, 6) == ("pass", "")  # the session's order
+    assert verdict(0, 1, 2, 5, 3, 4, 6) == ("pass", "")  # the calls' order
+    status, message = verdict(0, 1, 2, 4, 3, 5, 6)  # p3 before p2: neither order
+    assert status == "fail"
+    assert message.endswith("comes after session messages[4]")
+    status, _ = verdict(0, 1, 2, 3, 4, 6, 5)  # a result after the next user turn: a move
+    assert status == "fail"
+    # one message of results (Anthropic, Gemini): the same two orders
+    joined = OUT_OF_CALL_ORDER.with_messages(
+        (*OM[:3], Message("tool", (*OM[3].parts, *OM[4].parts, *OM[5].parts)), OM[6])
+    )
+    j = joined.messages
+
+    def in_one(*ids: str) -> tuple[str, str]:
+        by_id = {p.call_id: p for p in j[3].tool_results}
+        results = Message("tool", tuple(by_id[i] for i in ids))
+        view = _view(0, 1, 2, results, 4, session=joined)
+        return _one("order_preserved", view, session=joined)
+
+    assert in_one("p2", "p3", "p1") == ("pass", "")
+    assert in_one("p1", "p2", "p3") == ("pass", "")
+    assert in_one("p3", "p2", "p1")[0] == "fail"
+
+
 # -- reasoning_kept_with_ring ------------------------------------------------------------------------
 
 REASONING = [{"origin": "openai-responses", "data": {"type": "reasoning", "id": "rs_1"}}]
