@@ -26,24 +26,67 @@ import inspect
 import os
 import signal
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 from conformance.errors import PluginLoadError
 from conformance.protocol import FUNCTION_KEYWORDS, Assembler, MessageListAssembler
 from reference_impl.transcript import SHAPE_NAMES
 
-__all__ = ["ENTRY_POINT_GROUP", "LOAD_TIMEOUT", "Plugin", "load_plugin"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "LOAD_TIMEOUT",
+    "REQUIRES_ATTR",
+    "Plugin",
+    "load_plugin",
+    "requires",
+]
 
 ENTRY_POINT_GROUP: Final = "ctxconf.assemblers"
 LOAD_TIMEOUT: Final = 120.0
 """Seconds a plug-in may take to load (import, instantiate) before the load is interrupted: a
 heavy framework imports in seconds; a module that waits on a network server or loops forever at
 import would otherwise leave ``ctxconf`` hanging before it printed anything."""
+
+
+REQUIRES_ATTR: Final = "__ctxconf_requires__"
+"""The attribute (``(hint, modules)``) that says what a plug-in needs to run (:func:`requires`)."""
+
+_T = TypeVar("_T")
+
+
+def requires(hint: str, *modules: str) -> Callable[[_T], _T]:
+    """Mark a plug-in (a function, a class or an instance) as needing ``modules`` to run, an
+    optional extra's, which it imports when called: loading it checks that they import, so a
+    missing extra is one load error saying ``hint`` (what to install), exit status 2, rather
+    than the same error in every case."""
+
+    def mark(plugin: _T) -> _T:
+        setattr(plugin, REQUIRES_ATTR, (hint, modules))
+        return plugin
+
+    return mark
+
+
+def _missing_requirement(target: object) -> str | None:
+    """The hint of a plug-in marked by :func:`requires` whose modules do not all import."""
+    found = getattr(target, REQUIRES_ATTR, None)
+    if not isinstance(found, tuple) or len(found) != 2:
+        return None
+    hint, modules = found
+    try:
+        with warnings.catch_warnings():  # only whether it imports: its warnings are its own
+            warnings.simplefilter("ignore")
+            for module in modules if isinstance(modules, tuple) else ():
+                importlib.import_module(str(module))
+    except ImportError:
+        return str(hint)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +119,9 @@ def load_plugin(
         return Plugin("reference", spec, reference_assemblers())
     with _guarded(spec, timeout):
         target = _import_attr(spec) if ":" in spec else _from_entry_point(spec)
+        missing = _missing_requirement(target)
+        if missing is not None:
+            raise PluginLoadError(f"{spec}: {missing}")
         assemblers = _as_assemblers(target, spec, impl_shape)
     return Plugin(spec, spec, assemblers)
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
+from conformance.loading import requires
+
 __all__ = [
     "ADAPTER_LIBRARIES",
     "CallNames",
@@ -27,6 +29,7 @@ __all__ = [
     "ToolCall",
     "adapter_hint",
     "adapter_module",
+    "adapter_needs",
     "bridge",
     "chat_tool_call",
     "convert_chat",
@@ -74,6 +77,12 @@ def adapter_hint(extra: str) -> str:
     """What to install for the adapter of ``extra``: ``"the {extra} adapter needs {library}:
     pip install 'ctxconf[{extra}]'"``."""
     return install_hint(f"the {extra} adapter needs {ADAPTER_LIBRARIES[extra]}", extra)
+
+
+def adapter_needs(extra: str, modules: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """What :func:`bridge` marks the plug-in of the adapter of ``extra`` with: loading it
+    checks that ``modules`` import (:func:`conformance.loading.requires`)."""
+    return adapter_hint(extra), tuple(modules)
 
 
 def adapter_module(extra: str, module: str) -> Any:
@@ -176,11 +185,14 @@ def bridge(
     from_framework: Callable[[_Out], ChatMessages],
     *,
     name: str,
+    needs: tuple[str, tuple[str, ...]] | None = None,
 ) -> ChatPlugin:
-    """The plug-in ``from_framework(call(to_framework(messages), budget))``, named ``name``."""
+    """The plug-in ``from_framework(call(to_framework(messages), budget))``, named ``name``;
+    ``needs`` (what to install, the modules it imports when called) marks it so that loading it
+    checks them (:func:`conformance.loading.requires`): a missing extra is a load error."""
 
     def plugin(messages: ChatMessages, budget: int) -> ChatMessages:
         return from_framework(call(to_framework(messages), budget))
 
     plugin.__name__ = plugin.__qualname__ = name
-    return plugin
+    return plugin if needs is None else requires(needs[0], *needs[1])(plugin)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from conformance.adapters._budget import count_chat_messages
 from conformance.adapters._chat import (
@@ -26,6 +26,7 @@ from conformance.adapters._chat import (
     ChatPlugin,
     ToolCall,
     adapter_module,
+    adapter_needs,
     bridge,
     chat_tool_call,
     convert_chat,
@@ -42,11 +43,11 @@ __all__ = [
 ]
 
 
+_NEEDS: Final = ("autogen_core", "autogen_core.model_context", "autogen_core.models")
+
+
 def _autogen() -> Any:
-    return tuple(
-        adapter_module("autogen", module)
-        for module in ("autogen_core", "autogen_core.model_context", "autogen_core.models")
-    )
+    return tuple(adapter_module("autogen", module) for module in _NEEDS)
 
 
 def to_autogen(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -120,7 +121,8 @@ def _context(build: Callable[[list[Any], int], Any], *, name: str) -> ChatPlugin
         seen: Sequence[Any] = asyncio.run(build(history, budget).get_messages())
         return seen
 
-    return bridge(to_autogen, next_call, from_autogen, name=name)
+    needs = adapter_needs("autogen", _NEEDS)
+    return bridge(to_autogen, next_call, from_autogen, name=name, needs=needs)
 
 
 def make_buffered(*, buffer_size: int) -> ChatPlugin:

@@ -13,7 +13,7 @@ adapter parameter (``strategy``, ``include_system``, ``start_on``, ``end_on``, `
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from conformance.adapters._budget import count_chat_messages
 from conformance.adapters._chat import ChatMessages, ChatPlugin, adapter_hint, bridge, require
@@ -29,9 +29,14 @@ __all__ = [
 _MISSING = adapter_hint("langchain")
 
 
+CORE_MODULE: Final = "langchain_core.messages"
+"""The module of ``langchain-core`` every LangChain adapter imports."""
+_NEEDS: Final = (CORE_MODULE,)
+
+
 def langchain_messages(missing: str = _MISSING) -> Any:
     """``langchain_core.messages``; ``missing`` says what to install when it is absent."""
-    return require("langchain_core.messages", missing)
+    return require(_NEEDS[0], missing)
 
 
 def reference_count(lc: Any) -> Callable[[Sequence[Any]], int]:
@@ -45,10 +50,15 @@ def reference_count(lc: Any) -> Callable[[Sequence[Any]], int]:
 
 
 def langchain_bridge(
-    call: Callable[[list[Any], int], Sequence[Any]], *, name: str, missing: str = _MISSING
+    call: Callable[[list[Any], int], Sequence[Any]],
+    *,
+    name: str,
+    missing: str = _MISSING,
+    modules: Sequence[str] = (),
 ) -> ChatPlugin:
     """The plug-in that converts the messages to LangChain's (``convert_to_messages``), runs
-    ``call`` and converts its messages back (``convert_to_openai_messages``)."""
+    ``call`` and converts its messages back (``convert_to_openai_messages``); loading it checks
+    that ``langchain_core`` and ``modules`` import (``missing`` says what to install)."""
 
     def to_langchain(messages: ChatMessages) -> list[Any]:
         converted: list[Any] = langchain_messages(missing).convert_to_messages(messages)
@@ -58,7 +68,8 @@ def langchain_bridge(
         back: ChatMessages = langchain_messages(missing).convert_to_openai_messages(list(messages))
         return back
 
-    return bridge(to_langchain, call, from_langchain, name=name)
+    needs = (missing, (*_NEEDS, *modules))
+    return bridge(to_langchain, call, from_langchain, name=name, needs=needs)
 
 
 def make_trimmer(

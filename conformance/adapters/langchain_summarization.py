@@ -21,10 +21,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from conformance.adapters._chat import ChatMessages, ChatPlugin, install_hint, require
-from conformance.adapters.langchain import langchain_bridge, langchain_messages, reference_count
+from conformance.adapters.langchain import (
+    CORE_MODULE,
+    langchain_bridge,
+    langchain_messages,
+    reference_count,
+)
+from conformance.loading import requires
 
 __all__ = [
     "SUMMARY_TEXT",
@@ -41,6 +47,10 @@ SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools we
 _MISSING = install_hint(
     "the summarization adapters need langchain and langmem", "langchain-summarization"
 )
+
+
+_MIDDLEWARE: Final = "langchain.agents.middleware"
+_LANGMEM: Final = "langmem.short_term"
 
 
 def _langchain_core() -> Any:
@@ -77,7 +87,7 @@ def make_summarization_middleware(
     def summarize(messages: ChatMessages, budget: int) -> ChatMessages:
         lc = _langchain_core()
         middleware_module = require(
-            "langchain.agents.middleware",
+            _MIDDLEWARE,
             install_hint("SummarizationMiddleware needs langchain>=1", "langchain-summarization"),
         )
         options: dict[str, Any] = {"trigger": ("tokens", budget)}
@@ -96,7 +106,7 @@ def make_summarization_middleware(
         result: ChatMessages = lc.convert_to_openai_messages(kept)
         return result
 
-    return summarize
+    return requires(_MISSING, CORE_MODULE, _MIDDLEWARE)(summarize)
 
 
 def make_langmem_summarize(
@@ -117,7 +127,7 @@ def make_langmem_summarize(
             # langmem 0.0.x imports Send from langgraph.constants, deprecated since LangGraph 1.0.
             warnings.simplefilter("ignore", DeprecationWarning)
             short_term = require(
-                "langmem.short_term",
+                _LANGMEM,
                 install_hint("the langmem adapter needs langmem", "langchain-summarization"),
             )
         for index, message in enumerate(session):
@@ -142,7 +152,7 @@ def make_langmem_summarize(
         kept: Sequence[Any] = outcome.messages
         return kept
 
-    return langchain_bridge(summarize, name="summarize", missing=_MISSING)
+    return langchain_bridge(summarize, name="summarize", missing=_MISSING, modules=(_LANGMEM,))
 
 
 summarization_middleware = make_summarization_middleware()

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from conformance.adapters._chat import (
     ChatMessages,
     ChatPlugin,
     adapter_module,
+    adapter_needs,
     bridge,
     text_of,
 )
@@ -38,8 +39,11 @@ __all__ = [
 ]
 
 
+_NEEDS: Final = ("llama_index.core.base.llms.types", "llama_index.core.memory")
+
+
 def _llama() -> Any:
-    return adapter_module("llama-index", "llama_index.core.base.llms.types")
+    return adapter_module("llama-index", _NEEDS[0])
 
 
 def _tokenizer() -> Callable[[str], list[int]]:
@@ -93,14 +97,15 @@ def make_chat_memory_buffer() -> ChatPlugin:
     """``ChatMemoryBuffer.from_defaults(chat_history=..., token_limit=budget)``'s ``get()``."""
 
     def get(history: list[Any], budget: int) -> list[Any]:
-        memories = adapter_module("llama-index", "llama_index.core.memory")
+        memories = adapter_module("llama-index", _NEEDS[1])
         buffer = memories.ChatMemoryBuffer.from_defaults(
             chat_history=history, token_limit=budget, tokenizer_fn=_tokenizer()
         )
         seen: list[Any] = buffer.get()
         return seen
 
-    return bridge(to_llama_index, get, from_llama_index, name="chat_memory_buffer")
+    needs = adapter_needs("llama-index", _NEEDS)
+    return bridge(to_llama_index, get, from_llama_index, name="chat_memory_buffer", needs=needs)
 
 
 def make_memory(
@@ -109,7 +114,7 @@ def make_memory(
     """``Memory.from_defaults(token_limit=budget, ...)``: ``put_messages`` then ``get()``."""
 
     def get(history: list[Any], budget: int) -> list[Any]:
-        memories = adapter_module("llama-index", "llama_index.core.memory")
+        memories = adapter_module("llama-index", _NEEDS[1])
         options: dict[str, Any] = {"chat_history_token_ratio": chat_history_token_ratio}
         if token_flush_size is not None:
             options["token_flush_size"] = token_flush_size
@@ -134,7 +139,8 @@ def make_memory(
 
         return asyncio.run(window())
 
-    return bridge(to_llama_index, get, from_llama_index, name="memory")
+    needs = adapter_needs("llama-index", _NEEDS)
+    return bridge(to_llama_index, get, from_llama_index, name="memory", needs=needs)
 
 
 chat_memory_buffer = make_chat_memory_buffer()

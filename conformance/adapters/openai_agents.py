@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
-from conformance.adapters._chat import adapter_module
+from conformance.adapters._chat import adapter_hint, adapter_module
+from conformance.loading import requires
 from conformance.protocol import MessageListAssembler
 
 __all__ = [
@@ -34,8 +35,17 @@ Items = list[dict[str, Any]]
 SHAPE = "openai-responses"
 
 
+_NEEDS: Final = ("agents",)
+
+
+def _marked(plugin: MessageListAssembler) -> MessageListAssembler:
+    """``plugin``, marked so that loading it checks the SDK imports (a missing extra is a load
+    error, :func:`conformance.loading.requires`)."""
+    return requires(adapter_hint("openai-agents"), *_NEEDS)(plugin)
+
+
 def _agents() -> Any:
-    return adapter_module("openai-agents", "agents")
+    return adapter_module("openai-agents", _NEEDS[0])
 
 
 def make_session_limit(*, limit: int) -> MessageListAssembler:
@@ -58,7 +68,7 @@ def make_session_limit(*, limit: int) -> MessageListAssembler:
         return asyncio.run(window())
 
     session_limit.__name__ = f"session_limit_{limit}"
-    return MessageListAssembler(session_limit, SHAPE)
+    return _marked(MessageListAssembler(session_limit, SHAPE))
 
 
 def make_tool_output_trimmer(
@@ -90,7 +100,7 @@ def make_tool_output_trimmer(
         )
         return [dict(item) for item in trimmer(data).input]
 
-    return MessageListAssembler(tool_output_trimmer, SHAPE)
+    return _marked(MessageListAssembler(tool_output_trimmer, SHAPE))
 
 
 session_limit = make_session_limit(limit=5)

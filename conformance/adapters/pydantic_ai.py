@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from conformance.adapters._chat import (
     ChatMessages,
     ChatPlugin,
     ToolCall,
     adapter_module,
+    adapter_needs,
     bridge,
     chat_tool_call,
     convert_chat,
@@ -31,8 +32,11 @@ from conformance.adapters._chat import (
 __all__ = ["keep_last", "keep_last_no_repair", "make_process_history"]
 
 
+_NEEDS: Final = ("pydantic_ai.messages",)
+
+
 def _messages_module() -> Any:
-    return adapter_module("pydantic-ai", "pydantic_ai.messages")
+    return adapter_module("pydantic-ai", _NEEDS[0])
 
 
 def to_pydantic_ai(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -109,7 +113,8 @@ def make_process_history(*, keep_last: int = 5, repair: bool = True) -> ChatPlug
         return history
 
     name = f"keep_last_{keep_last}" + ("" if repair else "_no_repair")
-    return bridge(to_pydantic_ai, process_history, from_pydantic_ai, name=name)
+    needs = adapter_needs("pydantic-ai", _NEEDS)
+    return bridge(to_pydantic_ai, process_history, from_pydantic_ai, name=name, needs=needs)
 
 
 keep_last = make_process_history(keep_last=5)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from conformance.adapters._chat import (
     CallNames,
     ChatMessages,
     ChatPlugin,
     adapter_module,
+    adapter_needs,
     bridge,
     chat_tool_call,
     text_of,
@@ -40,8 +41,11 @@ __all__ = [
 SUMMARY_TEXT = "Summary: the user and the assistant worked on the task; tools were called."
 
 
+_NEEDS: Final = ("semantic_kernel.contents",)
+
+
 def _sk() -> Any:
-    return adapter_module("semantic-kernel", "semantic_kernel.contents")
+    return adapter_module("semantic-kernel", _NEEDS[0])
 
 
 def to_semantic_kernel(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -138,7 +142,10 @@ def _reducer(build: Any) -> ChatPlugin:
         reduced: Sequence[Any] = reducer.messages
         return reduced
 
-    return bridge(to_semantic_kernel, reduce, from_semantic_kernel, name=build.__name__)
+    needs = adapter_needs("semantic-kernel", _NEEDS)
+    return bridge(
+        to_semantic_kernel, reduce, from_semantic_kernel, name=build.__name__, needs=needs
+    )
 
 
 def _threshold(threshold_count: int | None) -> dict[str, int]:

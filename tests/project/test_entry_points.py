@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from importlib.metadata import entry_points
 
 import pytest
+from cli_support import invoke
 
-from conformance.loading import ENTRY_POINT_GROUP, load_plugin
+from conformance.errors import PluginLoadError
+from conformance.loading import ENTRY_POINT_GROUP, REQUIRES_ATTR, load_plugin, requires
 
 ADAPTERS = {
     "langchain-trim-last": "conformance.adapters.langchain:trim_last",
@@ -55,3 +58,45 @@ def test_every_registered_adapter_loads_by_name(name: str) -> None:
     plugin = load_plugin(name)
     expected = "openai-responses" if name.startswith("openai-agents") else "openai-chat"
     assert plugin.shapes == (expected,)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xdist_group("adapter-libraries"))
+        for n in sorted(ADAPTERS)
+        if not n.startswith("litellm")  # imports litellm when its module is imported
+    ],
+)
+def test_an_adapter_whose_extra_is_missing_is_a_load_error(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each adapter imports its library when called; without the extra, every case was an error
+    # "the plug-in raised ImportError" (and soak wrote it as a finding). Loading it now checks
+    # the modules it is marked with: one load error saying what to install (exit status 2).
+    (entry,) = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    marked = getattr(entry.load(), REQUIRES_ATTR, None)
+    assert marked is not None, f"{name} is not marked with the modules it needs"
+    hint, modules = marked
+    assert "pip install 'ctxconf[" in hint
+    for module in modules:
+        monkeypatch.setitem(sys.modules, module, None)  # an import of it now fails
+    with pytest.raises(PluginLoadError) as refused:
+        load_plugin(name)
+    assert str(refused.value) == f"{name}: {hint}"
+
+
+def test_any_plugin_may_say_what_it_needs_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    def plugin(messages: list[dict[str, object]], budget: int) -> list[dict[str, object]]:
+        return messages
+
+    marked = requires("plugin needs tomllib_x: pip install tomllib-x", "tomllib_x_missing")(plugin)
+    assert marked is plugin
+    module = type(sys)("needs_demo")
+    module.plugin = plugin  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "needs_demo", module)
+    with pytest.raises(PluginLoadError, match=r"^needs_demo:plugin: plugin needs tomllib_x: pip"):
+        load_plugin("needs_demo:plugin")
+    code, _, err = invoke(["run", "--impl", "needs_demo:plugin", "--no-reports"])
+    assert code == 2
+    assert "plugin needs tomllib_x: pip install tomllib-x" in err
