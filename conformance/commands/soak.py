@@ -161,7 +161,7 @@ def _unwritable(folder: Path) -> str | None:
 
 
 def _print_summary(numbers: dict[str, object], out: Path, page: Path) -> None:
-    keys = (
+    keys: tuple[tuple[str, str], ...] = (
         ("turns_survived", "turns survived"),
         ("tokens_max", "max request tokens"),
         ("tokens_p95", "p95 request tokens"),
@@ -178,7 +178,22 @@ def _print_summary(numbers: dict[str, object], out: Path, page: Path) -> None:
         ("assembler_ms_p50", "assembler ms p50"),
         ("assembler_ms_p99", "assembler ms p99"),
     )
+    never = numbers["window_full_turn"] is None
+    shown = {
+        **numbers,
+        "window_full_turn": "never (every request held the whole session)"
+        if never
+        else numbers["window_full_turn"],
+        "tokens_growth_per_turn_after_full": "n/a (the window never filled)"
+        if numbers["tokens_growth_per_turn_after_full"] is None
+        else numbers["tokens_growth_per_turn_after_full"],
+    }
+    if numbers.get("reuse_over") == "whole_run":  # measured over every turn after the first
+        keys = tuple(
+            (key, label.replace("after full", "(whole run)") if key.endswith("_reuse") else label)
+            for key, label in keys
+        )
     width = max(len(label) for _, label in keys)
     for key, label in keys:
-        click.echo(f"{label:<{width}}  {numbers[key]}")
+        click.echo(f"{label:<{width}}  {shown[key]}")
     click.echo(f"report: {out}  page: {page}")

@@ -180,8 +180,10 @@ class SoakReport:
         full = self.window_full_turn
         after = [t for t in turns if full is not None and t.turn >= full]
         # Cache reuse counts from the turn after the window filled (that turn itself is the first
-        # request of the cut history, so no request before it can share its new prefix).
-        reuse_turns = [t for t in turns if full is not None and t.turn > full] or list(turns[1:])
+        # request of the cut history, so no request before it can share its new prefix); over
+        # every turn after the first when it never filled (``reuse_over`` says which).
+        after_full = [t for t in turns if full is not None and t.turn > full]
+        reuse_turns = after_full or list(turns[1:])
         times = [t.assembler_ms for t in turns]
         return {
             "turns_survived": self.survived,
@@ -191,7 +193,10 @@ class SoakReport:
             "tokens_p95": _percentile(tokens, 95),
             "turns_over_budget": sum(1 for t in turns if t.tokens > self.budget),
             "window_full_turn": full,
-            "tokens_growth_per_turn_after_full": _slope([(t.turn, t.tokens) for t in after]),
+            "tokens_growth_per_turn_after_full": (
+                _slope([(t.turn, t.tokens) for t in after]) if full is not None else None
+            ),
+            "reuse_over": "after_full" if after_full else "whole_run",
             "prefix_reuse": _share(reuse_turns, "prefix_tokens"),
             "cache_reuse": _share(reuse_turns, "cached_tokens"),
             "cache_reuse_whole_run": _share(turns[1:], "cached_tokens"),

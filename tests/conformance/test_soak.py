@@ -90,6 +90,20 @@ def test_reference_fills_the_window_summarizes_and_repeats_nothing(small_ops: An
     assert numbers["turns_with_summary"] > 0
     assert numbers["side_effect_calls"] > 0
     assert numbers["repeated_side_effects"] == 0
+    assert numbers["reuse_over"] == "after_full"
+    assert numbers["tokens_growth_per_turn_after_full"] is not None
+
+
+def test_a_run_whose_window_never_fills_reports_no_after_full_figures(small_ops: Any) -> None:
+    # The "after full" figures are measured from the turn after the window filled; a run that
+    # never fills it has no such turn: no growth after full, and the reuse shares over the whole
+    # run, said so (the printed summary labels them "(whole run)").
+    report = run_soak(load_plugin("reference"), small_ops, turns=3, seed=3)
+    numbers = report.measurements()
+    assert numbers["window_full_turn"] is None
+    assert numbers["tokens_growth_per_turn_after_full"] is None
+    assert numbers["reuse_over"] == "whole_run"
+    assert numbers["prefix_reuse"] > 0
 
 
 def test_a_plugin_that_drops_the_ledger_repeats_side_effects(small_ops: Any) -> None:
@@ -175,6 +189,11 @@ def test_cli_soak_writes_reports(tmp_path: Path) -> None:
     assert "turns survived" in result.output
     assert out.with_suffix(".html").is_file()
     assert json.loads(out.read_text().splitlines()[-1])["turns_survived"] == 4
+    # four turns of the support workload never fill its window: nothing "after full" is shown
+    assert "window full at turn              never" in result.output
+    assert "growth after full (tokens/turn)  n/a (the window never filled)" in result.output
+    assert "common-prefix share (whole run)" in result.output
+    assert "None" not in result.output
 
 
 def test_cli_soak_bad_workload_is_a_named_error(tmp_path: Path) -> None:
