@@ -56,7 +56,7 @@ from conformance.events import (
 )
 from conformance.identity import Declarations, map_view
 from conformance.loading import Plugin
-from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest
+from conformance.protocol import PROTOCOL_VERSION, Assembler, AssemblyRequest, MalformedReturnError
 from conformance.scenarios import (
     DEFAULT_MODELS,
     GATE_LEVELS,
@@ -348,6 +348,8 @@ def _turn(
     if kind == "raised":
         if isinstance(value, ContextAssemblyError):
             return replace(base, status="refused", refusal_code=value.code, reason=value.message)
+        if isinstance(value, MalformedReturnError):  # the wrapper's finding on the return, no raise
+            return replace(base, reason=f"malformed return: {value}")
         return replace(base, reason=f"the plug-in raised {exception_text(value)}")
     returned: _Returned = value
     if returned.body is None:

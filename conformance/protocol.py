@@ -86,6 +86,7 @@ __all__ = [
     "Assembler",
     "AssemblerFactory",
     "AssemblyRequest",
+    "MalformedReturnError",
     "MessageFunction",
     "MessageListAssembler",
     "Refusal",
@@ -99,6 +100,12 @@ PROTOCOL_VERSION: Final = 1
 MESSAGE_KEYS: Final[Mapping[str, str]] = ShapeFact(lambda adapter: adapter.messages_key)
 """Where each shape keeps its message list (``ShapeAdapter.messages_key``); the rest of a body (system, tools, model) is context
 that a plain message function never sees and the wrapper puts back unchanged."""
+
+
+class MalformedReturnError(TypeError):
+    """What a plain message function returned is not of the form it must return (a list of
+    messages): the harness reports the case as a ``malformed return``, not as the plug-in
+    raising (it raised nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,12 +315,12 @@ class MessageListAssembler:
             tools = returned.get("tools", extra["tools"])
             returned = returned.get("messages")
             if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
-                raise TypeError(
+                raise MalformedReturnError(
                     f"{self.name} returned tools of type {type(tools).__name__}; expected a "
                     f"list of {request.shape} tool schemas"
                 )
         if isinstance(returned, str | bytes) or not isinstance(returned, Sequence):
-            raise TypeError(
+            raise MalformedReturnError(
                 f"{self.name} returned {type(returned).__name__}; a message function must "
                 f"return a list of {request.shape} message dicts"
                 + (' (or {"messages": [...], "tools": [...]})' if self.sees_tools else "")

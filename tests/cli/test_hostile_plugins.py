@@ -61,6 +61,10 @@ def deep(messages, budget):
     return [*messages[:-1], {**messages[-1], "name": nested}]
 
 
+def a_set(messages, budget):
+    return {1, 2}
+
+
 def bloated(messages, budget):
     return [*messages, {"role": "user", "content": "word " * 100_000}]
 
@@ -92,6 +96,12 @@ def _cases(reports: Path) -> list[dict[str, object]]:
         ("UnreadableBody", "malformed return: not JSON data"),
         ("deep", "malformed return: not JSON data (nested deeper than the interpreter can walk)"),
         ("bloated", "over the input limit of 100,000 bytes (set CTXCONF_MAX_INPUT_BYTES"),
+        # the wrapper's finding on what it returned: it raised nothing
+        (
+            "a_set",
+            "malformed return: a_set returned set; a message function must return a list of "
+            "openai-chat message dicts",
+        ),
     ],
 )
 def test_a_hostile_return_value_is_named_in_its_case_and_every_report_is_written(
