@@ -1233,8 +1233,8 @@ def _edits(
         elif not _same_arguments(now.arguments, call.arguments):
             add(
                 "arguments_changed",
-                f"tool call {cid} ({call.name}) arguments changed: {short(call.arguments)} -> "
-                f"{short(now.arguments)}",
+                f"tool call {cid} ({call.name}) arguments changed: "
+                f"{short_change(call.arguments, now.arguments)}",
                 cid,
             )
     for cid in new_calls.keys() - old_calls.keys():
@@ -1255,7 +1255,7 @@ def _edits(
         else:
             add(
                 "result_changed",
-                f"tool result {cid} changed: {short(result.text)} -> {short(got.text)}",
+                f"tool result {cid} changed: {short_change(result.text, got.text)}",
                 cid,
             )
     for cid in new_results.keys() - old_results.keys():
@@ -1336,7 +1336,7 @@ def _text_edits(
     # calls; map_view decides (_inline_summaries), else it stays a text change.
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
-    return [*changed, (kind, f"text changed: {short(old_text)} -> {short(new_text)}")]
+    return [*changed, (kind, f"text changed: {short_change(old_text, new_text)}")]
 
 
 def _inserted_words(old: str, new: str) -> str | None:
@@ -1549,6 +1549,30 @@ def short(text: str, limit: int = 40) -> str:
     """``text`` quoted, cut to ``limit`` characters (what an edit's or a failure's detail
     quotes)."""
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+_CHANGE_CONTEXT: Final = 12
+"""Characters of what the two texts share shown before the first difference."""
+
+
+def short_change(old: str, new: str, limit: int = 40) -> str:
+    """``'old' -> 'new'``, each quoted and cut to ``limit`` characters from a little before
+    where they first differ (``...`` marks a cut), so a change past the first ``limit``
+    characters shows on both sides instead of two equal openings."""
+    same = 0
+    for a, b in zip(old, new, strict=False):
+        if a != b:
+            break
+        same += 1
+    start = max(0, same - _CHANGE_CONTEXT) if same > limit - _CHANGE_CONTEXT else 0
+    if start == 0:
+        return f"{short(old, limit)} -> {short(new, limit)}"
+
+    def cut(text: str) -> str:
+        rest = text[start:]
+        return repr("..." + (rest if len(rest) <= limit - 3 else rest[: limit - 6] + "..."))
+
+    return f"{cut(old)} -> {cut(new)}"
 
 
 # ------------------------------------------------------------------------------------ merges
