@@ -124,6 +124,7 @@ EditKind: TypeAlias = Literal[
     "result_removed",
     "text_changed",
     "text_added",
+    "negation_removed",
     "note_added",
     "summary_added",
     "attachment_degraded",
@@ -134,6 +135,9 @@ EditKind: TypeAlias = Literal[
     "reasoning_altered",
     "fields_changed",
 ]
+
+_SPEAKERS: Final = frozenset(("user", "assistant"))
+"""The roles whose kept text may lose no negation inside it (``negation_removed``)."""
 
 # Which side of the conversation a role speaks for: tool results travel in the user's turn.
 _SIDE: Final[Mapping[str, str]] = {"user": "user", "tool": "user", "assistant": "assistant"}
@@ -1262,7 +1266,9 @@ def _edits(
         add("result_added", f"tool result {cid} added", cid)
     role = state.session.messages[source].role
     may_add = lambda added: _may_add(added, role, state)  # noqa: E731
-    for kind, detail in _text_edits(given, wanted, may_add, inserts=role == "user"):
+    for kind, detail in _text_edits(
+        given, wanted, may_add, inserts=role == "user", negations=role in _SPEAKERS
+    ):
         add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
     new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
@@ -1290,11 +1296,14 @@ def _text_edits(
     may_add: Callable[[str], bool],
     *,
     inserts: bool = False,
+    negations: bool = False,
 ) -> list[tuple[EditKind, str]]:
     """The text and attachment edits of ``given`` against ``wanted``; text added around the whole
     of ``wanted``'s is ``text_added`` unless ``may_add`` allows what was added, and so, with
     ``inserts`` (a user turn: its words carry the user's authority), are words put inside it
-    (:func:`_inserted_words`); a cut or a rewrite with no new word is ``text_changed``."""
+    (:func:`_inserted_words`); with ``negations`` (a user or assistant turn), a negation taken
+    out of it is ``negation_removed`` (:func:`_negation_removed`: it then says the opposite);
+    a cut or another rewrite with no new word is ``text_changed``."""
     old_text = "".join(p.text for p in wanted if isinstance(p, TextPart))
     new_text = "".join(p.text for p in given if isinstance(p, TextPart))
     old_attach = [p for p in wanted if isinstance(p, ImagePart | FilePart)]
@@ -1330,6 +1339,9 @@ def _text_edits(
             return [*changed, ("text_added", f"words put into it: {short(inserted)}")]
     if extra is not None and not may_add(extra):
         return [*changed, ("text_added", f"text added to it: {short(extra)}")]
+    if negations and extra is None and _negation_removed(old_text, new_text):
+        detail = f"a negation taken out of it: {short_change(old_text, new_text)}"
+        return [*changed, ("negation_removed", detail)]
     if extra is not None:  # its whole text, with a note that may travel in it: no pin altered
         return [*changed, ("note_added", f"note added to it: {short(extra)}")]
     # A message that had no text and now opens with some may carry a summary in front of its
@@ -1356,6 +1368,37 @@ def _inserted_words(old: str, new: str) -> str | None:
         if word not in known and not any(o.startswith(word) or o.endswith(word) for o in olds)
     ]
     return " ".join(added) or None
+
+
+_NEGATION_WORDS: Final = frozenset(
+    (
+        *("not", "never", "no", "nor", "neither", "without", "cannot", "don't", "doesn't"),
+        *("didn't", "won't", "can't", "isn't", "aren't", "wasn't", "weren't", "shouldn't"),
+        *("mustn't", "mightn't", "wouldn't", "couldn't", "haven't", "hasn't", "hadn't"),
+    )
+)
+_CUT_AT: Final = re.compile(r"\.\.\.|\u2026|\[[^\]]{0,60}\]|\([^)]{0,60}\)")
+"""A trimmer's mark where it cut inside a text: an ellipsis or a short bracketed note."""
+
+
+def _negation_removed(old: str, new: str) -> bool:
+    """Whether ``new`` takes a negation out of the inside of ``old`` ("Do not restart the pod."
+    -> "Do restart the pod.", "never" dropped from a sentence): the text then says the
+    opposite. A cut at either end, or inside with a trimmer's mark that ``old`` does not hold,
+    is a shortening, not this."""
+    if len(_CUT_AT.findall(new)) > len(_CUT_AT.findall(old)):
+        return False
+    olds = [w.lower().replace("\u2019", "'") for w in _TEXT_WORD.findall(old)]
+    news = [w.lower().replace("\u2019", "'") for w in _TEXT_WORD.findall(new)]
+    matcher = difflib.SequenceMatcher(None, olds, news, autojunk=False)
+    return any(
+        tag in ("delete", "replace")
+        and i1 > 0
+        and i2 < len(olds)
+        and sum(w in _NEGATION_WORDS for w in olds[i1:i2])
+        > sum(w in _NEGATION_WORDS for w in news[j1:j2])
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+    )
 
 
 _TEXT_WORD: Final = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")

@@ -125,6 +125,14 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
             raise turn.failure(
                 f"{len(invented)} message(s) match nothing in the session", "; ".join(named)
             )
+        inverted = [e for e in turn.identity.edits if e.kind == "negation_removed"]
+        if inverted:
+            edit = inverted[0]
+            raise turn.failure(
+                f"{len({e.view_index for e in inverted})} kept message(s) say the opposite",
+                f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
+                f"{edit.detail}",
+            )
         added = [e for e in turn.identity.edits if e.kind in _GAINED]
         if added:
             edit = added[0]
@@ -327,6 +335,7 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
             if edit.kind in {
                 "text_changed",
                 "text_added",
+                "negation_removed",
                 "attachment_changed",
                 "attachment_added",
                 "role_changed",

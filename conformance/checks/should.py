@@ -426,6 +426,7 @@ def text_unedited(scenario: Scenario, outcome: CaseOutcome) -> None:
                 in {
                     "text_changed",
                     "text_added",
+                    "negation_removed",
                     "attachment_changed",
                     "attachment_added",
                 }

@@ -99,8 +99,10 @@ def _cases(reports: Path) -> list[dict[str, object]]:
         # the wrapper's finding on what it returned: it raised nothing
         (
             "a_set",
-            "malformed return: a_set returned set; a message function must return a list of "
-            "openai-chat message dicts",
+            (
+                "malformed return: a_set returned set; a message function must return a list "
+                "of openai-chat message dicts"
+            ),
         ),
     ],
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from checks_support import assembled_outcome, check_results, transcript
 from deploy_session import NOTIFY_RING, single_tool
 
@@ -333,3 +334,55 @@ def test_a_summary_after_a_rewritten_system_text_is_still_judged() -> None:
         "summary",
         "kept",
     ]
+
+
+NEGATED = transcript(
+    {"role": "system", "text": "You are deploy-bot."},  # 0
+    {"role": "user", "text": "Roll out checkout v2."},  # 1
+    {"role": "assistant", "text": "I did not find errors in the canary logs."},  # 2
+    {"role": "user", "text": "Good. Do not restart the pod until I say so. Then report."},  # 3
+)
+
+
+def _negated(index: int, text: str) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    messages = list(NEGATED.messages)
+    messages[index] = Message(messages[index].role, (TextPart(text),))
+    view = NEGATED.with_messages(messages)
+    kinds = [e.kind for e in map_view(NEGATED, view, ledger=LEDGER).edits]
+    scenario = single_tool(NEGATED, ledger=LEDGER)
+    outcome = assembled_outcome(NEGATED, view, ledger=LEDGER)
+    results = check_results(scenario, outcome, "nothing_invented", "text_unedited")
+    return kinds, results
+
+
+@pytest.mark.parametrize(
+    ("index", "text"),
+    [
+        (3, "Good. Do restart the pod until I say so. Then report."),
+        (3, "Good. Restart the pod until I say so. Then report."),
+        (2, "I did find errors in the canary logs."),
+    ],
+)
+def test_a_negation_taken_out_of_a_kept_turn_says_the_opposite(index: int, text: str) -> None:
+    # No word is added, yet the turn now says the opposite: a user's "do not restart" sent as
+    # "do restart", or the model's own "did not find errors" as "did find errors"
+    kinds, results = _negated(index, text)
+    assert kinds == ["negation_removed"]
+    assert results["nothing_invented"][0] == "fail"
+    assert "a negation taken out of it" in results["nothing_invented"][1]
+    assert results["text_unedited"][0] == "fail"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Good. Do not restart the pod until I say so.",  # cut at the end
+        "Do not restart the pod until I say so. Then report.",  # cut at the start
+        "Good. Do [...] the pod until I say so. Then report.",  # a trimmer's mark inside
+        "good. do not restart the pod until i say so. then report",  # case and punctuation
+    ],
+)
+def test_a_cut_of_a_turn_that_holds_a_negation_is_an_edit(text: str) -> None:
+    kinds, results = _negated(3, text)
+    assert kinds == ["text_changed"], kinds
+    assert results["nothing_invented"][0] == "pass"
