@@ -484,8 +484,10 @@ def _classify(state: _State, index: int, open_: Sequence[int], *, room: bool = T
     joined = _joined_turn_link(state, index, message, open_)
     if joined is not None:
         return joined
-    if _declared_summary(message, state.declared) and not _contradicts_ledger(
-        message, state.ledger
+    if (
+        _declared_summary(message, state.declared)
+        and not _contradicts_ledger(message, state.ledger)
+        and not _carries_a_turn(message, state)
     ):
         return Link(index, "summary", None, declared=True)
     moved = _merged_elsewhere(state, index, message, room=room)
@@ -675,6 +677,26 @@ def _joined(
             Edit(index, source, "attachment_degraded", f"{count} attachment(s) degraded")
         )
     return Link(index, "modified", held[0], tuple(held))
+
+
+def _carries_a_turn(message: Message, state: _State) -> bool:
+    """Whether a message that opens with the declared summary prefix also carries the whole
+    text of a session message of its side after it, as a text part of its own or at the end of
+    the same text on a line of its own (a summary put in front of the latest user turn): it is
+    that turn with the summary, not a summary."""
+    texts = [p.text for p in message.parts if isinstance(p, TextPart)]
+    side = _SIDE.get(message.role)
+    whole = "".join(texts).rstrip()
+    for m in state.session.messages:
+        turn = m.text.strip()
+        if _SIDE.get(m.role) != side or not turn:
+            continue
+        if len(texts) > 1 and m.text in texts[1:]:
+            return True
+        # in the same text, after the summary on a line of its own: "PREFIX ...\n\n<turn>"
+        if len(turn.split()) >= _QUOTE_WORDS and whole.endswith("\n" + turn):
+            return True
+    return False
 
 
 def _declared_summary(message: Message, declared: Declarations) -> bool:
@@ -1553,10 +1575,13 @@ def _added_text(old_text: str, new_text: str) -> str | None:
 def _may_add(added: str, role: Role, state: _State) -> bool:
     """Whether text added to a kept message of ``role`` is something that may travel in it as
     in a message of its own: a labelled memory item, a ledger note, or a declared summary."""
-    prefix = state.declared.summary_prefix
-    if prefix and added.startswith(prefix.strip()):
-        return True  # a declared summary merged into the turn is judged as a summary's text
     probe = Message(role, (TextPart(added),))  # memory and ledger notes: system/user text only
+    prefix = state.declared.summary_prefix
+    declared = (prefix and added.startswith(prefix.strip())) or (
+        SummaryPart.from_wire_text(added.strip()) is not None  # the summary markers
+    )
+    if declared:  # a declared summary merged into the turn is judged as a summary's text
+        return not _contradicts_ledger(probe, state.ledger)
     return _is_injection(probe, state.memory) or _is_ledger_note(probe, state.ledger)
 
 
@@ -1697,9 +1722,9 @@ def _decompose(
             return []
         if (position, after) in failed:
             return None
-        if isinstance(parts[position], SummaryPart):
+        if _declared_summary_part(parts[position]):
             end = position
-            while end < len(parts) and isinstance(parts[end], SummaryPart):
+            while end < len(parts) and _declared_summary_part(parts[end]):
                 end += 1
             rest = walk(end, after)
             if rest is not None:
@@ -1731,7 +1756,7 @@ def _decompose(
                     return [_Chunk(i, False, position, length=length), *rest]
         # A block on its own (a note, words of another role) only where no session message of
         # the turn's side reads there: a user turn repeating an assistant's words is that turn.
-        if not isinstance(parts[position], SummaryPart) and note(parts[position]):
+        if not _declared_summary_part(parts[position]) and note(parts[position]):
             rest = walk(position + 1, after)
             if rest is not None:
                 return [_Chunk(None, True, position), *rest]
@@ -1744,6 +1769,15 @@ def _decompose(
         return None
 
     return walk(0, -1)
+
+
+def _declared_summary_part(part: Part) -> bool:
+    """A summary part, or a text part in the summary markers (a shape's parser reads the
+    markers as a summary only where a message is that text alone: in a turn that merges tool
+    results and texts, the block stays text)."""
+    return isinstance(part, SummaryPart) or (
+        isinstance(part, TextPart) and SummaryPart.from_wire_text(part.text) is not None
+    )
 
 
 def _degraded_form(given: Sequence[Part], wanted: Sequence[Part]) -> bool:
@@ -1795,10 +1829,14 @@ def _note_part(state: _State, role: Role) -> Callable[[Part], bool]:
     own elsewhere; tool results travel in the user's turn)."""
     side: Role = "user" if role == "tool" else role
 
+    prefix = (state.declared.summary_prefix or "").strip()
+
     def allowed(part: Part) -> bool:
         if not isinstance(part, TextPart):
             return False
         alone = Message(side, (part,))
+        if prefix and part.text.lstrip().startswith(prefix):  # a declared summary's block
+            return not _contradicts_ledger(alone, state.ledger)
         return _is_injection(alone, state.memory) or _is_ledger_note(alone, state.ledger)
 
     return allowed

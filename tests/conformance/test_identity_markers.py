@@ -7,13 +7,14 @@ marker's keep failing."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from checks_support import assembled_outcome, check_results, transcript
 from deploy_session import LEDGER, NOTIFY_RING, single_tool
 
-from conformance.identity import IdentityMap, map_view
-from reference_impl.transcript import ImagePart, Message, Role, TextPart, Transcript
+from conformance.identity import Declarations, IdentityMap, map_view
+from reference_impl.transcript import ImagePart, Message, Role, SummaryPart, TextPart, Transcript
 
 SESSION = transcript(
     {"role": "system", "text": "You are deploy-bot."},  # 0
@@ -499,3 +500,61 @@ def test_a_ledger_note_sent_late_in_the_view_is_no_part_of_the_pinned_prefix() -
     # the goal after the summary, wherever: as ever
     before_goal = _view(0, marker, 1, 6, 7)
     assert _verdicts(before_goal, "summary_quality")["summary_quality"] == "fail"
+
+
+# A summary an assembler puts in the latest user turn. A strict-alternation shape (Gemini,
+# Bedrock) sends the ring's results, the summary and the user's text in one turn; the summary
+# is judged there as on Chat, where it would be a message of its own.
+RINGS = transcript(
+    {"role": "system", "text": "You are a travel agent."},  # 0
+    {"role": "user", "text": "GOAL: book the cheapest morning flight."},  # 1
+    {"role": "assistant", "calls": [{"id": "c1", "name": "search_flights", "args": {}}]},  # 2
+    {"role": "tool", "results": [{"id": "c1", "text": "VY6250 at 09:40, 89 EUR"}]},  # 3
+    {"role": "assistant", "text": "VY6250 is cheapest."},  # 4
+    {"role": "user", "text": "Add a checked bag."},  # 5
+    {"role": "assistant", "calls": [{"id": "c2", "name": "add_bag", "args": {}}]},  # 6
+    {"role": "tool", "results": [{"id": "c2", "text": "bag added"}]},  # 7
+    {"role": "user", "text": "What did we do so far?"},  # 8
+)
+R = RINGS.messages
+BOOKED = ({"tool": "book_flight", "call_id": "c9", "status": "succeeded", "resource_id": "QX7T2L"},)
+
+
+def _summary_verdicts(
+    view: Transcript, declared: Declarations | None = None, ledger: tuple[Any, ...] = ()
+) -> dict[str, str]:
+    outcome = assembled_outcome(RINGS, view, ledger=ledger, declared=declared)
+    scenario = replace(single_tool(RINGS, ledger=ledger), session=RINGS)
+    checks = ("nothing_invented", "latest_user_kept", "text_unedited")
+    return {k: v[0] for k, v in check_results(scenario, outcome, *checks).items()}
+
+
+def test_a_summary_between_the_results_and_the_latest_turn_in_one_turn() -> None:
+    # the parsers read a turn of results and texts as one message, its texts as text: the
+    # summary stays a text in the summary markers
+    summary = TextPart(SummaryPart("search_flights found VY6250.").wire_text())
+    merged = Message("tool", (*R[7].parts, summary, *R[8].parts))
+    view = RINGS.with_messages((R[0], R[1], R[6], merged))
+    assert _summary_verdicts(view) == {
+        "nothing_invented": "pass",
+        "latest_user_kept": "pass",
+        "text_unedited": "pass",
+    }
+
+
+def test_a_declared_summary_in_front_of_the_latest_turn_is_that_turn_with_a_summary() -> None:
+    declared = Declarations(summary_prefix="Summary so far:")
+    note = "Summary so far: search_flights found VY6250; a bag was added."
+    for latest in (
+        Message("user", (TextPart(note), *R[8].parts)),  # a block of its own
+        Message("user", (TextPart(note + "\n\n" + R[8].text),)),  # the same text
+        Message("user", (TextPart(SummaryPart(note).wire_text() + "\n\n" + R[8].text),)),
+    ):
+        view = RINGS.with_messages((R[0], R[1], *R[6:8], latest))
+        verdicts = _summary_verdicts(view, declared)
+        assert set(verdicts.values()) == {"pass"}, (latest, verdicts)
+    # a summary there that says a booking the ledger holds failed is no summary: invented
+    wrong = "Summary so far: book_flight (c9) failed, nothing was booked."
+    latest = Message("user", (TextPart(wrong), *R[8].parts))
+    view = RINGS.with_messages((R[0], R[1], *R[6:8], latest))
+    assert _summary_verdicts(view, declared, BOOKED)["nothing_invented"] == "fail"
