@@ -72,6 +72,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -963,6 +964,23 @@ An imperative ("do not run it again", "never call it") is no such statement."""
 _RERUN_WORDS: Final = _REPEATS | {"retried", "retry", "retries", "resent", "re-sent", "duplicated"}
 """Words that make a "not" statement speak of running a side effect again ("it was not retried",
 "do not run it again"), which agrees with a ledger that says it ran."""
+_FAILURE_WORDS: Final = frozenset(
+    ("errored", "erred", "unsuccessful", "failing", "fails", "failure", "crashed", "aborted")
+)
+"""Words that state a failure as ``failed`` does ("the book_flight attempt errored out")."""
+_RERUN_ORDER: Final = re.compile(
+    r"\b(?:has|have|needs?|ought|is|are)\s+to\s+be\s+(?:\w+\s+){0,2}?"
+    r"(?:run|called|executed|sent|posted|made|placed|done|retried|redone|repeated)\s+again\b"
+    r"|\b(?:must|should|needs?\s+to|has\s+to|have\s+to)\s+(?:be\s+)?"
+    r"(?:re-?run|retr(?:y|ied)|redo(?:ne)?|repeat(?:ed)?)\b"
+    r"|\b(?:must|should|needs?\s+to|has\s+to|have\s+to)\s+(?:run|call|execute|send|make|place|do)"
+    r"\b[^.;!?]{0,40}\bagain\b"
+    r"|^\s*(?:re-?run|retry|redo|repeat)\b"
+)
+"""A sentence that says a side effect is to be run again ("book_flight has to be run again",
+"it must be retried", "Retry book_flight."): said of an entry the ledger says ran, it invites
+the repeat the ledger is there to prevent."""
+_NEGATION: Final = re.compile(r"\b(?:not|never|no|don't|do\s+not|mustn't|shouldn't)\b")
 _RAN: Final = frozenset(("succeeded", "timed_out"))
 """The statuses a "not run" statement contradicts: the side effect was executed (or may have
 been, for a call that timed out); told otherwise, the model runs it again. A failed, pending or
@@ -994,18 +1012,26 @@ def contradicted_entry(
     structured note a status on a line of its own belongs to the entry named last since the
     item opened (a YAML ``- tool:``, a JSON ``{``)."""
     current: list[Mapping[str, Any]] = []
+    tools = Counter(str(e.get("tool")) for e in ledger if e.get("tool"))
     for line in text.splitlines():
         if line.strip().startswith(_ITEM_OPENS):
             current = []
         for sentence in _SENTENCE_END.split(line):
             lowered = sentence.lower()
-            stated = _STATUSES.intersection(re.findall(r"[a-z_]+", lowered))
-            named = [e for e in ledger if _names_entry(sentence, e)]
+            words = re.findall(r"[a-z_]+", lowered)
+            stated = _STATUSES.intersection(words) | (
+                {"failed"} if _FAILURE_WORDS.intersection(words) else set()
+            )
+            named = [e for e in ledger if _names_entry(sentence, e, tools)]
             if named:
                 current = named
             for entry in named or current if stated else ():
                 if entry.get("status") and str(entry["status"]) not in stated:
                     return entry, "/".join(sorted(stated))
+            if named and _RERUN_ORDER.search(lowered) and _NEGATION.search(lowered) is None:
+                ran = next((e for e in named if e.get("status") in _RAN), None)
+                if ran is not None:
+                    return ran, "to be run again"
             if (
                 named
                 and not stated
@@ -1018,9 +1044,14 @@ def contradicted_entry(
     return None
 
 
-def _names_entry(sentence: str, entry: Mapping[str, Any]) -> bool:
+def _names_entry(sentence: str, entry: Mapping[str, Any], tools: Counter[str]) -> bool:
+    """The sentence names the entry by one of its ids, or by its tool's name where no other
+    entry of the ledger has that tool (as a word: "book_flight", not "rebook_flights")."""
     ids = (entry.get(k) for k in ("call_id", "idempotency_key", "resource_id"))
-    return any(i and str(i) in sentence for i in ids)
+    if any(i and str(i) in sentence for i in ids):
+        return True
+    tool = entry.get("tool")
+    return bool(tool) and tools[str(tool)] == 1 and _names(sentence, str(tool))
 
 
 def _states_entry(sentence: str, entry: Mapping[str, Any]) -> bool:

@@ -243,3 +243,52 @@ def test_a_summary_with_another_status_than_the_ledger_s_is_invented(declared: b
     view = SESSION.with_messages([M[0], M[1], right, M[5]])
     assert map_view(SESSION, view, ledger=LEDGER).links[2].status == "summary"
     assert _verdict(view)[0] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("text", "stated"),
+    [
+        # named by its tool alone (the only entry of that tool), in other words for failed
+        ("The notify_ops call errored out, so ops never heard of it.", "failed"),
+        # no status word: an order to run it again
+        ("notify_ops has to be run again.", "to be run again"),
+        ("The page must be sent again: notify_ops must be retried.", "to be run again"),
+        ("Retry notify_ops for the canary.", "to be run again"),
+    ],
+)
+def test_a_summary_that_names_the_tool_and_says_it_failed_or_must_run_again_is_invented(
+    text: str, stated: str
+) -> None:
+    # A summary that would have the model repeat a side effect the ledger says ran, naming it
+    # by its tool rather than by an id
+    assert contradicted_entry(text, LEDGER) == (LEDGER[0], stated)
+    summary = Message("assistant", (TextPart(text),))
+    view = SESSION.with_messages([M[0], M[1], summary, M[5]])
+    assert map_view(SESSION, view, ledger=LEDGER).links[2].status == "invented"
+    assert _verdict(view)[0] == "fail"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "notify_ops succeeded; do not run it again.",
+        "notify_ops ran once and was not repeated.",
+        "notify_ops was called; paging again would wake the on-call twice.",
+        "We looked at notify_ops_v2 and it failed.",  # another tool's name
+    ],
+)
+def test_a_summary_that_agrees_with_the_ledger_or_names_another_tool_stays_a_summary(
+    text: str,
+) -> None:
+    assert contradicted_entry(text, LEDGER) is None
+
+
+def test_a_tool_named_by_two_entries_is_no_name_of_either() -> None:
+    # two notify_ops entries, one succeeded and one failed: "notify_ops failed" may speak of the
+    # second; only an id tells them apart
+    two = (
+        *LEDGER,
+        {**LEDGER[0], "call_id": "call_z", "idempotency_key": "n-2", "status": "failed"},
+    )
+    assert contradicted_entry("notify_ops failed.", two) is None
+    assert contradicted_entry("notify_ops (notify-7781) failed.", two) == (two[0], "failed")
