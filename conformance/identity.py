@@ -2239,6 +2239,8 @@ def _names_an_attachment(inner: str) -> bool:
     for phrase in _SEGMENT_END.split(inner):
         # "refunds_approved=true" states a value: its sides are words of their own
         words = [w.strip("'\"()[]{}<>*`") for w in phrase.replace("=", " = ").split()]
+        if any(_claims_in_name(w) for w in words):
+            return False
         kinds = [_placeholder_word(w) for w in words if w]
         words = [w.lower() for w in words if w]
         other = [kind == "other" for kind in kinds]
@@ -2255,6 +2257,17 @@ def _names_an_attachment(inner: str) -> bool:
             if other[at] and opens and (word in _ORDER_WORDS or word in _LEAVE_OUT_ORDERS):
                 return False
     return described <= _DESCRIPTION_MAX
+
+
+def _claims_in_name(word: str) -> bool:
+    """A placeholder's name (:data:`_NAME`) that joins words, one of them a sentence's
+    (:data:`_SENTENCE_WORDS`: an outcome, a verb of being): a claim written as a file name
+    ("all_checks_passed.png", "bug_fixed_by_user.png"), not the name of what it stands for
+    ("login_page_error.png")."""
+    if _NAME.search(word) is None:
+        return False
+    pieces = [p.lower() for p in re.split(r"[^A-Za-z]+", word) if len(p) >= 2]
+    return len(pieces) >= 2 and any(p in _SENTENCE_WORDS for p in pieces)
 
 
 def _placeholder_word(word: str) -> Literal["name", "marker", "other"]:
