@@ -35,7 +35,7 @@ from conformance.scenarios import Scenario
 from reference_impl.rings import Ring, segment
 from reference_impl.rings import validate as pairing_violations
 from reference_impl.shapes import camel_case, get_shape, raw_wire_content
-from reference_impl.transcript import SummaryPart, Transcript, canonical_json
+from reference_impl.transcript import ReasoningPart, SummaryPart, Transcript, canonical_json
 
 
 @check(id="system_kept", level="should")
@@ -265,12 +265,45 @@ def _in_call_order(
     return len({i for i, _ in (*first, *second)}) == 1 and max(first) < min(second)
 
 
+_REASONING_KEPT_IN_EVERY_TURN: Final = frozenset(("deepseek",))
+"""Reasoning origins whose tool-call turns pass their reasoning back in every later request,
+earlier turns' included (DS3, documented by DeepSeek: a kept turn without it is refused)."""
+
+
 @check(id="reasoning_kept_with_ring", level="should")
 def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """A kept ring keeps its reasoning artifacts byte-exact (R3/R4, A13-A16, G6)."""
+    """A kept ring of the current turn (after the latest user text) keeps its reasoning
+    artifacts byte-exact (R3/R4, A13-A16, G6, B10); a ring of an earlier turn may lose them
+    (the providers ask for the current turn's, and Anthropic drops earlier turns' itself),
+    but not send them altered, and DeepSeek's never (DS3: every later request passes a tool-call
+    turn's ``reasoning_content`` back, :data:`_REASONING_KEPT_IN_EVERY_TURN`)."""
     for turn in assembled_turns(outcome):
+        session = turn.session
+        current = next(
+            (
+                i
+                for i in range(len(session.messages) - 1, -1, -1)
+                if session.messages[i].role == "user" and session.messages[i].text.strip()
+            ),
+            -1,
+        )
+        altered = {e.source for e in turn.identity.edits if e.kind == "reasoning_altered"}
         for edit in turn.identity.edits:
-            if edit.kind == "reasoning_changed" and turn.session.messages[edit.source].tool_calls:
+            origins = {
+                p.origin
+                for p in session.messages[edit.source].parts
+                if isinstance(p, ReasoningPart)
+            }
+            earlier = (
+                edit.source < current
+                and edit.source not in altered
+                and origins.isdisjoint(_REASONING_KEPT_IN_EVERY_TURN)
+            )
+            if (
+                edit.kind == "reasoning_changed"
+                and session.messages[edit.source].tool_calls
+                and not earlier
+            ):
                 raise turn.failure(
                     "reasoning detached from its ring",
                     f"{describe(turn.session, edit.source)}: {edit.detail} "

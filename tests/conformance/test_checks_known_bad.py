@@ -126,15 +126,14 @@ def _mutated() -> tuple[Scenario, CaseOutcome]:
 
 
 def _reasoning_dropped() -> tuple[Scenario, CaseOutcome]:
-    """The newest ring kept without the reasoning item it was produced with (which Responses
-    accepts when no server id ties them: R3 is not judgeable)."""
+    """The ring of the current turn kept without the reasoning item it was produced with
+    (which Responses accepts when no server id ties them: R3 is not judgeable)."""
     reasoning = [{"origin": "openai-responses", "data": {"type": "reasoning", "id": "rs_1"}}]
     session = transcript(
         {"role": "system", "text": "You are the ops bot."},
         {"role": "user", "text": "GOAL: keep checkout healthy."},
         {"role": "assistant", "reasoning": reasoning, "calls": [{"id": "c1", "name": "read_logs"}]},
         {"role": "tool", "results": [{"id": "c1", "text": "log line one"}]},
-        {"role": "user", "text": "Anything else?"},
     )
     session = replace(session, tools=BASE.tools)
     ring = session.messages[2]

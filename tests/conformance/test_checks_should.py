@@ -271,15 +271,47 @@ THOUGHTFUL = transcript(
 T = THOUGHTFUL.messages
 
 
-def test_only_a_ring_must_keep_its_reasoning() -> None:
+def test_only_a_ring_of_the_current_turn_must_keep_its_reasoning() -> None:
+    # The ring answers "go"; the session's latest user text is "thanks": an earlier turn's ring,
+    # whose reasoning the providers do not ask for (Anthropic drops it itself)
     bare_call = Message("assistant", T[2].tool_calls)
     view = _view(0, 1, bare_call, 3, 4, 5, session=THOUGHTFUL)
-    status, message = _one("reasoning_kept_with_ring", view, session=THOUGHTFUL)
+    assert _one("reasoning_kept_with_ring", view, session=THOUGHTFUL) == ("pass", "")
+    # the same ring in the current turn (no user text after it): its reasoning must go with it
+    current = THOUGHTFUL.with_messages(T[:4])
+    view = _view(0, 1, bare_call, 3, session=current)
+    status, message = _one("reasoning_kept_with_ring", view, session=current)
     assert status == "fail"
     assert message.startswith("session messages[2] (assistant, ids c1): 1 reasoning artifact(s)")
     bare_text = _text("assistant", "All done.")
     view = _view(0, 1, 2, 3, bare_text, 5, session=THOUGHTFUL)
     assert _one("reasoning_kept_with_ring", view, session=THOUGHTFUL) == ("pass", "")
+
+
+def test_an_earlier_turn_s_reasoning_is_not_sent_altered_and_deepseek_s_is_kept() -> None:
+    altered = Message(
+        "assistant",
+        (replace(T[2].parts[0], data='{"id":"rs_2","type":"reasoning"}'), *T[2].parts[1:]),
+    )
+    view = _view(0, 1, altered, 3, 4, 5, session=THOUGHTFUL)
+    assert _one("reasoning_kept_with_ring", view, session=THOUGHTFUL)[0] == "fail"
+    # DeepSeek passes a tool-call turn's reasoning_content back in every later request (DS3)
+    deepseek = [{"origin": "deepseek", "data": {"reasoning_content": "look at the logs"}}]
+    session = transcript(
+        {"role": "system", "text": "sys"},
+        {"role": "user", "text": "go"},
+        {
+            "role": "assistant",
+            "reasoning": deepseek,
+            "calls": [{"id": "c1", "name": "f", "args": {}}],
+        },
+        {"role": "tool", "results": [{"id": "c1", "text": "ok"}]},
+        {"role": "assistant", "text": "All done."},
+        {"role": "user", "text": "thanks"},
+    )
+    bare = Message("assistant", session.messages[2].tool_calls)
+    view = _view(0, 1, bare, 3, 4, 5, session=session)
+    assert _one("reasoning_kept_with_ring", view, session=session)[0] == "fail"
 
 
 def test_changed_arguments_are_no_reasoning_finding() -> None:
