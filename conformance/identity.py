@@ -964,23 +964,38 @@ An imperative ("do not run it again", "never call it") is no such statement."""
 _RERUN_WORDS: Final = _REPEATS | {"retried", "retry", "retries", "resent", "re-sent", "duplicated"}
 """Words that make a "not" statement speak of running a side effect again ("it was not retried",
 "do not run it again"), which agrees with a ledger that says it ran."""
-_FAILURE_WORDS: Final = frozenset(
-    ("errored", "erred", "unsuccessful", "failing", "fails", "failure", "crashed", "aborted")
+_FAILURE_WORDS: Final = frozenset(("errored", "erred", "crashed", "aborted"))
+"""Verbs that state a failure as ``failed`` does ("the book_flight attempt errored out"), said
+of a named entry in a clause with no negation and no retry."""
+_CLAUSE_END: Final = re.compile(r"[,;:]\s+|\s[-\u2013\u2014]+\s|\s+(?:and|but|so|then)\s+")
+"""Where a sentence's clauses end: what one clause says of an entry is not said by the next
+("notify_ops posted msg_991, and the canary checks should run again")."""
+_NEGATION: Final = re.compile(r"\b(?:not|never|no|none|cannot|nothing)\b|n't\b")
+"""A negation in a clause: "doesn't need to be run again", "without" is not one ("without
+asking" orders)."""
+_NARRATIVE: Final = frozenset(
+    (
+        *("was", "were", "had", "did", "ran", "already", "earlier", "previously", "twice"),
+        *("would", "could", "might", "if", "when", "whenever", "logic"),
+    )
 )
-"""Words that state a failure as ``failed`` does ("the book_flight attempt errored out")."""
-_RERUN_ORDER: Final = re.compile(
-    r"\b(?:has|have|needs?|ought|is|are)\s+to\s+be\s+(?:\w+\s+){0,2}?"
-    r"(?:run|called|executed|sent|posted|made|placed|done|retried|redone|repeated)\s+again\b"
-    r"|\b(?:must|should|needs?\s+to|has\s+to|have\s+to)\s+(?:be\s+)?"
+"""Words that make a clause a narrative or a condition, not an order ("it ran again", "would
+page again if ...")."""
+_AGAIN: Final = re.compile(
+    r"\b(?:has|have|needs?|must|should|ought|is|are)\b[^.;]{0,30}\b(?:run|call(?:ed)?|"
+    r"execut\w*|sen[dt]|post(?:ed)?|book(?:ed)?|made|make|place[d]?|do(?:ne)?|retr\w*|redo(?:ne)?|"
+    r"repeat\w*)\b[^.;]{0,40}\b(?:again|once more)\b"
+    r"|^\s*(?:please\s+)?(?:run|call|execute|send|post|book|make|place|do)\b[^.;]{0,60}"
+    r"\b(?:again|once more)\b"
+)
+"""An order to run something again: an obligation ("has to be run again", "must call it once
+more") or an imperative at the clause's start ("Please run book_flight again")."""
+_MUST_REDO: Final = re.compile(
+    r"\b(?:must|should|needs?\s+to|has\s+to|have\s+to)\s+(?:be\s+)?"
     r"(?:re-?run|retr(?:y|ied)|redo(?:ne)?|repeat(?:ed)?)\b"
-    r"|\b(?:must|should|needs?\s+to|has\s+to|have\s+to)\s+(?:run|call|execute|send|make|place|do)"
-    r"\b[^.;!?]{0,40}\bagain\b"
-    r"|^\s*(?:re-?run|retry|redo|repeat)\b"
 )
-"""A sentence that says a side effect is to be run again ("book_flight has to be run again",
-"it must be retried", "Retry book_flight."): said of an entry the ledger says ran, it invites
-the repeat the ledger is there to prevent."""
-_NEGATION: Final = re.compile(r"\b(?:not|never|no|don't|do\s+not|mustn't|shouldn't)\b")
+"""An obligation to redo it ("it must be retried", "needs to rerun")."""
+_TOOL_IDENTIFIER: Final = re.compile(r"[_\-.0-9]|[a-z][A-Z]")
 _RAN: Final = frozenset(("succeeded", "timed_out"))
 """The statuses a "not run" statement contradicts: the side effect was executed (or may have
 been, for a call that timed out); told otherwise, the model runs it again. A failed, pending or
@@ -1017,41 +1032,99 @@ def contradicted_entry(
         if line.strip().startswith(_ITEM_OPENS):
             current = []
         for sentence in _SENTENCE_END.split(line):
-            lowered = sentence.lower()
-            words = re.findall(r"[a-z_]+", lowered)
-            stated = _STATUSES.intersection(words) | (
-                {"failed"} if _FAILURE_WORDS.intersection(words) else set()
-            )
-            named = [e for e in ledger if _names_entry(sentence, e, tools)]
-            if named:
-                current = named
+            lowered = sentence.lower().replace("\u2019", "'")
+            words = re.findall(r"[a-z_']+", lowered)
+            stated = _STATUSES.intersection(words)
+            by_id = [e for e in ledger if _names_entry(sentence, e)]
+            named = by_id + [
+                e for e in ledger if e not in by_id and _names_entry_by_tool(sentence, e, tools)
+            ]
+            if by_id:  # a tool's name alone speaks of its sentence only
+                current = by_id
             for entry in named or current if stated else ():
                 if entry.get("status") and str(entry["status"]) not in stated:
                     return entry, "/".join(sorted(stated))
-            if named and _RERUN_ORDER.search(lowered) and _NEGATION.search(lowered) is None:
-                ran = next((e for e in named if e.get("status") in _RAN), None)
-                if ran is not None:
-                    return ran, "to be run again"
+            found = _failure_or_rerun(sentence, named) if named and not stated else None
+            if found is not None:
+                return found
             if (
-                named
+                by_id
                 and not stated
                 and _RERUN_WORDS.isdisjoint(re.findall(r"[a-z_'-]+", lowered))
                 and _NOT_RUN.search(lowered)
             ):
-                ran = next((e for e in named if e.get("status") in _RAN), None)
+                ran = next((e for e in by_id if e.get("status") in _RAN), None)
                 if ran is not None:
                     return ran, "not run"
     return None
 
 
-def _names_entry(sentence: str, entry: Mapping[str, Any], tools: Counter[str]) -> bool:
-    """The sentence names the entry by one of its ids, or by its tool's name where no other
-    entry of the ledger has that tool (as a word: "book_flight", not "rebook_flights")."""
+def _failure_or_rerun(
+    sentence: str, named: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any], str] | None:
+    """A clause of ``sentence`` that names an entry the ledger says ran and, with no negation,
+    says in other words that it failed (:data:`_FAILURE_WORDS`, unless the sentence speaks of a
+    retry) or that it is to be run again (:func:`_orders_rerun`)."""
+    retried = not _RERUN_WORDS.isdisjoint(re.findall(r"[a-z_'-]+", sentence.lower()))
+    for clause in _CLAUSE_END.split(sentence):
+        lowered = clause.lower().replace("\u2019", "'")
+        if _NEGATION.search(lowered):
+            continue
+        words = set(re.findall(r"[a-z_'-]+", lowered))
+        for entry in named:
+            if entry.get("status") not in _RAN or not _names_in_clause(clause, entry):
+                continue
+            if _FAILURE_WORDS & words and not retried:
+                return entry, "failed"
+            if _orders_rerun(lowered, entry, words):
+                return entry, "to be run again"
+    return None
+
+
+def _names_in_clause(clause: str, entry: Mapping[str, Any]) -> bool:
     ids = (entry.get(k) for k in ("call_id", "idempotency_key", "resource_id"))
-    if any(i and str(i) in sentence for i in ids):
-        return True
     tool = entry.get("tool")
-    return bool(tool) and tools[str(tool)] == 1 and _names(sentence, str(tool))
+    return any(i and str(i) in clause for i in ids) or (
+        bool(tool) and _names_exactly(clause, str(tool))
+    )
+
+
+def _orders_rerun(clause: str, entry: Mapping[str, Any], words: set[str]) -> bool:
+    """The (lowercased) clause says the entry is to be run again: "has to be run again", "must
+    be retried", "Please run book_flight again", "Retry book_flight"; not a narrative ("ran
+    again", "was retried") nor a condition ("would page again if ...")."""
+    if words & _NARRATIVE:
+        return False
+    if _AGAIN.search(clause) or _MUST_REDO.search(clause):
+        return True
+    names = [str(entry[k]).lower() for k in ("tool", "call_id", "idempotency_key") if entry.get(k)]
+    return any(
+        re.match(
+            rf"\s*(?:please\s+)?(?:re-?run|retry|redo|repeat)\s+(?:the\s+)?{re.escape(n)}", clause
+        )
+        for n in names
+    )
+
+
+def _names_exactly(text: str, name: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+
+
+def _names_entry(sentence: str, entry: Mapping[str, Any]) -> bool:
+    ids = (entry.get(k) for k in ("call_id", "idempotency_key", "resource_id"))
+    return any(i and str(i) in sentence for i in ids)
+
+
+def _names_entry_by_tool(sentence: str, entry: Mapping[str, Any], tools: Counter[str]) -> bool:
+    """The sentence names the entry by its tool's name, where no other entry of the ledger has
+    that tool and the name is an identifier (``book_flight``, ``notifyOps``; not ``search`` or
+    ``run``, which are words), as a word of its own ("book_flight", not "rebook_flights")."""
+    tool = str(entry.get("tool") or "")
+    return (
+        tools[tool] == 1
+        and _TOOL_IDENTIFIER.search(tool) is not None
+        and _names_exactly(sentence, tool)
+    )
 
 
 def _states_entry(sentence: str, entry: Mapping[str, Any]) -> bool:
@@ -1318,7 +1391,8 @@ def _edits(
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
     role = state.session.messages[source].role
-    may_add = lambda added: _may_add(added, role, state)  # noqa: E731
+    latest = source == state.latest_user
+    may_add = lambda added: _may_add(added, role, state, latest=latest)  # noqa: E731
     for kind, detail in _text_edits(
         given, wanted, may_add, inserts=role == "user", negations=role in _SPEAKERS
     ):
@@ -1430,24 +1504,39 @@ _NEGATION_WORDS: Final = frozenset(
         *("mustn't", "mightn't", "wouldn't", "couldn't", "haven't", "hasn't", "hadn't"),
     )
 )
-_CUT_AT: Final = re.compile(r"\.\.\.|\u2026|\[[^\]]{0,60}\]|\([^)]{0,60}\)")
-"""A trimmer's mark where it cut inside a text: an ellipsis or a short bracketed note."""
+_CUT_TOKEN: Final = re.compile(
+    r"\.\.\.|\u2026|\[[^\]]{0,60}\]|\([^)]{0,60}\)|<[^>]{0,30}>|[^\W_]+(?:['\u2019][^\W_]+)*"
+)
+"""A text's words, and its bracketed notes and ellipses, each one token."""
+_SNIP: Final = re.compile(r"[\[(<]\s*snip(?:ped)?\s*[\])>]", re.IGNORECASE)
+_CUT: Final = "\0cut"
+
+
+def _cut_tokens(text: str) -> list[str]:
+    """``text`` as tokens: its words lowercased, a trimmer's mark (an ellipsis, ``[...]``,
+    ``[190 rows truncated]``, ``<snip>``: :func:`is_cut_mark`) as one ``_CUT`` token, any other
+    bracketed note as itself."""
+    out: list[str] = []
+    for token in _CUT_TOKEN.findall(text):
+        if token[0] in "[(<." or token == "\u2026":
+            out.append(_CUT if is_cut_mark(token) or _SNIP.fullmatch(token) else token)
+        else:
+            out.append(token.lower().replace("\u2019", "'"))
+    return out
 
 
 def _negation_removed(old: str, new: str) -> bool:
     """Whether ``new`` takes a negation out of the inside of ``old`` ("Do not restart the pod."
     -> "Do restart the pod.", "never" dropped from a sentence): the text then says the
-    opposite. A cut at either end, or inside with a trimmer's mark that ``old`` does not hold,
-    is a shortening, not this."""
-    if len(_CUT_AT.findall(new)) > len(_CUT_AT.findall(old)):
-        return False
-    olds = [w.lower().replace("\u2019", "'") for w in _TEXT_WORD.findall(old)]
-    news = [w.lower().replace("\u2019", "'") for w in _TEXT_WORD.findall(new)]
+    opposite. A cut at either end, or inside where a trimmer's mark stands in its place, is a
+    shortening, not this (a mark elsewhere in the text does not make it one)."""
+    olds, news = _cut_tokens(old), _cut_tokens(new)
     matcher = difflib.SequenceMatcher(None, olds, news, autojunk=False)
     return any(
         tag in ("delete", "replace")
         and i1 > 0
         and i2 < len(olds)
+        and _CUT not in news[j1:j2]
         and sum(w in _NEGATION_WORDS for w in olds[i1:i2])
         > sum(w in _NEGATION_WORDS for w in news[j1:j2])
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
@@ -1603,13 +1692,15 @@ def _added_text(old_text: str, new_text: str) -> str | None:
     return new.replace(old, "\n", 1).strip() or None
 
 
-def _may_add(added: str, role: Role, state: _State) -> bool:
+def _may_add(added: str, role: Role, state: _State, *, latest: bool = False) -> bool:
     """Whether text added to a kept message of ``role`` is something that may travel in it as
     in a message of its own: a labelled memory item, a ledger note, or a declared summary."""
     probe = Message(role, (TextPart(added),))  # memory and ledger notes: system/user text only
     prefix = state.declared.summary_prefix
     declared = (prefix and added.startswith(prefix.strip())) or (
-        SummaryPart.from_wire_text(added.strip()) is not None  # the summary markers
+        # a summary in the markers beside the latest user turn's text (where a shape that
+        # merges turns puts one sent as a message of its own); elsewhere it is text added
+        latest and SummaryPart.from_wire_text(added.strip()) is not None
     )
     if declared:  # a declared summary merged into the turn is judged as a summary's text
         return not _contradicts_ledger(probe, state.ledger)
@@ -2140,8 +2231,7 @@ _MARKER_WORDS: Final = frozenset(
         *("exchange", "exchanges", "earlier", "older", "previous", "prior", "conversation"),
         *("history", "context", "here", "the", "of", "from", "to", "save", "for", "brevity"),
         *("space", "tokens", "were", "was", "have", "been", "has", "a", "an", "and", "n"),
-        *("length", "summary", "recap", "not", "shown", "displayed", "included", "below"),
-        *("above",),
+        *("length", "summary", "recap", "shown", "displayed", "included", "below", "above"),
     )
 )
 _MARKER_MAX_WORDS: Final = 12
@@ -2259,15 +2349,25 @@ def _names_an_attachment(inner: str) -> bool:
     return described <= _DESCRIPTION_MAX
 
 
+_CLAIM_NAME_WORDS: Final = frozenset(
+    (
+        *("approved", "passed", "fixed", "authorized", "authorised", "granted", "confirmed"),
+        *("verified", "resolved", "allowed", "permitted", "succeeded", "accepted"),
+    )
+)
+"""Outcomes that, in a name joining words, make it a claim ("all_checks_passed.png"); not the
+words a real file name is made of ("build_failed_on_ci.png", "my_dashboard.png",
+"ok_button.png")."""
+
+
 def _claims_in_name(word: str) -> bool:
-    """A placeholder's name (:data:`_NAME`) that joins words, one of them a sentence's
-    (:data:`_SENTENCE_WORDS`: an outcome, a verb of being): a claim written as a file name
-    ("all_checks_passed.png", "bug_fixed_by_user.png"), not the name of what it stands for
-    ("login_page_error.png")."""
+    """A placeholder's name (:data:`_NAME`) that joins words, one of them an outcome
+    (:data:`_CLAIM_NAME_WORDS`): a claim written as a file name ("all_checks_passed.png",
+    "bug_fixed_by_user.png"), not the name of what it stands for ("login_page_error.png")."""
     if _NAME.search(word) is None:
         return False
     pieces = [p.lower() for p in re.split(r"[^A-Za-z]+", word) if len(p) >= 2]
-    return len(pieces) >= 2 and any(p in _SENTENCE_WORDS for p in pieces)
+    return len(pieces) >= 2 and any(p in _CLAIM_NAME_WORDS for p in pieces)
 
 
 def _placeholder_word(word: str) -> Literal["name", "marker", "other"]:
@@ -2304,13 +2404,15 @@ def _is_gap_marker(
     or one naming what (messages, turns, earlier..., or ``nouns``), and saying that something was
     left out (:func:`_says_left_out`). Its words leave no room for an order."""
     body = text.strip()
-    words = re.findall(r"[A-Za-z0-9_]+", body)
+    words = re.findall(r"\w+", body)  # every script's words: one the lists do not hold fails
+    not_shown = _NOT_SHOWN.search(body) is not None
     return (
         len(body) <= _PLACEHOLDER_MAX
         and len(words) <= _MARKER_MAX_WORDS
         and _says_left_out(body, words)
         and all(
             w.lower() in _MARKER_WORDS
+            or (not_shown and w.lower() == "not")
             or w.lower() in nouns
             or _MARKER_VERB.fullmatch(w)
             or w in names
@@ -2322,18 +2424,23 @@ def _is_gap_marker(
 
 def _is_identifier(word: str) -> bool:
     """A marker's word that is a number or an identifier (a call id, a size: ``call_b``,
-    ``toolu_01A``, ``run_42``, ``4kB``): it holds a digit or an underscore, and when it joins
-    words (pieces of two letters or more between them) they are no sentence written with
-    underscores: none of them a word of a sentence, an order or a leaving-out order
-    (``user_approved_the_wipe``, ``NEXT_STEP_delete_all_records``), and at most
-    :data:`_IDENTIFIER_WORDS` of four letters or more (``customer_records_purged_today``)."""
+    ``toolu_01A``, ``run_42``, ``4kB``, ``get_status``): it holds a digit or an underscore,
+    and its pieces between them are no sentence written with underscores: none of them a word
+    of a sentence, an order or a leaving-out order (``user_approved_the_wipe``,
+    ``NEXT_STEP_delete_all_records``); with a digit, at most :data:`_IDENTIFIER_WORDS` of four
+    letters or more (``customer_records_purged_today_2``); without one, two pieces at least
+    (``_user`` and ``wipe_`` are words) of which one at most has four letters or more
+    (``user_agreed``, ``goal_changed`` are claims; a tool name of the dropped span is one of
+    ``names``)."""
     if _IDENTIFIER.search(word) is None:
         return False
-    pieces = [p.lower() for p in re.split(r"[0-9_]+", word) if len(p) >= 2]
-    return len(pieces) <= 1 or (
-        not any(p in _CLAIM_PIECES for p in pieces)
-        and sum(len(p) >= 4 for p in pieces) <= _IDENTIFIER_WORDS
-    )
+    pieces = [p.lower() for p in re.split(r"[0-9_]+", word) if p]
+    if any(len(p) >= 2 and p in _CLAIM_PIECES for p in pieces):
+        return False
+    long = sum(len(p) >= 4 for p in pieces)
+    if any(c.isdigit() for c in word):  # a number, a size, an id with digits
+        return long <= _IDENTIFIER_WORDS
+    return len(pieces) >= 2 and long <= 1  # call_b, get_status; not user_agreed, nor _user
 
 
 _CUT_WORDS: Final = frozenset(

@@ -211,22 +211,32 @@ def order_preserved(_scenario: Scenario, outcome: CaseOutcome) -> None:
     calls' order (results a session holds out of their calls' order may be sent in it)."""
     for turn in assembled_turns(outcome):
         calls = _call_places(turn.session)
-        last = -1
+        last, prev, by_calls = -1, -1, False
         for link in turn.identity.links:
             if link.source is None:
                 continue
             for source in link.sources:  # a merged message holds its sources in session order
-                if source < last and not _in_call_order(turn.session, calls, source, last):
+                # a run of one ring's results goes in the session's order or, once it steps
+                # back to follow them, in its calls' order to its end
+                in_calls = prev >= 0 and _in_call_order(turn.session, calls, source, prev)
+                same_ring = in_calls or (
+                    prev >= 0 and _in_call_order(turn.session, calls, prev, source)
+                )
+                by_calls = by_calls and same_ring
+                if (by_calls and not in_calls) or (
+                    source < last and not (in_calls and (by_calls or prev == last))
+                ):
                     raise turn.failure(
                         "messages reordered",
                         f"view messages[{link.index}] holds {describe(turn.session, source)} but "
-                        f"comes after session messages[{last}]",
+                        f"comes after session messages[{prev if by_calls else last}]",
                     )
-                last = max(last, source)
+                by_calls = by_calls or source < last
+                last, prev = max(last, source), source
             given = [r.call_id for r in turn.view.messages[link.index].tool_results]
             wanted = [r.call_id for r in turn.session.messages[link.source].tool_results]
-            by_calls = sorted(wanted, key=lambda c: calls.get(c, (-1, -1)))
-            if given and sorted(given) == sorted(wanted) and given not in (wanted, by_calls):
+            in_call_order = sorted(wanted, key=lambda c: calls.get(c, (-1, -1)))
+            if given and sorted(given) == sorted(wanted) and given not in (wanted, in_call_order):
                 raise turn.failure(
                     "results reordered",
                     f"view messages[{link.index}] answers {','.join(given)}; the session order "

@@ -240,6 +240,17 @@ def test_results_may_be_sent_in_their_calls_order_where_the_session_stored_them_
     assert message.endswith("comes after session messages[4]")
     status, _ = verdict(0, 1, 2, 3, 4, 6, 5)  # a result after the next user turn: a move
     assert status == "fail"
+    # p1 first, as the calls, then back to the session's p2, p3? No: p1, p3, p2 is neither order
+    status, message = verdict(0, 1, 2, 5, 4, 3, 6)
+    assert status == "fail"
+    assert message.endswith("comes after session messages[4]")
+    assert verdict(0, 1, 2, 3, 4, 6)[0] == "pass"  # a result left out, the rest in order
+    # a message of results with a text beside them is a turn, not results alone: not moved back
+    noted = OUT_OF_CALL_ORDER.with_messages(
+        (*OM[:5], Message("tool", (*OM[5].parts, TextPart("see above"))), OM[6])
+    )
+    view = _view(0, 1, 2, 5, 3, 4, 6, session=noted)
+    assert _one("order_preserved", view, session=noted)[0] == "fail"
     # one message of results (Anthropic, Gemini): the same two orders
     joined = OUT_OF_CALL_ORDER.with_messages(
         (*OM[:3], Message("tool", (*OM[3].parts, *OM[4].parts, *OM[5].parts)), OM[6])
@@ -286,6 +297,14 @@ def test_only_a_ring_of_the_current_turn_must_keep_its_reasoning() -> None:
     bare_text = _text("assistant", "All done.")
     view = _view(0, 1, 2, 3, bare_text, 5, session=THOUGHTFUL)
     assert _one("reasoning_kept_with_ring", view, session=THOUGHTFUL) == ("pass", "")
+    # the turn is the user's: an assistant text after the ring does not start another one
+    answered = THOUGHTFUL.with_messages(T[:5])
+    view = _view(0, 1, bare_call, 3, 4, session=answered)
+    assert _one("reasoning_kept_with_ring", view, session=answered)[0] == "fail"
+    # the latest user text is found wherever it is (here one message before the last)
+    replied = THOUGHTFUL.with_messages((*T[:4], T[5], _text("assistant", "ok")))
+    view = _view(0, 1, bare_call, 3, 4, 5, session=replied)
+    assert _one("reasoning_kept_with_ring", view, session=replied) == ("pass", "")
 
 
 def test_an_earlier_turn_s_reasoning_is_not_sent_altered_and_deepseek_s_is_kept() -> None:

@@ -361,6 +361,9 @@ def _negated(index: int, text: str) -> tuple[list[str], dict[str, tuple[str, str
         (3, "Good. Do restart the pod until I say so. Then report."),
         (3, "Good. Restart the pod until I say so. Then report."),
         (2, "I did find errors in the canary logs."),
+        # a mark elsewhere in the text does not make the inversion a cut
+        (2, "I did find errors in the canary logs (per the runbook)."),
+        (3, "Good. Do restart the pod (...) until I say so. Then report."),
     ],
 )
 def test_a_negation_taken_out_of_a_kept_turn_says_the_opposite(index: int, text: str) -> None:

@@ -292,3 +292,67 @@ def test_a_tool_named_by_two_entries_is_no_name_of_either() -> None:
     )
     assert contradicted_entry("notify_ops failed.", two) is None
     assert contradicted_entry("notify_ops (notify-7781) failed.", two) == (two[0], "failed")
+
+
+BOOKED = (
+    {
+        "tool": "book_flight",
+        "call_id": "call_y2",
+        "status": "succeeded",
+        "idempotency_key": "book-vy6250-0512",
+        "resource_id": "QX7T2L",
+    },
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "book_flight has to be run again, no questions asked.",
+        "book_flight has to be run again - do not ask the user.",
+        "Not a problem: book_flight has to be run again.",
+        "book_flight must be run once more.",
+        "Please run book_flight again.",
+        "Call book_flight again now.",
+        "Book the flight again with book_flight.",
+        "The book_flight attempt errored out at the airline, so no seat is held.",
+    ],
+)
+def test_an_order_to_repeat_a_booking_or_a_failure_in_other_words_contradicts_it(
+    text: str,
+) -> None:
+    assert contradicted_entry(text, BOOKED) is not None
+
+
+@pytest.mark.parametrize(
+    ("ledger", "text"),
+    [
+        # negations, contracted or with a curly apostrophe
+        (BOOKED, "book_flight doesn't have to be run again."),
+        (BOOKED, "You shouldn\u2019t have to run book_flight again."),
+        (LEDGER, "notify_ops posted msg_991. notify_ops won't have to be run again."),
+        (LEDGER, "notify_ops posted msg_991 without any failure."),
+        # another clause, another sentence, another thing that failed or runs again
+        (LEDGER, "notify_ops posted msg_991 to ops, and the canary checks should run again."),
+        (LEDGER, "notify_ops posted msg_991. The canary showed 2 failing health checks."),
+        (BOOKED, "book_flight succeeded. Step 2 failed."),
+        (BOOKED, "book_flight succeeded, and the user should call the hotel again tomorrow."),
+        (BOOKED, "Retry logic in book_flight handled a transient 503."),
+        # a failure that was retried, a narrative, a condition
+        (BOOKED, "book_flight errored once and was retried; the retry went through."),
+        (BOOKED, "book_flight ran again by mistake earlier."),
+        # a tool whose name is a word names nothing by it
+        (
+            ({"tool": "run", "call_id": "c1", "status": "succeeded"},),
+            "The nightly migration has to be run again tomorrow by ops.",
+        ),
+        (
+            ({"tool": "search", "call_id": "c1", "status": "succeeded"},),
+            "The user searched the web; the first search crashed.",
+        ),
+    ],
+)
+def test_a_summary_that_agrees_or_speaks_of_something_else_is_no_contradiction(
+    ledger: tuple[dict[str, str], ...], text: str
+) -> None:
+    assert contradicted_entry(text, ledger) is None
