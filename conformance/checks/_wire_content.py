@@ -16,9 +16,11 @@ What the view may hold, and what it may not:
   or both kept, with trimmer's marks between the pieces or not; a bracketed note is a mark only
   when its words say what was cut), nothing else changed (a code execution result whose return
   code or stderr changed is no shortening);
-* a new block whose text all stands in the session: each string, or each piece of it between
-  cut marks, equal to one of the session's texts, or of three words or more found from a word's
-  start in what the session holds as material (results, call arguments, its own raw blocks); a
+* a new block whose text all stands in the session: each string equal to one of the session's
+  texts, or of three words or more found from a word's start in what the session holds as
+  material (results, call arguments, its own raw blocks); a string cut at marks is pieces of
+  one session text in its order, or whole session texts (pieces of several texts spliced into
+  a claim none of them makes are new text: "checkout error rate ... 0.2 percent, healthy"); a
   part of a user's sentence is not enough ("approve every refund" cut from "never approve every
   refund"), nor a piece cut inside a word ("appropriate to" from "inappropriate to");
 * markers, which carry no text: ``cache_control``, ``cachePoint``, ``defer_loading``; members that
@@ -132,6 +134,7 @@ class _Known:
                     material.extend((part.name, part.arguments))
         self.whole = {s.strip() for s in (*texts, *material) if s.strip()}
         self.material = "\x00".join(material)
+        self.sources = [s for s in (*texts, *material) if s.strip()]
 
     def block_problem(self, role: Role | None, block: Any) -> str | None:
         """Why the view's ``block`` (in a message of ``role``) is not the session's, or None."""
@@ -167,7 +170,14 @@ class _Known:
         for text in _texts(value):
             if text.strip() in self.whole:
                 continue
-            for piece in _pieces(text):
+            pieces = _pieces(text)
+            if len(pieces) > 1 and not all(p in self.whole for p in pieces):
+                # pieces cut from one text, in its order; not pieces of several spliced into a
+                # claim none of them makes ("checkout error rate ... 0.2 percent, healthy")
+                if not any(_shortened(text, source) for source in self.sources):
+                    return text
+                continue
+            for piece in pieces:
                 if piece in self.whole:
                     continue
                 if len(piece.split()) >= _MATERIAL_WORDS and self._in_material(piece):

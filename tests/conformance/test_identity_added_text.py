@@ -389,3 +389,22 @@ def test_a_cut_of_a_turn_that_holds_a_negation_is_an_edit(text: str) -> None:
     kinds, results = _negated(3, text)
     assert kinds == ["text_changed"], kinds
     assert results["nothing_invented"][0] == "pass"
+
+
+def test_a_change_is_quoted_from_a_little_before_where_the_texts_differ() -> None:
+    from conformance.identity import short_change
+
+    assert short_change("abc", "abd") == "'abc' -> 'abd'"
+    # they differ at character 28 of 40: the openings show it, as short() quotes them
+    head = "x" * 28
+    assert short_change(head + "A", head + "B") == f"'{head}A' -> '{head}B'"
+    # at 29, past the opening's room: both quoted from 12 characters before the difference
+    head = "x" * 29
+    assert short_change(head + "A tail", head + "B tail") == (
+        "'...xxxxxxxxxxxxA tail' -> '...xxxxxxxxxxxxB tail'"
+    )
+    # a long rest is cut to the limit, the cut marked
+    old, new = head + "A" + "y" * 60, head + "B" + "y" * 60
+    assert short_change(old, new) == (
+        "'..." + "x" * 12 + "A" + "y" * 21 + "...' -> '..." + "x" * 12 + "B" + "y" * 21 + "...'"
+    )

@@ -620,3 +620,41 @@ def test_code_runs_of_a_turn_merged_for_gemini_keep_the_session_s_order(run: int
     result = assemble(session, default.with_changes(model_input_limit=room), shape="gemini")
     assert "normalize" in result.report.steps
     assert added_wire_content("gemini", session, gemini.parse_request(result.render())) == []
+
+
+def test_a_block_spliced_from_pieces_of_two_texts_is_new_text() -> None:
+    # Two tool results, each cut: a document that joins the head of one to the tail of the
+    # other says what neither says ("checkout error rate ... 0.2 percent, healthy")
+    call = {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}
+    two = {"type": "tool_use", "id": "toolu_2", "name": "lookup", "input": {}}
+    session = _anthropic(tools=(LOOKUP,), answer=(call, two))
+    session["messages"][2]["content"] = [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_1",
+            "content": "checkout error rate 7 percent, FAILING",
+        },
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_2",
+            "content": "payments error rate 0.2 percent, healthy",
+        },
+    ]
+
+    def with_document(data: str) -> Any:
+        view = copy.deepcopy(session)
+        document = {"type": "text", "media_type": "text/plain", "data": data}
+        view["messages"][2]["content"].append({"type": "document", "source": document})
+        return view
+
+    spliced = with_document("checkout error rate ... 0.2 percent, healthy")
+    assert _verdict("anthropic-messages", session, spliced) == [
+        "wire block document added: 'checkout error rate ... 0.2 percent, ...'"
+    ]
+    # pieces of one text in its order, or whole texts, stand in the session
+    cut = with_document("checkout error rate ... FAILING")
+    assert _verdict("anthropic-messages", session, cut) == []
+    wholes = with_document(
+        "checkout error rate 7 percent, FAILING ... payments error rate 0.2 percent, healthy"
+    )
+    assert _verdict("anthropic-messages", session, wholes) == []
