@@ -408,3 +408,17 @@ def test_a_change_is_quoted_from_a_little_before_where_the_texts_differ() -> Non
     assert short_change(old, new) == (
         "'..." + "x" * 12 + "A" + "y" * 21 + "...' -> '..." + "x" * 12 + "B" + "y" * 21 + "...'"
     )
+
+
+def test_a_negation_is_judged_inside_the_text_only() -> None:
+    from conformance.identity import _negation_removed
+
+    # a cut at either end that takes a negation with it is a shortening
+    assert not _negation_removed("Never mind that. Restart the pod.", "Restart the pod.")
+    assert not _negation_removed("Restart the pod. Do not wait.", "Restart the pod.")
+    # a word in its place is no cut: the turn says the opposite
+    assert _negation_removed("I did not find errors today.", "I did surely find errors today.")
+    # an ellipsis in its place is a trimmer's cut
+    assert not _negation_removed(
+        "Do not restart the pod. Then report.", "Do \u2026 restart the pod. Then report."
+    )
