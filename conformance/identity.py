@@ -1082,11 +1082,8 @@ def _failure_or_rerun(
 
 
 def _names_in_clause(clause: str, entry: Mapping[str, Any]) -> bool:
-    ids = (entry.get(k) for k in ("call_id", "idempotency_key", "resource_id"))
     tool = entry.get("tool")
-    return any(i and str(i) in clause for i in ids) or (
-        bool(tool) and _names_exactly(clause, str(tool))
-    )
+    return _names_entry(clause, entry) or (bool(tool) and _names_exactly(clause, str(tool)))
 
 
 def _orders_rerun(clause: str, entry: Mapping[str, Any], words: set[str]) -> bool:

@@ -218,11 +218,9 @@ def order_preserved(_scenario: Scenario, outcome: CaseOutcome) -> None:
             for source in link.sources:  # a merged message holds its sources in session order
                 # a run of one ring's results goes in the session's order or, once it steps
                 # back to follow them, in its calls' order to its end
-                in_calls = prev >= 0 and _in_call_order(turn.session, calls, source, prev)
-                same_ring = in_calls or (
-                    prev >= 0 and _in_call_order(turn.session, calls, prev, source)
-                )
-                by_calls = by_calls and same_ring
+                step = _call_step(turn.session, calls, prev, source) if prev >= 0 else None
+                in_calls = step is True
+                by_calls = by_calls and step is not None
                 if (by_calls and not in_calls) or (
                     source < last and not (in_calls and (by_calls or prev == last))
                 ):
@@ -253,26 +251,30 @@ def _call_places(session: Transcript) -> dict[str, tuple[int, int]]:
     }
 
 
-def _in_call_order(
-    session: Transcript, calls: Mapping[str, tuple[int, int]], source: int, later: int
-) -> bool:
-    """Whether session message ``source``, sent after session message ``later``, puts two
-    messages of results back in their calls' order: both hold results only, of calls of one
-    message, and ``later``'s calls come first (a session that stored a parallel ring's results
-    in another order than its calls')."""
-    sent_first, sent_second = session.messages[later], session.messages[source]
+def _call_step(
+    session: Transcript, calls: Mapping[str, tuple[int, int]], first: int, second: int
+) -> bool | None:
+    """For session messages ``first`` then ``second`` sent in that order: None unless both hold
+    results only, of calls of one message (one ring's results), whose calls do not interleave;
+    else whether the step follows
+    the calls' order (``first``'s calls come before ``second``'s: a session that stored a
+    parallel ring's results in another order than its calls' may have them sent in it)."""
     places: list[list[tuple[int, int]]] = []
-    for message in (sent_first, sent_second):
+    for message in (session.messages[first], session.messages[second]):
         results = message.tool_results
         if not results or len(message.parts) != len(results):
-            return False
+            return None
         found = [calls.get(r.call_id) for r in results]
         known = [p for p in found if p is not None]
         if len(known) != len(found):
-            return False
+            return None
         places.append(known)
-    first, second = places
-    return len({i for i, _ in (*first, *second)}) == 1 and max(first) < min(second)
+    before, after = places
+    if len({i for i, _ in (*before, *after)}) != 1:
+        return None
+    if max(before) < min(after):
+        return True
+    return False if max(after) < min(before) else None  # interleaved: neither order
 
 
 _REASONING_KEPT_IN_EVERY_TURN: Final = frozenset(("deepseek",))
@@ -289,14 +291,8 @@ def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
     turn's ``reasoning_content`` back, :data:`_REASONING_KEPT_IN_EVERY_TURN`)."""
     for turn in assembled_turns(outcome):
         session = turn.session
-        current = next(
-            (
-                i
-                for i in range(len(session.messages) - 1, -1, -1)
-                if session.messages[i].role == "user" and session.messages[i].text.strip()
-            ),
-            -1,
-        )
+        current = last_user_index(session)
+        current = -1 if current is None else current
         altered = {e.source for e in turn.identity.edits if e.kind == "reasoning_altered"}
         for edit in turn.identity.edits:
             origins = {
