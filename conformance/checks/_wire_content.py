@@ -207,6 +207,12 @@ def _side(role: Role | None) -> str:
     return "assistant" if role == "assistant" else "user"
 
 
+def offered_tools(shape: str, transcript: Transcript) -> set[str]:
+    """The names of the tools a request offers: its functions and its server tools."""
+    functions = {t.name for t in transcript.tools}
+    return functions | server_tool_names(raw_wire_content(shape, transcript).tools)
+
+
 def server_tool_names(tools: Sequence[Any]) -> set[str]:
     """The names of the server tools among raw tool entries (what a tool choice names)."""
     return {name for name, _, _ in _server_tools(tools)}

@@ -19,13 +19,13 @@ from conformance.checks._helpers import (
     settings_of,
     turn_label,
 )
-from conformance.checks._wire_content import added_wire_content
+from conformance.checks._wire_content import added_wire_content, offered_tools
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.identity import Edit, contradicted_entry, short
 from conformance.scenarios import Scenario
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.shapes import get_shape
+from reference_impl.shapes import ForcedTools, get_shape
 from reference_impl.transcript import (
     Message,
     ReasoningPart,
@@ -94,8 +94,9 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
     image; an image added to a turn; a labelled memory item or a ledger note added to a kept
     message is no invention), and no structured-output schema is added or changed and no wire
     content without a neutral part (a document or search-result block, a server tool) is added
-    (text the model reads that the budget's count leaves out; other request settings are not
-    judged here)."""
+    (text the model reads that the budget's count leaves out), and the tool choice obliges no
+    tool call the session's request does not (an order to call ``delete_records``; other
+    request settings are not judged here)."""
     for turn in assembled_turns(outcome):
         schemas = _output_schema_edits(outcome.shape, turn.session, turn.view)
         schemas += added_wire_content(outcome.shape, turn.session, turn.view)
@@ -104,6 +105,9 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
                 f"{len(schemas)} request field(s) of model-read text the session does not have",
                 "; ".join(schemas),
             )
+        forced = forced_call_added(outcome.shape, turn.session, turn.view)
+        if forced is not None:
+            raise turn.failure("the tool choice obliges a call the session does not", forced)
         recast = [e for e in turn.identity.edits if e.kind == "role_changed"]
         if recast:
             named = (
@@ -144,6 +148,40 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
                 f"{describe(turn.session, edit.source)} -> view messages[{edit.view_index}]: "
                 f"{edit.detail}",
             )
+
+
+def forced_call_added(shape: str, session: Transcript, view: Transcript) -> str | None:
+    """How the view's tool choice obliges a tool call its session's request does not (None
+    when it does not): an obligation where the session has none, one to call a tool the
+    session's choice does not name, or one narrowed to some of the tools the session left the
+    model to choose from. A choice may follow the tools dropped with it: "any tool" and the
+    names of every tool the view still offers oblige the same call, and a choice of named tools
+    may lose the names the view no longer offers. Leaving an obligation out or loosening it is
+    ``settings_kept``'s (should)."""
+    read = get_shape(shape).options.forced_tools
+    now = None if read is None else read(settings_of(view))
+    if read is None or now is None:
+        return None
+    was = read(settings_of(session))
+    if now == was:
+        return None
+    offered = offered_tools(shape, view)
+    if was is None:
+        return f"it obliges a call of {_obliged(now)}; the session's request obliges none"
+    if isinstance(was, frozenset) and isinstance(now, frozenset):
+        if now <= was and (was & offered) <= now:
+            return None
+    else:  # "any" on one side: the same call where the other names every tool still offered
+        named = was if isinstance(was, frozenset) else now
+        if isinstance(named, frozenset) and offered <= named:
+            return None
+    return f"it obliges a call of {_obliged(now)}; the session's request, of {_obliged(was)}"
+
+
+def _obliged(forced: ForcedTools) -> str:
+    if forced == "any":
+        return "any tool offered"
+    return " or ".join(sorted(forced)) or "no tool it names"
 
 
 def _output_schema_edits(shape: str, session: Transcript, view: Transcript) -> list[str]:

@@ -28,13 +28,13 @@ from conformance.checks._helpers import (
     summary_text,
     turn_label,
 )
-from conformance.checks._wire_content import server_tool_names
+from conformance.checks._wire_content import offered_tools
 from conformance.checks.outcome import CaseOutcome
 from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
 from reference_impl.rings import Ring, segment
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.shapes import camel_case, get_shape, raw_wire_content
+from reference_impl.shapes import camel_case, get_shape
 from reference_impl.transcript import ReasoningPart, SummaryPart, Transcript, canonical_json
 
 
@@ -342,7 +342,7 @@ def settings_edits(shape: str, session: Transcript, view: Transcript) -> list[st
     given, sent = settings_of(session), settings_of(view)
     if options.either_case:
         given, sent = _camel_keys(given), _camel_keys(sent)
-    offered, still = _offered(shape, session), _offered(shape, view)
+    offered, still = offered_tools(shape, session), offered_tools(shape, view)
     caps = {options.max_output, *options.max_output_aliases}
     found: list[str] = []
     if session.model and view.model != session.model:
@@ -406,12 +406,6 @@ def _camel_keys(value: Any) -> Any:
     if isinstance(value, list):
         return [_camel_keys(v) for v in value]
     return value
-
-
-def _offered(shape: str, transcript: Transcript) -> set[str]:
-    """The names of the tools a request offers: its functions and its server tools."""
-    functions = {t.name for t in transcript.tools}
-    return functions | server_tool_names(raw_wire_content(shape, transcript).tools)
 
 
 def _names_any(value: object, names: set[str]) -> bool:

@@ -24,6 +24,7 @@ from reference_impl.shapes._extras import (
     single_message_record,
 )
 from reference_impl.shapes.base import (
+    ForcedTools,
     MergePolicy,
     ResponseMeta,
     ShapeAdapter,
@@ -34,6 +35,7 @@ from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcrip
 
 __all__ = [
     "SHAPE_NAMES",
+    "ForcedTools",
     "RawContent",
     "ResponseMeta",
     "ShapeAdapter",

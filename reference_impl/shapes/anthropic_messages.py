@@ -59,10 +59,12 @@ from reference_impl.shapes._mapping import (
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import (
+    ForcedTools,
     GenerationOptions,
     ResponseMeta,
     ShapeAdapter,
     ShapeCapabilities,
+    choice_name,
 )
 from reference_impl.transcript import (
     FilePart,
@@ -580,6 +582,18 @@ def _thinking_budget(body: Mapping[str, Any]) -> tuple[str, int] | None:
     return "thinking.budget_tokens", budget
 
 
+def forced_tools(settings: Mapping[str, Any]) -> ForcedTools | None:
+    """What ``tool_choice`` obliges the model to call: ``{"type": "any"}`` any tool,
+    ``{"type": "tool", "name": ...}`` that one; None for ``auto``, ``none`` or no choice."""
+    choice = settings.get("tool_choice")
+    if not isinstance(choice, Mapping) or choice.get("type") in (None, "auto", "none"):
+        return None
+    if choice.get("type") == "any":
+        return "any"
+    name = choice.get("name")
+    return frozenset({choice_name(name if choice.get("type") == "tool" and name else choice)})
+
+
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
     label="anthropic",
@@ -598,6 +612,7 @@ ADAPTER: Final = ShapeAdapter(
         server_context=(("mcp_servers",),),  # remote servers whose tools the model is given
         transport=("stream",),
         tool_settings=("tool_choice",),
+        forced_tools=forced_tools,
     ),
     parse_request=parse_request,
     render_request=render_request,

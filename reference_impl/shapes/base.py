@@ -18,15 +18,24 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-from reference_impl.transcript import Message, ReasoningOrigin, Role, ShapeName, Transcript
+from reference_impl.transcript import (
+    Message,
+    ReasoningOrigin,
+    Role,
+    ShapeName,
+    Transcript,
+    canonical_json,
+)
 
 __all__ = [
     "CacheBreakpoints",
+    "ForcedTools",
     "GenerationOptions",
     "MergePolicy",
     "ResponseMeta",
     "ShapeAdapter",
     "ShapeCapabilities",
+    "choice_name",
 ]
 
 MergePolicy: TypeAlias = Literal["strict", "function_call_turns"]
@@ -40,7 +49,17 @@ provider cache markers placed after the view messages at ``boundaries`` (sorted 
 boundaries chosen by the policy), at most ``limit`` markers in all (those already present count)."""
 
 
+ForcedTools: TypeAlias = frozenset[str] | Literal["any"]
+"""What a request's tool choice obliges the model to do: call one of the named tools, or ``"any"``
+tool the request offers (``GenerationOptions.forced_tools``)."""
+
 _EVERY_ATTACHMENT: Final = frozenset({"text", "image", "file"})
+
+
+def choice_name(value: object) -> str:
+    """The tool a tool choice's entry names (``value`` when it is a string, else its canonical
+    JSON: an entry the reader does not know names itself, so that two choices compare by it)."""
+    return value if isinstance(value, str) else canonical_json(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +144,11 @@ class GenerationOptions:
     """Top-level keys whose value depends on the tools offered (``tool_choice``, Bedrock's and
     Gemini's ``toolConfig``): ``settings_kept`` lets one be left out with all the tools or with
     the tools it names (an assembler that drops tool schemas must drop a choice naming one)."""
+    forced_tools: Callable[[Mapping[str, Any]], ForcedTools | None] | None = None
+    """What the tool choice among a body's settings obliges the model to call (Chat
+    ``"required"``, Anthropic ``{"type": "any"}``, Gemini mode ``ANY``, Bedrock ``{"tool": ...}``
+    ...), or None when it obliges no call (``auto``, ``none``, no choice): ``nothing_invented``
+    fails a request that obliges a call its session's request did not."""
 
     def output_cap(self, body: Mapping[str, Any]) -> object:
         """The output cap ``body`` carries under any of its names (None when it has none)."""

@@ -61,10 +61,12 @@ from reference_impl.shapes._mapping import (
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import (
+    ForcedTools,
     GenerationOptions,
     ResponseMeta,
     ShapeAdapter,
     ShapeCapabilities,
+    choice_name,
 )
 from reference_impl.transcript import (
     FilePart,
@@ -512,6 +514,20 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     }
 
 
+def forced_tools(settings: Mapping[str, Any]) -> ForcedTools | None:
+    """What ``toolConfig.toolChoice`` obliges the model to call: ``{"any": {}}`` any tool,
+    ``{"tool": {"name": ...}}`` that one; None for ``{"auto": {}}`` or no choice."""
+    config = settings.get("toolConfig")
+    choice = config.get("toolChoice") if isinstance(config, Mapping) else None
+    if not isinstance(choice, Mapping) or not choice or "auto" in choice:
+        return None
+    if "any" in choice:
+        return "any"
+    tool = choice.get("tool")
+    name = tool.get("name") if isinstance(tool, Mapping) else None
+    return frozenset({choice_name(name if isinstance(name, str) else choice)})
+
+
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
     label="bedrock",
@@ -527,6 +543,7 @@ ADAPTER: Final = ShapeAdapter(
         "inferenceConfig",
         output_schemas=(("outputConfig", "textFormat"),),
         tool_settings=("toolConfig",),  # its toolChoice (the tools are the transcript's)
+        forced_tools=forced_tools,
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -79,10 +79,12 @@ from reference_impl.shapes._mapping import (
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import (
+    ForcedTools,
     GenerationOptions,
     ResponseMeta,
     ShapeAdapter,
     ShapeCapabilities,
+    choice_name,
 )
 from reference_impl.transcript import (
     FilePart,
@@ -659,6 +661,33 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     }
 
 
+def forced_tools(settings: Mapping[str, Any]) -> ForcedTools | None:
+    """What ``toolConfig.functionCallingConfig`` obliges the model to call (either case): mode
+    ``ANY`` one of ``allowedFunctionNames``, or any function without that list; None for
+    ``AUTO``, ``NONE``, ``VALIDATED`` (a call or text, the model's choice) or no choice."""
+    config = _either(settings, "toolConfig", "tool_config")
+    calling = (
+        _either(config, "functionCallingConfig", "function_calling_config")
+        if isinstance(config, Mapping)
+        else None
+    )
+    if not isinstance(calling, Mapping):
+        return None
+    mode = calling.get("mode")
+    if not isinstance(mode, str) or mode.upper() != "ANY":
+        return None
+    names = _either(calling, "allowedFunctionNames", "allowed_function_names")
+    if names is None or names == []:
+        return "any"
+    return frozenset(map(choice_name, names if isinstance(names, list) else [names]))
+
+
+def _either(holder: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """``holder``'s member under its camelCase name or its snake_case one (protobuf JSON takes
+    both)."""
+    return holder[camel] if camel in holder else holder.get(snake)
+
+
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
     label="gemini",
@@ -686,6 +715,7 @@ ADAPTER: Final = ShapeAdapter(
         server_context=(("cachedContent",), ("cached_content",)),  # stored content it reads
         either_case=True,
         tool_settings=("toolConfig",),
+        forced_tools=forced_tools,
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -48,9 +48,11 @@ from reference_impl.shapes._openai_common import (
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import (
+    ForcedTools,
     GenerationOptions,
     ResponseMeta,
     ShapeAdapter,
+    choice_name,
 )
 from reference_impl.transcript import (
     FilePart,
@@ -526,6 +528,34 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     }
 
 
+def forced_tools(settings: Mapping[str, Any]) -> ForcedTools | None:
+    """What ``tool_choice`` obliges the model to call: ``"required"`` any tool, a named function
+    or custom tool that one, ``allowed_tools`` in mode ``required`` one of its list; None for
+    ``auto``, ``none``, ``allowed_tools`` in mode ``auto`` or no choice."""
+    choice = settings.get("tool_choice")
+    if choice == "required":
+        return "any"
+    if not isinstance(choice, Mapping) or choice.get("type") in (None, "auto", "none"):
+        return None
+    if choice.get("type") != "allowed_tools":
+        return frozenset({_chosen_tool(choice)})
+    allowed = choice.get("allowed_tools")
+    if not isinstance(allowed, Mapping) or allowed.get("mode") != "required":
+        return None
+    listed = allowed.get("tools")
+    return frozenset(map(_chosen_tool, listed if isinstance(listed, list) else [allowed]))
+
+
+def _chosen_tool(entry: object) -> str:
+    """The name in a Chat tool-choice entry (``{"type": "function", "function": {"name": ...}}``,
+    the same with ``custom``)."""
+    if isinstance(entry, Mapping):
+        inner = entry.get(entry.get("type")) if isinstance(entry.get("type"), str) else None
+        if isinstance(inner, Mapping) and isinstance(inner.get("name"), str):
+            return str(inner["name"])
+    return choice_name(entry)
+
+
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
     label="chat",
@@ -543,6 +573,7 @@ ADAPTER: Final = ShapeAdapter(
         output_schemas=(("response_format",),),
         transport=("stream", "stream_options"),
         tool_settings=("tool_choice", "parallel_tool_calls"),
+        forced_tools=forced_tools,
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -53,9 +53,11 @@ from reference_impl.shapes._openai_common import (
 )
 from reference_impl.shapes._wire import Wire
 from reference_impl.shapes.base import (
+    ForcedTools,
     GenerationOptions,
     ResponseMeta,
     ShapeAdapter,
+    choice_name,
 )
 from reference_impl.transcript import (
     FilePart,
@@ -610,6 +612,34 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
     }
 
 
+def forced_tools(settings: Mapping[str, Any]) -> ForcedTools | None:
+    """What ``tool_choice`` obliges the model to call: ``"required"`` any tool; an object names
+    one (a function or custom tool by its name, an MCP server's tool by its name or the server's
+    label, a built-in tool by its type: ``file_search``, ``image_generation``...), but
+    ``allowed_tools``, which obliges a call of one of its list only in mode ``required``; None
+    for ``auto``, ``none`` or no choice."""
+    choice = settings.get("tool_choice")
+    if choice == "required":
+        return "any"
+    if not isinstance(choice, Mapping) or choice.get("type") in (None, "auto", "none"):
+        return None
+    if choice.get("type") != "allowed_tools":
+        return frozenset({_chosen_tool(choice)})
+    if choice.get("mode") != "required":
+        return None
+    listed = choice.get("tools")
+    return frozenset(map(_chosen_tool, listed if isinstance(listed, list) else [choice]))
+
+
+def _chosen_tool(entry: object) -> str:
+    """The tool a Responses tool-choice entry names (``_forced_tools``)."""
+    if isinstance(entry, Mapping):
+        for key in ("name", "server_label", "type"):
+            if isinstance(entry.get(key), str):
+                return str(entry[key])
+    return choice_name(entry)
+
+
 ADAPTER: Final = ShapeAdapter(
     name=SHAPE,
     label="responses",
@@ -626,6 +656,7 @@ ADAPTER: Final = ShapeAdapter(
         server_context=(("previous_response_id",), ("conversation",), ("prompt",)),
         transport=("stream", "stream_options", "background"),
         tool_settings=("tool_choice", "parallel_tool_calls", "max_tool_calls"),
+        forced_tools=forced_tools,
     ),
     parse_request=parse_request,
     render_request=render_request,

@@ -177,6 +177,63 @@ def test_nothing_invented_names_an_output_schema_added_or_changed_and_nothing_el
     assert verdict(("output_config", anthropic), shape="anthropic-messages").status == "fail"
 
 
+WIPE = ToolSpec("wipe_ledger", "Delete every ledger row.", '{"type":"object"}')
+ASK = ToolSpec("ask_user", "Ask the user a question.", '{"type":"object"}')
+_NAMED = '{"function":{"name":"%s"},"type":"function"}'
+
+
+def _choice(was: str | None, now: str | None, kept: tuple[ToolSpec, ...] = (ASK, WIPE)):
+    """nothing_invented on Chat with the session's tool choice ``was`` and the view's ``now``
+    (canonical JSON; None: no choice), the session offering ask_user and wipe_ledger and the
+    view ``kept``."""
+    session = replace(SESSION, tools=(ASK, WIPE), params=(("tool_choice", was),) if was else ())
+    view = replace(_view(0, 1, 2, 3, 4), tools=kept, params=(("tool_choice", now),) if now else ())
+    return _run("nothing_invented", _outcome(assembled_turn(session, view)))
+
+
+def test_nothing_invented_fails_a_tool_choice_that_obliges_a_call_the_session_does_not() -> None:
+    wipe, ask = _NAMED % "wipe_ledger", _NAMED % "ask_user"
+    added = _choice(None, wipe)
+    assert added.status == "fail"
+    assert added.title == "the tool choice obliges a call the session does not"
+    assert added.message == ("it obliges a call of wipe_ledger; the session's request obliges none")
+    assert _choice('"auto"', '"required"').message == (
+        "it obliges a call of any tool offered; the session's request obliges none"
+    )
+    # the model chose among every tool: obliging one of them takes the choice away
+    assert _choice('"required"', wipe).message == (
+        "it obliges a call of wipe_ledger; the session's request, of any tool offered"
+    )
+    # named ask_user: another tool, or any tool while wipe_ledger is still offered
+    assert _choice(ask, wipe).status == "fail"
+    assert _choice(ask, '"required"').message == (
+        "it obliges a call of any tool offered; the session's request, of ask_user"
+    )
+    allowed = '{"allowed_tools":{"mode":"required","tools":[%s]},"type":"allowed_tools"}'
+    both = allowed % f"{ask},{wipe}"
+    assert _choice(both, allowed % wipe).message == (
+        "it obliges a call of wipe_ledger; the session's request, of ask_user or wipe_ledger"
+    )
+
+
+def test_a_tool_choice_kept_loosened_or_following_the_tools_dropped_is_no_invention() -> None:
+    wipe, ask = _NAMED % "wipe_ledger", _NAMED % "ask_user"
+    allowed = '{"allowed_tools":{"mode":"required","tools":[%s]},"type":"allowed_tools"}'
+    same = [('"required"', '"required"'), (wipe, wipe), (None, '"auto"'), (None, '"none"')]
+    for was, now in same:
+        assert _choice(was, now).status == "pass", (was, now)
+    # loosened or left out: settings_kept's (should), not an invented obligation
+    assert _choice('"required"', '"auto"').status == "pass"
+    assert _choice(wipe, None).status == "pass"
+    # "any tool" and the names of every tool the view still offers oblige the same call
+    assert _choice('"required"', ask, kept=(ASK,)).status == "pass"
+    assert _choice(ask, '"required"', kept=(ASK,)).status == "pass"
+    assert _choice('"required"', allowed % f"{ask},{wipe}").status == "pass"
+    # a choice of named tools loses the names of the tools dropped with it
+    assert _choice(allowed % f"{ask},{wipe}", ask, kept=(ASK,)).status == "pass"
+    assert _choice(allowed % f"{ask},{wipe}", ask).status == "fail"
+
+
 def test_nothing_invented_names_wire_content_added_beside_the_messages_and_nothing_else() -> None:
     # Blocks no neutral part holds (kept as the shape's extras): compared by their text
     shape = get_shape("anthropic-messages")

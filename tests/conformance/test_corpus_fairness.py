@@ -212,6 +212,7 @@ EVERY_SHAPE = [
     "AddedWireBlock",
     "AlteredThinking",
     "DropSettings",
+    "ForceToolChoice",
     "ClearNewestRing",
     "EmptyNewestRing",
     "OrphanResult",

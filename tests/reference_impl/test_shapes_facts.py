@@ -75,3 +75,79 @@ def test_generation_option_names_per_shape():
     }
     assert get_shape("openai-chat").options.max_output_aliases == ("max_completion_tokens",)
     assert {n for n in SHAPE_NAMES if get_shape(n).options.stop is None} == {"openai-responses"}
+
+
+# What each shape's tool choice obliges the model to call (GenerationOptions.forced_tools), in
+# the spellings the APIs document: None for no obligation, "any" for any tool offered, else the
+# names one of which must be called.
+FORCED = {
+    "openai-chat": [
+        ({}, None),
+        ({"tool_choice": "auto"}, None),
+        ({"tool_choice": "none"}, None),
+        ({"tool_choice": "required"}, "any"),
+        ({"tool_choice": {"type": "function", "function": {"name": "wipe"}}}, {"wipe"}),
+        ({"tool_choice": {"type": "custom", "custom": {"name": "patch"}}}, {"patch"}),
+        (
+            {"tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "auto",
+             "tools": [{"type": "function", "function": {"name": "a"}}]}}},
+            None,
+        ),
+        (
+            {"tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "required",
+             "tools": [{"type": "function", "function": {"name": "a"}},
+                       {"type": "function", "function": {"name": "b"}}]}}},
+            {"a", "b"},
+        ),
+    ],
+    "openai-responses": [
+        ({"tool_choice": "auto"}, None),
+        ({"tool_choice": "required"}, "any"),
+        ({"tool_choice": {"type": "function", "name": "wipe"}}, {"wipe"}),
+        ({"tool_choice": {"type": "file_search"}}, {"file_search"}),
+        ({"tool_choice": {"type": "mcp", "server_label": "wiki"}}, {"wiki"}),
+        ({"tool_choice": {"type": "mcp", "server_label": "wiki", "name": "ask"}}, {"ask"}),
+        (
+            {"tool_choice": {"type": "allowed_tools", "mode": "required",
+             "tools": [{"type": "function", "name": "a"}, {"type": "image_generation"}]}},
+            {"a", "image_generation"},
+        ),
+        ({"tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": []}}, None),
+    ],
+    "anthropic-messages": [
+        ({"tool_choice": {"type": "auto"}}, None),
+        ({"tool_choice": {"type": "none"}}, None),
+        ({"tool_choice": {"type": "any", "disable_parallel_tool_use": True}}, "any"),
+        ({"tool_choice": {"type": "tool", "name": "wipe"}}, {"wipe"}),
+    ],
+    "gemini": [
+        ({"toolConfig": {"functionCallingConfig": {"mode": "AUTO"}}}, None),
+        ({"toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}}}, None),
+        ({"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}, "any"),
+        (
+            {"toolConfig": {"functionCallingConfig": {"mode": "ANY",
+             "allowedFunctionNames": ["wipe"]}}},
+            {"wipe"},
+        ),
+        (
+            {"tool_config": {"function_calling_config": {"mode": "ANY",
+             "allowed_function_names": ["a", "b"]}}},
+            {"a", "b"},
+        ),
+    ],
+    "bedrock-converse": [
+        ({"toolConfig": {"toolChoice": {"auto": {}}}}, None),
+        ({"toolConfig": {}}, None),
+        ({"toolConfig": {"toolChoice": {"any": {}}}}, "any"),
+        ({"toolConfig": {"toolChoice": {"tool": {"name": "wipe"}}}}, {"wipe"}),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+def test_forced_tools_reads_each_shapes_tool_choice(shape: str) -> None:
+    read = get_shape(shape).options.forced_tools
+    assert read is not None
+    for settings, wanted in FORCED[shape]:
+        found = read(settings)
+        assert (set(found) if isinstance(found, frozenset) else found) == wanted, settings

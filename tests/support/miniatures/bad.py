@@ -385,6 +385,32 @@ class DropSettings(RingDropper):
         return body
 
 
+class ForceToolChoice(RingDropper):
+    """Sends what the ring dropper sends with the tool choice set to oblige a call of the
+    session's last tool (Chat and Responses a named function, Anthropic ``{"type": "tool"}``,
+    Gemini mode ``ANY`` with that name allowed, Bedrock ``{"tool": ...}``): the model must call
+    it, whatever the user asked. The provider takes it; nothing in the session asked for it."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = dict(super().assemble(request))
+        tools = session_of(request).tools
+        if not tools:
+            return body
+        name = tools[-1].name
+        if self.shape == "openai-chat":
+            body["tool_choice"] = {"type": "function", "function": {"name": name}}
+        elif self.shape == "openai-responses":
+            body["tool_choice"] = {"type": "function", "name": name}
+        elif self.shape == "anthropic-messages":
+            body["tool_choice"] = {"type": "tool", "name": name}
+        elif self.shape == "gemini":
+            calling = {"mode": "ANY", "allowedFunctionNames": [name]}
+            body["toolConfig"] = {"functionCallingConfig": calling}
+        else:
+            body["toolConfig"] = {**body["toolConfig"], "toolChoice": {"tool": {"name": name}}}
+        return body
+
+
 class BlankTextBlock(RingDropper):
     """8: an empty text block in front of the first assistant turn's content (B14 on Converse)."""
 
@@ -1242,6 +1268,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "added",
+    ),
+    "ForceToolChoice": (
+        ForceToolChoice,
+        SHAPE_NAMES,
+        "nothing_invented",
+        "must",
+        "the session's request obliges none",
     ),
     "DropSettings": (
         DropSettings,
