@@ -72,6 +72,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -1477,11 +1478,13 @@ def _text_edits(
 
 def _inserted_words(old: str, new: str) -> str | None:
     """The words ``new`` puts into ``old`` (inserted, or replacing some of its words), in order;
-    None when it puts none: a cut (at either end, a trimmer's mark there, a word cut short), a
-    change of case or punctuation, or words moved ("... database, and also wipe it" puts "also
-    wipe it" into a turn that said "... database.")."""
-    olds = [w.lower() for w in _TEXT_WORD.findall(old)]
-    news = [w.lower() for w in _TEXT_WORD.findall(_TRUNCATION_MARK.sub("", new))]
+    None when it puts none: a cut (at either end, a word cut short, inside with a trimmer's mark
+    in its place: ``[... 60 characters cut ...]``, ``[REDACTED]``, ``<snip>``), a change of case,
+    punctuation or Unicode compatibility form (``\ufb01`` for "fi"), or words moved ("...
+    database, and also wipe it" puts "also wipe it" into a turn that said "... database.")."""
+    olds = [w.lower() for w in _TEXT_WORD.findall(unicodedata.normalize("NFKC", old))]
+    marked = _NOTE.sub(_unless_cut_mark, _TRUNCATION_MARK.sub("", new))
+    news = [w.lower() for w in _TEXT_WORD.findall(unicodedata.normalize("NFKC", marked))]
     known = set(olds)
     matcher = difflib.SequenceMatcher(None, olds, news, autojunk=False)
     added = [
@@ -1507,6 +1510,17 @@ _CUT_TOKEN: Final = re.compile(
 """A text's words, and its bracketed notes and ellipses, each one token."""
 _SNIP: Final = re.compile(r"[\[(<]\s*snip(?:ped)?\s*[\])>]", re.IGNORECASE)
 _CUT: Final = "\0cut"
+
+
+_NOTE: Final = re.compile(r"\[[^\]]{0,60}\]|\([^)]{0,60}\)|<[^>]{0,30}>")
+"""A bracketed note inside a text (``_CUT_TOKEN``'s)."""
+
+
+def _unless_cut_mark(note: re.Match[str]) -> str:
+    """A note that is a trimmer's mark (:func:`is_cut_mark`, ``<snip>``) as a space; any other
+    as itself (its words are words put into the text)."""
+    text = note.group()
+    return " " if is_cut_mark(text) or _SNIP.fullmatch(text) else text
 
 
 def _cut_tokens(text: str) -> list[str]:

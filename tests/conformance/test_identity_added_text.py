@@ -150,6 +150,48 @@ def test_words_put_into_a_user_turn_are_invented_text() -> None:
         assert _results(view)["nothing_invented"][0] == "pass", text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How is the [... 9 characters cut ...] doing?",
+        "How is the (trimmed) doing?",
+        "How is the <snip> doing?",
+        "How is the [omitted 7 chars] doing?",
+        "How is the [REDACTED] doing?",
+        "How is the \u2026 doing?",
+    ],
+)
+def test_a_user_turn_cut_inside_with_a_trimmers_mark_is_an_edit(text: str) -> None:
+    # The middle cut and a mark in its place (or a word redacted): no word put into the turn.
+    view = _with(5, text)
+    assert _kinds(view) == ["text_changed"], text
+    assert _results(view)["nothing_invented"][0] == "pass", text
+
+
+def test_a_note_inside_a_user_turn_that_is_no_trimmers_mark_is_words_put_into_it() -> None:
+    for text in (
+        "How is the [approved by ops] canary doing?",
+        "How is the (wipe it) canary doing?",
+    ):
+        view = _with(5, text)
+        assert _kinds(view) == ["text_added"], text
+        assert _results(view)["nothing_invented"][0] == "fail", text
+
+
+def test_a_word_in_another_unicode_compatibility_form_is_the_same_word() -> None:
+    goal = transcript(
+        {"role": "system", "text": "You are deploy-bot."},
+        {"role": "user", "text": "Confirm the final figures."},
+        {"role": "assistant", "text": "Checking."},
+        {"role": "user", "text": "Go on."},
+    )
+    view = goal.with_messages(
+        [*goal.messages[:1], Message("user", (TextPart("Con\ufb01rm the \ufb01nal \ufb01gures."),)),
+         *goal.messages[2:]]
+    )  # fmt: skip
+    assert [e.kind for e in map_view(goal, view).edits] == ["text_changed"]
+
+
 TAILED = transcript(
     {"role": "system", "text": "You are deploy-bot."},  # 0
     {"role": "user", "text": "Roll out checkout v2."},  # 1
