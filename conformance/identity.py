@@ -303,7 +303,28 @@ def is_placeholder(
             _RESULT_WORDS | _name_words(tool),
             names=frozenset((tool,)) if tool is not None else frozenset(),
         )
+        and _OUTCOME_PIECES.isdisjoint(_pieces(text) - _name_words(tool))
     )
+
+
+_OUTCOME_PIECES: Final = frozenset(
+    (
+        *("declined", "failed", "failure", "fail", "error", "errors", "errored", "timeout"),
+        *("reversed", "cancelled", "canceled", "refunded", "voided", "rejected", "denied"),
+        *("succeeded", "success", "successful", "approved", "passed", "aborted", "crashed"),
+        *("expired", "invalid", "unauthorized", "forbidden", "ok", "done", "completed"),
+    )
+)
+"""What a result came to, which a cleared result's placeholder must not say, even written as an
+identifier (``[result cleared: declined_402]``, ``pnr_cancelled``, ``E_TIMEOUT``): the model
+would read the outcome of a call whose result it no longer sees. The words of the tool's name
+are its name ("[fetch_errors result cleared]")."""
+
+
+def _pieces(text: str) -> set[str]:
+    """The lowercased letter runs of ``text`` (an identifier's pieces: ``E_TIMEOUT`` -> e,
+    timeout)."""
+    return {p.lower() for p in re.findall(r"[A-Za-z]+", text)}
 
 
 def _name_words(name: str | None) -> frozenset[str]:
@@ -965,9 +986,15 @@ An imperative ("do not run it again", "never call it") is no such statement."""
 _RERUN_WORDS: Final = _REPEATS | {"retried", "retry", "retries", "resent", "re-sent", "duplicated"}
 """Words that make a "not" statement speak of running a side effect again ("it was not retried",
 "do not run it again"), which agrees with a ledger that says it ran."""
-_FAILURE_WORDS: Final = frozenset(("errored", "erred", "crashed", "aborted"))
-"""Verbs that state a failure as ``failed`` does ("the book_flight attempt errored out"), said
-of a named entry in a clause with no negation and no retry."""
+_FAILURE: Final = re.compile(
+    r"\b(?:errored|erred|crashed|aborted|unsuccessful|declined|rejected)\b"
+    r"|\bdid\s+fail\b|\b(?:returned|threw|raised|hit|got)\s+(?:an?\s+)?(?:error|exception)\b"
+    r"|\bwent\s+wrong\b"
+)
+"""What states a failure as ``failed`` does ("the book_flight attempt errored out", "was
+unsuccessful", "returned an error", "did fail"), said of a named entry in a clause with no
+negation and no retry. Not what may have undone it since ("refunded", "rolled back", "voided"
+by the airline): the ledger says the call ran, which a later event does not contradict."""
 _CLAUSE_END: Final = re.compile(r"[,;:]\s+|\s[-\u2013\u2014]+\s|\s+(?:and|but|so|then)\s+")
 """Where a sentence's clauses end: what one clause says of an entry is not said by the next
 ("notify_ops posted msg_991, and the canary checks should run again")."""
@@ -1025,8 +1052,10 @@ def contradicted_entry(
     sentence naming the entry, with no status word, stating that it did not happen
     (:data:`_NOT_RUN`: "notify_ops (notify-7781) has not run yet") where the ledger says it
     ran (:data:`_RAN`), unless it speaks of repeating it ("was not repeated"). In a
-    structured note a status on a line of its own belongs to the entry named last since the
-    item opened (a YAML ``- tool:``, a JSON ``{``)."""
+    structured note a status field on a line of its own (``status: failed``, ``"status":
+    "failed"``, a bare ``failed``) belongs to the entry named last since the item opened (a
+    YAML ``- tool:``, a JSON ``{``); a sentence of prose that names no entry speaks of
+    something else ("The checked bag is still pending.")."""
     current: list[Mapping[str, Any]] = []
     tools = Counter(str(e.get("tool")) for e in ledger if e.get("tool"))
     for line in text.splitlines():
@@ -1042,7 +1071,8 @@ def contradicted_entry(
             ]
             if by_id:  # a tool's name alone speaks of its sentence only
                 current = by_id
-            for entry in named or current if stated else ():
+            carried = current if _is_field(sentence, words) else []
+            for entry in named or carried if stated else ():
                 if entry.get("status") and str(entry["status"]) not in stated:
                     return entry, "/".join(sorted(stated))
             found = _failure_or_rerun(sentence, named) if named and not stated else None
@@ -1060,11 +1090,24 @@ def contradicted_entry(
     return None
 
 
+_FIELD: Final = re.compile(r"""^[\s\-*{,"']*(?:status|state|outcome)["']?\s*[:=]""", re.IGNORECASE)
+"""A line that is a status field of a structured note (``status: failed``, ``"status":
+"failed"``)."""
+
+
+def _is_field(sentence: str, words: Sequence[str]) -> bool:
+    """Whether a sentence that names no entry is a status field of the entry named before it (a
+    field line, or a status with labels only), not prose about something else."""
+    return _FIELD.match(sentence) is not None or (
+        bool(words) and set(words) <= _STATUSES | _LEDGER_LABELS
+    )
+
+
 def _failure_or_rerun(
     sentence: str, named: Sequence[Mapping[str, Any]]
 ) -> tuple[Mapping[str, Any], str] | None:
     """A clause of ``sentence`` that names an entry the ledger says ran and, with no negation,
-    says in other words that it failed (:data:`_FAILURE_WORDS`, unless the sentence speaks of a
+    says in other words that it failed (:data:`_FAILURE`, unless the sentence speaks of a
     retry) or that it is to be run again (:func:`_orders_rerun`)."""
     retried = not _RERUN_WORDS.isdisjoint(re.findall(r"[a-z_'-]+", sentence.lower()))
     for clause in _CLAUSE_END.split(sentence):
@@ -1075,7 +1118,7 @@ def _failure_or_rerun(
         for entry in named:
             if entry.get("status") not in _RAN or not _names_in_clause(clause, entry):
                 continue
-            if _FAILURE_WORDS & words and not retried:
+            if _FAILURE.search(lowered) and not retried:
                 return entry, "failed"
             if _orders_rerun(lowered, entry, words):
                 return entry, "to be run again"

@@ -316,6 +316,15 @@ BOOKED = (
         "Call book_flight again now.",
         "Book the flight again with book_flight.",
         "The book_flight attempt errored out at the airline, so no seat is held.",
+        "book_flight (call_y2) was unsuccessful.",
+        "book_flight (call_y2) returned an error.",
+        "book_flight (call_y2) did fail.",
+        "The booking QX7T2L was declined.",
+        "book_flight threw an exception at the airline.",
+        # a status field on a line of its own belongs to the entry named before it
+        "- tool: book_flight\n  call_id: call_y2\n  status: failed",
+        '{"tool": "book_flight", "call_id": "call_y2",\n "status": "failed"}',
+        "book_flight (call_y2):\nfailed",
     ],
 )
 def test_an_order_to_repeat_a_booking_or_a_failure_in_other_words_contradicts_it(
@@ -341,6 +350,13 @@ def test_an_order_to_repeat_a_booking_or_a_failure_in_other_words_contradicts_it
         # a failure that was retried, a narrative, a condition
         (BOOKED, "book_flight errored once and was retried; the retry went through."),
         (BOOKED, "book_flight ran again by mistake earlier."),
+        # prose after the entry's sentence speaks of something else, on its line or the next
+        (BOOKED, "book_flight (call_y2) succeeded. Adding the checked bag is still pending."),
+        (BOOKED, "book_flight (call_y2) succeeded. The first seat-map lookup failed."),
+        (BOOKED, "book_flight call_y2 succeeded.\nThe bag search failed once."),
+        # what may have undone it since is no failure of the call
+        (BOOKED, "book_flight (call_y2) was rolled back by the airline."),
+        (BOOKED, "The booking QX7T2L was refunded after the user asked."),
         # a tool whose name is a word names nothing by it
         (
             ({"tool": "run", "call_id": "c1", "status": "succeeded"},),

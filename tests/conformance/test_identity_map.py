@@ -382,6 +382,14 @@ def test_a_placeholder_is_one_bracketed_text_of_at_most_200_characters_saying_so
         assert is_placeholder(_result("c", TextPart(text))) is False, text
 
 
+def test_a_placeholder_says_no_outcome_but_in_its_tool_s_name() -> None:
+    for text in ("[result cleared: declined_402]", "[result cleared: E_TIMEOUT]"):
+        assert is_placeholder(_result("c", TextPart(text))) is False, text
+    named = _result("c", TextPart("[fetch_errors result cleared]"))
+    assert is_placeholder(named, tool="fetch_errors") is True
+    assert is_placeholder(named, tool="fetch_logs") is False
+
+
 def test_an_error_result_for_a_call_the_session_left_unanswered_is_synthesized() -> None:
     session = SESSION.with_messages([*M[:7], M[8], M[9]])  # call_c has no result
     timeout = _result("call_c", TextPart("timed out"), is_error=True)
