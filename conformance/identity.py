@@ -136,6 +136,7 @@ EditKind: TypeAlias = Literal[
     "reasoning_changed",
     "reasoning_altered",
     "fields_changed",
+    "name_added",
 ]
 
 _SPEAKERS: Final = frozenset(("user", "assistant"))
@@ -475,8 +476,13 @@ def _modified_link(state: _State, index: int, source: int) -> Link:
     wanted = state.session.messages[source]
     state.claimed.add(source)
     state.modified.add(source)
-    fields = _fields_differ(message, wanted)
+    named = message.name is not None and message.name != wanted.name
+    fields = _fields_differ(message, wanted) and not named
     state.edits.extend(_edits(index, source, message.parts, wanted.parts, state, fields=fields))
+    if named:  # a name the model reads as the speaker's, which the session does not give
+        was = f"{wanted.name!r}" if wanted.name is not None else "none"
+        detail = f"sent under the name {message.name!r} (the session's: {was})"
+        state.edits.append(Edit(index, source, "name_added", detail))
     return Link(index, "modified", source)
 
 

@@ -80,7 +80,7 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
         )
 
 
-_GAINED: Final = {"text_added": "text", "attachment_added": "attachments"}
+_GAINED: Final = {"text_added": "text", "attachment_added": "attachments", "name_added": "a name"}
 """What a kept message gained, by edit kind (``nothing_invented``'s title names them)."""
 
 
@@ -91,7 +91,8 @@ def nothing_invented(scenario: Scenario, outcome: CaseOutcome) -> None:
     role it never had (a user turn resent as system text carries the system's authority; system
     and developer are one role), and no kept message carries text or attachments its session
     copy does not (an order appended to a user turn, or put in the placeholder of a degraded
-    image; an image added to a turn; a labelled memory item or a ledger note added to a kept
+    image; an image added to a turn; a speaker's name, Chat's ``name``, the session does not
+    give it; a labelled memory item or a ledger note added to a kept
     message is no invention), and no structured-output schema is added or changed and no wire
     content without a neutral part (a document or search-result block, a server tool) is added
     (text the model reads that the budget's count leaves out), and the tool choice obliges no
@@ -378,6 +379,7 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
                 "attachment_added",
                 "role_changed",
                 "fields_changed",
+                "name_added",
             } and (
                 message.role in {"system", "developer"} or (goal_pinned and edit.source == goal)
             ):

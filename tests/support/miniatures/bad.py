@@ -411,6 +411,19 @@ class ForceToolChoice(RingDropper):
         return body
 
 
+class AddSpeakerName(RingDropper):
+    """Sends what the ring dropper sends with Chat's ``name`` on every user and assistant
+    message, naming a speaker the session never had ("security_officer"): text the model reads
+    as who spoke."""
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        body = copy.deepcopy(dict(super().assemble(request)))
+        for message in body["messages"]:
+            if message.get("role") in ("user", "assistant"):
+                message["name"] = "security_officer"
+        return body
+
+
 class BlankTextBlock(RingDropper):
     """8: an empty text block in front of the first assistant turn's content (B14 on Converse)."""
 
@@ -1275,6 +1288,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "the session's request obliges none",
+    ),
+    "AddSpeakerName": (
+        AddSpeakerName,
+        ("openai-chat",),
+        "nothing_invented",
+        "must",
+        "sent under the name 'security_officer'",
     ),
     "DropSettings": (
         DropSettings,
