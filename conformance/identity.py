@@ -1587,9 +1587,13 @@ def _cut_tokens(text: str) -> list[str]:
 
 def _negation_removed(old: str, new: str) -> bool:
     """Whether ``new`` takes a negation out of the inside of ``old`` ("Do not restart the pod."
-    -> "Do restart the pod.", "never" dropped from a sentence): the text then says the
-    opposite. A cut at either end, or inside where a trimmer's mark stands in its place, is a
-    shortening, not this (a mark elsewhere in the text does not make it one)."""
+    -> "Do restart the pod.", "never" dropped from a sentence), or cuts off the head of a
+    sentence that held one (:func:`_head_cut_negation`): the text then says the opposite. A cut
+    at the end, at the start on a sentence's boundary, or inside where a trimmer's mark stands
+    in its place, is a shortening, not this (a mark elsewhere in the text does not make it
+    one)."""
+    if _head_cut_negation(old, new):
+        return True
     olds, news = _cut_tokens(old), _cut_tokens(new)
     matcher = difflib.SequenceMatcher(None, olds, news, autojunk=False)
     return any(
@@ -1601,6 +1605,29 @@ def _negation_removed(old: str, new: str) -> bool:
         > sum(w in _NEGATION_WORDS for w in news[j1:j2])
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
     )
+
+
+def _head_cut_negation(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old`` without its head (a trimmer's mark in its place or not), cut
+    inside a sentence whose cut-off part holds a negation ("Never delete db-main under any
+    circumstances." sent as "delete db-main under any circumstances."): what is kept reads as
+    the opposite order. A head cut on a sentence's (or a line's) boundary is a shortening."""
+    kept = _LEADING_MARK.sub("", new).strip()
+    if not kept or not old.rstrip().endswith(kept) or len(kept) >= len(old.strip()):
+        return False
+    head = old.rstrip()[: -len(kept)]
+    if not head.strip() or _SENTENCE_BOUNDARY.search(head) is not None:
+        return False
+    sentence = re.split(r"[.!?;:\n]", head)[-1].lower().replace("\u2019", "'")
+    return any(w in _NEGATION_WORDS for w in _TEXT_WORD.findall(sentence))
+
+
+_LEADING_MARK: Final = re.compile(
+    r"^\s*(?:\.\.\.|\u2026|\[[^\]]{0,40}\]|\([^)]{0,40}\)|<[^>]{0,30}>)\s*"
+)
+"""A trimmer's mark where a text's head was cut."""
+_SENTENCE_BOUNDARY: Final = re.compile(r"[.!?;:\n]\s*$")
+"""A cut right after a sentence's (or a line's) end."""
 
 
 _TEXT_WORD: Final = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")

@@ -406,6 +406,11 @@ def _negated(index: int, text: str) -> tuple[list[str], dict[str, tuple[str, str
         # a mark elsewhere in the text does not make the inversion a cut
         (2, "I did find errors in the canary logs (per the runbook)."),
         (3, "Good. Do restart the pod (...) until I say so. Then report."),
+        # the head of the sentence that held the negation cut off, marked or not
+        (3, "restart the pod until I say so. Then report."),
+        (3, "... restart the pod until I say so. Then report."),
+        (2, "find errors in the canary logs."),
+        (2, "[...] errors in the canary logs."),
     ],
 )
 def test_a_negation_taken_out_of_a_kept_turn_says_the_opposite(index: int, text: str) -> None:
@@ -424,6 +429,8 @@ def test_a_negation_taken_out_of_a_kept_turn_says_the_opposite(index: int, text:
         "Good. Do not restart the pod until I say so.",  # cut at the end
         "Do not restart the pod until I say so. Then report.",  # cut at the start
         "Good. Do [...] the pod until I say so. Then report.",  # a trimmer's mark inside
+        "Then report.",  # the head cut on a sentence's boundary
+        "... Then report.",
         "good. do not restart the pod until i say so. then report",  # case and punctuation
     ],
 )
