@@ -1212,17 +1212,28 @@ def _recast_source(
     for i in sorted(candidates, reverse=True):
         source = session.messages[i]
         if source.role == "tool":
-            if any(r.text.strip() == body for r in source.tool_results):
+            if any(_is_whole(body, r.text) for r in source.tool_results):
                 return i
         elif (
             source.role != speaker
             and not (source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES)
             and source.parts
             and all(isinstance(p, TextPart) for p in source.parts)
-            and source.text.strip() == body
+            and _is_whole(body, source.text)
         ):
             return i
     return None
+
+
+def _is_whole(body: str, text: str) -> bool:
+    """Whether ``body`` is ``text``, stripped, alone or with nothing beside it but a marker
+    (``[1 earlier message summarized]``, ``[...]``): a marker does not make a session
+    message's words a summary of them."""
+    whole = text.strip()
+    if not whole or whole not in body:
+        return False
+    rest = body.replace(whole, " ", 1).strip()
+    return not rest or is_cut_mark(rest) or _is_gap_marker(rest)
 
 
 def _role_changed(state: _State, index: int, source: int, *, claim: bool = True) -> Edit:

@@ -219,6 +219,29 @@ def test_a_dropped_tool_result_resent_as_the_user_s_words_is_that_result(role: R
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "role", "marker"),
+    [
+        (3, "system", " [1 earlier message summarized]"),
+        (2, "user", " [...]"),
+        (5, "user", "\n[2 earlier messages omitted]"),
+        (5, "system", " (1 older message elided)"),
+    ],
+)
+def test_a_marker_beside_a_session_message_s_words_makes_them_no_summary(
+    source: int, role: Role, marker: str
+) -> None:
+    # Sent whole under another role with a marker beside them: still that message, recast (a
+    # user's order with the system's authority, a tool's output as the user's words).
+    words = M[source].tool_results[0].text if source == 5 else M[source].text
+    kept = [i for i in (1, 2, 3, 4, 5, 6, 7) if i not in (source, 4 if source == 5 else -1)]
+    view = _view(0, _text(role, words + marker), *kept)
+    identity = _map(view)
+    assert _recast(identity) == [(source, 1)]
+    assert identity.summaries() == ()
+    assert _verdicts(view)["nothing_invented"] == "fail"
+
+
 def test_a_summary_quoting_a_tool_result_beside_its_own_words_is_a_summary() -> None:
     recap = _text("user", f"Earlier get_status returned: {M[5].tool_results[0].text}.")
     view = _view(0, 1, 2, 3, recap, 6, 7)
