@@ -42,6 +42,7 @@ from conformance.engine import (
     run_case,
 )
 from conformance.events import CaseResult
+from conformance.identity import Declarations
 from conformance.loading import Plugin
 from conformance.protocol import (
     PROTOCOL_VERSION,
@@ -243,13 +244,18 @@ def _slope(points: list[tuple[int, int]]) -> float:
 
 
 class _Capture:
-    """Wraps the run's assembler: sets the turn number, times the call, keeps the body."""
+    """Wraps the run's assembler: sets the turn number, times the call, keeps the body. It
+    carries the plug-in's declarations (a summary prefix, a result placeholder), which the checks
+    read off the object they are handed."""
 
     shape: ClassVar[str] = "openai-chat"
 
     def __init__(self, inner: Assembler, turn: int) -> None:
         self.inner = inner
         self.shape = inner.shape  # type: ignore[misc]  # instance attribute shadows the ClassVar
+        declared = Declarations.of(inner)
+        self.ctxconf_summary_prefix = declared.summary_prefix
+        self.ctxconf_result_placeholder = declared.result_placeholder
         self.turn = turn
         self.body: Mapping[str, Any] | None = None
         self.seconds = 0.0

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from soak_fakes import DropLastResult, DropLedger, HeadSummary
+from soak_fakes import ClearOlderResults, DropLastResult, DropLedger, HeadSummary
 
 from conformance.cli import cli
 from conformance.errors import CtxconfError, WorkloadError
@@ -112,6 +112,18 @@ def test_a_plugin_that_drops_the_ledger_repeats_side_effects(small_ops: Any) -> 
     assert report.measurements()["repeated_side_effects"] > 0
     # The repeat is the simulated model's doing: every repeated call is a new ledger entry.
     assert sum(t.repeated for t in report.turns) == report.repeats
+
+
+def test_the_plugin_s_declarations_are_read_in_a_soak_as_in_a_run(small_ops: Any) -> None:
+    # A result placeholder it declares is a cleared result, turn after turn; undeclared, the
+    # same words are a changed result (tool_payloads_intact, must) and stop the run.
+    declared = run_soak(_plugin(ClearOlderResults(), "clear"), small_ops, turns=30, seed=3)
+    assert declared.failure is None, declared.failure
+    assert declared.survived == 30
+    bare = ClearOlderResults(declared=False)
+    undeclared = run_soak(_plugin(bare, "clear-bare"), small_ops, turns=30, seed=3)
+    assert undeclared.failure is not None
+    assert any(c["id"] == "tool_payloads_intact" for c in undeclared.failure.checks)
 
 
 def test_a_summary_at_the_head_every_turn_kills_cache_reuse(small_ops: Any) -> None:

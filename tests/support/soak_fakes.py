@@ -13,12 +13,13 @@ that pass every ``must`` check. They differ only in what the long-run measuremen
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from conformance.protocol import AssemblyRequest
 from reference_impl.rings import segment
 from reference_impl.shapes import get_shape
-from reference_impl.transcript import Message, SummaryPart, Transcript
+from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
 
 
 def _newest_that_fit(request: AssemblyRequest, head: list[Message]) -> Transcript:
@@ -72,4 +73,33 @@ class DropLastResult:
         rings = sum(1 for m in request.messages if m.get("tool_calls"))
         if rings >= 3 and messages and messages[-1].role == "tool":
             messages.pop()
+        return get_shape(self.shape).render_request(view.with_messages(messages))
+
+
+class ClearOlderResults:
+    """Like :class:`DropLedger`, with the results of every ring but the newest replaced by a
+    placeholder no undeclared reading accepts (German, bare); it declares it
+    (``ctxconf_result_placeholder``) unless ``declared`` is False."""
+
+    shape: ClassVar[str] = "openai-chat"
+    PLACEHOLDER: ClassVar[str] = "Werkzeugausgabe entfernt"
+
+    def __init__(self, *, declared: bool = True) -> None:
+        if declared:
+            self.ctxconf_result_placeholder = self.PLACEHOLDER
+
+    def assemble(self, request: AssemblyRequest) -> Mapping[str, Any]:
+        view = _newest_that_fit(request, [])
+        rings = [i for i, m in enumerate(view.messages) if m.tool_results]
+        messages = [
+            replace(
+                m,
+                parts=tuple(
+                    replace(p, content=(TextPart(self.PLACEHOLDER),)) for p in m.tool_results
+                ),
+            )
+            if i in rings[:-1]
+            else m
+            for i, m in enumerate(view.messages)
+        ]
         return get_shape(self.shape).render_request(view.with_messages(messages))
