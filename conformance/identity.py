@@ -2313,7 +2313,7 @@ _QUOTE_WORDS: Final = 3
 """The fewest words a dropped turn's text needs for a summary quoting it whole to name it."""
 _MARKER_VERB: Final = re.compile(
     r"(?:skipp|omitt|remov|elid|trimm|truncat|dropp|clear|redact|exclud|prun|discard|summari[sz]"
-    r"|condens|compact|compress|collaps|abridg|shorten|archiv)(?:e?d|ing)|hidden|cut"
+    r"|condens|compact|compress|collaps|abridg|shorten|archiv)(?:e?d|ing)|hidden|cut|snip(?:ped)?"
     r"|truncation|omission|removal|elision|redaction|exclusion|compression|condensation"
     r"|compaction|summari[sz]ation|abridge?ment",
     re.IGNORECASE,
@@ -2342,11 +2342,14 @@ _NOT_SHOWN: Final = re.compile(r"\bnot\s+(?:shown|displayed|included)\b", re.IGN
 
 def _says_left_out(body: str, words: Sequence[str]) -> bool:
     """A gap marker says that something was left out: a word of leaving out
-    (:data:`_MARKER_VERB`), "not shown" (or displayed, included), or a summary's name over what
-    it counts ("[Summary: 2 earlier messages]"; "Summary" alone heads a text, it marks no gap)."""
+    (:data:`_MARKER_VERB`), "not shown" (or displayed, included), a summary's name over what
+    it counts ("[Summary: 2 earlier messages]"; "Summary" alone heads a text, it marks no gap),
+    or an ellipsis, alone or around what it counts ("[...]", "[... 3 messages ...]")."""
     lowered = {w.lower() for w in words}
     return (
         any(_MARKER_VERB.fullmatch(w) for w in words)
+        or "..." in body
+        or "\u2026" in body
         or _NOT_SHOWN.search(body) is not None
         or bool(lowered & _SUMMARY_NOUNS and lowered & _COUNTED)
     )
