@@ -51,9 +51,10 @@ Each session message is ``kept``, ``merged`` (kept whole inside a merged view me
 **Tool results cleared by a placeholder.** A result with its id kept whose whole content is one
 placeholder text is ``cleared`` (an :class:`Edit` of kind ``result_cleared``), which the safety
 checks allow: the plug-in's declared ``ctxconf_result_placeholder``, or an undeclared text that is
-one bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``, as for attachments), at most 200
-characters and says that the content was cleared, omitted, removed or elided and nothing else (a
-marker's words, words naming a result or its tool, numbers and ids). Any other change of a
+one bracketed text (``[...]``, ``(...)``, ``<...>`` or ``{...}``, as for attachments) or a plain
+sentence with no brackets, at most 200 characters, that says that the content was cleared,
+omitted, removed or elided and nothing else (a marker's words, words naming a result or its tool,
+numbers and ids, no outcome: :data:`_OUTCOME_PIECES`). Any other change of a
 result's content is ``result_changed``, except a degraded attachment (below).
 
 **Degraded attachments.** A message or tool result whose attachments are an ordered selection of
@@ -296,7 +297,7 @@ def is_placeholder(
     if declared is not None and text == declared.strip():
         return True
     return (
-        _ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None
+        (_ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None or _PLAIN.fullmatch(text) is not None)
         and len(text) <= _PLACEHOLDER_MAX
         and bool(_PLACEHOLDER_WORDS.search(text))
         and _is_gap_marker(
@@ -308,6 +309,9 @@ def is_placeholder(
     )
 
 
+_PLAIN: Final = re.compile(r"[^\[\](){}<>]+")
+"""A text with no brackets: a plain sentence of a marker's words ("Output omitted to save
+context."), as a degraded attachment's placeholder may be."""
 _OUTCOME_PIECES: Final = frozenset(
     (
         *("declined", "failed", "failure", "fail", "error", "errors", "errored", "timeout"),
@@ -2486,6 +2490,7 @@ _RESULT_WORDS: Final = frozenset(
         *("call", "response", "data", "text", "full", "original", "fit", "budget", "window"),
         *("limit", "length", "size", "large", "long", "too", "chars", "characters", "bytes"),
         *("lines", "due", "in", "it", "is", "its", "by", "not", "shown", "available", "space"),
+        *("reason", "true"),  # a note as JSON or XML: {"omitted": true}, <omitted reason=...>
     )
 )
 """Words an undeclared placeholder of a cleared tool result may use beside a marker's: its
