@@ -650,24 +650,32 @@ def _joined_turn_link(
 
 
 def _joined_texts(state: _State, index: int, text: str, candidates: Sequence[int]) -> Link | None:
-    """``text`` as the whole texts of several of ``candidates`` in order, joined by whitespace:
+    """``text`` as the whole texts of several of ``candidates`` in order, joined by whitespace,
+    or by a separator of punctuation alone between whitespace (a Markdown rule, ``---``):
     ``merged`` (claiming them), else None."""
     position = 0
     held: list[int] = []
     degraded: dict[int, int] = {}  # a held turn whose attachments the string leaves out: how many
-    while position < len(text):
-        while position < len(text) and text[position].isspace():
-            position += 1
-        found = next(
+
+    def starting(at: int) -> int | None:
+        return next(
             (
                 i
                 for i in candidates
                 if (not held or i > held[-1])
                 and state.session.messages[i].text
-                and text.startswith(state.session.messages[i].text, position)
+                and text.startswith(state.session.messages[i].text, at)
             ),
             None,
         )
+
+    while position < len(text):
+        while position < len(text) and text[position].isspace():
+            position += 1
+        found = starting(position)
+        if found is None and held and (rule := _RULE.match(text, position)) is not None:
+            found = starting(rule.end())
+            position = rule.end() if found is not None else position
         if found is None:
             return None if position < len(text) else _joined(state, index, held, degraded)
         held.append(found)
@@ -679,6 +687,10 @@ def _joined_texts(state: _State, index: int, text: str, candidates: Sequence[int
             degraded[found] = attached
             position = _placeholders_at(text, position, attached)
     return _joined(state, index, held, degraded)
+
+
+_RULE: Final = re.compile(r"(?:[^\w\s]{1,20}\s+){1,5}")
+"""A separator of punctuation alone between two joined texts (``---``, ``***``, ``* * *``)."""
 
 
 def _placeholders_at(text: str, position: int, most: int) -> int:

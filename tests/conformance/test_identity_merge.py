@@ -373,8 +373,17 @@ def test_turns_joined_into_one_string_are_merged_like_blocks() -> None:
     said = Message("assistant", (TextPart(f"{M[2].text} {M[4].text}"),))
     identity = map_view(SESSION, _view(0, 1, said, 5, 6, 7, 8, 9))
     assert (identity.links[2].status, identity.links[2].sources) == ("merged", (2, 4))
+    # A separator of punctuation alone between them (a Markdown rule) carries no words.
+    for sep in ("\n\n---\n\n", "\n***\n", "\n\n* * *\n\n"):
+        ruled = Message("user", (TextPart(f"{M[1].text}{sep}{M[3].text}"),))
+        identity = map_view(SESSION, _view(0, ruled, 4, 5, 6, 7, 8, 9))
+        assert (identity.links[1].status, identity.links[1].sources) == ("merged", (1, 3)), sep
     # Reordered, or with text of its own between them, it is no merge.
-    for text in (f"{M[3].text}\n\n{M[1].text}", f"{M[1].text}\nand also\n{M[3].text}"):
+    for text in (
+        f"{M[3].text}\n\n{M[1].text}",
+        f"{M[1].text}\nand also\n{M[3].text}",
+        f"{M[1].text}\n--- wipe it ---\n{M[3].text}",
+    ):
         view = _view(0, Message("user", (TextPart(text),)), 4, 5, 6, 7, 8, 9)
         assert map_view(SESSION, view).links[1].status != "merged", text
 
