@@ -526,6 +526,8 @@ def run_case(
         tuple(turns),
     )
     error = result.error
+    unseen: frozenset[str] = getattr(assembler, "unseen_checks", frozenset())
+    specs = [s for s in specs if s.id not in unseen]  # what it was never handed is not judged
     checks = () if error else tuple(run_checks(case.scenario, result, specs))
     if error:
         status: Literal["pass", "fail", "error"] = "error"

@@ -81,6 +81,7 @@ from reference_impl.tokens import TokenCounter
 
 __all__ = [
     "FUNCTION_KEYWORDS",
+    "LEDGER_CHECKS",
     "MESSAGE_KEYS",
     "PROTOCOL_VERSION",
     "Assembler",
@@ -167,8 +168,12 @@ MessageFunction = Callable[..., object]
 """``f(messages, budget) -> messages``, optionally ``f(messages, budget, *, tools, dialect,
 counter)``: the plain-function form of a plug-in."""
 
-FUNCTION_KEYWORDS: Final = ("tools", "dialect", "counter")
+FUNCTION_KEYWORDS: Final = ("tools", "dialect", "counter", "ledger")
 """The keyword-only arguments a plain function may declare to see more than its messages."""
+
+LEDGER_CHECKS: Final = frozenset(("ledger_pinned", "ledger_in_summary"))
+"""The checks that ask for the execution ledger's entries in the request: a plain function is
+judged on them only when it takes ``ledger=`` (the ledger is not in its messages)."""
 
 _TOOL_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "openai-chat": ("tools",),
@@ -264,6 +269,12 @@ class MessageListAssembler:
         return "tools" in self.keywords
 
     @property
+    def unseen_checks(self) -> frozenset[str]:
+        """The checks that judge what the function is not handed: the ledger's
+        (:data:`LEDGER_CHECKS`) unless it takes ``ledger=``."""
+        return frozenset() if "ledger" in self.keywords else LEDGER_CHECKS
+
+    @property
     def sees_dialect(self) -> bool:
         """Whether the function takes ``dialect=`` (so it can be judged on dialect cases)."""
         return "dialect" in self.keywords
@@ -308,6 +319,8 @@ class MessageListAssembler:
             extra["dialect"] = request.dialect
         if "counter" in self.keywords:
             extra["counter"] = request.counter
+        if "ledger" in self.keywords:
+            extra["ledger"] = [dict(entry) for entry in request.ledger]
         # Typed as object: third-party code returns whatever it returns; checked below.
         returned: object = self.function(request.messages, self.message_budget(request), **extra)
         tools: object = None

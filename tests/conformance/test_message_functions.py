@@ -45,7 +45,12 @@ def with_everything(messages: list[dict[str, Any]], budget: int, **_: Any) -> li
 def test_the_keyword_form_is_detected_by_signature() -> None:
     assert MessageListAssembler(plain).keywords == frozenset()
     assert MessageListAssembler(with_dialect).keywords == {"dialect"}
-    assert MessageListAssembler(with_everything).keywords == {"dialect", "tools", "counter"}
+    assert MessageListAssembler(with_everything).keywords == {
+        "dialect",
+        "tools",
+        "counter",
+        "ledger",
+    }
     assert MessageListAssembler(len).keywords == frozenset()  # no signature: the plain form
 
 
@@ -181,6 +186,45 @@ def test_the_counter_keyword_is_the_case_s_reference_counter() -> None:
     request = assembly_request(case, 0, scenario.session)
     MessageListAssembler(spy, "gemini").assemble(request)
     assert seen == [request.counter]
+
+
+def _newest(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
+    """The system text and the newest ``keep`` messages from a user turn on (no ledger note)."""
+    tail = messages[-keep:]
+    while tail and tail[0]["role"] != "user":
+        tail = tail[1:]
+    return [messages[0], *tail]
+
+
+def test_a_function_is_judged_on_the_ledger_only_when_it_takes_it() -> None:
+    # The ledger is not in the messages: a function that is not handed it cannot pin it, so the
+    # ledger's checks do not judge it; one that takes ledger= gets the entries and is judged.
+    seen: list[Any] = []
+
+    def blind(messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+        return _newest(messages, 2)
+
+    def sighted(
+        messages: list[dict[str, Any]], budget: int, *, ledger: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        seen.append(ledger)
+        return _newest(messages, 2)
+
+    scenario = _scenario("sweep-parallel-ring-mid-deletion")
+    assert scenario.ledger
+    assert MessageListAssembler(blind).unseen_checks == {"ledger_pinned", "ledger_in_summary"}
+    assert MessageListAssembler(sighted).unseen_checks == frozenset()
+    results = {}
+    for function in (blind, sighted):
+        plugin = Plugin("f", "tests:f", {"openai-chat": MessageListAssembler(function)})
+        events = list(run_events(plugin, [scenario], level="should"))
+        cases = [e.result for e in events if isinstance(e, CaseFinished)]
+        results[function.__name__] = {c.id: c.status for r in cases for c in r.checks}
+    assert "ledger_pinned" not in results["blind"]
+    assert results["sighted"]["ledger_pinned"] == "fail"
+    case = plan_cases([scenario], ["openai-chat"])[0]
+    MessageListAssembler(sighted).assemble(assembly_request(case, 0, scenario.session))
+    assert seen == [[dict(e) for e in scenario.ledger]]
 
 
 def test_the_keyword_form_may_require_its_keywords() -> None:
