@@ -27,6 +27,12 @@ def knob(scenario: Scenario, name: str) -> Any:
     return config.get(name, DEFAULT_KNOBS.get(name))
 
 
+def stated_knob(scenario: Scenario, name: str) -> Any:
+    """A config knob the scenario states (and so hands the plug-in in ``request.config``);
+    None when it leaves it to the reference assembler's default."""
+    return scenario.config.get("context_assembly", scenario.config).get(name)
+
+
 def describe(transcript: Transcript, index: int, *, where: str = "session") -> str:
     """``session messages[3] (assistant, ids c1,c2)``: how failures name a message."""
     message = transcript.messages[index]

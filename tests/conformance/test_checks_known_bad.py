@@ -227,7 +227,11 @@ CASES: dict[str, Callable[[], tuple[Scenario, CaseOutcome]]] = {
         _outcome(_turn(SESSION, _without(6, 7))),
     ),
     "middle_error_results_kept": lambda: (
-        _scenario(session=_error_session(), checks=("middle_error_results_kept",)),
+        _scenario(
+            session=_error_session(),
+            checks=("middle_error_results_kept",),
+            config={"keep_middle_error_results": 5},
+        ),
         _outcome(_turn(_error_session(), _without(2, 3))),
     ),
     "plain_turns_fifo": lambda: (

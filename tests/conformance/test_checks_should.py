@@ -488,12 +488,12 @@ RINGS = transcript(
 )
 
 
-def _middle(check_id: str, *keep: int, recent_tool_rings: int = 1) -> tuple[str, str]:
+def _middle(check_id: str, *keep: int, recent_tool_rings: int = 1, **knobs: int) -> tuple[str, str]:
     scenario = replace(
         SCENARIO,
         session=RINGS,
         ledger=(),
-        config={"recent_tool_rings": recent_tool_rings, "recent_user_turns": 1},
+        config={"recent_tool_rings": recent_tool_rings, "recent_user_turns": 1, **knobs},
         expect=Expectation("assembled", checks=(check_id,)),
     )
     return _one(check_id, _view(*keep, session=RINGS), session=RINGS, scenario=scenario)
@@ -518,10 +518,14 @@ def test_keeping_every_middle_ring_counts_only_the_middle() -> None:
 
 
 def test_a_kept_middle_error_ring_passes_and_a_dropped_one_fails() -> None:
-    assert _middle("middle_error_results_kept", 0, 1, 2, 3, 8, 9, 10) == ("pass", "")
-    status, message = _middle("middle_error_results_kept", 0, 1, 8, 9, 10)
+    cap = {"keep_middle_error_results": 5}
+    assert _middle("middle_error_results_kept", 0, 1, 2, 3, 8, 9, 10, **cap) == ("pass", "")
+    status, message = _middle("middle_error_results_kept", 0, 1, 8, 9, 10, **cap)
     assert status == "fail"
     assert message.startswith("0 of 1 middle error rings kept (cap 5)")
+    # A cap the scenario does not state is the reference assembler's default, which the
+    # plug-in is never told: nothing to judge.
+    assert _middle("middle_error_results_kept", 0, 1, 8, 9, 10) == ("pass", "")
 
 
 PLAIN = transcript(
