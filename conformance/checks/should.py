@@ -373,9 +373,42 @@ def settings_edits(shape: str, session: Transcript, view: Transcript) -> list[st
                 got = now.get(inner, _LEFT_OUT)
                 if inner not in caps and not _same_setting(got, value):
                     found.append(_setting_edit(f"{key}.{inner}", value, got))
-        elif not _same_setting(now, was):
+        elif not _same_setting(now, was) and not (
+            key in options.tool_settings
+            and _same_choice(shape, key, was, now, offered=offered, still=still)
+        ):
             found.append(_setting_edit(key, was, now))
     return found
+
+
+def _same_choice(
+    shape: str, key: str, was: object, now: object, *, offered: set[str], still: set[str]
+) -> bool:
+    """Whether two spellings of a tool choice oblige the same call: "any tool" and the names of
+    every tool offered (Chat's ``"required"`` and ``allowed_tools`` in mode ``required`` over
+    all of them), a choice narrowed only by the tools the view no longer offers, the rest of the
+    setting unchanged but a member at its default (Anthropic's ``disable_parallel_tool_use:
+    false``)."""
+    read = get_shape(shape).options.forced_tools
+    if read is None:
+        return False
+    before, after = read({key: was}), read({key: now})
+    if before is None or after is None:
+        return False
+    wanted = (offered if before == "any" else before) & still
+    got = still if after == "any" else after
+    return set(got) == set(wanted) and _choice_rest(was) == _choice_rest(now)
+
+
+def _choice_rest(value: object) -> object:
+    """What a tool setting says beside the tools it obliges: Anthropic's parallel switch when it
+    is on, the other members of Gemini's or Bedrock's ``toolConfig``."""
+    if not isinstance(value, Mapping):
+        return False  # "required": no parallel switch
+    if "type" in value:  # a tool_choice object: only a parallel switch turned on is more
+        return bool(value.get("disable_parallel_tool_use"))
+    obliging = {"functionCallingConfig", "function_calling_config", "toolChoice"}
+    return {k: v for k, v in value.items() if k not in obliging}
 
 
 _LEFT_OUT: Final = object()

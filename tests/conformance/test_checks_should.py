@@ -17,7 +17,7 @@ from conformance.checks import REGISTRY, CaseOutcome, TurnOutcome, run_checks
 from conformance.identity import map_view
 from conformance.scenarios import Expectation, Scenario
 from reference_impl.tokens import counter_for
-from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
+from reference_impl.transcript import Message, SummaryPart, TextPart, ToolSpec, Transcript
 
 # The deploy-bot session the identity tests share, with results and later turns of its own: the
 # results are shorter ("posted" names neither the idempotency key nor the message id) and the
@@ -745,6 +745,37 @@ def test_settings_kept_names_a_setting_left_out_or_changed_and_allows_what_it_sa
     assert settings_edits(
         "openai-chat", replace(session, model="gpt-4o"), replace(session, model="gpt-4o-mini")
     )[0] == ("model changed: gpt-4o -> gpt-4o-mini")
+
+
+def test_settings_kept_takes_a_tool_choice_that_obliges_the_same_call() -> None:
+    from conformance.checks.should import settings_edits
+
+    tools = (ToolSpec("fetch"), ToolSpec("wipe"))
+    named = '{"function":{"name":"%s"},"type":"function"}'
+    allowed = '{"allowed_tools":{"mode":"required","tools":[%s]},"type":"allowed_tools"}'
+
+    def edits(was: str, now: str, kept: tuple[ToolSpec, ...] = tools, shape: str = "openai-chat"):
+        key = "toolConfig" if shape in ("gemini", "bedrock-converse") else "tool_choice"
+        session = replace(SESSION, tools=tools, params=((key, was),))
+        return settings_edits(shape, session, replace(session, tools=kept, params=((key, now),)))
+
+    every = allowed % f"{named % 'fetch'},{named % 'wipe'}"
+    # "any tool" is every tool offered by name; one tool left is that tool
+    assert edits('"required"', every) == []
+    assert edits('"required"', named % "fetch", kept=(ToolSpec("fetch"),)) == []
+    assert edits(every, '"required"') == []
+    # a choice narrowed only by the tools dropped; a parallel switch at its default
+    assert edits(every, named % "fetch", kept=(ToolSpec("fetch"),)) == []
+    anthropic = '{"disable_parallel_tool_use":false,"type":"any"}'
+    assert edits('{"type":"any"}', anthropic, shape="anthropic-messages") == []
+    gemini = '{"functionCallingConfig":{"allowedFunctionNames":["fetch","wipe"],"mode":"ANY"}}'
+    assert edits('{"functionCallingConfig":{"mode":"ANY"}}', gemini, shape="gemini") == []
+    # narrowed while the other tool is still offered, the parallel switch turned on, another
+    # mode: changes
+    assert edits('"required"', named % "wipe") != []
+    on = '{"disable_parallel_tool_use":true,"type":"any"}'
+    assert edits('{"type":"any"}', on, shape="anthropic-messages") != []
+    assert edits('"required"', '"auto"') != []
 
 
 def test_settings_kept_fails_with_the_settings_named() -> None:
