@@ -21,11 +21,13 @@ make the model repeat something.
 
 from __future__ import annotations
 
+import base64
 import random
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 from conformance.soak.workload import SizeRange, ToolProfile, Workload
+from reference_impl.errors import CtxconfError
 from reference_impl.ledger import LedgerEntry
 from reference_impl.shapes import get_shape
 from reference_impl.steps import needs_alternation
@@ -37,6 +39,7 @@ from reference_impl.transcript import (
     ToolCallPart,
     ToolResultPart,
     ToolSpec,
+    Transcript,
     canonical_json,
 )
 
@@ -110,6 +113,18 @@ def _draw(rng: random.Random, size: SizeRange) -> int:
 
 def _words(rng: random.Random, count: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(count))
+
+
+_Attachment = TypeVar("_Attachment", ImagePart, FilePart)
+_PNG: Final = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+"""A 1x1 PNG: an image a shape that takes no URL gets inline."""
+_PDF: Final = base64.b64encode(
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+    b"2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+    b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>endobj\n"
+    b"trailer<</Root 1 0 R>>\n%%EOF\n"
+).decode("ascii")
+"""A one-page PDF: a file a shape that takes no file id or URL gets inline."""
 
 
 def _result_text(rng: random.Random, tool: ToolProfile, target: str, tokens: int) -> str:
@@ -327,17 +342,35 @@ class World:
         return tuple(kind for kind, rate in rates if rate > 0 and kind in carried)
 
     def attachment(self, kind: str, turn: int) -> ImagePart | FilePart:
-        """The attachment of ``kind`` a user pastes at ``turn`` (an image by URL, a PDF by file id:
-        their size is unknown to any counter, as in production)."""
+        """The attachment of ``kind`` a user pastes at ``turn``: an image by URL, a PDF by file id
+        (their size is unknown to any counter, as in production), or, where the shape cannot
+        send that (Gemini takes no provider file id, Bedrock no URL), the first of a URL and
+        inline bytes that it can."""
+        stem = f"{self.seed % 10_000:04d}{turn:05d}"
         if kind == "image":
-            url = f"https://assets.example.invalid/screens/{self.seed % 10_000:04d}-{turn:05d}.png"
-            return ImagePart("url", url, "image/png")
-        return FilePart(
-            "file_id",
-            f"file-{self.seed % 10_000:04d}{turn:05d}",
-            "application/pdf",
-            f"ci-{turn}.pdf",
+            url = f"https://assets.example.invalid/screens/{stem}.png"
+            images = (ImagePart("url", url, "image/png"), ImagePart("base64", _PNG, "image/png"))
+            return self._sendable(images)
+        files = (
+            FilePart("file_id", f"file-{stem}", "application/pdf", f"ci-{turn}.pdf"),
+            FilePart(
+                "url", f"https://assets.example.invalid/ci/{stem}.pdf", "application/pdf", None
+            ),
+            FilePart("base64", _PDF, "application/pdf", f"ci-{turn}.pdf"),
         )
+        return self._sendable(files)
+
+    def _sendable(self, choices: tuple[_Attachment, ...]) -> _Attachment:
+        """The first of ``choices`` the run's shape can send in a user turn (the last when none)."""
+        adapter = get_shape(self.shape)
+        for part in choices:
+            probe = Transcript((Message("user", (TextPart("(attachment)"), part)),))
+            try:
+                adapter.render_request(probe)
+            except CtxconfError:
+                continue
+            return part
+        return choices[-1]
 
     def _attachments(self, turn: int) -> tuple[ImagePart | FilePart, ...]:
         behaviour = self.workload.behaviour

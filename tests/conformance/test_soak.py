@@ -21,6 +21,7 @@ from conformance.soak.finding import make_finding, replays
 from conformance.soak.loop import _stored_problem, check_attachments_fit
 from conformance.soak.report import read_jsonl, render_html, report_lines, write_jsonl
 from conformance.soak.world import World
+from reference_impl.shapes import get_shape
 from reference_impl.transcript import Message, SummaryPart, TextPart, Transcript
 
 SMALL_OPS = """
@@ -325,6 +326,29 @@ def test_every_builtin_workload_can_hold_its_attachments(shape: str) -> None:
         check_attachments_fit(
             world, Transcript(world.opening(), world.tool_specs(), model), shape, model
         )
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_builtin_workload_s_attachments_can_be_sent_in_every_shape(shape: str) -> None:
+    # A PDF by provider file id cannot go to Gemini, an image by URL not to Bedrock: the run
+    # pastes what the shape can send (the coding workload stopped at turn 19-22 there, "cannot be
+    # rendered", counted against every plug-in, the reference included).
+    adapter = get_shape(shape)
+    for workload in builtin_workloads():
+        world = World(workload, 0, shape)
+        for kind in world.attachment_kinds():
+            part = world.attachment(kind, 3)
+            adapter.render_request(Transcript((Message("user", (TextPart("see"), part)),)))
+    # where the shape takes them, the sizes stay unknown to any counter (a URL, a file id)
+    assert World(builtin_workloads()[0], 0, "openai-chat").attachment("image", 3).source == "url"
+
+
+def test_a_coding_soak_in_gemini_pastes_what_gemini_takes() -> None:
+    coding = next(w for w in builtin_workloads() if w.id == "coding")
+    plugin = load_plugin("reference")
+    report = run_soak(plugin, coding, turns=30, seed=0, shape="gemini")
+    assert report.failure is None, report.failure
+    assert report.survived == 30
 
 
 def test_a_workload_whose_attachments_never_fit_is_a_named_error(tmp_path: Path) -> None:
