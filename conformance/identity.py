@@ -1093,6 +1093,10 @@ def contradicted_entry(
             ]
             if by_id:  # a tool's name alone speaks of its sentence only
                 current = by_id
+            for entry in named:
+                wrong = _misstated_id(sentence, entry)
+                if wrong is not None:
+                    return entry, wrong
             carried = current if _is_field(sentence, words) else []
             for entry in named or carried if stated else ():
                 if entry.get("status") and str(entry["status"]) not in stated:
@@ -1123,6 +1127,42 @@ def _is_field(sentence: str, words: Sequence[str]) -> bool:
     return _FIELD.match(sentence) is not None or (
         bool(words) and set(words) <= _STATUSES | _LEDGER_LABELS
     )
+
+
+_ID_FIELDS: Final = (
+    (
+        "idempotency_key",
+        re.compile(r"\b(?:idempotency[ _-]?key|key)\b\s*[:=]?\s*([\w\-.:/]+)", re.IGNORECASE),
+    ),
+    (
+        "resource_id",
+        re.compile(r"\b(?:resource(?:[ _-]?id)?)\b\s*[:=]?\s*([\w\-.:/]+)", re.IGNORECASE),
+    ),
+)
+"""Where a note labels an entry's ids: ``idempotency key notify-7781``, ``resource_id=msg_991``."""
+_MISSTATED: Final = 0.6
+"""How alike a labelled value must be to the entry's id to be that id misstated (``QX7T29`` for
+``QX7T2L``, ``bk-77-v2`` for ``bk-77``), not another thing's."""
+
+
+def _misstated_id(sentence: str, entry: Mapping[str, Any]) -> str | None:
+    """The entry's idempotency key or resource id, labelled as such in a sentence that names
+    the entry, given as a value close to it but not it (a changed character, a suffix): told so,
+    the model retries with the wrong key or acts on the wrong resource. Returns ``"idempotency
+    key <value>"`` or ``"resource id <value>"``; None when each labelled id is the entry's or
+    something else altogether."""
+    for field_name, label in _ID_FIELDS:
+        wanted = str(entry.get(field_name) or "")
+        if not wanted:
+            continue
+        for match in label.finditer(sentence):
+            given = match.group(1).rstrip(".,;:")
+            if given == wanted or len(given) < 3:
+                continue
+            alike = difflib.SequenceMatcher(None, given.lower(), wanted.lower()).ratio()
+            if alike >= _MISSTATED:
+                return f"{field_name.replace('_', ' ')} {given}"
+    return None
 
 
 def _failure_or_rerun(

@@ -257,9 +257,14 @@ def _contradiction(message: Message, ledger: Sequence[Mapping[str, Any]]) -> str
     if found is None:
         return ""
     entry, stated = found
+    field = next(
+        (f for f in ("idempotency_key", "resource_id") if stated.startswith(f.replace("_", " "))),
+        None,
+    )
+    says = entry.get(field) if field else entry.get("status")
     return (
         f" (states {entry.get('tool')} {entry.get('call_id')} {stated}; the execution ledger "
-        f"says {entry.get('status')})"
+        f"says {says})"
     )
 
 

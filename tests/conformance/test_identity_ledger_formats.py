@@ -306,6 +306,36 @@ BOOKED = (
 
 
 @pytest.mark.parametrize(
+    ("text", "stated"),
+    [
+        (
+            "book_flight call_y2 succeeded, idempotency key book-vy6250-0512-v2.",
+            "idempotency key book-vy6250-0512-v2",
+        ),
+        ("book_flight (call_y2) succeeded: resource QX7T29.", "resource id QX7T29"),
+        ("Side effect: book_flight, call_y2, resource_id=QX7T2M", "resource id QX7T2M"),
+    ],
+)
+def test_an_entry_s_id_misstated_in_a_note_contradicts_it(text: str, stated: str) -> None:
+    # A changed character or a suffix: the model retries with the wrong key, or acts on the
+    # wrong resource.
+    assert contradicted_entry(text, BOOKED) == (BOOKED[0], stated)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "book_flight call_y2 succeeded, idempotency key book-vy6250-0512, resource QX7T2L.",
+        "Side effect: book_flight, call_y2, key=book-vy6250-0512, resource=QX7T2L",
+        "book_flight call_y2 succeeded. The API key sk-abc was rotated.",  # another sentence
+        "book_flight call_y2 succeeded; the hotel resource HTL-22 waits for a reply.",
+    ],
+)
+def test_an_entry_s_ids_as_they_are_or_another_thing_s_are_no_contradiction(text: str) -> None:
+    assert contradicted_entry(text, BOOKED) is None
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "book_flight has to be run again, no questions asked.",
