@@ -2633,13 +2633,41 @@ def _stands_for(
     an assembler shows what it left out, read as a summary by contract. One that states a ledger
     entry with another status than the ledger's (:func:`_contradicts_ledger`) stands for
     nothing: it is a claim the session never had."""
-    if _contradicts_ledger(message, ledger):
+    if _contradicts_ledger(message, ledger) or _resends_another_role(message, session, span):
         return False
     rest = _without_pinned_quotes(message, session, span)
     if rest is None:
         return False
     names, _ = _span_words(session, span)
     return _names_the_span(rest, session, span) or _is_gap_marker(rest.text, names=frozenset(names))
+
+
+def _resends_another_role(message: Message, session: Transcript, span: Sequence[int]) -> bool:
+    """Whether the new text is nothing but whole texts of the span's messages (and markers),
+    one of them another speaker's (a tool's result in front of the user's own turn, the
+    assistant's words as the user's): a merge that moves words under another role, not a
+    summary of them. A summary has words of its own beside what it quotes."""
+    body = message.text
+    if not body.strip():
+        return False
+    speaker = _speaker(message.role)
+    pieces: list[tuple[str, bool]] = []
+    for i in span:
+        source = session.messages[i]
+        if source.role == "tool":
+            pieces.extend((r.text.strip(), True) for r in source.tool_results)
+        elif not source.has_tool_parts:
+            other = source.role != speaker and not (
+                source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES
+            )
+            pieces.append((source.text.strip(), other))
+    foreign = False
+    for text, other in sorted(pieces, key=lambda p: -len(p[0])):
+        if len(text.split()) >= _QUOTE_WORDS and text in body:
+            body = body.replace(text, " ", 1)
+            foreign = foreign or other
+    rest = body.strip()
+    return foreign and (not rest or is_cut_mark(rest) or _is_gap_marker(rest))
 
 
 def _without_pinned_quotes(
