@@ -770,6 +770,10 @@ def test_settings_kept_takes_a_tool_choice_that_obliges_the_same_call() -> None:
     assert edits('{"type":"any"}', anthropic, shape="anthropic-messages") == []
     gemini = '{"functionCallingConfig":{"allowedFunctionNames":["fetch","wipe"],"mode":"ANY"}}'
     assert edits('{"functionCallingConfig":{"mode":"ANY"}}', gemini, shape="gemini") == []
+    # the rest of Gemini's toolConfig is the session's: a member beside the choice changed is a
+    # change
+    where = ',"retrievalConfig":{"languageCode":"%s"}}'
+    assert edits(gemini[:-1] + where % "en", gemini[:-1] + where % "de", shape="gemini") != []
     # narrowed while the other tool is still offered, the parallel switch turned on, another
     # mode: changes
     assert edits('"required"', named % "wipe") != []
