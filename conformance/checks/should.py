@@ -35,7 +35,7 @@ from conformance.checks.registry import Failure, check
 from conformance.scenarios import Scenario
 from reference_impl.rings import Ring, segment
 from reference_impl.rings import validate as pairing_violations
-from reference_impl.shapes import camel_case, get_shape
+from reference_impl.shapes import GenerationOptions, camel_case, get_shape
 from reference_impl.transcript import ReasoningPart, SummaryPart, Transcript, canonical_json
 
 
@@ -320,12 +320,13 @@ def reasoning_kept_with_ring(_scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="settings_kept", level="should")
 def settings_kept(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """The session's request settings are sent as they were: none left out or changed (tool
-    choice, guardrails and safety settings, sampling, a structured-output schema, the model),
-    but the output cap and a thinking budget, which may be lowered, the shape's transport
-    settings (streaming), and a tool setting left out with the tools it names or with all of
-    them. Settings added are not judged here (``nothing_invented`` judges a schema and
-    server-side context added)."""
+    """The session's request settings are sent as they were: none left out, changed or added
+    (tool choice, guardrails and safety settings, sampling, a structured-output schema, the
+    model), but the output cap and a thinking budget, which may be lowered, the shape's
+    transport settings (streaming) and bookkeeping keys (caching, storage, tracing), a tool
+    choice at its default, and a tool setting left out with the tools it names or with all of
+    them (``nothing_invented`` also judges, at must, a schema, server-side context and an
+    obligation to call a tool added)."""
     for turn in assembled_turns(outcome):
         found = settings_edits(outcome.shape, turn.session, turn.view)
         if found:
@@ -378,7 +379,47 @@ def settings_edits(shape: str, session: Transcript, view: Transcript) -> list[st
             and _same_choice(shape, key, was, now, offered=offered, still=still)
         ):
             found.append(_setting_edit(key, was, now))
+    found.extend(_settings_added(options, given, sent))
     return found
+
+
+def _settings_added(
+    options: GenerationOptions, given: Mapping[str, Any], sent: Mapping[str, Any]
+) -> list[str]:
+    """The settings the view adds that the session's request does not have (a stop sequence, a
+    ``logit_bias``, a sampling setting, Gemini's ``safetySettings``, a reasoning effort, a
+    server-side ``truncation``): each changes what the model does. Not: the output cap, the
+    transport and bookkeeping keys (``stream``, ``prompt_cache_key``, ``metadata``...), a tool
+    choice at its default (``auto``), members of the option container the session leaves unset
+    that are the cap."""
+    caps = {options.max_output, *options.max_output_aliases}
+    free = {*options.transport, *options.bookkeeping, *(caps if options.container is None else ())}
+    found: list[str] = []
+    for key, now in sent.items():
+        if key in free or (key in options.tool_settings and now in _DEFAULT_CHOICES):
+            continue
+        was = given.get(key, _LEFT_OUT)
+        if key == options.container and isinstance(now, Mapping):
+            inner = was if isinstance(was, Mapping) else {}
+            found.extend(
+                f"{key}.{k} added: {_short_json(v)}"
+                for k, v in now.items()
+                if k not in inner and k not in caps
+            )
+        elif was is _LEFT_OUT:
+            found.append(f"{key} added: {_short_json(now)}")
+    return found
+
+
+_DEFAULT_CHOICES: Final[tuple[object, ...]] = (
+    "auto",
+    {"type": "auto"},
+    {"functionCallingConfig": {"mode": "AUTO"}},
+    {"toolChoice": {"auto": {}}},
+    True,  # parallel_tool_calls
+)
+"""Tool settings at the provider's default (what a request without them gets): adding one
+changes nothing."""
 
 
 def _same_choice(

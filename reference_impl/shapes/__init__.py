@@ -25,6 +25,7 @@ from reference_impl.shapes._extras import (
 )
 from reference_impl.shapes.base import (
     ForcedTools,
+    GenerationOptions,
     MergePolicy,
     ResponseMeta,
     ShapeAdapter,
@@ -36,6 +37,7 @@ from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcrip
 __all__ = [
     "SHAPE_NAMES",
     "ForcedTools",
+    "GenerationOptions",
     "RawContent",
     "ResponseMeta",
     "ShapeAdapter",

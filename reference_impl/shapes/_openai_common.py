@@ -49,6 +49,13 @@ __all__ = [
     "unsupported",
 ]
 
+BOOKKEEPING: Final = (
+    *("prompt_cache_key", "prompt_cache_retention", "store", "metadata", "user"),
+    *("safety_identifier", "service_tier"),
+)
+"""The keys both OpenAI shapes take about caching, storage, billing and abuse tracing
+(``GenerationOptions.bookkeeping``)."""
+
 OPENAI_CAPABILITIES: Final = ShapeCapabilities(
     system_roles=frozenset({"system", "developer"}),
     system_in_messages=True,

@@ -611,6 +611,7 @@ ADAPTER: Final = ShapeAdapter(
         output_schemas=(("output_config", "format"), ("output_format",)),  # GA, then the beta
         server_context=(("mcp_servers",),),  # remote servers whose tools the model is given
         transport=("stream",),
+        bookkeeping=("metadata", "service_tier", "cache_control"),
         tool_settings=("tool_choice",),
         forced_tools=forced_tools,
     ),

@@ -137,6 +137,10 @@ class GenerationOptions:
     transport: tuple[str, ...] = ()
     """Top-level keys about how the reply is delivered, not what the model does (``stream``):
     ``settings_kept`` lets an assembler set them as its caller needs."""
+    bookkeeping: tuple[str, ...] = ()
+    """Top-level keys about caching, storage, billing and tracing, not what the model reads or
+    does (``prompt_cache_key``, ``store``, ``metadata``, ``service_tier``): ``settings_kept``
+    lets an assembler add them."""
     either_case: bool = False
     """True when the API takes its keys in snake_case as well as camelCase (Gemini, protobuf
     JSON): ``generation_config`` is ``generationConfig`` (``camel_case``)."""

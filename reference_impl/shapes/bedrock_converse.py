@@ -542,6 +542,7 @@ ADAPTER: Final = ShapeAdapter(
         "stopSequences",
         "inferenceConfig",
         output_schemas=(("outputConfig", "textFormat"),),
+        bookkeeping=("requestMetadata",),
         tool_settings=("toolConfig",),  # its toolChoice (the tools are the transcript's)
         forced_tools=forced_tools,
     ),

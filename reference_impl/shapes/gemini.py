@@ -714,6 +714,7 @@ ADAPTER: Final = ShapeAdapter(
         ),
         server_context=(("cachedContent",), ("cached_content",)),  # stored content it reads
         either_case=True,
+        bookkeeping=("labels",),
         tool_settings=("toolConfig",),
         forced_tools=forced_tools,
     ),

@@ -31,6 +31,7 @@ from typing import Any, Final
 from reference_impl.errors import ShapeError
 from reference_impl.shapes._mapping import require_assistant, text_part
 from reference_impl.shapes._openai_common import (
+    BOOKKEEPING,
     OPENAI_CAPABILITIES,
     build_message,
     build_transcript,
@@ -572,6 +573,7 @@ ADAPTER: Final = ShapeAdapter(
         ("max_completion_tokens",),
         output_schemas=(("response_format",),),
         transport=("stream", "stream_options"),
+        bookkeeping=BOOKKEEPING,
         tool_settings=("tool_choice", "parallel_tool_calls"),
         forced_tools=forced_tools,
     ),

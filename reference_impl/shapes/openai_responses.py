@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from reference_impl.shapes._mapping import require_assistant, share_reasoning_tokens, text_part
 from reference_impl.shapes._openai_common import (
+    BOOKKEEPING,
     OPENAI_CAPABILITIES,
     build_message,
     build_transcript,
@@ -655,6 +656,7 @@ ADAPTER: Final = ShapeAdapter(
         output_schemas=(("text", "format"),),
         server_context=(("previous_response_id",), ("conversation",), ("prompt",)),
         transport=("stream", "stream_options", "background"),
+        bookkeeping=(*BOOKKEEPING, "include"),  # e.g. reasoning.encrypted_content
         tool_settings=("tool_choice", "parallel_tool_calls", "max_tool_calls"),
         forced_tools=forced_tools,
     ),

@@ -715,11 +715,14 @@ def test_settings_kept_names_a_setting_left_out_or_changed_and_allows_what_it_sa
         (*given, ("stream", "true"), ("stream_options", '{"include_usage":true}')),
         (*given, ("openai-chat.extras", "{}")),
         (*given[:2], ("temperature", "0.20"), given[3]),
-        # added settings are judged elsewhere (nothing_invented), not here
-        (*given, ("seed", "7")),
+        # bookkeeping keys added: caching, storage, tracing
+        (*given, ("prompt_cache_key", '"agent-7"'), ("store", "false"), ("metadata", "{}")),
     ]
     for params in fair:
         assert edits(*params) == [], params
+    # a setting added that changes what the model does
+    assert edits(*given, ("seed", "7")) == ["seed added: 7"]
+    assert edits(*given, ("logit_bias", '{"1750":-100}')) == ['logit_bias added: {"1750":-100}']
     assert edits(*given[:2], given[3]) == ["temperature left out (was 0.2)"]
     assert edits(*given[:3], ("tool_choice", '"auto"')) == [
         'tool_choice changed: "required" -> "auto"'
@@ -780,6 +783,32 @@ def test_settings_kept_takes_a_tool_choice_that_obliges_the_same_call() -> None:
     on = '{"disable_parallel_tool_use":true,"type":"any"}'
     assert edits('{"type":"any"}', on, shape="anthropic-messages") != []
     assert edits('"required"', '"auto"') != []
+
+
+def test_settings_kept_names_a_setting_added_but_a_default_choice_or_the_cap() -> None:
+    from conformance.checks.should import settings_edits
+
+    def added(shape: str, was: dict[str, str], now: dict[str, str]) -> list[str]:
+        session = replace(SESSION, tools=(ToolSpec("fetch"),), params=tuple(sorted(was.items())))
+        return settings_edits(shape, session, replace(session, params=tuple(sorted(now.items()))))
+
+    # a tool choice at its default, the output cap, an Anthropic cache switch: nothing new
+    assert added("openai-chat", {}, {"tool_choice": '"auto"', "parallel_tool_calls": "true"}) == []
+    assert (
+        added("anthropic-messages", {}, {"max_tokens": "512", "tool_choice": '{"type":"auto"}'})
+        == []
+    )
+    gemini_cap = {"generationConfig": '{"maxOutputTokens":100}'}
+    assert added("gemini", {}, gemini_cap) == []
+    # what changes the model's answers: a stop sequence in the container, safety settings
+    # turned off, a server-side truncation, a reasoning effort
+    stop = {"generationConfig": '{"maxOutputTokens":100,"stopSequences":[" not "]}'}
+    assert added("gemini", gemini_cap, stop) == ['generationConfig.stopSequences added: [" not "]']
+    off = '[{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","threshold":"BLOCK_NONE"}]'
+    assert added("gemini", {}, {"safetySettings": off})[0].startswith("safetySettings added")
+    assert added("openai-responses", {}, {"truncation": '"auto"'}) == ['truncation added: "auto"']
+    effort = {"reasoning": '{"effort":"minimal"}'}
+    assert added("openai-responses", {}, effort) == ['reasoning added: {"effort":"minimal"}']
 
 
 def test_settings_kept_fails_with_the_settings_named() -> None:
