@@ -16,7 +16,7 @@ from typing import Any, Final
 from reference_impl.errors import ParseError, TranscriptError, UnsupportedPartError
 from reference_impl.shapes._mapping import text_of
 from reference_impl.shapes._wire import Wire
-from reference_impl.shapes.base import ShapeCapabilities
+from reference_impl.shapes.base import ForcedTools, ShapeCapabilities
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -48,6 +48,32 @@ __all__ = [
     "tool_results",
     "unsupported",
 ]
+
+
+def openai_forced_tools(
+    settings: Mapping[str, Any],
+    *,
+    allowed: Callable[[Mapping[str, Any]], object],
+    name_of: Callable[[object], str],
+) -> ForcedTools | None:
+    """What an OpenAI ``tool_choice`` obliges the model to call (both shapes'
+    ``GenerationOptions.forced_tools``): ``"required"`` any tool; an object names one
+    (``name_of``), but ``allowed_tools``, which obliges a call of one of its list only in mode
+    ``required`` (``allowed``: where the shape keeps that mode and list); None for ``auto``,
+    ``none`` or no choice."""
+    choice = settings.get("tool_choice")
+    if choice == "required":
+        return "any"
+    if not isinstance(choice, Mapping) or choice.get("type") in (None, "auto", "none"):
+        return None
+    if choice.get("type") != "allowed_tools":
+        return frozenset({name_of(choice)})
+    holder = allowed(choice)
+    if not isinstance(holder, Mapping) or holder.get("mode") != "required":
+        return None
+    listed = holder.get("tools")
+    return frozenset(map(name_of, listed if isinstance(listed, list) else [holder]))
+
 
 BOOKKEEPING: Final = (
     *("prompt_cache_key", "prompt_cache_retention", "store", "metadata", "user"),

@@ -39,6 +39,7 @@ from reference_impl.shapes._openai_common import (
     file_from_data,
     image_detail,
     image_from_url,
+    openai_forced_tools,
     parse_head,
     parse_params,
     render_params,
@@ -530,21 +531,11 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
 
 
 def forced_tools(settings: Mapping[str, Any]) -> ForcedTools | None:
-    """What ``tool_choice`` obliges the model to call: ``"required"`` any tool, a named function
-    or custom tool that one, ``allowed_tools`` in mode ``required`` one of its list; None for
-    ``auto``, ``none``, ``allowed_tools`` in mode ``auto`` or no choice."""
-    choice = settings.get("tool_choice")
-    if choice == "required":
-        return "any"
-    if not isinstance(choice, Mapping) or choice.get("type") in (None, "auto", "none"):
-        return None
-    if choice.get("type") != "allowed_tools":
-        return frozenset({_chosen_tool(choice)})
-    allowed = choice.get("allowed_tools")
-    if not isinstance(allowed, Mapping) or allowed.get("mode") != "required":
-        return None
-    listed = allowed.get("tools")
-    return frozenset(map(_chosen_tool, listed if isinstance(listed, list) else [allowed]))
+    """What ``tool_choice`` obliges the model to call (:func:`openai_forced_tools`): Chat keeps
+    ``allowed_tools``' mode and list in a member of that name."""
+    return openai_forced_tools(
+        settings, allowed=lambda choice: choice.get("allowed_tools"), name_of=_chosen_tool
+    )
 
 
 def _chosen_tool(entry: object) -> str:

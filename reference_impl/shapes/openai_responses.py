@@ -44,6 +44,7 @@ from reference_impl.shapes._openai_common import (
     file_from_data,
     image_detail,
     image_from_url,
+    openai_forced_tools,
     parse_head,
     parse_params,
     render_params,
@@ -614,26 +615,15 @@ def render_response(message: Message, meta: ResponseMeta) -> dict[str, Any]:
 
 
 def forced_tools(settings: Mapping[str, Any]) -> ForcedTools | None:
-    """What ``tool_choice`` obliges the model to call: ``"required"`` any tool; an object names
-    one (a function or custom tool by its name, an MCP server's tool by its name or the server's
-    label, a built-in tool by its type: ``file_search``, ``image_generation``...), but
-    ``allowed_tools``, which obliges a call of one of its list only in mode ``required``; None
-    for ``auto``, ``none`` or no choice."""
-    choice = settings.get("tool_choice")
-    if choice == "required":
-        return "any"
-    if not isinstance(choice, Mapping) or choice.get("type") in (None, "auto", "none"):
-        return None
-    if choice.get("type") != "allowed_tools":
-        return frozenset({_chosen_tool(choice)})
-    if choice.get("mode") != "required":
-        return None
-    listed = choice.get("tools")
-    return frozenset(map(_chosen_tool, listed if isinstance(listed, list) else [choice]))
+    """What ``tool_choice`` obliges the model to call (:func:`openai_forced_tools`): Responses
+    keeps ``allowed_tools``' mode and list on the choice itself, and names a function or custom
+    tool by its name, an MCP server's tool by its name or the server's label, a built-in tool by
+    its type (``file_search``, ``image_generation``...)."""
+    return openai_forced_tools(settings, allowed=lambda choice: choice, name_of=_chosen_tool)
 
 
 def _chosen_tool(entry: object) -> str:
-    """The tool a Responses tool-choice entry names (``_forced_tools``)."""
+    """The tool a Responses tool-choice entry names (:func:`forced_tools`)."""
     if isinstance(entry, Mapping):
         for key in ("name", "server_label", "type"):
             if isinstance(entry.get(key), str):
