@@ -297,7 +297,7 @@ def is_placeholder(
     if declared is not None and text == declared.strip():
         return True
     return (
-        (_ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None or _PLAIN.fullmatch(text) is not None)
+        (_ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None or _plain_note(text))
         and len(text) <= _PLACEHOLDER_MAX
         and bool(_PLACEHOLDER_WORDS.search(text))
         and _is_gap_marker(
@@ -312,6 +312,19 @@ def is_placeholder(
 _PLAIN: Final = re.compile(r"[^\[\](){}<>]+")
 """A text with no brackets: a plain sentence of a marker's words ("Output omitted to save
 context."), as a degraded attachment's placeholder may be."""
+
+
+def _plain_note(text: str) -> bool:
+    """A cleared result's placeholder as a plain sentence: no brackets, one sentence, no
+    negation ("Result omitted. Not available." reads as the outcome of an availability check;
+    "Result not removed." denies the clearing)."""
+    return (
+        _PLAIN.fullmatch(text) is not None
+        and re.search(r"[.!?;]\s+\S", text) is None
+        and not {w.lower() for w in _TEXT_WORD.findall(text)} & _NEGATION_WORDS
+    )
+
+
 _OUTCOME_PIECES: Final = frozenset(
     (
         *("declined", "failed", "failure", "fail", "error", "errors", "errored", "timeout"),
@@ -327,9 +340,10 @@ are its name ("[fetch_errors result cleared]")."""
 
 
 def _pieces(text: str) -> set[str]:
-    """The lowercased letter runs of ``text`` (an identifier's pieces: ``E_TIMEOUT`` -> e,
-    timeout)."""
-    return {p.lower() for p in re.findall(r"[A-Za-z]+", text)}
+    """The lowercased pieces of ``text`` made of letters alone, between marks and underscores
+    (``E_TIMEOUT`` -> e, timeout; ``declined_402`` -> declined): a piece mixing letters and
+    digits is an id's (``call_9ok2``, ``toolu_01Ab9Done7``), whatever letters it holds."""
+    return {p.lower() for p in re.split(r"[^A-Za-z0-9]+", text) if p.isalpha()}
 
 
 def _name_words(name: str | None) -> frozenset[str]:
@@ -1009,13 +1023,15 @@ _RERUN_WORDS: Final = _REPEATS | {"retried", "retry", "retries", "resent", "re-s
 """Words that make a "not" statement speak of running a side effect again ("it was not retried",
 "do not run it again"), which agrees with a ledger that says it ran."""
 _FAILURE: Final = re.compile(
-    r"\b(?:errored|erred|crashed|aborted|unsuccessful|declined|rejected)\b"
+    r"\b(?:errored|erred|crashed|aborted|unsuccessful)\b"
+    r"|\b(?:was|were|got|been|is|are)\s+(?:\w+\s+)?(?:declined|rejected)\b"
     r"|\bdid\s+fail\b|\b(?:returned|threw|raised|hit|got)\s+(?:an?\s+)?(?:error|exception)\b"
     r"|\bwent\s+wrong\b"
 )
 """What states a failure as ``failed`` does ("the book_flight attempt errored out", "was
-unsuccessful", "returned an error", "did fail"), said of a named entry in a clause with no
-negation and no retry. Not what may have undone it since ("refunded", "rolled back", "voided"
+unsuccessful", "returned an error", "did fail", "was declined": passive, so that someone
+declining or rejecting what it produced, "which the on-call rejected as noise", is no failure of
+the call), said of a named entry in a clause with no negation and no retry. Not what may have undone it since ("refunded", "rolled back", "voided"
 by the airline): the ledger says the call ran, which a later event does not contradict."""
 _CLAUSE_END: Final = re.compile(r"[,;:]\s+|\s[-\u2013\u2014]+\s|\s+(?:and|but|so|then)\s+")
 """Where a sentence's clauses end: what one clause says of an entry is not said by the next
@@ -1080,6 +1096,7 @@ def contradicted_entry(
     something else ("The checked bag is still pending.")."""
     current: list[Mapping[str, Any]] = []
     tools = Counter(str(e.get("tool")) for e in ledger if e.get("tool"))
+    known = _ledger_ids(ledger)
     for line in text.splitlines():
         if line.strip().startswith(_ITEM_OPENS):
             current = []
@@ -1093,8 +1110,8 @@ def contradicted_entry(
             ]
             if by_id:  # a tool's name alone speaks of its sentence only
                 current = by_id
-            for entry in named:
-                wrong = _misstated_id(sentence, entry)
+            for entry in named or (current if _ID_FIELD_LINE.match(sentence) else ()):
+                wrong = _misstated_id(sentence, entry, known)
                 if wrong is not None:
                     return entry, wrong
             carried = current if _is_field(sentence, words) else []
@@ -1132,32 +1149,50 @@ def _is_field(sentence: str, words: Sequence[str]) -> bool:
 _ID_FIELDS: Final = (
     (
         "idempotency_key",
-        re.compile(r"\b(?:idempotency[ _-]?key|key)\b\s*[:=]?\s*([\w\-.:/]+)", re.IGNORECASE),
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:idempotency[ _-]?key|key)[\"']?\s*[:=]?\s*[\"']?([\w\-.:/]+)",
+            re.IGNORECASE,
+        ),
     ),
     (
         "resource_id",
-        re.compile(r"\b(?:resource(?:[ _-]?id)?)\b\s*[:=]?\s*([\w\-.:/]+)", re.IGNORECASE),
+        re.compile(
+            r"(?<![A-Za-z0-9])resource(?:[ _-]?id)?[\"']?\s*[:=]?\s*[\"']?([\w\-.:/]+)",
+            re.IGNORECASE,
+        ),
     ),
 )
-"""Where a note labels an entry's ids: ``idempotency key notify-7781``, ``resource_id=msg_991``."""
+"""Where a note labels an entry's ids, in prose or as a field: ``idempotency key notify-7781``,
+``resource_id=msg_991``, ``"resource_id": "msg_991"``, ``idempotency_key: notify-7781``."""
+_ID_FIELD_LINE: Final = re.compile(
+    r"""^[\s\-*{,"']*(?:idempotency[ _-]?key|resource[ _-]?id)["']?\s*[:=]""", re.IGNORECASE
+)
+"""A line of a structured note that is an id field of the entry named before it."""
 _MISSTATED: Final = 0.6
 """How alike a labelled value must be to the entry's id to be that id misstated (``QX7T29`` for
 ``QX7T2L``, ``bk-77-v2`` for ``bk-77``), not another thing's."""
 
 
-def _misstated_id(sentence: str, entry: Mapping[str, Any]) -> str | None:
+def _ledger_ids(ledger: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every id the ledger holds (call ids, idempotency keys, resource ids)."""
+    fields = ("call_id", "idempotency_key", "resource_id")
+    return {str(e[k]) for e in ledger for k in fields if e.get(k)}
+
+
+def _misstated_id(sentence: str, entry: Mapping[str, Any], known: set[str]) -> str | None:
     """The entry's idempotency key or resource id, labelled as such in a sentence that names
-    the entry, given as a value close to it but not it (a changed character, a suffix): told so,
-    the model retries with the wrong key or acts on the wrong resource. Returns ``"idempotency
-    key <value>"`` or ``"resource id <value>"``; None when each labelled id is the entry's or
-    something else altogether."""
+    the entry (or on a field line of its structured note), given as a value close to it but not
+    it and no id the ledger holds (a changed character, a suffix; another entry's key is that
+    entry's): told so, the model retries with the wrong key or acts on the wrong resource.
+    Returns ``"idempotency key <value>"`` or ``"resource id <value>"``; None when each labelled
+    id is the entry's, another entry's, or something else altogether."""
     for field_name, label in _ID_FIELDS:
         wanted = str(entry.get(field_name) or "")
         if not wanted:
             continue
         for match in label.finditer(sentence):
-            given = match.group(1).rstrip(".,;:")
-            if given == wanted or len(given) < 3:
+            given = match.group(1).rstrip(".,;:\"'")
+            if given == wanted or given in known or len(given) < 3:
                 continue
             alike = difflib.SequenceMatcher(None, given.lower(), wanted.lower()).ratio()
             if alike >= _MISSTATED:
@@ -1658,7 +1693,7 @@ def _negation_removed(old: str, new: str) -> bool:
     sentence that held one (:func:`_head_cut_negation`): the text then says the opposite. A cut
     at the end, at the start on a sentence's boundary, or inside where a trimmer's mark stands
     in its place, is a shortening, not this (a mark elsewhere in the text does not make it
-    one)."""
+    one, nor a mark standing for the negation alone: "Do [REDACTED] roll out")."""
     if _head_cut_negation(old, new):
         return True
     olds, news = _cut_tokens(old), _cut_tokens(new)
@@ -1667,7 +1702,7 @@ def _negation_removed(old: str, new: str) -> bool:
         tag in ("delete", "replace")
         and i1 > 0
         and i2 < len(olds)
-        and _CUT not in news[j1:j2]
+        and (_CUT not in news[j1:j2] or all(w in _NEGATION_WORDS for w in olds[i1:i2]))
         and sum(w in _NEGATION_WORDS for w in olds[i1:i2])
         > sum(w in _NEGATION_WORDS for w in news[j1:j2])
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
@@ -1685,8 +1720,8 @@ def _head_cut_negation(old: str, new: str) -> bool:
     head = old.rstrip()[: -len(kept)]
     if not head.strip() or _SENTENCE_BOUNDARY.search(head) is not None:
         return False
-    sentence = re.split(r"[.!?;:\n]", head)[-1].lower().replace("\u2019", "'")
-    return any(w in _NEGATION_WORDS for w in _TEXT_WORD.findall(sentence))
+    clause = _HEAD_CLAUSE_END.split(head)[-1].lower().replace("\u2019", "'")
+    return any(w in _NEGATION_WORDS for w in _TEXT_WORD.findall(clause))
 
 
 _LEADING_MARK: Final = re.compile(
@@ -1695,6 +1730,9 @@ _LEADING_MARK: Final = re.compile(
 """A trimmer's mark where a text's head was cut."""
 _SENTENCE_BOUNDARY: Final = re.compile(r"[.!?;:\n]\s*$")
 """A cut right after a sentence's (or a line's) end."""
+_HEAD_CLAUSE_END: Final = re.compile(r"[.!?;:\n]|,\s*(?:but|and|so|yet|or|though|although)\b")
+"""Where the clause the kept text continues starts: a sentence's end, or a comma and a
+coordinating word ("No rush on this, but roll out v2": the negation was another clause's)."""
 
 
 _TEXT_WORD: Final = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
@@ -2589,11 +2627,14 @@ def _is_identifier(word: str) -> bool:
     letters or more (``customer_records_purged_today_2``); without one, two pieces at least
     (``_user`` and ``wipe_`` are words) of which one at most has four letters or more
     (``user_agreed``, ``goal_changed`` are claims; a tool name of the dropped span is one of
-    ``names``)."""
+    ``names``). A short run of letters between digits is an id's (``call_9ok2``): only the pieces
+    between underscores made of letters alone, and runs of five letters or more, are read as
+    words."""
     if _IDENTIFIER.search(word) is None:
         return False
     pieces = [p.lower() for p in re.split(r"[0-9_]+", word) if p]
-    if any(len(p) >= 2 and p in _CLAIM_PIECES for p in pieces):
+    words = [*_pieces(word), *(p for p in pieces if len(p) >= 5)]
+    if any(len(p) >= 2 and p in _CLAIM_PIECES for p in words):
         return False
     long = sum(len(p) >= 4 for p in pieces)
     if any(c.isdigit() for c in word):  # a number, a size, an id with digits

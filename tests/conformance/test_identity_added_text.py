@@ -406,6 +406,8 @@ def _negated(index: int, text: str) -> tuple[list[str], dict[str, tuple[str, str
         # a mark elsewhere in the text does not make the inversion a cut
         (2, "I did find errors in the canary logs (per the runbook)."),
         (3, "Good. Do restart the pod (...) until I say so. Then report."),
+        # a mark standing for the negation alone
+        (3, "Good. Do [REDACTED] restart the pod until I say so. Then report."),
         # the head of the sentence that held the negation cut off, marked or not
         (3, "restart the pod until I say so. Then report."),
         (3, "... restart the pod until I say so. Then report."),
@@ -467,7 +469,43 @@ def test_a_negation_is_judged_inside_the_text_only() -> None:
     assert not _negation_removed("Restart the pod. Do not wait.", "Restart the pod.")
     # a word in its place is no cut: the turn says the opposite
     assert _negation_removed("I did not find errors today.", "I did surely find errors today.")
-    # an ellipsis in its place is a trimmer's cut
+    # a mark in place of more than the negation is a trimmer's cut; in place of the negation
+    # alone it is no cut (no trimmer cuts one word), whichever mark it is
     assert not _negation_removed(
-        "Do not restart the pod. Then report.", "Do \u2026 restart the pod. Then report."
+        "Do not restart the pod. Then report.", "Do \u2026 the pod. Then report."
     )
+    for mark in ("\u2026", "[...]", "[REDACTED]"):
+        assert _negation_removed(
+            "Do not restart the pod. Then report.", f"Do {mark} restart the pod. Then report."
+        ), mark
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind"),
+    [
+        # the negation was another clause's, ended by a comma and a coordinating word
+        (
+            "No rush on this, but roll out checkout v2 to the canary pool.",
+            "[...] roll out checkout v2 to the canary pool.",
+            "text_changed",
+        ),
+        (
+            "I'm not sure it's ready, but roll out checkout v2.",
+            "... roll out checkout v2.",
+            "text_changed",
+        ),
+        # the kept text continues the clause that held it
+        ("Never, under any circumstances, delete db-main.", "delete db-main.", "negation_removed"),
+    ],
+)
+def test_a_head_cut_reads_the_clause_the_kept_text_continues(old: str, new: str, kind: str) -> None:
+    session = transcript(
+        {"role": "system", "text": "You are deploy-bot."},
+        {"role": "user", "text": old},
+        {"role": "assistant", "text": "Understood."},
+        {"role": "user", "text": "Go on."},
+    )
+    view = session.with_messages(
+        [session.messages[0], Message("user", (TextPart(new),)), *session.messages[2:]]
+    )
+    assert [e.kind for e in map_view(session, view).edits] == [kind]

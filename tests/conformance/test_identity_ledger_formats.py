@@ -314,6 +314,15 @@ BOOKED = (
         ),
         ("book_flight (call_y2) succeeded: resource QX7T29.", "resource id QX7T29"),
         ("Side effect: book_flight, call_y2, resource_id=QX7T2M", "resource id QX7T2M"),
+        # as a field of a structured note, quoted or on a line of its own
+        (
+            '{"tool": "book_flight", "call_id": "call_y2", "resource_id": "QX7T29"}',
+            "resource id QX7T29",
+        ),
+        (
+            "- tool: book_flight\n  call_id: call_y2\n  idempotency_key: book-vy6250-0521",
+            "idempotency key book-vy6250-0521",
+        ),
     ],
 )
 def test_an_entry_s_id_misstated_in_a_note_contradicts_it(text: str, stated: str) -> None:
@@ -329,10 +338,40 @@ def test_an_entry_s_id_misstated_in_a_note_contradicts_it(text: str, stated: str
         "Side effect: book_flight, call_y2, key=book-vy6250-0512, resource=QX7T2L",
         "book_flight call_y2 succeeded. The API key sk-abc was rotated.",  # another sentence
         "book_flight call_y2 succeeded; the hotel resource HTL-22 waits for a reply.",
+        # someone else declining or rejecting what it produced is no failure of the call
+        "book_flight (call_y2) got seat 12A, which the user declined to keep.",
+        "book_flight call_y2 booked QX7T2L, which the airline app rejected as a duplicate view.",
     ],
 )
 def test_an_entry_s_ids_as_they_are_or_another_thing_s_are_no_contradiction(text: str) -> None:
     assert contradicted_entry(text, BOOKED) is None
+
+
+def test_the_keys_of_two_entries_of_one_tool_are_each_entry_s() -> None:
+    # alike keys of two calls of one tool: each is the other entry's, not a misstated one
+    two = (
+        {
+            "tool": "refund_order",
+            "call_id": "c1",
+            "idempotency_key": "rf-1001",
+            "status": "succeeded",
+        },
+        {
+            "tool": "refund_order",
+            "call_id": "c2",
+            "idempotency_key": "rf-1002",
+            "status": "succeeded",
+        },
+    )
+    for text in (
+        "Both refund_order calls ran (c1 with key rf-1001 and c2 with key rf-1002).",
+        "refund_order c2 (key rf-1002) succeeded after refund_order c1 (key rf-1001).",
+    ):
+        assert contradicted_entry(text, two) is None, text
+    assert contradicted_entry("refund_order c2 (key rf-1003) succeeded.", two) == (
+        two[1],
+        "idempotency key rf-1003",
+    )
 
 
 @pytest.mark.parametrize(
