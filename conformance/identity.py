@@ -1023,7 +1023,7 @@ _RERUN_WORDS: Final = _REPEATS | {"retried", "retry", "retries", "resent", "re-s
 """Words that make a "not" statement speak of running a side effect again ("it was not retried",
 "do not run it again"), which agrees with a ledger that says it ran."""
 _FAILURE: Final = re.compile(
-    r"\b(?:errored|erred|crashed|aborted|unsuccessful)\b"
+    r"\b(?:errored|erred|crashed|aborted|unsuccessful|fails)\b"
     r"|\b(?:was|were|got|been|is|are)\s+(?:\w+\s+)?(?:declined|rejected)\b"
     r"|\bdid\s+fail\b|\b(?:returned|threw|raised|hit|got)\s+(?:an?\s+)?(?:error|exception)\b"
     r"|\bwent\s+wrong\b"
@@ -1051,7 +1051,7 @@ _AGAIN: Final = re.compile(
     r"\b(?:has|have|needs?|must|should|ought|is|are)\b[^.;]{0,30}\b(?:run|call(?:ed)?|"
     r"execut\w*|sen[dt]|post(?:ed)?|book(?:ed)?|made|make|place[d]?|do(?:ne)?|retr\w*|redo(?:ne)?|"
     r"repeat\w*)\b[^.;]{0,40}\b(?:again|once more)\b"
-    r"|^\s*(?:please\s+)?(?:run|call|execute|send|post|book|make|place|do)\b[^.;]{0,60}"
+    r"|^\s*(?:(?:so|and|then|now)\s+)?(?:please\s+)?(?:run|call|execute|send|post|book|make|place|do)\b[^.;]{0,60}"
     r"\b(?:again|once more)\b"
 )
 """An order to run something again: an obligation ("has to be run again", "must call it once
@@ -1121,6 +1121,9 @@ def contradicted_entry(
             found = _failure_or_rerun(sentence, named) if named and not stated else None
             if found is not None:
                 return found
+            again = _rerun_of_previous(sentence, current) if not named else None
+            if again is not None:
+                return again, "to be run again"
             if (
                 by_id
                 and not stated
@@ -1213,12 +1216,42 @@ def _failure_or_rerun(
             continue
         words = set(re.findall(r"[a-z_'-]+", lowered))
         for entry in named:
-            if entry.get("status") not in _RAN or not _names_in_clause(clause, entry):
+            if entry.get("status") not in _RAN:
                 continue
-            if _FAILURE.search(lowered) and not retried:
+            if not _names_in_clause(clause, entry):
+                # "book_flight (call_y2) was rolled back, so book it once more": an order to
+                # redo "it" speaks of the entry its sentence names
+                if _PRONOUN.search(lowered) and _orders_rerun(lowered, entry, words):
+                    return entry, "to be run again"
+                continue
+            if _FAILURE.search(lowered) and not retried and not words & _CONDITIONS:
                 return entry, "failed"
             if _orders_rerun(lowered, entry, words):
                 return entry, "to be run again"
+    return None
+
+
+_PRONOUN: Final = re.compile(r"\b(?:it|this|that|them)\b")
+"""What an order to redo something refers back with."""
+_CONDITIONS: Final = frozenset(
+    ("if", "when", "whenever", "unless", "would", "could", "might", "may")
+)
+"""Words that make a failure a condition or a possibility, not what happened ("book_flight would
+crash if the card expired")."""
+
+
+def _rerun_of_previous(
+    sentence: str, current: Sequence[Mapping[str, Any]]
+) -> Mapping[str, Any] | None:
+    """An order in a sentence of its own to redo "it", the entry the sentence before named by
+    an id ("book_flight (call_y2) was rolled back. Book it once more."), when that entry ran."""
+    lowered = sentence.lower().replace("\u2019", "'")
+    if _NEGATION.search(lowered) or not _PRONOUN.search(lowered):
+        return None
+    words = set(re.findall(r"[a-z_'-]+", lowered))
+    for entry in current:
+        if entry.get("status") in _RAN and _orders_rerun(lowered, entry, words):
+            return entry
     return None
 
 

@@ -338,6 +338,10 @@ def test_an_entry_s_id_misstated_in_a_note_contradicts_it(text: str, stated: str
         "Side effect: book_flight, call_y2, key=book-vy6250-0512, resource=QX7T2L",
         "book_flight call_y2 succeeded. The API key sk-abc was rotated.",  # another sentence
         "book_flight call_y2 succeeded; the hotel resource HTL-22 waits for a reply.",
+        # a failure as a condition, an order to redo it forbidden
+        "book_flight (call_y2) fails whenever the card has expired.",
+        "book_flight (call_y2) would crash if the card expired.",
+        "book_flight (call_y2) succeeded, so do not book it again.",
         # someone else declining or rejecting what it produced is no failure of the call
         "book_flight (call_y2) got seat 12A, which the user declined to keep.",
         "book_flight call_y2 booked QX7T2L, which the airline app rejected as a duplicate view.",
@@ -390,6 +394,10 @@ def test_the_keys_of_two_entries_of_one_tool_are_each_entry_s() -> None:
         "book_flight (call_y2) did fail.",
         "The booking QX7T2L was declined.",
         "book_flight threw an exception at the airline.",
+        "book_flight (call_y2) fails.",
+        # an order to redo "it", in the next clause or the next sentence
+        "book_flight (call_y2) was rolled back by the airline, so book it once more.",
+        "book_flight (call_y2) was rolled back by the airline; book it once more.",
         # a status field on a line of its own belongs to the entry named before it
         "- tool: book_flight\n  call_id: call_y2\n  status: failed",
         '{"tool": "book_flight", "call_id": "call_y2",\n "status": "failed"}',
