@@ -327,7 +327,7 @@ def _plain_note(text: str) -> bool:
 
 _OUTCOME_PIECES: Final = frozenset(
     (
-        *("declined", "failed", "failure", "fail", "error", "errors", "errored", "timeout"),
+        *("declined", "failed", "failure", "fail", "errored", "timeout"),
         *("reversed", "cancelled", "canceled", "refunded", "voided", "rejected", "denied"),
         *("succeeded", "success", "successful", "approved", "passed", "aborted", "crashed"),
         *("expired", "invalid", "unauthorized", "forbidden", "ok", "done", "completed"),
@@ -1153,14 +1153,14 @@ _ID_FIELDS: Final = (
     (
         "idempotency_key",
         re.compile(
-            r"(?<![A-Za-z0-9])(?:idempotency[ _-]?key|key)[\"']?\s*[:=]?\s*[\"']?([\w\-.:/]+)",
+            r"(?<![A-Za-z0-9])(?:idempotency[ _-]?key[\"']?\s*[:=]?|key[\"']?\s*[:=])\s*[\"']?([\w\-.:/]+)",
             re.IGNORECASE,
         ),
     ),
     (
         "resource_id",
         re.compile(
-            r"(?<![A-Za-z0-9])resource(?:[ _-]?id)?[\"']?\s*[:=]?\s*[\"']?([\w\-.:/]+)",
+            r"(?<![A-Za-z0-9])(?:resource[ _-]?id[\"']?\s*[:=]?|resource[\"']?\s*[:=])\s*[\"']?([\w\-.:/]+)",
             re.IGNORECASE,
         ),
     ),
@@ -1221,18 +1221,45 @@ def _failure_or_rerun(
             if not _names_in_clause(clause, entry):
                 # "book_flight (call_y2) was rolled back, so book it once more": an order to
                 # redo "it" speaks of the entry its sentence names
-                if _PRONOUN.search(lowered) and _orders_rerun(lowered, entry, words):
+                if _REDO_IT.search(lowered) and not words & _NARRATIVE:
                     return entry, "to be run again"
                 continue
-            if _FAILURE.search(lowered) and not retried and not words & _CONDITIONS:
+            if _fails_after_mention(clause, entry) and not retried and not words & _CONDITIONS:
                 return entry, "failed"
             if _orders_rerun(lowered, entry, words):
                 return entry, "to be run again"
     return None
 
 
-_PRONOUN: Final = re.compile(r"\b(?:it|this|that|them)\b")
-"""What an order to redo something refers back with."""
+def _fails_after_mention(clause: str, entry: Mapping[str, Any]) -> bool:
+    """Whether the clause says in other words (:data:`_FAILURE`) that the entry failed: the
+    phrase follows the entry's last mention within two words ("book_flight (call_y2) was
+    unsuccessful", "The book_flight attempt errored out"), so that what it posted or reported
+    ("notify_ops posted msg_991 warning that checkout fails over") is no claim about the call."""
+    lowered = clause.lower().replace("\u2019", "'")
+    names = [
+        str(entry[k]).lower()
+        for k in ("tool", "call_id", "idempotency_key", "resource_id")
+        if entry.get(k)
+    ]
+    ends = [m.end() for n in names for m in re.finditer(re.escape(n), lowered)]
+    if not ends:
+        return False
+    after = lowered[max(ends) :]
+    found = _FAILURE.search(after)
+    return found is not None and len(_TEXT_WORD.findall(after[: found.start()])) <= 2
+
+
+_REDO_IT: Final = re.compile(
+    r"^\s*(?:(?:so|and|then|now)\s+)?(?:please\s+)?(?:re-?run|retry|redo|repeat|run|call|execute|"
+    r"send|post|book|make|place|do)\s+(?:it|them)\b\s*(?:again|once more)?\s*[.!]?\s*$"
+    r"|\b(?:it|they)\s+(?:has|have|needs?|must|should)\s+(?:to\s+)?(?:be\s+)?"
+    r"(?:re-?run|retried|redone|repeated|run|booked|sent|posted|called|made|placed)\b"
+    r"[^.;]{0,20}\b(?:again|once more)?"
+)
+"""An order to redo "it" whose object is the pronoun itself ("book it once more", "retry it",
+"it has to be run again"); not one about something else that merely mentions "it" ("run the
+checks against it again")."""
 _CONDITIONS: Final = frozenset(
     ("if", "when", "whenever", "unless", "would", "could", "might", "may")
 )
@@ -1246,13 +1273,10 @@ def _rerun_of_previous(
     """An order in a sentence of its own to redo "it", the entry the sentence before named by
     an id ("book_flight (call_y2) was rolled back. Book it once more."), when that entry ran."""
     lowered = sentence.lower().replace("\u2019", "'")
-    if _NEGATION.search(lowered) or not _PRONOUN.search(lowered):
-        return None
     words = set(re.findall(r"[a-z_'-]+", lowered))
-    for entry in current:
-        if entry.get("status") in _RAN and _orders_rerun(lowered, entry, words):
-            return entry
-    return None
+    if _NEGATION.search(lowered) or not _REDO_IT.search(lowered) or words & _NARRATIVE:
+        return None
+    return next((e for e in current if e.get("status") in _RAN), None)
 
 
 def _names_in_clause(clause: str, entry: Mapping[str, Any]) -> bool:
@@ -1744,17 +1768,25 @@ def _negation_removed(old: str, new: str) -> bool:
 
 def _head_cut_negation(old: str, new: str) -> bool:
     """Whether ``new`` is ``old`` without its head (a trimmer's mark in its place or not), cut
-    inside a sentence whose cut-off part holds a negation ("Never delete db-main under any
-    circumstances." sent as "delete db-main under any circumstances."): what is kept reads as
-    the opposite order. A head cut on a sentence's (or a line's) boundary is a shortening."""
+    right after a negation that governs what is kept: one of the last two words of the cut-off
+    part of its clause ("Never delete db-main under any circumstances." sent as "delete db-main
+    under any circumstances.", "Do not restart" as "restart"): what is kept reads as the
+    opposite order. A head cut on a sentence's (or a line's) boundary, inside a word (a cut at a
+    character offset: a pasted log), or further from the negation is a shortening; "No" before
+    a number is none ("Invoice No 4471")."""
     kept = _LEADING_MARK.sub("", new).strip()
     if not kept or not old.rstrip().endswith(kept) or len(kept) >= len(old.strip()):
         return False
     head = old.rstrip()[: -len(kept)]
     if not head.strip() or _SENTENCE_BOUNDARY.search(head) is not None:
         return False
+    if head[-1].isalnum() and kept[0].isalnum():  # cut inside a word
+        return False
     clause = _HEAD_CLAUSE_END.split(head)[-1].lower().replace("\u2019", "'")
-    return any(w in _NEGATION_WORDS for w in _TEXT_WORD.findall(clause))
+    last = _TEXT_WORD.findall(clause)[-2:]
+    if last and last[-1] == "no" and kept[0].isdigit():
+        return False
+    return any(w in _NEGATION_WORDS for w in last)
 
 
 _LEADING_MARK: Final = re.compile(
@@ -2614,6 +2646,7 @@ _RESULT_WORDS: Final = frozenset(
         *("limit", "length", "size", "large", "long", "too", "chars", "characters", "bytes"),
         *("lines", "due", "in", "it", "is", "its", "by", "not", "shown", "available", "space"),
         *("reason", "true"),  # a note as JSON or XML: {"omitted": true}, <omitted reason=...>
+        *("stdout", "stderr", "log", "logs", "build", "kb", "mb", "gb", "kib", "mib"),
     )
 )
 """Words an undeclared placeholder of a cleared tool result may use beside a marker's: its

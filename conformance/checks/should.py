@@ -396,7 +396,7 @@ def _settings_added(
     free = {*options.transport, *options.bookkeeping, *(caps if options.container is None else ())}
     found: list[str] = []
     for key, now in sent.items():
-        if key in free or (key in options.tool_settings and now in _DEFAULT_CHOICES):
+        if key in free or _says_nothing(options, key, now):
             continue
         was = given.get(key, _LEFT_OUT)
         if key == options.container and isinstance(now, Mapping):
@@ -404,22 +404,23 @@ def _settings_added(
             found.extend(
                 f"{key}.{k} added: {_short_json(v)}"
                 for k, v in now.items()
-                if k not in inner and k not in caps
+                if k not in inner and k not in caps and not _says_nothing(options, f"{key}.{k}", v)
             )
         elif was is _LEFT_OUT:
             found.append(f"{key} added: {_short_json(now)}")
     return found
 
 
-_DEFAULT_CHOICES: Final[tuple[object, ...]] = (
-    "auto",
-    {"type": "auto"},
-    {"functionCallingConfig": {"mode": "AUTO"}},
-    {"toolChoice": {"auto": {}}},
-    True,  # parallel_tool_calls
-)
-"""Tool settings at the provider's default (what a request without them gets): adding one
-changes nothing."""
+def _says_nothing(options: GenerationOptions, key: str, value: object) -> bool:
+    """A setting added that changes nothing: null or empty (what a serializer writes for an unset
+    field), or at the provider's documented default (``GenerationOptions.defaults``; a tool
+    choice ``auto`` with the parallel switch at its default)."""
+    if value is None or value in ("", [], {}):
+        return True
+    default = options.defaults.get(key, _LEFT_OUT)
+    if isinstance(value, Mapping) and value.get("disable_parallel_tool_use") is False:
+        value = {k: v for k, v in value.items() if k != "disable_parallel_tool_use"}
+    return default is not _LEFT_OUT and _same_setting(value, default)
 
 
 def _same_choice(

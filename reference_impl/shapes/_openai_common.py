@@ -75,6 +75,15 @@ def openai_forced_tools(
     return frozenset(map(name_of, listed if isinstance(listed, list) else [holder]))
 
 
+OPENAI_DEFAULTS: Final[Mapping[str, Any]] = {
+    "top_p": 1,
+    "frequency_penalty": 0,
+    "presence_penalty": 0,
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+}
+"""Settings both OpenAI shapes document at these values when left out."""
+
 BOOKKEEPING: Final = (
     *("prompt_cache_key", "prompt_cache_retention", "store", "metadata", "user"),
     *("safety_identifier", "service_tier"),

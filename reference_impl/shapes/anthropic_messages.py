@@ -612,6 +612,10 @@ ADAPTER: Final = ShapeAdapter(
         server_context=(("mcp_servers",),),  # remote servers whose tools the model is given
         transport=("stream",),
         bookkeeping=("metadata", "service_tier", "cache_control"),
+        defaults={
+            "thinking": {"type": "disabled"},
+            "tool_choice": {"type": "auto"},
+        },
         tool_settings=("tool_choice",),
         forced_tools=forced_tools,
     ),

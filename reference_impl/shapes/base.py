@@ -15,7 +15,7 @@ hook (cache breakpoints). Other modules read these; none repeats them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from reference_impl.transcript import (
@@ -141,6 +141,11 @@ class GenerationOptions:
     """Top-level keys about caching, storage, billing and tracing, not what the model reads or
     does (``prompt_cache_key``, ``store``, ``metadata``, ``service_tier``): ``settings_kept``
     lets an assembler add them."""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Settings at the value the provider documents as its default (``n: 1``, Responses
+    ``truncation: "disabled"``, Anthropic ``thinking: {"type": "disabled"}``), by key, a member
+    of the option container as ``container.member``: ``settings_kept`` lets an assembler add
+    them (a framework that writes every default)."""
     either_case: bool = False
     """True when the API takes its keys in snake_case as well as camelCase (Gemini, protobuf
     JSON): ``generation_config`` is ``generationConfig`` (``camel_case``)."""

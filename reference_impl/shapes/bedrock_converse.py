@@ -543,6 +543,10 @@ ADAPTER: Final = ShapeAdapter(
         "inferenceConfig",
         output_schemas=(("outputConfig", "textFormat"),),
         bookkeeping=("requestMetadata",),
+        defaults={
+            "performanceConfig": {"latency": "standard"},
+            "toolConfig": {"toolChoice": {"auto": {}}},
+        },
         tool_settings=("toolConfig",),  # its toolChoice (the tools are the transcript's)
         forced_tools=forced_tools,
     ),

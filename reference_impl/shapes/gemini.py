@@ -715,6 +715,11 @@ ADAPTER: Final = ShapeAdapter(
         server_context=(("cachedContent",), ("cached_content",)),  # stored content it reads
         either_case=True,
         bookkeeping=("labels",),
+        defaults={
+            "generationConfig.candidateCount": 1,
+            "generationConfig.responseMimeType": "text/plain",
+            "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+        },
         tool_settings=("toolConfig",),
         forced_tools=forced_tools,
     ),

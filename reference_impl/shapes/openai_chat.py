@@ -33,6 +33,7 @@ from reference_impl.shapes._mapping import require_assistant, text_part
 from reference_impl.shapes._openai_common import (
     BOOKKEEPING,
     OPENAI_CAPABILITIES,
+    OPENAI_DEFAULTS,
     build_message,
     build_transcript,
     data_url,
@@ -565,6 +566,12 @@ ADAPTER: Final = ShapeAdapter(
         output_schemas=(("response_format",),),
         transport=("stream", "stream_options"),
         bookkeeping=BOOKKEEPING,
+        defaults={
+            **OPENAI_DEFAULTS,
+            "n": 1,
+            "logprobs": False,
+            "response_format": {"type": "text"},
+        },
         tool_settings=("tool_choice", "parallel_tool_calls"),
         forced_tools=forced_tools,
     ),

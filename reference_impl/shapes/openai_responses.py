@@ -38,6 +38,7 @@ from reference_impl.shapes._mapping import require_assistant, share_reasoning_to
 from reference_impl.shapes._openai_common import (
     BOOKKEEPING,
     OPENAI_CAPABILITIES,
+    OPENAI_DEFAULTS,
     build_message,
     build_transcript,
     data_url,
@@ -647,6 +648,11 @@ ADAPTER: Final = ShapeAdapter(
         server_context=(("previous_response_id",), ("conversation",), ("prompt",)),
         transport=("stream", "stream_options", "background"),
         bookkeeping=(*BOOKKEEPING, "include"),  # e.g. reasoning.encrypted_content
+        defaults={
+            **OPENAI_DEFAULTS,
+            "truncation": "disabled",
+            "text": {"format": {"type": "text"}},
+        },
         tool_settings=("tool_choice", "parallel_tool_calls", "max_tool_calls"),
         forced_tools=forced_tools,
     ),

@@ -794,6 +794,18 @@ def test_settings_kept_names_a_setting_added_but_a_default_choice_or_the_cap() -
 
     # a tool choice at its default, the output cap, an Anthropic cache switch: nothing new
     assert added("openai-chat", {}, {"tool_choice": '"auto"', "parallel_tool_calls": "true"}) == []
+    # null, empty, or the provider's documented default: what a serializer writes for it
+    quiet = {"stop": "null", "temperature": "null", "n": "1", "logprobs": "false", "seed": "null"}
+    assert added("openai-chat", {}, {**quiet, "response_format": '{"type":"text"}'}) == []
+    assert (
+        added("openai-responses", {}, {"truncation": '"disabled"', "max_tool_calls": "null"}) == []
+    )
+    thinking = {"thinking": '{"type":"disabled"}', "stop_sequences": "[]"}
+    auto = '{"disable_parallel_tool_use":false,"type":"auto"}'
+    assert added("anthropic-messages", {}, {**thinking, "tool_choice": auto}) == []
+    defaults = '{"candidateCount":1,"responseMimeType":"text/plain","stopSequences":[]}'
+    assert added("gemini", {}, {"generationConfig": defaults, "safetySettings": "[]"}) == []
+    assert added("bedrock-converse", {}, {"performanceConfig": '{"latency":"standard"}'}) == []
     assert (
         added("anthropic-messages", {}, {"max_tokens": "512", "tool_choice": '{"type":"auto"}'})
         == []

@@ -474,6 +474,15 @@ def test_a_negation_is_judged_inside_the_text_only() -> None:
     assert not _negation_removed(
         "Do not restart the pod. Then report.", "Do \u2026 the pod. Then report."
     )
+    # a head cut at a character offset, inside a word (a pasted log), or a few words after the
+    # negation, is a shortening
+    log = "WARN upstream payments-api not reachable yet, retrying in 5s; ERROR pool exhausted"
+    assert not _negation_removed(
+        log, "[... 40 characters cut ...] le yet, retrying in 5s; ERROR pool exhausted"
+    )
+    assert not _negation_removed(
+        "No idea why, the pod restarts hourly.", "the pod restarts hourly."
+    )
     for mark in ("\u2026", "[...]", "[REDACTED]"):
         assert _negation_removed(
             "Do not restart the pod. Then report.", f"Do {mark} restart the pod. Then report."
@@ -494,8 +503,14 @@ def test_a_negation_is_judged_inside_the_text_only() -> None:
             "... roll out checkout v2.",
             "text_changed",
         ),
-        # the kept text continues the clause that held it
-        ("Never, under any circumstances, delete db-main.", "delete db-main.", "negation_removed"),
+        # after "No" before a number
+        ("Invoice No 4471 for ACME is due today.", "4471 for ACME is due today.", "text_changed"),
+        # the kept text continues right after the negation
+        (
+            "Never delete db-main under any circumstances.",
+            "delete db-main under any circumstances.",
+            "negation_removed",
+        ),
     ],
 )
 def test_a_head_cut_reads_the_clause_the_kept_text_continues(old: str, new: str, kind: str) -> None:

@@ -312,7 +312,8 @@ BOOKED = (
             "book_flight call_y2 succeeded, idempotency key book-vy6250-0512-v2.",
             "idempotency key book-vy6250-0512-v2",
         ),
-        ("book_flight (call_y2) succeeded: resource QX7T29.", "resource id QX7T29"),
+        ("book_flight (call_y2) succeeded: resource id QX7T29.", "resource id QX7T29"),
+        ("book_flight (call_y2) succeeded, resource: QX7T29.", "resource id QX7T29"),
         ("Side effect: book_flight, call_y2, resource_id=QX7T2M", "resource id QX7T2M"),
         # as a field of a structured note, quoted or on a line of its own
         (
@@ -342,6 +343,13 @@ def test_an_entry_s_id_misstated_in_a_note_contradicts_it(text: str, stated: str
         "book_flight (call_y2) fails whenever the card has expired.",
         "book_flight (call_y2) would crash if the card expired.",
         "book_flight (call_y2) succeeded, so do not book it again.",
+        # a key or a resource that is no label of the entry's ids (an object key, a flag)
+        "book_flight (call_y2) stored the ticket in bucket acme, key tickets/book-vy6250.pdf.",
+        "book_flight (call_y2) succeeded; the PagerDuty routing key book-vy-ops was paged.",
+        # a failure in what it reported, a redo of something else that mentions "it"
+        "book_flight (call_y2) sent a notice warning that the old booking tool fails often.",
+        "book_flight (call_y2) succeeded. Run the fare checks against it again.",
+        "book_flight (call_y2) succeeded. Make sure that the seat map is current again.",
         # someone else declining or rejecting what it produced is no failure of the call
         "book_flight (call_y2) got seat 12A, which the user declined to keep.",
         "book_flight call_y2 booked QX7T2L, which the airline app rejected as a duplicate view.",
@@ -372,7 +380,7 @@ def test_the_keys_of_two_entries_of_one_tool_are_each_entry_s() -> None:
         "refund_order c2 (key rf-1002) succeeded after refund_order c1 (key rf-1001).",
     ):
         assert contradicted_entry(text, two) is None, text
-    assert contradicted_entry("refund_order c2 (key rf-1003) succeeded.", two) == (
+    assert contradicted_entry("refund_order c2 (idempotency key rf-1003) succeeded.", two) == (
         two[1],
         "idempotency key rf-1003",
     )

@@ -395,6 +395,10 @@ def _cleared_with(placeholder: str) -> tuple[list[str], str]:
         '{"omitted": true}',
         '{"status": "omitted"}',
         '<omitted reason="budget"/>',
+        # the kind of output and its size
+        "[output cleared: 3 KB]",
+        "[stdout cleared]",
+        "[build output cleared: 120 lines, 3 KB]",
     ],
 )
 def test_a_cleared_result_s_placeholder_says_only_that_it_was_left_out(placeholder: str) -> None:
