@@ -1096,7 +1096,7 @@ def contradicted_entry(
     something else ("The checked bag is still pending.")."""
     current: list[Mapping[str, Any]] = []
     tools = Counter(str(e.get("tool")) for e in ledger if e.get("tool"))
-    known = _ledger_ids(ledger)
+    known = _ledger_values(ledger)
     for line in text.splitlines():
         if line.strip().startswith(_ITEM_OPENS):
             current = []
@@ -1136,7 +1136,13 @@ def contradicted_entry(
     return None
 
 
-_FIELD: Final = re.compile(r"""^[\s\-*{,"']*(?:status|state|outcome)["']?\s*[:=]""", re.IGNORECASE)
+def _field_line(names: str) -> re.Pattern[str]:
+    """A line of a structured note that is a field named by ``names`` (a regex alternation):
+    ``status: failed``, ``- "status": "failed"``, ``idempotency_key=...``."""
+    return re.compile(rf"""^[\s\-*{{,"']*(?:{names})["']?\s*[:=]""", re.IGNORECASE)
+
+
+_FIELD: Final = _field_line("status|state|outcome")
 """A line that is a status field of a structured note (``status: failed``, ``"status":
 "failed"``)."""
 
@@ -1167,19 +1173,11 @@ _ID_FIELDS: Final = (
 )
 """Where a note labels an entry's ids, in prose or as a field: ``idempotency key notify-7781``,
 ``resource_id=msg_991``, ``"resource_id": "msg_991"``, ``idempotency_key: notify-7781``."""
-_ID_FIELD_LINE: Final = re.compile(
-    r"""^[\s\-*{,"']*(?:idempotency[ _-]?key|resource[ _-]?id)["']?\s*[:=]""", re.IGNORECASE
-)
+_ID_FIELD_LINE: Final = _field_line(r"idempotency[ _-]?key|resource[ _-]?id")
 """A line of a structured note that is an id field of the entry named before it."""
 _MISSTATED: Final = 0.6
 """How alike a labelled value must be to the entry's id to be that id misstated (``QX7T29`` for
 ``QX7T2L``, ``bk-77-v2`` for ``bk-77``), not another thing's."""
-
-
-def _ledger_ids(ledger: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Every id the ledger holds (call ids, idempotency keys, resource ids)."""
-    fields = ("call_id", "idempotency_key", "resource_id")
-    return {str(e[k]) for e in ledger for k in fields if e.get(k)}
 
 
 def _misstated_id(sentence: str, entry: Mapping[str, Any], known: set[str]) -> str | None:
@@ -1221,22 +1219,21 @@ def _failure_or_rerun(
             if not _names_in_clause(clause, entry):
                 # "book_flight (call_y2) was rolled back, so book it once more": an order to
                 # redo "it" speaks of the entry its sentence names
-                if _REDO_IT.search(lowered) and not words & _NARRATIVE:
+                if _redoes_it(lowered, words):
                     return entry, "to be run again"
                 continue
-            if _fails_after_mention(clause, entry) and not retried and not words & _CONDITIONS:
+            if _fails_after_mention(lowered, entry) and not retried and not words & _CONDITIONS:
                 return entry, "failed"
             if _orders_rerun(lowered, entry, words):
                 return entry, "to be run again"
     return None
 
 
-def _fails_after_mention(clause: str, entry: Mapping[str, Any]) -> bool:
-    """Whether the clause says in other words (:data:`_FAILURE`) that the entry failed: the
+def _fails_after_mention(lowered: str, entry: Mapping[str, Any]) -> bool:
+    """Whether the (lowercased) clause says in other words (:data:`_FAILURE`) that the entry failed: the
     phrase follows the entry's last mention within two words ("book_flight (call_y2) was
     unsuccessful", "The book_flight attempt errored out"), so that what it posted or reported
     ("notify_ops posted msg_991 warning that checkout fails over") is no claim about the call."""
-    lowered = clause.lower().replace("\u2019", "'")
     names = [
         str(entry[k]).lower()
         for k in ("tool", "call_id", "idempotency_key", "resource_id")
@@ -1273,10 +1270,15 @@ def _rerun_of_previous(
     """An order in a sentence of its own to redo "it", the entry the sentence before named by
     an id ("book_flight (call_y2) was rolled back. Book it once more."), when that entry ran."""
     lowered = sentence.lower().replace("\u2019", "'")
-    words = set(re.findall(r"[a-z_'-]+", lowered))
-    if _NEGATION.search(lowered) or not _REDO_IT.search(lowered) or words & _NARRATIVE:
+    if _NEGATION.search(lowered) or not _redoes_it(lowered, set(re.findall(r"[a-z_'-]+", lowered))):
         return None
     return next((e for e in current if e.get("status") in _RAN), None)
+
+
+def _redoes_it(lowered: str, words: set[str]) -> bool:
+    """Whether a (lowercased) clause orders "it" redone (:data:`_REDO_IT`), not as a narrative
+    or a condition."""
+    return _REDO_IT.search(lowered) is not None and not words & _NARRATIVE
 
 
 def _names_in_clause(clause: str, entry: Mapping[str, Any]) -> bool:
@@ -1380,7 +1382,13 @@ def _is_whole(body: str, text: str) -> bool:
     whole = text.strip()
     if not whole or whole not in body:
         return False
-    rest = body.replace(whole, " ", 1).strip()
+    return _only_a_marker(body.replace(whole, " ", 1))
+
+
+def _only_a_marker(rest: str) -> bool:
+    """Whether what is left beside a session message's words is nothing, a trimmer's mark or a
+    gap marker."""
+    rest = rest.strip()
     return not rest or is_cut_mark(rest) or _is_gap_marker(rest)
 
 
@@ -2773,8 +2781,7 @@ def _resends_another_role(message: Message, session: Transcript, span: Sequence[
         if len(text.split()) >= _QUOTE_WORDS and text in body:
             body = body.replace(text, " ", 1)
             foreign = foreign or other
-    rest = body.strip()
-    return foreign and (not rest or is_cut_mark(rest) or _is_gap_marker(rest))
+    return foreign and _only_a_marker(body)
 
 
 def _without_pinned_quotes(

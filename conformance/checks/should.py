@@ -413,13 +413,19 @@ def _settings_added(
 
 def _says_nothing(options: GenerationOptions, key: str, value: object) -> bool:
     """A setting added that changes nothing: null or empty (what a serializer writes for an unset
-    field), or at the provider's documented default (``GenerationOptions.defaults``; a tool
-    choice ``auto`` with the parallel switch at its default)."""
+    field), or at the provider's documented default (``GenerationOptions.defaults``), its members
+    at theirs left aside (Anthropic's ``tool_choice`` ``auto`` with ``disable_parallel_tool_use:
+    false``)."""
     if value is None or value in ("", [], {}):
         return True
-    default = options.defaults.get(key, _LEFT_OUT)
-    if isinstance(value, Mapping) and value.get("disable_parallel_tool_use") is False:
-        value = {k: v for k, v in value.items() if k != "disable_parallel_tool_use"}
+    defaults = options.defaults
+    if isinstance(value, Mapping):
+        value = {
+            k: v
+            for k, v in value.items()
+            if not _same_setting(v, defaults.get(f"{key}.{k}", _LEFT_OUT))
+        }
+    default = defaults.get(key, _LEFT_OUT)
     return default is not _LEFT_OUT and _same_setting(value, default)
 
 

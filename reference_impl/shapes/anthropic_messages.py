@@ -615,6 +615,7 @@ ADAPTER: Final = ShapeAdapter(
         defaults={
             "thinking": {"type": "disabled"},
             "tool_choice": {"type": "auto"},
+            "tool_choice.disable_parallel_tool_use": False,
         },
         tool_settings=("tool_choice",),
         forced_tools=forced_tools,

@@ -144,8 +144,9 @@ class GenerationOptions:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     """Settings at the value the provider documents as its default (``n: 1``, Responses
     ``truncation: "disabled"``, Anthropic ``thinking: {"type": "disabled"}``), by key, a member
-    of the option container as ``container.member``: ``settings_kept`` lets an assembler add
-    them (a framework that writes every default)."""
+    of a setting as ``key.member`` (the option container's ``generationConfig.candidateCount``,
+    Anthropic's ``tool_choice.disable_parallel_tool_use``): ``settings_kept`` lets an assembler
+    add them (a framework that writes every default)."""
     either_case: bool = False
     """True when the API takes its keys in snake_case as well as camelCase (Gemini, protobuf
     JSON): ``generation_config`` is ``generationConfig`` (``camel_case``)."""
