@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress, filterfalse, pairwise, repeat, takewhile
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, Final, TypeVar, cast
 
 from reference_impl.assembler import (
     Assembly,
@@ -148,6 +148,10 @@ _SMALL_BATCH = 4
 """Up to this many units are counted one by one (``_count_units``)."""
 _AHEAD_MARGIN = 4
 """Counting ahead by the mean cost fills at most this fraction (1/n) of the room left."""
+_BLOCK_TIERS: Final = frozenset({"summary", "plain_turn", "verbose_ring"})
+"""The tiers whose positions are lists of the index (which only grow), so that a fill may
+resume from the block the last one took (``_take_resumed``); the error tier is chosen anew
+each turn."""
 _BATCH_RESUMES = True
 """Whether ``SessionAssembler._degrade`` resumes the fill once per run of attachments degraded
 in its window (False: after each, as the step does; the tests compare the two)."""
@@ -257,6 +261,10 @@ class _Index:
     as counted units."""
     digest: Any = field(default_factory=hashlib.sha256)
     frozen: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    blocks: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    """Per tier (its positions a list of the index, which only grows), the last fill's block:
+    ``(lo, hi, tokens)``, the positions ``lo..hi`` of the tier all counted, ``tokens`` their
+    costs summed, skipped ones included (``_take_resumed``)."""
     """``turn_ids``, ``ring_ids`` ... as tuples, remade only when a slice reaches past their end:
     a report's dropped ids are one tuple slice (amortized O(1) a turn to keep, not O(dropped))."""
 
@@ -266,6 +274,33 @@ class _Index:
         if len(found) < stop:
             found = self.frozen[name] = tuple(ids)
         return found
+
+    def keep_block(
+        self,
+        tier: str,
+        positions: Sequence[int],
+        *,
+        lo: int,
+        hi: int,
+        used: int,
+        skip: Collection[int],
+    ) -> None:
+        """Note what a fill took of a tier (``_take_resumed``): ``positions[lo:hi]`` less
+        ``skip``, whose costs summed to ``used``; the block's sum holds the skipped ones too
+        (counted: pinned), or no block is kept."""
+        if lo >= hi:
+            self.blocks.pop(tier, None)
+            return
+        costs = self.costs
+        for p in skip:
+            k = bisect.bisect_left(positions, p, lo, hi)
+            if k < hi and positions[k] == p:
+                cost = costs[p]
+                if cost is None:
+                    self.blocks.pop(tier, None)
+                    return
+                used += cost
+        self.blocks[tier] = (lo, hi, used)
 
     def start(self, session: Transcript) -> bool:
         """Index a whole session; False when it is not valid."""
@@ -1201,16 +1236,26 @@ class SessionAssembler:
                     t.dropped_tiers.add(tier)
                     t.drop_stop[tier] = end
                 continue
+            # A fill over the index's own costs (no attachment degraded yet) walks a tier whose
+            # positions only grow: it may resume from the block the last such fill kept.
+            plain = stop is None and not t.degraded and tier in _BLOCK_TIERS
             if stop is not None:
                 end, stop = stop, None
-            taken, over, used, _ = _take_newest(
-                positions,
-                end,
-                skip=skip,
-                room=t.room - t.used,
-                known=lambda chunk: self._known_costs(t, chunk),
-                count=functools.partial(self._fill_run, t, walk=_Walk()),
-            )
+            block = index.blocks.get(tier) if plain else None
+            room = t.room - t.used
+            known = functools.partial(self._known_costs, t)
+            count = functools.partial(self._fill_run, t, walk=_Walk())
+            if block is not None and block[1] <= end:
+                taken, over, used, _ = _take_resumed(
+                    positions, end, skip=skip, room=room, known=known, count=count, block=block
+                )
+            else:
+                taken, over, used, _ = _take_newest(
+                    positions, end, skip=skip, room=room, known=known, count=count
+                )
+            if plain:
+                lo = 0 if over is None else over + 1
+                index.keep_block(tier, positions, lo=lo, hi=end, used=used, skip=skip)
             reached = taken if over is None else [*taken, positions[over]]
             if t.degraded:  # a degraded unit's own cost is not what it cost before
                 reached = list(filterfalse(t.degraded.__contains__, reached))
@@ -1423,8 +1468,9 @@ def _take_newest(
     room: int,
     known: Callable[[list[int]], list[int | None]],
     count: Callable[[list[int], int], list[int]],
+    low: int = 0,
 ) -> tuple[list[int], int | None, int, int]:
-    """``positions[:stop]`` newest first, less ``skip``, taken while their running sum stays
+    """``positions[low:stop]`` newest first, less ``skip``, taken while their running sum stays
     within ``room``: (taken, newest first; the index in ``positions`` of the first that did not
     fit, or None; the sum taken; that one's cost). Walked at C speed (slices, ``map``,
     ``accumulate``, ``bisect``) in chunks that double, so it costs what is taken, not the
@@ -1437,8 +1483,8 @@ def _take_newest(
     taken: list[int] = []
     used = 0
     hi, size = stop, 32
-    while hi > 0:
-        lo = max(0, hi - size)
+    while hi > low:
+        lo = max(low, hi - size)
         size *= 2
         chunk = list(positions[lo:hi])
         for p in skip:
@@ -1477,6 +1523,78 @@ def _take_newest(
             i = gap
         hi = lo
     return taken, None, used, 0
+
+
+def _take_resumed(
+    positions: Sequence[int],
+    stop: int,
+    *,
+    skip: Collection[int],
+    room: int,
+    known: Callable[[list[int]], list[int | None]],
+    count: Callable[[list[int], int], list[int]],
+    block: tuple[int, int, int],
+) -> tuple[list[int], int | None, int, int]:
+    """``_take_newest`` (same arguments, same answer) knowing a ``block`` of the positions
+    walked on an earlier turn: ``(lo, hi, tokens)``, ``positions[lo:hi]`` all counted, their
+    costs summed to ``tokens`` (skipped ones included; ``lo < hi <= stop``). The positions after
+    the block are walked as ``_take_newest`` walks them; then the block is taken whole if it
+    fits (its sum less the skipped ones' costs, no walk over it), the walk going on before it;
+    else the units that do not fit are found from its old end (what the newest-first walk drops
+    is its oldest units): a cost proportional to what changed since that turn, not to what is
+    kept.
+    """
+    lo, hi, tokens = block
+    if room < 0:  # nothing fits, not even an empty block: the first unit met stops the walk
+        return _take_newest(positions, stop, skip=skip, room=room, known=known, count=count)
+    taken, over, used, over_cost = _take_newest(
+        positions, stop, skip=skip, room=room, known=known, count=count, low=hi
+    )
+    if over is not None:
+        return taken, over, used, over_cost
+    skipped = [
+        p
+        for p in skip
+        if (k := bisect.bisect_left(positions, p, lo, hi)) < hi and positions[k] == p
+    ]
+    if skipped:
+        tokens -= sum(cast("list[int]", known(sorted(skipped))))
+    if used + tokens <= room:  # the block fits whole: the walk goes on before it
+        taken += _newest_first(positions, lo, hi, skipped)
+        older, over, more, over_cost = _take_newest(
+            positions, lo, skip=skip, room=room - used - tokens, known=known, count=count
+        )
+        taken.extend(older)
+        return taken, over, used + tokens + more, over_cost
+    excess = used + tokens - room  # what its oldest units must give up, found in chunks
+    at, size, dropped = lo, 32, 0
+    while at < hi:
+        chunk = list(positions[at : min(hi, at + size)])
+        values = cast("list[int]", known(chunk))
+        for k, p in enumerate(chunk):
+            if p in skip:
+                values[k] = 0
+        sums = list(accumulate(values, initial=dropped))
+        k = bisect.bisect_left(sums, excess, 1)
+        if k < len(sums):  # chunk[k - 1] is the one whose cost makes up the excess
+            over = at + k - 1
+            taken += _newest_first(positions, over + 1, hi, skipped)
+            return taken, over, used + tokens - sums[k], values[k - 1]
+        dropped = sums[-1]
+        at += len(chunk)
+        size *= 2
+    raise AssertionError("a block that does not fit gives up less than its own sum")
+
+
+def _newest_first(positions: Sequence[int], lo: int, hi: int, skipped: list[int]) -> list[int]:
+    """``positions[lo:hi]`` newest first, less ``skipped`` (some of them, or others): C speed."""
+    part = list(positions[lo:hi])
+    for p in skipped:
+        k = bisect.bisect_left(part, p)
+        if k < len(part) and part[k] == p:
+            del part[k]
+    part.reverse()
+    return part
 
 
 _T = TypeVar("_T")

@@ -75,6 +75,31 @@ def test_the_next_turn_counts_only_new_messages_and_uses_the_fast_path():
     assert second.report.dropped_ring_ids == cold.report.dropped_ring_ids
 
 
+def test_the_next_turn_resumes_the_fill_from_the_block_the_last_one_kept():
+    # plain turns between the rings, the latest user messages pinned among them: the block the
+    # fill notes is the run of turns it took, its sum the costs of all of them (pinned ones too)
+    items = [system(), user("GOAL: audit")]
+    for i in range(120):
+        items += [assistant(f"note {i} " + words(6)), user(f"ok {i}")]
+    for i in range(6):
+        items.extend(ring(f"c{i}", words(20)))
+    s = session(*items)
+    config = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=2, recent_user_turns=2)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    first = assembler.assemble(s, budget=700)
+    assert first.report.dropped_turn_ids
+    index = assembler._index
+    lo, hi, tokens = index.blocks["plain_turn"]
+    assert hi - lo > 50
+    assert tokens == sum(index.costs[p] for p in index.turns[lo:hi])
+    s2 = s.with_messages((*s.messages, *ring("new", words(40))))
+    second = assembler.assemble(s2, budget=700)
+    assert assembler.last_path == "incremental"
+    assert decided(lambda: second) == decided(
+        lambda: assemble(s2, config, counter=WordCounter(), budget=700)
+    )
+
+
 def test_a_session_that_is_not_an_extension_starts_afresh():
     config = AssemblyConfig(summarize_trigger_ratio=1.0)
     assembler = SessionAssembler(config, counter=WordCounter())

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reference_impl.assembler import IdSlice
-from reference_impl.incremental import _take_newest, _without
+from reference_impl.incremental import _take_newest, _take_resumed, _without
 
 
 @st.composite
@@ -85,6 +85,37 @@ def test_counting_runs_ahead_changes_nothing_the_walk_decides(case, ahead):
     assert len(counted) == len(set(counted))  # and none twice
 
 
+@given(walks(), st.data())
+def test_a_walk_resumed_from_a_known_block_equals_the_unit_by_unit_loop(case, data):
+    # an earlier turn's block: positions[lo:hi] all counted, their costs summed (the skipped
+    # ones too); the walk after it, over it (whole, or cut at its old end) and before it
+    positions, stop, skip, costs, known, room = case
+    if stop == 0:
+        return
+    hi = data.draw(st.integers(1, stop), label="hi")
+    lo = data.draw(st.integers(0, hi - 1), label="lo")
+    block = positions[lo:hi]
+    known = known | set(block)
+    case = (positions, stop, skip, costs, known, room)
+    counted: list[int] = []
+
+    def count(run, _room):
+        counted.append(run[0])
+        return [costs[run[0]]]
+
+    got = _take_resumed(
+        positions,
+        stop,
+        skip=skip,
+        room=room,
+        known=lambda chunk: [costs[p] if p in known else None for p in chunk],
+        count=count,
+        block=(lo, hi, sum(costs[p] for p in block)),
+    )
+    want = unit_by_unit(*case)
+    assert (*got, counted) == want  # the same decision, and only the units reached counted
+
+
 @given(
     st.lists(st.integers(0, 500), unique=True, max_size=200).map(sorted),
     st.data(),
@@ -123,3 +154,32 @@ def test_an_id_slice_is_the_tuple_of_its_ids():
         pass
     else:
         raise AssertionError("an index past the end must raise")
+
+
+def test_a_resumed_walk_reads_what_changed_not_the_block():
+    # 1,000 units kept by the last turn, 5 new ones after them, a room that drops the oldest
+    # 20 of the block: the walk reads the new ones and the block's old end, not the block
+    positions = list(range(1005))
+    costs = dict.fromkeys(positions, 10)
+    read: list[int] = []
+
+    def known(chunk):
+        read.extend(chunk)
+        return [costs[p] for p in chunk]
+
+    def count(run, _room):
+        raise AssertionError("every unit here is counted")
+
+    room = 10 * (1005 - 20)
+    got = _take_resumed(
+        positions,
+        1005,
+        skip={3, 500},
+        room=room,
+        known=known,
+        count=count,
+        block=(0, 1000, 10 * 1000),
+    )
+    want = unit_by_unit(positions, 1005, {3, 500}, costs, set(positions), room)
+    assert got == want[:4]
+    assert len(read) < 100  # the new units, the skipped ones' costs, the chunk that is cut
