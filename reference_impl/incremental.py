@@ -18,7 +18,7 @@ call ids against every earlier id: the same verdict as validating the whole sess
 segmented; the decisions (prefix, suffix, the middle fill in tier order) are then recomputed from
 those indexes: ``_fast`` walks ``steps.PIPELINE`` and takes each step from the index
 (``_FAST_STEPS``, sharing the steps' rules: ``range_start``, ``KEEP_ORDER``, ``DROP_STEPS``,
-``short_error``, ``normalize_transcript``).
+``short_error``, ``normalize_with_groups``).
 
 What a turn costs: the new messages (validated, segmented, counted) plus C-speed work on what is
 kept, never a Python loop over the session. The protected range is summed from the list of unit
@@ -84,11 +84,11 @@ from reference_impl.steps import (
     final_recount,
     narrow_ledger_pin,
     normalize_for_shape,
-    normalize_transcript,
     protect_prefix,
     protect_suffix,
     summarize_middle,
 )
+from reference_impl.steps.normalize import normalize_with_groups
 from reference_impl.steps.protect import range_start
 from reference_impl.steps.state import Tier
 from reference_impl.steps.trim import (
@@ -1123,7 +1123,7 @@ class SessionAssembler:
 
     def _normalize_for_shape(self, t: _Turn) -> str | None:
         """The view of the kept units, injections after the leading system text, normalized for
-        the shape (``steps.normalize.normalize_transcript``). Built at C speed: the kept units'
+        the shape (``steps.normalize.normalize_with_groups``). Built at C speed: the kept units'
         message tuples chained, the few degraded units in the kept window swapped in."""
         index, kept = t.index, t.kept
         degraded = {}
@@ -1137,7 +1137,7 @@ class SessionAssembler:
         kept_rings = [*filter(t.kept_middle_set.__contains__, rings[:older]), *rings[older:]]
         messages = _view_messages(index, kept, kept_rings, degraded, t.settings.injections)
         t.base = _trusted_view(messages, t.session)
-        t.view, t.merged = normalize_transcript(
+        t.view, t.merged, t.merged_groups = normalize_with_groups(
             t.base, self.shape, functools.partial(_trusted_view, session=t.session)
         )
         if t.merged:
@@ -1145,15 +1145,26 @@ class SessionAssembler:
         return None
 
     def _final_recount(self, t: _Turn) -> str | None:
-        """The final recount. Skipped only when it cannot differ from the running totals: nothing
-        merged (every message cost is the memoized per-message count) and one of our counters,
-        whose request overhead never grows with the messages."""
+        """The final recount. Skipped when it cannot exceed the budget: with one of our
+        counters, whose request overhead never grows with the messages and whose request is the
+        sum of its messages' memoized counts, the running total is a bound from above of the
+        view's count, once the merged messages' counts replace those of what they hold."""
         counter = self.counter
         assert counter is not None
         assert t.view is not None
-        if (t.merged or not isinstance(counter, _MemoizedCounter)) and (
-            counter.count(t.view).total > t.budget
-        ):
+        assert t.base is not None
+        if isinstance(counter, _MemoizedCounter):
+            bound = t.fixed + t.used
+            if t.merged_groups:
+                base, view = t.base.messages, t.view.messages
+                absorbed = 0
+                for group in t.merged_groups:
+                    bound += counter.count_message(view[group[0] - absorbed])
+                    bound -= sum(counter.count_messages([base[i] for i in group]))
+                    absorbed += len(group) - 1
+            if bound <= t.budget:
+                return None
+        if counter.count(t.view).total > t.budget:
             return "final_recount"
         return None
 
@@ -1458,6 +1469,8 @@ class _Turn:
     base: Transcript | None = None
     view: Transcript | None = None
     merged: list[str] = field(default_factory=list)
+    merged_groups: list[tuple[int, ...]] = field(default_factory=list)
+    """The indices in ``base`` of what each merged message of ``view`` holds."""
 
 
 def _take_newest(

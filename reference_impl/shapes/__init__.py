@@ -123,7 +123,7 @@ def merged_with_extras(
     """``after``, ``before`` with neighbours merged (``groups``: see ``carry_merged_extras``),
     with the extras of what it merged carried to the merged messages (the transcript itself when
     ``before`` has no extras for ``shape`` or nothing merged)."""
-    if shape not in _MODULES or all(len(g) == 1 for g in groups):
+    if shape not in _MODULES or not groups:
         return after
     return carry_merged_extras(shape, before, after, groups, functools.partial(_blocks_of, shape))
 

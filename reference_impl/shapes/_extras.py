@@ -465,8 +465,9 @@ def carry_merged_extras(
     groups: Sequence[Sequence[int]],
     block_count: Callable[[Message, MessageExtras], int],
 ) -> Transcript:
-    """``after`` (``before``'s messages with neighbours merged: ``groups[k]`` the indices in
-    ``before`` of what ``after``'s k-th message holds, in order) with its messages' extras in
+    """``after`` (``before``'s messages with neighbours merged: ``groups`` the indices in
+    ``before`` of what each merged message holds, one group per merged message in order, every
+    other message of ``before`` alone in ``after``) with its messages' extras in
     ``shape``'s record: a merged message has a content of its own, so no address of ``before``
     names it, and without this it would be rendered without its parts' raw blocks and fields.
     Each part's positions move by the wire blocks of the parts before it (``block_count``: a
@@ -478,14 +479,15 @@ def carry_merged_extras(
     extras = Extras.from_transcript(shape, before)
     if not extras.messages:
         return after
-    merged = [k for k, group in enumerate(groups) if len(group) > 1]
-    touched = {before.messages[i].digest[:DIGEST_CHARS] for k in merged for i in groups[k]}
+    every = _every_group(groups, len(before.messages))
+    merged = [k for k, group in enumerate(every) if len(group) > 1]
+    touched = {before.messages[i].digest[:DIGEST_CHARS] for k in merged for i in every[k]}
     touched.update(after.messages[k].digest[:DIGEST_CHARS] for k in merged)
     if touched.isdisjoint(address.partition("#")[0] for address in extras.messages):
         return after
     per_message = list(extras.for_messages(before.messages))
     carried: list[MessageExtras] = []
-    for group in groups:
+    for group in every:
         if len(group) == 1:
             carried.append(per_message[group[0]])
             continue
@@ -501,6 +503,19 @@ def carry_merged_extras(
     rebuilt.attach(after.messages, carried)
     params = tuple(pair for pair in after.params if pair[0] != extras.key)
     return replace(after, params=rebuilt.to_params(params))
+
+
+def _every_group(merged: Sequence[Sequence[int]], count: int) -> list[Sequence[int]]:
+    """For each message after the merges, the indices of the ``count`` messages before them it
+    holds: the ``merged`` groups, and every other message alone."""
+    every: list[Sequence[int]] = []
+    placed = 0
+    for group in merged:
+        every += ((k,) for k in range(placed, group[0]))
+        every.append(group)
+        placed = group[-1] + 1
+    every += ((k,) for k in range(placed, count))
+    return every
 
 
 def single_message_record(shape: str, message: Message, extras: MessageExtras) -> Transcript:

@@ -43,8 +43,10 @@ stay byte-stable wherever their unmerged views are.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from itertools import islice, repeat
 from typing import Final
 
 from reference_impl.shapes import merge_policy, merged_with_extras, reasoning_opens_message
@@ -119,35 +121,74 @@ def normalize_transcript(
     fields of what it merged in ``shape``'s extras (``shapes.merged_with_extras``), which no
     address of the view names any more. ``make`` builds the merged view from its messages
     (``view.with_messages`` by default)."""
+    merged, absorbed, _ = normalize_with_groups(view, shape, make)
+    return merged, absorbed
+
+
+def normalize_with_groups(
+    view: Transcript,
+    shape: str,
+    make: Callable[[tuple[Message, ...]], Transcript] | None = None,
+) -> tuple[Transcript, list[str], list[tuple[int, ...]]]:
+    """``normalize_transcript``, and the indices in ``view`` of the messages each merged message
+    holds (one group per merged message, in order)."""
     out, absorbed, groups = _normalized(view.messages, shape)
     if not absorbed:
-        return view, absorbed
+        return view, absorbed, groups
     merged = view.with_messages(out) if make is None else make(out)
-    return merged_with_extras(shape, view, merged, groups), absorbed
+    return merged_with_extras(shape, view, merged, groups), absorbed, groups
 
 
 def _normalized(
     messages: Sequence[Message], shape: str
 ) -> tuple[tuple[Message, ...], list[str], list[tuple[int, ...]]]:
-    """``normalize_view``, and for each message out the indices of the messages it holds."""
+    """``normalize_view``, and the indices of the messages each merged message holds (the
+    groups of two messages or more, in order; ``carry_merged_extras``).
+
+    Only a message on the same wire side as the one before it can merge into it (``_merge``;
+    a merged message keeps that side), so only those are visited, found at C speed: a view of
+    thousands of messages costs a pass over their roles, not a call per message."""
     policy = merge_policy(shape)
     if policy is None:
         return tuple(messages), [], []
     out: list[Message] = []
     absorbed: list[str] = []
-    groups: list[tuple[int, ...]] = []
-    for index, message in enumerate(messages):
-        previous = out[-1] if out else None
-        if previous is not None and previous.role not in INSTRUCTION_ROLES:
-            merged = _merge(previous, message, policy)
-            if merged is not None:
-                absorbed.append(message.id if merged.id == previous.id else previous.id)
-                out[-1] = merged
-                groups[-1] = (*groups[-1], index)
-                continue
-        out.append(message)
-        groups.append((index,))
-    return tuple(out), absorbed, groups
+    merged_groups: list[tuple[int, ...]] = []
+    placed = 0  # messages[:placed] are in ``out``
+    for index in _same_side(messages):
+        out += messages[placed:index]
+        previous = out[-1]
+        placed = index + 1
+        merged = _merge(previous, messages[index], policy)
+        if merged is None:
+            out.append(messages[index])
+            continue
+        absorbed.append(messages[index].id if merged.id == previous.id else previous.id)
+        out[-1] = merged
+        if merged_groups and merged_groups[-1][-1] == index - 1:
+            merged_groups[-1] = (*merged_groups[-1], index)
+        else:
+            merged_groups.append((index - 1, index))
+    out += messages[placed:]
+    return tuple(out), absorbed, merged_groups
+
+
+_SIDE_CODES: Final = {role: 1 if side == "user" else 2 for role, side in _WIRE_SIDE.items()}
+_ROLE_OF: Final = operator.attrgetter("role")
+
+
+def _same_side(messages: Sequence[Message]) -> list[int]:
+    """The indices of the messages on the same wire side (``_WIRE_SIDE``) as the one before
+    them, ascending: a pass over the roles at C speed, the rest a ``bytes.find`` between them."""
+    sides = bytes(map(_SIDE_CODES.get, map(_ROLE_OF, messages), repeat(0)))
+    same = bytes(map(operator.eq, sides, islice(sides, 1, None)))
+    found: list[int] = []
+    at = same.find(1)
+    while at >= 0:
+        if sides[at]:  # system and developer turns (no side) never merge
+            found.append(at + 1)
+        at = same.find(1, at + 1)
+    return found
 
 
 def normalize_for_shape(state: AssemblyState) -> None:

@@ -591,9 +591,18 @@ def message_digests(messages: Sequence[Message]) -> list[str]:
     """``Message.digest`` of each message; at C speed for those already computed (a session's
     messages all have theirs once the transcript has given them ids)."""
     found = list(map(_DIGEST_OF, messages))
-    if "" in found:
-        return [m.digest for m in messages]
+    at = _index_or_end(found, "", 0)
+    while at < len(found):  # the few computed now (a merged message is a new object)
+        found[at] = messages[at].digest
+        at = _index_or_end(found, "", at + 1)
     return found
+
+
+def _index_or_end(values: list[str], value: str, start: int) -> int:
+    try:
+        return values.index(value, start)
+    except ValueError:
+        return len(values)
 
 
 def kind_positions(

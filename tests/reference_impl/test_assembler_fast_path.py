@@ -28,6 +28,7 @@ from reference_impl.assembler import assemble, assemble_pipeline
 from reference_impl.incremental import SessionAssembler
 from reference_impl.ledger import Ledger, LedgerEntry
 from reference_impl.memory import MemoryItem
+from reference_impl.tokens import counter_for
 from reference_impl.transcript import (
     SHAPE_NAMES,
     ImagePart,
@@ -84,6 +85,40 @@ def test_assemble_is_the_pipeline(case):
             config,
             shape=shape,
             counter=WordCounter(),
+            budget=budget,
+            metrics=metrics,
+            memory=memory,
+            ledger=ledger,
+        )
+
+    assert everything(run(assemble)) == everything(run(assemble_pipeline))
+
+
+@st.composite
+def counted_cases(draw):
+    """``cases`` with the budget drawn against the shape's own counter (``counter_for``: the
+    memoized counters whose running totals let the indexed path skip the final recount)."""
+    shape, session, config, _, memory, ledger = draw(cases())
+    total = counter_for(shape, session.model).count(session).total
+    budget = draw(st.integers(max(0, total - 400), total + 60) | st.integers(0, total + 60))
+    return shape, session, config, budget, memory, ledger
+
+
+@settings(max_examples=examples(300))
+@given(counted_cases())
+def test_assemble_is_the_pipeline_with_our_counters(case):
+    # the indexed path skips the final recount when the running total, the merged messages'
+    # own counts in place of what they hold, is within the budget: never where the pipeline's
+    # recount would refuse or drop the schemas
+    shape, session, config, budget, memory, ledger = case
+    metrics = AssemblyMetrics(CollectorRegistry())
+
+    def run(how):
+        return lambda: how(
+            session,
+            config,
+            shape=shape,
+            counter=counter_for(shape, session.model),
             budget=budget,
             metrics=metrics,
             memory=memory,

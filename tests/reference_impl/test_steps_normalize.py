@@ -16,6 +16,8 @@ from assembler_support import (
     user,
     words,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from reference_impl import AssemblyConfig, AssemblyMetrics
@@ -211,3 +213,57 @@ def test_dropping_whole_units_in_front_of_the_first_user_message_does_not_revali
     state = protected_state(s, config, budget)
     state.record("a_step_that_edits_messages")
     assert calls[-1:] == ["a_step_that_edits_messages"]
+
+
+# ------------------------------------------------------------------ the merges at C speed
+
+
+def _merged_one_by_one(messages, shape):
+    """The loop ``_normalized`` replaces: each message offered to the one before it."""
+    from reference_impl.shapes import merge_policy
+    from reference_impl.steps.normalize import _merge
+    from reference_impl.transcript.model import INSTRUCTION_ROLES
+
+    policy = merge_policy(shape)
+    if policy is None:
+        return tuple(messages), [], []
+    out, absorbed, groups = [], [], []
+    for index, message in enumerate(messages):
+        previous = out[-1] if out else None
+        if previous is not None and previous.role not in INSTRUCTION_ROLES:
+            merged = _merge(previous, message, policy)
+            if merged is not None:
+                absorbed.append(message.id if merged.id == previous.id else previous.id)
+                out[-1] = merged
+                groups[-1] = (*groups[-1], index)
+                continue
+        out.append(message)
+        groups.append((index,))
+    return tuple(out), absorbed, [g for g in groups if len(g) > 1]
+
+
+def _pool(k: int) -> list[Message]:
+    call = ToolCallPart(f"c{k}", "get_status", "{}")
+    thinking = ReasoningPart("bedrock-converse", '{"reasoningText":{"text":"h","signature":"s"}}')
+    return [
+        Message("user", (TextPart(f"u{k}"),), id=f"u{k}"),
+        Message("user", (TextPart(f"n{k}"),), name="alice", id=f"n{k}"),
+        Message("user", (SummaryPart(f"s{k}"),), id=f"s{k}"),
+        Message("assistant", (TextPart(f"a{k}"),), id=f"a{k}"),
+        Message("assistant", (TextPart(f"r{k}"), call), id=f"r{k}"),
+        Message("assistant", (thinking, call), id=f"t{k}"),
+        Message("tool", (ToolResultPart(f"c{k}", (TextPart("ok"),)),), id=f"x{k}"),
+        Message("system", (TextPart(f"y{k}"),), id=f"y{k}"),
+        Message("developer", (TextPart(f"d{k}"),), id=f"d{k}"),
+    ]
+
+
+@given(
+    st.lists(st.integers(0, 8), max_size=60),
+    st.sampled_from(["bedrock-converse", "gemini", "anthropic-messages", "openai-chat"]),
+)
+def test_merging_visits_only_same_side_neighbours_and_merges_as_one_by_one(kinds, shape):
+    from reference_impl.steps.normalize import _normalized
+
+    messages = tuple(_pool(k)[kind] for k, kind in enumerate(kinds))
+    assert _normalized(messages, shape) == _merged_one_by_one(messages, shape)
