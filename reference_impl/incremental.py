@@ -152,6 +152,8 @@ _BLOCK_TIERS: Final = frozenset({"summary", "plain_turn", "verbose_ring"})
 """The tiers whose positions are lists of the index (which only grow), so that a fill may
 resume from the block the last one took (``_take_resumed``); the error tier is chosen anew
 each turn."""
+_RING_TIERS: Final = frozenset({"error_ring", "verbose_ring"})
+"""The tiers whose units are rings (the others: plain turns and summaries)."""
 _BATCH_RESUMES = True
 """Whether ``SessionAssembler._degrade`` resumes the fill once per run of attachments degraded
 in its window (False: after each, as the step does; the tests compare the two)."""
@@ -1088,27 +1090,28 @@ class SessionAssembler:
         head = t.index.head
         t.kept = sorted([*t.pinned, *t.kept_middle])
         t.kept.extend(range(t.start, t.index.unit_count()))
-        t.kept_middle_set = set(t.kept_middle)
+        pinned, start = t.pinned, t.start
         for i in t.kept:
             role = head(i).role
             if role in INSTRUCTION_ROLES:
                 continue
-            if role == "user" or i not in t.kept_middle_set:
+            if role == "user" or i in pinned or i >= start:  # not a middle unit
                 break
             t.leading.append(i)
         if t.leading:
             for i in t.leading:
-                t.kept_middle_set.discard(i)
                 t.used -= self._cost_of(t, i)
             leading = set(t.leading)
             t.kept = [i for i in t.kept if i not in leading]
+            t.kept_middle = [i for i in t.kept_middle if i not in leading]
+            t.kept_rings = [i for i in t.kept_rings if i not in leading]
             t.steps.append("drop_leading_non_user")
         return None
 
     def _summarize_middle(self, t: _Turn) -> str | None:
         """Above the trigger ratio with something to summarize: a summary would be written."""
         is_summary = t.index.is_summary
-        summarizable = not all(map(is_summary, t.kept_middle_set))
+        summarizable = not all(map(is_summary, t.kept_middle))
         if summarizable and t.used > t.budget * self.config.summarize_trigger_ratio - t.fixed:
             return "summary"
         return None
@@ -1127,14 +1130,15 @@ class SessionAssembler:
         message tuples chained, the few degraded units in the kept window swapped in."""
         index, kept = t.index, t.kept
         degraded = {}
-        if t.degraded and t.kept_middle_set:
+        if t.degraded and t.kept_middle:
+            middle = set(t.kept_middle)
             order = t.degraded_order
-            for d in order[bisect.bisect_left(order, min(t.kept_middle_set)) :]:
-                if d in t.kept_middle_set:
+            for d in order[bisect.bisect_left(order, min(middle)) :]:
+                if d in middle:
                     degraded[d] = self._degraded_messages(index, d)
         rings = index.rings
         older = bisect.bisect_left(rings, t.start)  # rings from the range on are all kept
-        kept_rings = [*filter(t.kept_middle_set.__contains__, rings[:older]), *rings[older:]]
+        kept_rings = [*sorted(t.kept_rings), *rings[older:]]
         messages = _view_messages(index, kept, kept_rings, degraded, t.settings.injections)
         t.base = _trusted_view(messages, t.session)
         t.view, t.merged, t.merged_groups = normalize_with_groups(
@@ -1208,6 +1212,7 @@ class SessionAssembler:
         speed (``_take_newest``); ``t.drop_stop[tier]`` records how much of it was dropped and
         ``t.over`` the unit the fill stopped at."""
         t.kept_middle = []
+        t.kept_rings = []
         t.used = 0
         t.degraded_order = list(t.degraded)
         self._fill_from(t, 0, None)
@@ -1253,10 +1258,12 @@ class SessionAssembler:
             if stop is not None:
                 end, stop = stop, None
             block = index.blocks.get(tier) if plain else None
+            if block is not None and block[1] > end:  # the range moved back: walked afresh
+                block = None
             room = t.room - t.used
             known = functools.partial(self._known_costs, t)
             count = functools.partial(self._fill_run, t, walk=_Walk())
-            if block is not None and block[1] <= end:
+            if block is not None:
                 taken, over, used, _ = _take_resumed(
                     positions, end, skip=skip, room=room, known=known, count=count, block=block
                 )
@@ -1268,10 +1275,14 @@ class SessionAssembler:
                 lo = 0 if over is None else over + 1
                 index.keep_block(tier, positions, lo=lo, hi=end, used=used, skip=skip)
             reached = taken if over is None else [*taken, positions[over]]
+            if block is not None:  # the block's units were reached by the fill that kept it
+                reached = _outside(reached, positions[block[0]], positions[block[1] - 1])
             if t.degraded:  # a degraded unit's own cost is not what it cost before
                 reached = list(filterfalse(t.degraded.__contains__, reached))
             index.reach(reached)
             t.kept_middle.extend(taken)
+            if tier in _RING_TIERS:
+                t.kept_rings.extend(taken)
             t.used += used
             if over is not None:
                 exhausted = True
@@ -1449,7 +1460,8 @@ class _Turn:
     errors: list[int] = field(default_factory=list)
     error_set: set[int] = field(default_factory=set)
     kept_middle: list[int] = field(default_factory=list)
-    kept_middle_set: set[int] = field(default_factory=set)
+    kept_rings: list[int] = field(default_factory=list)
+    """The rings among ``kept_middle`` (what the ring tiers kept)."""
     dropped_tiers: set[str] = field(default_factory=set)
     drop_stop: dict[Tier, int] = field(default_factory=dict)
     """Per tier: the fill dropped its positions before this index (less the skipped ones)."""
@@ -1597,6 +1609,13 @@ def _take_resumed(
         at += len(chunk)
         size *= 2
     raise AssertionError("a block that does not fit gives up less than its own sum")
+
+
+def _outside(newest_first: list[int], low: int, high: int) -> list[int]:
+    """``newest_first`` (descending) less its positions from ``low`` to ``high``: two slices."""
+    before = bisect.bisect_left(newest_first, -high, key=operator.neg)
+    after = bisect.bisect_right(newest_first, -low, key=operator.neg)
+    return newest_first[:before] + newest_first[after:]
 
 
 def _newest_first(positions: Sequence[int], lo: int, hi: int, skipped: list[int]) -> list[int]:
