@@ -29,6 +29,7 @@ from reference_impl.incremental import SessionAssembler
 from reference_impl.ledger import Ledger, LedgerEntry
 from reference_impl.memory import MemoryItem
 from reference_impl.tokens import counter_for
+from reference_impl.tokens.counters import EstimateCounter
 from reference_impl.transcript import (
     SHAPE_NAMES,
     ImagePart,
@@ -206,3 +207,40 @@ def test_attachments_degraded_across_tiers_count_alike_on_both_paths():
     report = json.loads(fast[-1])
     assert report["degraded_attachment_ids"] == [s.messages[2].id, s.messages[3].id]
     assert report["tokens_before"]["middle"] == 105 + 112
+
+
+class _MergedTurnsCostMore(EstimateCounter):
+    """Bedrock's estimate, a message of several parts (a merged turn) charged 40 tokens more:
+    the merged view can count more than the running totals, which only the final recount sees."""
+
+    def _message(self, message: Message) -> int:
+        return super()._message(message) + (40 if len(message.parts) > 1 else 0)
+
+
+def test_a_merged_view_over_the_budget_is_recounted_as_the_pipeline_recounts_it():
+    # every ring's results are followed by a user turn: merged for Bedrock (B3), each merged
+    # turn 40 tokens dearer than its two messages; at every budget both paths say the same
+    items = [system(), user("GOAL: audit the fleet")]
+    for i in range(8):
+        items.extend(ring(f"c{i}", words(12)))
+        items.append(user(f"ok {i}, go on"))
+    s = session(*items)
+    config = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, recent_user_turns=1)
+    total = _MergedTurnsCostMore("bedrock-converse", safety_factor=1.0).count(s).total
+    seen = set()
+    for budget in range(total // 3, total + 400, 7):
+
+        def run(how, budget=budget):
+            return lambda: how(
+                s,
+                config,
+                shape="bedrock-converse",
+                counter=_MergedTurnsCostMore("bedrock-converse", safety_factor=1.0),
+                budget=budget,
+                metrics=AssemblyMetrics(CollectorRegistry()),
+            )
+
+        fast = everything(run(assemble))
+        assert fast == everything(run(assemble_pipeline)), budget
+        seen.add(fast[0] if fast[0] == "rejected" else "final_recount_over_budget" in fast[-1])
+    assert seen >= {"rejected", False}  # refused near the fit, assembled above it

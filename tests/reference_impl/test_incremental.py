@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import pytest
 from assembler_strategies import CONFIGS, never_cut, sessions
-from assembler_support import WordCounter, assistant, decided, ring, session, system, user, words
+from assembler_support import (
+    WordCounter,
+    assembly_facts,
+    assistant,
+    decided,
+    outcome_of,
+    ring,
+    session,
+    system,
+    user,
+    words,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 
+import reference_impl.incremental as incremental
 from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
 from reference_impl.incremental import SessionAssembler
 from reference_impl.steps import PIPELINE
@@ -46,6 +58,37 @@ def test_each_turn_equals_the_stateless_assembly(case):
             )
         )
         assert got == want, cut
+
+
+def _turn_after_turn(full, cuts, config, budget, shape, *, blocks):
+    """Every turn's whole assembly (``tokens_before`` too: what the walks reached, on any
+    turn) through one ``SessionAssembler``, its fills resuming from the last one's blocks or
+    (``blocks=False``) walking each tier whole."""
+    saved = incremental._BLOCK_TIERS
+    incremental._BLOCK_TIERS = saved if blocks else frozenset()
+    try:
+        assembler = SessionAssembler(
+            config, shape=shape, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
+        )
+        found = []
+        for cut in cuts:
+            turn = full.with_messages(full.messages[:cut])
+            found.append(
+                assembly_facts(outcome_of(lambda t=turn: assembler.assemble(t, budget=budget)))
+            )
+        return found
+    finally:
+        incremental._BLOCK_TIERS = saved
+
+
+@settings(max_examples=examples(500))
+@given(growing_sessions())
+def test_resuming_from_the_last_fill_s_block_equals_walking_the_whole_tier(case):
+    # the whole report, tokens_before included: the units the block's walk reached are those
+    # a walk over the whole tier reaches, turn after turn
+    shape, full, cuts, config, budget = case
+    with_blocks = _turn_after_turn(full, cuts, config, budget, shape, blocks=True)
+    assert with_blocks == _turn_after_turn(full, cuts, config, budget, shape, blocks=False)
 
 
 def agent_session(rings: int):

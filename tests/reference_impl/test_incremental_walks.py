@@ -183,3 +183,35 @@ def test_a_resumed_walk_reads_what_changed_not_the_block():
     want = unit_by_unit(positions, 1005, {3, 500}, costs, set(positions), room)
     assert got == want[:4]
     assert len(read) < 100  # the new units, the skipped ones' costs, the chunk that is cut
+
+
+def _resumed(positions, stop, skip, costs, room, block):
+    def count(run, _room):
+        return [costs[run[0]]]
+
+    lo, hi = block
+    return _take_resumed(
+        positions,
+        stop,
+        skip=skip,
+        room=room,
+        known=lambda chunk: [costs[p] for p in chunk],
+        count=count,
+        block=(lo, hi, sum(costs[p] for p in positions[lo:hi])),
+    )
+
+
+def test_a_block_cut_at_its_oldest_unit_or_far_into_it_is_cut_as_the_walk_cuts_it():
+    positions = list(range(1000))
+    costs = {p: 1 + p % 7 for p in positions}
+    everything = set(positions)
+    whole = sum(costs.values())
+    for room in (
+        whole - costs[0],  # only the oldest unit goes
+        whole - costs[0] - 1,  # the oldest two
+        whole // 3,  # hundreds of units, across chunks of 32, 64, 128 ...
+        0,  # all of them
+        -1,  # not even nothing fits
+    ):
+        want = unit_by_unit(positions, 1000, set(), costs, everything, room)
+        assert _resumed(positions, 1000, set(), costs, room, (0, 1000)) == want[:4], room
