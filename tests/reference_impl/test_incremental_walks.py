@@ -4,6 +4,7 @@ unit-by-unit loops they replace: the newest-first fill (``_take_newest``), the d
 
 from __future__ import annotations
 
+import functools
 import pickle
 
 from hypothesis import given
@@ -46,9 +47,11 @@ def unit_by_unit(positions, stop, skip, costs, known, room):
     return taken, None, used, 0, counted
 
 
-def walk_newest(case, ahead):
+def walk_newest(case, ahead, block=None):
     """``_take_newest`` over ``case`` with a ``count(run, room)`` that counts the first ``ahead``
-    units of each run in one go: what the walk returns, and the positions counted in order."""
+    units of each run in one go: what the walk returns, and the positions counted in order. With
+    ``block`` (``lo, hi``), ``_take_resumed`` from the block ``positions[lo:hi]`` (counted, its
+    sum known)."""
     positions, stop, skip, costs, known, room = case
     counted: list[int] = []
 
@@ -56,7 +59,8 @@ def walk_newest(case, ahead):
         counted.extend(run[:ahead])
         return [costs[p] for p in run[:ahead]]
 
-    got = _take_newest(
+    walk = functools.partial(
+        _take_newest if block is None else _take_resumed,
         positions,
         stop,
         skip=skip,
@@ -64,7 +68,10 @@ def walk_newest(case, ahead):
         known=lambda chunk: [costs[p] if p in known else None for p in chunk],
         count=count,
     )
-    return got, counted
+    if block is None:
+        return walk(), counted
+    lo, hi = block
+    return walk(block=(lo, hi, sum(costs[p] for p in positions[lo:hi]))), counted
 
 
 @given(walks())
@@ -94,26 +101,9 @@ def test_a_walk_resumed_from_a_known_block_equals_the_unit_by_unit_loop(case, da
         return
     hi = data.draw(st.integers(1, stop), label="hi")
     lo = data.draw(st.integers(0, hi - 1), label="lo")
-    block = positions[lo:hi]
-    known = known | set(block)
-    case = (positions, stop, skip, costs, known, room)
-    counted: list[int] = []
-
-    def count(run, _room):
-        counted.append(run[0])
-        return [costs[run[0]]]
-
-    got = _take_resumed(
-        positions,
-        stop,
-        skip=skip,
-        room=room,
-        known=lambda chunk: [costs[p] if p in known else None for p in chunk],
-        count=count,
-        block=(lo, hi, sum(costs[p] for p in block)),
-    )
-    want = unit_by_unit(*case)
-    assert (*got, counted) == want  # the same decision, and only the units reached counted
+    case = (positions, stop, skip, costs, known | set(positions[lo:hi]), room)
+    got, counted = walk_newest(case, 1, (lo, hi))
+    assert (*got, counted) == unit_by_unit(*case)  # the same decision, only the reached counted
 
 
 @given(
@@ -185,22 +175,6 @@ def test_a_resumed_walk_reads_what_changed_not_the_block():
     assert len(read) < 100  # the new units, the skipped ones' costs, the chunk that is cut
 
 
-def _resumed(positions, stop, skip, costs, room, block):
-    def count(run, _room):
-        return [costs[run[0]]]
-
-    lo, hi = block
-    return _take_resumed(
-        positions,
-        stop,
-        skip=skip,
-        room=room,
-        known=lambda chunk: [costs[p] for p in chunk],
-        count=count,
-        block=(lo, hi, sum(costs[p] for p in positions[lo:hi])),
-    )
-
-
 def test_a_block_cut_at_its_oldest_unit_or_far_into_it_is_cut_as_the_walk_cuts_it():
     positions = list(range(1000))
     costs = {p: 1 + p % 7 for p in positions}
@@ -213,5 +187,5 @@ def test_a_block_cut_at_its_oldest_unit_or_far_into_it_is_cut_as_the_walk_cuts_i
         0,  # all of them
         -1,  # not even nothing fits
     ):
-        want = unit_by_unit(positions, 1000, set(), costs, everything, room)
-        assert _resumed(positions, 1000, set(), costs, room, (0, 1000)) == want[:4], room
+        case = (positions, 1000, set(), costs, everything, room)
+        assert walk_newest(case, 1, (0, 1000))[0] == unit_by_unit(*case)[:4], room
