@@ -59,7 +59,8 @@ result's content is ``result_changed``, except a degraded attachment (below).
 
 **Degraded attachments.** A message or tool result whose attachments are an ordered selection of
 its session copy's, each as it was or (an image) at low detail, is degraded
-(``attachment_degraded``) when its text stays whole and what stands for the attachments left out
+(``attachment_degraded``; ``attachment_lowered`` when none is left out, an image only sent at
+low detail) when its text stays whole and what stands for the attachments left out
 is a bracketed placeholder each (:data:`_ATTACHMENT_PLACEHOLDER`, naming its attachment and
 nothing else: :func:`_names_an_attachment`) or a plain sentence of a marker's words
 (:func:`_is_gap_marker`); other text beside
@@ -131,6 +132,7 @@ EditKind: TypeAlias = Literal[
     "note_added",
     "summary_added",
     "attachment_degraded",
+    "attachment_lowered",
     "attachment_changed",
     "attachment_added",
     "role_changed",
@@ -1908,6 +1910,8 @@ def _degraded_edits(
     low = f" ({lowered} sent at low detail)" if lowered else ""
     out: list[tuple[EditKind, str]] = [
         ("attachment_degraded", f"{removed + lowered} attachment(s) degraded{low}")
+        if removed
+        else ("attachment_lowered", f"{lowered} image(s) sent at low detail")
     ]
     olds = [p.text for p in wanted if isinstance(p, TextPart)]
     gaps = _text_gaps(olds, "".join(p.text for p in given if isinstance(p, TextPart)))

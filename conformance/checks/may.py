@@ -31,7 +31,7 @@ def _deleted(turn: Assembled) -> set[tuple[int, str, str]]:
     return found
 
 
-_DELETION_EDITS: Final = frozenset({"result_cleared", "attachment_degraded"})
+_DELETION_EDITS: Final = frozenset({"result_cleared", "attachment_degraded", "attachment_lowered"})
 
 
 @check(id="prefix_stable", level="may", default=False)

@@ -368,9 +368,10 @@ def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
 @check(id="pins_unaltered", level="must")
 def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
     """Pinned messages (system/developer text, the first user goal when pinned) that the view
-    keeps are not altered, their role included (a labelled ledger note or memory item, or a
-    declared summary, sent in the same text after or before the whole pinned text alters nothing
-    of it)."""
+    keeps are not altered, their role and attachments included: degrading an attachment (left
+    out, or a placeholder in its place) is a tier of the middle, never of a pin (a labelled
+    ledger note or memory item, or a declared summary, sent in the same text after or before the
+    whole pinned text alters nothing of it)."""
     goal_pinned = "first_user_message" in knob(scenario, "pin")
     for turn in assembled_turns(outcome):
         goal = first_user_index(turn.session)
@@ -382,6 +383,7 @@ def pins_unaltered(scenario: Scenario, outcome: CaseOutcome) -> None:
                 "negation_removed",
                 "attachment_changed",
                 "attachment_added",
+                "attachment_degraded",
                 "role_changed",
                 "fields_changed",
                 "name_added",

@@ -19,7 +19,7 @@ from conformance.checks import REGISTRY, CaseOutcome, run_checks
 from conformance.identity import Declarations, map_view
 from conformance.scenarios import Expectation
 from reference_impl.tokens import counter_for
-from reference_impl.transcript import Message, TextPart, ToolResultPart, Transcript
+from reference_impl.transcript import ImagePart, Message, TextPart, ToolResultPart, Transcript
 
 
 def _view(*items: int | Message) -> Transcript:
@@ -435,3 +435,27 @@ def test_a_refusal_exactly_at_the_allowed_budget_fails_should() -> None:
     allowed = int(message.split("a refusal is accepted below ")[1].split(":")[0])
     assert _refused(allowed)["refuses_only_below_minimum"][0] == "fail"
     assert _refused(allowed - 1)["refuses_only_below_minimum"][0] == "pass"
+
+
+def test_an_attachment_left_out_of_a_pinned_message_alters_the_pin() -> None:
+    # The goal is pinned with its screenshot: sent without it, or with a placeholder for it, the
+    # pinned goal is altered (degrading attachments is a tier of the middle, never of a pin); the
+    # same image degraded in a middle user turn alters no pin.
+    image = ImagePart("url", "https://example.com/failing-checkout.png")
+    goal = Message("user", (*M[1].parts, image))
+    middle = Message("user", (TextPart("and this one?"), image))
+    session = SESSION.with_messages((M[0], goal, *M[2:5], middle, *M[5:]))
+    for sent in (
+        Message("user", M[1].parts),
+        Message("user", (*M[1].parts, TextPart("[image omitted]"))),
+    ):
+        view = session.with_messages((M[0], sent, *M[2:5], middle, *M[5:]))
+        outcome = assembled_outcome(session, view, ledger=LEDGER)
+        status, message = check_results(SCENARIO, outcome, "pins_unaltered")["pins_unaltered"]
+        assert status == "fail", message
+        assert "session messages[1] (user, the pinned goal) was changed" in message
+        assert "attachment(s) degraded" in message
+    degraded = Message("user", (TextPart("and this one?"), TextPart("[image omitted]")))
+    view = session.with_messages((M[0], goal, *M[2:5], degraded, *M[5:]))
+    outcome = assembled_outcome(session, view, ledger=LEDGER)
+    assert check_results(SCENARIO, outcome, "pins_unaltered")["pins_unaltered"][0] == "pass"

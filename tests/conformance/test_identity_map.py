@@ -839,7 +839,7 @@ def test_an_image_sent_at_low_detail_is_degraded_not_replaced() -> None:
     low = Message("user", (*P[1].parts, replace(IMG, detail="low")))
     identity = _map(_view(0, low, 2, 3, 4, session=session), session, ledger=())
     assert [(e.kind, e.detail) for e in identity.edits] == [
-        ("attachment_degraded", "1 attachment(s) degraded (1 sent at low detail)")
+        ("attachment_lowered", "1 image(s) sent at low detail")
     ]
     view = _view(0, low, 2, 3, 4, session=session)
     checks = ("pins_unaltered", "nothing_invented", "text_unedited")
