@@ -263,12 +263,12 @@ class _Index:
     as counted units."""
     digest: Any = field(default_factory=hashlib.sha256)
     frozen: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """``turn_ids``, ``ring_ids`` ... as tuples, remade only when a slice reaches past their end:
+    a report's dropped ids are one tuple slice (amortized O(1) a turn to keep, not O(dropped))."""
     blocks: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     """Per tier (its positions a list of the index, which only grows), the last fill's block:
     ``(lo, hi, tokens)``, the positions ``lo..hi`` of the tier all counted, ``tokens`` their
     costs summed, skipped ones included (``_take_resumed``)."""
-    """``turn_ids``, ``ring_ids`` ... as tuples, remade only when a slice reaches past their end:
-    a report's dropped ids are one tuple slice (amortized O(1) a turn to keep, not O(dropped))."""
 
     def frozen_ids(self, name: str, ids: list[str], stop: int) -> tuple[str, ...]:
         """``ids`` (one of the lists of ids above, ``name``) as a tuple at least ``stop`` long."""
@@ -289,7 +289,8 @@ class _Index:
     ) -> None:
         """Note what a fill took of a tier (``_take_resumed``): ``positions[lo:hi]`` less
         ``skip``, whose costs summed to ``used``; the block's sum holds the skipped ones too
-        (counted: pinned), or no block is kept."""
+        (the pinned units, and in the ring tier the error rings: all counted by then), or no
+        block is kept when one of them is not counted."""
         if lo >= hi:
             self.blocks.pop(tier, None)
             return
@@ -1560,8 +1561,8 @@ def _take_resumed(
     count: Callable[[list[int], int], list[int]],
     block: tuple[int, int, int],
 ) -> tuple[list[int], int | None, int, int]:
-    """``_take_newest`` (same arguments, same answer) knowing a ``block`` of the positions
-    walked on an earlier turn: ``(lo, hi, tokens)``, ``positions[lo:hi]`` all counted, their
+    """``_take_newest`` over ``positions[:stop]`` (the same answer) knowing a ``block`` of the
+    positions walked on an earlier turn: ``(lo, hi, tokens)``, ``positions[lo:hi]`` all counted, their
     costs summed to ``tokens`` (skipped ones included; ``lo < hi <= stop``). The positions after
     the block are walked as ``_take_newest`` walks them; then the block is taken whole if it
     fits (its sum less the skipped ones' costs, no walk over it), the walk going on before it;
