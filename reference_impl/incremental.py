@@ -1562,13 +1562,13 @@ def _take_resumed(
     block: tuple[int, int, int],
 ) -> tuple[list[int], int | None, int, int]:
     """``_take_newest`` over ``positions[:stop]`` (the same answer) knowing a ``block`` of the
-    positions walked on an earlier turn: ``(lo, hi, tokens)``, ``positions[lo:hi]`` all counted, their
-    costs summed to ``tokens`` (skipped ones included; ``lo < hi <= stop``). The positions after
-    the block are walked as ``_take_newest`` walks them; then the block is taken whole if it
-    fits (its sum less the skipped ones' costs, no walk over it), the walk going on before it;
-    else the units that do not fit are found from its old end (what the newest-first walk drops
-    is its oldest units): a cost proportional to what changed since that turn, not to what is
-    kept.
+    positions walked on an earlier turn: ``(lo, hi, tokens)``, ``positions[lo:hi]`` all
+    counted, their costs summed to ``tokens`` (skipped ones included; ``lo < hi <= stop``). The
+    positions after the block are walked as ``_take_newest`` walks them; then the block is taken
+    whole if it fits (its sum less the skipped ones' costs, no walk over it), the walk going on
+    before it; else the units that do not fit are found from its old end (what the newest-first
+    walk drops is its oldest units): a cost proportional to what changed since that turn, not to
+    what is kept.
     """
     lo, hi, tokens = block
     if room < 0:  # nothing fits, not even an empty block: the first unit met stops the walk
