@@ -121,6 +121,7 @@ from reference_impl.transcript.model import (
     KIND_OTHER,
     KIND_SYSTEM,
     KIND_USER,
+    index_or_end,
     kind_codes,
     kind_positions,
     same_messages,
@@ -295,14 +296,12 @@ class _Index:
             self.blocks.pop(tier, None)
             return
         costs = self.costs
-        for p in skip:
-            k = bisect.bisect_left(positions, p, lo, hi)
-            if k < hi and positions[k] == p:
-                cost = costs[p]
-                if cost is None:
-                    self.blocks.pop(tier, None)
-                    return
-                used += cost
+        for k in _skipped(positions, hi, skip, lo):
+            cost = costs[positions[k]]
+            if cost is None:
+                self.blocks.pop(tier, None)
+                return
+            used += cost
         self.blocks[tier] = (lo, hi, used)
 
     def start(self, session: Transcript) -> bool:
@@ -1512,11 +1511,7 @@ def _take_newest(
     while hi > low:
         lo = max(low, hi - size)
         size *= 2
-        chunk = list(positions[lo:hi])
-        for p in skip:
-            k = bisect.bisect_left(chunk, p)
-            if k < len(chunk) and chunk[k] == p:
-                del chunk[k]
+        chunk = _less(positions, lo, hi, skip)
         values = known(chunk)
         if None not in values:  # all counted (a walk over what an earlier turn kept)
             whole = sum(cast("list[int]", values))
@@ -1530,7 +1525,7 @@ def _take_newest(
         missing = list(map(operator.is_, values, repeat(None)))
         i = 0
         while i < len(chunk):
-            gap = _index_of(missing, True, i)
+            gap = index_or_end(missing, True, i)
             if gap > i:
                 sums = list(accumulate(cast("list[int]", values[i:gap])))
                 fits = bisect.bisect_right(sums, room - used)
@@ -1543,7 +1538,7 @@ def _take_newest(
                 used += sums[-1]
             if gap == len(chunk):
                 break
-            got = count(chunk[gap : _index_of(missing, False, gap)], room - used)
+            got = count(chunk[gap : index_or_end(missing, False, gap)], room - used)
             values[gap : gap + len(got)] = got
             missing[gap : gap + len(got)] = repeat(False, len(got))
             i = gap
@@ -1578,15 +1573,11 @@ def _take_resumed(
     )
     if over is not None:
         return taken, over, used, over_cost
-    skipped = [
-        p
-        for p in skip
-        if (k := bisect.bisect_left(positions, p, lo, hi)) < hi and positions[k] == p
-    ]
+    skipped = [positions[k] for k in _skipped(positions, hi, skip, lo)]
     if skipped:
         tokens -= sum(cast("list[int]", known(sorted(skipped))))
     if used + tokens <= room:  # the block fits whole: the walk goes on before it
-        taken += _newest_first(positions, lo, hi, skipped)
+        taken += reversed(_less(positions, lo, hi, skipped))
         older, over, more, over_cost = _take_newest(
             positions, lo, skip=skip, room=room - used - tokens, known=known, count=count
         )
@@ -1604,7 +1595,7 @@ def _take_resumed(
         k = bisect.bisect_left(sums, excess, 1)
         if k < len(sums):  # chunk[k - 1] is the one whose cost makes up the excess
             over = at + k - 1
-            taken += _newest_first(positions, over + 1, hi, skipped)
+            taken += reversed(_less(positions, over + 1, hi, skipped))
             return taken, over, used + tokens - sums[k], values[k - 1]
         dropped = sums[-1]
         at += len(chunk)
@@ -1619,14 +1610,14 @@ def _outside(newest_first: list[int], low: int, high: int) -> list[int]:
     return newest_first[:before] + newest_first[after:]
 
 
-def _newest_first(positions: Sequence[int], lo: int, hi: int, skipped: list[int]) -> list[int]:
-    """``positions[lo:hi]`` newest first, less ``skipped`` (some of them, or others): C speed."""
+def _less(positions: Sequence[int], lo: int, hi: int, skip: Collection[int]) -> list[int]:
+    """``positions[lo:hi]`` (ascending) less those in ``skip`` (a few; others may be outside the
+    slice): a slice, and a deletion for each skipped one in it."""
     part = list(positions[lo:hi])
-    for p in skipped:
+    for p in skip:
         k = bisect.bisect_left(part, p)
         if k < len(part) and part[k] == p:
             del part[k]
-    part.reverse()
     return part
 
 
@@ -1646,10 +1637,14 @@ def _without(
     return tuple(out)
 
 
-def _skipped(positions: Sequence[int], stop: int, skip: Collection[int]) -> list[int]:
-    """The indexes in ``positions[:stop]`` of the positions in ``skip``, ascending."""
+def _skipped(
+    positions: Sequence[int], stop: int, skip: Collection[int], start: int = 0
+) -> list[int]:
+    """The indexes in ``positions[start:stop]`` of the positions in ``skip``, ascending."""
     return sorted(
-        k for p in skip if (k := bisect.bisect_left(positions, p)) < stop and positions[k] == p
+        k
+        for p in skip
+        if (k := bisect.bisect_left(positions, p, start, stop)) < stop and positions[k] == p
     )
 
 
@@ -1677,14 +1672,6 @@ def _next_inside(positions: list[int], start: int, window: set[int], over: int |
             end = k
     found = bytes(map(window.__contains__, positions[start:end])).find(1)
     return end if found < 0 else start + found
-
-
-def _index_of(values: list[bool], value: bool, start: int) -> int:
-    """The index of the first ``value`` in ``values`` from ``start``, or ``len(values)``."""
-    try:
-        return values.index(value, start)
-    except ValueError:
-        return len(values)
 
 
 def _index_of_none(values: list[int | None], start: int) -> int:

@@ -30,7 +30,7 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
-from typing import Any, Final, Literal, TypeAlias, get_args
+from typing import Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 from typing_extensions import assert_never
 
@@ -58,6 +58,7 @@ __all__ = [
     "Transcript",
     "canonical_json",
     "default_id",
+    "index_or_end",
     "kind_codes",
     "kind_positions",
     "message_digest",
@@ -591,14 +592,19 @@ def message_digests(messages: Sequence[Message]) -> list[str]:
     """``Message.digest`` of each message; at C speed for those already computed (a session's
     messages all have theirs once the transcript has given them ids)."""
     found = list(map(_DIGEST_OF, messages))
-    at = _index_or_end(found, "", 0)
+    at = index_or_end(found, "", 0)
     while at < len(found):  # the few computed now (a merged message is a new object)
         found[at] = messages[at].digest
-        at = _index_or_end(found, "", at + 1)
+        at = index_or_end(found, "", at + 1)
     return found
 
 
-def _index_or_end(values: list[str], value: str, start: int) -> int:
+_V = TypeVar("_V")
+
+
+def index_or_end(values: list[_V], value: _V, start: int) -> int:
+    """The index of the first ``value`` in ``values`` from ``start``, or ``len(values)``: a
+    search at C speed (``list.index``)."""
     try:
         return values.index(value, start)
     except ValueError:
