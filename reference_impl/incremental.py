@@ -124,7 +124,7 @@ from reference_impl.transcript.model import (
     index_or_end,
     kind_codes,
     kind_positions,
-    same_messages,
+    starts_with,
 )
 
 __all__ = ["SessionAssembler"]
@@ -696,7 +696,7 @@ class SessionAssembler:
             seen = index.messages
             # The head of the new session must hold the very same objects (Message equality
             # ignores ids, so equal-but-new objects start afresh), compared at C speed.
-            if len(messages) >= len(seen) and same_messages(messages[: len(seen)], seen):
+            if starts_with(messages, seen):
                 if len(messages) == len(seen):
                     return index
                 if index.extend(messages):

@@ -208,3 +208,35 @@ def test_same_messages_means_the_very_same_objects() -> None:
     assert not same_messages((*a[:7], a[7].with_id("other"), *a[8:]), a)
     assert not same_messages((*a[:49], Message("user", (TextPart("x"),))), a)
     assert same_messages((), ())
+
+
+@pytest.mark.parametrize("pointers", [True, False], ids=["memcmp", "slice"])
+def test_starts_with_means_a_head_of_the_very_same_objects(
+    pointers: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    from reference_impl.transcript import model
+
+    if pointers:  # CPython: the pointer comparison is what runs, not the fallback
+        assert model._POINTERS_DIFFER is not None
+    else:
+        monkeypatch.setattr(model, "_POINTERS_DIFFER", None)
+    a = tuple(Message("user", (TextPart(f"m{i}"),)) for i in range(300))
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randrange(0, 301)
+        head = (*a[:n],)  # built apart: the same objects in another tuple
+        longer = (*a[:n], *a[n : n + rng.randrange(0, 5)])
+        assert model.starts_with(longer, head)
+        assert model.starts_with(head, head)
+        assert model.starts_with(a, head)
+        if n:
+            k = rng.randrange(n)
+            twin = Message("user", (TextPart(f"m{k}"),))  # equal, not the same object
+            assert not model.starts_with((*a[:k], twin, *a[k + 1 :]), head)
+            assert not model.starts_with((*a[:k], a[(k + 1) % 300], *a[k + 1 :]), head)
+            assert not model.starts_with(head[:-1], head)  # shorter
+    assert model.starts_with((), ())
+    assert model.starts_with(a, ())
+    assert not model.starts_with((), a[:1])
