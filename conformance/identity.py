@@ -150,6 +150,16 @@ _SIDE: Final[Mapping[str, str]] = {"user": "user", "tool": "user", "assistant": 
 _PLACEHOLDER_WORDS: Final = re.compile(
     r"clear|omit|remov|elid|redact|truncat|hidden", re.IGNORECASE
 )
+"""The verbs that say a result's content was left out whatever else the placeholder names; the
+other verbs of leaving out (:data:`_MARKER_VERB`: trimmed, pruned, dropped, skipped...) read as
+the tool's outcome unless the placeholder names the content (:data:`_CONTENT_NOUNS`): "[tool
+output trimmed]", "[result dropped to save context]", not "[request dropped]" nor "[skipped]"."""
+_CONTENT_NOUNS: Final = frozenset(
+    (
+        *("result", "results", "output", "outputs", "content", "contents", "response", "data"),
+        *("text", "chars", "characters", "bytes", "lines", "log", "logs", "stdout", "stderr"),
+    )
+)
 _PLACEHOLDER_MAX: Final = 200
 """The longest undeclared placeholder of a cleared tool result (its text, stripped)."""
 _ATTACHMENT_PLACEHOLDER: Final = re.compile(r"\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}]*\}")
@@ -301,13 +311,24 @@ def is_placeholder(
     return (
         (_ATTACHMENT_PLACEHOLDER.fullmatch(text) is not None or _plain_note(text))
         and len(text) <= _PLACEHOLDER_MAX
-        and bool(_PLACEHOLDER_WORDS.search(text))
+        and _says_cleared(text)
         and _is_gap_marker(
             text,
             _RESULT_WORDS | _name_words(tool),
             names=frozenset((tool,)) if tool is not None else frozenset(),
         )
         and _OUTCOME_PIECES.isdisjoint(_pieces(text) - _name_words(tool))
+    )
+
+
+def _says_cleared(text: str) -> bool:
+    """A result's placeholder says its content was left out: a word of :data:`_PLACEHOLDER_WORDS`,
+    or another verb of leaving out beside a word naming the content (:data:`_CONTENT_NOUNS`)."""
+    if _PLACEHOLDER_WORDS.search(text):
+        return True
+    words = re.findall(r"\w+", text)
+    return any(_MARKER_VERB.fullmatch(w) for w in words) and any(
+        w.lower() in _CONTENT_NOUNS for w in words
     )
 
 
@@ -1599,9 +1620,10 @@ def _edits(
             kind, detail = degraded
             add(kind, f"tool result {cid}: {detail}", cid)
         else:
+            how = "cut" if _is_cut(result.text, got.text) else "changed"
             add(
                 "result_changed",
-                f"tool result {cid} changed: {short_change(result.text, got.text)}",
+                f"tool result {cid} {how}: {short_change(result.text, got.text)}",
                 cid,
             )
     for cid in new_results.keys() - old_results.keys():
@@ -1692,6 +1714,17 @@ def _text_edits(
     opened = not old_text and _opens_with_text(given)
     kind: EditKind = "summary_added" if opened else "text_changed"
     return [*changed, (kind, f"text changed: {short_change(old_text, new_text)}")]
+
+
+_CUT_HEAD: Final = 20
+"""The fewest characters of a result a shorter text keeps at its head to read as that result
+cut (``result_changed``'s detail says so: a result is sent whole or cleared whole)."""
+
+
+def _is_cut(old: str, new: str) -> bool:
+    """Whether ``new`` is ``old`` shortened, keeping its head (a trimmer's cut, marked or not)."""
+    head = min(_CUT_HEAD, len(old))
+    return old not in new and new[:head] == old[:head]
 
 
 def _inserted_words(old: str, new: str) -> str | None:
@@ -2494,13 +2527,27 @@ pruned, summarized, condensed, compacted, archived...), a gerund ("Omitting 4 ea
 messages.") or a noun ("[Truncation: 4 earlier messages]"), never the imperative ("Summarize the
 conversation history", "Drop the previous context" are orders, not markers; "cut" is both and
 stays): the verb of a gap marker and of an attachment's placeholder (``fullmatch``)."""
+_REASON_WORDS: Final = frozenset(
+    (
+        *("to", "save", "for", "brevity", "space", "context", "tokens", "token", "length"),
+        *("fit", "fits", "budget", "window", "limit", "limits", "size", "large", "long", "big"),
+        *("too", "because", "due", "exceeded", "exceeds", "exceeding", "reached", "over"),
+        *("by", "in", "this", "request", "input", "model", "manager", "assembler", "trimmer"),
+        *("compactor", "automatically"),
+    )
+)
+"""Why, and by what, content was left out ("to fit the token budget", "because the context
+limit was reached", "by the context manager"): words a gap marker, a cleared result's
+placeholder and a degraded attachment's placeholder all may use, so that one honest wording
+passes in all three places."""
 _MARKER_WORDS: Final = frozenset(
     (
         *("message", "messages", "turn", "turns", "item", "items", "entry", "entries"),
         *("exchange", "exchanges", "earlier", "older", "previous", "prior", "conversation"),
-        *("history", "context", "here", "the", "of", "from", "to", "save", "for", "brevity"),
-        *("space", "tokens", "were", "was", "have", "been", "has", "a", "an", "and", "n"),
-        *("length", "summary", "recap", "shown", "displayed", "included", "below", "above"),
+        *("history", "here", "the", "of", "from", "were", "was", "have", "been", "has", "a"),
+        *("an", "and", "n", "summary", "recap", "shown", "displayed", "included", "below"),
+        *("above",),
+        *_REASON_WORDS,
     )
 )
 _MARKER_MAX_WORDS: Final = 12
@@ -2530,14 +2577,12 @@ _ATTACHMENT_WORDS: Final = frozenset(
     (
         *("image", "images", "screenshot", "screenshots", "picture", "photo", "file", "files"),
         *("attachment", "attachments", "document", "documents", "pdf", "png", "jpeg", "jpg"),
-        *("not", "sent", "included", "shown", "this", "it", "is", "too", "large", "size"),
-        *("fit", "budget", "because", "due", "exceeded", "exceeds", "exceeding", "limit"),
-        *("limits", "long", "big", "window", "length", "model"),
+        *("not", "sent", "included", "shown", "it", "is"),
     )
 )
-"""Words a placeholder of a degraded attachment may use beside a marker's, bracketed or not,
-the reason it was left out included ("because it exceeded the context limit", "due to size
-limits", "it was too long")."""
+"""Words a placeholder of a degraded attachment may use beside a marker's (the reason it was
+left out among them, :data:`_REASON_WORDS`: "because it exceeded the context limit", "due to
+size limits", "it was too long"), bracketed or not."""
 _NAME: Final = re.compile(r"[0-9_/.:=@#%+]")
 """A placeholder's word holding a digit or one of these marks is a name: a file name, a URL, a
 media type, a digest, a size or dimensions ("dashboard.png", "image/png", "sha256:9f2c", "1.2MB",
@@ -2653,12 +2698,9 @@ def _placeholder_word(word: str) -> Literal["name", "marker", "other"]:
 
 _RESULT_WORDS: Final = frozenset(
     (
-        *("tool", "result", "results", "output", "outputs", "content", "contents", "old"),
-        *("call", "response", "data", "text", "full", "original", "fit", "budget", "window"),
-        *("limit", "length", "size", "large", "long", "too", "chars", "characters", "bytes"),
-        *("lines", "due", "in", "it", "is", "its", "by", "not", "shown", "available", "space"),
+        *("tool", "old", "call", "full", "original", "it", "is", "its", "not", "shown"),
+        *("available", "build", "kb", "mb", "gb", "kib", "mib", *_CONTENT_NOUNS),
         *("reason", "true"),  # a note as JSON or XML: {"omitted": true}, <omitted reason=...>
-        *("stdout", "stderr", "log", "logs", "build", "kb", "mb", "gb", "kib", "mib"),
     )
 )
 """Words an undeclared placeholder of a cleared tool result may use beside a marker's: its

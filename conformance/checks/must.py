@@ -72,7 +72,21 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
         return
     for turn in outcome.assembled_turns:
         found = pairing_violations(turn.session)
-        why = "; ".join(str(v) for v in found[:3]) if found else "prefix + suffix exceed the budget"
+        if found:
+            why = "; ".join(str(v) for v in found[:3])
+        elif (
+            turn.view is not None
+            and len(turn.view.tools) < len(turn.session.tools)
+            and scenario.config.get("on_still_over_budget", "fail_closed") == "fail_closed"
+        ):
+            left_out = len(turn.session.tools) - len(turn.view.tools)
+            why = (
+                "the protected messages and the tool schemas exceed the budget, and the config's "
+                "on_still_over_budget: fail_closed lets no schema go; the view left out "
+                f"{left_out} of {len(turn.session.tools)}"
+            )
+        else:
+            why = "its protected minimum (pinned messages, latest turn, tool schemas) exceeds the budget"
         raise Failure(
             "assembled a request where refusal was required",
             f"{turn_label(outcome, turn)}the session must be refused ({why}); the plug-in "

@@ -111,6 +111,30 @@ def test_assembling_a_broken_session_names_its_first_three_violations() -> None:
     assert result.message.endswith("the plug-in returned a request of 6 messages")
 
 
+def test_assembling_where_refusal_was_required_names_why_the_session_cannot_fit() -> None:
+    tools = (ToolSpec("fetch", "Fetch an invoice.", {"type": "object"}),)
+    with_tools = replace(SESSION, tools=tools)
+    refused = replace(SCENARIO, expect=Expectation("refused"))
+    # the plug-in left the schemas out where the config lets none go (the default, or stated)
+    for config in ({}, {"on_still_over_budget": "fail_closed"}):
+        scenario = replace(refused, config=config)
+        view = SESSION.with_messages(SESSION.messages[:2])
+        result = _run("refuses_broken_input", _outcome(assembled_turn(with_tools, view)), scenario)
+        assert result.status == "fail"
+        assert "on_still_over_budget: fail_closed lets no schema go" in result.message
+        assert "the view left out 1 of 1" in result.message
+    # the knob lets them go, or the schemas were kept: the protected minimum did not fit
+    allowed = replace(refused, config={"on_still_over_budget": "drop_tools_schema_then_fail"})
+    for scenario, view in (
+        (allowed, SESSION.with_messages(SESSION.messages[:2])),
+        (refused, with_tools.with_messages(SESSION.messages[:2])),
+    ):
+        result = _run("refuses_broken_input", _outcome(assembled_turn(with_tools, view)), scenario)
+        assert result.status == "fail"
+        assert "protected minimum" in result.message
+        assert "schema go" not in result.message
+
+
 def test_nothing_invented_counts_every_invention_and_names_the_first_three() -> None:
     made_up = [_text("assistant", f"Invented remark number {n}.") for n in range(4)]
     view = _view(0, 1, 2, 3, *made_up, 4)
