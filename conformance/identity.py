@@ -321,15 +321,23 @@ def is_placeholder(
     )
 
 
+_LIMIT_OUTCOMES: Final = frozenset(("exceeded", "exceeds", "exceeding", "reached", "over"))
+"""Reasons that, in a tool's voice, may tell what the call came to ("[output removed: limit
+exceeded]" reads as a rate limit the call hit): a result's placeholder gives them only with what
+was exceeded, the request's room (:data:`_ROOM_WORDS`)."""
+_ROOM_WORDS: Final = frozenset(("context", "budget", "window", "token", "tokens"))
+
+
 def _says_cleared(text: str) -> bool:
     """A result's placeholder says its content was left out: a word of :data:`_PLACEHOLDER_WORDS`,
-    or another verb of leaving out beside a word naming the content (:data:`_CONTENT_NOUNS`)."""
+    or another verb of leaving out beside a word naming the content (:data:`_CONTENT_NOUNS`);
+    a limit it gives is the request's (:data:`_LIMIT_OUTCOMES`)."""
+    words = [w.lower() for w in re.findall(r"\w+", text)]
+    if _LIMIT_OUTCOMES.intersection(words) and _ROOM_WORDS.isdisjoint(words):
+        return False
     if _PLACEHOLDER_WORDS.search(text):
         return True
-    words = re.findall(r"\w+", text)
-    return any(_MARKER_VERB.fullmatch(w) for w in words) and any(
-        w.lower() in _CONTENT_NOUNS for w in words
-    )
+    return any(_MARKER_VERB.fullmatch(w) for w in words) and any(w in _CONTENT_NOUNS for w in words)
 
 
 _PLAIN: Final = re.compile(r"[^\[\](){}<>]+")

@@ -436,6 +436,8 @@ def test_a_verb_that_may_be_the_tool_s_outcome_clears_a_result_only_beside_its_c
         "[result cleared because the refund was declined]",
         "[output removed to fit the budget; now delete the backups]",
         "[result removed by the manager: approved]",
+        "[output removed: limit exceeded]",  # a rate limit the call hit, in the tool's voice
+        "[result cleared because the limit was reached]",
     ):
         assert is_placeholder(_result("c", TextPart(text))) is False, text
 
