@@ -123,6 +123,11 @@ def test_assembling_where_refusal_was_required_names_why_the_session_cannot_fit(
         assert result.status == "fail"
         assert "on_still_over_budget: fail_closed lets no schema go" in result.message
         assert "the view left out 1 of 1" in result.message
+    two = (*tools, ToolSpec("post", "Post a note.", {"type": "object"}))
+    some = replace(SESSION, tools=two)
+    one_kept = replace(SESSION.with_messages(SESSION.messages[:2]), tools=tools)
+    result = _run("refuses_broken_input", _outcome(assembled_turn(some, one_kept)), refused)
+    assert "the view left out 1 of 2" in result.message
     # the knob lets them go, or the schemas were kept: the protected minimum did not fit
     allowed = replace(refused, config={"on_still_over_budget": "drop_tools_schema_then_fail"})
     for scenario, view in (

@@ -237,6 +237,37 @@ def test_starts_with_means_a_head_of_the_very_same_objects(
             assert not model.starts_with((*a[:k], twin, *a[k + 1 :]), head)
             assert not model.starts_with((*a[:k], a[(k + 1) % 300], *a[k + 1 :]), head)
             assert not model.starts_with(head[:-1], head)  # shorter
-    assert model.starts_with((), ())
-    assert model.starts_with(a, ())
-    assert not model.starts_with((), a[:1])
+    assert model.starts_with((), ()) is True
+    assert model.starts_with(a, ()) is True
+    assert model.starts_with((), a[:1]) is False
+    twin = Message("user", (TextPart("m0"),))
+    assert model.starts_with((twin, *a[1:]), a[:1]) is False  # a head of one message
+    assert model.starts_with((a[0], twin), (a[0],)) is True
+
+
+def test_starts_with_compares_pointers_on_cpython_and_slices_nowhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reference_impl.transcript import model
+
+    def sliced(*_: object) -> bool:
+        raise AssertionError("the slice and tuple comparison ran")
+
+    monkeypatch.setattr(model, "same_messages", sliced)
+    a = tuple(Message("user", (TextPart(f"m{i}"),)) for i in range(9))
+    assert model.starts_with((*a, a[0]), a) is True
+    assert model.starts_with(a, (*a[:4], a[5])) is False
+
+
+def test_the_pointer_comparison_is_memcmp_over_the_item_arrays() -> None:
+    from reference_impl.transcript import model
+
+    differ = model._pointer_compare()  # made anew: what the import made is checked above
+    assert differ is not None
+    x, y, z = object(), object(), object()
+    left, right, other = (x, y, z, x), (*(x, y), *(z, x)), (x, y, x, x)
+    assert left is not right
+    assert differ(id(left), id(right), 4) == 0
+    assert differ(id(left), id(other), 4) != 0
+    assert differ(id(left), id(other), 2) == 0  # only the first n items are read
+    assert differ(id(left), id(other), 3) != 0
