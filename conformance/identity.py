@@ -2733,12 +2733,13 @@ def _is_gap_marker(
     or one naming what (messages, turns, earlier..., or ``nouns``), and saying that something was
     left out (:func:`_says_left_out`). Its words leave no room for an order."""
     body = text.strip()
+    if len(body) > _PLACEHOLDER_MAX:  # before any pass over a long text
+        return False
     rest = _without_reasons(body)  # a reason phrase is the marker's whatever its words
     words = re.findall(r"\w+", rest)  # every script's words: one the lists do not hold fails
     not_shown = _NOT_SHOWN.search(rest) is not None
     return (
-        len(body) <= _PLACEHOLDER_MAX
-        and len(re.findall(r"\w+", body)) <= _MARKER_MAX_WORDS
+        len(re.findall(r"\w+", body)) <= _MARKER_MAX_WORDS
         and _says_left_out(rest, words)
         and all(
             w.lower() in _MARKER_WORDS
