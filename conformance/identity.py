@@ -320,11 +320,15 @@ def is_placeholder(
 
 def _says_cleared(text: str) -> bool:
     """A result's placeholder says its content was left out: a word of :data:`_PLACEHOLDER_WORDS`,
-    or one of :data:`_SHORTENED` beside the result's own noun."""
+    or one of :data:`_SHORTENED` right after the result's own noun ("[tool output trimmed]";
+    not "[Call dropped: output too large]", whose call was dropped)."""
     if _PLACEHOLDER_WORDS.search(text):
         return True
     words = [w.lower() for w in re.findall(r"\w+", text)]
-    return any(_SHORTENED.fullmatch(w) for w in words) and not _OWN_NOUNS.isdisjoint(words)
+    return any(
+        noun in _OWN_NOUNS and _SHORTENED.fullmatch(verb) is not None
+        for noun, verb in pairwise(words)
+    )
 
 
 _PLAIN: Final = re.compile(r"[^\[\](){}<>]+")
@@ -1717,9 +1721,26 @@ cut (``result_changed``'s detail says so: a result is sent whole or cleared whol
 
 
 def _is_cut(old: str, new: str) -> bool:
-    """Whether ``new`` is ``old`` shortened, keeping its head (a trimmer's cut, marked or not)."""
-    head = min(_CUT_HEAD, len(old))
-    return old not in new and new[:head] == old[:head]
+    """Whether ``new`` is ``old`` shortened: its head kept, then nothing or a trimmer's mark (an
+    ellipsis, a short bracketed note: ``_TRUNCATION_MARK``, :func:`is_cut_mark`)."""
+    head = _common_head(old, new)
+    if new == old or head < min(_CUT_HEAD, len(old)) or head == len(old):
+        return False
+    rest = new[head:]
+    return not rest.strip() or bool(_TRUNCATION_MARK.fullmatch(rest)) or is_cut_mark(rest.strip())
+
+
+def _common_head(a: str, b: str) -> int:
+    """The length of the longest common head of ``a`` and ``b`` (slices compared at C speed,
+    halving the range: a result may be long)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _inserted_words(old: str, new: str) -> str | None:
@@ -2529,8 +2550,7 @@ _REASON: Final = re.compile(
     r"|to\s+(?:save|free(?:\s+up)?)\s+(?:context|space|tokens|room)"
     r"|(?:because|as|since)\s+(?:the\s+)?(?:context|token)\s+(?:limit|window|budget)\s+"
     r"(?:was|is|had\s+been|has\s+been)\s+(?:reached|exceeded|full)"
-    r"|(?:due\s+to|over|for)\s+(?:the\s+)?(?:context|token)\s+(?:limit|window|budget)"
-    r"|(?:the\s+)?(?:context|token)\s+(?:limit|window|budget)\s+(?:reached|exceeded)"
+    r"|due\s+to\s+(?:the\s+)?(?:context|token)\s+(?:limit|window|budget)"
     r"|by\s+(?:the\s+)?context\s+(?:manager|management)"
     r"|(?:in|from)\s+(?:this|the)\s+(?:request|prompt)"
     r")\b",
@@ -2541,7 +2561,9 @@ limit was reached", "by the context manager", "in this request"): a gap marker, 
 result's placeholder and an attachment's placeholder may each give it, so that one honest
 wording passes in all three places. Read as phrases, never as words: "request", "manager",
 "budget" or "over" on their own are an order ("Request removal of this file"), a person
-("cleared by the manager": cleared as approved) or money ("request over budget")."""
+("cleared by the manager": cleared as approved) or money ("request over budget"); and no phrase
+gives a limit without its cause, which would say what a subject hit ("[Output removed: call
+over the token budget]", "[Call cleared: token limit exceeded]")."""
 
 
 def _without_reasons(text: str) -> str:

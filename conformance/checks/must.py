@@ -77,7 +77,7 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
         elif (
             turn.view is not None
             and len(turn.view.tools) < len(turn.session.tools)
-            and scenario.config.get("on_still_over_budget", "fail_closed") == "fail_closed"
+            and knob(scenario, "on_still_over_budget") == "fail_closed"
         ):
             left_out = len(turn.session.tools) - len(turn.view.tools)
             why = (
