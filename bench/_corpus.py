@@ -250,13 +250,17 @@ def realistic_session(messages: int, *, attachments: bool = False, seed: int = 7
     return Transcript(tuple(out), tools=TOOLS, model="gpt-4o")
 
 
-def new_ring(session: Transcript, *, seed: int = 11, tokens: int = 2000) -> Transcript:
+def new_ring(
+    session: Transcript, *, seed: int = 11, tokens: int = 2000, call_id: str | None = None
+) -> Transcript:
     """The next turn's input: the session plus one tool ring whose result is ``tokens`` long.
 
     The ring's content depends on ``seed`` only, not on the session: the same new content at
-    every session size, so the next turn's time across sizes measures the session's weight."""
+    every session size, so the next turn's time across sizes measures the session's weight.
+    The call id is ``call_id``, by default one made from the session's length."""
     rng = random.Random(seed)
-    call = ToolCallPart(f"call_next_{len(session):06d}", "search_logs", '{"q": "latency"}')
+    call_id = call_id if call_id is not None else f"call_next_{len(session):06d}"
+    call = ToolCallPart(call_id, "search_logs", '{"q": "latency"}')
     ring = (
         Message("assistant", (TextPart(_prose(rng, 12)), call)),
         Message("tool", (ToolResultPart(call.id, (TextPart(_result_of(rng, tokens)),)),)),

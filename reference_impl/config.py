@@ -67,6 +67,11 @@ class AssemblyConfig:
     middle_delete_unit: MiddleDeleteUnit = "tool_ring"
     keep_middle_error_results: int = 5
     summarize_trigger_ratio: float = 0.8
+    compaction_headroom: float = 0.0
+    """When the middle must be cut (the view, nothing cut, is over the budget), it is cut until
+    this share of the input budget is left free, so that the turns after it only append to the
+    request (a compaction every few turns, not a moving window every turn: the provider's prefix
+    cache keeps hitting, and a turn counts only what it appends). 0: cut just enough."""
     summary_max_tokens: int = 1024
     summary_timeout_ms: int = 8000
     on_pairing_error: OnPairingError = "fail_closed"
@@ -104,6 +109,10 @@ class AssemblyConfig:
         _check(self, ROOT)
 
     # -- derived values ---------------------------------------------------------------------
+
+    def headroom_tokens(self, budget: int) -> int:
+        """The tokens ``compaction_headroom`` leaves free of ``budget`` after a cut."""
+        return int(budget * self.compaction_headroom)
 
     @property
     def input_budget(self) -> int:
@@ -293,6 +302,15 @@ def _check(config: AssemblyConfig, root: str) -> None:
     if not 0 < ratio <= 1:
         raise ConfigError(
             f"must be in (0, 1] (got {ratio})", where=f"{root}.summarize_trigger_ratio"
+        )
+    headroom = config.compaction_headroom
+    if isinstance(headroom, bool) or not isinstance(headroom, int | float):
+        raise ConfigError(
+            f"expected a number, got {_type_name(headroom)}", where=f"{root}.compaction_headroom"
+        )
+    if not 0 <= headroom < 1:
+        raise ConfigError(
+            f"must be in [0, 1) (got {headroom})", where=f"{root}.compaction_headroom"
         )
     if not isinstance(config.pin, tuple):
         raise ConfigError(f"expected a list, got {_type_name(config.pin)}", where=f"{root}.pin")

@@ -1063,11 +1063,17 @@ class SessionAssembler:
         attachments, they are degraded oldest first as ``steps.trim.degrade_attachments``
         degrades them, over the fill's window (``_degrade``), the fill resuming as it grows. The
         step sums the middle in the fill's order, so the units counted are the same on the
-        first turn (the pipeline's report to the letter)."""
+        first turn (the pipeline's report to the letter). With a ``compaction_headroom``, a
+        middle that does not fit is filled again into the room less the headroom (the second
+        fill counts nothing the first did not)."""
         index = t.index
         early = bisect.bisect_left(index.attachments, t.start)
         degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
         self._fill(t)
+        headroom = self.config.headroom_tokens(t.budget)
+        if headroom and not t.everything:  # a cut: it aims lower (``AssemblyState.cut_budget``)
+            t.room = max(0, t.budget - headroom - t.fixed)
+            self._fill(t)
         if t.everything or not degradable:
             return None
         self._degrade(t, degradable)

@@ -105,6 +105,9 @@ class AssemblyState:
     its content is as loaded (a degraded or cleared message is another message, rendered
     without them)."""
     started: float = field(default_factory=time.perf_counter)
+    cutting: bool | None = None
+    """Whether the middle is cut: the view as loaded does not fit the budget. Decided by the
+    first step that asks for ``cut_budget``, before any step has changed the middle."""
 
     # -- counting ---------------------------------------------------------------------------
 
@@ -149,6 +152,20 @@ class AssemblyState:
     def budget(self) -> int:
         """The input-token budget of the plan."""
         return self.plan.input_budget
+
+    def cut_budget(self) -> int:
+        """What the steps that cut the middle (degrade, clear, drop) aim at: the budget; with a
+        ``compaction_headroom``, once the view as loaded is over the budget, the budget less the
+        headroom (but never below what they cannot cut: prefix, suffix, tools, overhead)."""
+        budget = self.budget
+        headroom = self.config.headroom_tokens(budget)
+        if headroom == 0:
+            return budget
+        if self.cutting is None:
+            self.cutting = not self.fits()
+        if not self.cutting:
+            return budget
+        return min(budget, max(budget - headroom, self.fixed_cost))
 
     def keep_order(self) -> list[Unit]:
         """The kept middle units in the order the fill keeps them: by tier (``KEEP_ORDER``),

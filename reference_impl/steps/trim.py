@@ -154,7 +154,8 @@ def has_attachment(messages: Sequence[Message]) -> bool:
 
 def degrade_attachments(state: AssemblyState) -> None:
     """Replace images/files in the middle by a named placeholder, oldest first, before any text
-    of the middle is cut, until the view fits.
+    of the middle is cut, until the view fits (``AssemblyState.cut_budget``: the budget, less
+    the ``compaction_headroom`` once the middle must be cut).
 
     A middle without attachments is left as it is, uncounted (the fill counts what it keeps).
     Otherwise linear: the fit is kept as a running total over the middle in keep order (the
@@ -168,7 +169,7 @@ def degrade_attachments(state: AssemblyState) -> None:
     order = state.keep_order()
     if not any(has_attachment(u.messages) for u in order):
         return
-    room = state.budget - state.fixed_cost
+    room = state.cut_budget() - state.fixed_cost
     rank = {id(u): k for k, u in enumerate(order)}
     used, reach = 0, 0  # order[:reach] is counted
     while reach < len(order) and used <= room:
@@ -204,8 +205,12 @@ def _cleared(message: Message) -> Message:
 
 def clear_tool_results(state: AssemblyState) -> None:
     """``clear_tool_result`` mode: replace old successful results by a fixed placeholder, oldest
-    first, keeping calls and ids; a ring is cleared only when that wins ``clear_min_tokens_won``."""
-    if state.config.middle_delete_unit != "clear_tool_result" or state.fits():
+    first, keeping calls and ids; a ring is cleared only when that wins ``clear_min_tokens_won``,
+    until the view fits ``AssemblyState.cut_budget``."""
+    if state.config.middle_delete_unit != "clear_tool_result":
+        return
+    target = state.cut_budget()
+    if state.fits(target):
         return
     changed = False
     for unit in state.units:
@@ -220,14 +225,15 @@ def clear_tool_results(state: AssemblyState) -> None:
         unit.replace_messages(cleared)
         state.cleared_result_ids.extend(r.call_id for m in cleared[1:] for r in m.tool_results)
         changed = True
-        if state.fits():
+        if state.fits(target):
             break
     if changed:
         state.record("clear_tool_results")
 
 
 def drop_middle_by_tier(state: AssemblyState) -> None:
-    """Delete whole units of the middle in tier order until the rest fits the budget.
+    """Delete whole units of the middle in tier order until the rest fits the budget (less the
+    ``compaction_headroom`` when something must go: ``AssemblyState.cut_budget``).
 
     Implemented as a fill in keep order (newest first within a tier), which keeps exactly what
     deleting oldest-first in drop order would keep, but encodes only what is kept plus one unit:
@@ -235,7 +241,7 @@ def drop_middle_by_tier(state: AssemblyState) -> None:
     test: it walks the middle in the order ``AssemblyState.fits`` does, so a middle that fits is
     kept whole with the same units counted.
     """
-    room = state.budget - state.fixed_cost
+    room = state.cut_budget() - state.fixed_cost
     exhausted = room < 0
     dropped: dict[Tier, bool] = {}
     for unit in state.keep_order():

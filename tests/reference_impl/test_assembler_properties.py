@@ -162,3 +162,39 @@ def test_fail_closed_always_rejects_broken_sessions(broken, budget, shape):
     with pytest.raises(ContextAssemblyError) as info:
         run(shape, session, AssemblyConfig(), budget)
     assert info.value.code == "context_assembly_pairing_error", kind
+
+
+def _cut_anything(assembly) -> bool:
+    report = assembly.report
+    return bool(
+        report.dropped_ring_ids
+        or report.dropped_turn_ids
+        or report.cleared_result_ids
+        or report.degraded_attachment_ids
+    )
+
+
+@settings(PROFILE)
+@given(cases(), st.sampled_from([0.1, 0.25, 0.6]))
+def test_a_cut_leaves_the_headroom_free_and_a_view_that_fits_is_not_cut(case, headroom):
+    # compaction_headroom: a view that fits as it is is sent as it is; one that does not is cut
+    # until the headroom is free, or until only what is never cut is left.
+    shape, session, config, budget = case
+    config = config.with_changes(summarize_trigger_ratio=1.0, on_still_over_budget="fail_closed")
+    try:
+        plain = run(shape, session, config, budget)
+    except ContextAssemblyError:
+        return  # refusals are the other property's
+    roomy = run(shape, session, config.with_changes(compaction_headroom=headroom), budget)
+    if not _cut_anything(plain):
+        assert roomy.view == plain.view
+        assert roomy.report == replace(plain.report, seconds=roomy.report.seconds)
+        return
+    # what the steps aimed at (the report's counts, before a shape's merges) and the view sent
+    total = roomy.report.total_after
+    after = roomy.report.tokens_after
+    assert after is not None
+    fixed = after.prefix + after.suffix + after.tools + after.overhead
+    assert total <= max(budget - int(budget * headroom), fixed)
+    assert WordCounter().count(roomy.view).total <= budget
+    assert total <= plain.report.total_after  # it never keeps more than cutting just enough

@@ -86,6 +86,10 @@ def test_root_is_optional_and_round_trips():
         ({"memory": {"max_items": -2}}, "context_assembly.memory.max_items", "negative"),
         ({"memory": 5}, "context_assembly.memory", "expected a mapping"),
         ({"summarize_trigger_ratio": 0}, "context_assembly.summarize_trigger_ratio", "(0, 1]"),
+        ({"compaction_headroom": -0.1}, "context_assembly.compaction_headroom", "[0, 1)"),
+        ({"compaction_headroom": 1}, "context_assembly.compaction_headroom", "[0, 1)"),
+        ({"compaction_headroom": True}, "context_assembly.compaction_headroom", "a number"),
+        ({"compaction_headroom": "10%"}, "context_assembly.compaction_headroom", "a number"),
         ({"summarize_trigger_ratio": 1.5}, "context_assembly.summarize_trigger_ratio", "(0, 1]"),
         (
             {"summarize_trigger_ratio": "high"},
@@ -187,3 +191,12 @@ def test_an_integer_past_any_meaning_is_named_by_its_size(
     with pytest.raises(ConfigError) as info:
         AssemblyConfig.from_mapping({key: value})
     assert str(info.value) == f"context_assembly.{key}: {message}"
+
+
+def test_the_headroom_is_a_share_of_the_budget_in_whole_tokens():
+    assert AssemblyConfig().headroom_tokens(100_000) == 0
+    assert AssemblyConfig(compaction_headroom=0.1).headroom_tokens(100_000) == 10_000
+    assert AssemblyConfig(compaction_headroom=0.25).headroom_tokens(79) == 19  # rounded down
+    loaded = AssemblyConfig.from_mapping({"context_assembly": {"compaction_headroom": 0.2}})
+    assert loaded.compaction_headroom == 0.2
+    assert loaded.to_mapping()["context_assembly"]["compaction_headroom"] == 0.2

@@ -3,6 +3,9 @@ turn that only appends messages without looking at the old ones again."""
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import replace
+
 import pytest
 from assembler_strategies import CONFIGS, never_cut, sessions
 from assembler_support import (
@@ -252,3 +255,52 @@ def test_a_long_session_equals_the_stateless_assembly_turn_after_turn():
                 )
                 assert got == want, (config.recent_tool_rings, budget, cut)
             assert "incremental" in paths, paths
+
+
+def _cut(report) -> bool:
+    return bool(
+        report.dropped_ring_ids
+        or report.dropped_turn_ids
+        or report.degraded_attachment_ids
+        or report.cleared_result_ids
+    )
+
+
+def _stored_run(headroom: float, turns: int = 40):
+    """An agent that stores ``session_after()`` and appends a ring a turn: each turn's assembly,
+    checked against the stateless one on the same stored session."""
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=headroom
+    )
+    metrics = AssemblyMetrics(CollectorRegistry())
+    assembler = SessionAssembler(config, counter=WordCounter(), metrics=metrics)
+    stored = agent_session(0)
+    found = []
+    for turn in range(turns):
+        stored = stored.with_messages((*stored.messages, *ring(f"t{turn}", words(30))))
+        got = assembler.assemble(stored, budget=600)
+        want = assemble(stored, config, counter=WordCounter(), budget=600, metrics=metrics)
+        assert got.view == want.view
+        assert got.report == replace(want.report, seconds=got.report.seconds)
+        found.append(got)
+        stored = got.session_after()
+    return found
+
+
+def test_with_headroom_the_turns_between_two_compactions_only_append():
+    # The stored view plus a ring of 41 tokens a turn, budget 600: without headroom, once the
+    # window is full, every turn drops a ring (the request changes in its middle every turn);
+    # with 0.3 of it left free at a cut, about one turn in four cuts, and each turn in between
+    # sends the previous request again with the new ring after it.
+    every_turn = _stored_run(0.0)
+    full = next(i for i, a in enumerate(every_turn) if _cut(a.report))
+    assert all(_cut(a.report) for a in every_turn[full + 1 :])
+    roomy = _stored_run(0.3)
+    cuts = [i for i, a in enumerate(roomy) if _cut(a.report)]
+    assert 4 <= len(cuts) <= 10
+    for before, after in itertools.pairwise(roomy):
+        if _cut(after.report):
+            assert after.report.total_after <= 600 - 180
+            continue
+        assert after.view.messages[: len(before.view)] == before.view.messages
+        assert len(after.view) == len(before.view) + 2

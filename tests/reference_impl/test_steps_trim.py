@@ -612,3 +612,81 @@ def test_a_middle_over_a_budget_the_fixed_part_fills_is_dropped_without_being_co
     drop_middle_by_tier(state)
     assert not any(u.kept for u in middle_units(state))
     assert counter.encoded == []
+
+
+# ----------------------------------------------------------------------- compaction_headroom
+
+
+def test_a_cut_with_headroom_drops_until_the_headroom_is_free():
+    # budget FIXED + 55 = 79: cutting just enough keeps P1 E1 P2 V2 (room 55, 44 used); with
+    # a headroom of 0.3 (23 tokens) the cut aims at 56, room 32: V2 goes too.
+    budget = FIXED + 55
+    state = state_for(tiered_session(), budget, config=CONFIG.with_changes(compaction_headroom=0.3))
+    names = dict(zip(["P1", "V1", "E1", "P2", "V2"], middle_units(state), strict=True))
+    drop_middle_by_tier(state)
+    assert [n for n, u in names.items() if u.kept] == ["P1", "E1", "P2"]
+    assert state.cutting is True
+    assert state.cut_budget() == budget - 23
+
+
+def test_with_headroom_a_view_that_fits_as_it_is_is_not_cut():
+    state = state_for(
+        tiered_session(), FIXED + 56, config=CONFIG.with_changes(compaction_headroom=0.3)
+    )
+    drop_middle_by_tier(state)
+    assert all(u.kept for u in middle_units(state))
+    assert state.cutting is False
+    assert state.cut_budget() == FIXED + 56
+
+
+def test_a_headroom_over_what_can_be_cut_stops_at_the_part_that_is_never_cut():
+    # 0.9 of 79 is 71: the budget less the headroom (8) is below the fixed part (24), so the
+    # cut aims at the fixed part: the whole middle goes, and nothing is refused.
+    state = state_for(
+        tiered_session(), FIXED + 55, config=CONFIG.with_changes(compaction_headroom=0.9)
+    )
+    assert state.cut_budget() == FIXED
+    drop_middle_by_tier(state)
+    assert not any(u.kept for u in middle_units(state))
+
+
+def test_without_headroom_the_cut_budget_is_the_budget_and_nothing_is_counted_for_it():
+    counter = WordCounter()
+    state = state_for(tiered_session(), FIXED + 10, counter=counter)
+    counter.encoded.clear()
+    assert state.cut_budget() == FIXED + 10
+    assert counter.encoded == []
+    assert state.cutting is None
+
+
+def test_attachments_are_degraded_until_the_headroom_is_free():
+    # 335 in all: with room 334 A alone goes (243 left); a headroom of 0.3 of 358 (107) leaves
+    # room 227: C goes too (151).
+    state = state_for(
+        attachments_session(), FIXED + 334, config=CONFIG.with_changes(compaction_headroom=0.3)
+    )
+    units = middle_units(state)
+    degrade_attachments(state)
+    assert state.degraded_attachment_ids == [units[0].id, units[2].id]
+    assert state.fits(state.cut_budget())
+
+
+def test_the_cut_is_decided_on_the_view_as_loaded_so_a_drop_after_a_degrade_aims_as_low():
+    # Every attachment degraded leaves 59, within the budget but not within the room the
+    # headroom leaves (0.9 of 358 is 322: room 12): the drop that follows still cuts.
+    config = CONFIG.with_changes(compaction_headroom=0.9)
+    state = state_for(attachments_session(), FIXED + 334, config=config)
+    degrade_attachments(state)
+    assert len(state.degraded_attachment_ids) == 3
+    assert state.fits()  # the budget: met
+    drop_middle_by_tier(state)
+    assert not any(u.kept for u in middle_units(state))
+
+
+def test_results_are_cleared_until_the_headroom_is_free():
+    # three rings of 31 (93): room 83 clears c1; a headroom of 0.1 of 107 (10) leaves room 73:
+    # c2 is cleared too.
+    s = framed(ring("c1", words(20)), ring("c2", words(20)), ring("c3", words(20)))
+    state = state_for(s, FIXED + 83, config=CLEAR.with_changes(compaction_headroom=0.1))
+    clear_tool_results(state)
+    assert state.cleared_result_ids == ["c1", "c2"]

@@ -27,6 +27,7 @@ CONFIGS = st.builds(
     keep_middle_error_results=st.integers(0, 2),
     short_error_max_tokens=st.sampled_from([5, 40, 200]),
     summarize_trigger_ratio=st.sampled_from([0.5, 1.0, 1.0, 1.0]),
+    compaction_headroom=st.sampled_from([0.0, 0.0, 0.0, 0.3]),
     pin=st.sampled_from(
         [
             ("first_user_message", "side_effect_ledger", "security_system_prompt"),
@@ -35,7 +36,8 @@ CONFIGS = st.builds(
         ]
     ),
 )
-"""Configs that move what is protected, how the middle is cut and when a summary is written."""
+"""Configs that move what is protected, how the middle is cut (and how far: the headroom a cut
+leaves) and when a summary is written."""
 
 
 def sessions(
