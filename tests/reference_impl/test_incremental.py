@@ -304,3 +304,38 @@ def test_with_headroom_the_turns_between_two_compactions_only_append():
             continue
         assert after.view.messages[: len(before.view)] == before.view.messages
         assert len(after.view) == len(before.view) + 2
+
+
+class _TinyTurns(WordCounter):
+    """A word counter that charges a message whose text is ``tiny`` one token."""
+
+    def _words(self, message):
+        return 1 if message.text == "tiny" else super()._words(message)
+
+
+def test_a_headroom_over_what_can_be_cut_leaves_no_room_on_either_path():
+    # 0.9 of the budget is more than the middle holds: the room left is none, on the
+    # incremental path as in the pipeline; a unit of one token does not fit in it.
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.9
+    )
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        assistant("tiny"),
+        *ring("c0", words(30)),
+        user("go on"),
+        *ring("c1", words(30)),
+    )
+    assembler = SessionAssembler(
+        config, counter=_TinyTurns(), metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    got = assembler.assemble(s, budget=100)
+    want = assemble(s, config, counter=_TinyTurns(), budget=100)
+    assert "tiny" not in [m.text for m in want.view]
+    cut_just_enough = assemble(
+        s, config.with_changes(compaction_headroom=0.0), counter=_TinyTurns(), budget=100
+    )
+    assert "tiny" in [m.text for m in cut_just_enough.view]
+    assert got.view == want.view
+    assert assembler.last_path == "incremental"
