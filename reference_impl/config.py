@@ -70,9 +70,10 @@ class AssemblyConfig:
     compaction_headroom: float = 0.0
     """When the middle must be cut (the view, nothing cut, is over the budget), it is cut until
     this share of the input budget is left free. An agent that stores the view
-    (``Assembly.session_after()``) then only appends to the request for the turns after it (a
-    compaction every few turns, not a moving window every turn: the provider's prefix cache
-    keeps hitting, and a turn counts only what it appends). 0: cut just enough."""
+    (``Assembly.session_after()``), or a ``SessionAssembler``, which then keeps it, only appends
+    to the request for the turns after it (a compaction every few turns, not a moving window
+    every turn: the provider's prefix cache keeps hitting, and a turn counts only what it
+    appends). 0: cut just enough."""
     summary_max_tokens: int = 1024
     summary_timeout_ms: int = 8000
     on_pairing_error: OnPairingError = "fail_closed"

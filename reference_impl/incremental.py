@@ -606,6 +606,12 @@ class SessionAssembler:
     The arguments are those of ``assemble()`` and stay fixed for the session, except ``ledger``,
     ``memory`` and ``budget``, which may be passed per turn (a change makes that turn take the full
     pipeline). Not thread-safe: one instance per session.
+
+    With a ``compaction_headroom``, the assembler keeps the view it sent: a session that appends
+    to the one of the last turn is assembled as that turn's ``session_after()`` followed by the
+    appended messages (what a cut dropped stays out, so the turns between two cuts only append;
+    the report describes that session). A caller that stores ``session_after()`` itself gets the
+    same; any other session (edited, shortened, after a refusal) is assembled as it is.
     """
 
     def __init__(
@@ -636,6 +642,9 @@ class SessionAssembler:
         """Turns answered by the incremental path (the rest ran the full pipeline)."""
         self.last_path = ""
         """``incremental``, or ``full:<why>`` (``full:new_session``, ``full:summary`` ...)."""
+        self._last: tuple[Transcript, Transcript] | None = None
+        """With a ``compaction_headroom``: the session of the last turn and its ``session_after()``
+        (None after a refusal)."""
 
     # ------------------------------------------------------------------------- entry point
 
@@ -647,8 +656,28 @@ class SessionAssembler:
         memory: Sequence[MemoryItem] = (),
         budget: BudgetSnapshot | int | None = None,
     ) -> Assembly:
-        """The assembly of ``session``, equal to ``assemble(session, ...)`` with the same knobs."""
+        """The assembly of ``session``, equal to ``assemble(session, ...)`` with the same knobs
+        (with a ``compaction_headroom``, of the view kept from the last turn and what the session
+        appends to that turn's: the class's docstring)."""
         check_arguments(session, None, ledger, memory)
+        if not self.config.compaction_headroom:
+            return self._assemble(session, ledger, memory, budget)
+        passed, last = session, self._last
+        self._last = None
+        if last is not None and starts_with(session.messages, last[0].messages):
+            kept = last[1].messages
+            session = session.with_messages((*kept, *session.messages[len(last[0]) :]))
+        assembly = self._assemble(session, ledger, memory, budget)
+        self._last = (passed, assembly.session_after())
+        return assembly
+
+    def _assemble(
+        self,
+        session: Transcript,
+        ledger: Ledger | None,
+        memory: Sequence[MemoryItem],
+        budget: BudgetSnapshot | int | None,
+    ) -> Assembly:
         started = time.perf_counter()
         if self.counter is None:
             self.counter = counter_for(self.shape, session.model)

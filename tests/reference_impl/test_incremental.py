@@ -52,15 +52,27 @@ def test_each_turn_equals_the_stateless_assembly(case):
     shape, full, cuts, config, budget = case
     metrics = AssemblyMetrics(CollectorRegistry())
     assembler = SessionAssembler(config, shape=shape, counter=WordCounter(), metrics=metrics)
+    kept, last = None, 0  # with a headroom: the last turn's session_after(), its length
     for cut in cuts:
         turn = full.with_messages(full.messages[:cut])  # the very same message objects
+        basis = turn if kept is None else turn.with_messages((*kept, *turn.messages[last:]))
         got = decided(lambda t=turn: assembler.assemble(t, budget=budget))
-        want = decided(
-            lambda t=turn: assemble(
+        stateless = outcome_of(
+            lambda t=basis: assemble(
                 t, config, shape=shape, counter=WordCounter(), budget=budget, metrics=metrics
             )
         )
-        assert got == want, cut
+        assert got == decided(lambda s=stateless: _raised(s)), cut
+        if config.compaction_headroom and not isinstance(stateless, ContextAssemblyError):
+            kept, last = stateless.session_after().messages, cut
+        else:
+            kept = None
+
+
+def _raised(outcome):
+    if isinstance(outcome, ContextAssemblyError):
+        raise outcome
+    return outcome
 
 
 def _turn_after_turn(full, cuts, config, budget, shape, *, blocks):
@@ -339,3 +351,50 @@ def test_a_headroom_over_what_can_be_cut_leaves_no_room_on_either_path():
     assert "tiny" in [m.text for m in cut_just_enough.view]
     assert got.view == want.view
     assert assembler.last_path == "incremental"
+
+
+def test_with_headroom_an_agent_that_keeps_its_whole_history_is_sent_what_a_stored_view_is():
+    # The same turns handed over as the whole history and as the stored view: the same views,
+    # each turn; what a cut dropped does not come back when the next cut frees room.
+    stored = _stored_run(0.3)
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
+    )
+    assembler = SessionAssembler(
+        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    history = agent_session(0)
+    fast = 0
+    for turn, want in enumerate(stored):
+        history = history.with_messages((*history.messages, *ring(f"t{turn}", words(30))))
+        got = assembler.assemble(history, budget=600)
+        assert got.view == want.view, turn
+        fast += assembler.last_path == "incremental"
+    assert fast == len(stored)
+    # without the headroom, the whole history is assembled as it is: dropped rings come back
+    plain = SessionAssembler(
+        config.with_changes(compaction_headroom=0.0),
+        counter=WordCounter(),
+        metrics=AssemblyMetrics(CollectorRegistry()),
+    )
+    assert plain.assemble(history, budget=600).view != stored[-1].view
+
+
+def test_with_headroom_a_session_that_does_not_append_is_assembled_as_it_is():
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
+    )
+    metrics = AssemblyMetrics(CollectorRegistry())
+    assembler = SessionAssembler(config, counter=WordCounter(), metrics=metrics)
+    history = agent_session(20)
+    assembler.assemble(history, budget=600)
+    # an edited history (its last ring replaced): no view kept from the turn before applies
+    edited = history.with_messages((*history.messages[:-2], *ring("other", words(30))))
+    got = assembler.assemble(edited, budget=600)
+    assert got.view == assemble(edited, config, counter=WordCounter(), budget=600).view
+    # after a refusal, the next turn starts from the session as it is too
+    with pytest.raises(ContextAssemblyError):
+        assembler.assemble(edited, budget=10)
+    longer = edited.with_messages((*edited.messages, *ring("next", words(30))))
+    got = assembler.assemble(longer, budget=600)
+    assert got.view == assemble(longer, config, counter=WordCounter(), budget=600).view
