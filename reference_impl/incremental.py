@@ -608,8 +608,9 @@ class SessionAssembler:
     pipeline). Not thread-safe: one instance per session.
 
     With a ``compaction_headroom``, the assembler keeps the view it sent: a session that appends
-    to the one of the last turn is assembled as that turn's ``session_after()`` followed by the
-    appended messages (what a cut dropped stays out, so the turns between two cuts only append;
+    to the one of the last turn (its messages first, the same objects or equal ones, as a caller
+    that parses its wire body anew every turn hands over) is assembled as that turn's
+    ``session_after()`` followed by the appended messages (what a cut dropped stays out, so the turns between two cuts only append;
     the report describes that session). A caller that stores ``session_after()`` itself gets the
     same; any other session (edited, shortened, after a refusal) is assembled as it is.
     """
@@ -664,7 +665,7 @@ class SessionAssembler:
             return self._assemble(session, ledger, memory, budget)
         passed, last = session, self._last
         self._last = None
-        if last is not None and starts_with(session.messages, last[0].messages):
+        if last is not None and _appends(session.messages, last[0].messages):
             kept = last[1].messages
             session = session.with_messages((*kept, *session.messages[len(last[0]) :]))
         assembly = self._assemble(session, ledger, memory, budget)
@@ -1518,6 +1519,12 @@ class _Turn:
     merged: list[str] = field(default_factory=list)
     merged_groups: list[tuple[int, ...]] = field(default_factory=list)
     """The indices in ``base`` of what each merged message of ``view`` holds."""
+
+
+def _appends(messages: tuple[Message, ...], head: tuple[Message, ...]) -> bool:
+    """Whether ``messages`` begins with ``head``: the very objects (at C speed), or equal ones
+    (a caller that parses its wire body anew every turn)."""
+    return starts_with(messages, head) or messages[: len(head)] == head
 
 
 def _take_newest(

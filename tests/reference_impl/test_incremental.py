@@ -398,3 +398,20 @@ def test_with_headroom_a_session_that_does_not_append_is_assembled_as_it_is():
     longer = edited.with_messages((*edited.messages, *ring("next", words(30))))
     got = assembler.assemble(longer, budget=600)
     assert got.view == assemble(longer, config, counter=WordCounter(), budget=600).view
+
+
+def test_with_headroom_a_history_made_anew_every_turn_is_an_append_too():
+    # A plug-in parses its wire body anew every turn: equal messages, not the same objects.
+    stored = _stored_run(0.3)
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
+    )
+    assembler = SessionAssembler(
+        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    history = agent_session(0)
+    for turn, want in enumerate(stored):
+        history = history.with_messages((*history.messages, *ring(f"t{turn}", words(30))))
+        anew = history.with_messages(tuple(replace(m) for m in history.messages))
+        assert anew.messages[0] is not history.messages[0]
+        assert assembler.assemble(anew, budget=600).view == want.view, turn
