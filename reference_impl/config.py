@@ -9,6 +9,7 @@ whole window, a ratio outside (0, 1]) are refused at load time rather than at th
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -113,8 +114,10 @@ class AssemblyConfig:
     # -- derived values ---------------------------------------------------------------------
 
     def headroom_tokens(self, budget: int) -> int:
-        """The tokens ``compaction_headroom`` leaves free of ``budget`` after a cut."""
-        return int(budget * self.compaction_headroom)
+        """The tokens ``compaction_headroom`` leaves free of ``budget`` after a cut, rounded up
+        (so a cut leaves at least that share free; the product rounded to 6 places first, so
+        that 0.1 of 100,000 is 10,000, not 10,001)."""
+        return math.ceil(round(budget * self.compaction_headroom, 6))
 
     @property
     def input_budget(self) -> int:

@@ -666,8 +666,11 @@ class SessionAssembler:
         passed, last = session, self._last
         self._last = None
         if last is not None and _appends(session.messages, last[0].messages):
-            kept = last[1].messages
-            session = session.with_messages((*kept, *session.messages[len(last[0]) :]))
+            joined = (*last[1].messages, *session.messages[len(last[0]) :])
+            # Messages of two valid transcripts: valid together unless an id is in both (an
+            # appended message given the id of a kept one, or of a summary): then as passed.
+            if len(set(map(_ID, joined))) == len(joined):
+                session = session.with_trusted_messages(joined)
         assembly = self._assemble(session, ledger, memory, budget)
         self._last = (passed, assembly.session_after())
         return assembly
@@ -1768,11 +1771,5 @@ def _pick(values: Sequence[_T], positions: Sequence[int]) -> tuple[_T, ...]:
 
 
 def _trusted_view(messages: tuple[Message, ...], session: Transcript) -> Transcript:
-    """A view of messages taken from a validated session (unique ids, all set): built without
-    ``Transcript``'s per-message checks, which would make every turn cost the whole view."""
-    view = object.__new__(Transcript)
-    object.__setattr__(view, "messages", messages)
-    object.__setattr__(view, "tools", session.tools)
-    object.__setattr__(view, "model", session.model)
-    object.__setattr__(view, "params", session.params)
-    return view
+    """A view of messages taken from a validated session (unique ids, all set)."""
+    return session.with_trusted_messages(messages)

@@ -107,7 +107,8 @@ class AssemblyState:
     started: float = field(default_factory=time.perf_counter)
     cutting: bool | None = None
     """Whether the middle is cut: the view as loaded does not fit the budget. Decided by the
-    first step that asks for ``cut_budget``, before any step has changed the middle."""
+    first step that asks for ``cut_budget``, before any step has changed the middle (tool schemas
+    the bucket check dropped say it did not fit)."""
 
     # -- counting ---------------------------------------------------------------------------
 
@@ -162,7 +163,8 @@ class AssemblyState:
         if headroom == 0:
             return budget
         if self.cutting is None:
-            self.cutting = not self.fits()
+            # tool schemas dropped by the bucket check: the view as loaded did not fit
+            self.cutting = bool(self.dropped_tool_names) or not self.fits()
         if not self.cutting:
             return budget
         return min(budget, max(budget - headroom, self.fixed_cost))

@@ -501,6 +501,17 @@ class Transcript:
         """The same transcript with other messages (tools, model and params kept)."""
         return replace(self, messages=tuple(messages))
 
+    def with_trusted_messages(self, messages: tuple[Message, ...]) -> Transcript:
+        """``with_messages`` for messages known to be valid together (some of this transcript's,
+        or of another validated one, with no id twice): built without the per-message checks,
+        which would cost every turn the whole view."""
+        view = object.__new__(Transcript)
+        object.__setattr__(view, "messages", messages)
+        object.__setattr__(view, "tools", self.tools)
+        object.__setattr__(view, "model", self.model)
+        object.__setattr__(view, "params", self.params)
+        return view
+
 
 _KIND_OF = operator.attrgetter("_kind")
 _ID_OF = operator.attrgetter("id")

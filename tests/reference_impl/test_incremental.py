@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry
 
 import reference_impl.incremental as incremental
 from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl.assembler import assemble_pipeline
 from reference_impl.incremental import SessionAssembler
 from reference_impl.steps import PIPELINE
 from reference_impl.transcript import SHAPE_NAMES
@@ -57,8 +58,8 @@ def test_each_turn_equals_the_stateless_assembly(case):
         turn = full.with_messages(full.messages[:cut])  # the very same message objects
         basis = turn if kept is None else turn.with_messages((*kept, *turn.messages[last:]))
         got = decided(lambda t=turn: assembler.assemble(t, budget=budget))
-        stateless = outcome_of(
-            lambda t=basis: assemble(
+        stateless = outcome_of(  # the policy's definition, not assemble(): a first turn
+            lambda t=basis: assemble_pipeline(
                 t, config, shape=shape, counter=WordCounter(), budget=budget, metrics=metrics
             )
         )
@@ -291,9 +292,8 @@ def _stored_run(headroom: float, turns: int = 40):
     for turn in range(turns):
         stored = stored.with_messages((*stored.messages, *ring(f"t{turn}", words(30))))
         got = assembler.assemble(stored, budget=600)
-        want = assemble(stored, config, counter=WordCounter(), budget=600, metrics=metrics)
-        assert got.view == want.view
-        assert got.report == replace(want.report, seconds=got.report.seconds)
+        want = assemble_pipeline(stored, config, counter=WordCounter(), budget=600, metrics=metrics)
+        assert decided(lambda g=got: g) == decided(lambda w=want: w)
         found.append(got)
         stored = got.session_after()
     return found
@@ -415,3 +415,24 @@ def test_with_headroom_a_history_made_anew_every_turn_is_an_append_too():
         anew = history.with_messages(tuple(replace(m) for m in history.messages))
         assert anew.messages[0] is not history.messages[0]
         assert assembler.assemble(anew, budget=600).view == want.view, turn
+
+
+def test_with_headroom_an_appended_message_with_a_kept_id_is_not_joined_to_the_kept_view():
+    # The caller renamed its messages (equal content, other ids) and gave a new one the id a
+    # kept message has: the kept view and it are not valid together, so the session is
+    # assembled as it is handed over.
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
+    )
+    assembler = SessionAssembler(
+        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    history = agent_session(20)
+    first = assembler.assemble(history, budget=600)
+    taken = first.view.messages[-1].id
+    renamed = tuple(m.with_id(f"r{i}") for i, m in enumerate(history.messages))
+    clash = replace(user("and now?"), id=taken)
+    passed = history.with_messages((*renamed, clash))
+    got = assembler.assemble(passed, budget=600)
+    want = assemble_pipeline(passed, config, counter=WordCounter(), budget=600)
+    assert decided(lambda: got) == decided(lambda: want)

@@ -12,6 +12,7 @@ import hashlib
 import pytest
 from assembler_support import (
     WordCounter,
+    assemble_words,
     assistant,
     protected_state,
     ring,
@@ -44,6 +45,7 @@ from reference_impl.transcript import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
 )
 
 # Every ring is in the middle (no recent ring is protected); the suffix is the latest user turn.
@@ -619,14 +621,14 @@ def test_a_middle_over_a_budget_the_fixed_part_fills_is_dropped_without_being_co
 
 def test_a_cut_with_headroom_drops_until_the_headroom_is_free():
     # budget FIXED + 55 = 79: cutting just enough keeps P1 E1 P2 V2 (room 55, 44 used); with
-    # a headroom of 0.3 (23 tokens) the cut aims at 56, room 32: V2 goes too.
+    # a headroom of 0.2 (15.8 tokens, rounded up to 16) the cut aims at 63, room 39: V2 goes too.
     budget = FIXED + 55
-    state = state_for(tiered_session(), budget, config=CONFIG.with_changes(compaction_headroom=0.3))
+    state = state_for(tiered_session(), budget, config=CONFIG.with_changes(compaction_headroom=0.2))
     names = dict(zip(["P1", "V1", "E1", "P2", "V2"], middle_units(state), strict=True))
     drop_middle_by_tier(state)
     assert [n for n, u in names.items() if u.kept] == ["P1", "E1", "P2"]
     assert state.cutting is True
-    assert state.cut_budget() == budget - 23
+    assert state.cut_budget() == budget - 16
 
 
 def test_with_headroom_a_view_that_fits_as_it_is_is_not_cut():
@@ -684,9 +686,39 @@ def test_the_cut_is_decided_on_the_view_as_loaded_so_a_drop_after_a_degrade_aims
 
 
 def test_results_are_cleared_until_the_headroom_is_free():
-    # three rings of 31 (93): room 83 clears c1; a headroom of 0.1 of 107 (10) leaves room 73:
-    # c2 is cleared too.
+    # three rings of 31 (93): room 83 clears c1; a headroom of 0.09 of 107 (9.63, rounded up to
+    # 10) leaves room 73: c2 is cleared too, and c3 is not.
     s = framed(ring("c1", words(20)), ring("c2", words(20)), ring("c3", words(20)))
-    state = state_for(s, FIXED + 83, config=CLEAR.with_changes(compaction_headroom=0.1))
+    state = state_for(s, FIXED + 83, config=CLEAR.with_changes(compaction_headroom=0.09))
     clear_tool_results(state)
     assert state.cleared_result_ids == ["c1", "c2"]
+
+
+def test_tool_schemas_dropped_by_the_bucket_check_mean_the_view_did_not_fit():
+    # Ten schemas of 10 tokens: prefix, suffix and tools do not fit, so the bucket check drops
+    # the schemas no kept ring calls (and the middle ring that calls one) before any cutting
+    # step asks where to aim. The view as loaded was over the budget: the cut leaves the
+    # headroom free, the plain turns of the middle go too.
+    tools = [ToolSpec(f"t{i}", "x", '{"type": "object"}') for i in range(10)]
+    s = session(
+        system(),
+        user("GOAL: audit"),
+        *ring("c0", words(20), name="t2"),
+        assistant(words(20)),
+        user(words(20)),
+        assistant(words(20)),
+        *ring("c1", words(5), name="t1"),
+        user("latest"),
+        tools=tools,
+    )
+    config = CONFIG.with_changes(
+        recent_tool_rings=1, on_still_over_budget="drop_tools_schema_then_fail"
+    )
+    budget = 136
+    just_enough = assemble_words(s, config, budget=budget)
+    assert just_enough.report.dropped_tool_names
+    assert just_enough.report.total_after > budget - 41  # the plain turns are kept
+    roomy = assemble_words(s, config.with_changes(compaction_headroom=0.3), budget=budget)
+    assert roomy.report.dropped_tool_names == just_enough.report.dropped_tool_names
+    assert roomy.report.total_after <= budget - 41  # 0.3 of 136 is 40.8: 41 left free
+    assert "drop_plain_turns" in roomy.report.steps
