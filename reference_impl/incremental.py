@@ -666,11 +666,13 @@ class SessionAssembler:
         passed, last = session, self._last
         self._last = None
         if last is not None and _appends(session.messages, last[0].messages):
-            joined = (*last[1].messages, *session.messages[len(last[0]) :])
-            # Messages of two valid transcripts: valid together unless an id is in both (an
-            # appended message given the id of a kept one, or of a summary): then as passed.
-            if len(set(map(_ID, joined))) == len(joined):
-                session = session.with_trusted_messages(joined)
+            head, kept = last[0].messages, last[1].messages
+            if len(kept) != len(head) or not starts_with(kept, head):  # else: kept all of it
+                joined = (*kept, *session.messages[len(head) :])
+                # Messages of two valid transcripts: valid together unless an id is in both (an
+                # appended message given the id of a kept one, or of a summary): then as passed.
+                if len(set(map(_ID, joined))) == len(joined):
+                    session = session.with_trusted_messages(joined)
         assembly = self._assemble(session, ledger, memory, budget)
         self._last = (passed, assembly.session_after())
         return assembly
