@@ -436,3 +436,22 @@ def test_with_headroom_an_appended_message_with_a_kept_id_is_not_joined_to_the_k
     got = assembler.assemble(passed, budget=600)
     want = assemble_pipeline(passed, config, counter=WordCounter(), budget=600)
     assert decided(lambda: got) == decided(lambda: want)
+
+
+def test_with_headroom_a_renamed_history_with_nothing_cut_keeps_the_callers_ids():
+    # Nothing was cut last turn, so the kept view is the last session itself: the session
+    # handed over (equal messages under other ids, one more ring) is assembled as it is, and
+    # the view carries the caller's ids, not the last turn's.
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
+    )
+    assembler = SessionAssembler(
+        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    history = agent_session(2)
+    first = assembler.assemble(history, budget=600)
+    assert not first.report.dropped_ring_ids
+    renamed = tuple(m.with_id(f"r{i}") for i, m in enumerate(history.messages))
+    passed = history.with_messages((*renamed, *ring("next", words(30))))
+    got = assembler.assemble(passed, budget=600)
+    assert [m.id for m in got.view] == [m.id for m in passed.messages]

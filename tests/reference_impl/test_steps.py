@@ -394,3 +394,12 @@ def test_render_in_every_shape_and_dialects_only_for_openai_chat():
 
     with pytest.raises(ShapeError):
         a.render("gemini", dialect="mistral")
+
+
+def test_session_after_is_the_view_before_the_shape_s_merges():
+    # Bedrock Converse alternates (B3): two user turns in a row are one message in the view,
+    # two in what is stored (the merge is redone at every render).
+    s = session(system(), user("GOAL: audit"), user("and the logs too"), assistant("on it"))
+    a = run(s, budget=10_000, shape="bedrock-converse")
+    assert len(a.view) < len(a.base_view)
+    assert a.session_after().messages == a.base_view.messages
