@@ -270,6 +270,16 @@ def test_a_long_session_equals_the_stateless_assembly_turn_after_turn():
             assert "incremental" in paths, paths
 
 
+ROOMY = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3)
+"""The headroom tests' config: cuts, not summaries; 0.3 of the budget left free at a cut."""
+
+
+def _assembler(config: AssemblyConfig) -> SessionAssembler:
+    return SessionAssembler(
+        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
+    )
+
+
 def _cut(report) -> bool:
     return bool(
         report.dropped_ring_ids
@@ -357,12 +367,8 @@ def test_with_headroom_an_agent_that_keeps_its_whole_history_is_sent_what_a_stor
     # The same turns handed over as the whole history and as the stored view: the same views,
     # each turn; what a cut dropped does not come back when the next cut frees room.
     stored = _stored_run(0.3)
-    config = AssemblyConfig(
-        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
-    )
-    assembler = SessionAssembler(
-        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
-    )
+    config = ROOMY
+    assembler = _assembler(config)
     history = agent_session(0)
     fast = 0
     for turn, want in enumerate(stored):
@@ -403,12 +409,8 @@ def test_with_headroom_a_session_that_does_not_append_is_assembled_as_it_is():
 def test_with_headroom_a_history_made_anew_every_turn_is_an_append_too():
     # A plug-in parses its wire body anew every turn: equal messages, not the same objects.
     stored = _stored_run(0.3)
-    config = AssemblyConfig(
-        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
-    )
-    assembler = SessionAssembler(
-        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
-    )
+    config = ROOMY
+    assembler = _assembler(config)
     history = agent_session(0)
     for turn, want in enumerate(stored):
         history = history.with_messages((*history.messages, *ring(f"t{turn}", words(30))))
@@ -421,12 +423,8 @@ def test_with_headroom_an_appended_message_with_a_kept_id_is_not_joined_to_the_k
     # The caller renamed its messages (equal content, other ids) and gave a new one the id a
     # kept message has: the kept view and it are not valid together, so the session is
     # assembled as it is handed over.
-    config = AssemblyConfig(
-        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
-    )
-    assembler = SessionAssembler(
-        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
-    )
+    config = ROOMY
+    assembler = _assembler(config)
     history = agent_session(20)
     first = assembler.assemble(history, budget=600)
     taken = first.view.messages[-1].id
@@ -442,12 +440,8 @@ def test_with_headroom_a_renamed_history_with_nothing_cut_keeps_the_callers_ids(
     # Nothing was cut last turn, so the kept view is the last session itself: the session
     # handed over (equal messages under other ids, one more ring) is assembled as it is, and
     # the view carries the caller's ids, not the last turn's.
-    config = AssemblyConfig(
-        summarize_trigger_ratio=1.0, recent_tool_rings=1, compaction_headroom=0.3
-    )
-    assembler = SessionAssembler(
-        config, counter=WordCounter(), metrics=AssemblyMetrics(CollectorRegistry())
-    )
+    config = ROOMY
+    assembler = _assembler(config)
     history = agent_session(2)
     first = assembler.assemble(history, budget=600)
     assert not first.report.dropped_ring_ids
