@@ -66,7 +66,7 @@ from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import ConfigError
 from reference_impl.ledger import Ledger
-from reference_impl.memory import MemoryItem
+from reference_impl.memory import INJECTION_ID_PREFIX, MemoryItem
 from reference_impl.metrics import AssemblyMetrics, default_metrics
 from reference_impl.rings import pairing, validate
 from reference_impl.shapes import carries_raw_blocks
@@ -132,6 +132,7 @@ __all__ = ["SessionAssembler"]
 log = logging.getLogger("reference_impl")
 
 _ID = operator.attrgetter("id")
+_NEXT_INJECTION: Final = "\n" + INJECTION_ID_PREFIX
 _PARTS = operator.attrgetter("parts")
 _FIRST = operator.itemgetter(0)
 _TEXT = operator.attrgetter("text")
@@ -254,6 +255,10 @@ class _Index:
     """Each unit's ``estimates`` (0 until needed)."""
     unusual: bool = False
     """A system-role summary: rare enough to leave to the full pipeline."""
+    injection_ids: bool = False
+    """A message with an injection's id (``inject-``...): a session that holds an injected
+    note (a stored view with its injections, not ``session_after()``); the full pipeline names
+    the id the injection would repeat."""
     call_ids: set[str] = field(default_factory=set)
     result_ids: set[str] = field(default_factory=set)
     degraded: dict[int, tuple[Message, ...]] = field(default_factory=dict)
@@ -477,7 +482,10 @@ class _Index:
         self.codes += new_codes
         self.message_ids += ids
         if ids:  # the same digest as assembler.session_digest_of
-            self.digest.update(("\n".join(ids) + "\n").encode("utf-8"))
+            joined = "\n".join(ids)
+            self.digest.update((joined + "\n").encode("utf-8"))
+            if joined.startswith(INJECTION_ID_PREFIX) or _NEXT_INJECTION in joined:
+                self.injection_ids = True
         prev = lo
         for h in heads:
             self.starts.extend(range(prev, h + 1))
@@ -665,16 +673,17 @@ class SessionAssembler:
             return self._assemble(session, ledger, memory, budget)
         passed, last = session, self._last
         self._last = None
-        if last is not None and _appends(session.messages, last[0].messages):
-            head, kept = last[0].messages, last[1].messages
-            if len(kept) != len(head) or not starts_with(kept, head):  # else: kept all of it
-                joined = (*kept, *session.messages[len(head) :])
+        if last is not None and _appends(session, last[0]):
+            head, kept = last[0].messages, last[1]
+            if kept.tools != session.tools or not _same(kept.messages, head):
+                joined = (*kept.messages, *session.messages[len(head) :])
                 # Messages of two valid transcripts: valid together unless an id is in both (an
                 # appended message given the id of a kept one, or of a summary): then as passed.
                 if len(set(map(_ID, joined))) == len(joined):
-                    session = session.with_trusted_messages(joined)
+                    session = kept.with_trusted_messages(joined)
         assembly = self._assemble(session, ledger, memory, budget)
-        self._last = (passed, assembly.session_after())
+        if not assembly.report.repairs:  # a synthesized result is not kept: the real one may come
+            self._last = (passed, assembly.session_after())
         return assembly
 
     def _assemble(
@@ -982,6 +991,8 @@ class SessionAssembler:
         needs the full pipeline."""
         if index.unusual:
             return self._fallback("unusual_summary")
+        if index.injection_ids and settings.injections:
+            return self._fallback("injection_id_in_session")
         turn = _Turn(index, session, settings, settings.plan.input_budget)
         for step in PIPELINE:
             why = self._FAST_STEPS[step](self, turn)
@@ -1526,10 +1537,27 @@ class _Turn:
     """The indices in ``base`` of what each merged message of ``view`` holds."""
 
 
-def _appends(messages: tuple[Message, ...], head: tuple[Message, ...]) -> bool:
-    """Whether ``messages`` begins with ``head``: the very objects (at C speed), or equal ones
-    (a caller that parses its wire body anew every turn)."""
-    return starts_with(messages, head) or messages[: len(head)] == head
+def _appends(session: Transcript, last: Transcript) -> bool:
+    """Whether ``session`` appends to ``last``: the same tools, model and settings, and its
+    messages begin with ``last``'s, the very objects (at C speed) or equal ones under the same
+    ids (a caller that parses its wire body anew every turn gives each message the id of its
+    position and content)."""
+    if (session.tools, session.model, session.params) != (last.tools, last.model, last.params):
+        return False
+    messages, head = session.messages, last.messages
+    if starts_with(messages, head):
+        return True
+    n = len(head)
+    return (
+        len(messages) >= n
+        and list(map(_ID, messages[:n])) == list(map(_ID, head))
+        and (messages[:n] == head)
+    )
+
+
+def _same(messages: tuple[Message, ...], head: tuple[Message, ...]) -> bool:
+    """Whether ``messages`` are the very objects of ``head``."""
+    return len(messages) == len(head) and starts_with(messages, head)
 
 
 def _take_newest(

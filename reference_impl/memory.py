@@ -11,12 +11,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from reference_impl.errors import ConfigError
 from reference_impl.ledger import Ledger
 from reference_impl.transcript import Message, TextPart
 
-__all__ = ["LEDGER_SOURCE", "MemoryItem", "ledger_message", "memory_messages"]
+__all__ = [
+    "INJECTION_ID_PREFIX",
+    "LEDGER_SOURCE",
+    "MemoryItem",
+    "ledger_message",
+    "memory_messages",
+]
 
 LEDGER_SOURCE = "side_effect_ledger"
 
@@ -33,9 +40,14 @@ class MemoryItem:
             raise ConfigError("a memory item needs a non-empty source", where="memory.source")
 
 
+INJECTION_ID_PREFIX: Final = "inject-"
+"""How the id of every injected message (memory item, ledger note) begins."""
+
+
 def _injection_id(kind: str, text: str) -> str:
     # Content-addressed ids: the same injection keeps the same id across turns (cache-stable).
-    return f"inject-{kind}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return f"{INJECTION_ID_PREFIX}{kind}-{digest}"
 
 
 def memory_messages(items: Sequence[MemoryItem], max_items: int) -> tuple[Message, ...]:

@@ -26,11 +26,26 @@ from hypothesis_support import examples
 from prometheus_client import CollectorRegistry
 
 import reference_impl.incremental as incremental
-from reference_impl import AssemblyConfig, AssemblyMetrics, ContextAssemblyError, assemble
+from reference_impl import (
+    AssemblyConfig,
+    AssemblyMetrics,
+    ContextAssemblyError,
+    Ledger,
+    MemoryItem,
+    assemble,
+)
 from reference_impl.assembler import assemble_pipeline
+from reference_impl.errors import TranscriptError
 from reference_impl.incremental import SessionAssembler
 from reference_impl.steps import PIPELINE
-from reference_impl.transcript import SHAPE_NAMES
+from reference_impl.transcript import (
+    SHAPE_NAMES,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+)
 
 
 @st.composite
@@ -449,3 +464,92 @@ def test_with_headroom_a_renamed_history_with_nothing_cut_keeps_the_callers_ids(
     passed = history.with_messages((*renamed, *ring("next", words(30))))
     got = assembler.assemble(passed, budget=600)
     assert [m.id for m in got.view] == [m.id for m in passed.messages]
+
+
+def test_with_headroom_a_stored_view_that_repeats_the_last_session_s_words_is_not_an_append():
+    # Turns of the same words: after a cut, the stored view and three new turns are equal, word
+    # for word, to the last session handed over, but under other ids; read as an append, the new
+    # turns would never be sent.
+    config = AssemblyConfig(
+        summarize_trigger_ratio=1.0, recent_user_turns=1, compaction_headroom=0.05
+    )
+
+    def turns(n, tag):
+        return [
+            m
+            for i in range(n)
+            for m in (assistant("ok").with_id(f"{tag}a{i}"), user("continue").with_id(f"{tag}u{i}"))
+        ]
+
+    s = session(system(), user("GOAL: audit"), user("continue").with_id("u0"), *turns(6, "old"))
+    assembler = _assembler(config)
+    stored = assembler.assemble(s, budget=60).session_after()
+    assert len(stored) < len(s)
+    passed = stored.with_messages((*stored.messages, *turns(3, "new")))
+    got = assembler.assemble(passed, budget=60)
+    want = assemble_pipeline(passed, config, counter=WordCounter(), budget=60)
+    assert [m.id for m in got.view] == [m.id for m in want.view]
+    assert got.view.messages[-1].id == "newu2"
+
+
+def test_with_headroom_a_synthesized_result_is_not_kept_for_the_next_turn():
+    # A call the execution layer timed out is answered with a synthesized error result; its
+    # real result arrives with the next turn: that turn is not joined to a view holding the
+    # synthesized one (two results for one call).
+    config = ROOMY.with_changes(on_pairing_error="synthesize_error_results")
+    call = Message("assistant", (ToolCallPart("cX", "get_status", '{"q": 1}'),))
+    s = agent_session(3).with_messages((*agent_session(3).messages, call))
+    ledger = Ledger.from_list(
+        [{"tool": "get_status", "call_id": "cX", "status": "timed_out", "side_effect": False}]
+    )
+    assembler = _assembler(config)
+    assert assembler.assemble(s, ledger=ledger, budget=400).report.repairs == ("cX",)
+    result = Message("tool", (ToolResultPart("cX", (TextPart("timed out"),), is_error=True),))
+    passed = s.with_messages((*s.messages, result, user("what now?")))
+    got = assembler.assemble(passed, ledger=ledger, budget=400)
+    want = assemble_pipeline(passed, config, counter=WordCounter(), ledger=ledger, budget=400)
+    assert decided(lambda: got) == decided(lambda: want)
+
+
+def test_with_headroom_tool_schemas_the_bucket_check_dropped_stay_dropped_in_the_kept_view():
+    # What a caller storing session_after() hands over has the tools that were kept; the whole
+    # history has all of them: both are sent the same tools.
+    tools = [ToolSpec(f"t{i}", "x", '{"type": "object"}') for i in range(10)]
+    config = ROOMY.with_changes(on_still_over_budget="drop_tools_schema_then_fail")
+    history = session(
+        system(),
+        user("GOAL: audit"),
+        *ring("c0", words(20), name="t2"),
+        assistant(words(20)),
+        *ring("c1", words(5), name="t1"),
+        user("latest"),
+        tools=tools,
+    )
+    whole, storing = _assembler(config), _assembler(config)
+    first = whole.assemble(history, budget=120)
+    assert first.report.dropped_tool_names
+    stored = storing.assemble(history, budget=120).session_after()
+    new = (*ring("c2", words(5), name="t1"), user("again"))
+    got = whole.assemble(history.with_messages((*history.messages, *new)), budget=120)
+    want = storing.assemble(stored.with_messages((*stored.messages, *new)), budget=120)
+    assert got.view.tools == want.view.tools == stored.tools
+    assert [m.text for m in got.view] == [m.text for m in want.view]
+
+
+def test_a_session_holding_an_injected_note_is_refused_on_both_paths():
+    # A stored view with its memory note (the view, not session_after()): the note would be
+    # sent twice; the pipeline names the id, and so does the incremental path now.
+    memory = (MemoryItem("notes", "fact a"),)
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    first = assemble_pipeline(
+        session(system(), user("GOAL"), user("start")),
+        config,
+        counter=WordCounter(),
+        memory=memory,
+        budget=10_000,
+    )
+    passed = first.view.with_messages((*first.view.messages, user("next")))
+    with pytest.raises(TranscriptError, match="duplicate message id 'inject-memory-"):
+        assemble_pipeline(passed, config, counter=WordCounter(), memory=memory, budget=10_000)
+    with pytest.raises(TranscriptError, match="duplicate message id 'inject-memory-"):
+        _assembler(config).assemble(passed, memory=memory, budget=10_000)
