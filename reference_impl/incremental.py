@@ -674,13 +674,15 @@ class SessionAssembler:
         passed, last = session, self._last
         self._last = None
         if last is not None and _appends(session, last[0]):
-            head, kept = last[0].messages, last[1]
-            if kept.tools != session.tools or not _same(kept.messages, head):
-                joined = (*kept.messages, *session.messages[len(head) :])
+            head, kept = last[0].messages, last[1].messages
+            if not _same(kept, head):  # else the kept view is all of the last session
+                joined = (*kept, *session.messages[len(head) :])
                 # Messages of two valid transcripts: valid together unless an id is in both (an
                 # appended message given the id of a kept one, or of a summary): then as passed.
+                # The tools are the session's: schemas a turn's bucket check left out are offered
+                # again when they fit.
                 if len(set(map(_ID, joined))) == len(joined):
-                    session = kept.with_trusted_messages(joined)
+                    session = session.with_trusted_messages(joined)
         assembly = self._assemble(session, ledger, memory, budget)
         if not assembly.report.repairs:  # a synthesized result is not kept: the real one may come
             self._last = (passed, assembly.session_after())

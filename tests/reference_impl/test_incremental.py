@@ -511,29 +511,32 @@ def test_with_headroom_a_synthesized_result_is_not_kept_for_the_next_turn():
     assert decided(lambda: got) == decided(lambda: want)
 
 
-def test_with_headroom_tool_schemas_the_bucket_check_dropped_stay_dropped_in_the_kept_view():
-    # What a caller storing session_after() hands over has the tools that were kept; the whole
-    # history has all of them: both are sent the same tools.
-    tools = [ToolSpec(f"t{i}", "x", '{"type": "object"}') for i in range(10)]
-    config = ROOMY.with_changes(on_still_over_budget="drop_tools_schema_then_fail")
-    history = session(
+def test_with_headroom_tool_schemas_a_turn_left_out_are_offered_again_when_they_fit():
+    # A memory note makes the protected part overflow on one turn, so its bucket check leaves
+    # the schemas out; the next turn appends to it without the note: the kept view is joined
+    # to the session's own tools, which fit again.
+    tools = (ToolSpec("get_weather", "the weather"), ToolSpec("get_time", "the time"))
+    config = ROOMY.with_changes(
+        on_still_over_budget="drop_tools_schema_then_fail", recent_user_turns=1
+    )
+    s = session(
         system(),
-        user("GOAL: audit"),
-        *ring("c0", words(20), name="t2"),
+        user("GOAL: plan the trip"),
         assistant(words(20)),
-        *ring("c1", words(5), name="t1"),
-        user("latest"),
+        user(words(20)),
+        assistant(words(20)),
+        user("and now?"),
         tools=tools,
     )
-    whole, storing = _assembler(config), _assembler(config)
-    first = whole.assemble(history, budget=120)
-    assert first.report.dropped_tool_names
-    stored = storing.assemble(history, budget=120).session_after()
-    new = (*ring("c2", words(5), name="t1"), user("again"))
-    got = whole.assemble(history.with_messages((*history.messages, *new)), budget=120)
-    want = storing.assemble(stored.with_messages((*stored.messages, *new)), budget=120)
-    assert got.view.tools == want.view.tools == stored.tools
-    assert [m.text for m in got.view] == [m.text for m in want.view]
+    note = (MemoryItem("notes", words(40)),)
+    assembler = _assembler(config)
+    first = assembler.assemble(s, memory=note, budget=80)
+    assert set(first.report.dropped_tool_names) == {"get_time", "get_weather"}
+    assert first.report.dropped_turn_ids  # the kept view is not all of the session
+    passed = s.with_messages((*s.messages, assistant("ok"), user("and in Oslo?")))
+    got = assembler.assemble(passed, budget=80)
+    want = assemble_pipeline(passed, config, counter=WordCounter(), budget=80)
+    assert got.view.tools == want.view.tools == tools
 
 
 def test_a_session_holding_an_injected_note_is_refused_on_both_paths():
