@@ -33,7 +33,7 @@ from reference_impl.steps import PIPELINE, AssemblyState, load_state, normalize_
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
 from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
-from reference_impl.transcript.model import INSTRUCTION_ROLES
+from reference_impl.transcript.model import INSTRUCTION_ROLES, trusted_transcript
 
 _ID_OF = operator.attrgetter("id")
 
@@ -199,7 +199,7 @@ class Assembly:
         injected = set(self.injected_ids).__contains__
         kept = map(operator.not_, map(injected, map(_ID_OF, base.messages)))
         # at C speed; some of a valid view's messages are valid together
-        return base.with_trusted_messages(tuple(itertools.compress(base.messages, kept)))
+        return trusted_transcript(base, tuple(itertools.compress(base.messages, kept)))
 
     def view_for(self, shape: str) -> Transcript:
         """The view normalized for ``shape`` (the assembly's own view for its own shape)."""

@@ -116,7 +116,7 @@ class AssemblyConfig:
     def headroom_tokens(self, budget: int) -> int:
         """The tokens ``compaction_headroom`` leaves free of ``budget`` after a cut, rounded up
         (so a cut leaves at least that share free; the product rounded to 6 places first, so
-        that 0.1 of 100,000 is 10,000, not 10,001)."""
+        that float noise does not add a token: 0.07 of 100,000 is 7,000.000000000001)."""
         return math.ceil(round(budget * self.compaction_headroom, 6))
 
     @property

@@ -125,6 +125,7 @@ from reference_impl.transcript.model import (
     kind_codes,
     kind_positions,
     starts_with,
+    trusted_transcript,
 )
 
 __all__ = ["SessionAssembler"]
@@ -682,7 +683,7 @@ class SessionAssembler:
                 # The tools are the session's: schemas a turn's bucket check left out are offered
                 # again when they fit.
                 if len(set(map(_ID, joined))) == len(joined):
-                    session = session.with_trusted_messages(joined)
+                    session = trusted_transcript(session, joined)
         assembly = self._assemble(session, ledger, memory, budget)
         if not assembly.report.repairs:  # a synthesized result is not kept: the real one may come
             self._last = (passed, assembly.session_after())
@@ -1804,4 +1805,4 @@ def _pick(values: Sequence[_T], positions: Sequence[int]) -> tuple[_T, ...]:
 
 def _trusted_view(messages: tuple[Message, ...], session: Transcript) -> Transcript:
     """A view of messages taken from a validated session (unique ids, all set)."""
-    return session.with_trusted_messages(messages)
+    return trusted_transcript(session, messages)

@@ -106,9 +106,9 @@ class AssemblyState:
     without them)."""
     started: float = field(default_factory=time.perf_counter)
     cutting: bool | None = None
-    """Whether the middle is cut: the view as loaded does not fit the budget. Decided by the
-    first step that asks for ``cut_budget``, before any step has changed the middle (tool schemas
-    the bucket check dropped say it did not fit)."""
+    """Whether the middle is cut: the view as loaded (after the bucket check, which may leave
+    tool schemas out) does not fit the budget. Decided by the first step that asks for
+    ``cut_budget``, before any step has changed the middle."""
 
     # -- counting ---------------------------------------------------------------------------
 
@@ -163,8 +163,9 @@ class AssemblyState:
         if headroom == 0:
             return budget
         if self.cutting is None:
-            # tool schemas dropped by the bucket check: the view as loaded did not fit
-            self.cutting = bool(self.dropped_tool_names) or not self.fits()
+            # Tool schemas the bucket check left out made the fixed part fit; they do not make
+            # the middle cut (else every turn over a tool list too long would cut the middle).
+            self.cutting = not self.fits()
         if not self.cutting:
             return budget
         return min(budget, max(budget - headroom, self.fixed_cost))

@@ -69,6 +69,7 @@ __all__ = [
     "same_messages",
     "starts_with",
     "text_message_at",
+    "trusted_transcript",
 ]
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
@@ -501,17 +502,6 @@ class Transcript:
         """The same transcript with other messages (tools, model and params kept)."""
         return replace(self, messages=tuple(messages))
 
-    def with_trusted_messages(self, messages: tuple[Message, ...]) -> Transcript:
-        """``with_messages`` for messages known to be valid together (some of this transcript's,
-        or of another validated one, with no id twice): built without the per-message checks,
-        which would cost every turn the whole view."""
-        view = object.__new__(Transcript)
-        object.__setattr__(view, "messages", messages)
-        object.__setattr__(view, "tools", self.tools)
-        object.__setattr__(view, "model", self.model)
-        object.__setattr__(view, "params", self.params)
-        return view
-
 
 _KIND_OF = operator.attrgetter("_kind")
 _ID_OF = operator.attrgetter("id")
@@ -635,6 +625,18 @@ def _pointer_compare() -> Callable[[int, int, int], int] | None:
 
 
 _POINTERS_DIFFER: Final = _pointer_compare()
+
+
+def trusted_transcript(like: Transcript, messages: tuple[Message, ...]) -> Transcript:
+    """``like.with_messages(messages)`` without the per-message checks, which would cost every
+    turn the whole view. For the package's own use, on messages known to be valid together
+    (some of a validated transcript's, or of two, with no id twice): nothing is checked."""
+    view = object.__new__(Transcript)
+    object.__setattr__(view, "messages", messages)
+    object.__setattr__(view, "tools", like.tools)
+    object.__setattr__(view, "model", like.model)
+    object.__setattr__(view, "params", like.params)
+    return view
 
 
 def starts_with(messages: tuple[Message, ...], head: tuple[Message, ...]) -> bool:

@@ -195,6 +195,8 @@ def test_a_cut_leaves_the_headroom_free_and_a_view_that_fits_is_not_cut(case, he
     after = roomy.report.tokens_after
     assert after is not None
     fixed = after.prefix + after.suffix + after.tools + after.overhead
-    assert total <= max(budget - int(budget * headroom), fixed)
+    assert total <= max(
+        budget - config.with_changes(compaction_headroom=headroom).headroom_tokens(budget), fixed
+    )
     assert WordCounter().count(roomy.view).total <= budget
     assert total <= plain.report.total_after  # it never keeps more than cutting just enough

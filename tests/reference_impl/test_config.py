@@ -200,7 +200,7 @@ def test_the_headroom_is_a_share_of_the_budget_in_whole_tokens():
     assert AssemblyConfig().headroom_tokens(100_000) == 0
     assert AssemblyConfig(compaction_headroom=0.1).headroom_tokens(100_000) == 10_000
     assert AssemblyConfig(compaction_headroom=0.25).headroom_tokens(79) == 20  # 19.75, up
-    assert AssemblyConfig(compaction_headroom=0.3).headroom_tokens(600) == 180  # not 181
+    assert AssemblyConfig(compaction_headroom=0.07).headroom_tokens(100_000) == 7000  # not 7001
     assert AssemblyConfig(compaction_headroom=0.2).headroom_tokens(5) == 1
     loaded = AssemblyConfig.from_mapping({"context_assembly": {"compaction_headroom": 0.2}})
     assert loaded.compaction_headroom == 0.2

@@ -368,9 +368,9 @@ def test_a_headroom_over_what_can_be_cut_leaves_no_room_on_either_path():
         config, counter=_TinyTurns(), metrics=AssemblyMetrics(CollectorRegistry())
     )
     got = assembler.assemble(s, budget=100)
-    want = assemble(s, config, counter=_TinyTurns(), budget=100)
+    want = assemble_pipeline(s, config, counter=_TinyTurns(), budget=100)
     assert "tiny" not in [m.text for m in want.view]
-    cut_just_enough = assemble(
+    cut_just_enough = assemble_pipeline(
         s, config.with_changes(compaction_headroom=0.0), counter=_TinyTurns(), budget=100
     )
     assert "tiny" in [m.text for m in cut_just_enough.view]
@@ -556,3 +556,24 @@ def test_a_session_holding_an_injected_note_is_refused_on_both_paths():
         assemble_pipeline(passed, config, counter=WordCounter(), memory=memory, budget=10_000)
     with pytest.raises(TranscriptError, match="duplicate message id 'inject-memory-"):
         _assembler(config).assemble(passed, memory=memory, budget=10_000)
+
+
+def test_with_headroom_other_tools_model_or_settings_are_not_an_append():
+    # The kept view is joined only to a session that appends to the last one under the same
+    # tools, model and settings; with any of them changed the session is assembled as it is.
+    history = agent_session(20)
+    changes = (
+        {"tools": (ToolSpec("get_status", "the status"),)},
+        {"model": "gpt-4o-mini"},
+        {"params": (("temperature", "0.2"),)},
+    )
+    for change in changes:
+        assembler = _assembler(ROOMY)
+        first = assembler.assemble(history, budget=600)
+        assert first.report.dropped_ring_ids
+        passed = replace(history, **change).with_messages(
+            (*history.messages, *ring("next", words(30)))
+        )
+        got = assembler.assemble(passed, budget=600)
+        want = assemble_pipeline(passed, ROOMY, counter=WordCounter(), budget=600)
+        assert decided(lambda g=got: g) == decided(lambda w=want: w), change
