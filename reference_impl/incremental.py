@@ -652,9 +652,9 @@ class SessionAssembler:
         """Turns answered by the incremental path (the rest ran the full pipeline)."""
         self.last_path = ""
         """``incremental``, or ``full:<why>`` (``full:new_session``, ``full:summary`` ...)."""
-        self._last: tuple[Transcript, Transcript] | None = None
-        """With a ``compaction_headroom``: the session of the last turn and its ``session_after()``
-        (None after a refusal)."""
+        self._last: tuple[Transcript, Transcript, frozenset[str]] | None = None
+        """With a ``compaction_headroom``: the session of the last turn, its ``session_after()``
+        and the calls that view answers with a synthesized result (None after a refusal)."""
 
     # ------------------------------------------------------------------------- entry point
 
@@ -674,19 +674,24 @@ class SessionAssembler:
             return self._assemble(session, ledger, memory, budget)
         passed, last = session, self._last
         self._last = None
+        made: frozenset[str] = frozenset()
         if last is not None and _appends(session, last[0]):
             head, kept = last[0].messages, last[1].messages
-            if not _same(kept, head):  # else the kept view is all of the last session
-                joined = (*kept, *session.messages[len(head) :])
+            appended = session.messages[len(head) :]
+            # The real result of a call the kept view answers with a synthesized one: the two
+            # are not sent together, the session is assembled as it is handed over.
+            answers = {r.call_id for m in appended for r in m.tool_results}
+            if not _same(kept, head) and answers.isdisjoint(last[2]):
+                joined = (*kept, *appended)
                 # Messages of two valid transcripts: valid together unless an id is in both (an
                 # appended message given the id of a kept one, or of a summary): then as passed.
                 # The tools are the session's: schemas a turn's bucket check left out are offered
                 # again when they fit.
                 if len(set(map(_ID, joined))) == len(joined):
                     session = trusted_transcript(session, joined)
+                    made = last[2]
         assembly = self._assemble(session, ledger, memory, budget)
-        if not assembly.report.repairs:  # a synthesized result is not kept: the real one may come
-            self._last = (passed, assembly.session_after())
+        self._last = (passed, assembly.session_after(), made | frozenset(assembly.report.repairs))
         return assembly
 
     def _assemble(

@@ -492,10 +492,10 @@ def test_with_headroom_a_stored_view_that_repeats_the_last_session_s_words_is_no
     assert got.view.messages[-1].id == "newu2"
 
 
-def test_with_headroom_a_synthesized_result_is_not_kept_for_the_next_turn():
-    # A call the execution layer timed out is answered with a synthesized error result; its
-    # real result arrives with the next turn: that turn is not joined to a view holding the
-    # synthesized one (two results for one call).
+def test_with_headroom_a_kept_synthesized_result_is_not_sent_beside_the_real_one():
+    # A call the execution layer timed out is answered with a synthesized error result, which
+    # the kept view holds; its real result arrives with the next turn: that turn is not joined
+    # to the kept view (two results for one call), it is assembled as handed over.
     config = ROOMY.with_changes(on_pairing_error="synthesize_error_results")
     call = Message("assistant", (ToolCallPart("cX", "get_status", '{"q": 1}'),))
     s = agent_session(3).with_messages((*agent_session(3).messages, call))
@@ -577,3 +577,29 @@ def test_with_headroom_other_tools_model_or_settings_are_not_an_append():
         got = assembler.assemble(passed, budget=600)
         want = assemble_pipeline(passed, ROOMY, counter=WordCounter(), budget=600)
         assert decided(lambda g=got: g) == decided(lambda w=want: w), change
+
+
+def test_with_headroom_a_call_answered_by_a_synthesized_result_every_turn_keeps_the_view():
+    # A call the execution layer cancelled stays unanswered in the history: every fresh
+    # assembly answers it with a synthesized result. The kept view holds that result, so the
+    # turns between two cuts still only append; the call's real result would not be joined.
+    config = ROOMY.with_changes(on_pairing_error="synthesize_error_results")
+    ledger = Ledger.from_list(
+        [{"tool": "get_status", "call_id": "cX", "status": "cancelled", "side_effect": False}]
+    )
+    call = Message("assistant", (ToolCallPart("cX", "get_status", '{"q": 1}'),))
+    history = session(system(), user("GOAL: audit"), user("start"), call, user("skip that one"))
+    for i in range(12):
+        history = history.with_messages((*history.messages, *ring(f"c{i}", words(30))))
+    assembler = _assembler(config)
+    previous, cuts = None, 0
+    for turn in range(12):
+        history = history.with_messages((*history.messages, *ring(f"t{turn}", words(30))))
+        got = assembler.assemble(history, ledger=ledger, budget=600)
+        assert any(m.id.endswith("-synth") for m in got.view)  # the call is answered
+        if previous is not None and _cut(got.report):
+            cuts += 1
+        elif previous is not None:
+            assert got.view.messages[: len(previous.view)] == previous.view.messages
+        previous = got
+    assert cuts <= 4
