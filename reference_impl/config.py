@@ -119,6 +119,11 @@ class AssemblyConfig:
         that float noise does not add a token: 0.07 of 100,000 is 7,000.000000000001)."""
         return math.ceil(round(budget * self.compaction_headroom, 6))
 
+    def cut_target(self, budget: int, fixed: int) -> int:
+        """What a cut of the middle aims at: ``budget`` less the headroom, but never below
+        ``fixed`` (what is not cut: prefix, suffix, tools, overhead) nor above the budget."""
+        return min(budget, max(budget - self.headroom_tokens(budget), fixed))
+
     @property
     def input_budget(self) -> int:
         """limit - output reserve - safety margin: what the request itself may use."""

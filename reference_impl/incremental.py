@@ -617,11 +617,13 @@ class SessionAssembler:
     pipeline). Not thread-safe: one instance per session.
 
     With a ``compaction_headroom``, the assembler keeps the view it sent: a session that appends
-    to the one of the last turn (its messages first, the same objects or equal ones, as a caller
-    that parses its wire body anew every turn hands over) is assembled as that turn's
-    ``session_after()`` followed by the appended messages (what a cut dropped stays out, so the turns between two cuts only append;
-    the report describes that session). A caller that stores ``session_after()`` itself gets the
-    same; any other session (edited, shortened, after a refusal) is assembled as it is.
+    to the one of the last turn (the same tools, model and settings, and its messages first: the
+    same objects, or equal ones under the same ids, as a caller that parses its wire body anew
+    every turn hands over) is assembled as that turn's ``session_after()`` followed by the
+    appended messages, with the session's own tools (what a cut dropped stays out, so the turns
+    between two cuts only append; the report describes that session). Any other session
+    (edited, shortened, renamed, after a refusal, or bringing the real result of a call the
+    kept view answers with a synthesized one) is assembled as it is.
     """
 
     def __init__(
@@ -1124,9 +1126,8 @@ class SessionAssembler:
         early = bisect.bisect_left(index.attachments, t.start)
         degradable = list(_without(index.attachments, index.attachments, early, t.pinned))
         self._fill(t)
-        headroom = self.config.headroom_tokens(t.budget)
-        if headroom and not t.everything:  # a cut: it aims lower (``AssemblyState.cut_budget``)
-            t.room = max(0, t.budget - headroom - t.fixed)
+        if self.config.headroom_tokens(t.budget) and not t.everything:  # a cut: it aims lower
+            t.room = self.config.cut_target(t.budget, t.fixed) - t.fixed
             self._fill(t)
         if t.everything or not degradable:
             return None
@@ -1200,9 +1201,9 @@ class SessionAssembler:
         older = bisect.bisect_left(rings, t.start)  # rings from the range on are all kept
         kept_rings = [*sorted(t.kept_rings), *rings[older:]]
         messages = _view_messages(index, kept, kept_rings, degraded, t.settings.injections)
-        t.base = _trusted_view(messages, t.session)
+        t.base = trusted_transcript(t.session, messages)
         t.view, t.merged, t.merged_groups = normalize_with_groups(
-            t.base, self.shape, functools.partial(_trusted_view, session=t.session)
+            t.base, self.shape, functools.partial(trusted_transcript, t.session)
         )
         if t.merged:
             t.steps.append("normalize")
@@ -1806,8 +1807,3 @@ def _pick(values: Sequence[_T], positions: Sequence[int]) -> tuple[_T, ...]:
         return (values[positions[0]],)
     found: tuple[_T, ...] = operator.itemgetter(*positions)(values)
     return found
-
-
-def _trusted_view(messages: tuple[Message, ...], session: Transcript) -> Transcript:
-    """A view of messages taken from a validated session (unique ids, all set)."""
-    return trusted_transcript(session, messages)

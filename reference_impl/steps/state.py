@@ -159,8 +159,7 @@ class AssemblyState:
         ``compaction_headroom``, once the view as loaded is over the budget, the budget less the
         headroom (but never below what they cannot cut: prefix, suffix, tools, overhead)."""
         budget = self.budget
-        headroom = self.config.headroom_tokens(budget)
-        if headroom == 0:
+        if self.config.headroom_tokens(budget) == 0:
             return budget
         if self.cutting is None:
             # Tool schemas the bucket check left out made the fixed part fit; they do not make
@@ -168,7 +167,7 @@ class AssemblyState:
             self.cutting = not self.fits()
         if not self.cutting:
             return budget
-        return min(budget, max(budget - headroom, self.fixed_cost))
+        return self.config.cut_target(budget, self.fixed_cost)
 
     def keep_order(self) -> list[Unit]:
         """The kept middle units in the order the fill keeps them: by tier (``KEEP_ORDER``),
