@@ -32,7 +32,7 @@ from reference_impl.metrics import AssemblyMetrics, default_metrics
 from reference_impl.steps import PIPELINE, AssemblyState, load_state, normalize_transcript
 from reference_impl.summary import DeterministicSummarizer, Summarizer
 from reference_impl.tokens import TokenCounter, counter_for
-from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, Transcript
+from reference_impl.transcript import SHAPE_NAMES, Message, ShapeName, ToolSpec, Transcript
 from reference_impl.transcript.model import INSTRUCTION_ROLES, trusted_transcript
 
 _ID_OF = operator.attrgetter("id")
@@ -183,6 +183,10 @@ class Assembly:
     injected_ids: tuple[str, ...] = field(default=(), repr=False)
     prefix_ids: tuple[str, ...] = field(default=(), repr=False)
     base_view: Transcript | None = field(default=None, repr=False)
+    session_tools: tuple[ToolSpec, ...] | None = field(default=None, repr=False)
+    """The tools of the session handed over (None: the view's). ``session_after`` carries them:
+    a schema the budget left out of this request (``drop_tools_schema_then_fail``) is offered
+    again on a turn it fits, not lost to the stored session."""
 
     @property
     def shape(self) -> str:
@@ -192,14 +196,21 @@ class Assembly:
     def session_after(self) -> Transcript:
         """The view without memory/ledger injections: store it as the session for the next turn
         so that a summary is reused and the request prefix stays byte-stable until the next
-        compaction. Unmerged: a shape's alternation merges are redone at every render."""
+        compaction. Unmerged: a shape's alternation merges are redone at every render. With the
+        session's own tools: a schema this request left out to fit the budget is not lost."""
         base = self.base_view if self.base_view is not None else self.view
-        if not self.injected_ids:
+        tools = self.session_tools
+        if tools is None or tools == base.tools:
+            tools = None
+        if not self.injected_ids and tools is None:
             return base
-        injected = set(self.injected_ids).__contains__
-        kept = map(operator.not_, map(injected, map(_ID_OF, base.messages)))
-        # at C speed; some of a valid view's messages are valid together
-        return trusted_transcript(base, tuple(itertools.compress(base.messages, kept)))
+        messages = base.messages
+        if self.injected_ids:
+            injected = set(self.injected_ids).__contains__
+            kept = map(operator.not_, map(injected, map(_ID_OF, messages)))
+            # at C speed; some of a valid view's messages are valid together
+            messages = tuple(itertools.compress(messages, kept))
+        return trusted_transcript(base, messages, tools)
 
     def view_for(self, shape: str) -> Transcript:
         """The view normalized for ``shape`` (the assembly's own view for its own shape)."""
@@ -433,6 +444,7 @@ def assemble_pipeline(
         injected_ids=tuple(u.id for u in state.units if u.kind == "injection"),
         prefix_ids=tuple(u.id for u in state.units if u.kept and u.bucket == "prefix"),
         base_view=base,
+        session_tools=session.tools,
     )
 
 

@@ -1455,6 +1455,7 @@ class SessionAssembler:
                 *prefix_ids[index.leading_system :],
             ),
             base_view=t.base,
+            session_tools=t.session.tools,
         )
 
     _FAST_STEPS: ClassVar[Mapping[Step, Callable[[SessionAssembler, _Turn], str | None]]] = {

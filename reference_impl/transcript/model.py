@@ -627,13 +627,17 @@ def _pointer_compare() -> Callable[[int, int, int], int] | None:
 _POINTERS_DIFFER: Final = _pointer_compare()
 
 
-def trusted_transcript(like: Transcript, messages: tuple[Message, ...]) -> Transcript:
-    """``like.with_messages(messages)`` without the per-message checks, which would cost every
-    turn the whole view. For the package's own use, on messages known to be valid together
-    (some of a validated transcript's, or of two, with no id twice): nothing is checked."""
+def trusted_transcript(
+    like: Transcript, messages: tuple[Message, ...], tools: tuple[ToolSpec, ...] | None = None
+) -> Transcript:
+    """``like.with_messages(messages)`` (with ``tools`` instead of ``like``'s, when given)
+    without the per-message checks, which would cost every turn the whole view. For the
+    package's own use, on messages known to be valid together (some of a validated
+    transcript's, or of two, with no id twice) and tools of a validated transcript: nothing is
+    checked."""
     view = object.__new__(Transcript)
     object.__setattr__(view, "messages", messages)
-    object.__setattr__(view, "tools", like.tools)
+    object.__setattr__(view, "tools", like.tools if tools is None else tools)
     object.__setattr__(view, "model", like.model)
     object.__setattr__(view, "params", like.params)
     return view

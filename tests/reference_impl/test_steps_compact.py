@@ -8,6 +8,7 @@ one per word, a tool schema 10, the reply overhead 3). A budget is inclusive: a 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 
@@ -30,6 +31,7 @@ from reference_impl import (
     AssemblyConfig,
     AssemblyMetrics,
     ContextAssemblyError,
+    SessionAssembler,
     SummaryBlock,
     SummaryRequest,
     assemble,
@@ -165,6 +167,33 @@ def test_dropping_schemas_also_drops_their_hidden_prompt_before_the_prefix_is_bl
     assert a.view.tools == ()
     assert [m.id for m in a.view] == [m.id for m in s.messages]
     assert a.report.total_after == 25
+
+
+@pytest.mark.parametrize("headroom", [0.0, 0.2])
+def test_the_stored_session_keeps_the_schemas_one_request_left_out(headroom):
+    # session_after() is what an agent stores as its session: a schema the budget left out of
+    # one request must be offered again on a turn where it fits, not lost with the view's tools.
+    s = two_schema_session()
+    config = DROP_TOOLS.with_changes(compaction_headroom=headroom)
+    stateless = functools.partial(
+        assemble_pipeline,
+        config=config,
+        counter=ToolPromptCounter(),
+        metrics=AssemblyMetrics(CollectorRegistry()),
+    )
+    stateful = SessionAssembler(
+        config, counter=ToolPromptCounter(), metrics=AssemblyMetrics(CollectorRegistry())
+    )
+    for assembler in (stateless, stateful.assemble):
+        tight = assembler(s, budget=60)
+        assert tight.view.tools == ()
+        assert tight.report.dropped_tool_names == ("t0", "t1")
+        stored = tight.session_after()
+        assert stored.tools == s.tools
+        assert stored.messages == tight.base_view.messages
+        nxt = stored.with_messages((*stored.messages, assistant("checking")))
+        roomy = assembler(nxt, budget=1_000)
+        assert roomy.view.tools == s.tools
 
 
 def test_with_claudes_counter_schemas_are_dropped_rather_than_the_request_refused():
