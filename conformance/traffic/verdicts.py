@@ -164,9 +164,35 @@ class CassetteEntry:
         """The input tokens the recorded answer reported, if any."""
         return reported_input_tokens(self.shape, self.response_body)
 
-    def same_request(self, body: object) -> bool:
-        """Whether ``body`` is the recorded request body (canonical JSON equality)."""
-        return canonical_json(body) == canonical_json(self.request_body)
+    @property
+    def recorded_model(self) -> str | None:
+        """The model the recorded request was sent for: the body's ``model``, else the one the
+        URL names (Gemini, Bedrock)."""
+        body = self.request_body
+        if isinstance(body, Mapping) and isinstance(body.get("model"), str):
+            return str(body["model"])
+        return self.url_model
+
+    def profile_for(self, dialect: str | None) -> str:
+        """The catalog profile of the recorded request: the one it was recorded under (an
+        emulator recording says), else the one the catalog gives its model."""
+        if self.metadata.profile:
+            return self.metadata.profile
+        return profile_for_model(self.shape, dialect, self.recorded_model).id
+
+    def same_request(self, body: object, model: str | None = None) -> bool:
+        """Whether ``body``, sent for ``model``, is the recorded request: the same body
+        (canonical JSON equality) for the same model. Where the model is in the URL (Gemini,
+        Bedrock), the body does not say it: ``model`` must be given and equal the recorded one,
+        else the request may be another model's and is not the same."""
+        if canonical_json(body) != canonical_json(self.request_body):
+            return False
+        in_url = self.url_model
+        if in_url is None:
+            return True  # the model is in the body, equal on both sides
+        if model is None and isinstance(body, Mapping) and isinstance(body.get("model"), str):
+            model = body["model"]
+        return model == in_url
 
     def verdict(self, *, exact: bool = True) -> Verdict:
         """The recorded answer as a verdict, provenance from the metadata (``recorded-skeleton``
@@ -283,20 +309,22 @@ class CassetteLibrary:
 
     def lookup(self, skel: Mapping[str, Any], *, profile: str | None = None) -> list[CassetteEntry]:
         """Recorded interactions of this skeleton, live first. A skeleton without a model (the
-        caller did not know it) matches every model; an emulator recording must be of
-        ``profile`` when one is asked for."""
+        caller did not know it) matches every model; when ``profile`` is asked for, a recording
+        must be of it (an emulator recording: the profile it was recorded under; a live one: the
+        profile the catalog gives its model), so that a family's models the catalog judges by
+        different rules (``o1``, ``o1-mini``) never answer for each other."""
         if skel.get("model") is None:
             found = self._by_modelless.get(_without_model(skel), [])
         else:
             found = self._by_digest.get(skeleton_digest(skel), [])
+        dialect = skel.get("dialect")
         return [
             item
             for item in found
             if item.provenance is not None
             and (
                 profile is None
-                or item.metadata.source == "live"
-                or item.metadata.profile == profile
+                or item.profile_for(dialect if isinstance(dialect, str) else None) == profile
             )
         ]
 
@@ -332,16 +360,16 @@ def recorded_verdict(
     """
     chosen = library if library is not None else load_library(root)
     skel = skeleton(body, shape=shape, dialect=dialect, model=model)
-    item = _best(chosen.lookup(skel, profile=profile), body)
-    return item.verdict(exact=item.same_request(body)) if item is not None else None
+    item = _best(chosen.lookup(skel, profile=profile), body, model)
+    return item.verdict(exact=item.same_request(body, model)) if item is not None else None
 
 
-def _best(found: list[CassetteEntry], body: object) -> CassetteEntry | None:
-    """The recording of this very body if there is one (live first), else the first of the
-    skeleton (live first)."""
+def _best(found: list[CassetteEntry], body: object, model: str | None) -> CassetteEntry | None:
+    """The recording of this very request (body and model) if there is one (live first), else
+    the first of the skeleton (live first)."""
     if not found:
         return None
-    return next((item for item in found if item.same_request(body)), found[0])
+    return next((item for item in found if item.same_request(body, model)), found[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,8 +462,8 @@ def judge_request(
     found = library.lookup(
         skeleton(body, shape=shape, dialect=dialect, model=model), profile=profile
     )
-    item = _best(found, body)
+    item = _best(found, body, model)
     if item is None:
         return Judgement(now)
-    recorded = item.verdict(exact=item.same_request(body))
+    recorded = item.verdict(exact=item.same_request(body, model))
     return Judgement(recorded, library.label(item), now if _disagree(recorded, now) else None)

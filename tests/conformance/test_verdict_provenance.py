@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from paths import CASSETTES
 
+from conformance.providers.catalog import profile_for_model
 from conformance.traffic.skeleton import skeleton, skeleton_digest
-from conformance.traffic.verdicts import judge_request, load_library, recorded_verdict
+from conformance.traffic.verdicts import (
+    CassetteLibrary,
+    judge_request,
+    load_library,
+    recorded_verdict,
+)
 
 
 def _a_recorded_chat_request() -> tuple[dict[str, Any], str | None]:
@@ -48,3 +55,63 @@ def test_key_order_does_not_matter_for_the_same_request() -> None:
     reordered = dict(reversed(list(copy.deepcopy(body).items())))
     judged = judge_request(reordered, "openai-chat", dialect=dialect, library=library)
     assert judged.verdict.provenance == "recorded-emulated"
+
+
+def _recorded_in_url(shape: str) -> Any:
+    library = load_library(CASSETTES)
+    return library, next(
+        i
+        for i in library.interactions
+        if i.shape == shape and i.status == 200 and isinstance(i.request_body, dict)
+    )
+
+
+def test_where_the_model_is_in_the_url_the_same_body_for_another_model_is_not_the_same_request() -> (
+    None
+):
+    # Gemini and Bedrock carry the model in the URL: an equal body sent for another model (of
+    # the same family and profile) shares the recording's structure only; with no model given,
+    # nothing says it is the request recorded.
+    for shape, other in (
+        ("gemini", "gemini-2.5-flash-lite"),
+        ("bedrock-converse", "anthropic.claude-3-haiku-20240307-v1:0"),
+    ):
+        library, item = _recorded_in_url(shape)
+        assert item.url_model is not None
+        body = copy.deepcopy(item.request_body)
+        same = judge_request(body, shape, model=item.url_model, library=library)
+        assert same.verdict.provenance == "recorded-emulated", shape
+        elsewhere = judge_request(body, shape, model=other, library=library)
+        assert elsewhere.verdict.provenance in {"recorded-skeleton", "emulated"}, shape
+        unknown = recorded_verdict(body, shape, library=library)
+        assert unknown is None or unknown.provenance == "recorded-skeleton", shape
+        assert item.same_request(body, item.url_model)
+        assert not item.same_request(body, other)
+        assert not item.same_request(body)
+
+
+def test_a_live_recording_never_answers_for_a_model_the_catalog_judges_by_other_rules(
+    tmp_path: Path,
+) -> None:
+    # o1 and o1-mini are one family (one skeleton) but two profiles: a live recording of o1
+    # accepting a system message is no evidence about o1-mini, which refuses it (C8).
+    assert profile_for_model("openai-chat", None, "o1").id != (
+        profile_for_model("openai-chat", None, "o1-mini").id
+    )
+    source = (CASSETTES / "openai-chat" / "probe-text.yaml").read_text(encoding="utf-8")
+    live = source.replace("recorded_against: emulator:openai-default", "recorded_against: live")
+    live = live.replace('"model":"gpt-4o-mini"', '"model":"o1"')
+    live = live.replace("http://emulator.invalid/", "https://api.openai.com/")
+    (tmp_path / "openai-chat").mkdir()
+    (tmp_path / "openai-chat" / "probe-text-live.yaml").write_text(live, encoding="utf-8")
+    library = CassetteLibrary(tmp_path)
+    item = library.interactions[0]
+    assert item.metadata.source == "live"
+    body = copy.deepcopy(item.request_body)
+    assert body["model"] == "o1"
+    assert judge_request(body, "openai-chat", library=library).verdict.provenance == "recorded-live"
+    mini = {**body, "model": "o1-mini"}
+    judged = judge_request(mini, "openai-chat", library=library)
+    assert judged.verdict.provenance == "emulated"
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "C8")
+    assert not judged.stale
