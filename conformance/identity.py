@@ -38,7 +38,9 @@ messages between the same two aligned anchors), in order, as:
 **Role changes.** A text that is the whole text of a dropped plain session message sent under
 another role (a user turn resent as system text, the system text as a user turn, an assistant
 text as the user's), or of one of a dropped tool message's results, is that message,
-``modified`` with a ``role_changed`` edit, never a summary or a note: the words now carry
+``modified`` with a ``role_changed`` edit, never a summary or a note (so is a text made only of
+several such whole texts, one of another role at least, with nothing but markers between them:
+a parallel call's results joined and resent as one user turn): the words now carry
 another speaker's authority (a copy of a message the view keeps is ``invented``, with the
 same edit). Only system and developer are one
 role here (Chat takes either for the same instructions). It is read the same wherever it is
@@ -1376,25 +1378,50 @@ def _recast_source(
     plain message (text parts only) of another role than ``role``, or a tool message one of whose
     results is ``text``: its words sent under another speaker's authority (system and developer
     count as one role, as :func:`_system_link` reads them; a tool's output resent as the user's
-    words is an instruction the user never gave)."""
+    words is an instruction the user never gave). So is a text made only of several such whole
+    texts (the results of a parallel call joined), with nothing beside them but markers, when
+    one of them at least is another speaker's: the latest of those is named."""
     body = text.strip()
     if not body:
         return None
     speaker = _speaker(role)
-    for i in sorted(candidates, reverse=True):
+    ordered = sorted(candidates, reverse=True)
+    pieces: list[tuple[str, int, bool]] = []  # (whole text, source, another speaker's)
+    for i in ordered:
         source = session.messages[i]
         if source.role == "tool":
             if any(_is_whole(body, r.text) for r in source.tool_results):
                 return i
-        elif (
-            source.role != speaker
-            and not (source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES)
-            and source.parts
-            and all(isinstance(p, TextPart) for p in source.parts)
-            and _is_whole(body, source.text)
-        ):
-            return i
-    return None
+            pieces.extend((r.text.strip(), i, True) for r in source.tool_results)
+        elif source.parts and all(isinstance(p, TextPart) for p in source.parts):
+            other = source.role != speaker and not (
+                source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES
+            )
+            if other and _is_whole(body, source.text):
+                return i
+            pieces.append((source.text.strip(), i, other))
+    return _joined_recast(body, pieces)
+
+
+def _joined_recast(body: str, pieces: Sequence[tuple[str, int, bool]]) -> int | None:
+    """The latest source of another speaker among the whole texts ``body`` is made of, when it
+    is made of two or more of ``pieces`` (each used once, the longest found first) and nothing
+    else but markers between them; else None."""
+    found: list[tuple[int, bool]] = []
+    rest = body
+    for piece, source, other in sorted(pieces, key=lambda p: len(p[0]), reverse=True):
+        if piece and piece in rest:
+            rest = rest.replace(piece, "\0", 1)
+            found.append((source, other))
+    if len(found) < _JOINED_PIECES or not any(other for _, other in found):
+        return None
+    if not all(_only_a_marker(fragment) for fragment in rest.split("\0")):
+        return None
+    return max(source for source, other in found if other)
+
+
+_JOINED_PIECES: Final = 2
+"""A text made of fewer whole session texts is one of them (:func:`_is_whole`) or none."""
 
 
 def _is_whole(body: str, text: str) -> bool:

@@ -227,6 +227,7 @@ EVERY_SHAPE = [
     "MarkerOrder",
     "SummaryAwayFromSpan",
     "ResultTextAsUser",
+    "JoinedResultsAsUser",
     "LedgerNoteRerun",
     "MemoryWithOrder",
     "ClearWithClaim",

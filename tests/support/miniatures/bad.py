@@ -968,6 +968,33 @@ class ResultTextAsUser(RingDropper):
         return [*view[:at], *results, *view[at:]]
 
 
+class JoinedResultsAsUser(RingDropper):
+    """Drops rings as the ring dropper does, but resends the results of each dropped ring as one
+    user turn, their texts joined line by line, where the ring was: a parallel call's outputs
+    speak as the user, none of them alone the whole text."""
+
+    def _view(
+        self, request: AssemblyRequest, session: Transcript, dropped: Dropped
+    ) -> list[Message]:
+        view = super()._view(request, session, dropped)
+        first = min(dropped.indices, default=None)
+        if first is None:
+            return view
+        joined = [
+            Message("user", (TextPart(text),))
+            for i in sorted(dropped.indices)
+            if (
+                text := "\n".join(
+                    r.text for r in session.messages[i].tool_results if r.text.strip()
+                )
+            )
+        ]
+        kept_before = sum(1 for i in range(first) if i not in dropped.indices)
+        note = len(view) - (len(session.messages) - len(dropped.indices))  # a ledger note added
+        at = kept_before + note
+        return [*view[:at], *joined, *view[at:]]
+
+
 class OffByOne(RingDropper):
     """Sends the whole session when it costs at most one token more than the budget (``<=
     budget + 1``, the classic slip), else cuts as the ring dropper does."""
@@ -1354,6 +1381,13 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
     ),
     "ResultTextAsUser": (
         ResultTextAsUser,
+        SHAPE_NAMES,
+        "nothing_invented",
+        "must",
+        "sent as user text",
+    ),
+    "JoinedResultsAsUser": (
+        JoinedResultsAsUser,
         SHAPE_NAMES,
         "nothing_invented",
         "must",
