@@ -39,6 +39,7 @@ def corpus_problems(
             for check_id in (*s.expect.checks, *s.expect.skip_checks)
             if check_id not in known_checks
         )
+        problems.extend(f"{s.source}: {s.id}: {p}" for p in _schema_problems(s))
         for shape in s.shapes:
             problems.extend(f"{s.source}: {s.id} [{shape}]: {p}" for p in _shape_problems(s, shape))
             if s.cassette and not any((root / shape).glob(f"{s.id}*.yaml")):
@@ -90,6 +91,31 @@ def recording_problems(
     library = load_library(_cassette_root(cassette_root))
     cases = [case for shape in SHAPE_NAMES for case in scenario_cases(scenarios, shape)]
     return unrecorded(cases, library)
+
+
+def _schema_problems(scenario: Scenario) -> list[str]:
+    """Tools whose parameters are no JSON Schema (``"required": [["a"]]``): a provider refuses
+    such a tool, so no case of the scenario says anything about context assembly. Checked
+    against the schema's own ``$schema`` dialect (the latest JSON Schema draft by default)."""
+    import jsonschema  # noqa: PLC0415 - only ``scenarios validate`` needs it
+
+    found: list[str] = []
+    for k, tool in enumerate(scenario.tools):
+        try:
+            schema = tool.parameters_value()
+        except CtxconfError as exc:
+            found.append(f"tools[{k}] ({tool.name}): {exc.message}")
+            continue
+        try:
+            validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+            validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            path = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in exc.path)
+            found.append(
+                f"tools[{k}] ({tool.name}): parameters{path} is not a valid JSON Schema: "
+                f"{exc.message}"
+            )
+    return found
 
 
 def _shape_problems(scenario: Scenario, shape: str) -> list[str]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import os
 import queue
 import reprlib
@@ -79,6 +80,8 @@ from reference_impl.transcript import (
     params_from_mapping,
 )
 from reference_impl.wording import with_article
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_MAX_CONSECUTIVE_TIMEOUTS",
@@ -653,6 +656,11 @@ def warm_up(cases: Sequence[Case], library: CassetteLibrary) -> None:
             judge(body, case.shape, case.dialect, model, library=library)
         except (CtxconfError, StopIteration):
             continue  # the case itself reports it
+        except Exception:  # noqa: BLE001 - a harness bug: each case it touches reports it
+            # Warming up is an optimization: a failure here must not take the run (and its
+            # reports) along; the worker running the case names it as an internal error.
+            _log.warning("warm-up of %s failed", case.key, exc_info=True)
+            continue
 
 
 def _version() -> str:

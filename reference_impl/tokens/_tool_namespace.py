@@ -86,7 +86,8 @@ def _type(schema: object, depth: int) -> str:
 def _properties(schema: Mapping[str, Any], depth: int) -> str:
     properties = schema.get("properties")
     required = schema.get("required")
-    needed = set(required) if isinstance(required, list) else set()
+    # names only: a schema's ``required`` of other values (a provider refuses it) names none
+    needed = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     pad = _INDENT * (depth - 1)
     lines: list[str] = []
     if not isinstance(properties, Mapping):

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from conformance import engine
 from conformance.cli import cli
 from conformance.engine import DEFAULT_MODELS, call_with_timeout, plan_cases, run_events
 from conformance.errors import PluginLoadError
@@ -265,3 +266,42 @@ def test_run_accepts_a_scenario_file(tmp_path: Path) -> None:
     )
     assert out.exit_code == 0, out.output
     assert '"scenario": "tiny"' in out.output
+
+
+_ODD_SCHEMA_SCENARIO = """\
+version: 1
+scenarios:
+  - id: odd-schema
+    title: a tool schema a provider would refuse
+    shapes: [openai-chat, openai-responses]
+    tools:
+      - {name: f, parameters: {type: object, properties: {a: {type: string}}, required: [[a]]}}
+    session: [{role: system, text: sys}, {role: user, text: "GOAL: x"}]
+    budget: 4000
+    expect: {outcome: either}
+"""
+
+
+def test_a_scenario_with_an_odd_tool_schema_is_run_and_reported(tmp_path: Path) -> None:
+    # "required": [["a"]] made the reference counter raise while the run warmed up, before any
+    # worker started: the run died with an internal error and wrote no report.
+    folder = tmp_path / "must"
+    folder.mkdir()
+    (folder / "odd.yaml").write_text(_ODD_SCHEMA_SCENARIO)
+    reports = tmp_path / "reports"
+    out = CliRunner().invoke(
+        cli, ["run", "--scenarios", str(tmp_path), "--report-dir", str(reports)]
+    )
+    assert out.exit_code == 0, out.output
+    assert (reports / "run.jsonl").read_text().count('"scenario": "odd-schema"') == 2
+
+
+def test_a_failure_while_warming_up_is_left_to_the_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Warming up (the counters, validators and memo built before forking) is an optimization:
+    # a harness bug met there is reported by the cases it touches, not by losing the run.
+    def broken(*_: object) -> object:
+        raise TypeError("a harness bug")
+
+    monkeypatch.setattr(engine, "reference_counter", broken)
+    cases = plan_cases(_pick("single-tool"), ("openai-chat",), None)
+    engine.warm_up(cases, engine.load_library())  # does not raise

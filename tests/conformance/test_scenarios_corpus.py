@@ -198,6 +198,32 @@ def test_validate_reports_unknown_checks_and_unrenderable_shapes(tmp_path: Path)
     assert "x [openai-chat]: cannot be rendered" in out.output
 
 
+def test_validate_reports_a_tool_whose_parameters_are_no_json_schema(tmp_path: Path) -> None:
+    # A provider refuses such a tool: no case of the scenario would test context assembly.
+    _write(
+        tmp_path,
+        """\
+        version: 1
+        scenarios:
+          - id: odd-schema
+            title: x
+            shapes: [openai-chat]
+            tools:
+              - {name: f, parameters: {type: object, properties: {a: {type: string}}}}
+              - {name: g, parameters: {type: object, required: [[a]]}}
+            session: [{role: user, text: hi}]
+            budget: 100
+            expect: {outcome: either}
+        """,
+    )
+    out = CliRunner().invoke(cli, ["scenarios", "validate", str(tmp_path)])
+    assert out.exit_code == 1
+    assert "odd-schema: tools[1] (g): parameters['required'][0] is not a valid JSON Schema" in (
+        out.output
+    )
+    assert "tools[0]" not in out.output
+
+
 def test_version_is_required() -> None:
     assert schema_errors({"scenarios": []})
 

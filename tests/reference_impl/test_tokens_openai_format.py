@@ -434,3 +434,61 @@ def test_an_item_without_a_carried_count_falls_back_to_its_summary() -> None:
     assert counter.count(unknown).total - counter.count(none).total == frame + len(
         _BASE.encode_ordinary(summary)
     )
+
+
+_SCHEMA_KEYS = (
+    "type",
+    "properties",
+    "required",
+    "items",
+    "description",
+    "default",
+    "enum",
+    "anyOf",
+    "$ref",
+    "nullable",
+    "additionalProperties",
+)
+_SCHEMA_LEAF = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=3)
+    | st.sampled_from(["object", "array", "string", "number", "null"])
+)
+_SCHEMA_VALUE = st.recursive(
+    _SCHEMA_LEAF,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from([*_SCHEMA_KEYS, "a"]), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_ODD_SCHEMAS = st.fixed_dictionaries(
+    {
+        "type": st.just("object"),
+        "properties": st.dictionaries(st.sampled_from(["a", "b"]), _SCHEMA_VALUE, min_size=1),
+    },
+    optional=dict.fromkeys(_SCHEMA_KEYS[2:], _SCHEMA_VALUE),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(schema=_ODD_SCHEMAS)
+def test_a_tool_schema_of_any_json_is_counted_without_an_error(schema: dict[str, object]) -> None:
+    # A schema a provider would refuse ("required": [["a"]], a property that is a list) is the
+    # validators' to judge: counting it never fails (it failed with "unhashable type: 'list'").
+    tool = ToolSpec("f", "d", json.dumps(schema))
+    for shape in ("openai-chat", "openai-responses"):
+        assert counter_for(shape, "gpt-4o").count_tools((tool,)) > 0
+
+
+def test_required_names_of_other_types_are_left_out_of_the_namespace() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "required": [["a"], {}, "b"],
+    }
+    rendered = render_namespace((ToolSpec("f", "", json.dumps(schema)),))
+    assert "a?: string" in rendered
+    assert "b: string" in rendered
