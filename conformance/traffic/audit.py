@@ -204,6 +204,25 @@ def audit_interaction(interaction: RecordedInteraction) -> AuditRow | None:
 _VERSION_HEADER: Final = "anthropic-version"
 
 
+_SHOWN_KEYS: Final = 6
+
+
+def _not_a_request(interaction: RecordedInteraction) -> str:
+    """Why a POST line of a log is no provider request this audit can judge."""
+    body = interaction.request_body
+    if isinstance(body, Mapping):
+        keys = [str(k) for k in list(body)[: _SHOWN_KEYS + 1]]
+        held = ", ".join(keys[:_SHOWN_KEYS]) + (", ..." if len(keys) > _SHOWN_KEYS else "")
+        found = f"an object with {held}" if keys else "an empty object"
+    else:
+        found = "no body" if body is None else f"a body of type {type(body).__name__}"
+    url = f"a URL no provider answers ({interaction.url})" if interaction.url else "no URL"
+    return (
+        f"not a provider request: {url}, and {found} (no `messages`, `contents` or `input`); "
+        'a line is {"url": ..., "method": "POST", "body": {...}} or a bare request body'
+    )
+
+
 def recorded_betas(interaction: RecordedInteraction, shape: str) -> frozenset[str] | None:
     """The betas the recorded request's ``anthropic-beta`` header names; None when the recording
     does not hold the request's headers, so the betas are not known: an Anthropic request to the
@@ -225,6 +244,12 @@ def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None
         return None
     shape = interaction.shape  # told from the URL and, where the URL does not tell, the body
     if shape is None:
+        # A cassette records other calls too (a token, an upload): not requests to judge. A log
+        # line is meant to be one: left out silently, a log in another format would pass clean.
+        if is_log:
+            return _unreadable(
+                interaction.file, _not_a_request(interaction), interaction.index, log=True
+            )
         return None
     catalog = id(load_catalog())
     dialect = _dialect_for(catalog, shape, interaction.dialect)

@@ -939,11 +939,12 @@ def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
         return "gemini"
     if "input" in body and "messages" not in body:
         return "openai-responses"
-    messages = body.get("messages")
-    if not isinstance(messages, list):
+    if "messages" not in body:
         return None
     if "inferenceConfig" in body or "toolConfig" in body:
         return "bedrock-converse"
+    # ``messages`` of another type is still a request, the validators name what is wrong in it
+    messages = body["messages"] if isinstance(body["messages"], list) else ()
     block_types = {
         b.get("type") if "type" in b else "<untyped>"
         for m in messages

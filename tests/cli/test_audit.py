@@ -78,6 +78,34 @@ def test_a_bad_line_is_named_and_the_rest_of_the_log_is_judged(tmp_path: Path) -
     assert rows[2].message == rows[2].to_dict()["message"] != ""
 
 
+def test_a_log_line_that_is_no_request_of_any_shape_is_named_not_left_out(tmp_path: Path) -> None:
+    # A log written in another format (the request nested under a key the reader does not
+    # know, a line of something else) passed as "0 requests, exit 0": a clean audit of nothing.
+    log = tmp_path / "log.jsonl"
+    wrapped = json.dumps({"ts": "2026-01-01T00:00:00Z", "request": ORPHAN})
+    lines = [wrapped, json.dumps({"foo": 1}), json.dumps({"url": URL, "body": ORPHAN})]
+    log.write_text("\n".join(lines) + "\n", "utf-8")
+    rows = list(audit_paths([log]))
+    assert [(r.location, r.outcome) for r in rows] == [
+        (f"{log}:1", "unreadable"),
+        (f"{log}:2", "unreadable"),
+        (f"{log}:3", "reject"),
+    ]
+    assert rows[0].message is not None
+    assert rows[0].message.startswith("not a provider request: no URL, and an object with ts,")
+    assert "an object with foo" in (rows[1].message or "")
+    code, _, err = invoke(["audit", str(log), "--format", "jsonl"])
+    assert code == 5  # a rejection and unreadable lines
+    assert f"{log}:1: not a provider request" in err
+
+
+def test_a_log_line_whose_messages_is_no_list_is_judged_as_a_malformed_request() -> None:
+    [row] = audit_lines([json.dumps({"model": "gpt-4o", "messages": "hello"})], file="f")
+    assert (row.shape, row.outcome) == ("openai-chat", "reject")
+    assert row.verdict is not None
+    assert row.verdict.rule == "C0"
+
+
 def test_audit_lines_streams_and_takes_records_too() -> None:
     pulled: list[int] = []
 

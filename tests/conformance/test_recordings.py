@@ -533,6 +533,8 @@ def test_detect_shape_from_url(url: str, shape: str | None) -> None:
             "anthropic-messages",
         ),
         ({"messages": [{"role": "system", "content": "x"}]}, "openai-chat"),
+        ({"messages": "hello", "model": "gpt-4o"}, "openai-chat"),  # a malformed request
+        ({"messages": None, "system": "be brief"}, "anthropic-messages"),
         ({"prompt": "x"}, None),
         (["not", "a", "body"], None),
     ],
