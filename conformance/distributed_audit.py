@@ -35,11 +35,14 @@ if TYPE_CHECKING:
 __all__ = ["audit_file_report", "report_lines", "write_report"]
 
 
-def audit_file_report(path: str, show_all: bool = False) -> tuple[str, dict[str, int]]:
-    """One file's part of the report (its JSON lines) and its totals by verdict (a task)."""
+def audit_file_report(
+    path: str, show_all: bool = False, context_limit: int | None = None
+) -> tuple[str, dict[str, int]]:
+    """One file's part of the report (its JSON lines) and its totals by verdict (a task);
+    ``context_limit`` as ``ctxconf audit --context-limit`` takes it."""
     lines: list[str] = []
     counts: Counter[str] = Counter()
-    for row in audit_file(path):
+    for row in audit_file(path, context_limit=context_limit):
         counts[row.outcome] += 1
         if show_all or row.is_finding:
             lines.append(row.to_json() + "\n")
@@ -47,13 +50,20 @@ def audit_file_report(path: str, show_all: bool = False) -> tuple[str, dict[str,
 
 
 def report_lines(
-    paths: Iterable[str | Path], client: Client, *, show_all: bool = False, window: int = 64
+    paths: Iterable[str | Path],
+    client: Client,
+    *,
+    show_all: bool = False,
+    window: int = 64,
+    context_limit: int | None = None,
 ) -> Iterator[tuple[str, dict[str, int]]]:
     """Each file's report text and totals, in ``ctxconf audit``'s file order, computed on the
     cluster with at most ``window`` files in flight (the driver's memory stays bounded)."""
     pending: list[Any] = []
     for path in recording_files(paths):
-        pending.append(client.submit(audit_file_report, str(path), show_all, pure=False))
+        pending.append(
+            client.submit(audit_file_report, str(path), show_all, context_limit, pure=False)
+        )
         if len(pending) >= window:
             yield pending.pop(0).result()
     for future in pending:
@@ -61,12 +71,18 @@ def report_lines(
 
 
 def write_report(
-    paths: Iterable[str | Path], out: str | Path, client: Client, *, show_all: bool = False
+    paths: Iterable[str | Path],
+    out: str | Path,
+    client: Client,
+    *,
+    show_all: bool = False,
+    context_limit: int | None = None,
 ) -> dict[str, int]:
     """Write the JSON-lines report for ``paths`` to ``out``; return the totals by verdict."""
     totals: Counter[str] = Counter()
     with Path(out).open("w", encoding="utf-8") as stream:
-        for text, counts in report_lines(paths, client, show_all=show_all):
+        lines = report_lines(paths, client, show_all=show_all, context_limit=context_limit)
+        for text, counts in lines:
             stream.write(text)
             totals.update(counts)
     return dict(totals)

@@ -130,23 +130,33 @@ _Sent = _Span | str
 """What a worker is sent: where a block of log lines is, or a cassette's path."""
 
 
-def _judge_work(work: _Work, show_all: bool, jsonl: bool) -> _Block:
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """How blocks are judged and shown: ``--all``, ``--format jsonl``, ``--context-limit``."""
+
+    show_all: bool
+    jsonl: bool
+    context_limit: int | None = None
+
+
+def _judge_work(work: _Work, options: _Options) -> _Block:
+    show_all, jsonl, context = options.show_all, options.jsonl, options.context_limit
     if isinstance(work, str):
-        return _collect(audit_file(work), show_all, jsonl)
+        return _collect(audit_file(work, context_limit=context), show_all, jsonl)
     limit = max_input_bytes()
     lines = ((work.start + i, line) for i, line in log_lines(io.BytesIO(work.data), limit))
-    return _collect(audit_log_lines(lines, work.file, limit), show_all, jsonl)
+    return _collect(audit_log_lines(lines, work.file, limit, context), show_all, jsonl)
 
 
-def _judge_sent(sent: _Sent, show_all: bool, jsonl: bool) -> _Block | None:
+def _judge_sent(sent: _Sent, options: _Options) -> _Block | None:
     """In a worker: the block judged; None for a ``_Span`` whose bytes are no longer those the
     parent read (the log was rewritten meanwhile)."""
     if isinstance(sent, str):
-        return _judge_work(sent, show_all, jsonl)
+        return _judge_work(sent, options)
     data = _read_span(sent)
     if data is None:
         return None
-    return _judge_work(_LogBlock(sent.file, sent.start, sent.offset, data), show_all, jsonl)
+    return _judge_work(_LogBlock(sent.file, sent.start, sent.offset, data), options)
 
 
 def _read_span(span: _Span) -> bytes | None:
@@ -205,12 +215,12 @@ def _sent(work: _Work) -> _Sent:
     return work
 
 
-def _blocks(paths: tuple[str, ...], show_all: bool, jsonl: bool, jobs: int) -> Iterator[_Block]:
+def _blocks(paths: tuple[str, ...], options: _Options, jobs: int) -> Iterator[_Block]:
     """Judged blocks in input order; with ``jobs > 1`` in forked workers (``_Workers``)."""
     work = _work(paths)
     if jobs <= 1:
         for item in work:
-            yield _judge_work(item, show_all, jsonl)
+            yield _judge_work(item, options)
         return
     first = next(work, None)
     if first is None:
@@ -222,7 +232,7 @@ def _blocks(paths: tuple[str, ...], show_all: bool, jsonl: bool, jobs: int) -> I
     prepare(first.data.split(b"\n", 1)[:1] if isinstance(first, _LogBlock) else ())
     gc.freeze()
     try:
-        with _Workers(jobs, show_all, jsonl) as workers:
+        with _Workers(jobs, options) as workers:
             yield from workers.judged(itertools.chain((first,), work))
     finally:
         gc.unfreeze()
@@ -233,7 +243,7 @@ _DEPTH: Final = 2
 sent one back, and the blocks in flight stay few (memory is flat however long the input)."""
 
 
-def _serve(connection: Connection, show_all: bool, jsonl: bool, parents: list[Connection]) -> None:
+def _serve(connection: Connection, options: _Options, parents: list[Connection]) -> None:
     """A worker: judge what the parent sends, in order, until it sends ``None``. A block it could
     not judge (its bytes changed, or judging it raised) is answered ``None``: the parent judges
     it from the bytes it read, so the rows (or the error) are those of ``--jobs 1``.
@@ -247,7 +257,7 @@ def _serve(connection: Connection, show_all: bool, jsonl: bool, parents: list[Co
         while (message := connection.recv()) is not None:
             seq, sent = message
             try:
-                judged = _judge_sent(sent, show_all, jsonl)
+                judged = _judge_sent(sent, options)
             except Exception:  # noqa: BLE001 - the parent judges it again and reports
                 judged = None
             try:
@@ -270,8 +280,8 @@ class _Workers:
     not waited for: the blocks it held are judged by the parent, and so is the rest when none is
     left."""
 
-    def __init__(self, jobs: int, show_all: bool, jsonl: bool) -> None:
-        self._show_all, self._jsonl = show_all, jsonl
+    def __init__(self, jobs: int, options: _Options) -> None:
+        self._options = options
         context = multiprocessing.get_context("fork")
         self._held: dict[Connection, list[int]] = {}
         self._processes: list[BaseProcess] = []
@@ -282,7 +292,7 @@ class _Workers:
                 ours, theirs = context.Pipe()
                 parents = [*self._held, ours]
                 process = context.Process(
-                    target=_serve, args=(theirs, show_all, jsonl, parents), daemon=True
+                    target=_serve, args=(theirs, options, parents), daemon=True
                 )
                 start_forked(process)
                 theirs.close()
@@ -317,7 +327,7 @@ class _Workers:
                 block = done.pop(emitted)
                 # in input order, so that an error judging it comes after the rows before it
                 if block is None:
-                    block = _judge_work(items[emitted], self._show_all, self._jsonl)
+                    block = _judge_work(items[emitted], self._options)
                 yield block
                 del items[emitted]
                 emitted += 1
@@ -416,7 +426,17 @@ def _totals(counts: Counter[str], rules: Counter[str], files: int) -> str:
     show_default=True,
     help="Worker processes judging blocks of requests in parallel (same rows, same order).",
 )
-def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None:
+@click.option(
+    "--context-limit",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="TOKENS",
+    help="The model's context window: also judge each request by the context-window rule "
+    "(input from the recorded usage, else estimated). Without it, no request is judged too long.",
+)
+def command(
+    paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int, context_limit: int | None
+) -> None:
     """Judge every provider request recorded in cassettes or JSONL logs under PATH."""
     for path in paths:
         if not Path(path).is_file() and not Path(path).is_dir():
@@ -426,7 +446,8 @@ def command(paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int) -> None
     shown: list[AuditRow] = []
     files: set[str] = set()
     try:
-        for block in _blocks(paths, show_all, fmt == "jsonl", jobs):
+        options = _Options(show_all, fmt == "jsonl", context_limit)
+        for block in _blocks(paths, options, jobs):
             counts.update(block.counts)
             rules.update(block.rules)
             files.update(block.files)

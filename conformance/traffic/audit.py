@@ -196,9 +196,14 @@ def prepare(sample: Iterable[bytes] = ()) -> None:
         pass
 
 
-def audit_interaction(interaction: RecordedInteraction) -> AuditRow | None:
-    """The verdict on one recorded request; ``None`` when it is not a provider request we judge."""
-    return _judge(interaction, is_log=False)
+def audit_interaction(
+    interaction: RecordedInteraction, *, context_limit: int | None = None
+) -> AuditRow | None:
+    """The verdict on one recorded request; ``None`` when it is not a provider request we judge.
+    ``context_limit``: the model's context window in tokens, which also applies the profile's
+    context-window rule (the input counted from the recorded answer's usage when it has one,
+    else estimated locally); without it no request is judged too long for a window."""
+    return _judge(interaction, is_log=False, context_limit=context_limit)
 
 
 _VERSION_HEADER: Final = "anthropic-version"
@@ -239,7 +244,9 @@ def recorded_betas(interaction: RecordedInteraction, shape: str) -> frozenset[st
     return betas if known else None
 
 
-def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None:
+def _judge(
+    interaction: RecordedInteraction, *, is_log: bool, context_limit: int | None = None
+) -> AuditRow | None:
     if interaction.method.upper() != "POST":
         return None
     shape = interaction.shape  # told from the URL and, where the URL does not tell, the body
@@ -258,8 +265,20 @@ def _judge(interaction: RecordedInteraction, *, is_log: bool) -> AuditRow | None
     profile = _profile(catalog, shape, dialect, model_of(interaction.url, body))
     endpoint = "count" if interaction.is_token_count else "generate"
     betas = recorded_betas(interaction, shape)
+    reported = None
+    if context_limit is not None:
+        from conformance.traffic.verdicts import reported_input_tokens  # noqa: PLC0415 - opt-in
+
+        reported = reported_input_tokens(shape, interaction.response_body)
     verdict = validate_request(
-        body, shape, dialect=dialect, profile=profile.id, endpoint=endpoint, betas=betas
+        body,
+        shape,
+        dialect=dialect,
+        profile=profile.id,
+        endpoint=endpoint,
+        betas=betas,
+        context_limit=context_limit,
+        input_tokens=reported,
     )
     return AuditRow(
         file=interaction.file,
@@ -305,11 +324,14 @@ lines are read by ``json.loads`` alone then; under a higher one (or none) it ref
 ``json.loads`` reads them."""
 
 
-def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> AuditRow | None:
+def _line_row(
+    line: str | bytes | Mapping[str, Any], file: str, index: int, context_limit: int | None = None
+) -> AuditRow | None:
+    """``context_limit``: as ``audit_interaction`` takes it."""
     if type(line) is not bytes and isinstance(line, Mapping):
-        return _record_row(line, file, index)
+        return _record_row(line, file, index, context_limit)
     if 0 < int_digit_limit() < _FAST_DIGITS:
-        return _read_line(line, file, index)
+        return _read_line(line, file, index, context_limit)
     try:
         # pydantic-core's parser reads the common line in about half the time; it refuses all
         # the standard library's reading refuses (text that is not UTF-8, a byte-order mark,
@@ -319,11 +341,13 @@ def _line_row(line: str | bytes | Mapping[str, Any], file: str, index: int) -> A
         # (tests/conformance/test_audit_line_json.py)
         record = _fast_json(line, allow_inf_nan=False)
     except (ValueError, TypeError):
-        return _read_line(line, file, index)
-    return _record_row(record, file, index)
+        return _read_line(line, file, index, context_limit)
+    return _record_row(record, file, index, context_limit)
 
 
-def _read_line(line: str | bytes, file: str, index: int) -> AuditRow | None:
+def _read_line(
+    line: str | bytes, file: str, index: int, context_limit: int | None
+) -> AuditRow | None:
     """The row of a line read as ``json.loads`` reads it, or the row that names why it cannot be
     read (``None`` for a blank line)."""
     if isinstance(line, bytes):
@@ -351,12 +375,15 @@ def _read_line(line: str | bytes, file: str, index: int) -> AuditRow | None:
         return _unreadable(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
     except RecursionError:
         return _unreadable(file, "JSON nested too deeply", index, log=True)
-    return _record_row(record, file, index)
+    return _record_row(record, file, index, context_limit)
 
 
-def _record_row(record: object, file: str, index: int) -> AuditRow | None:
+def _record_row(
+    record: object, file: str, index: int, context_limit: int | None
+) -> AuditRow | None:
     try:
-        return _judge(log_interaction(record, file=file, index=index), is_log=True)
+        interaction = log_interaction(record, file=file, index=index)
+        return _judge(interaction, is_log=True, context_limit=context_limit)
     except RecordingError as exc:
         return _unreadable(file, _why(exc, file), index, log=True)
     except RecursionError:
@@ -364,17 +391,22 @@ def _record_row(record: object, file: str, index: int) -> AuditRow | None:
 
 
 def audit_lines(
-    lines: Iterable[str | bytes | Mapping[str, Any]], *, file: str = "<lines>", start: int = 0
+    lines: Iterable[str | bytes | Mapping[str, Any]],
+    *,
+    file: str = "<lines>",
+    start: int = 0,
+    context_limit: int | None = None,
 ) -> Iterator[AuditRow]:
     """Rows for JSON-lines log lines (or parsed records), one at a time, in order.
 
     ``file`` names the source in each row; ``start`` is the 0-based number of the first line
-    (for a slice of a larger log). Blank lines are skipped but counted; a line that cannot be read
-    is an ``unreadable`` row naming it. Each row depends on its line alone, so an audit can be
-    split anywhere: the rows of the pieces, concatenated, are the rows of the whole.
+    (for a slice of a larger log); ``context_limit`` as ``audit_interaction`` takes it. Blank
+    lines are skipped but counted; a line that cannot be read is an ``unreadable`` row naming
+    it. Each row depends on its line alone, so an audit can be split anywhere: the rows of the
+    pieces, concatenated, are the rows of the whole.
     """
     for offset, line in enumerate(lines):
-        row = _line_row(line, file, start + offset)
+        row = _line_row(line, file, start + offset, context_limit)
         if row is not None:
             yield row
 
@@ -437,7 +469,7 @@ def log_lines(stream: Any, limit: int | None) -> Iterator[tuple[int, bytes | Non
         yield index, pending
 
 
-def _audit_log(path: Path) -> Iterator[AuditRow]:
+def _audit_log(path: Path, context_limit: int | None) -> Iterator[AuditRow]:
     name = str(path)
     limit = max_input_bytes()
     try:
@@ -449,31 +481,36 @@ def _audit_log(path: Path) -> Iterator[AuditRow]:
         # gzip by content, as conformance.traffic.reading reads it (``.gz`` or not)
         stream: Any = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
         try:
-            yield from audit_log_lines(log_lines(stream, limit), name, limit)
+            yield from audit_log_lines(log_lines(stream, limit), name, limit, context_limit)
         except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
             yield _unreadable(name, f"corrupt gzip file: {exc}", log=True)
 
 
 def audit_log_lines(
-    lines: Iterable[tuple[int, bytes | None]], file: str, limit: int | None
+    lines: Iterable[tuple[int, bytes | None]],
+    file: str,
+    limit: int | None,
+    context_limit: int | None = None,
 ) -> Iterator[AuditRow]:
-    """Rows for :func:`log_lines`'s numbered lines of ``file`` (``None``: a line over ``limit``)."""
+    """Rows for :func:`log_lines`'s numbered lines of ``file`` (``None``: a line over ``limit``
+    bytes); ``context_limit`` as ``audit_interaction`` takes it."""
     for index, line in lines:
         if line is None:
             problem = f"line {index + 1} is over the input limit of {limit} bytes"
             yield _unreadable(file, f"{problem} (set {INPUT_LIMIT_ENV})", index, log=True)
             continue
-        row = _line_row(line, file, index)
+        row = _line_row(line, file, index, context_limit)
         if row is not None:
             yield row
 
 
-def audit_file(path: str | Path) -> Iterator[AuditRow]:
+def audit_file(path: str | Path, *, context_limit: int | None = None) -> Iterator[AuditRow]:
     """Rows for one recording file: a log is streamed line by line; a cassette is read whole
-    (cassettes are small). A file that cannot be read is one ``unreadable`` row."""
+    (cassettes are small). A file that cannot be read is one ``unreadable`` row.
+    ``context_limit`` as ``audit_interaction`` takes it."""
     path = Path(path)
     if _is_log(path):
-        yield from _audit_log(path)
+        yield from _audit_log(path, context_limit)
         return
     try:
         items = cassette_items(path)
@@ -484,7 +521,7 @@ def audit_file(path: str | Path) -> Iterator[AuditRow]:
         if isinstance(item, RecordingError):
             yield _unreadable(str(path), _why(item, str(path)), item.index, log=False)
             continue
-        row = _judge(item, is_log=False)
+        row = _judge(item, is_log=False, context_limit=context_limit)
         if row is not None:
             yield row
 
@@ -498,11 +535,14 @@ def recording_files(paths: Iterable[str | Path]) -> Iterator[Path]:
         yield from iter_recording_files(path)
 
 
-def audit_paths(paths: Iterable[str | Path]) -> Iterator[AuditRow]:
+def audit_paths(
+    paths: Iterable[str | Path], *, context_limit: int | None = None
+) -> Iterator[AuditRow]:
     """Every judged request under ``paths`` (files or folders, recursively, in sorted order), and
-    an ``unreadable`` row for each file (or log line) that cannot be read.
+    an ``unreadable`` row for each file (or log line) that cannot be read; ``context_limit`` as
+    ``audit_interaction`` takes it.
 
     Raises ``conformance.traffic.reading.RecordingError`` only for a path that does not exist.
     """
     for path in recording_files(paths):
-        yield from audit_file(path)
+        yield from audit_file(path, context_limit=context_limit)

@@ -106,6 +106,44 @@ def test_a_log_line_whose_messages_is_no_list_is_judged_as_a_malformed_request()
     assert row.verdict.rule == "C0"
 
 
+def _long(words: int) -> dict[str, object]:
+    return {"model": "gpt-4o", "messages": [{"role": "user", "content": "deploy " * words}]}
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_context_limit_judges_requests_by_the_context_window_rule(
+    tmp_path: Path, jobs: str
+) -> None:
+    # Without a limit no request is too long (the model's window is not in the log); with one,
+    # the shape's context-window rule applies (C10 for Chat), in every worker.
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join([_line(GOOD), _line(_long(30_000))]) + "\n", "utf-8")
+    code, out, _ = invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", jobs])
+    assert code == 0
+    assert [r["verdict"] for r in _rows(out)] == ["accept", "accept"]
+    args = ["audit", str(log), "--format", "jsonl", "--all", "--jobs", jobs]
+    code, out, _ = invoke([*args, "--context-limit", "8000"])
+    assert code == 1
+    assert [(r["verdict"], r["rule"]) for r in _rows(out)] == [("accept", None), ("reject", "C10")]
+
+
+def test_a_context_limit_counts_the_input_the_recorded_answer_reports() -> None:
+    # The provider's own count wins over the local estimate: a short body whose answer
+    # reported 20,000 input tokens is over a 10,000-token window.
+    record = {
+        "url": URL,
+        "body": GOOD,
+        "status": 200,
+        "response": {"usage": {"prompt_tokens": 20_000}},
+    }
+    [over] = audit_lines([record], file="f", context_limit=10_000)
+    assert (over.outcome, over.verdict.rule if over.verdict else None) == ("reject", "C10")
+    [fits] = audit_lines([record], file="f", context_limit=30_000)
+    assert fits.outcome == "accept"
+    [plain] = audit_lines([record], file="f")
+    assert plain.outcome == "accept"
+
+
 def test_audit_lines_streams_and_takes_records_too() -> None:
     pulled: list[int] = []
 

@@ -47,11 +47,19 @@ def test_a_two_worker_local_cluster_writes_the_same_report(tmp_path: Path) -> No
             assert len(client.scheduler_info()["workers"]) == 2
             findings = write_report([logs], tmp_path / "findings.jsonl", client)
             everything = write_report([logs], tmp_path / "all.jsonl", client, show_all=True)
+            windowed = write_report(
+                [logs], tmp_path / "window.jsonl", client, show_all=True, context_limit=5
+            )
     finally:
         cluster.close()
-    for out, args in (("findings.jsonl", []), ("all.jsonl", ["--all"])):
+    for out, args in (
+        ("findings.jsonl", []),
+        ("all.jsonl", ["--all"]),
+        ("window.jsonl", ["--all", "--context-limit", "5"]),  # every request over 5 tokens
+    ):
         single = CliRunner().invoke(cli, ["audit", str(logs), "--format", "jsonl", *args])
         assert single.exit_code == 5, single.output
         assert (tmp_path / out).read_bytes() == single.stdout.encode("utf-8")
     assert findings == everything
     assert everything == {"accept": 128, "reject": 32, "unreadable": 5}
+    assert windowed == {"reject": 160, "unreadable": 5}
