@@ -20,7 +20,7 @@ from conformance.checks._helpers import (
     turn_label,
 )
 from conformance.checks._wire_content import added_wire_content, offered_tools
-from conformance.checks.outcome import CaseOutcome
+from conformance.checks.outcome import CaseOutcome, TurnOutcome
 from conformance.checks.registry import Failure, check
 from conformance.identity import Edit, contradicted_entry, short
 from conformance.scenarios import Scenario
@@ -291,8 +291,21 @@ def within_budget(_scenario: Scenario, outcome: CaseOutcome) -> None:
             raise Failure(
                 "over budget",
                 f"{turn_label(outcome, turn)}{turn.tokens} tokens by {outcome.counter} > budget "
-                f"{outcome.budget} (over by {turn.tokens - outcome.budget})",
+                f"{outcome.budget} (over by {turn.tokens - outcome.budget}){_fixed_part(turn)}",
             )
+
+
+def _fixed_part(turn: TurnOutcome) -> str:
+    """What of the count the messages do not hold (the tool schemas, the request's overhead:
+    reply priming, Claude's hidden tool-use prompt), which a count of the messages alone
+    misses."""
+    if turn.counter is None or turn.view is None:
+        return ""
+    count = turn.counter.count(turn.view)
+    parts = [f"{count.tools} for the tool schemas"] if count.tools else []
+    if count.overhead > 0:
+        parts.append(f"{count.overhead} of request overhead")
+    return f"; of which {' and '.join(parts)}" if parts else ""
 
 
 # Edits of a tool call or result that falsify what the model did or saw.

@@ -311,6 +311,22 @@ def test_a_request_of_exactly_the_budget_fits() -> None:
     )
 
 
+def test_over_budget_names_what_of_the_count_the_messages_do_not_hold() -> None:
+    # Claude's hidden tool-use prompt and the tool schemas count toward the budget; a plug-in
+    # counting its messages alone cannot see why it is over, so the message says.
+    claude = counter_for("anthropic-messages", "claude-sonnet-4-5")
+    session = replace(SESSION, tools=(ToolSpec("refund", "Refund an order."),))
+    count = claude.count(session)
+    assert count.tools > 0
+    assert count.overhead > 0
+    turn = assembled_turn(session, session, tokens=count.total, counter=claude)
+    outcome = CaseOutcome("anthropic-messages", None, count.total - 1, claude.name, (turn,))
+    assert _run("within_budget", outcome).message == (
+        f"{count.total} tokens by {claude.name} > budget {count.total - 1} (over by 1); of "
+        f"which {count.tools} for the tool schemas and {count.overhead} of request overhead"
+    )
+
+
 # -- tool_payloads_intact ----------------------------------------------------------------------------
 
 
