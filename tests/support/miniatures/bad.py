@@ -956,43 +956,33 @@ class ResultTextAsUser(RingDropper):
         first = min(dropped.indices, default=None)
         if first is None:
             return view
-        results = [
-            Message("user", (TextPart(r.text),))
+        resent = [Message("user", (TextPart(text),)) for text in self._texts(session, dropped)]
+        kept_before = sum(1 for i in range(first) if i not in dropped.indices)
+        note = len(view) - (len(session.messages) - len(dropped.indices))  # a ledger note added
+        at = kept_before + note
+        return [*view[:at], *resent, *view[at:]]
+
+    def _texts(self, session: Transcript, dropped: Dropped) -> list[str]:
+        """The user turns' texts: each dropped result's."""
+        return [
+            r.text
             for i in sorted(dropped.indices)
             for r in session.messages[i].tool_results
             if r.text.strip()
         ]
-        kept_before = sum(1 for i in range(first) if i not in dropped.indices)
-        note = len(view) - (len(session.messages) - len(dropped.indices))  # a ledger note added
-        at = kept_before + note
-        return [*view[:at], *results, *view[at:]]
 
 
-class JoinedResultsAsUser(RingDropper):
-    """Drops rings as the ring dropper does, but resends the results of each dropped ring as one
-    user turn, their texts joined line by line, where the ring was: a parallel call's outputs
-    speak as the user, none of them alone the whole text."""
+class JoinedResultsAsUser(ResultTextAsUser):
+    """Resends the results of each dropped ring as one user turn, their texts joined line by
+    line, where the ring was: a parallel call's outputs speak as the user, none of them alone
+    the whole text."""
 
-    def _view(
-        self, request: AssemblyRequest, session: Transcript, dropped: Dropped
-    ) -> list[Message]:
-        view = super()._view(request, session, dropped)
-        first = min(dropped.indices, default=None)
-        if first is None:
-            return view
-        joined = [
-            Message("user", (TextPart(text),))
+    def _texts(self, session: Transcript, dropped: Dropped) -> list[str]:
+        joined = (
+            "\n".join(r.text for r in session.messages[i].tool_results if r.text.strip())
             for i in sorted(dropped.indices)
-            if (
-                text := "\n".join(
-                    r.text for r in session.messages[i].tool_results if r.text.strip()
-                )
-            )
-        ]
-        kept_before = sum(1 for i in range(first) if i not in dropped.indices)
-        note = len(view) - (len(session.messages) - len(dropped.indices))  # a ledger note added
-        at = kept_before + note
-        return [*view[:at], *joined, *view[at:]]
+        )
+        return [text for text in joined if text]
 
 
 class OffByOne(RingDropper):
