@@ -346,7 +346,7 @@ def _line_row(
 
 
 def _read_line(
-    line: str | bytes, file: str, index: int, context_limit: int | None
+    line: str | bytes, file: str, index: int, context_limit: int | None = None
 ) -> AuditRow | None:
     """The row of a line read as ``json.loads`` reads it, or the row that names why it cannot be
     read (``None`` for a blank line)."""

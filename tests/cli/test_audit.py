@@ -256,15 +256,15 @@ def test_jobs_a_worker_that_dies_is_not_waited_for(
     expected = invoke(["audit", str(log), "--format", "jsonl", "--all"])
     judge_sent = audit_command._judge_sent
 
-    def dies(sent: Any, show_all: bool, jsonl: bool) -> object:
+    def dies(sent: Any, options: Any) -> object:
         if sent.start <= at_line < sent.start + 14:  # the worker sent the block of that line
             os._exit(9)
-        return judge_sent(sent, show_all, jsonl)
+        return judge_sent(sent, options)
 
     monkeypatch.setattr(audit_command, "_judge_sent", dies)
     assert invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", "2"]) == expected
 
-    def every_worker_dies(sent: Any, show_all: bool, jsonl: bool) -> object:
+    def every_worker_dies(sent: Any, options: Any) -> object:
         os._exit(9)
 
     monkeypatch.setattr(audit_command, "_judge_sent", every_worker_dies)
@@ -281,7 +281,7 @@ def test_jobs_a_block_a_worker_could_not_judge_is_judged_by_the_parent(
     expected = invoke(["audit", str(log), "--format", "jsonl", "--all"])
     parent = os.getpid()
 
-    def raises_in_a_worker(sent: Any, show_all: bool, jsonl: bool) -> object:
+    def raises_in_a_worker(sent: Any, options: Any) -> object:
         assert os.getpid() == parent, "judged in a worker"
         raise AssertionError("unreachable")
 
@@ -298,10 +298,10 @@ def test_jobs_an_error_comes_after_the_rows_before_it(
     log = _log_of_many_blocks(tmp_path, monkeypatch)
     judge_work = audit_command._judge_work
 
-    def raises_from_line_60(work: Any, show_all: bool, jsonl: bool) -> object:
+    def raises_from_line_60(work: Any, options: Any) -> object:
         if not isinstance(work, str) and work.start >= 60:
             raise RecordingError("the disk went away", file=work.file)
-        return judge_work(work, show_all, jsonl)
+        return judge_work(work, options)
 
     monkeypatch.setattr(audit_command, "_judge_work", raises_from_line_60)
     one = invoke(["audit", str(log), "--format", "jsonl", "--all"])
