@@ -43,6 +43,12 @@ def killed(messages, budget):
     return messages
 
 
+def kills_its_group(messages, budget):
+    if _second_call():
+        os.killpg(0, signal.SIGTERM)
+    return messages
+
+
 def hangs(messages, budget):
     if _second_call():
         while True:
@@ -144,6 +150,25 @@ def test_a_plugin_that_breaks_its_process_stops_the_soak_with_a_complete_report(
     assert out.with_suffix(".html").stat().st_size > 0
     finding = (tmp_path / "reports" / "must" / "finding.yaml").read_text("utf-8")
     assert f"turn {turn}" in finding
+
+
+@pytest.mark.timeout(120)
+def test_a_plugin_that_signals_its_process_group_stops_only_the_soak_process(
+    plugins: Path, tmp_path: Path
+) -> None:
+    # In a session of its own: before, the plug-in's killpg(0) took the command (and pytest) down.
+    out = tmp_path / "reports" / "soak.jsonl"
+    command = subprocess.run(
+        [sys.executable, "-c", "from conformance.cli import main; main()", "soak",
+         "--impl", "soak_crashers:kills_its_group", "--turns", "4", "--timeout", "5",
+         "--out", str(out), "--finding", str(tmp_path / "reports" / "must" / "finding.yaml")],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])},
+        capture_output=True, text=True, timeout=100, start_new_session=True, check=False,
+    )  # fmt: skip
+    assert command.returncode == 1, command.stderr
+    assert "stopped at turn 1 (" in command.stderr
+    assert "the soak process was killed by signal 15 (SIGTERM" in command.stderr
+    assert out.with_suffix(".html").stat().st_size > 0
 
 
 @pytest.mark.timeout(120)
