@@ -129,7 +129,11 @@ def _soak(tmp_path: Path, impl: str) -> tuple[int, str, Path]:
         ("exits", 1, "the plug-in ended the soak process with exit status 0"),
         ("killed", 1, "the soak process was killed by signal 9"),
         ("hangs", 1, "timed out after 1s; the soak process was killed"),
-        ("StoreRaises", 0, "session_after() raised RuntimeError: cannot store"),
+        (
+            "StoreRaises",
+            0,
+            "session_after() raised RuntimeError: cannot store (at soak_crashers.py:",
+        ),
         ("StoreNotABody", 0, "session_after(): str, expected a request body (a mapping)"),
         ("StoreHangs", 0, "timed out after 1s; the soak process was killed"),
     ],
@@ -194,7 +198,7 @@ def test_judging_a_huge_return_is_bounded_and_stops_the_soak_at_that_turn(plugin
 def test_a_new_session_that_raises_is_named(plugins: Path, tmp_path: Path) -> None:
     code, err, _ = _soak(tmp_path, "soak_crashers:NoSession")
     assert code == 2
-    assert "new_session() raised RuntimeError: no session for you" in err
+    assert "new_session() raised RuntimeError: no session for you (at soak_crashers.py:" in err
     assert "internal error" not in err
 
 
