@@ -71,6 +71,7 @@ from reference_impl.transcript import (
     canonical_json,
 )
 from reference_impl.transcript.model import INSTRUCTION_ROLES
+from reference_impl.wording import with_article
 
 __all__ = [
     "DEFAULT_TURNS",
@@ -285,7 +286,8 @@ def fresh_assembler(plugin: Plugin, shape: str, *, timeout: float = DEFAULT_TIME
             raise CtxconfError(f"{plugin.name}: new_session() raised {exception_text(made)}{where}")
         if _attribute(made, "shape") != shape or not callable(_attribute(made, "assemble")):
             raise CtxconfError(
-                f"{plugin.name}: new_session() returned a {type(made).__name__}, not an "
+                f"{plugin.name}: new_session() returned {with_article(type(made).__name__)}, "
+                "not an "
                 f"assembler of {shape}"
             )
         assert isinstance(made, Assembler)

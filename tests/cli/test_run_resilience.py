@@ -421,6 +421,8 @@ def test_hanging_plugin_stops_after_k_consecutive_timeouts_without_thread_pile_u
     assert footer["not_run"] == lines[0]["case_count"] - 3
     assert footer["hung_calls"] == 3
     assert footer["gate"] == "stopped"
+    # The option as typed, not "--MAX-CONSECUTIVE-TIMEOUTS 3".
+    assert "STOPPED after 3 consecutive timed-out cases (--max-consecutive-timeouts 3)" in out
     assert "case(s) not run" in out
     assert threading.active_count() == before  # the hung calls died with their workers
 
