@@ -43,6 +43,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any, Final, Literal
 
+from conformance.blame import raised_at
 from conformance.case_markup import case_markup
 from conformance.checks import CaseOutcome, CheckSpec, TurnOutcome, checks_for, run_checks
 from conformance.checks.outcome import first_difference
@@ -353,7 +354,8 @@ def _turn(
             return replace(base, status="refused", refusal_code=value.code, reason=value.message)
         if isinstance(value, MalformedReturnError):  # the wrapper's finding on the return, no raise
             return replace(base, reason=f"malformed return: {value}")
-        return replace(base, reason=f"the plug-in raised {exception_text(value)}")
+        where = raised_at(value, assembler)  # its own line, not the harness's
+        return replace(base, reason=f"the plug-in raised {exception_text(value)}{where}")
     returned: _Returned = value
     if returned.body is None:
         what = returned.problem or "not JSON data"

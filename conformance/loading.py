@@ -37,6 +37,7 @@ from typing import Any, Final, NoReturn, TypeVar
 from conformance.errors import PluginLoadError
 from conformance.protocol import FUNCTION_KEYWORDS, Assembler, MessageListAssembler
 from reference_impl.transcript import SHAPE_NAMES
+from reference_impl.wording import with_article
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -311,8 +312,8 @@ def _as_assemblers(target: object, spec: str, impl_shape: str | None) -> dict[st
         shape = impl_shape or "openai-chat"
         return {shape: MessageListAssembler(target, shape)}
     raise PluginLoadError(
-        f"{spec} is a {type(target).__name__}, not an assembler; point --impl at a function "
-        f"f(messages, budget) -> messages or an object with shape and assemble(request)"
+        f"{spec} is {with_article(type(target).__name__)}, not an assembler; point --impl at a "
+        "function f(messages, budget) -> messages or an object with shape and assemble(request)"
     )
 
 

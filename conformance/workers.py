@@ -14,8 +14,14 @@ supervises and reports:
 - **Output.** A worker's file descriptors 1 and 2 (and ``sys.stdout``/``sys.stderr``) go to
   files of its own, read back per case: what a plug-in prints is kept in the case record
   (``plugin_output``), never mixed into the harness's own output or its JSON-lines stream.
+- **Process groups.** A worker runs in a session (and process group) of its own
+  (:func:`own_process_group`): a plug-in that signals "its" group (``os.killpg(0, SIGTERM)`` in a
+  cleanup routine) reaches its worker and what it spawned, never the harness or the user's shell,
+  and its case is an ``error`` naming the signal. The harness kills a worker by its group
+  (:func:`kill_process_group`), so what the plug-in spawned goes with it.
 - **Stopping.** :class:`RunStop` (SIGINT/SIGTERM, a run-level budget) ends dispatching; the
-  workers are killed, and the cases that finished are reported.
+  workers are killed, and the cases that finished are reported. The terminal's Ctrl-C reaches the
+  harness only (the workers are in another process group): the harness stops them itself.
 
 The worker receives each case pickled (a :class:`conformance.engine.Case` and its checks) and
 answers with the pickled :class:`conformance.events.CaseResult`.
@@ -24,6 +30,7 @@ answers with the pickled :class:`conformance.events.CaseResult`.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import multiprocessing
 import os
@@ -61,6 +68,8 @@ __all__ = [
     "RunStop",
     "WorkerPool",
     "describe_exit",
+    "kill_process_group",
+    "own_process_group",
     "read_captured",
     "start_forked",
 ]
@@ -117,7 +126,7 @@ _SIGNAL_NAMES: Final = {
     signal.SIGBUS: "SIGBUS: a bus error",
     signal.SIGFPE: "SIGFPE: a floating-point exception",
     signal.SIGILL: "SIGILL: an illegal instruction",
-    signal.SIGTERM: "SIGTERM: terminated",
+    signal.SIGTERM: "SIGTERM: terminated, e.g. by os.killpg(0, ...) in the plug-in",
 }
 
 
@@ -198,6 +207,41 @@ def start_forked(process: BaseProcess) -> None:
         process.start()
 
 
+def own_process_group() -> None:
+    """In a forked child that runs plug-in code (a worker, the soak process): a session, and so a
+    process group, of its own. A plug-in that signals its group (``os.killpg(0, SIGTERM)``, as a
+    library's cleanup of "its" subprocesses may) then reaches this child and what it spawned, not
+    the harness nor the shell that started it; the terminal's signals (Ctrl-C, hang-up) reach the
+    harness only, which stops the child itself. The child is killed when the harness dies (Linux:
+    ``PR_SET_PDEATHSIG``), as the terminal's hang-up used to kill it with the harness."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError):
+        os.setsid()
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the harness died before the request took effect
+            os._exit(1)
+
+
+_PR_SET_PDEATHSIG: Final = 1
+"""``prctl`` option (linux/prctl.h): the signal a process gets when its parent dies."""
+
+
+def kill_process_group(process: BaseProcess) -> None:
+    """``SIGKILL`` a child started with :func:`own_process_group` and every process left in its
+    group (what the plug-in spawned); only the child when it has no group of its own yet (it was
+    killed before it made one: then it spawned nothing). Waits for the child to end."""
+    if process.pid is not None:
+        # The group's id is the child's pid, which stays reserved while the group has members.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if process.is_alive():
+        process.kill()
+    process.join()
+
+
 # ------------------------------------------------------------------------------ the worker side
 
 # Set in the parent before forking: the child inherits them, nothing is pickled.
@@ -259,7 +303,8 @@ def read_captured(paths: Sequence[str]) -> dict[str, str]:
 
 def _worker_main(connection: Connection, capture_paths: tuple[str, str] | None) -> None:
     """The worker loop: receive a case, run it, answer; ``None`` ends the loop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent acts
+    own_process_group()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness stops its workers, not a Ctrl-C
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from conformance import engine  # noqa: PLC0415 - the engine imports this module
 
@@ -379,9 +424,7 @@ class WorkerPool:
         return worker
 
     def _kill(self, worker: _Worker) -> None:
-        if worker.process.is_alive():
-            worker.process.kill()
-        worker.process.join()
+        kill_process_group(worker.process)  # even after a polite exit: what it spawned goes too
         worker.connection.close()
         self._workers.remove(worker)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 import yaml
+from typing_extensions import Self
 
 from reference_impl.documents import DocumentLimitError, load_yaml_strict, read_input_text
 from reference_impl.errors import ConfigError
@@ -108,7 +109,21 @@ class AssemblyConfig:
     summary) are not already in the view, so the request prefix stays byte-stable between
     compactions (prompt caching) while no side effect is ever out of sight."""
 
+    def __new__(cls, *_positional: Any, **changes: Any) -> Self:
+        # An unknown keyword is a ConfigError naming the closest key, as in a loaded file (the
+        # generated __init__ would raise a bare TypeError before __post_init__ runs). Not
+        # super(): slots=True rebuilds the class, which the zero-argument form does not follow.
+        _known_keys(changes)
+        return object.__new__(cls)
+
     def __post_init__(self) -> None:
+        # A list of pins and a mapping of memory settings are taken as a loaded file takes them.
+        pin: object = self.pin  # as passed: the annotation is what is kept
+        if isinstance(pin, list):
+            object.__setattr__(self, "pin", tuple(pin))
+        memory: object = self.memory
+        if isinstance(memory, Mapping):
+            object.__setattr__(self, "memory", _read_memory(memory))
         _check(self, ROOT)
 
     # -- derived values ---------------------------------------------------------------------
@@ -134,7 +149,10 @@ class AssemblyConfig:
         return name in self.pin
 
     def with_changes(self, **changes: Any) -> AssemblyConfig:
-        """A copy with some keys changed, validated like a loaded file."""
+        """A copy with some keys changed, validated like a loaded file (an unknown key is a
+        :class:`ConfigError` naming the closest one; ``pin`` may be a list, ``memory`` a
+        mapping)."""
+        _known_keys(changes)
         return replace(self, **changes)
 
     def to_mapping(self) -> dict[str, Any]:
@@ -237,6 +255,12 @@ _INTS: Final = (
 _KEYS: Final = tuple(f.name for f in fields(AssemblyConfig))
 
 
+def _known_keys(changes: Mapping[str, Any]) -> None:
+    for key in changes:
+        if key not in _KEYS:
+            raise ConfigError(_unknown(key, _KEYS), where=f"{ROOT}.{key}")
+
+
 def _read_body(body: Mapping[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in body.items():
@@ -323,7 +347,9 @@ def _check(config: AssemblyConfig, root: str) -> None:
             f"must be in [0, 1) (got {headroom})", where=f"{root}.compaction_headroom"
         )
     if not isinstance(config.pin, tuple):
-        raise ConfigError(f"expected a list, got {_type_name(config.pin)}", where=f"{root}.pin")
+        raise ConfigError(
+            f"expected a list of pin names, got {_type_name(config.pin)}", where=f"{root}.pin"
+        )
     pins: tuple[object, ...] = config.pin  # read from YAML: check what is really there
     for i, pin in enumerate(pins):
         if not isinstance(pin, str) or pin not in _PINS:
@@ -335,7 +361,10 @@ def _check(config: AssemblyConfig, root: str) -> None:
         raise ConfigError("a pin is listed twice", where=f"{root}.pin")
     memory = config.memory
     if not isinstance(memory, MemoryConfig):
-        raise ConfigError(f"expected a mapping, got {_type_name(memory)}", where=f"{root}.memory")
+        raise ConfigError(
+            f"expected a mapping (max_items) or a MemoryConfig, got {_type_name(memory)}",
+            where=f"{root}.memory",
+        )
     if isinstance(memory.max_items, bool) or not isinstance(memory.max_items, int):
         raise ConfigError(
             f"expected an integer, got {_type_name(memory.max_items)}",

@@ -75,7 +75,10 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         f" in {footer.get('seconds', 0)}s; exit status {record.exit_status}"
     )
     if footer.get("stopped"):
-        summary += f"; {footer['stopped'].upper()}: {footer.get('not_run', 0)} case(s) not run"
+        # Only the first word shouts: the reason quotes options (--max-seconds) as they are typed.
+        first, _, rest = str(footer["stopped"]).partition(" ")
+        stopped = f"{first.upper()} {rest}".rstrip()
+        summary += f"; {stopped}: {footer.get('not_run', 0)} case(s) not run"
     if footer.get("hung_calls"):
         summary += f"; {footer['hung_calls']} hung plug-in call(s) killed"
     if footer.get("crashed_workers"):

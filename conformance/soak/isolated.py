@@ -9,7 +9,10 @@ plug-in is loaded. The child tells the parent, over a pipe, the run's settings, 
 (:func:`conformance.engine.set_call_hook`: in the child the plug-in is called directly, no thread).
 The parent only supervises:
 
-- a plug-in call that outlives the timeout gets the child killed (``SIGKILL``): the turn is an
+- the child runs in a session of its own (:func:`conformance.workers.own_process_group`): a
+  plug-in that signals its process group ends the child, not the command;
+- a plug-in call that outlives the timeout gets the child killed (``SIGKILL``, with its process
+  group: what the plug-in spawned goes too): the turn is an
   ``error`` "timed out", and no abandoned thread keeps running or allocating; so does judging
   what a call returned past :data:`conformance.workers.JUDGE_TIMEOUT`;
 - a child that dies (``os._exit``, ``sys.exit`` outside a call, a segfault, the OOM killer) turns
@@ -49,6 +52,8 @@ from conformance.workers import (
     CallClock,
     OutputCapture,
     describe_exit,
+    kill_process_group,
+    own_process_group,
     read_captured,
     start_forked,
 )
@@ -94,7 +99,8 @@ def _child(
     settings: tuple[int, int, str | None, float],
     capture_paths: tuple[str, str],
 ) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group: the parent acts
+    own_process_group()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the child, not a Ctrl-C
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     OutputCapture(*capture_paths)
     turns, seed, shape, timeout = settings
@@ -170,9 +176,7 @@ def run_soak_isolated(
         try:
             why = _supervise(process, parent_end, progress, (timeout, judge_timeout))
         finally:
-            if process.is_alive():
-                process.kill()
-            process.join()
+            kill_process_group(process)  # what the plug-in spawned goes with it
             parent_end.close()
         printed = read_captured(capture)
     return _outcome(progress, why, time.perf_counter() - started, printed)
@@ -203,7 +207,7 @@ def _supervise(
                 return describe_exit(process.exitcode, "soak process")
         deadline = progress.clock.deadline(*timeouts)
         if deadline is not None and time.monotonic() >= deadline:
-            process.kill()
+            kill_process_group(process)
             if progress.clock.calling_since is not None:
                 return f"timed out after {timeouts[0]:g}s; the soak process was killed"
             return (

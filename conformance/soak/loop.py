@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final, Protocol
 
+from conformance.blame import raised_at
 from conformance.checks import CheckSpec, checks_for
 from conformance.engine import (
     DEFAULT_TIMEOUT,
@@ -70,6 +71,7 @@ from reference_impl.transcript import (
     canonical_json,
 )
 from reference_impl.transcript.model import INSTRUCTION_ROLES
+from reference_impl.wording import with_article
 
 __all__ = [
     "DEFAULT_TURNS",
@@ -280,10 +282,12 @@ def fresh_assembler(plugin: Plugin, shape: str, *, timeout: float = DEFAULT_TIME
         if kind == "timeout":
             raise CtxconfError(f"{plugin.name}: new_session() timed out after {timeout:g}s")
         if kind == "raised":
-            raise CtxconfError(f"{plugin.name}: new_session() raised {exception_text(made)}")
+            where = raised_at(made, base)
+            raise CtxconfError(f"{plugin.name}: new_session() raised {exception_text(made)}{where}")
         if _attribute(made, "shape") != shape or not callable(_attribute(made, "assemble")):
             raise CtxconfError(
-                f"{plugin.name}: new_session() returned a {type(made).__name__}, not an "
+                f"{plugin.name}: new_session() returned {with_article(type(made).__name__)}, "
+                "not an "
                 f"assembler of {shape}"
             )
         assert isinstance(made, Assembler)
@@ -495,9 +499,8 @@ class _Run:
                     turn, "error", f"session_after() timed out after {self.timeout:g}s", None
                 )
             if isinstance(returned, BaseException) and kind == "raised":
-                return self.stop(
-                    turn, "error", f"session_after() raised {exception_text(returned)}", None
-                )
+                what = f"{exception_text(returned)}{raised_at(returned, self.assembler)}"
+                return self.stop(turn, "error", f"session_after() raised {what}", None)
         if returned is not None:
             plain, problem = plain_body(returned)
             if plain is None:

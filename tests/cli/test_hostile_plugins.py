@@ -71,6 +71,14 @@ def bloated(messages, budget):
 
 def huge(messages, budget):
     return [*messages, {"role": "user", "content": "word " * 300_000}]
+
+
+def _tool_call_id(message):
+    return message["tool_call_id"]
+
+
+def raises(messages, budget):
+    return _tool_call_id(messages[0])
 '''
 
 
@@ -131,6 +139,29 @@ def test_a_hostile_return_value_is_named_in_its_case_and_every_report_is_written
     else:
         assert all(c["status"] == "error" for c in cases), cases
         assert all(words in str(c["reason"]) for c in cases), [c["reason"] for c in cases]
+
+
+@pytest.mark.timeout(120)
+def test_an_exception_is_named_with_the_plugins_line_in_every_report(
+    hostile: Path, tmp_path: Path
+) -> None:
+    reports = tmp_path / "reports"
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--impl", "hostile_plugins:raises", "--scenarios", "single-tool", "--shapes",
+         "openai-chat", "--report-dir", str(reports)],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stderr
+    line = HOSTILE[: HOSTILE.index('return message["tool_call_id"]')].count("\n") + 1
+    where = f"(at hostile_plugins.py:{line}, in _tool_call_id)"
+    reason = f"the plug-in raised KeyError: 'tool_call_id' {where}"
+    assert reason in " ".join(result.stdout.split())  # the terminal
+    cases = _cases(reports)
+    assert cases
+    assert all(c["reason"] == reason for c in cases), [c["reason"] for c in cases]
+    for name in ("report.md", "report.html", "junit.xml"):
+        assert where in (reports / name).read_text("utf-8"), name
 
 
 @pytest.mark.timeout(120)

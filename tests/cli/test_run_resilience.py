@@ -5,6 +5,7 @@ status the process really returns; YAML bombs and huge inputs are refused by nam
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -70,6 +71,18 @@ def hangs(messages, budget):
 def floods(messages, budget):
     flood = [{"role": ("user", "assistant")[i % 2], "content": "x"} for i in range(40_000)]
     return messages[:1] + flood + messages[1:]
+
+def kills_its_group(messages, budget):
+    if _long(messages):
+        os.killpg(0, signal.SIGTERM)  # a cleanup routine's way to stop "its" subprocesses
+    return messages
+
+def spawns_and_hangs(messages, budget):
+    import subprocess
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    with open(os.environ["CTXCONF_TEST_MARKER"], "a") as handle:
+        handle.write(f"{os.getpid()} {child.pid}\\n")
+    time.sleep(300)
 
 def slow(messages, budget):
     time.sleep(0.05)
@@ -253,6 +266,139 @@ def test_a_signal_writes_the_finished_cases_and_marks_the_footer_interrupted(
     assert f"exit status {status}" in out
 
 
+def _gone(pid: int) -> bool:
+    """The process ended (a zombie no one reaps yet counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _noted_pids(marker: Path) -> list[int]:
+    if not marker.exists():
+        return []
+    return [int(pid) for pid in marker.read_text().split()]
+
+
+def _wait_gone(pids: list[int], seconds: float = 10) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (alive := [p for p in pids if not _gone(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(120)
+def test_a_plugin_that_signals_its_process_group_takes_only_its_worker_along(
+    plugins: Path, tmp_path: Path
+) -> None:
+    # In a session of its own: before workers had their own group, the plug-in's killpg(0) took
+    # down the harness (exit 143, no case reported) and whatever shared its group (pytest).
+    reports = tmp_path / "reports"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT)])}
+    harness = subprocess.Popen(
+        [sys.executable, "-c", "from conformance.cli import main; main()", "run",
+         "--impl", "trust_plugins:kills_its_group", "--scenarios", TWO, "--shapes", "openai-chat",
+         "--report-dir", str(reports)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    out, err = harness.communicate(timeout=100)
+    assert harness.returncode == 1, err
+    lines = _jsonl(reports / "run.jsonl")
+    footer = lines[-1]
+    assert footer["interrupted"] is False
+    assert footer["not_run"] == 0
+    cases = [line for line in lines if line["type"] == "case"]
+    assert len(cases) == lines[0]["case_count"]
+    errors = [c for c in cases if c["status"] == "error"]
+    assert errors
+    assert all("killed by signal 15 (SIGTERM" in str(c["reason"]) for c in errors), errors
+    assert footer["crashed_workers"] == len(errors)
+    assert "exit status 1" in out
+
+
+@pytest.mark.timeout(120)
+def test_a_timed_out_worker_is_killed_with_what_the_plugin_spawned(
+    plugins: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "pids"
+    monkeypatch.setenv("CTXCONF_TEST_MARKER", str(marker))
+    try:
+        code, _, _ = _run(
+            "--impl", "trust_plugins:spawns_and_hangs", "--scenarios", "single-tool",
+            "--shapes", "openai-chat", "--timeout", "1", "--max-consecutive-timeouts", "1",
+            "--no-reports",
+        )  # fmt: skip
+        assert code == 1
+        pids = _noted_pids(marker)
+        assert len(pids) == 2  # the worker and the process it started
+        assert _wait_gone(pids) == []
+    finally:
+        _kill_all(_noted_pids(marker))
+
+
+def _start_hanging_run(plugins: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    marker = tmp_path / "pids"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT)]),
+        "CTXCONF_TEST_MARKER": str(marker),
+    }
+    harness = subprocess.Popen(
+        [sys.executable, "-c", "from conformance.cli import main; main()", "run",
+         "--impl", "trust_plugins:spawns_and_hangs", "--scenarios", "single-tool",
+         "--shapes", "openai-chat", "--timeout", "100", "--report-dir", str(tmp_path / "reports")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(_noted_pids(marker)) < 2 and time.monotonic() < deadline:
+        assert harness.poll() is None, harness.communicate()
+        time.sleep(0.05)
+    return harness, marker
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_at_the_terminal_stops_workers_in_their_own_group(
+    plugins: Path, tmp_path: Path
+) -> None:
+    # The terminal sends SIGINT to its foreground group: the harness's, no longer the workers'.
+    harness, marker = _start_hanging_run(plugins, tmp_path)
+    try:
+        os.killpg(harness.pid, signal.SIGINT)
+        out, err = harness.communicate(timeout=60)
+        assert harness.returncode == 130, err
+        assert _wait_gone(_noted_pids(marker)) == []
+        footer = _jsonl(tmp_path / "reports" / "run.jsonl")[-1]
+        assert footer["stopped"] == "interrupted by SIGINT"
+        assert "exit status 130" in out
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+        _kill_all(_noted_pids(marker))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.timeout(120)
+def test_a_worker_does_not_outlive_a_killed_harness(plugins: Path, tmp_path: Path) -> None:
+    # The terminal's hang-up no longer reaches a worker: it ends with the harness instead.
+    harness, marker = _start_hanging_run(plugins, tmp_path)
+    try:
+        harness.kill()
+        harness.communicate(timeout=60)
+        worker = _noted_pids(marker)[0]
+        assert _wait_gone([worker]) == []
+    finally:
+        _kill_all(_noted_pids(marker))
+
+
 # ------------------------------------------------------------------------ run-level budgets
 
 
@@ -275,6 +421,8 @@ def test_hanging_plugin_stops_after_k_consecutive_timeouts_without_thread_pile_u
     assert footer["not_run"] == lines[0]["case_count"] - 3
     assert footer["hung_calls"] == 3
     assert footer["gate"] == "stopped"
+    # The option as typed, not "--MAX-CONSECUTIVE-TIMEOUTS 3".
+    assert "STOPPED after 3 consecutive timed-out cases (--max-consecutive-timeouts 3)" in out
     assert "case(s) not run" in out
     assert threading.active_count() == before  # the hung calls died with their workers
 

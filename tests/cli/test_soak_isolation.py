@@ -43,6 +43,12 @@ def killed(messages, budget):
     return messages
 
 
+def kills_its_group(messages, budget):
+    if _second_call():
+        os.killpg(0, signal.SIGTERM)
+    return messages
+
+
 def hangs(messages, budget):
     if _second_call():
         while True:
@@ -123,7 +129,11 @@ def _soak(tmp_path: Path, impl: str) -> tuple[int, str, Path]:
         ("exits", 1, "the plug-in ended the soak process with exit status 0"),
         ("killed", 1, "the soak process was killed by signal 9"),
         ("hangs", 1, "timed out after 1s; the soak process was killed"),
-        ("StoreRaises", 0, "session_after() raised RuntimeError: cannot store"),
+        (
+            "StoreRaises",
+            0,
+            "session_after() raised RuntimeError: cannot store (at soak_crashers.py:",
+        ),
         ("StoreNotABody", 0, "session_after(): str, expected a request body (a mapping)"),
         ("StoreHangs", 0, "timed out after 1s; the soak process was killed"),
     ],
@@ -144,6 +154,25 @@ def test_a_plugin_that_breaks_its_process_stops_the_soak_with_a_complete_report(
     assert out.with_suffix(".html").stat().st_size > 0
     finding = (tmp_path / "reports" / "must" / "finding.yaml").read_text("utf-8")
     assert f"turn {turn}" in finding
+
+
+@pytest.mark.timeout(120)
+def test_a_plugin_that_signals_its_process_group_stops_only_the_soak_process(
+    plugins: Path, tmp_path: Path
+) -> None:
+    # In a session of its own: before, the plug-in's killpg(0) took the command (and pytest) down.
+    out = tmp_path / "reports" / "soak.jsonl"
+    command = subprocess.run(
+        [sys.executable, "-c", "from conformance.cli import main; main()", "soak",
+         "--impl", "soak_crashers:kills_its_group", "--turns", "4", "--timeout", "5",
+         "--out", str(out), "--finding", str(tmp_path / "reports" / "must" / "finding.yaml")],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])},
+        capture_output=True, text=True, timeout=100, start_new_session=True, check=False,
+    )  # fmt: skip
+    assert command.returncode == 1, command.stderr
+    assert "stopped at turn 1 (" in command.stderr
+    assert "the soak process was killed by signal 15 (SIGTERM" in command.stderr
+    assert out.with_suffix(".html").stat().st_size > 0
 
 
 @pytest.mark.timeout(120)
@@ -169,7 +198,7 @@ def test_judging_a_huge_return_is_bounded_and_stops_the_soak_at_that_turn(plugin
 def test_a_new_session_that_raises_is_named(plugins: Path, tmp_path: Path) -> None:
     code, err, _ = _soak(tmp_path, "soak_crashers:NoSession")
     assert code == 2
-    assert "new_session() raised RuntimeError: no session for you" in err
+    assert "new_session() raised RuntimeError: no session for you (at soak_crashers.py:" in err
     assert "internal error" not in err
 
 

@@ -7,6 +7,7 @@ with the reason. Any other failing check is a test failure (a check firing where
 
 from __future__ import annotations
 
+import inspect
 from collections import defaultdict
 from functools import cache
 
@@ -180,5 +181,9 @@ def test_crash_reason_names_the_exception() -> None:
     plugin = Plugin("Crash", "Crash", {"openai-chat": fakes.Crash()})
     scenarios = [s for s in load_corpus() if s.id == "single-tool"]
     (result,) = [e.result for e in run_events(plugin, scenarios) if isinstance(e, CaseFinished)]
-    assert result.reason == "the plug-in raised RuntimeError: fake assembler crashed on purpose"
+    line = inspect.getsourcelines(fakes.Crash.assemble)[1] + 1
+    assert result.reason == (
+        "the plug-in raised RuntimeError: fake assembler crashed on purpose "
+        f"(at fakes.py:{line}, in assemble)"
+    )
     assert result.input is not None  # the failing case keeps its input for the report

@@ -63,6 +63,7 @@ def test_plain_function_is_wrapped_for_the_named_shape() -> None:
         ("fakes:DropSystm", "did you mean fakes:DropSystem"),
         ("fakes:WrongShape", "declares shape 'klingon'"),
         ("fakes:ERROR_TEXT", "not an assembler"),
+        ("os:O_RDONLY", "is an int, not an assembler"),  # was "is a int"
         ("nosuchname", "ctxconf.assemblers"),
         ("fakes:", "module:attr"),
     ],

@@ -8,6 +8,7 @@ from paths import EXAMPLES
 
 from reference_impl import AssemblyConfig, ConfigError
 from reference_impl.budget import BudgetSnapshot, plan_budget
+from reference_impl.config import MemoryConfig
 
 EXAMPLE = EXAMPLES / "assembly.yaml"
 
@@ -205,3 +206,56 @@ def test_the_headroom_is_a_share_of_the_budget_in_whole_tokens():
     loaded = AssemblyConfig.from_mapping({"context_assembly": {"compaction_headroom": 0.2}})
     assert loaded.compaction_headroom == 0.2
     assert loaded.to_mapping()["context_assembly"]["compaction_headroom"] == 0.2
+
+
+def test_a_list_of_pins_and_a_mapping_of_memory_are_taken_as_a_file_takes_them() -> None:
+    # Were "expected a list, got list" and "expected a mapping, got mapping".
+    for config in (
+        AssemblyConfig(pin=["first_user_message"], memory={"max_items": 3}),  # type: ignore[arg-type]
+        AssemblyConfig().with_changes(pin=["first_user_message"], memory={"max_items": 3}),
+    ):
+        assert config.pin == ("first_user_message",)
+        assert config.memory == MemoryConfig(max_items=3)
+    assert AssemblyConfig(pin=["first_user_message"]) == AssemblyConfig.from_mapping(  # type: ignore[arg-type]
+        {"pin": ["first_user_message"]}
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "where", "fragment"),
+    [
+        ({"bogus": 1}, "context_assembly.bogus", "unknown key 'bogus'"),
+        (
+            {"recent_tool_ring": 1},
+            "context_assembly.recent_tool_ring",
+            "did you mean 'recent_tool_rings'?",
+        ),
+        (
+            {"memory": {"max_item": 3}},
+            "context_assembly.memory.max_item",
+            "did you mean 'max_items'?",
+        ),
+        (
+            {"memory": 3},
+            "context_assembly.memory",
+            "expected a mapping (max_items) or a MemoryConfig, got int",
+        ),
+        (
+            {"pin": "first_user_message"},
+            "context_assembly.pin",
+            "expected a list of pin names, got string",
+        ),
+    ],
+)
+def test_keyword_changes_are_validated_like_a_loaded_file(
+    changes: dict[str, object], where: str, fragment: str
+) -> None:
+    # An unknown keyword was a bare TypeError from the dataclass's __init__.
+    for make in (
+        lambda: AssemblyConfig(**changes),
+        lambda: AssemblyConfig().with_changes(**changes),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            make()
+        assert caught.value.where == where
+        assert fragment in caught.value.message
