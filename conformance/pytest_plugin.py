@@ -264,7 +264,12 @@ def _plan(
     from conformance.commands._options import comma_list  # noqa: PLC0415
     from conformance.engine import plan_cases  # noqa: PLC0415
     from conformance.loading import load_plugin  # noqa: PLC0415
-    from conformance.scenarios import default_corpus_path, load_corpus, select  # noqa: PLC0415
+    from conformance.scenarios import (  # noqa: PLC0415
+        default_corpus_path,
+        load_corpus,
+        select,
+        unknown_selectors,
+    )
     from reference_impl.errors import CtxconfError  # noqa: PLC0415
     from reference_impl.transcript import SHAPE_NAMES  # noqa: PLC0415
 
@@ -284,7 +289,14 @@ def _plan(
         else:
             selectors = comma_list(scenarios_spec or "")
             root = default_corpus_path()
-            scenarios = select(load_corpus(root), selectors=selectors, level=level)
+            corpus = load_corpus(root)
+            unknown = unknown_selectors(corpus, selectors)
+            if unknown:
+                raise pytest.UsageError(
+                    f"--ctxconf-scenarios: {', '.join(unknown)} names no scenario id or tag of "
+                    f"the corpus at {root}; `ctxconf scenarios list` shows them"
+                )
+            scenarios = select(corpus, selectors=selectors, level=level)
             if selectors and not scenarios:
                 raise pytest.UsageError(
                     f"--ctxconf-scenarios {scenarios_spec!r} is neither a file or folder nor an "

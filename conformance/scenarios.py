@@ -22,6 +22,7 @@ does not carry the corpus; point one of the first two at a copy of the repositor
 
 from __future__ import annotations
 
+import difflib
 import json
 import stat
 from collections.abc import Iterable, Mapping, Sequence
@@ -66,6 +67,7 @@ __all__ = [
     "LEVELS",
     "SCENARIO_FORMAT_VERSION",
     "STRICT_GATE_LEVELS",
+    "TAG_PREFIX",
     "WORKLOADS_FOLDER",
     "Budget",
     "Expectation",
@@ -85,6 +87,7 @@ __all__ = [
     "schema_errors",
     "schema_violations",
     "select",
+    "unknown_selectors",
 ]
 
 SCENARIO_FORMAT_VERSION: Final = 1
@@ -784,18 +787,58 @@ def load_corpus(root: Path | None = None) -> tuple[Scenario, ...]:
     return tuple(sorted(out, key=lambda s: order[s.level]))
 
 
+TAG_PREFIX: Final = "tag:"
+"""A selector of this form names a tag only (``tag:single-tool``), even where an id is the same."""
+
+
 def select(
     scenarios: Sequence[Scenario], *, selectors: Sequence[str] = (), level: Level | None = None
 ) -> tuple[Scenario, ...]:
-    """Scenarios whose id or a tag is in ``selectors`` (all when empty), up to ``level``."""
+    """Scenarios ``selectors`` name (all when empty), up to ``level``, in corpus order. A
+    selector that is a scenario's id names that scenario alone (an id wins over a tag of the
+    same name); ``tag:NAME`` names every scenario tagged NAME; any other names the scenarios
+    tagged with it."""
     top = LEVELS.index(level) if level is not None else len(LEVELS) - 1
-    wanted = set(selectors)
+    ids, tags = _selected(scenarios, selectors)
     return tuple(
         s
         for s in scenarios
         if LEVELS.index(s.level) <= top
-        and (not wanted or s.id in wanted or wanted.intersection(s.tags))
+        and (not selectors or s.id in ids or tags.intersection(s.tags))
     )
+
+
+def _selected(scenarios: Sequence[Scenario], selectors: Sequence[str]) -> tuple[set[str], set[str]]:
+    known = {s.id for s in scenarios}
+    ids: set[str] = set()
+    tags: set[str] = set()
+    for selector in selectors:
+        if selector.startswith(TAG_PREFIX):
+            tags.add(selector.removeprefix(TAG_PREFIX))
+        elif selector in known:
+            ids.add(selector)
+        else:
+            tags.add(selector)
+    return ids, tags
+
+
+def unknown_selectors(scenarios: Sequence[Scenario], selectors: Sequence[str]) -> list[str]:
+    """The selectors that name no scenario of ``scenarios`` (at any level), each with the
+    closest id or tag: ``'singel-tool' (did you mean 'single-tool'?)``."""
+    known = {s.id for s in scenarios}
+    tags = {t for s in scenarios for t in s.tags}
+    found: list[str] = []
+    for selector in selectors:
+        tag = selector.removeprefix(TAG_PREFIX)
+        if (selector.startswith(TAG_PREFIX) and tag in tags) or (
+            not selector.startswith(TAG_PREFIX) and (selector in known or selector in tags)
+        ):
+            continue
+        pool = sorted(tags) if selector.startswith(TAG_PREFIX) else sorted(known | tags)
+        close = difflib.get_close_matches(tag, pool, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        found.append(f"{selector!r}{hint}")
+    return found
 
 
 def message_from_compact(item: Mapping[str, Any]) -> Message:

@@ -47,15 +47,30 @@ from conformance.reporting import (
     render_terminal,
 )
 from conformance.reporting.record import RunRecord
-from conformance.scenarios import LEVELS, Level, Scenario, default_corpus_path, load_corpus, select
+from conformance.scenarios import (
+    LEVELS,
+    Level,
+    Scenario,
+    default_corpus_path,
+    load_corpus,
+    select,
+    unknown_selectors,
+)
 from conformance.workers import RunStop
 from reference_impl.errors import CtxconfError
 
 __all__ = ["command"]
 
 
-def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], str]:
-    """``--scenarios`` is a path (file or folder) or comma-separated ids/tags of the built-in corpus."""
+def _scenarios(specs: tuple[str, ...], level: Level) -> tuple[tuple[Scenario, ...], str]:
+    """``--scenarios`` is a path (file or folder) or comma-separated ids/tags of the built-in
+    corpus; given more than once, the ids and tags add up."""
+    if len(specs) > 1 and any(Path(spec).exists() for spec in specs):
+        fail(
+            f"--scenarios given {len(specs)} times with a file or folder among them; give one "
+            "scenario file or folder, or ids and tags of the corpus (repeatable)"
+        )
+    spec = ",".join(specs) if specs else None
     if spec is not None and not comma_list(spec):
         # `Path("")` is the current folder: an empty value walked it (a virtualenv included).
         fail(
@@ -75,7 +90,15 @@ def _scenarios(spec: str | None, level: Level) -> tuple[tuple[Scenario, ...], st
         return chosen_here, str(root)
     root = default_corpus_path()
     selectors = comma_list(spec) if spec else ()
-    chosen = select(load_corpus(root), selectors=selectors, level=level)
+    corpus = load_corpus(root)
+    unknown = unknown_selectors(corpus, selectors)
+    if unknown:
+        # One name mistyped among several would run fewer cases than asked, and pass.
+        fail(
+            f"--scenarios: {', '.join(unknown)} names no scenario id or tag of the corpus at "
+            f"{root}; `ctxconf scenarios list` shows ids and tags"
+        )
+    chosen = select(corpus, selectors=selectors, level=level)
     if spec and not chosen:
         fail(
             f"--scenarios {spec!r} is neither a file or folder nor an id or tag of the corpus at "
@@ -114,8 +137,9 @@ def _write(path: Path, text: str) -> None:
 @click.option(
     "--scenarios",
     "scenarios_spec",
-    default=None,
-    help="A scenario file or folder, or comma-separated ids/tags of the built-in corpus.",
+    multiple=True,
+    help="A scenario file or folder, or comma-separated ids/tags of the built-in corpus "
+    "(repeatable; an id wins over a tag of the same name, tag:NAME names a tag).",
 )
 @click.option(
     "--report-dir",
@@ -163,7 +187,7 @@ def command(
     impl_shape: str | None,
     shapes: str | None,
     level: Level,
-    scenarios_spec: str | None,
+    scenarios_spec: tuple[str, ...],
     report_dir: Path,
     no_reports: bool,
     output_format: str,

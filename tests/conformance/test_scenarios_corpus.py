@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import textwrap
@@ -24,6 +25,8 @@ from conformance.scenarios import (
     load_file,
     scenario_files,
     schema_errors,
+    select,
+    unknown_selectors,
 )
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import SHAPE_NAMES, transcript_from_dict
@@ -500,3 +503,43 @@ def test_a_folder_walk_reads_regular_files_only(tmp_path: Path) -> None:
     (path.parent / "folder.yaml").mkdir()
     assert scenario_files(tmp_path) == [path]
     assert [s.title for s in load_corpus(tmp_path)] == ["real"]
+
+
+def test_an_id_wins_over_a_tag_of_the_same_name_and_tag_prefix_names_the_tag() -> None:
+    # "single-tool" is a scenario's id and also a tag of other scenarios: naming it runs that
+    # scenario alone; "tag:single-tool" runs every scenario tagged so.
+    tagged = {s.id for s in CORPUS if "single-tool" in s.tags}
+    assert "single-tool" in {s.id for s in CORPUS}
+    assert len(tagged) > 1
+    assert [s.id for s in select(CORPUS, selectors=["single-tool"])] == ["single-tool"]
+    assert {s.id for s in select(CORPUS, selectors=["tag:single-tool"])} == tagged
+    assert unknown_selectors(CORPUS, ["single-tool", "tag:single-tool", "parallel-tools"]) == []
+
+
+def test_unknown_selectors_are_named_with_the_closest_id_or_tag() -> None:
+    assert unknown_selectors(CORPUS, ["singel-tool", "tag:nope-nothing-like-it"]) == [
+        "'singel-tool' (did you mean 'single-tool'?)",
+        "'tag:nope-nothing-like-it'",
+    ]
+
+
+def test_run_scenarios_repeats_add_up_and_a_mistyped_name_fails() -> None:
+    both = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            *("--scenarios", "single-tool", "--scenarios", "parallel-tools-2"),
+            *("--shapes", "openai-chat", "--no-reports", "--format", "jsonl"),
+        ],
+    )
+    assert both.exit_code == 0, both.output
+    records = [json.loads(line) for line in both.stdout.splitlines()]
+    ran = {r["scenario"] for r in records if r["type"] == "case"}
+    assert ran == {"single-tool", "parallel-tools-2"}
+    typo = CliRunner().invoke(
+        cli, ["run", "--scenarios", "single-tool,singel-tool", "--no-reports"]
+    )
+    assert typo.exit_code == 2
+    assert "'singel-tool' (did you mean 'single-tool'?) names no scenario id or tag" in (
+        typo.output
+    )
