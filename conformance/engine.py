@@ -68,7 +68,7 @@ from conformance.scenarios import (
 )
 from conformance.traffic.verdicts import CassetteLibrary, Judgement, judge_request, load_library
 from conformance.workers import JUDGE_TIMEOUT, RunStop, WorkerPool
-from reference_impl.documents import INPUT_LIMIT_ENV, max_input_bytes
+from reference_impl.documents import INPUT_LIMIT_ENV, max_input_bytes, non_finite_number
 from reference_impl.errors import ContextAssemblyError, CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.shapes.dialects import render_for_dialect
@@ -417,13 +417,14 @@ class _Returned:
         """``value`` as plain JSON data, or why it is not a request body; never raises."""
         if not isinstance(value, Mapping):
             return cls(None, type_name=type(value).__name__)
+        text: str | None = None
         try:
-            canonical_json(value)  # the checks' form: refuses mixed key types, sets, objects
-            text = json.dumps(value, ensure_ascii=False)
+            text = json.dumps(value, ensure_ascii=False)  # NaN and Infinity pass: named below
+            canonical_json(value)  # the checks' form: refuses NaN, mixed key types, sets, objects
         except RecursionError:
             return cls.refused(value, "not JSON data (nested deeper than the interpreter can walk)")
         except (TypeError, ValueError) as exc:
-            return cls.refused(value, f"not JSON data ({exc})")
+            return cls.refused(value, f"not JSON data ({_non_finite_in(text) or exc})")
         except Exception as exc:  # noqa: BLE001 - the plug-in's own objects raised while read
             return cls.refused(value, f"it cannot be read as JSON data ({exception_text(exc)})")
         if limit is not None and len(text) > limit:
@@ -446,6 +447,17 @@ class _Returned:
         except Exception:  # noqa: BLE001 - reprlib guards instances; this guards the rest
             shown = f"<{type(value).__name__}>"
         return cls(None, problem, shown=shown[:2000])
+
+
+def _non_finite_in(text: str | None) -> str | None:
+    """Where NaN or Infinity is in the JSON text of a plug-in's return (the harness's own copy,
+    never the plug-in's objects), said with its path; ``None`` when there is none."""
+    if text is None:
+        return None
+    try:
+        return non_finite_number(json.loads(text))
+    except (ValueError, RecursionError):
+        return None
 
 
 _SHORT_REPR: Final = reprlib.Repr()

@@ -26,6 +26,10 @@ through the loaders here, so one document is refused the same way everywhere:
   ``JSONDecodeError`` at the number, instead; the YAML loaders refuse such an integer (decimal,
   or hexadecimal/octal/binary of that size, which would fail later when written out) with a
   ``ConstructorError`` at its line. The limit is never lifted.
+- **NaN and Infinity.** ``json`` reads and writes ``NaN``, ``Infinity`` and ``-Infinity``; JSON
+  has none, and a provider's parser refuses a body holding one. :func:`loads_json` raises
+  :class:`NonFiniteNumberError`, a ``JSONDecodeError`` at the token; for data already parsed (a
+  YAML ``.nan``, a plug-in's ``float("nan")``) :func:`non_finite_number` names where one is.
 
 Writing: :func:`dump_yaml` is the one YAML writer (cassettes, ``fuzz --out`` scenarios). PyYAML's
 emitter writes U+0085, U+2028 and U+2029 raw inside single-quoted and block scalars, where a reader
@@ -59,6 +63,7 @@ __all__ = [
     "DocumentTooLargeError",
     "DuplicateKeyError",
     "JsonNumberTooLongError",
+    "NonFiniteNumberError",
     "SafeYamlLoader",
     "StrictYamlLoader",
     "YamlAliasBombError",
@@ -71,6 +76,7 @@ __all__ = [
     "load_yaml_strict",
     "loads_json",
     "max_input_bytes",
+    "non_finite_number",
     "read_input_bytes",
     "read_input_text",
 ]
@@ -137,28 +143,93 @@ def _long_integer(text: str, limit: int) -> tuple[int, int] | None:
     return None
 
 
+class NonFiniteNumberError(json.JSONDecodeError):
+    """JSON text holding ``NaN``, ``Infinity`` or ``-Infinity`` (``token``), which Python's
+    ``json`` reads and writes but JSON does not have: a ``JSONDecodeError`` at the token, so every
+    reader that names bad JSON names this too."""
+
+    def __init__(self, doc: str, pos: int, token: str) -> None:
+        super().__init__(f"{token}, {_NO_NON_FINITE}", doc, pos)
+        self.token = token
+
+
+_NO_NON_FINITE: Final = "a number JSON does not have"
+
+
+class _ConstantSeen(Exception):  # noqa: N818 - internal signal, never leaves loads_json
+    """Raised by the ``parse_constant`` hook of :func:`loads_json` at ``NaN``/``Infinity``."""
+
+
+def _refuse_constant(token: str) -> object:
+    raise _ConstantSeen(token)
+
+
+def _constant_at(doc: str) -> int:
+    """Where the first ``NaN``/``Infinity``/``-Infinity`` outside a string starts in ``doc``."""
+    for found in re.finditer(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)', doc):
+        if found.group(1) is not None:
+            return found.start()
+    return 0  # pragma: no cover - json.loads met one, so the scan does
+
+
+def _text_of(text: str | bytes) -> str:
+    """The text ``json.loads`` reads (its encoding found as it finds it), so positions agree."""
+    if isinstance(text, bytes):
+        return text.decode(json.detect_encoding(text), "surrogatepass")
+    return text
+
+
 def loads_json(text: str | bytes, **options: Any) -> Any:
-    """``json.loads(text, **options)``, with an integer too long to read raised as
+    """``json.loads(text, **options)`` for JSON as providers read it: ``NaN``, ``Infinity`` and
+    ``-Infinity`` are refused (:class:`NonFiniteNumberError`) unless ``options`` give a
+    ``parse_constant`` of their own, and an integer too long to read is raised as
     :class:`JsonNumberTooLongError` (a ``JSONDecodeError``) instead of a bare ``ValueError``.
     An error raised by one of ``options``' hooks passes through as it is."""
+    options.setdefault("parse_constant", _refuse_constant)
     try:
         return json.loads(text, **options)
     except json.JSONDecodeError:
         raise
+    except _ConstantSeen as exc:
+        doc = _text_of(text)
+        raise NonFiniteNumberError(doc, _constant_at(doc), exc.args[0]) from None
     except ValueError as exc:
         limit = int_digit_limit()
         if type(exc) is not ValueError or not limit or _DIGIT_LIMIT_WORDS not in str(exc):
             raise  # a hook's own error, or not the digit limit
-        # the text json.loads read (its encoding found as it finds it), so positions agree
-        doc = (
-            text.decode(json.detect_encoding(text), "surrogatepass")
-            if isinstance(text, bytes)
-            else text
-        )
+        doc = _text_of(text)
         found = _long_integer(doc, limit)
         if found is None:
             raise
         raise JsonNumberTooLongError(doc, found[0], found[1], limit) from None
+
+
+def _json_constant(number: float) -> str:
+    """The name Python's ``json`` writes for a float JSON does not have (``NaN``, ``Infinity``,
+    ``-Infinity``)."""
+    if math.isnan(number):
+        return "NaN"
+    return "Infinity" if number > 0 else "-Infinity"
+
+
+def non_finite_number(value: object) -> str | None:
+    """Where the first float JSON does not have (NaN, ±Infinity) is in parsed JSON data (dicts,
+    lists and scalars), said as ``NaN at messages.2.content.0.input.retries, a number JSON does not
+    have``; ``None`` when there is none. Walks without recursion, any depth."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{_json_constant(item)} at {path or 'the top level'}, {_NO_NON_FINITE}"
+        elif isinstance(item, dict):
+            pairs = [(v, f"{path}.{k}" if path else str(k)) for k, v in item.items()]
+            stack.extend(reversed(pairs))
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                reversed([(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(item)])
+            )
+    return None
 
 
 class DocumentLimitError(ValueError):
@@ -375,16 +446,20 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def load_json_strict(text: str) -> Any:
+def load_json_strict(text: str, *, read_non_finite: bool = False) -> Any:
     """``json.loads`` that refuses duplicate keys, over-large text and over-deep nesting by name.
 
     Raises ``json.JSONDecodeError`` for text that is not JSON (an integer too long to read:
-    :class:`JsonNumberTooLongError`), :class:`DuplicateKeyError`,
-    :class:`DocumentTooLargeError` and :class:`DocumentTooDeepError`.
+    :class:`JsonNumberTooLongError`; NaN or Infinity: :class:`NonFiniteNumberError`, unless
+    ``read_non_finite``, which reads them as floats for a caller that judges them),
+    :class:`DuplicateKeyError`, :class:`DocumentTooLargeError` and :class:`DocumentTooDeepError`.
     """
     check_input_size(len(text))
+    options: dict[str, Any] = {"object_pairs_hook": _unique_pairs}
+    if read_non_finite:
+        options["parse_constant"] = float
     try:
-        return loads_json(text, object_pairs_hook=_unique_pairs)
+        return loads_json(text, **options)
     except RecursionError:
         raise DocumentTooDeepError from None
 

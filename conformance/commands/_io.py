@@ -14,8 +14,10 @@ import yaml
 from reference_impl.documents import (
     DocumentLimitError,
     DuplicateKeyError,
+    NonFiniteNumberError,
     load_json_strict,
     load_yaml_strict,
+    non_finite_number,
     read_input_text,
 )
 from reference_impl.errors import CtxconfError
@@ -66,10 +68,13 @@ def or_fail_input(
         fail_input(path, what + describe_error(exc))
 
 
-def read_document(path: str | Path) -> Any:
+def read_document(path: str | Path, *, read_non_finite: bool = False) -> Any:
     """Read a JSON or YAML file (by content, not extension); ``-`` reads standard input.
 
-    Every limit of :mod:`reference_impl.documents` applies (size, YAML aliases, depth)."""
+    Every limit of :mod:`reference_impl.documents` applies (size, YAML aliases, depth). NaN and
+    Infinity (JSON ``NaN``, YAML ``.nan``), which JSON does not have, are exit 2 naming where,
+    unless ``read_non_finite``: they are then read as floats, for a caller that judges them
+    (``validate``: a provider's parser refuses such a body)."""
     try:
         text = read_input_text(path)
     except DocumentLimitError as exc:
@@ -83,29 +88,40 @@ def read_document(path: str | Path) -> Any:
     except OSError as exc:
         fail_input(path, exc.strerror or str(exc))
     try:
-        return load_json_strict(text)
+        return load_json_strict(text, read_non_finite=read_non_finite)
     except (DuplicateKeyError, DocumentLimitError) as exc:
         fail_input(path, f"JSON {exc}")
+    except NonFiniteNumberError as exc:  # JSON but for the number: YAML would read it as text
+        fail_input(path, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
     except json.JSONDecodeError as json_exc:
-        try:
-            value = load_yaml_strict(text)
-        except DocumentLimitError as exc:
-            said = str(exc)  # "YAML aliases expand ..." names YAML already
-            fail_input(path, said if said.startswith("YAML") else f"YAML {said}")
-        except yaml.YAMLError as yaml_exc:
-            mark = getattr(yaml_exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(yaml_exc, "problem", None)
-            if problem and str(problem).startswith("duplicate key"):
-                fail_input(path, f"YAML{where}: {problem}")
-            detail = f": {problem}" if problem else ""
-            fail_input(path, f"neither JSON ({json_exc.msg}) nor YAML{where}{detail}")
-        if not isinstance(value, dict | list):
-            fail_input(
-                path,
-                f"not a JSON or YAML document (JSON: {json_exc.msg} at line {json_exc.lineno})",
-            )
-        return value
+        return _read_yaml(path, text, json_exc, read_non_finite=read_non_finite)
+
+
+def _read_yaml(
+    path: str | Path, text: str, json_exc: json.JSONDecodeError, *, read_non_finite: bool
+) -> Any:
+    try:
+        value = load_yaml_strict(text)
+    except DocumentLimitError as exc:
+        said = str(exc)  # "YAML aliases expand ..." names YAML already
+        fail_input(path, said if said.startswith("YAML") else f"YAML {said}")
+    except yaml.YAMLError as yaml_exc:
+        mark = getattr(yaml_exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(yaml_exc, "problem", None)
+        if problem and str(problem).startswith("duplicate key"):
+            fail_input(path, f"YAML{where}: {problem}")
+        detail = f": {problem}" if problem else ""
+        fail_input(path, f"neither JSON ({json_exc.msg}) nor YAML{where}{detail}")
+    if not isinstance(value, dict | list):
+        fail_input(
+            path,
+            f"not a JSON or YAML document (JSON: {json_exc.msg} at line {json_exc.lineno})",
+        )
+    found = None if read_non_finite else non_finite_number(value)
+    if found is not None:
+        fail_input(path, f"YAML holds {found}")
+    return value
 
 
 def describe_error(exc: CtxconfError) -> str:

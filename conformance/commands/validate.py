@@ -8,7 +8,8 @@ Judges one request body with the provider rule catalog and prints the verdict as
 
 ``--lint`` prints every violation (a JSON array) instead of the first. ``--beta`` names a beta the
 request sends in its ``anthropic-beta`` header, which the body does not show (interleaved
-thinking lets a thinking budget exceed the cap, A27). Exit status: 0 accept, 1 reject, 2
+thinking lets a thinking budget exceed the cap, A27). A body holding NaN or Infinity (which Python's
+JSON writer emits) is not JSON: it gets the provider's 400 for a body that is not JSON. Exit status: 0 accept, 1 reject, 2
 unreadable file or unknown shape/dialect/profile.
 """
 
@@ -22,8 +23,14 @@ from conformance.commands._io import EXIT_FINDING, fail, read_document
 from conformance.commands._options import format_option
 from conformance.errors import UnknownProfileError
 from conformance.providers.catalog import SHAPES, profile_for_model
-from conformance.providers.validation import betas_of_headers, lint_request, validate_request
+from conformance.providers.validation import (
+    betas_of_headers,
+    lint_request,
+    malformed_body_verdict,
+    validate_request,
+)
 from conformance.providers.verdict import Verdict
+from reference_impl.documents import non_finite_number
 
 __all__ = ["command"]
 
@@ -76,22 +83,30 @@ def command(
     fmt: str,
 ) -> None:
     """Judge REQUEST (a JSON/YAML request body) the way the provider would."""
-    body = read_document(request)
+    body = read_document(request, read_non_finite=True)
     judge = lint_request if lint else validate_request
+    # NaN or Infinity: the body cannot be sent as JSON, and a provider's parser refuses it as it
+    # refuses any text that is not JSON (the emulator's first gate, C0/R0/A12/G0/B0)
+    not_json = non_finite_number(body)
+    result: Verdict | tuple[Verdict, ...]
     try:
         if profile is None:
             named = model or (body.get("model") if isinstance(body, dict) else None)
             if isinstance(named, str):
                 profile = profile_for_model(shape, dialect, named).id
-        result = judge(
-            body,
-            shape,
-            dialect=dialect,
-            profile=profile,
-            context_limit=context_limit,
-            input_tokens=input_tokens,
-            betas=betas_of_headers(betas),
-        )
+        if not_json is not None:
+            detail = f"invalid JSON ({not_json})"
+            result = malformed_body_verdict(shape, dialect=dialect, profile=profile, detail=detail)
+        else:
+            result = judge(
+                body,
+                shape,
+                dialect=dialect,
+                profile=profile,
+                context_limit=context_limit,
+                input_tokens=input_tokens,
+                betas=betas_of_headers(betas),
+            )
     except UnknownProfileError as exc:
         fail(str(exc))
     verdicts = result if isinstance(result, tuple) else (result,)

@@ -111,7 +111,9 @@ class JsonLinesWriter:
         elif isinstance(event, RunFinished):
             line = footer_line(event)
         if line is not None:
-            self.stream.write(json.dumps(line, ensure_ascii=False, sort_keys=False) + "\n")
+            # strict JSON: a value JSON does not have (NaN) is a bug to see, never a report line
+            text = json.dumps(line, ensure_ascii=False, sort_keys=False, allow_nan=False)
+            self.stream.write(text + "\n")
             self.stream.flush()
 
 

@@ -46,11 +46,11 @@ from conformance.traffic.reading import (
     cassette_items,
     iter_recording_files,
     log_interaction,
+    read_log_line,
 )
 from reference_impl.documents import (
     INPUT_LIMIT_ENV,
     int_digit_limit,
-    loads_json,
     max_input_bytes,
 )
 
@@ -309,14 +309,6 @@ def _unreadable(file: str, problem: str, index: int | None = None, *, log: bool)
     )
 
 
-class _JsonConstantError(ValueError):
-    """``NaN``, ``Infinity`` or ``-Infinity`` in a log line: Python's JSON reader takes them."""
-
-
-def _no_constant(name: str) -> object:
-    raise _JsonConstantError(name)
-
-
 _FAST_DIGITS: Final = 4300
 """The longest integer pydantic-core's parser reads: Python's default digit limit, fixed. Under
 a lower limit (``sys.set_int_max_str_digits``) it would read integers ``json.loads`` refuses, so
@@ -342,7 +334,7 @@ def _line_row(
         record = _fast_json(line, allow_inf_nan=False)
     except (ValueError, TypeError):
         return _read_line(line, file, index, context_limit)
-    return _record_row(record, file, index, context_limit)
+    return _record_row(record, file, index, context_limit, strict=True)
 
 
 def _read_line(
@@ -362,27 +354,20 @@ def _read_line(
     if not line.strip():
         return None
     try:
-        record = loads_json(line, parse_constant=_no_constant)
-    except _JsonConstantError as exc:
-        return _unreadable(
-            file,
-            f"not JSON: {exc.args[0]} (JSON has no NaN or Infinity; a provider's parser "
-            "refuses the body)",
-            index,
-            log=True,
-        )
+        # NaN or Infinity in the line is read: a body holding one is judged as not JSON
+        record, strict = read_log_line(line)
     except json.JSONDecodeError as exc:
         return _unreadable(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
     except RecursionError:
         return _unreadable(file, "JSON nested too deeply", index, log=True)
-    return _record_row(record, file, index, context_limit)
+    return _record_row(record, file, index, context_limit, strict=strict)
 
 
 def _record_row(
-    record: object, file: str, index: int, context_limit: int | None
+    record: object, file: str, index: int, context_limit: int | None, *, strict: bool = False
 ) -> AuditRow | None:
     try:
-        interaction = log_interaction(record, file=file, index=index)
+        interaction = log_interaction(record, file=file, index=index, strict=strict)
         return _judge(interaction, is_log=True, context_limit=context_limit)
     except RecordingError as exc:
         return _unreadable(file, _why(exc, file), index, log=True)

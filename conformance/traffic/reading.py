@@ -59,11 +59,13 @@ from conformance.traffic.endpoints import (
 from reference_impl.documents import (
     DocumentLimitError,
     JsonNumberTooLongError,
+    NonFiniteNumberError,
     SafeYamlLoader,
     check_input_size,
     load_yaml_safe,
     loads_json,
     max_input_bytes,
+    non_finite_number,
     read_input_bytes,
 )
 from reference_impl.transcript import ShapeName
@@ -84,6 +86,7 @@ __all__ = [
     "parse_sse",
     "read_cassette",
     "read_jsonl_log",
+    "read_log_line",
     "read_recording",
     "unwrap_request",
 ]
@@ -399,8 +402,16 @@ def _answer_json(text: str | None) -> object | None:
         return None
 
 
+def _sent_body(body: object) -> object | None:
+    """A parsed request body as a provider reads it: ``None``, a body that is not JSON (judged as
+    such), when it holds NaN or Infinity, which Python's JSON writer emits and no provider's JSON
+    parser reads."""
+    return None if non_finite_number(body) is not None else body
+
+
 def _request_json(text: str | None, *, file: str, index: int | None, where: str) -> object | None:
-    """A request's body as JSON, or ``None`` when it is not JSON. JSON with an integer longer
+    """A request's body as JSON, or ``None`` when it is not JSON (NaN or Infinity in it too: a
+    provider's parser refuses them, :class:`NonFiniteNumberError`). JSON with an integer longer
     than Python reads is no body to judge as "not JSON" (a provider's parser may read it): a
     ``RecordingError`` names it."""
     try:
@@ -557,7 +568,7 @@ def _interaction(raw: object, *, file: str, index: int) -> RecordedInteraction:
     method = str(request.get("method") or "POST").upper()
     request_headers, request_side = _side(request, "request", file=file, index=index)
     if request_side.is_parsed:
-        request_body = request_side.parsed
+        request_body = _sent_body(request_side.parsed)
     else:
         request_body = _request_json(
             request_side.text, file=file, index=index, where=request_side.where
@@ -757,7 +768,7 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
         if not line.strip():
             continue
         try:
-            record = loads_json(line)
+            record, strict = read_log_line(line)
         except json.JSONDecodeError as exc:
             raise RecordingError(
                 f"line {lineno + 1} is not JSON: {exc.msg} (column {exc.colno})", file=name
@@ -765,7 +776,7 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
         except RecursionError:
             raise RecordingError(f"line {lineno + 1}: JSON nested too deeply", file=name) from None
         try:
-            out.append(_log_record(record, file=name, index=lineno))
+            out.append(_log_record(record, file=name, index=lineno, strict=strict))
         except RecursionError:
             raise RecordingError(
                 f"line {lineno + 1}: the body is nested too deeply to read", file=name
@@ -773,13 +784,31 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
     return out
 
 
-def log_interaction(record: object, *, file: str, index: int) -> RecordedInteraction:
+def read_log_line(line: str) -> tuple[object, bool]:
+    """One log line's record, and whether it was strict JSON. A line Python's JSON writer wrote
+    with NaN or Infinity in it (``json.dumps`` emits them) is read all the same, so that its
+    request is judged: a body holding one is a body that is not JSON (:func:`log_interaction`).
+    ``JSONDecodeError`` (an integer too long to read: ``JsonNumberTooLongError``) for a line that
+    is not JSON otherwise."""
+    try:
+        return loads_json(line), True
+    except NonFiniteNumberError:
+        return loads_json(line, parse_constant=float), False
+
+
+def log_interaction(
+    record: object, *, file: str, index: int, strict: bool = False
+) -> RecordedInteraction:
     """One parsed JSON-lines record (line ``index``, 0-based) as an interaction, read as
-    :func:`read_jsonl_log` reads each line (for callers that stream a log line by line)."""
-    return _log_record(record, file=file, index=index)
+    :func:`read_jsonl_log` reads each line (for callers that stream a log line by line). A body
+    holding NaN or Infinity is a body that is not JSON (``request_body`` ``None``): ``strict``
+    says the record was read as strict JSON, so there is none to look for."""
+    return _log_record(record, file=file, index=index, strict=strict)
 
 
-def _log_record(record: object, *, file: str, index: int) -> RecordedInteraction:
+def _log_record(
+    record: object, *, file: str, index: int, strict: bool = False
+) -> RecordedInteraction:
     if not isinstance(record, Mapping):
         raise RecordingError(
             f"line {index + 1} must hold a JSON object, got {type(record).__name__}", file=file
@@ -819,6 +848,8 @@ def _log_record(record: object, *, file: str, index: int) -> RecordedInteraction
     request_text = body if isinstance(body, str) else None
     if isinstance(body, str):
         body = _request_json(body, file=file, index=None, where=f"line {index + 1}: body")
+    elif not strict:
+        body = _sent_body(body)
     if isinstance(response_body, str):
         response_body = _json_or_text(response_body)
     return RecordedInteraction(

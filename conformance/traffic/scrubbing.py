@@ -168,7 +168,10 @@ def hash_body(body: object) -> object:
     if _SSE_FIELD.match(text):
         return _hash_event_stream(text).encode("utf-8")
     try:
-        loaded = loads_json(body if isinstance(body, str) else bytes(body).decode("utf-8"))
+        # NaN read as sent: the recording keeps the body as it went (its strings hashed)
+        loaded = loads_json(
+            body if isinstance(body, str) else bytes(body).decode("utf-8"), parse_constant=float
+        )
     except JsonNumberTooLongError:  # its content strings cannot be found: never kept in clear
         return json.dumps(_unhashable(text)).encode("utf-8")
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -198,7 +201,7 @@ def _hash_event_stream(text: str) -> str:
         if line.startswith("data:"):
             data = line[5:].strip()
             try:
-                loaded = loads_json(data)
+                loaded = loads_json(data, parse_constant=float)  # NaN as sent, as above
             except JsonNumberTooLongError:
                 loaded = _unhashable(data)
             except json.JSONDecodeError:

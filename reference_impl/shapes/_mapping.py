@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from reference_impl.documents import JsonNumberTooLongError, loads_json
+from reference_impl.documents import JsonNumberTooLongError, NonFiniteNumberError, loads_json
 from reference_impl.errors import ParseError, UnsupportedPartError
 from reference_impl.shapes._wire import Wire
 from reference_impl.transcript import (
@@ -153,7 +153,8 @@ def call_arguments(
         value = loads_json(part.arguments) if part.arguments.strip() else {}
     except json.JSONDecodeError as exc:
         expected = "an object" if object_only else "a JSON document"
-        problem = f" ({exc.msg})" if isinstance(exc, JsonNumberTooLongError) else ""
+        named = isinstance(exc, JsonNumberTooLongError | NonFiniteNumberError)
+        problem = f" ({exc.msg}, at char {exc.pos})" if named else ""
         raise unsupported_part(
             shape,
             f"tool call {part.id!r} has arguments that are not JSON{problem}; "

@@ -96,8 +96,11 @@ SUMMARY_CLOSE: Final = "\n</context-summary>"
 
 
 def canonical_json(value: object) -> str:
-    """The one JSON text of a value: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The one JSON text of a value: sorted keys, no spaces, UTF-8 kept; a ``ValueError`` for NaN
+    or Infinity, which JSON does not have (no request is ever written with one)."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 # --------------------------------------------------------------------------------------- parts

@@ -1,6 +1,7 @@
-"""``ctxconf audit`` over log lines a provider's parser would refuse (NaN, invalid UTF-8): an
-``unreadable`` row naming why (exit bit 4), never an ``accept``; and paths that are neither files
-nor folders named for what they are."""
+"""``ctxconf audit`` over log lines a provider's parser would refuse (invalid UTF-8, a byte-order
+mark): an ``unreadable`` row naming why (exit bit 4), never an ``accept``; a body holding NaN or
+Infinity (which Python's JSON writer emits): the provider's 400 for a body that is not JSON;
+and paths that are neither files nor folders named for what they are."""
 
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ LINE = json.dumps({"url": URL, "body": GOOD})
 @pytest.mark.parametrize(
     ("line", "words"),
     [
-        (LINE.replace('"gpt-4o"', '"gpt-4o", "temperature": NaN').encode(), "not JSON: NaN"),
-        (LINE.replace('"gpt-4o"', '"gpt-4o", "top_p": -Infinity').encode(), "not JSON: -Infinity"),
         (
             LINE.replace('"hi"', '"h\\u00e9"').encode().replace(b"\\u00e9", b"\xe9"),
             "not UTF-8 text",
@@ -39,6 +38,40 @@ def test_a_line_a_provider_cannot_parse_is_unreadable_not_accepted(
     assert words in rows[1]["message"]
     assert rows[1]["location"] == f"{log}:2"
     assert code == 4, err  # unreadable input, nothing rejected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        LINE.replace('"gpt-4o"', '"gpt-4o", "temperature": NaN'),
+        LINE.replace('"gpt-4o"', '"gpt-4o", "top_p": -Infinity'),
+        json.dumps({"url": URL, "body": json.dumps(GOOD)[:-1] + ', "top_p": Infinity}'}),
+    ],
+    ids=["body-object-nan", "body-object-minus-infinity", "body-text-infinity"],
+)
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_body_holding_nan_gets_the_400_of_a_body_that_is_not_json(
+    tmp_path: Path, line: str, jobs: str
+) -> None:
+    log = tmp_path / "traffic.jsonl"
+    not_json = json.dumps({"url": URL, "body": '{"model": "gpt-4o", "messages": ['})
+    log.write_text(f"{LINE}\n{line}\n{not_json}\n", "utf-8")
+    code, out, err = invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", jobs])
+    rows = [json.loads(row) for row in out.splitlines()]
+    assert [row["verdict"] for row in rows] == ["accept", "reject", "reject"]
+    judged = [{k: row[k] for k in ("rule", "status", "message", "profile")} for row in rows[1:]]
+    assert judged[0] == judged[1]  # as a body that is not JSON
+    assert judged[0]["rule"] == "C0"
+    assert code == 1, err
+
+
+def test_nan_outside_the_body_of_a_log_line_leaves_the_request_judged(tmp_path: Path) -> None:
+    # a logger's own field (a latency it could not measure): the request sent is strict JSON
+    log = tmp_path / "traffic.jsonl"
+    log.write_text(LINE[:-1] + ', "latency": NaN}\n', "utf-8")
+    code, out, err = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    assert [json.loads(row)["verdict"] for row in out.splitlines()] == ["accept"]
+    assert code == 0, err
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ false exit status, and every report is written."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from click.testing import CliRunner
 from conformance.cli import cli
 from conformance.errors import PluginLoadError
 from conformance.loading import load_plugin
+from reference_impl.documents import loads_json
 
 TWO = "single-tool,broken-orphan-result"
 
@@ -54,6 +54,20 @@ class UnreadableBody:
         return _Unreadable()
 
 
+class NanTemperature:
+    shape = "openai-chat"
+
+    def assemble(self, request):
+        return {**request.body, "temperature": float("nan")}
+
+
+class MinusInfinity:
+    shape = "openai-chat"
+
+    def assemble(self, request):
+        return {**request.body, "metadata": {"scores": [1.0, float("-inf")]}}
+
+
 def deep(messages, budget):
     nested = "x"
     for _ in range(100_000):
@@ -88,7 +102,8 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def _cases(reports: Path) -> list[dict[str, object]]:
-    lines = [json.loads(line) for line in (reports / "run.jsonl").read_text("utf-8").splitlines()]
+    text = (reports / "run.jsonl").read_text("utf-8")
+    lines = [loads_json(line) for line in text.splitlines()]  # strict JSON: no NaN
     assert lines[0]["type"] == "header"
     assert lines[-1]["type"] == "footer"
     cases = [line for line in lines if line["type"] == "case"]
@@ -104,6 +119,12 @@ def _cases(reports: Path) -> list[dict[str, object]]:
         ("UnreadableBody", "malformed return: not JSON data"),
         ("deep", "malformed return: not JSON data (nested deeper than the interpreter can walk)"),
         ("bloated", "over the input limit of 100,000 bytes (set CTXCONF_MAX_INPUT_BYTES"),
+        # JSON has no NaN or Infinity: not JSON data, and the report stays strict JSON (_cases)
+        (
+            "NanTemperature",
+            "malformed return: not JSON data (NaN at temperature, a number JSON does not have)",
+        ),
+        ("MinusInfinity", "not JSON data (-Infinity at metadata.scores.1, a number JSON does not"),
         # the wrapper's finding on what it returned: it raised nothing
         (
             "a_set",

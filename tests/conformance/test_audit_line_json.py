@@ -115,10 +115,12 @@ def test_every_line_gets_the_row_of_the_slow_path() -> None:
         "reject",
         "unreadable",
         "unreadable",
-        "unreadable",
+        "reject",  # NaN in the body: a body that is not JSON (C0)
         "unreadable",
         "accept",
     ]
+    assert fast[4].verdict is not None
+    assert fast[4].verdict.rule == "C0"
 
 
 def test_a_str_line_holding_a_lone_surrogate_is_read_by_json_loads() -> None:

@@ -614,6 +614,19 @@ def test_a_body_with_an_integer_too_long_to_read_is_forwarded_unjudged() -> None
     assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unreadable-json"
 
 
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> None:
+    # json.dumps writes them; no provider's parser reads them: the 400 of a body that is not JSON
+    body = b'{"model": "gpt-4o", "messages": [], "temperature": ' + token.encode() + b"}"
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        response = httpx.post(f"{proxy}/v1/chat/completions", content=body)
+        not_json = httpx.post(f"{proxy}/v1/chat/completions", content=b'{"model": ')
+    assert "x-upstream" not in response.headers  # never reached the upstream
+    assert response.status_code == not_json.status_code == 400
+    assert response.headers[PROXY_HEADER] == not_json.headers[PROXY_HEADER] == "refused; rule=C0"
+    assert f"{token}, a number JSON does not have" in response.json()["error"]["message"]
+
+
 @pytest.mark.parametrize(
     ("encoding", "data", "limit", "stored"),
     [
