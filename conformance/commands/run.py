@@ -95,8 +95,8 @@ def _scenarios(specs: tuple[str, ...], level: Level) -> tuple[tuple[Scenario, ..
     if unknown:
         # One name mistyped among several would run fewer cases than asked, and pass.
         fail(
-            f"--scenarios: {', '.join(unknown)} names no scenario id or tag of the corpus at "
-            f"{root}; `ctxconf scenarios list` shows ids and tags"
+            f"--scenarios: {', '.join(unknown)} is neither a file or folder nor a scenario id or "
+            f"tag of the corpus at {root}; `ctxconf scenarios list` shows ids and tags"
         )
     chosen = select(corpus, selectors=selectors, level=level)
     if spec and not chosen:

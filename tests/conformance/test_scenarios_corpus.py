@@ -540,6 +540,6 @@ def test_run_scenarios_repeats_add_up_and_a_mistyped_name_fails() -> None:
         cli, ["run", "--scenarios", "single-tool,singel-tool", "--no-reports"]
     )
     assert typo.exit_code == 2
-    assert "'singel-tool' (did you mean 'single-tool'?) names no scenario id or tag" in (
+    assert "'singel-tool' (did you mean 'single-tool'?) is neither a file or folder nor" in (
         typo.output
     )
