@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType, ModuleType, TracebackType
 from typing import Any, Final, NoReturn, TypeVar
 
 from conformance.errors import PluginLoadError
@@ -210,11 +210,35 @@ def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
             signal.signal(signal.SIGALRM, previous)
 
 
+def _own_names(target: object) -> list[str]:
+    """The public names ``target`` defines: of a module, those not imported into it (``Any``,
+    ``annotations``, another module), which a hint listing them would only bury."""
+    names = [n for n in dir(target) if not n.startswith("_")]
+    if not isinstance(target, ModuleType):
+        return names
+    own: list[str] = []
+    for name in names:
+        value = getattr(target, name, None)
+        if isinstance(value, ModuleType) or name == "annotations":
+            continue
+        home = getattr(value, "__module__", target.__name__)
+        if callable(value) and home != target.__name__:
+            continue  # a function or class imported from elsewhere
+        own.append(name)
+    return own
+
+
 def _import_attr(spec: str) -> object:
     module_name, _, attr_path = spec.partition(":")
     if not module_name or not attr_path:
         raise PluginLoadError(
             f"{spec!r} is not of the form module:attr; type for example mypkg.ctx:assemble"
+        )
+    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
+        dotted = module_name.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
+        raise PluginLoadError(
+            f"{module_name!r} is a file path; --impl takes a module's dotted name, with its "
+            f"folder on PYTHONPATH: for example PYTHONPATH=. ctxconf run --impl {dotted}:{attr_path}"
         )
     try:
         module = importlib.import_module(module_name)
@@ -233,7 +257,7 @@ def _import_attr(spec: str) -> object:
     walked = module_name
     for attr in attr_path.split("."):
         if not hasattr(target, attr):
-            names = [n for n in dir(target) if not n.startswith("_")]
+            names = _own_names(target)
             close = difflib.get_close_matches(attr, names, n=3)
             hint = (
                 f"did you mean {', '.join(f'{module_name}:{n}' for n in close)}?"

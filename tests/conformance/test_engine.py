@@ -66,11 +66,31 @@ def test_plain_function_is_wrapped_for_the_named_shape() -> None:
         ("os:O_RDONLY", "is an int, not an assembler"),  # was "is a int"
         ("nosuchname", "ctxconf.assemblers"),
         ("fakes:", "module:attr"),
+        ("mypkg/ctx.py:trim", "is a file path.*--impl mypkg.ctx:trim"),
     ],
 )
 def test_loading_errors_say_what_to_type(spec: str, message: str) -> None:
     with pytest.raises(PluginLoadError, match=message):
         load_plugin(spec)
+
+
+def test_a_missing_attribute_lists_what_the_module_defines_not_what_it_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "team_ctx.py").write_text(
+        "from __future__ import annotations\n"
+        "import json\n"
+        "from typing import Any, ClassVar\n"
+        "from conformance.protocol import Refusal\n"
+        "LIMIT = 3\n"
+        "def drop_oldest(messages: Any, budget: int) -> Any:\n"
+        "    return messages\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginLoadError) as info:
+        load_plugin("team_ctx:zzz")
+    assert str(info.value).endswith("it defines: LIMIT, drop_oldest")
+    sys.modules.pop("team_ctx", None)
 
 
 def test_wrong_signature_is_refused_at_load(
