@@ -700,7 +700,19 @@ def kind_positions(
 
 
 def params_from_mapping(values: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, canonical_json(v)) for k, v in values.items()))
+    """Request settings as ``Transcript.params`` holds them: canonical JSON per key. A value
+    that is not JSON data (``float("nan")``, a set) is a :class:`TranscriptError` naming its
+    key."""
+    try:
+        return tuple(sorted((k, canonical_json(v)) for k, v in values.items()))
+    except (TypeError, ValueError):
+        pass
+    for key, value in values.items():  # the first value that is not JSON data, named
+        try:
+            canonical_json(value)
+        except (TypeError, ValueError) as exc:  # noqa: PERF203 - the error path only
+            raise TranscriptError(f"not JSON data: {exc}", where=f"params.{key}") from None
+    raise TranscriptError("setting names must be text", where="params")  # unsortable keys
 
 
 # ------------------------------------------------------------------------------------ digest

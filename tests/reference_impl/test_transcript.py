@@ -15,6 +15,7 @@ from reference_impl.transcript import (
     ToolCallPart,
     ToolSpec,
     Transcript,
+    params_from_mapping,
     transcript_from_dict,
 )
 from reference_impl.transcript.model import (
@@ -271,3 +272,12 @@ def test_the_pointer_comparison_is_memcmp_over_the_item_arrays() -> None:
     assert differ(id(left), id(other), 4) != 0
     assert differ(id(left), id(other), 2) == 0  # only the first n items are read
     assert differ(id(left), id(other), 3) != 0
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {1, 2}])
+def test_params_from_mapping_names_a_setting_that_is_not_json(value: object) -> None:
+    # canonical_json writes no NaN (JSON has none): a bare ValueError said nothing of where.
+    with pytest.raises(TranscriptError) as info:
+        params_from_mapping({"max_tokens": 10, "temperature": value})
+    assert info.value.where == "params.temperature"
+    assert str(info.value).startswith("params.temperature: not JSON data")
