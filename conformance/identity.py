@@ -1385,21 +1385,23 @@ def _recast_source(
     if not body:
         return None
     speaker = _speaker(role)
-    ordered = sorted(candidates, reverse=True)
     pieces: list[tuple[str, int, bool]] = []  # (whole text, source, another speaker's)
-    for i in ordered:
+    for i in sorted(candidates, reverse=True):
         source = session.messages[i]
         if source.role == "tool":
-            if any(_is_whole(body, r.text) for r in source.tool_results):
-                return i
             pieces.extend((r.text.strip(), i, True) for r in source.tool_results)
         elif source.parts and all(isinstance(p, TextPart) for p in source.parts):
             other = source.role != speaker and not (
                 source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES
             )
-            if other and _is_whole(body, source.text):
-                return i
             pieces.append((source.text.strip(), i, other))
+    # One whole text: the latest of another speaker's, unless one of this speaker's is the same
+    # text ("ok" typed by the user and returned by a tool is the user's when sent as the user's).
+    whole = [(piece, i, other) for piece, i, other in pieces if _is_whole(body, piece)]
+    own = {piece for piece, _, other in whole if not other}
+    recast = next((i for piece, i, other in whole if other and piece not in own), None)
+    if recast is not None or own:
+        return recast
     return _joined_recast(body, pieces)
 
 
@@ -1407,12 +1409,19 @@ def _joined_recast(body: str, pieces: Sequence[tuple[str, int, bool]]) -> int | 
     """The latest source of another speaker among the whole texts ``body`` is made of, when it
     is made of two or more of ``pieces`` (each used once, the longest found first) and nothing
     else but markers between them; else None."""
+    # A text some candidate of the same speaker also has is read as theirs ("ok" typed by the
+    # user and returned by a tool): only words no one of this role said count against it.
+    by_text: dict[str, tuple[int, bool]] = {}
+    for piece, source, other in pieces:  # the latest first
+        held = by_text.get(piece)
+        if held is None or (held[1] and not other):
+            by_text[piece] = (source, other)
     found: list[tuple[int, bool]] = []
     rest = body
-    for piece, source, other in sorted(pieces, key=lambda p: len(p[0]), reverse=True):
+    for piece in sorted(by_text, key=len, reverse=True):
         if piece and piece in rest:
             rest = rest.replace(piece, "\0", 1)
-            found.append((source, other))
+            found.append(by_text[piece])
     if len(found) < _JOINED_PIECES or not any(other for _, other in found):
         return None
     if not all(_only_a_marker(fragment) for fragment in rest.split("\0")):

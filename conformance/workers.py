@@ -233,13 +233,31 @@ def kill_process_group(process: BaseProcess) -> None:
     """``SIGKILL`` a child started with :func:`own_process_group` and every process left in its
     group (what the plug-in spawned); only the child when it has no group of its own yet (it was
     killed before it made one: then it spawned nothing). Waits for the child to end."""
-    if process.pid is not None:
-        # The group's id is the child's pid, which stays reserved while the group has members.
+    if process.pid is not None and _group_is_ours(process.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
     if process.is_alive():
         process.kill()
     process.join()
+
+
+def _group_is_ours(pid: int) -> bool:
+    """Whether ``pid`` as a process-group id can only name the group our child made. While the
+    child is not reaped (alive, or a zombie) its pid is ours. Reaped, the pid stays reserved as
+    long as its group has members (what the plug-in spawned): the kernel hands out no id in use
+    as a group id; so a process that has that pid now (recycled) means the group is empty, and
+    signalling the group would reach a stranger's."""
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped (joined): the pid may have been handed out again
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True  # no process has it: our group's members, if any, hold it
+        except PermissionError:
+            return False  # a stranger's process
+        return False  # a process has the pid again: our group is empty
+    return True
 
 
 # ------------------------------------------------------------------------------ the worker side

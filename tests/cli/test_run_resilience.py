@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from conformance.engine import run_events
 from conformance.events import CaseFinished, RunFinished
 from conformance.loading import load_plugin
 from conformance.scenarios import load_corpus
+from conformance.workers import _group_is_ours
 from reference_impl.config import AssemblyConfig
 from reference_impl.errors import ConfigError
 
@@ -768,3 +770,28 @@ def test_a_cassette_the_library_cannot_read_is_named_before_the_run(
     assert result.exit_code == 2, result.output
     assert f"{bad}: no 'ctxconf:' mapping" in result.output
     assert "internal error" not in result.output
+
+
+def _child_that_exits() -> None:
+    os._exit(0)
+
+
+def test_a_workers_group_is_signalled_only_while_its_id_can_be_no_strangers() -> None:
+    # Killing a worker kills its process group (what the plug-in spawned). Once the worker is
+    # reaped its pid may be handed out again: a process holding it now is a stranger, whose
+    # group must not be signalled (pid 1 stands for one: not our child, and alive).
+    child = multiprocessing.get_context("fork").Process(target=_child_that_exits)
+    child.start()
+    assert child.pid is not None
+    assert _group_is_ours(child.pid)  # alive or a zombie: its pid is ours
+    child.join()
+    assert _group_is_ours(child.pid) or _pid_in_use(child.pid)  # reaped, the id unused
+    assert not _group_is_ours(1)
+
+
+def _pid_in_use(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

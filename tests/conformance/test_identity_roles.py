@@ -487,3 +487,38 @@ def test_a_text_that_is_not_only_other_speakers_whole_texts_is_no_role_change(te
     view = PARALLEL.with_messages([given[0], _text("user", text), given[5], given[6]])
     identity = map_view(PARALLEL, view)
     assert not [e for e in identity.edits if e.kind == "role_changed"]
+
+
+def test_a_text_the_speaker_also_said_is_theirs_not_the_tools_of_the_same_words() -> None:
+    # The user typed "ok"; a later tool also returned "ok". The user's two dropped turns
+    # resent as one user turn with markers between them are the user's words: reading the
+    # "ok" as the tool's output (the later one) failed a correct assembler at must.
+    session = transcript(
+        {"role": "system", "text": "You are deploy-bot."},  # 0
+        {"role": "user", "text": "GOAL: roll out checkout v2."},  # 1
+        {"role": "assistant", "text": "Shall I restart the canary?"},  # 2
+        {"role": "user", "text": "ok"},  # 3
+        {"role": "assistant", "text": "Which region first?"},  # 4
+        {"role": "user", "text": "Proceed with eu-west-1."},  # 5
+        {"role": "assistant", "calls": [{"id": "call_a", "name": "restart", "args": {}}]},  # 6
+        {"role": "tool", "results": [{"id": "call_a", "text": "ok"}]},  # 7
+        {"role": "assistant", "text": "Restarted eu-west-1."},  # 8
+        {"role": "user", "text": "How is the canary doing?"},  # 9
+    )
+    given = session.messages
+    joined = (
+        "[2 earlier messages omitted]\nok\n[1 earlier message omitted]\nProceed with eu-west-1."
+    )
+    view = session.with_messages([*given[:3], _text("user", joined), given[8], given[9]])
+    identity = map_view(session, view)
+    assert not [e for e in identity.edits if e.kind == "role_changed"]
+    results = check_results(
+        single_tool(session, ledger=()), assembled_outcome(session, view), "nothing_invented"
+    )
+    assert results["nothing_invented"][0] == "pass"
+    # the tool's "ok" alone, where the user never said it, is still the tool's
+    alone = session.with_messages(
+        [*given[:5], _text("user", "Proceed with eu-west-1.\nok"), *given[8:]]
+    )
+    recast = [(e.source, e.kind) for e in map_view(session, alone).edits]
+    assert (7, "role_changed") in recast
