@@ -213,7 +213,7 @@ _SHOWN_KEYS: Final = 6
 
 
 def _not_a_request(interaction: RecordedInteraction) -> str:
-    """Why a POST line of a log is no provider request this audit can judge."""
+    """Why a POST line of a log without a URL is no provider request this audit can judge."""
     body = interaction.request_body
     if isinstance(body, Mapping):
         keys = [str(k) for k in list(body)[: _SHOWN_KEYS + 1]]
@@ -221,9 +221,8 @@ def _not_a_request(interaction: RecordedInteraction) -> str:
         found = f"an object with {held}" if keys else "an empty object"
     else:
         found = "no body" if body is None else f"a body of type {type(body).__name__}"
-    url = f"a URL no provider answers ({interaction.url})" if interaction.url else "no URL"
     return (
-        f"not a provider request: {url}, and {found} (no `messages`, `contents` or `input`); "
+        f"not a provider request: no URL, and {found} (no `messages`, `contents` or `input`); "
         'a line is {"url": ..., "method": "POST", "body": {...}} or a bare request body'
     )
 
@@ -251,9 +250,10 @@ def _judge(
         return None
     shape = interaction.shape  # told from the URL and, where the URL does not tell, the body
     if shape is None:
-        # A cassette records other calls too (a token, an upload): not requests to judge. A log
-        # line is meant to be one: left out silently, a log in another format would pass clean.
-        if is_log:
+        # Other calls (an embedding, an upload, a token: a URL no generation route matches) are
+        # not requests to judge. A log line with no URL is meant to be a request body: left out
+        # silently, a log in another format would pass clean.
+        if is_log and not interaction.url:
             return _unreadable(
                 interaction.file, _not_a_request(interaction), interaction.index, log=True
             )

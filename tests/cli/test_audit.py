@@ -99,6 +99,19 @@ def test_a_log_line_that_is_no_request_of_any_shape_is_named_not_left_out(tmp_pa
     assert f"{log}:1: not a provider request" in err
 
 
+def test_a_log_line_of_another_call_to_a_provider_is_not_judged(tmp_path: Path) -> None:
+    # A gateway's log holds embeddings, uploads, completions: calls no generation route of a
+    # judged shape matches, which are not requests to judge (and not unreadable either).
+    log = tmp_path / "log.jsonl"
+    lines = [
+        json.dumps({"url": "https://api.openai.com/v1/embeddings", "body": {"model": "m"}}),
+        json.dumps({"url": "https://api.openai.com/v1/files", "body": {"purpose": "batch"}}),
+        json.dumps({"url": URL, "body": GOOD}),
+    ]
+    log.write_text("\n".join(lines) + "\n", "utf-8")
+    assert [(r.location, r.outcome) for r in audit_paths([log])] == [(f"{log}:3", "accept")]
+
+
 def test_a_log_line_whose_messages_is_no_list_is_judged_as_a_malformed_request() -> None:
     [row] = audit_lines([json.dumps({"model": "gpt-4o", "messages": "hello"})], file="f")
     assert (row.shape, row.outcome) == ("openai-chat", "reject")
