@@ -14,6 +14,7 @@ full run small); the verdict's provenance is in every case line that has a verdi
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -111,10 +112,26 @@ class JsonLinesWriter:
         elif isinstance(event, RunFinished):
             line = footer_line(event)
         if line is not None:
-            # strict JSON: a value JSON does not have (NaN) is a bug to see, never a report line
-            text = json.dumps(line, ensure_ascii=False, sort_keys=False, allow_nan=False)
+            # strict JSON: a value JSON does not have (NaN) is never written as a number; should
+            # one reach a line, it is written as its name, a string, and the line still is
+            try:
+                text = json.dumps(line, ensure_ascii=False, sort_keys=False, allow_nan=False)
+            except ValueError:
+                text = json.dumps(_finite(line), ensure_ascii=False, sort_keys=False)
             self.stream.write(text + "\n")
             self.stream.flush()
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by its name (``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"``), as ``json`` would spell it outside a string."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def record_from_events(events: Iterable[Event]) -> RunRecord:

@@ -4,6 +4,7 @@ lines round trip; the HTML page is self-contained; ``ctxconf report`` re-renders
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import io
 import json
@@ -161,6 +162,32 @@ def test_jsonl_round_trip_through_the_writer(tmp_path: Path) -> None:
     record = read_jsonl(path)
     assert [c.scenario for c in record.cases] == ["broken-orphan-result", "single-tool"]
     assert all(c.verdict is None or c.verdict["provenance"] for c in record.cases)
+
+
+def test_the_writer_keeps_a_line_holding_a_number_json_has_not(tmp_path: Path) -> None:
+    # run.jsonl is strict JSON; a NaN reaching a line (a harness bug, an extra of a plug-in's
+    # event) is written as its name, and the line, the report, is still written.
+    from conformance.engine import run_events
+    from conformance.events import RunFinished
+    from conformance.loading import load_plugin
+    from conformance.scenarios import load_corpus
+
+    scenarios = [s for s in load_corpus() if s.id == "single-tool"]
+    events = list(run_events(load_plugin("reference"), scenarios, shapes=["openai-chat"]))
+    finished = next(e for e in events if isinstance(e, RunFinished))
+    odd = dataclasses.replace(
+        finished, extra={**finished.extra, "ratio": float("nan"), "worst": [float("-inf")]}
+    )
+    stream = io.StringIO()
+    writer = JsonLinesWriter(stream)
+    for event in events:
+        writer(odd if event is finished else event)
+    footer = json.loads(stream.getvalue().splitlines()[-1], parse_constant=_refuse)
+    assert (footer["ratio"], footer["worst"]) == ("NaN", ["-Infinity"])
+
+
+def _refuse(name: str) -> object:
+    raise AssertionError(f"{name} written as a number")
 
 
 def test_jsonl_round_trip(record: RunRecord, tmp_path: Path) -> None:
