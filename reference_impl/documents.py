@@ -360,9 +360,41 @@ def check_yaml_expansion(root: yaml.Node, limit: int = MAX_YAML_NODES) -> None:
         stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
 
 
+_YAML_INT: Final = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+    re.VERBOSE,
+)
+"""PyYAML's (YAML 1.1) implicit int, without its base-60 form (``1:30:00`` read as 5400)."""
+_YAML_FLOAT: Final = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.VERBOSE,
+)
+"""PyYAML's (YAML 1.1) implicit float, without its base-60 form (``1:30.5``)."""
+
+
+def _without_base_60(resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]]) -> dict[Any, Any]:
+    """PyYAML's implicit resolvers, with no plain scalar read as a base-60 number: YAML 1.2 has
+    none, and ``model_input_limit: 1:30:00`` (or a time in a scenario's text) read as a number
+    is a surprise no one asked for. ``!!int 1:30`` still reads as one."""
+    replaced = {"tag:yaml.org,2002:int": _YAML_INT, "tag:yaml.org,2002:float": _YAML_FLOAT}
+    return {
+        first: [(tag, replaced.get(tag, regexp)) for tag, regexp in items]
+        for first, items in resolvers.items()
+    }
+
+
 class SafeYamlLoader(_BaseLoader):  # type: ignore[misc]
     """A safe YAML loader that measures aliases before constructing anything and refuses an
-    integer too long to write out as text."""
+    integer too long to write out as text; a plain scalar is never read as a base-60 number
+    (``1:30:00`` stays text, as in YAML 1.2)."""
+
+    yaml_implicit_resolvers = _without_base_60(_BaseLoader.yaml_implicit_resolvers)
 
     def construct_yaml_int(self, node: yaml.Node) -> int:
         """An integer, refused with its line when it has more digits than Python converts

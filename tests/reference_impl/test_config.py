@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 from paths import EXAMPLES
@@ -9,6 +11,7 @@ from paths import EXAMPLES
 from reference_impl import AssemblyConfig, ConfigError
 from reference_impl.budget import BudgetSnapshot, plan_budget
 from reference_impl.config import MemoryConfig
+from reference_impl.documents import load_yaml_strict
 
 EXAMPLE = EXAMPLES / "assembly.yaml"
 
@@ -259,3 +262,18 @@ def test_keyword_changes_are_validated_like_a_loaded_file(
             make()
         assert caught.value.where == where
         assert fragment in caught.value.message
+
+
+def test_a_time_like_value_is_text_not_a_base_60_number(tmp_path: Path) -> None:
+    # YAML 1.1 read 1:30:00 as 5400 (base 60), silently; YAML 1.2 has no such numbers.
+    path = tmp_path / "assembly.yaml"
+    path.write_text("context_assembly:\n  model_input_limit: 1:30:00\n")
+    with pytest.raises(ConfigError, match="model_input_limit: expected an integer, got string"):
+        AssemblyConfig.from_yaml(path)
+    assert load_yaml_strict("a: 10:30\nb: !!int 1:30\nc: 1_000\nd: 0x1f\ne: 1.5") == {
+        "a": "10:30",
+        "b": 90,
+        "c": 1000,
+        "d": 31,
+        "e": 1.5,
+    }
