@@ -5,7 +5,8 @@ reruns the case under a debugger to find the line. :func:`raised_at` names the i
 the traceback that lies in the plug-in's own code (the package its assembler is defined in), so
 an exception raised inside a library the plug-in called (``json``, a tokenizer, ctxconf's own
 shapes) points at the plug-in's line that called it; with no such frame (a plug-in defined in a
-module the traceback never enters), the innermost frame. Load errors name their line the same way
+module the traceback never enters), the innermost frame. Load errors name theirs before the
+plug-in's object exists: the innermost frame outside ctxconf and importlib
 (:mod:`conformance.loading`).
 """
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
+import jsonschema
+
 from conformance.engine import assembly_request, plan_cases, reference_counter, render_input
 from conformance.scenarios import Scenario
 from conformance.traffic.verdicts import default_cassette_root
@@ -97,8 +99,6 @@ def _schema_problems(scenario: Scenario) -> list[str]:
     """Tools whose parameters are no JSON Schema (``"required": [["a"]]``): a provider refuses
     such a tool, so no case of the scenario says anything about context assembly. Checked
     against the schema's own ``$schema`` dialect (the latest JSON Schema draft by default)."""
-    import jsonschema  # noqa: PLC0415 - only ``scenarios validate`` needs it
-
     found: list[str] = []
     for k, tool in enumerate(scenario.tools):
         try:

@@ -829,13 +829,11 @@ def unknown_selectors(scenarios: Sequence[Scenario], selectors: Sequence[str]) -
     tags = {t for s in scenarios for t in s.tags}
     found: list[str] = []
     for selector in selectors:
-        tag = selector.removeprefix(TAG_PREFIX)
-        if (selector.startswith(TAG_PREFIX) and tag in tags) or (
-            not selector.startswith(TAG_PREFIX) and (selector in known or selector in tags)
-        ):
+        name = selector.removeprefix(TAG_PREFIX)
+        pool = tags if name != selector else known | tags  # ``tag:NAME`` names a tag only
+        if name in pool:
             continue
-        pool = sorted(tags) if selector.startswith(TAG_PREFIX) else sorted(known | tags)
-        close = difflib.get_close_matches(tag, pool, n=1)
+        close = difflib.get_close_matches(name, sorted(pool), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         found.append(f"{selector!r}{hint}")
     return found

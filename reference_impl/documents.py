@@ -76,6 +76,7 @@ __all__ = [
     "load_yaml_strict",
     "loads_json",
     "max_input_bytes",
+    "non_finite_name",
     "non_finite_number",
     "read_input_bytes",
     "read_input_text",
@@ -204,7 +205,7 @@ def loads_json(text: str | bytes, **options: Any) -> Any:
         raise JsonNumberTooLongError(doc, found[0], found[1], limit) from None
 
 
-def _json_constant(number: float) -> str:
+def non_finite_name(number: float) -> str:
     """The name Python's ``json`` writes for a float JSON does not have (``NaN``, ``Infinity``,
     ``-Infinity``)."""
     if math.isnan(number):
@@ -221,7 +222,7 @@ def non_finite_number(value: object) -> str | None:
         item, path = stack.pop()
         if isinstance(item, float):
             if not math.isfinite(item):
-                return f"{_json_constant(item)} at {path or 'the top level'}, {_NO_NON_FINITE}"
+                return f"{non_finite_name(item)} at {path or 'the top level'}, {_NO_NON_FINITE}"
         elif isinstance(item, dict):
             pairs = [(v, f"{path}.{k}" if path else str(k)) for k, v in item.items()]
             stack.extend(reversed(pairs))

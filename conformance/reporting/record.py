@@ -31,7 +31,12 @@ from conformance.events import (
     level_totals,
 )
 from conformance.scenarios import LEVELS, Level
-from reference_impl.documents import DocumentLimitError, loads_json, read_input_text
+from reference_impl.documents import (
+    DocumentLimitError,
+    loads_json,
+    non_finite_name,
+    read_input_text,
+)
 
 __all__ = [
     "REPORT_FORMAT",
@@ -126,7 +131,7 @@ def _finite(value: Any) -> Any:
     """``value`` with every NaN or infinite float replaced by its name (``"NaN"``,
     ``"Infinity"``, ``"-Infinity"``), as ``json`` would spell it outside a string."""
     if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return non_finite_name(value)
     if isinstance(value, Mapping):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -360,16 +360,19 @@ def recorded_verdict(
     """
     chosen = library if library is not None else load_library(root)
     skel = skeleton(body, shape=shape, dialect=dialect, model=model)
-    item = _best(chosen.lookup(skel, profile=profile), body, model)
-    return item.verdict(exact=item.same_request(body, model)) if item is not None else None
+    best = _best(chosen.lookup(skel, profile=profile), body, model)
+    return best[1] if best is not None else None
 
 
-def _best(found: list[CassetteEntry], body: object, model: str | None) -> CassetteEntry | None:
-    """The recording of this very request (body and model) if there is one (live first), else
-    the first of the skeleton (live first)."""
-    if not found:
-        return None
-    return next((item for item in found if item.same_request(body, model)), found[0])
+def _best(
+    found: list[CassetteEntry], body: object, model: str | None
+) -> tuple[CassetteEntry, Verdict] | None:
+    """The recording of this very request (body and model) if there is one (live first), with
+    its exact verdict, else the first of the skeleton (live first), with its skeleton verdict."""
+    same = next((item for item in found if item.same_request(body, model)), None)
+    if same is not None:
+        return same, same.verdict()
+    return (found[0], found[0].verdict(exact=False)) if found else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,8 +465,8 @@ def judge_request(
     found = library.lookup(
         skeleton(body, shape=shape, dialect=dialect, model=model), profile=profile
     )
-    item = _best(found, body, model)
-    if item is None:
+    best = _best(found, body, model)
+    if best is None:
         return Judgement(now)
-    recorded = item.verdict(exact=item.same_request(body, model))
+    item, recorded = best
     return Judgement(recorded, library.label(item), now if _disagree(recorded, now) else None)
