@@ -20,6 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reference_impl.documents import non_finite_number
 from reference_impl.errors import ParseError
 from reference_impl.transcript import canonical_json, json_type_name
 from reference_impl.transcript.serialization import JsonValueReader
@@ -83,7 +84,9 @@ class Wire(JsonValueReader):
         try:
             return canonical_json(self.value)
         except (TypeError, ValueError, RecursionError) as exc:
-            raise self.fail(f"not JSON data: {exc}") from None
+            # a NaN or an infinity is named where it is, not by the encoder's "out of range"
+            found = non_finite_number(self.value) if isinstance(exc, ValueError) else None
+            raise self.fail(f"not JSON data: {found or exc}") from None
 
     def only_keys(self, allowed: Collection[str], what: str) -> None:
         """Reject keys the caller cannot represent, naming the first one (nothing is ignored)."""

@@ -35,7 +35,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar, get_args
 
 from typing_extensions import assert_never
 
-from reference_impl.documents import loads_json
+from reference_impl.documents import loads_json, non_finite_number
 from reference_impl.errors import TranscriptError
 from reference_impl.wording import with_article
 
@@ -711,7 +711,8 @@ def params_from_mapping(values: Mapping[str, object]) -> tuple[tuple[str, str], 
         try:
             canonical_json(value)
         except (TypeError, ValueError) as exc:  # noqa: PERF203 - the error path only
-            raise TranscriptError(f"not JSON data: {exc}", where=f"params.{key}") from None
+            found = non_finite_number(value) if isinstance(exc, ValueError) else None
+            raise TranscriptError(f"not JSON data: {found or exc}", where=f"params.{key}") from None
     raise TranscriptError("setting names must be text", where="params")  # unsortable keys
 
 

@@ -238,3 +238,24 @@ def test_json_nested_deeper_than_python_can_walk_is_a_parse_error(
     with pytest.raises(ParseError) as info:
         adapter.parse_request(body(_deep()))
     assert info.value.where == where
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_nan_in_data_kept_whole_is_named_where_it_is(value: float) -> None:
+    # Reasoning items and unknown block members are kept as canonical JSON; a NaN in one was
+    # refused with the encoder's "Out of range float values", which named neither it nor where.
+    responses = {
+        "model": "o3",
+        "input": [
+            {"role": "user", "content": "hi"},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "extra": {"scores": [1, value]}},
+            {"role": "user", "content": "again"},
+        ],
+    }
+    with pytest.raises(ParseError) as info:
+        get_shape("openai-responses").parse_request(responses)
+    assert info.value.where == "input[1]"
+    name = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    assert f"not JSON data: {name} at extra.scores.1, a number JSON does not have" in str(
+        info.value
+    )

@@ -281,3 +281,11 @@ def test_params_from_mapping_names_a_setting_that_is_not_json(value: object) -> 
         params_from_mapping({"max_tokens": 10, "temperature": value})
     assert info.value.where == "params.temperature"
     assert str(info.value).startswith("params.temperature: not JSON data")
+
+
+def test_params_from_mapping_names_where_a_nan_is_inside_a_setting() -> None:
+    with pytest.raises(TranscriptError) as info:
+        params_from_mapping({"metadata": {"weights": [0.5, float("nan")]}})
+    assert str(info.value) == (
+        "params.metadata: not JSON data: NaN at weights.1, a number JSON does not have"
+    )
