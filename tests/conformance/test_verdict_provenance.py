@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,71 @@ def test_a_live_recording_never_answers_for_a_model_the_catalog_judges_by_other_
     assert judged.verdict.provenance == "emulated"
     assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "C8")
     assert not judged.stale
+
+
+_INTERLEAVED = "interleaved-thinking-2025-05-14"
+
+
+def _live_anthropic_cassette(folder: Path, headers: str) -> CassetteLibrary:
+    # A live recording of a request whose thinking budget is over max_tokens: accepted because
+    # its anthropic-beta header turned interleaved thinking on (without it: A27).
+    (folder / "anthropic-messages").mkdir(parents=True)
+    (folder / "anthropic-messages" / "interleaved-live.yaml").write_text(
+        "ctxconf: {version: 1, recorded_against: live, date: '2026-12-06', model: "
+        "claude-sonnet-4-5, shape: anthropic-messages, dialect: null, scenario: interleaved, "
+        "content: full}\n"
+        "version: 1\n"
+        "interactions:\n"
+        "- request:\n"
+        "    method: POST\n"
+        "    uri: https://api.anthropic.com/v1/messages\n"
+        "    body: '" + json.dumps(_THINKING_OVER_MAX, separators=(",", ":")) + "'\n"
+        f"    headers: {{{headers}}}\n"
+        "  response:\n"
+        "    status: {code: 200, message: OK}\n"
+        "    headers: {content-type: [application/json]}\n"
+        '    body: {string: \'{"type":"message","role":"assistant","content":[]}\'}\n',
+        encoding="utf-8",
+    )
+    return CassetteLibrary(folder)
+
+
+_THINKING_OVER_MAX: dict[str, Any] = {
+    "max_tokens": 1024,
+    "messages": [{"role": "user", "content": "hi"}],
+    "model": "claude-sonnet-4-5",
+    "thinking": {"type": "enabled", "budget_tokens": 2048},
+}
+
+
+def test_a_recording_whose_request_named_a_beta_is_not_the_request_without_it(
+    tmp_path: Path,
+) -> None:
+    library = _live_anthropic_cassette(
+        tmp_path,
+        "anthropic-version: ['2023-06-01'], anthropic-beta: [" + _INTERLEAVED + "]",
+    )
+    body = copy.deepcopy(_THINKING_OVER_MAX)
+    # The same body without the header is another request: the recording says nothing about it
+    # (before, it was a recorded-live accept, "stale": "fix the rule catalog").
+    judged = judge_request(body, "anthropic-messages", library=library)
+    assert judged.verdict.provenance == "emulated"
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "A27")
+    assert not judged.stale
+    assert recorded_verdict(body, "anthropic-messages", library=library) is None
+    # With the same header it is the very request recorded.
+    same = judge_request(body, "anthropic-messages", library=library, betas=[_INTERLEAVED])
+    assert (same.verdict.provenance, same.verdict.verdict) == ("recorded-live", "accept")
+    assert not same.stale
+
+
+def test_a_recording_without_its_request_headers_is_not_known_to_be_the_same_request(
+    tmp_path: Path,
+) -> None:
+    # A recorder that dropped the anthropic-* headers: the betas sent are not known, so the
+    # recording answers for the structure only.
+    library = _live_anthropic_cassette(tmp_path, "content-type: [application/json]")
+    body = copy.deepcopy(_THINKING_OVER_MAX)
+    judged = judge_request(body, "anthropic-messages", library=library)
+    assert judged.verdict.provenance == "recorded-skeleton"
+    assert not library.interactions[0].same_request(body)
