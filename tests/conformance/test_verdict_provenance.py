@@ -178,9 +178,63 @@ def test_a_recording_without_its_request_headers_is_not_known_to_be_the_same_req
     tmp_path: Path,
 ) -> None:
     # A recorder that dropped the anthropic-* headers: the betas sent are not known, so the
-    # recording answers for the structure only.
+    # recording answers for the structure only, and the validators' A27 on this request (no
+    # beta) is no contradiction of it (the recorded request may have named the beta).
     library = _live_anthropic_cassette(tmp_path, "content-type: [application/json]")
     body = copy.deepcopy(_THINKING_OVER_MAX)
-    judged = judge_request(body, "anthropic-messages", library=library)
-    assert judged.verdict.provenance == "recorded-skeleton"
     assert not library.interactions[0].same_request(body)
+    looked_up = recorded_verdict(body, "anthropic-messages", library=library)
+    assert looked_up is not None
+    assert looked_up.provenance == "recorded-skeleton"
+    judged = judge_request(body, "anthropic-messages", library=library)
+    assert (judged.verdict.provenance, judged.verdict.rule) == ("emulated", "A27")
+    assert not judged.stale
+
+
+def test_a_skeleton_match_does_not_answer_for_a_value_the_skeleton_leaves_out() -> None:
+    # A negative temperature (R14, recorded) is a number like any other to the skeleton: the
+    # recorded accept of a request of the same structure is no answer for it, and the cassette
+    # is not stale (the validators still accept the recorded request).
+    library = load_library(CASSETTES)
+    item = next(
+        i
+        for i in library.interactions
+        if i.shape == "openai-responses"
+        and i.status == 200
+        and isinstance(i.request_body, dict)
+        and not i.interaction.is_token_count
+    )
+    body = {**copy.deepcopy(item.request_body), "temperature": -1}
+    judged = judge_request(body, "openai-responses", library=library)
+    assert judged.verdict.provenance == "emulated"
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "R14")
+    assert not judged.stale
+
+
+def test_a_live_skeleton_match_does_not_answer_for_a_knob_the_skeleton_ignores(
+    tmp_path: Path,
+) -> None:
+    # `stop` is left out of skeletons, but gpt-5 refuses it (C12, recorded): a live recording
+    # of gpt-5 without it is no evidence that the provider takes it, nor a reason to "fix the
+    # rule catalog".
+    source = (CASSETTES / "openai-chat" / "probe-text.yaml").read_text(encoding="utf-8")
+    live = source.replace("recorded_against: emulator:openai-default", "recorded_against: live")
+    live = live.replace('"model":"gpt-4o-mini"', '"model":"gpt-5"')
+    live = live.replace("http://emulator.invalid/", "https://api.openai.com/")
+    (tmp_path / "openai-chat").mkdir()
+    (tmp_path / "openai-chat" / "probe-text-live.yaml").write_text(live, encoding="utf-8")
+    library = CassetteLibrary(tmp_path)
+    item = library.interactions[0]
+    assert item.verdict().verdict == "accept"
+    body = {**copy.deepcopy(item.request_body), "stop": ["END"]}
+    judged = judge_request(body, "openai-chat", library=library)
+    assert judged.verdict.provenance == "emulated"
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "C12")
+    assert not judged.stale
+    # The same structure with a stop it takes still gets the recording, as a skeleton match.
+    assert (
+        judge_request(
+            copy.deepcopy(item.request_body), "openai-chat", library=library
+        ).verdict.provenance
+        == "recorded-live"
+    )
