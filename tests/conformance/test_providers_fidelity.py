@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from paths import RECORDINGS, RECORDINGS_MORE
 
-from conformance.providers.catalog import list_profiles, load_catalog
-from conformance.providers.validation import lint_request
+from conformance.providers.catalog import list_profiles, load_catalog, resolve_profile
+from conformance.providers.validation import lint_request, overflow_verdict
 from conformance.traffic.audit import AuditRow, audit_interaction
 from conformance.traffic.reading import RecordedInteraction, iter_recordings
 
@@ -196,3 +196,48 @@ def test_recorded_4xx_is_matched_with_the_providers_answer(key: Key) -> None:
     assert verdict.rule == MATCHED[key]
     assert verdict.status == interaction.status
     assert _error_parts(verdict.error) == _error_parts(interaction.response_body)
+
+
+# ------------------------------------------------------------------------ context length
+
+# The recorded context-length errors: their bodies were scrubbed (no token count can be
+# recomputed), but their texts name both numbers, so the profile's overflow rule, given those
+# numbers, must render what the provider sent. (input tokens, limit, max_tokens) per recording.
+OVERFLOWS: dict[Key, tuple[int, int, int | None]] = {
+    ("gateways/deepseek_400_context_length__ruby_llm.yml", 0): (1250025, 1048565, None),
+    ("gateways/openrouter_400_context_length__ruby_llm.yml", 0): (2500021, 200000, None),
+    ("gemini/400_vertex_input_token_count_exceeded__ruby_llm.yml", 1): (1250074, 1048576, None),
+    ("openai_responses/400_context_window_exceeded__ruby_llm.yml", 0): (1_500_000, 400_000, None),
+}
+# Recorded, but no overflow rule of the profile renders them (no rule in the catalog yet).
+NO_OVERFLOW_RULE: frozenset[Key] = frozenset(
+    {
+        ("gateways/ollama_cloud_400_prompt_too_long__ruby_llm.yml", 0),
+        ("gateways/perplexity_400_messages_too_long__ruby_llm.yml", 0),
+    }
+)
+
+
+@pytest.mark.parametrize("key", sorted(OVERFLOWS), ids=lambda k: f"{k[0]}#{k[1]}")
+def test_a_recorded_context_length_error_is_what_the_profiles_overflow_rule_renders(
+    key: Key,
+) -> None:
+    interaction, row = _rejections()[key]
+    tokens, limit, max_tokens = OVERFLOWS[key]
+    verdict = overflow_verdict(
+        row.shape,
+        dialect=row.dialect,
+        profile=row.verdict.profile,
+        input_tokens=tokens,
+        context_limit=limit,
+        max_tokens=max_tokens,
+    )
+    assert verdict.status == interaction.status
+    assert _error_parts(verdict.error) == _error_parts(interaction.response_body)
+
+
+def test_recorded_context_length_errors_without_a_rule_are_named() -> None:
+    assert set(OUT_OF_SCOPE) >= NO_OVERFLOW_RULE
+    for key in NO_OVERFLOW_RULE:
+        _, row = _rejections()[key]
+        assert resolve_profile(row.shape, row.dialect, row.verdict.profile).overflow is None, key
