@@ -20,10 +20,15 @@ from typing import Any
 import pytest
 from paths import RECORDINGS, RECORDINGS_MORE
 
-from conformance.providers.catalog import list_profiles, load_catalog, resolve_profile
-from conformance.providers.validation import lint_request, overflow_verdict
+from conformance.providers.catalog import (
+    list_profiles,
+    load_catalog,
+    profile_for_model,
+    resolve_profile,
+)
+from conformance.providers.validation import lint_request, overflow_verdict, validate_request
 from conformance.traffic.audit import AuditRow, audit_interaction
-from conformance.traffic.reading import RecordedInteraction, iter_recordings
+from conformance.traffic.reading import RecordedInteraction, detect_shape, iter_recordings
 
 pytestmark = [
     pytest.mark.recordings,
@@ -94,6 +99,24 @@ def test_no_inferred_rule_rejects_a_recorded_2xx_under_any_profile() -> None:
                 (_key(interaction), profile.id, v.rule) for v in verdicts if v.rule in inferred
             )
     assert fired == []
+
+
+def test_a_recorded_2xx_in_a_log_without_its_url_is_still_accepted() -> None:
+    # A log line may be the bare request body (docs/auditing-traffic.md): the shape is then read
+    # from the body. Every accepted request must keep its recorded shape, or be accepted as the
+    # shape the body reads as (a plain Anthropic text request is valid Chat too).
+    misjudged = []
+    for interaction, row in _corpus():
+        if not _recorded(interaction.status, 200, 300):
+            continue
+        body: Any = interaction.judged_body
+        shape = detect_shape("", body)
+        if shape == row.shape:
+            continue
+        verdict = validate_request(body, shape, profile=profile_for_model(shape, None, None).id)
+        if shape is None or not verdict.accepted:
+            misjudged.append((_key(interaction), row.shape, shape, verdict.rule))
+    assert misjudged == []
 
 
 # ------------------------------------------------------------------------------ 4xx
