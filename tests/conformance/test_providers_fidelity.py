@@ -29,6 +29,7 @@ from conformance.providers.catalog import (
 from conformance.providers.validation import lint_request, overflow_verdict, validate_request
 from conformance.traffic.audit import AuditRow, audit_interaction
 from conformance.traffic.reading import RecordedInteraction, detect_shape, iter_recordings
+from reference_impl.retry import context_overflow
 
 pytestmark = [
     pytest.mark.recordings,
@@ -231,12 +232,12 @@ OVERFLOWS: dict[Key, tuple[int, int, int | None]] = {
     ("gateways/openrouter_400_context_length__ruby_llm.yml", 0): (2500021, 200000, None),
     ("gemini/400_vertex_input_token_count_exceeded__ruby_llm.yml", 1): (1250074, 1048576, None),
     ("openai_responses/400_context_window_exceeded__ruby_llm.yml", 0): (1_500_000, 400_000, None),
+    ("gateways/perplexity_400_messages_too_long__ruby_llm.yml", 0): (1_500_000, 128_000, None),
 }
 # Recorded, but no overflow rule of the profile renders them (no rule in the catalog yet).
 NO_OVERFLOW_RULE: frozenset[Key] = frozenset(
     {
         ("gateways/ollama_cloud_400_prompt_too_long__ruby_llm.yml", 0),
-        ("gateways/perplexity_400_messages_too_long__ruby_llm.yml", 0),
     }
 )
 
@@ -257,6 +258,13 @@ def test_a_recorded_context_length_error_is_what_the_profiles_overflow_rule_rend
     )
     assert verdict.status == interaction.status
     assert _error_parts(verdict.error) == _error_parts(interaction.response_body)
+
+
+@pytest.mark.parametrize("key", sorted(OVERFLOWS), ids=lambda k: f"{k[0]}#{k[1]}")
+def test_the_reference_retry_recognises_a_recorded_context_length_error(key: Key) -> None:
+    interaction, row = _rejections()[key]
+    found = context_overflow(interaction.response_body, row.shape)
+    assert found is not None, interaction.response_body
 
 
 def test_recorded_context_length_errors_without_a_rule_are_named() -> None:
