@@ -51,6 +51,7 @@ _OPENAI: Final = (
     ),
     ("C10", re.compile(r"maximum context length")),
     ("R10", re.compile(r"exceeds the context window")),
+    ("PP2", re.compile(r"total length of all messages is too long")),  # Perplexity (recorded)
 )
 _ANTHROPIC: Final = (
     ("A18", re.compile(r"prompt is too long: (?P<prompt>\d+) tokens > (?P<limit>\d+) maximum")),

@@ -3,12 +3,14 @@
 Every verdict states its provenance, so nothing emulated is ever presented as a provider's answer:
 
 * ``recorded-live``: a real provider answered this very request (a live cassette holds a request
-  whose JSON body is equal, key order aside);
+  whose JSON body is equal, key order aside, for the same model, naming the same betas in its
+  ``anthropic-beta`` header);
 * ``recorded-emulated``: a cassette recorded against our emulator answered this very request;
 * ``recorded-skeleton``: a cassette (live or emulated: its ``recorded_against`` says which)
   answered a request of the same structure (skeleton) but not this body: the texts, ids or
-  values differ, so the answer may not apply (an Anthropic body without ``max_tokens`` shares
-  its skeleton with one that has it);
+  values differ, so the answer may not apply (a negative ``temperature`` shares its skeleton
+  with a valid one; where the validators refuse such a request but still accept the recorded
+  one, the verdict is theirs, ``emulated``);
 * ``emulated``: the validators computed it now.
 """
 

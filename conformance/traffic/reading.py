@@ -955,8 +955,8 @@ def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
     The body fallback serves logs without URLs: ``contents`` is Gemini, ``input`` is Responses,
     Converse-only keys (``inferenceConfig``, ``toolConfig``, blocks without ``type``) are Bedrock,
     Anthropic-only markers (top-level ``system``, ``tool_use``/``tool_result``/``thinking``
-    blocks, ``anthropic_version``) are Anthropic, and any other ``messages`` body is OpenAI Chat,
-    the shape every OpenAI-compatible gateway speaks.
+    blocks, ``anthropic_version``, a tool defined by its ``input_schema``) are Anthropic, and any
+    other ``messages`` body is OpenAI Chat, the shape every OpenAI-compatible gateway speaks.
     """
     wrapped = _bedrock_count_input(url, body) if url else None
     if wrapped is not None:
@@ -988,4 +988,9 @@ def detect_shape(url: str, body: object | None = None) -> ShapeName | None:
     anthropic_blocks = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
     if "anthropic_version" in body or "system" in body or block_types & anthropic_blocks:
         return "anthropic-messages"
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(
+        isinstance(t, Mapping) and "input_schema" in t for t in tools
+    ):
+        return "anthropic-messages"  # an OpenAI tool is {"type": "function", "function": {...}}
     return "openai-chat"

@@ -4,8 +4,11 @@ A **skeleton** keeps roles and part kinds, renames tool-id linkage ``c1, c2 …`
 form: its prefix, Mistral's 9 alphanumerics) and tool names ``n1, n2 …``, reduces the model to its
 family (``gpt-4o-mini`` -> ``gpt-4o``), and turns every other string into ``"*"`` (or ``""`` when
 empty) and every number into ``"#"``. Two requests with equal skeletons get the same verdict from a
-provider, so a recorded verdict applies to every request of the same structure
-(:func:`conformance.traffic.verdicts.recorded_verdict`).
+provider as far as the structural rules go, so a recorded verdict applies to every request of the
+same structure (:func:`conformance.traffic.verdicts.recorded_verdict`) as a ``recorded-skeleton``
+answer. Rules on values (R14's negative temperature, A27's budget against ``max_tokens``) and on
+the knobs left out below (C12's ``stop``) are not seen: ``judge_request`` lets the validators
+answer where they refuse a request whose recorded skeleton-mate they still accept.
 """
 
 from __future__ import annotations
@@ -67,8 +70,9 @@ _OPAQUE_KEYS: Final = frozenset(
         "schema",
     }
 )
-# Sampling and bookkeeping knobs that no catalogued rule depends on (provider-rules.md covers
-# message structure, tools, thinking and size; none of these).
+# Sampling and bookkeeping knobs, left out of skeletons. A few catalogued rules do depend on them
+# (C12 refuses `stop` on reasoning models, R14 a negative temperature, A27/B-rules compare
+# max_tokens with a thinking budget): a skeleton match is no answer there (see the docstring).
 _IGNORED_TOP_LEVEL: Final = frozenset(
     {
         "temperature",

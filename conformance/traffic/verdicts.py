@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -32,6 +32,7 @@ from conformance.errors import CassetteError, RecordingError
 from conformance.providers.catalog import load_catalog, profile_for_model
 from conformance.providers.validation import validate_request
 from conformance.providers.verdict import Evidence, Provenance, Verdict
+from conformance.traffic.audit import recorded_betas
 from conformance.traffic.cassette import METADATA_KEY, CassetteMetadata, load_cassette_document
 from conformance.traffic.endpoints import RULE_HEADER, url_model
 from conformance.traffic.reading import RecordedInteraction, interactions_in
@@ -180,12 +181,30 @@ class CassetteEntry:
             return self.metadata.profile
         return profile_for_model(self.shape, dialect, self.recorded_model).id
 
-    def same_request(self, body: object, model: str | None = None) -> bool:
-        """Whether ``body``, sent for ``model``, is the recorded request: the same body
-        (canonical JSON equality) for the same model. Where the model is in the URL (Gemini,
-        Bedrock), the body does not say it: ``model`` must be given and equal the recorded one,
-        else the request may be another model's and is not the same."""
+    @property
+    def betas(self) -> frozenset[str] | None:
+        """The betas the recorded request named in its ``anthropic-beta`` header; None when the
+        recording does not hold the request's headers (see ``audit.recorded_betas``)."""
+        return recorded_betas(self.interaction, self.shape)
+
+    def same_betas(self, betas: Iterable[str] = ()) -> bool | None:
+        """Whether the recorded request named these betas (a header the body does not show that
+        changes the verdict, A27's interleaved thinking); None when its betas are not known."""
+        recorded = self.betas
+        return None if recorded is None else recorded == frozenset(betas)
+
+    def same_request(
+        self, body: object, model: str | None = None, betas: Iterable[str] = ()
+    ) -> bool:
+        """Whether ``body``, sent for ``model`` with the ``anthropic-beta`` header naming
+        ``betas``, is the recorded request: the same body (canonical JSON equality) for the same
+        model with the same betas. Where the model is in the URL (Gemini, Bedrock), the body does
+        not say it: ``model`` must be given and equal the recorded one, else the request may be
+        another model's and is not the same. A recording whose betas are not known (its headers
+        were not kept) is not known to be the same request."""
         if canonical_json(body) != canonical_json(self.request_body):
+            return False
+        if not self.same_betas(betas):
             return False
         in_url = self.url_model
         if in_url is None:
@@ -351,28 +370,36 @@ def recorded_verdict(
     model: str | None = None,
     root: Path | None = None,
     library: CassetteLibrary | None = None,
+    betas: Iterable[str] = (),
 ) -> Verdict | None:
     """The recorded verdict for a request of this body's skeleton, or ``None`` if none is recorded.
 
     ``model`` is needed for shapes whose model is in the URL (Gemini, Bedrock); without it any
-    model of the same skeleton matches. Live recordings win over emulated ones. Pass ``library``
-    (from :func:`load_library`) to skip even the directory walk.
+    model of the same skeleton matches. ``betas``: those the request names in its
+    ``anthropic-beta`` header (none by default); a recording that named others never answers.
+    Live recordings win over emulated ones. Pass ``library`` (from :func:`load_library`) to skip
+    even the directory walk.
     """
     chosen = library if library is not None else load_library(root)
     skel = skeleton(body, shape=shape, dialect=dialect, model=model)
-    best = _best(chosen.lookup(skel, profile=profile), body, model)
+    best = _best(chosen.lookup(skel, profile=profile), body, model, betas)
     return best[1] if best is not None else None
 
 
 def _best(
-    found: list[CassetteEntry], body: object, model: str | None
+    found: list[CassetteEntry], body: object, model: str | None, betas: Iterable[str] = ()
 ) -> tuple[CassetteEntry, Verdict] | None:
-    """The recording of this very request (body and model) if there is one (live first), with
-    its exact verdict, else the first of the skeleton (live first), with its skeleton verdict."""
-    same = next((item for item in found if item.same_request(body, model)), None)
+    """The recording of this very request (body, model and betas) if there is one (live first),
+    with its exact verdict, else the first of the skeleton (live first), with its skeleton
+    verdict. A recording whose request named other betas is of another request whatever its
+    body (the header changes the verdict: A27), so it answers neither way; one whose betas are
+    not known answers for the skeleton only."""
+    wanted = frozenset(betas)
+    usable = [item for item in found if item.same_betas(wanted) is not False]
+    same = next((item for item in usable if item.same_request(body, model, wanted)), None)
     if same is not None:
         return same, same.verdict()
-    return (found[0], found[0].verdict(exact=False)) if found else None
+    return (usable[0], usable[0].verdict(exact=False)) if usable else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,22 +478,48 @@ def judge_request(
     dialect: str | None = None,
     model: str | None = None,
     library: CassetteLibrary,
+    betas: Iterable[str] = (),
 ) -> Judgement:
     """The recorded verdict for this request's skeleton when one exists, checked against the
     validators; the validators' verdict otherwise. Both use the profile the catalog gives the
     model (a Claude model on Bedrock is judged by ``bedrock-claude``), as the emulator and
-    ``ctxconf audit`` do, so a recording and a fresh judgement always speak of the same rules."""
+    ``ctxconf audit`` do, so a recording and a fresh judgement always speak of the same rules.
+    ``betas``: those the request names in its ``anthropic-beta`` header (a run's requests name
+    none); only a recording of the same betas answers (see :func:`recorded_verdict`)."""
     if model is None and isinstance(body.get("model"), str):
         model = body["model"]
+    wanted = frozenset(betas)
     profile = profile_for_model(shape, dialect, model).id
-    now = validate_request(body, shape, dialect=dialect, profile=profile)
+    now = validate_request(body, shape, dialect=dialect, profile=profile, betas=wanted)
     if not library.interactions:
         return Judgement(now)
     found = library.lookup(
         skeleton(body, shape=shape, dialect=dialect, model=model), profile=profile
     )
-    best = _best(found, body, model)
+    best = _best(found, body, model, wanted)
     if best is None:
         return Judgement(now)
     item, recorded = best
-    return Judgement(recorded, library.label(item), now if _disagree(recorded, now) else None)
+    if not _disagree(recorded, now):
+        return Judgement(recorded, library.label(item))
+    again = (
+        _judged_again(item, dialect, profile)
+        if recorded.provenance == "recorded-skeleton"
+        else None
+    )
+    if again is not None and not _disagree(recorded, again):
+        # The validators still give the recorded request its recorded answer: the cassette is
+        # not stale, this request differs from it where the skeleton does not look (a value such
+        # as a negative temperature, or a knob it leaves out such as `stop`, C12). The recording
+        # says nothing about this request: the validators answer.
+        return Judgement(now)
+    return Judgement(recorded, library.label(item), now)
+
+
+def _judged_again(item: CassetteEntry, dialect: str | None, profile: str) -> Verdict | None:
+    """The validators' verdict now on the recorded request itself (its betas, when known);
+    None when the recorded body is no JSON object."""
+    body = item.request_body
+    if not isinstance(body, Mapping):
+        return None
+    return validate_request(body, item.shape, dialect=dialect, profile=profile, betas=item.betas)

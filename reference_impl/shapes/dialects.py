@@ -401,8 +401,8 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
                     (
                         "This endpoint's maximum context length is {limit} tokens. However, you "
                         "requested about {tokens} tokens ({tokens} of text input). Please reduce the "
-                        'length of either one, or use the "middle-out" transform to compress your '
-                        "prompt automatically."
+                        "length of either one, or use the context-compression plugin to compress "
+                        "your prompt automatically."
                     ),
                 ),
             ),
@@ -414,8 +414,8 @@ DIALECTS: Final[Mapping[str, Dialect]] = {
                 ),
                 Evidence(
                     f"{_S6} OpenRouter context window",
-                    "observed",
-                    "github.com/refly-ai/refly/issues/1177",
+                    "recorded",
+                    "recordings-more/gateways/openrouter_400_context_length__ruby_llm.yml",
                 ),
             ),
         ),

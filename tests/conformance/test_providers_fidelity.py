@@ -20,10 +20,16 @@ from typing import Any
 import pytest
 from paths import RECORDINGS, RECORDINGS_MORE
 
-from conformance.providers.catalog import list_profiles, load_catalog
-from conformance.providers.validation import lint_request
+from conformance.providers.catalog import (
+    list_profiles,
+    load_catalog,
+    profile_for_model,
+    resolve_profile,
+)
+from conformance.providers.validation import lint_request, overflow_verdict, validate_request
 from conformance.traffic.audit import AuditRow, audit_interaction
-from conformance.traffic.reading import RecordedInteraction, iter_recordings
+from conformance.traffic.reading import RecordedInteraction, detect_shape, iter_recordings
+from reference_impl.retry import context_overflow
 
 pytestmark = [
     pytest.mark.recordings,
@@ -94,6 +100,24 @@ def test_no_inferred_rule_rejects_a_recorded_2xx_under_any_profile() -> None:
                 (_key(interaction), profile.id, v.rule) for v in verdicts if v.rule in inferred
             )
     assert fired == []
+
+
+def test_a_recorded_2xx_in_a_log_without_its_url_is_still_accepted() -> None:
+    # A log line may be the bare request body (docs/auditing-traffic.md): the shape is then read
+    # from the body. Every accepted request must keep its recorded shape, or be accepted as the
+    # shape the body reads as (a plain Anthropic text request is valid Chat too).
+    misjudged = []
+    for interaction, row in _corpus():
+        if not _recorded(interaction.status, 200, 300):
+            continue
+        body: Any = interaction.judged_body
+        shape = detect_shape("", body)
+        if shape == row.shape:
+            continue
+        verdict = validate_request(body, shape, profile=profile_for_model(shape, None, None).id)
+        if shape is None or not verdict.accepted:
+            misjudged.append((_key(interaction), row.shape, shape, verdict.rule))
+    assert misjudged == []
 
 
 # ------------------------------------------------------------------------------ 4xx
@@ -196,3 +220,55 @@ def test_recorded_4xx_is_matched_with_the_providers_answer(key: Key) -> None:
     assert verdict.rule == MATCHED[key]
     assert verdict.status == interaction.status
     assert _error_parts(verdict.error) == _error_parts(interaction.response_body)
+
+
+# ------------------------------------------------------------------------ context length
+
+# The recorded context-length errors: their bodies were scrubbed (no token count can be
+# recomputed), but their texts name both numbers, so the profile's overflow rule, given those
+# numbers, must render what the provider sent. (input tokens, limit, max_tokens) per recording.
+OVERFLOWS: dict[Key, tuple[int, int, int | None]] = {
+    ("gateways/deepseek_400_context_length__ruby_llm.yml", 0): (1250025, 1048565, None),
+    ("gateways/openrouter_400_context_length__ruby_llm.yml", 0): (2500021, 200000, None),
+    ("gemini/400_vertex_input_token_count_exceeded__ruby_llm.yml", 1): (1250074, 1048576, None),
+    ("openai_responses/400_context_window_exceeded__ruby_llm.yml", 0): (1_500_000, 400_000, None),
+    ("gateways/perplexity_400_messages_too_long__ruby_llm.yml", 0): (1_500_000, 128_000, None),
+}
+# Recorded, but no overflow rule of the profile renders them (no rule in the catalog yet).
+NO_OVERFLOW_RULE: frozenset[Key] = frozenset(
+    {
+        ("gateways/ollama_cloud_400_prompt_too_long__ruby_llm.yml", 0),
+    }
+)
+
+
+@pytest.mark.parametrize("key", sorted(OVERFLOWS), ids=lambda k: f"{k[0]}#{k[1]}")
+def test_a_recorded_context_length_error_is_what_the_profiles_overflow_rule_renders(
+    key: Key,
+) -> None:
+    interaction, row = _rejections()[key]
+    tokens, limit, max_tokens = OVERFLOWS[key]
+    verdict = overflow_verdict(
+        row.shape,
+        dialect=row.dialect,
+        profile=row.verdict.profile,
+        input_tokens=tokens,
+        context_limit=limit,
+        max_tokens=max_tokens,
+    )
+    assert verdict.status == interaction.status
+    assert _error_parts(verdict.error) == _error_parts(interaction.response_body)
+
+
+@pytest.mark.parametrize("key", sorted(OVERFLOWS), ids=lambda k: f"{k[0]}#{k[1]}")
+def test_the_reference_retry_recognises_a_recorded_context_length_error(key: Key) -> None:
+    interaction, row = _rejections()[key]
+    found = context_overflow(interaction.response_body, row.shape)
+    assert found is not None, interaction.response_body
+
+
+def test_recorded_context_length_errors_without_a_rule_are_named() -> None:
+    assert set(OUT_OF_SCOPE) >= NO_OVERFLOW_RULE
+    for key in NO_OVERFLOW_RULE:
+        _, row = _rejections()[key]
+        assert resolve_profile(row.shape, row.dialect, row.verdict.profile).overflow is None, key

@@ -532,6 +532,22 @@ def test_detect_shape_from_url(url: str, shape: str | None) -> None:
             },
             "anthropic-messages",
         ),
+        (
+            {
+                "model": "claude-haiku-4-5",
+                "max_tokens": 10,
+                "messages": [{"role": "user", "content": "x"}],
+                "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+            },
+            "anthropic-messages",  # the first request of a tool loop: only its tools tell
+        ),
+        (
+            {
+                "messages": [{"role": "user", "content": "x"}],
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+            },
+            "openai-chat",
+        ),
         ({"messages": [{"role": "system", "content": "x"}]}, "openai-chat"),
         ({"messages": "hello", "model": "gpt-4o"}, "openai-chat"),  # a malformed request
         ({"messages": None, "system": "be brief"}, "anthropic-messages"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,125 @@ def test_a_live_recording_never_answers_for_a_model_the_catalog_judges_by_other_
     assert judged.verdict.provenance == "emulated"
     assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "C8")
     assert not judged.stale
+
+
+_INTERLEAVED = "interleaved-thinking-2025-05-14"
+
+
+def _live_anthropic_cassette(folder: Path, headers: str) -> CassetteLibrary:
+    # A live recording of a request whose thinking budget is over max_tokens: accepted because
+    # its anthropic-beta header turned interleaved thinking on (without it: A27).
+    (folder / "anthropic-messages").mkdir(parents=True)
+    (folder / "anthropic-messages" / "interleaved-live.yaml").write_text(
+        "ctxconf: {version: 1, recorded_against: live, date: '2026-12-06', model: "
+        "claude-sonnet-4-5, shape: anthropic-messages, dialect: null, scenario: interleaved, "
+        "content: full}\n"
+        "version: 1\n"
+        "interactions:\n"
+        "- request:\n"
+        "    method: POST\n"
+        "    uri: https://api.anthropic.com/v1/messages\n"
+        "    body: '" + json.dumps(_THINKING_OVER_MAX, separators=(",", ":")) + "'\n"
+        f"    headers: {{{headers}}}\n"
+        "  response:\n"
+        "    status: {code: 200, message: OK}\n"
+        "    headers: {content-type: [application/json]}\n"
+        '    body: {string: \'{"type":"message","role":"assistant","content":[]}\'}\n',
+        encoding="utf-8",
+    )
+    return CassetteLibrary(folder)
+
+
+_THINKING_OVER_MAX: dict[str, Any] = {
+    "max_tokens": 1024,
+    "messages": [{"role": "user", "content": "hi"}],
+    "model": "claude-sonnet-4-5",
+    "thinking": {"type": "enabled", "budget_tokens": 2048},
+}
+
+
+def test_a_recording_whose_request_named_a_beta_is_not_the_request_without_it(
+    tmp_path: Path,
+) -> None:
+    library = _live_anthropic_cassette(
+        tmp_path,
+        "anthropic-version: ['2023-06-01'], anthropic-beta: [" + _INTERLEAVED + "]",
+    )
+    body = copy.deepcopy(_THINKING_OVER_MAX)
+    # The same body without the header is another request: the recording says nothing about it
+    # (before, it was a recorded-live accept, "stale": "fix the rule catalog").
+    judged = judge_request(body, "anthropic-messages", library=library)
+    assert judged.verdict.provenance == "emulated"
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "A27")
+    assert not judged.stale
+    assert recorded_verdict(body, "anthropic-messages", library=library) is None
+    # With the same header it is the very request recorded.
+    same = judge_request(body, "anthropic-messages", library=library, betas=[_INTERLEAVED])
+    assert (same.verdict.provenance, same.verdict.verdict) == ("recorded-live", "accept")
+    assert not same.stale
+
+
+def test_a_recording_without_its_request_headers_is_not_known_to_be_the_same_request(
+    tmp_path: Path,
+) -> None:
+    # A recorder that dropped the anthropic-* headers: the betas sent are not known, so the
+    # recording answers for the structure only, and the validators' A27 on this request (no
+    # beta) is no contradiction of it (the recorded request may have named the beta).
+    library = _live_anthropic_cassette(tmp_path, "content-type: [application/json]")
+    body = copy.deepcopy(_THINKING_OVER_MAX)
+    assert not library.interactions[0].same_request(body)
+    looked_up = recorded_verdict(body, "anthropic-messages", library=library)
+    assert looked_up is not None
+    assert looked_up.provenance == "recorded-skeleton"
+    judged = judge_request(body, "anthropic-messages", library=library)
+    assert (judged.verdict.provenance, judged.verdict.rule) == ("emulated", "A27")
+    assert not judged.stale
+
+
+def test_a_skeleton_match_does_not_answer_for_a_value_the_skeleton_leaves_out() -> None:
+    # A negative temperature (R14, recorded) is a number like any other to the skeleton: the
+    # recorded accept of a request of the same structure is no answer for it, and the cassette
+    # is not stale (the validators still accept the recorded request).
+    library = load_library(CASSETTES)
+    item = next(
+        i
+        for i in library.interactions
+        if i.shape == "openai-responses"
+        and i.status == 200
+        and isinstance(i.request_body, dict)
+        and not i.interaction.is_token_count
+    )
+    body = {**copy.deepcopy(item.request_body), "temperature": -1}
+    judged = judge_request(body, "openai-responses", library=library)
+    assert judged.verdict.provenance == "emulated"
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "R14")
+    assert not judged.stale
+
+
+def test_a_live_skeleton_match_does_not_answer_for_a_knob_the_skeleton_ignores(
+    tmp_path: Path,
+) -> None:
+    # `stop` is left out of skeletons, but gpt-5 refuses it (C12, recorded): a live recording
+    # of gpt-5 without it is no evidence that the provider takes it, nor a reason to "fix the
+    # rule catalog".
+    source = (CASSETTES / "openai-chat" / "probe-text.yaml").read_text(encoding="utf-8")
+    live = source.replace("recorded_against: emulator:openai-default", "recorded_against: live")
+    live = live.replace('"model":"gpt-4o-mini"', '"model":"gpt-5"')
+    live = live.replace("http://emulator.invalid/", "https://api.openai.com/")
+    (tmp_path / "openai-chat").mkdir()
+    (tmp_path / "openai-chat" / "probe-text-live.yaml").write_text(live, encoding="utf-8")
+    library = CassetteLibrary(tmp_path)
+    item = library.interactions[0]
+    assert item.verdict().verdict == "accept"
+    body = {**copy.deepcopy(item.request_body), "stop": ["END"]}
+    judged = judge_request(body, "openai-chat", library=library)
+    assert judged.verdict.provenance == "emulated"
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "C12")
+    assert not judged.stale
+    # The same structure with a stop it takes still gets the recording, as a skeleton match.
+    assert (
+        judge_request(
+            copy.deepcopy(item.request_body), "openai-chat", library=library
+        ).verdict.provenance
+        == "recorded-live"
+    )

@@ -10,11 +10,12 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from types import ModuleType
 
 import pytest
-from paths import RECORDINGS, RECORDINGS_MORE
+from paths import DOCS, RECORDINGS, RECORDINGS_MORE
 from script_support import load_script
 
 from reference_impl.config import AssemblyConfig
@@ -145,3 +146,51 @@ def test_fitted_claude_tools_prompt_generalizes(all_rows) -> None:  # type: igno
     assert results[0].n_out >= 5
     assert results[0].out_of_sample_shipped is not None
     assert results[0].out_of_sample_shipped <= 0.10, results[0]
+
+
+def _notes() -> str:
+    return (DOCS / "design-notes.md").read_text(encoding="utf-8")
+
+
+def _as_table_cells(result) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
+    bench = _bench()
+    return (
+        str(result.n_out),
+        bench._pct(result.out_of_sample),
+        bench._tokens(result.out_of_sample_tokens),
+    )
+
+
+def test_the_out_of_sample_table_in_design_notes_is_what_make_calibrate_prints(all_rows) -> None:  # type: ignore[no-untyped-def]
+    # docs/design-notes.md says the table was measured with `make calibrate` on both folders:
+    # each row must be what the code gives now (a refit changes them: update the table).
+    _need_more()
+    results = _bench().split_half(all_rows)
+    rows = re.findall(
+        r"^  \| ([a-z-]+) / ([a-z]+) / (tools|no tools) \| (\d+) \| ([\d.]+%|-) \| (\d+|-) \| "
+        r"(\d+) \| ([\d.]+%|-) \| (\d+|-) \|",
+        _notes(),
+        flags=re.MULTILINE,
+    )
+    assert len(rows) >= 10, "the out-of-sample table was not found in docs/design-notes.md"
+    for shape, fam, tools, *cells in rows:
+        key = (shape, fam, tools == "tools")
+        pair = {r.fitted_on: r for r in results if r.group == key}
+        assert set(pair) == {0, 1}, key
+        assert (*_as_table_cells(pair[0]), *_as_table_cells(pair[1])) == tuple(cells), key
+
+
+def test_the_fits_design_notes_quotes_for_both_halves_are_the_fits(all_rows) -> None:  # type: ignore[no-untyped-def]
+    _need_more()
+    bench = _bench()
+    fits = {h: bench.fit_constants(all_rows, h) for h in (0, 1)}
+    quoted = re.search(
+        r"The two halves fit (\d+) and (\d+), and (\d+) and (\d+)\s+per call", _notes()
+    )
+    assert quoted is not None
+    assert tuple(int(v) for v in quoted.groups()) == (
+        fits[0]["claude.with_tools"],
+        fits[1]["claude.with_tools"],
+        fits[0]["claude.tool_call"],
+        fits[1]["claude.tool_call"],
+    )
