@@ -22,7 +22,13 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from conformance.baseline import Baseline, gate, read_baseline, write_baseline
+from conformance.baseline import (
+    Baseline,
+    compare_to_baseline,
+    print_diff,
+    read_baseline,
+    write_baseline,
+)
 from conformance.checks import REGISTRY
 from conformance.commands._io import describe_error, fail
 from conformance.commands._options import (
@@ -268,8 +274,13 @@ def _final_status(
     status = finished.exit_status
     if baseline is not None and finished.stopped is None:
         record = record_from_events(collected)
-        status = gate(record, baseline, console=Console(stderr=True), strict=strict)
-        finished = replace(finished, exit_status=status, gate="baseline")
+        diff = compare_to_baseline(record, baseline, strict=strict)
+        print_diff(diff, Console(stderr=True), strict=strict)
+        status = diff.exit_status
+        # The reports name what the baseline gate decided on (a pull-request comment that says
+        # "exit status 1" must say which cases regressed).
+        extra = {**finished.extra, "baseline": diff.summary()}
+        finished = replace(finished, exit_status=status, gate="baseline", extra=extra)
     collected[-1] = finished
     return status
 
