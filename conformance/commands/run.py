@@ -306,7 +306,17 @@ def _finish(
             click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
     elif output_format == "md":
         click.echo(render_markdown(record), nl=False)
-    if write_baseline_file is not None:
+    finished = collected[-1]
+    if write_baseline_file is not None and isinstance(finished, RunFinished) and finished.stopped:
+        # A baseline of the cases that ran would leave the others ungated for good: later runs
+        # list them as new cases, never as regressions.
+        click.echo(
+            f"baseline: NOT written to {write_baseline_file}: the run {finished.stopped} with "
+            f"{finished.not_run} case(s) not run, and a baseline of the {len(record.cases)} that "
+            "ran would leave the others ungated (re-run to completion to write it)",
+            err=True,
+        )
+    elif write_baseline_file is not None:
         try:
             write_baseline(record, write_baseline_file)
         except OSError as exc:

@@ -242,9 +242,9 @@ def test_a_baseline_of_another_ctxconf_version_is_noted() -> None:
     the baseline was written by another version, as it does for another plug-in or level."""
     before = replace(to_baseline([_case(0, "single-tool", "pass")]), ctxconf_version="0.0.9")
     now = replace(to_baseline([_case(0, "single-tool", "pass")]), ctxconf_version="0.2.0")
-    notes = compare_to_baseline(now, before).notes
-    assert notes == (
+    (note,) = compare_to_baseline(now, before).notes
+    assert note == (
         "the baseline was written by ctxconf 0.0.9, this run is ctxconf 0.2.0: its scenarios "
-        "and recorded verdicts may differ",
+        "and recorded verdicts may differ"
     )
     assert compare_to_baseline(now, replace(before, ctxconf_version="0.2.0")).notes == ()
