@@ -255,6 +255,9 @@ def test_observe_forwards_a_request_our_rules_reject(
     assert json.loads(interaction["response"]["body"]["string"]) == ours["error"]
     assert document["ctxconf"]["recorded_against"] == "emulator:openai-default"
     assert document["ctxconf"]["recorded_by"] == "ctxconf proxy --mode observe"
+    # The client sent it, not the proxy: the proxy's own SDK versions would be another's.
+    assert document["ctxconf"]["sdk"] == {}
+    assert interaction["request"]["headers"]["user-agent"]
 
 
 def test_observe_keeps_every_line_of_a_repeated_request_header(
