@@ -394,6 +394,8 @@ def test_an_unreachable_upstream_is_a_named_provider_shaped_502_in_both_sdks() -
         assert failure.status_code == 502
         assert failure.response.headers[PROXY_ERROR_HEADER] == "upstream_unreachable"
         assert failure.response.headers["x-ctxconf-provenance"] == "proxy"
+        # Every answer carries the note, the proxy's own failures too.
+        assert failure.response.headers[PROXY_HEADER] == "failed; error=upstream_unreachable"
         assert "ctxconf proxy: upstream_unreachable: upstream http://127.0.0.1:" in str(
             failure.message
         )
