@@ -171,7 +171,9 @@ def _write(path: Path, text: str) -> None:
     "Gate on this baseline: exit 1 only on regressions (passed there, fail now).",
 )
 @file_option(
-    "--write-baseline", "write_baseline_file", "Write this run's case statuses as a baseline file."
+    "--write-baseline",
+    "write_baseline_file",
+    "Write this run's case statuses as a baseline file (not when the run stops early).",
 )
 @timeout_option("case", note=" (its worker is killed)")
 @click.option(
