@@ -13,7 +13,9 @@ The runner loads the library once per run (:func:`load_library`, cached by root 
 files' ``mtime``/size, so a re-recorded folder is read again) and asks :func:`judge_request` for
 every assembled request: a dictionary lookup by skeleton digest, then the validators, so that a
 recorded verdict that the validators contradict is reported as a **stale cassette** instead of
-one of them being silently preferred.
+one of them being silently preferred. An emulator recording of another body of the same skeleton
+is the exception: the validators judged that body by the same rules, so where they judge this one
+otherwise its content differs in what a rule reads, and theirs is the verdict (``emulated``).
 
 >>> recorded_verdict({"model": "gpt-4o", "messages": []}, "openai-chat", root=Path("/nonexistent"))
 """
