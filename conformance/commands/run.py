@@ -313,9 +313,10 @@ def _finish(
         # A baseline of the cases that ran would leave the others ungated for good: later runs
         # list them as new cases, never as regressions.
         click.echo(
-            f"baseline: NOT written to {write_baseline_file}: the run {finished.stopped} with "
-            f"{finished.not_run} case(s) not run, and a baseline of the {len(record.cases)} that "
-            "ran would leave the others ungated (re-run to completion to write it)",
+            f"baseline: NOT written to {write_baseline_file}: the run ended early "
+            f"({finished.stopped}), {finished.not_run} case(s) not run, and a baseline of the "
+            f"{len(record.cases)} that ran would leave the others ungated (re-run to completion "
+            "to write it)",
             err=True,
         )
     elif write_baseline_file is not None:
