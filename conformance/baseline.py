@@ -71,6 +71,13 @@ class BaselineCase:
     failed: tuple[str, ...] = ()
     """Ids of the checks that failed or errored (empty for a pass or a plug-in error)."""
 
+    def gate_status(self, gate: tuple[str, ...] = GATE_LEVELS) -> str:
+        """``pass``, ``fail`` or ``error`` at the gate: a case that failed only checks of a
+        level the gate does not count is a ``pass`` there (:meth:`passes`)."""
+        if self.status == "error":
+            return "error"
+        return "pass" if self.passes(gate) else "fail"
+
     def passes(self, gate: tuple[str, ...] = GATE_LEVELS) -> bool:
         """Whether the case passes the gate: no error, and no failed check at a gated level
         (each check's level is the registry's; a check the registry no longer knows counts as
@@ -124,6 +131,11 @@ class CaseChange:
     after: str | None
     failed: tuple[str, ...] = ()
     """Checks failing now (for regressions and still-failing cases)."""
+    before_gate: str | None = None
+    """``pass``, ``fail`` or ``error`` at the comparison's gate in the baseline (``before`` is
+    the case's status over every level: a ``should`` failure makes it ``fail``)."""
+    after_gate: str | None = None
+    """``pass``, ``fail`` or ``error`` at the comparison's gate in this run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +159,19 @@ class BaselineDiff:
     def exit_status(self) -> int:
         """1 when a case regressed, else 0 (what ``ctxconf run --baseline`` exits with)."""
         return 0 if self.ok else 1
+
+    def summary(self) -> dict[str, Any]:
+        """The comparison as the run's footer stores it under ``baseline`` (the regressions and
+        new passes by case key, the other buckets counted), for the reports to show."""
+        return {
+            "regressions": [c.key for c in self.regressions],
+            "new_passes": [c.key for c in self.new_passes],
+            "still_failing": len(self.still_failing),
+            "unchanged_passes": self.unchanged_passes,
+            "new_cases": len(self.new_cases),
+            "removed_cases": len(self.removed_cases),
+            "notes": list(self.notes),
+        }
 
 
 # ---------------------------------------------------------------------------------- building
@@ -268,7 +293,14 @@ def compare_to_baseline(
     for key in sorted(now.cases):
         case = now.cases[key]
         old = before.cases.get(key)
-        change = CaseChange(key, old.status if old else None, case.status, case.failed)
+        change = CaseChange(
+            key,
+            old.status if old else None,
+            case.status,
+            case.failed,
+            old.gate_status(levels) if old else None,
+            case.gate_status(levels),
+        )
         if old is None:
             new_cases.append(change)
         elif old.passes(levels) and not case.passes(levels):
@@ -280,7 +312,7 @@ def compare_to_baseline(
         else:
             unchanged += 1
     removed = tuple(
-        CaseChange(key, before.cases[key].status, None)
+        CaseChange(key, before.cases[key].status, None, (), before.cases[key].gate_status(levels))
         for key in sorted(set(before.cases) - set(now.cases))
     )
     notes = []
@@ -290,6 +322,15 @@ def compare_to_baseline(
         )
     if before.level and now.level and before.level != now.level:
         notes.append(f"the baseline ran up to level {before.level!r}, this run up to {now.level!r}")
+    if (
+        before.ctxconf_version
+        and now.ctxconf_version
+        and before.ctxconf_version != now.ctxconf_version
+    ):
+        notes.append(
+            f"the baseline was written by ctxconf {before.ctxconf_version}, this run is ctxconf "
+            f"{now.ctxconf_version}: its scenarios and recorded verdicts may differ"
+        )
     return BaselineDiff(
         tuple(regressions),
         tuple(new_passes),
@@ -306,37 +347,58 @@ def compare_to_baseline(
 _SHOWN: Final = 30
 
 
-def _table(title: str, changes: tuple[CaseChange, ...], style: str) -> Table:
+def _checks(failed: tuple[str, ...]) -> str:
+    """Failing checks with their levels (the registry's), so that a reader sees which of them
+    the gate counts: ``provider_valid (must), whole_rings (should)``."""
+    return ", ".join(f"{c} ({REGISTRY[c].level if c in REGISTRY else 'must'})" for c in failed)
+
+
+def _table(title: str, changes: tuple[CaseChange, ...], style: str, gate_name: str) -> Table:
     table = Table(title=f"{title} ({len(changes)})", title_style=style, title_justify="left")
     table.add_column("case", overflow="fold")
-    table.add_column("before")
-    table.add_column("now")
-    table.add_column("failing checks", overflow="fold")
+    table.add_column(f"before ({gate_name})")
+    table.add_column(f"now ({gate_name})")
+    table.add_column("failing checks now", overflow="fold")
     for change in changes[:_SHOWN]:
         table.add_row(
-            escape(change.key), change.before or "-", change.after or "-", ", ".join(change.failed)
+            escape(change.key),
+            change.before_gate or change.before or "-",
+            change.after_gate or change.after or "-",
+            _checks(change.failed),
         )
     if len(changes) > _SHOWN:
         table.add_row(f"... and {len(changes) - _SHOWN} more", "", "", "")
     return table
 
 
-def print_diff(diff: BaselineDiff, console: Console) -> None:
-    """The comparison as rich tables: regressions first, then new passes, new and removed cases."""
+def print_diff(diff: BaselineDiff, console: Console, *, strict: bool = False) -> None:
+    """The comparison as rich tables: regressions first, then new passes, new and removed cases.
+    The before and now columns are each case's status at the gate (``must``, or ``must+should``
+    when ``strict``), the one the comparison judges by."""
+    name = "must+should" if strict else "must"
     for note in diff.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     if diff.regressions:
         console.print(
-            _table("regressions: passed in the baseline, fail now", diff.regressions, "bold red")
+            _table(
+                "regressions: passed in the baseline, fail now", diff.regressions, "bold red", name
+            )
         )
     if diff.new_passes:
         console.print(
-            _table("new passes: update the baseline to lock them in", diff.new_passes, "bold green")
+            _table(
+                "new passes: update the baseline to lock them in",
+                diff.new_passes,
+                "bold green",
+                name,
+            )
         )
     if diff.new_cases:
-        console.print(_table("new cases (not in the baseline)", diff.new_cases, "cyan"))
+        console.print(_table("new cases (not in the baseline)", diff.new_cases, "cyan", name))
     if diff.removed_cases:
-        console.print(_table("removed cases (only in the baseline)", diff.removed_cases, "dim"))
+        console.print(
+            _table("removed cases (only in the baseline)", diff.removed_cases, "dim", name)
+        )
     verdict = "[bold red]FAIL[/]" if diff.regressions else "[bold green]OK[/]"
     console.print(
         f"baseline: {verdict} {len(diff.regressions)} regression(s), {len(diff.new_passes)} new "
@@ -358,5 +420,5 @@ def gate(
     any regression. Raises :class:`BaselineError` for an unreadable baseline file.
     """
     diff = compare_to_baseline(results, baseline, strict=strict)
-    print_diff(diff, console or Console(stderr=True))
+    print_diff(diff, console or Console(stderr=True), strict=strict)
     return diff.exit_status

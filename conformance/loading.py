@@ -272,6 +272,14 @@ def _import_attr(spec: str) -> object:
 
 def _from_entry_point(name: str) -> object:
     found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if name not in found and (name.endswith(".py") or "/" in name or "\\" in name):
+        # A file path without ``:attr`` is no entry-point name either: say what to type.
+        dotted = name.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
+        raise PluginLoadError(
+            f"{name!r} is a file path; --impl takes a module's dotted name and the function or "
+            f"class in it, with its folder on PYTHONPATH: for example PYTHONPATH=. ctxconf run "
+            f"--impl {dotted}:assemble"
+        )
     if name not in found:
         known = sorted({"reference", *found})
         close = difflib.get_close_matches(name, known, n=3)

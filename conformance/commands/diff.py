@@ -271,6 +271,29 @@ def _read_folder(path: Path) -> tuple[dict[str, Observation], list[Case]]:
     return side
 
 
+def _nothing_paired(old: Mapping[str, Observation], new: Mapping[str, Observation]) -> str:
+    """Why a diff compared no request, and what to do: sides pair by skeleton and place, and a
+    skeleton holds the model family, so two recordings made for different models pair nothing."""
+    if not old or not new:
+        empty = [name for name, side in (("OLD", old), ("NEW", new)) if not side]
+        verb = "hold" if len(empty) == 2 else "holds"
+        return (
+            f"nothing compared: {' and '.join(empty)} {verb} no request of the shapes compared "
+            "(--shape)"
+        )
+    placed = {o.case for o in old.values()} & {o.case for o in new.values()}
+    why = (
+        f"{len(placed)} request(s) recorded at the same place have another skeleton on each side "
+        "(a skeleton holds the model family: record both sides for the same --model)"
+        if placed
+        else "the sides hold different cassettes (record the same scenarios and probes)"
+    )
+    return (
+        f"nothing compared: no request of OLD ({len(old)}) pairs with one of NEW ({len(new)}) "
+        f"by skeleton and place; {why}; an upgrade check that compares nothing would pass"
+    )
+
+
 def _table(drifts: Sequence[Drift], old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     paired = set(old) & set(new)
     skeletons = len({old[k].digest for k in paired})
@@ -322,3 +345,7 @@ def command(
         click.echo(_table(drifts, left, right))
     if drifts:
         raise SystemExit(EXIT_FINDING)
+    if not set(left) & set(right):
+        # "0 drift(s)" over no pair would pass a scheduled upgrade check that compared nothing,
+        # as an empty side would (refused above).
+        fail(_nothing_paired(left, right))

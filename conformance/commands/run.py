@@ -22,7 +22,13 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from conformance.baseline import Baseline, gate, read_baseline, write_baseline
+from conformance.baseline import (
+    Baseline,
+    compare_to_baseline,
+    print_diff,
+    read_baseline,
+    write_baseline,
+)
 from conformance.checks import REGISTRY
 from conformance.commands._io import describe_error, fail
 from conformance.commands._options import (
@@ -165,7 +171,9 @@ def _write(path: Path, text: str) -> None:
     "Gate on this baseline: exit 1 only on regressions (passed there, fail now).",
 )
 @file_option(
-    "--write-baseline", "write_baseline_file", "Write this run's case statuses as a baseline file."
+    "--write-baseline",
+    "write_baseline_file",
+    "Write this run's case statuses as a baseline file (not when the run stops early).",
 )
 @timeout_option("case", note=" (its worker is killed)")
 @click.option(
@@ -268,8 +276,13 @@ def _final_status(
     status = finished.exit_status
     if baseline is not None and finished.stopped is None:
         record = record_from_events(collected)
-        status = gate(record, baseline, console=Console(stderr=True), strict=strict)
-        finished = replace(finished, exit_status=status, gate="baseline")
+        diff = compare_to_baseline(record, baseline, strict=strict)
+        print_diff(diff, Console(stderr=True), strict=strict)
+        status = diff.exit_status
+        # The reports name what the baseline gate decided on (a pull-request comment that says
+        # "exit status 1" must say which cases regressed).
+        extra = {**finished.extra, "baseline": diff.summary()}
+        finished = replace(finished, exit_status=status, gate="baseline", extra=extra)
     collected[-1] = finished
     return status
 
@@ -295,7 +308,18 @@ def _finish(
             click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
     elif output_format == "md":
         click.echo(render_markdown(record), nl=False)
-    if write_baseline_file is not None:
+    finished = collected[-1]
+    if write_baseline_file is not None and isinstance(finished, RunFinished) and finished.stopped:
+        # A baseline of the cases that ran would leave the others ungated for good: later runs
+        # list them as new cases, never as regressions.
+        click.echo(
+            f"baseline: NOT written to {write_baseline_file}: the run ended early "
+            f"({finished.stopped}), {finished.not_run} case(s) not run, and a baseline of the "
+            f"{len(record.cases)} that ran would leave the others ungated (re-run to completion "
+            "to write it)",
+            err=True,
+        )
+    elif write_baseline_file is not None:
         try:
             write_baseline(record, write_baseline_file)
         except OSError as exc:

@@ -255,7 +255,12 @@ def _proxy_error(shape: str | None, status: int, name: str, message: str) -> Res
     if name == "request_too_large" and shape == "anthropic-messages":
         kind = name
     body, extra = error_envelope(shape, status, f"ctxconf proxy: {name}: {message}", kind=kind)
-    headers = {**extra, PROVENANCE_HEADER: "proxy", PROXY_ERROR_HEADER: name}
+    headers = {
+        **extra,
+        PROVENANCE_HEADER: "proxy",
+        PROXY_ERROR_HEADER: name,
+        PROXY_HEADER: f"failed; error={name}",  # every answer says what the proxy did
+    }
     return JSONResponse(body, status_code=status, headers=headers)
 
 

@@ -228,6 +228,9 @@ class ObserveRecorder:
             model=record.model or "unknown",
             scenario=_SCENARIO,
             dialect=verdict.dialect,
+            # The client sent the request, not this process: its libraries' versions are not
+            # the request's (the client's user agent is kept in the request headers).
+            sdk={},
         ).to_dict()
         metadata["recorded_by"] = RECORDED_BY
         interaction = {"request": stored, "response": answer, VERDICT_KEY: ours}

@@ -22,7 +22,9 @@ from conformance.events import CaseResult
 from conformance.reporting.html_case import SweepPoint, case_body
 from conformance.reporting.matrix import (
     Cell,
+    baseline_section,
     failing_cases,
+    gate_text,
     matrix_rows,
     problem_lines,
     provenance_summary,
@@ -186,6 +188,26 @@ def _cell(shape: str, cell: Cell) -> str:
     return f'<td data-col="{escape(shape)}" class="{cell.status or "na"}">{text}</td>'
 
 
+def _baseline_block(record: RunRecord, shown: int = 50) -> str:
+    """The baseline comparison (``ctxconf run --baseline``): the cases that regressed and those
+    that newly pass, each linked to its place in the page when it is a problem case."""
+    section = baseline_section(record.footer)
+    if section is None:
+        return ""
+    parts = [f"<h2>Baseline</h2>\n<p>{escape(section.headline)}.</p>"]
+    parts += [f"<p>note: {escape(note)}</p>" for note in section.notes]
+    for title, keys in (
+        ("Regressions (passed the gate in the baseline, fail now)", section.regressions),
+        ("New passes (re-write the baseline to lock them in)", section.new_passes),
+    ):
+        if not keys:
+            continue
+        items = "".join(f"<li><code>{escape(key)}</code></li>" for key in keys[:shown])
+        more = f"<li>... and {len(keys) - shown} more</li>" if len(keys) > shown else ""
+        parts.append(f"<p>{escape(title)}:</p><ul>{items}{more}</ul>")
+    return "\n".join(parts)
+
+
 def render_html(record: RunRecord) -> str:
     """The run as one self-contained HTML page (inline CSS and JS, no external assets)."""
     shapes = list(record.shapes)
@@ -213,11 +235,12 @@ def render_html(record: RunRecord) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>ctxconf conformance: {plugin}</title>
 <style>{_CSS}</style></head><body>
 <h1>ctxconf conformance: <code>{plugin}</code></h1>
-<p>{plural(len(record.cases), "case")} over {plural(len(shapes), "shape")}; exit status {record.exit_status}.
+<p>{plural(len(record.cases), "case")} over {plural(len(shapes), "shape")}; exit status {record.exit_status}{escape(gate_text(record.footer))}.
 Started {escape(str(record.header.get("started", "?")))}, ctxconf {escape(str(record.header.get("ctxconf_version", "?")))}, plug-in protocol {escape(str(record.header.get("protocol_version", "?")))}.</p>
 <table><tr><th>level</th><th>pass</th><th>fail</th><th>error</th><th>result</th></tr>{total_rows}</table>
 <p>{escape(provenance_summary(record.cases).capitalize())}.</p>
 {_stale_block(record)}
+{_baseline_block(record)}
 <div class="filters">{_select("level", "level", list(LEVELS))}{_select("shape", "shape", shapes)}{_select("status", "status", ["pass", "fail", "error"])}</div>
 <h2>Matrix</h2>
 <table><tr><th>level</th><th>scenario</th>{head}</tr>{"".join(rows)}</table>

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from conformance.reporting.matrix import (
+    baseline_section,
     failing_cases,
+    gate_text,
     matrix_rows,
     problem_lines,
     provenance_summary,
@@ -22,8 +24,28 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _gate(gate: object) -> str:
-    return f" (gate: {gate})" if isinstance(gate, str) and gate else ""
+def _baseline(record: RunRecord, shown: int) -> list[str]:
+    """The baseline comparison (``ctxconf run --baseline``): which cases regressed, which
+    newly pass, so that the comment says what the exit status was decided on."""
+    section = baseline_section(record.footer)
+    if section is None:
+        return []
+    out = [f"**{_cell(section.headline[0].upper() + section.headline[1:])}.**", ""]
+    out += [f"> note: {_cell(note)}" for note in section.notes]
+    if section.notes:
+        out.append("")
+    for title, keys in (
+        ("Regressions (passed the gate in the baseline, fail now)", section.regressions),
+        ("New passes (re-write the baseline to lock them in)", section.new_passes),
+    ):
+        if not keys:
+            continue
+        out.append(f"{title}:")
+        out += [f"- `{key}`" for key in keys[:shown]]
+        if len(keys) > shown:
+            out.append(f"- ... and {len(keys) - shown} more (see `run.jsonl`)")
+        out.append("")
+    return out
 
 
 def _stopped(record: RunRecord) -> list[str]:
@@ -43,10 +65,11 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
         "",
         (
             f"{plural(len(record.cases), 'case')} over {plural(len(record.shapes), 'shape')}; exit status "
-            f"{record.exit_status}{_gate(record.footer.get('gate'))}."
+            f"{record.exit_status}{gate_text(record.footer)}."
         ),
         "",
         *_stopped(record),
+        *_baseline(record, max_problems),
         "| level | pass | fail | error | result |",
         "|---|---:|---:|---:|---|",
     ]

@@ -11,9 +11,12 @@ from conformance.traffic.verdicts import RERECORD_COMMAND
 
 __all__ = [
     "PROVENANCES",
+    "BaselineSection",
     "Cell",
     "Row",
+    "baseline_section",
     "failing_cases",
+    "gate_text",
     "matrix_rows",
     "problem_lines",
     "provenance_counts",
@@ -159,3 +162,46 @@ def stale_warning(cases: Sequence[CaseResult]) -> str | None:
         f"WARNING: {len(stale)} case(s) hit a stale cassette (the recorded verdict and the "
         f"validators disagree): {shown}; re-record with `{RERECORD_COMMAND}`"
     )
+
+
+def gate_text(footer: Mapping[str, Any]) -> str:
+    """`` (gate: baseline)`` after an exit status: what decided it (empty for an old footer)."""
+    gate = footer.get("gate")
+    return f" (gate: {gate})" if isinstance(gate, str) and gate else ""
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineSection:
+    """What a run's footer says of its baseline comparison, for the human-readable reports."""
+
+    headline: str
+    """``baseline: 3 regression(s), 1 new pass(es), 40 still failing, 47 unchanged pass(es),
+    0 new, 0 removed case(s)``."""
+    regressions: tuple[str, ...]
+    new_passes: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def baseline_section(footer: Mapping[str, Any]) -> BaselineSection | None:
+    """The baseline comparison stored in the footer by ``ctxconf run --baseline``, or ``None``
+    for a run without one."""
+    data = footer.get("baseline")
+    if not isinstance(data, Mapping):
+        return None
+
+    def keys(name: str) -> tuple[str, ...]:
+        value = data.get(name)
+        return tuple(str(k) for k in value) if isinstance(value, list) else ()
+
+    def count(name: str) -> int:
+        value = data.get(name)
+        return value if isinstance(value, int) else 0
+
+    regressions, new_passes = keys("regressions"), keys("new_passes")
+    headline = (
+        f"baseline: {'FAIL' if regressions else 'OK'}, {len(regressions)} regression(s), "
+        f"{len(new_passes)} new pass(es), {count('still_failing')} still failing, "
+        f"{count('unchanged_passes')} unchanged pass(es), {count('new_cases')} new, "
+        f"{count('removed_cases')} removed case(s)"
+    )
+    return BaselineSection(headline, regressions, new_passes, keys("notes"))

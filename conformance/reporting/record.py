@@ -154,6 +154,18 @@ def record_from_events(events: Iterable[Event]) -> RunRecord:
     return RunRecord(header, tuple(cases), footer)
 
 
+def _what_it_is(text: str) -> str:
+    """``; it is a ctxconf.baseline file, not a run report`` when the whole text is one JSON
+    document (a baseline, a pretty-printed body): its first line alone is no JSON."""
+    try:
+        whole = loads_json(text)
+    except (json.JSONDecodeError, RecursionError):
+        return ""
+    kind = whole.get("format") if isinstance(whole, dict) else None
+    named = f"a {kind} file" if isinstance(kind, str) and kind else "one JSON document"
+    return f"; it is {named}, not a run report (reports/run.jsonl, one JSON object a line)"
+
+
 def _lines(path: Path) -> Iterator[tuple[int, Any]]:
     try:
         text = read_input_text(path)
@@ -169,7 +181,9 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         try:
             yield number, loads_json(raw)
         except json.JSONDecodeError as exc:
-            raise ReportFileError(f"not JSON ({exc.msg})", where=f"{path}:{number}") from None
+            raise ReportFileError(
+                f"not JSON lines ({exc.msg}){_what_it_is(text)}", where=f"{path}:{number}"
+            ) from None
         except RecursionError:
             raise ReportFileError("JSON nested too deeply", where=f"{path}:{number}") from None
 

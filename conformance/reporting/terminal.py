@@ -10,6 +10,7 @@ from rich.text import Text
 
 from conformance.reporting.matrix import (
     failing_cases,
+    gate_text,
     matrix_rows,
     problem_lines,
     provenance_summary,
@@ -74,6 +75,8 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         f"{plural(len(record.cases), 'case')}, {footer.get('statuses', {}).get('pass', 0):,} passed"
         f" in {footer.get('seconds', 0)}s; exit status {record.exit_status}"
     )
+    if not footer.get("stopped"):  # a stopped run's reason, below, is what decided it
+        summary += gate_text(footer)
     if footer.get("stopped"):
         # Only the first word shouts: the reason quotes options (--max-seconds) as they are typed.
         first, _, rest = str(footer["stopped"]).partition(" ")

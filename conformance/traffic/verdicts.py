@@ -13,7 +13,10 @@ The runner loads the library once per run (:func:`load_library`, cached by root 
 files' ``mtime``/size, so a re-recorded folder is read again) and asks :func:`judge_request` for
 every assembled request: a dictionary lookup by skeleton digest, then the validators, so that a
 recorded verdict that the validators contradict is reported as a **stale cassette** instead of
-one of them being silently preferred.
+one of them being silently preferred. A recording of another body of the same skeleton is the
+exception when the validators still give its own request its recorded answer: the two bodies differ
+in what a rule reads (a whitespace-only text, a negative temperature, ``stop`` on a reasoning
+model), the recording says nothing of this one, and the validators' is the verdict (``emulated``).
 
 >>> recorded_verdict({"model": "gpt-4o", "messages": []}, "openai-chat", root=Path("/nonexistent"))
 """

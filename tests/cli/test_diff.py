@@ -144,3 +144,41 @@ def test_bad_sides_are_one_line_errors(tmp_path: Path) -> None:
     code, output = _run("profile:nope", "profile:anthropic-current")
     assert code == 2
     assert "nope" in output
+
+
+def test_two_folders_that_pair_no_request_are_an_error_not_a_pass(tmp_path: Path) -> None:
+    """A scheduled upgrade check must not pass on "0 drift(s)" when it compared nothing: the
+    same cassette recorded for another model family pairs no request (the skeleton holds the
+    family), nor do folders of other cassettes, nor a --shape neither side holds."""
+    old = tmp_path / "old"
+    shutil.copytree(CASSETTES / "openai-chat", old / "openai-chat")
+    new = tmp_path / "new"
+    shutil.copytree(old, new)
+    for path in (new / "openai-chat").glob("*.yaml"):
+        document = yaml.safe_load(path.read_text())
+        for item in document["interactions"]:
+            request = item["request"]
+            body = request["body"]
+            text = body["string"] if isinstance(body, dict) else body
+            data = json.loads(text)
+            data["model"] = "gpt-5"
+            text = json.dumps(data)
+            if isinstance(body, dict):
+                body["string"] = text
+            else:
+                request["body"] = text
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+    code, output = _run(str(old), str(new))
+    assert code == 2, output
+    assert "nothing compared" in output
+    assert "model family" in output
+    other = tmp_path / "other"
+    shutil.copytree(CASSETTES / "anthropic-messages", other / "anthropic-messages")
+    code, output = _run(str(old), str(other))
+    assert code == 2, output
+    assert "different cassettes" in output
+    code, output = _run(str(old), str(old), "--shape", "gemini")
+    assert code == 2, output
+    assert "OLD and NEW hold no request" in output
+    code, output = _run(str(old), str(old))
+    assert code == 0, output

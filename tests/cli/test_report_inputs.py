@@ -85,3 +85,18 @@ def test_uncreatable_baseline_folder_is_refused_before_the_run(tmp_path: Path) -
     blocker.write_text("x", "utf-8")
     args = ["run", "--scenarios", "single-tool", "--no-reports"]
     _assert_named([*args, "--write-baseline", str(blocker / "b.json")], str(blocker))
+
+
+def test_a_baseline_given_as_a_run_report_is_named_as_one(tmp_path: Path) -> None:
+    """A pretty-printed JSON file (the committed baseline) is JSON: its error says what it is
+    rather than that it is not JSON."""
+    baseline = tmp_path / "conformance.json"
+    code, _, err = invoke(
+        ["run", "--scenarios", "single-tool", "--no-reports", "--write-baseline", str(baseline)]
+    )
+    assert code == 0, err
+    _assert_named(
+        ["report", str(baseline)],
+        f"{baseline}:1",
+        "it is a ctxconf.baseline file, not a run report (reports/run.jsonl",
+    )

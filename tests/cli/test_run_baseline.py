@@ -57,3 +57,64 @@ def test_an_unreadable_baseline_is_a_one_line_error(tmp_path: Path) -> None:
     status, stderr = _run("--baseline", str(bad))
     assert status == 2
     assert str(bad) in stderr or "bad.json" in stderr
+
+
+def test_the_reports_name_the_regressions_the_gate_decided_on(
+    reference_baseline: Path, tmp_path: Path
+) -> None:
+    """report.md is the pull-request comment: with a baseline it says which cases regressed,
+    and the terminal summary, the Markdown and the HTML name the gate with the exit status."""
+    reports = tmp_path / "reports"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--shapes",
+            "openai-chat",
+            "--scenarios",
+            SCENARIOS,
+            "--impl",
+            "fakes:OrphanResult",
+            "--baseline",
+            str(reference_baseline),
+            "--report-dir",
+            str(reports),
+        ],
+    )
+    assert result.exit_code == 1
+    assert "exit status 1 (gate: baseline)" in result.stdout
+    footer = json.loads((reports / "run.jsonl").read_text().splitlines()[-1])
+    regressed = footer["baseline"]["regressions"]
+    assert regressed
+    assert footer["gate"] == "baseline"
+    markdown = (reports / "report.md").read_text()
+    assert "exit status 1 (gate: baseline)" in markdown
+    assert "Regressions (passed the gate in the baseline, fail now):" in markdown
+    assert all(f"- `{key}`" in markdown for key in regressed)
+    html = (reports / "report.html").read_text()
+    assert "exit status 1 (gate: baseline)" in html
+    assert "<h2>Baseline</h2>" in html
+
+
+def test_a_run_stopped_early_writes_no_baseline(tmp_path: Path) -> None:
+    """A baseline of the cases a stopped run got to would leave the others ungated: later runs
+    would list them as new cases, never as regressions. It is not written, and says why."""
+    path = tmp_path / "baseline.json"
+    path.write_text("kept as it was\n")
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--shapes",
+            "openai-chat",
+            "--max-seconds",
+            "0.01",
+            "--no-reports",
+            "--write-baseline",
+            str(path),
+        ],
+    )
+    assert result.exit_code == 1
+    assert "case(s) not" in result.stdout
+    assert f"baseline: NOT written to {path}" in result.stderr
+    assert path.read_text() == "kept as it was\n"

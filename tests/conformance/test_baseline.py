@@ -209,3 +209,42 @@ def test_a_new_should_failure_regresses_only_at_the_strict_gate() -> None:
     # Fixing a should-only failure is a new pass only where it was gated.
     assert compare_to_baseline(before, to_baseline(now)).new_passes == ()
     assert len(compare_to_baseline(before, to_baseline(now), strict=True).new_passes) == 1
+
+
+def test_the_tables_show_each_case_at_the_gate_not_its_status_over_every_level() -> None:
+    """A case that failed a should check passes the must gate: the regression it became is
+    shown as pass -> fail (not fail -> fail), and its failing checks name their levels."""
+    before = [_should_failure(0, "single-tool")]
+    now = [
+        replace(
+            _should_failure(0, "single-tool"),
+            checks=(
+                CheckResult("provider_valid", "must", "fail", "rejected", "messages[1]"),
+                CheckResult("system_kept", "should", "fail", "system text lost", "messages[0]"),
+            ),
+        )
+    ]
+    diff = compare_to_baseline(now, to_baseline(before))
+    (change,) = diff.regressions
+    assert (change.before, change.after) == ("fail", "fail")  # over every level
+    assert (change.before_gate, change.after_gate) == ("pass", "fail")  # at the must gate
+    stream = io.StringIO()
+    status = gate(now, to_baseline(before), console=Console(file=stream, width=200))
+    assert status == 1
+    row = next(line for line in stream.getvalue().splitlines() if "single-tool" in line)
+    assert row.split("│")[2:4] == [" pass          ", " fail       "]
+    assert "provider_valid (must), system_kept (should)" in row
+    assert "before (must)" in stream.getvalue()
+
+
+def test_a_baseline_of_another_ctxconf_version_is_noted() -> None:
+    """New scenarios and re-recorded verdicts come with a release: the comparison says when
+    the baseline was written by another version, as it does for another plug-in or level."""
+    before = replace(to_baseline([_case(0, "single-tool", "pass")]), ctxconf_version="0.0.9")
+    now = replace(to_baseline([_case(0, "single-tool", "pass")]), ctxconf_version="0.2.0")
+    (note,) = compare_to_baseline(now, before).notes
+    assert note == (
+        "the baseline was written by ctxconf 0.0.9, this run is ctxconf 0.2.0: its scenarios "
+        "and recorded verdicts may differ"
+    )
+    assert compare_to_baseline(now, replace(before, ctxconf_version="0.2.0")).notes == ()

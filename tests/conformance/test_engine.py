@@ -67,6 +67,8 @@ def test_plain_function_is_wrapped_for_the_named_shape() -> None:
         ("nosuchname", "ctxconf.assemblers"),
         ("fakes:", "module:attr"),
         ("mypkg/ctx.py:trim", "is a file path.*--impl mypkg.ctx:trim"),
+        ("mypkg/ctx.py", "is a file path.*--impl mypkg.ctx:assemble"),  # no :attr either
+        ("mypkg/ctx", "is a file path.*--impl mypkg.ctx:assemble"),
     ],
 )
 def test_loading_errors_say_what_to_type(spec: str, message: str) -> None:

@@ -255,6 +255,9 @@ def test_observe_forwards_a_request_our_rules_reject(
     assert json.loads(interaction["response"]["body"]["string"]) == ours["error"]
     assert document["ctxconf"]["recorded_against"] == "emulator:openai-default"
     assert document["ctxconf"]["recorded_by"] == "ctxconf proxy --mode observe"
+    # The client sent it, not the proxy: the proxy's own SDK versions would be another's.
+    assert document["ctxconf"]["sdk"] == {}
+    assert interaction["request"]["headers"]["user-agent"]
 
 
 def test_observe_keeps_every_line_of_a_repeated_request_header(
@@ -391,6 +394,8 @@ def test_an_unreachable_upstream_is_a_named_provider_shaped_502_in_both_sdks() -
         assert failure.status_code == 502
         assert failure.response.headers[PROXY_ERROR_HEADER] == "upstream_unreachable"
         assert failure.response.headers["x-ctxconf-provenance"] == "proxy"
+        # Every answer carries the note, the proxy's own failures too.
+        assert failure.response.headers[PROXY_HEADER] == "failed; error=upstream_unreachable"
         assert "ctxconf proxy: upstream_unreachable: upstream http://127.0.0.1:" in str(
             failure.message
         )

@@ -294,3 +294,40 @@ def test_validators_agree_with_a_fresh_recording(tmp_path: Path) -> None:
     body = doctored[0].request_body
     assert isinstance(body, dict)
     assert validate_request(body, SHAPE).accepted
+
+
+def test_a_skeleton_match_the_validators_contradict_is_not_a_stale_cassette() -> None:
+    """An emulator recording of another body of the same structure does not answer for this
+    one when the validators read its content otherwise (A20: a whitespace-only text). The
+    verdict is the validators' own (emulated), not the neighbour's accept labelled
+    recorded-skeleton, and no cassette is called stale (re-recording would change nothing)."""
+    shape = "anthropic-messages"
+    library = load_library(CASSETTES)
+    item = next(
+        i
+        for i in library.interactions
+        if i.metadata.scenario == SCENARIO and i.shape == shape and i.status == 200
+    )
+    body = json.loads(json.dumps(item.request_body))
+    user = [m for m in body["messages"] if m["role"] == "user"][-1]
+    blocks = user["content"] if isinstance(user["content"], list) else None
+    if blocks is None:
+        user["content"] = " "
+    else:
+        for block in blocks:
+            if block.get("type") == "text":
+                block["text"] = " "
+    judged = judge_request(body, shape, library=library)
+    assert not judged.stale
+    assert judged.cassette is None
+    assert (judged.verdict.verdict, judged.verdict.rule) == ("reject", "A20")
+    assert judged.verdict.provenance == "emulated"
+    # The same structure with a text the rule accepts is still the recording's answer.
+    for block in blocks or []:
+        if block.get("type") == "text":
+            block["text"] = "another question"
+    if blocks is None:
+        user["content"] = "another question"
+    agreeing = judge_request(body, shape, library=library)
+    assert agreeing.verdict.provenance == "recorded-skeleton"
+    assert not agreeing.stale
