@@ -1547,7 +1547,10 @@ def _latest_user(session: Transcript) -> int | None:
 
 def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -> int | None:
     """A message whose tool calls (names, and arguments as JSON values; else names alone) or
-    results (content) are a session message's with other ids; records the renames."""
+    results (content) are a session message's with other ids; records the renames. An id the
+    session gives another call is no new name: that call, moved out of its place, is what
+    :func:`_moved` finds (a ring sent before an older one is not the older ring renamed)."""
+    known = _ids_of(state.session)
     if message.tool_calls:
         new = message.tool_calls
         # Same names and the same arguments (as JSON values) first; then the same names in the
@@ -1559,7 +1562,8 @@ def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -
                     old
                     and len(old) == len(new)
                     and all(
-                        o.name == n.name
+                        (n.id == o.id or n.id not in known)
+                        and o.name == n.name
                         and (not same_arguments or _same_arguments(n.arguments, o.arguments))
                         for o, n in zip(old, new, strict=True)
                     )
@@ -1569,10 +1573,22 @@ def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -
         return None
     for i in same_role:
         olds, news = state.session.messages[i].tool_results, message.tool_results
-        if olds and [r.content for r in olds] == [r.content for r in news]:
+        if (
+            olds
+            and [r.content for r in olds] == [r.content for r in news]
+            and all(
+                n.call_id == o.call_id or n.call_id not in known
+                for o, n in zip(olds, news, strict=True)
+            )
+        ):
             state.renames.update({o.call_id: n.call_id for o, n in zip(olds, news, strict=True)})
             return i
     return None
+
+
+def _ids_of(session: Transcript) -> frozenset[str]:
+    """Every tool-call and tool-result id the session holds."""
+    return frozenset(i for m in session.messages for i in _ids(m))
 
 
 def _same_text(candidate: Message, message: Message, *, close: bool = True) -> bool:

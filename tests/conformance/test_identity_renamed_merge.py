@@ -80,3 +80,50 @@ def test_a_renamed_ring_message_merged_with_a_repeated_text_holds_the_latest_cop
     assert (link.status, link.source, link.merged) == ("modified", at, merged_from)
     assert identity.sources == sources
     assert [e.kind for e in identity.edits] == ["ids_renamed"]
+
+
+# Three calls of one tool, then the latest user turn. The view drops the oldest ring and sends
+# the newest ring with the user turn after it (its result and that text one turn, as Anthropic
+# and Bedrock send them) before the middle ring: the newest call now stands where the dropped
+# one did, with the same tool name.
+THREE_READS = transcript(
+    {"role": "user", "text": "GOAL: size the cluster."},  # 0
+    {
+        "role": "assistant",
+        "calls": [{"id": "call_m1", "name": "read_metric", "args": {"m": "cpu"}}],
+    },
+    {"role": "tool", "results": [{"id": "call_m1", "text": "cpu p95=61%"}]},  # 2
+    {
+        "role": "assistant",
+        "calls": [{"id": "call_m2", "name": "read_metric", "args": {"m": "mem"}}],
+    },
+    {"role": "tool", "results": [{"id": "call_m2", "text": "mem p95=72%"}]},  # 4
+    {
+        "role": "assistant",
+        "calls": [{"id": "call_m3", "name": "read_metric", "args": {"m": "rps"}}],
+    },
+    {"role": "tool", "results": [{"id": "call_m3", "text": "rps peak=18k"}]},  # 6
+    {"role": "user", "text": "How many nodes?"},  # 7
+)
+
+
+def test_a_ring_sent_before_an_older_one_is_moved_not_a_dropped_ring_renamed() -> None:
+    # Not "call ids renamed: call_m1 -> call_m3" with its arguments changed (must), nor the
+    # rings it keeps whole reported split: the move is order_preserved's to name (should).
+    m = THREE_READS.messages
+    (result,) = m[6].tool_results
+    merged = Message("tool", (result, *m[7].parts))
+    view = THREE_READS.with_messages([m[0], m[5], merged, m[3], m[4]])
+    identity = map_view(THREE_READS, view)
+    assert identity.renames == {}
+    assert not identity.edits, identity.edits
+    assert identity.sources == (
+        "kept",
+        "dropped",
+        "dropped",
+        "kept",
+        "kept",
+        "kept",
+        "merged",
+        "merged",
+    )
