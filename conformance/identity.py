@@ -84,6 +84,7 @@ from itertools import pairwise
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from reference_impl.ledger import LedgerStatus
+from reference_impl.shapes.gemini import CALL_ID_PREFIX, RESULT_ID_PREFIX
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -1586,6 +1587,13 @@ def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -
     return None
 
 
+def _unsent_id(call_id: str) -> bool:
+    """An id the Gemini parser gave a call or result without one (``gemini-call-<message>-<n>``):
+    it is never sent, and it follows the message's place, so a ring kept whole after earlier
+    messages were dropped gets another one; one such id for another is no rename."""
+    return call_id.startswith((CALL_ID_PREFIX, RESULT_ID_PREFIX))
+
+
 def _ids_of(session: Transcript) -> frozenset[str]:
     """Every tool-call and tool-result id the session holds."""
     return frozenset(i for m in session.messages for i in _ids(m))
@@ -1639,7 +1647,11 @@ def _edits(
     new_results = {
         back.get(p.call_id, p.call_id): p for p in given if isinstance(p, ToolResultPart)
     }
-    renamed = [f"{old} -> {renames[old]}" for old in [*old_calls, *old_results] if old in renames]
+    renamed = [
+        f"{old} -> {renames[old]}"
+        for old in [*old_calls, *old_results]
+        if old in renames and not (_unsent_id(old) and _unsent_id(renames[old]))
+    ]
     if renamed:
         add("ids_renamed", f"call ids renamed: {', '.join(renamed)}")
     for cid, call in old_calls.items():

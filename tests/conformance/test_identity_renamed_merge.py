@@ -11,6 +11,7 @@ import pytest
 from checks_support import transcript
 
 from conformance.identity import map_view
+from reference_impl.shapes import get_shape
 from reference_impl.transcript import Message, TextPart, ToolCallPart, ToolResultPart, Transcript
 
 # Both sessions open alike: the goal, then a call of get_status (call_a) at messages[2].
@@ -127,3 +128,41 @@ def test_a_ring_sent_before_an_older_one_is_moved_not_a_dropped_ring_renamed() -
         "merged",
         "merged",
     )
+
+
+def _gemini_without_ids(plain_pairs: int) -> dict[str, Any]:
+    """A Gemini body whose call and response carry no id (it is optional), after the goal and
+    ``plain_pairs`` pairs of plain turns."""
+    turns = [
+        {"role": role, "parts": [{"text": f"turn {n} of the {role}"}]}
+        for n in range(plain_pairs)
+        for role in ("user", "model")
+    ]
+    return {
+        "contents": [
+            {"role": "user", "parts": [{"text": "GOAL: keep checkout healthy."}]},
+            *turns,
+            {"role": "user", "parts": [{"text": "Status?"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "get_status", "args": {}}}]},
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"name": "get_status", "response": {"output": "ok"}}}
+                ],
+            },
+        ]
+    }
+
+
+def test_a_gemini_ring_without_ids_kept_after_a_deletion_is_not_renamed() -> None:
+    # The parser names an id-less call by its message's place (gemini-call-<message>-<n>), and
+    # never sends that name: after the plain turns before it are dropped, the ring kept whole
+    # gets another one, which is no rename (tool_payloads_intact, must).
+    shape = get_shape("gemini")
+    session = shape.parse_request(_gemini_without_ids(3))
+    kept = [session.messages[0], *session.messages[7:]]
+    view = shape.parse_request(shape.render_request(session.with_messages(kept)))
+    assert view.messages[2].tool_calls[0].id != session.messages[8].tool_calls[0].id
+    identity = map_view(session, view)
+    assert not identity.edits, identity.edits
+    assert identity.sources[1:7] == ("dropped",) * 6
