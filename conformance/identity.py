@@ -1673,22 +1673,10 @@ def _edits(
         got = new_results.get(cid)
         if got is None:
             add("result_removed", f"tool result {cid} removed", cid)
-        elif got.content == result.content and got.is_error == result.is_error:
             continue
-        elif is_placeholder(
-            got, state.declared.result_placeholder, tool=_tool_name(state.session, source, cid)
-        ):
-            add("result_cleared", f"tool result {cid} cleared ({short(got.text)})", cid)
-        elif (degraded := _degraded_result(got, result)) is not None:
-            kind, detail = degraded
-            add(kind, f"tool result {cid}: {detail}", cid)
-        else:
-            how = "cut" if _is_cut(result.text, got.text) else "changed"
-            add(
-                "result_changed",
-                f"tool result {cid} {how}: {short_change(result.text, got.text)}",
-                cid,
-            )
+        found = _result_edit(state, source, cid, got, result)
+        if found is not None:
+            add(*found, cid)
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
     role = state.session.messages[source].role
@@ -1716,6 +1704,32 @@ def _edits(
     if fields and not out:
         add("fields_changed", "message fields (name, wire id) changed")
     return out
+
+
+def _result_edit(
+    state: _State, source: int, cid: str, got: ToolResultPart, result: ToolResultPart
+) -> tuple[EditKind, str] | None:
+    """What the view's result ``got`` changed of the session's ``result`` (None: nothing)."""
+    if got.content == result.content and got.is_error == result.is_error:
+        return None
+    if got.is_error != result.is_error:
+        # Cleared or not, a failed call sent as a success (or the reverse) tells the model what
+        # the call came to, as "[result cleared: declined_402]" would.
+        now, was = ("an error", "succeeded") if got.is_error else ("a success", "an error")
+        return (
+            "result_changed",
+            f"tool result {cid} error flag changed: sent as {now} (the session's: {was})",
+        )
+    if is_placeholder(
+        got, state.declared.result_placeholder, tool=_tool_name(state.session, source, cid)
+    ):
+        return "result_cleared", f"tool result {cid} cleared ({short(got.text)})"
+    degraded = _degraded_result(got, result)
+    if degraded is not None:
+        kind, detail = degraded
+        return kind, f"tool result {cid}: {detail}"
+    how = "cut" if _is_cut(result.text, got.text) else "changed"
+    return "result_changed", f"tool result {cid} {how}: {short_change(result.text, got.text)}"
 
 
 def _text_edits(
