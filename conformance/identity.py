@@ -1687,7 +1687,9 @@ def _edits(
     ):
         add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
-    new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
+    new_reasoning = [
+        _inline_reasoning(p, old_reasoning) for p in given if isinstance(p, ReasoningPart)
+    ]
     if old_reasoning != new_reasoning:
         add(
             "reasoning_changed",
@@ -1704,6 +1706,24 @@ def _edits(
     if fields and not out:
         add("fields_changed", "message fields (name, wire id) changed")
     return out
+
+
+def _inline_reasoning(part: ReasoningPart, session: Sequence[ReasoningPart]) -> ReasoningPart:
+    """The session's artifact that ``part`` is when it is a Responses reasoning item sent inline
+    without its item id, its encrypted content and the rest as received (R5: with ``store:
+    false`` items "cannot be referenced by id": send them inline or drop the id); else ``part``.
+    Another id, or any other change, is no such item."""
+    if part.origin != "openai-responses":
+        return part
+    value = part.value()
+    if "id" in value or not value.get("encrypted_content"):
+        return part
+    for candidate in session:
+        if candidate.origin == part.origin:
+            known = candidate.value()
+            if known.pop("id", None) is not None and known == value:
+                return candidate
+    return part
 
 
 def _result_edit(

@@ -4,6 +4,7 @@ turns of a multi-turn case, and the wording of what a failure names."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -340,6 +341,33 @@ def test_changed_arguments_are_no_reasoning_finding() -> None:
     view = _view(0, 1, changed, 3, 4, 5, session=THOUGHTFUL)
     assert _one("reasoning_kept_with_ring", view, session=THOUGHTFUL) == ("pass", "")
     assert _one("tool_payloads_intact", view, session=THOUGHTFUL)[0] == "fail"
+
+
+def test_a_responses_reasoning_item_sent_inline_without_its_id_is_kept() -> None:
+    # R5: with store false, items "cannot be referenced by id": send them inline or drop the
+    # id. The item with its encrypted content and no id is the same artifact; its content
+    # changed is not.
+    item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB-ring"}
+    session = transcript(
+        {"role": "system", "text": "sys"},
+        {"role": "user", "text": "go"},
+        {
+            "role": "assistant",
+            "reasoning": [{"origin": "openai-responses", "data": item}],
+            "calls": [{"id": "c1", "name": "f", "args": {}}],
+        },
+        {"role": "tool", "results": [{"id": "c1", "text": "ok"}]},
+    )
+    (reasoning, call) = session.messages[2].parts
+    for data, status in (
+        ({k: v for k, v in item.items() if k != "id"}, "pass"),
+        ({**item, "id": "rs_2"}, "fail"),
+        ({k: v for k, v in item.items() if k != "id"} | {"encrypted_content": "gAAAAB-x"}, "fail"),
+    ):
+        sent = Message("assistant", (replace(reasoning, data=json.dumps(data)), call))
+        view = _view(0, 1, sent, 3, session=session)
+        found = _one("reasoning_kept_with_ring", view, session=session)
+        assert found[0] == status, (data, found)
 
 
 # -- refuses_only_below_minimum ----------------------------------------------------------------------
