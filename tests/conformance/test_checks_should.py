@@ -495,8 +495,20 @@ def test_tools_dropped_passes_a_view_without_tools_and_a_refused_case() -> None:
     status, message = _one("tools_dropped", SESSION, scenario=scenario)
     assert (status, message.split(";")[0]) == (
         "fail",
-        "the scenario only fits without its tool schemas",
+        "the scenario only fits without (some of) its tool schemas",
     )
+
+
+def test_tools_dropped_passes_a_view_that_keeps_a_schema_the_budget_still_holds() -> None:
+    # The escalation drops schemas before the request is refused: as many as the budget needs
+    # (a read-only tool kept) is that escalation too; one schema left out of two is enough here,
+    # and none left out is not.
+    lookup = ToolSpec("get_incident", "Read an incident.", '{"type":"object"}')
+    session = replace(SESSION, tools=(*SESSION.tools, lookup))
+    scenario = replace(SCENARIO, expect=Expectation("assembled", checks=("tools_dropped",)))
+    partial = replace(session, tools=(lookup,))
+    assert _one("tools_dropped", partial, scenario=scenario, session=session) == ("pass", "")
+    assert _one("tools_dropped", session, scenario=scenario, session=session)[0] == "fail"
 
 
 # -- the middle: rings removed oldest first, error results kept, plain turns first in first out -------

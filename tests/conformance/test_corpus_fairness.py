@@ -517,3 +517,18 @@ def test_a_ring_moved_out_of_order_is_named_as_moved_in_every_shape() -> None:
     }
     assert moved == set(SHAPE_NAMES), moved
     assert not {"whole_rings", "recent_rings_kept"} & set(should), should.keys()
+
+
+def test_an_escalation_that_keeps_a_schema_the_budget_holds_drops_the_tools() -> None:
+    # drop_tools_schema_then_fail: leaving out only the schemas the budget needs (a read-only
+    # tool kept) is the escalation the knob asks for, in every shape.
+    results = [
+        r
+        for r in _run_each("good", "FewestSchemasDropped")
+        if "tools_dropped" in {c.id for c in r.checks}
+    ]
+    assert results
+    should = _failures(tuple(results), "should")
+    assert "tools_dropped" not in should, should["tools_dropped"][:3]
+    kept = [r for r in results if r.outcome == "assembled"]
+    assert kept

@@ -52,6 +52,8 @@
 * :class:`ReversedSchemas`: the ring dropper, offering the tool schemas in reverse order.
 * :class:`MemoryInjector`: the ring dropper, injecting the offered memory items after the system
   text in a framing of its own ("Relevant memory:", one "- (source) text" line each).
+* :class:`FewestSchemasDropped`: the ring dropper, its schema escalation leaving out only as many
+  tool schemas (the largest first) as the budget needs.
 * :class:`WireDressed`: the ring dropper, its body in other valid spellings of the shape (prompt
   caching blocks, contents as lists of text parts, compact sorted JSON arguments...).
 
@@ -83,6 +85,7 @@ from miniatures._kit import (
     ledger_note,
     merge_same_side,
     prose_ledger_note,
+    render,
     session_of,
     system_indices,
     units_of,
@@ -835,6 +838,33 @@ def _dress_responses(body: dict[str, Any]) -> None:
             item["output"] = [{"type": "input_text", "text": item["output"]}]
 
 
+class FewestSchemasDropped(RingDropper):
+    """The ring dropper, whose escalation (``on_still_over_budget: drop_tools_schema_then_fail``)
+    leaves out tool schemas one at a time, the largest first, only as far as the budget needs:
+    a small read-only tool stays offered."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        if self.shape in STRICT:
+            messages = merge_same_side(messages)
+        config = request.config.get("context_assembly", request.config)
+        tools = list(session.tools)
+        if config.get("on_still_over_budget") == "drop_tools_schema_then_fail":
+            sizes = {
+                t.name: request.counter.count(replace(session, tools=(t,), messages=())).total
+                for t in tools
+            }
+            while tools and cost(request, messages, replace(session, tools=tuple(tools))) > (
+                request.budget
+            ):
+                tools.remove(max(tools, key=lambda t: sizes[t.name]))
+        session = replace(session, tools=tuple(tools))
+        if cost(request, messages, session) > request.budget:
+            raise Refusal("does not fit the budget", code="miniature_over_budget")
+        return dict(render(request, session, messages))
+
+
 GOOD: dict[str, type[Miniature]] = {
     "RingDropper": RingDropper,
     "KeepFewerRings": KeepFewerRings,
@@ -872,6 +902,7 @@ GOOD: dict[str, type[Miniature]] = {
     "ReversedSchemas": ReversedSchemas,
     "MemoryInjector": MemoryInjector,
     "WireDressed": WireDressed,
+    "FewestSchemasDropped": FewestSchemasDropped,
 }
 
 
