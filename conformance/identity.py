@@ -84,6 +84,7 @@ from itertools import pairwise
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from reference_impl.ledger import LedgerStatus
+from reference_impl.shapes.gemini import CALL_ID_PREFIX, RESULT_ID_PREFIX
 from reference_impl.transcript import (
     FilePart,
     ImagePart,
@@ -1547,7 +1548,10 @@ def _latest_user(session: Transcript) -> int | None:
 
 def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -> int | None:
     """A message whose tool calls (names, and arguments as JSON values; else names alone) or
-    results (content) are a session message's with other ids; records the renames."""
+    results (content) are a session message's with other ids; records the renames. An id the
+    session gives another call is no new name: that call, moved out of its place, is what
+    :func:`_moved` finds (a ring sent before an older one is not the older ring renamed)."""
+    known = _ids_of(state.session)
     if message.tool_calls:
         new = message.tool_calls
         # Same names and the same arguments (as JSON values) first; then the same names in the
@@ -1559,7 +1563,8 @@ def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -
                     old
                     and len(old) == len(new)
                     and all(
-                        o.name == n.name
+                        (n.id == o.id or n.id not in known)
+                        and o.name == n.name
                         and (not same_arguments or _same_arguments(n.arguments, o.arguments))
                         for o, n in zip(old, new, strict=True)
                     )
@@ -1569,10 +1574,29 @@ def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -
         return None
     for i in same_role:
         olds, news = state.session.messages[i].tool_results, message.tool_results
-        if olds and [r.content for r in olds] == [r.content for r in news]:
+        if (
+            olds
+            and [r.content for r in olds] == [r.content for r in news]
+            and all(
+                n.call_id == o.call_id or n.call_id not in known
+                for o, n in zip(olds, news, strict=True)
+            )
+        ):
             state.renames.update({o.call_id: n.call_id for o, n in zip(olds, news, strict=True)})
             return i
     return None
+
+
+def _unsent_id(call_id: str) -> bool:
+    """An id the Gemini parser gave a call or result without one (``gemini-call-<message>-<n>``):
+    it is never sent, and it follows the message's place, so a ring kept whole after earlier
+    messages were dropped gets another one; one such id for another is no rename."""
+    return call_id.startswith((CALL_ID_PREFIX, RESULT_ID_PREFIX))
+
+
+def _ids_of(session: Transcript) -> frozenset[str]:
+    """Every tool-call and tool-result id the session holds."""
+    return frozenset(i for m in session.messages for i in _ids(m))
 
 
 def _same_text(candidate: Message, message: Message, *, close: bool = True) -> bool:
@@ -1623,7 +1647,11 @@ def _edits(
     new_results = {
         back.get(p.call_id, p.call_id): p for p in given if isinstance(p, ToolResultPart)
     }
-    renamed = [f"{old} -> {renames[old]}" for old in [*old_calls, *old_results] if old in renames]
+    renamed = [
+        f"{old} -> {renames[old]}"
+        for old in [*old_calls, *old_results]
+        if old in renames and not (_unsent_id(old) and _unsent_id(renames[old]))
+    ]
     if renamed:
         add("ids_renamed", f"call ids renamed: {', '.join(renamed)}")
     for cid, call in old_calls.items():
@@ -1645,22 +1673,10 @@ def _edits(
         got = new_results.get(cid)
         if got is None:
             add("result_removed", f"tool result {cid} removed", cid)
-        elif got.content == result.content and got.is_error == result.is_error:
             continue
-        elif is_placeholder(
-            got, state.declared.result_placeholder, tool=_tool_name(state.session, source, cid)
-        ):
-            add("result_cleared", f"tool result {cid} cleared ({short(got.text)})", cid)
-        elif (degraded := _degraded_result(got, result)) is not None:
-            kind, detail = degraded
-            add(kind, f"tool result {cid}: {detail}", cid)
-        else:
-            how = "cut" if _is_cut(result.text, got.text) else "changed"
-            add(
-                "result_changed",
-                f"tool result {cid} {how}: {short_change(result.text, got.text)}",
-                cid,
-            )
+        found = _result_edit(state, source, cid, got, result)
+        if found is not None:
+            add(*found, cid)
     for cid in new_results.keys() - old_results.keys():
         add("result_added", f"tool result {cid} added", cid)
     role = state.session.messages[source].role
@@ -1671,7 +1687,9 @@ def _edits(
     ):
         add(kind, detail)
     old_reasoning = [p for p in wanted if isinstance(p, ReasoningPart)]
-    new_reasoning = [p for p in given if isinstance(p, ReasoningPart)]
+    new_reasoning = [
+        _inline_reasoning(p, old_reasoning) for p in given if isinstance(p, ReasoningPart)
+    ]
     if old_reasoning != new_reasoning:
         add(
             "reasoning_changed",
@@ -1688,6 +1706,50 @@ def _edits(
     if fields and not out:
         add("fields_changed", "message fields (name, wire id) changed")
     return out
+
+
+def _inline_reasoning(part: ReasoningPart, session: Sequence[ReasoningPart]) -> ReasoningPart:
+    """The session's artifact that ``part`` is when it is a Responses reasoning item sent inline
+    without its item id, its encrypted content and the rest as received (R5: with ``store:
+    false`` items "cannot be referenced by id": send them inline or drop the id); else ``part``.
+    Another id, or any other change, is no such item."""
+    if part.origin != "openai-responses":
+        return part
+    value = part.value()
+    if "id" in value or not value.get("encrypted_content"):
+        return part
+    for candidate in session:
+        if candidate.origin == part.origin:
+            known = candidate.value()
+            if known.pop("id", None) is not None and known == value:
+                return candidate
+    return part
+
+
+def _result_edit(
+    state: _State, source: int, cid: str, got: ToolResultPart, result: ToolResultPart
+) -> tuple[EditKind, str] | None:
+    """What the view's result ``got`` changed of the session's ``result`` (None: nothing)."""
+    if got.content == result.content and got.is_error == result.is_error:
+        return None
+    if got.is_error != result.is_error:
+        # Cleared or not, a failed call sent as a success (or the reverse) tells the model what
+        # the call came to, as "[result cleared: declined_402]" would.
+        now, was = ("an error", "succeeded") if got.is_error else ("a success", "an error")
+        return (
+            "result_changed",
+            f"tool result {cid} error flag changed: sent as {now} (the session's: {was})",
+        )
+    if is_placeholder(
+        got, state.declared.result_placeholder, tool=_tool_name(state.session, source, cid)
+    ):
+        return "result_cleared", f"tool result {cid} cleared ({short(got.text)})"
+    degraded = _degraded_result(got, result)
+    if degraded is not None:
+        kind, detail = degraded
+        return kind, f"tool result {cid}: {detail}"
+    how = "cut" if _is_cut(result.text, got.text) else "changed"
+    return "result_changed", f"tool result {cid} {how}: {short_change(result.text, got.text)}"
 
 
 def _text_edits(

@@ -373,10 +373,10 @@ def _schema_edits(session: Transcript, view: Transcript) -> list[str]:
 @check(id="tool_payloads_intact", level="must")
 def tool_payloads_intact(_scenario: Scenario, outcome: CaseOutcome) -> None:
     """Tool calls (names, ids, arguments), tool results and the tool schemas offered are the
-    session's, unchanged; a result may only be cleared by a placeholder with its id kept, or
-    synthesized for a call the session left unanswered; a schema may be left out, never added
-    or rewritten; a thinking block the provider verifies (Anthropic, Claude on Bedrock: A15,
-    A16, B10) is sent as received or not at all."""
+    session's, unchanged; a result may only be cleared by a placeholder with its id and error
+    status kept, or synthesized for a call the session left unanswered; a schema may be left
+    out, never added or rewritten; a thinking block the provider verifies (Anthropic, Claude on
+    Bedrock: A15, A16, B10) is sent as received or not at all."""
     for turn in assembled_turns(outcome):
         unsafe = [
             f"{describe(turn.session, e.source)} -> view messages[{e.view_index}]: {e.detail}"

@@ -672,14 +672,20 @@ def summary_used(scenario: Scenario, outcome: CaseOutcome) -> None:
 
 @check(id="tools_dropped", level="should", default=False)
 def tools_dropped(_scenario: Scenario, outcome: CaseOutcome) -> None:
-    """Escalation dropped the tool schemas (drop_tools_schema_then_fail) instead of refusing."""
+    """Escalation dropped the tool schemas (drop_tools_schema_then_fail) instead of refusing: all
+    of them, or as many as the budget needed (a plug-in may keep a schema that still fits, a
+    read-only tool say; whether the view fits is ``within_budget``'s call)."""
     final = final_assembled(outcome)
-    if final is not None and final.view.tools:
-        names = ", ".join(t.name for t in final.view.tools)
-        raise Failure(
-            "tool schemas still sent",
-            f"the scenario only fits without its tool schemas; the view still offers {names}",
-        )
+    if final is None or not final.view.tools:
+        return
+    if len(final.view.tools) < len(final.session.tools):
+        return
+    names = ", ".join(t.name for t in final.view.tools)
+    raise Failure(
+        "tool schemas still sent",
+        f"the scenario only fits without (some of) its tool schemas; the view still offers all "
+        f"{len(final.view.tools)}: {names}",
+    )
 
 
 def _middle_rings(scenario: Scenario, session: Transcript) -> list[Ring]:

@@ -4,6 +4,7 @@ turns of a multi-turn case, and the wording of what a failure names."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -342,6 +343,33 @@ def test_changed_arguments_are_no_reasoning_finding() -> None:
     assert _one("tool_payloads_intact", view, session=THOUGHTFUL)[0] == "fail"
 
 
+def test_a_responses_reasoning_item_sent_inline_without_its_id_is_kept() -> None:
+    # R5: with store false, items "cannot be referenced by id": send them inline or drop the
+    # id. The item with its encrypted content and no id is the same artifact; its content
+    # changed is not.
+    item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB-ring"}
+    session = transcript(
+        {"role": "system", "text": "sys"},
+        {"role": "user", "text": "go"},
+        {
+            "role": "assistant",
+            "reasoning": [{"origin": "openai-responses", "data": item}],
+            "calls": [{"id": "c1", "name": "f", "args": {}}],
+        },
+        {"role": "tool", "results": [{"id": "c1", "text": "ok"}]},
+    )
+    (reasoning, call) = session.messages[2].parts
+    for data, status in (
+        ({k: v for k, v in item.items() if k != "id"}, "pass"),
+        ({**item, "id": "rs_2"}, "fail"),
+        ({k: v for k, v in item.items() if k != "id"} | {"encrypted_content": "gAAAAB-x"}, "fail"),
+    ):
+        sent = Message("assistant", (replace(reasoning, data=json.dumps(data)), call))
+        view = _view(0, 1, sent, 3, session=session)
+        found = _one("reasoning_kept_with_ring", view, session=session)
+        assert found[0] == status, (data, found)
+
+
 # -- refuses_only_below_minimum ----------------------------------------------------------------------
 
 SWEEP = replace(
@@ -467,8 +495,20 @@ def test_tools_dropped_passes_a_view_without_tools_and_a_refused_case() -> None:
     status, message = _one("tools_dropped", SESSION, scenario=scenario)
     assert (status, message.split(";")[0]) == (
         "fail",
-        "the scenario only fits without its tool schemas",
+        "the scenario only fits without (some of) its tool schemas",
     )
+
+
+def test_tools_dropped_passes_a_view_that_keeps_a_schema_the_budget_still_holds() -> None:
+    # The escalation drops schemas before the request is refused: as many as the budget needs
+    # (a read-only tool kept) is that escalation too; one schema left out of two is enough here,
+    # and none left out is not.
+    lookup = ToolSpec("get_incident", "Read an incident.", '{"type":"object"}')
+    session = replace(SESSION, tools=(*SESSION.tools, lookup))
+    scenario = replace(SCENARIO, expect=Expectation("assembled", checks=("tools_dropped",)))
+    partial = replace(session, tools=(lookup,))
+    assert _one("tools_dropped", partial, scenario=scenario, session=session) == ("pass", "")
+    assert _one("tools_dropped", session, scenario=scenario, session=session)[0] == "fail"
 
 
 # -- the middle: rings removed oldest first, error results kept, plain turns first in first out -------

@@ -502,3 +502,33 @@ def test_a_summary_in_the_system_prefix_is_a_summary_at_the_head_in_every_shape(
         assert any(r.shape == shape and _failed(r, "summary_quality") for r in results), shape
     should = _failures(results, "should")
     assert "text_unedited" not in should, should["text_unedited"][:3]
+
+
+def test_a_ring_moved_out_of_order_is_named_as_moved_in_every_shape() -> None:
+    # Every kept call and result whole with its own id: the move is order_preserved's (should)
+    # in every shape, never ids "renamed" to a dropped call's with its arguments "changed"
+    # (must), nor the kept rings reported split, where results and text share a turn.
+    results = _run_each("bad", "NewestRingFirst")
+    assert not _failures(results, "must"), _failures(results, "must")
+    should = _failures(results, "should")
+    moved = {
+        key.split("[")[1].split("@")[0]
+        for key in (m.split(":")[0] for m in should.get("order_preserved", []))
+    }
+    assert moved == set(SHAPE_NAMES), moved
+    assert not {"whole_rings", "recent_rings_kept"} & set(should), should.keys()
+
+
+def test_an_escalation_that_keeps_a_schema_the_budget_holds_drops_the_tools() -> None:
+    # drop_tools_schema_then_fail: leaving out only the schemas the budget needs (a read-only
+    # tool kept) is the escalation the knob asks for, in every shape.
+    results = [
+        r
+        for r in _run_each("good", "FewestSchemasDropped")
+        if "tools_dropped" in {c.id for c in r.checks}
+    ]
+    assert results
+    should = _failures(tuple(results), "should")
+    assert "tools_dropped" not in should, should["tools_dropped"][:3]
+    kept = [r for r in results if r.outcome == "assembled"]
+    assert kept

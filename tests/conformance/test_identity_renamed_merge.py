@@ -11,6 +11,7 @@ import pytest
 from checks_support import transcript
 
 from conformance.identity import map_view
+from reference_impl.shapes import get_shape
 from reference_impl.transcript import Message, TextPart, ToolCallPart, ToolResultPart, Transcript
 
 # Both sessions open alike: the goal, then a call of get_status (call_a) at messages[2].
@@ -80,3 +81,88 @@ def test_a_renamed_ring_message_merged_with_a_repeated_text_holds_the_latest_cop
     assert (link.status, link.source, link.merged) == ("modified", at, merged_from)
     assert identity.sources == sources
     assert [e.kind for e in identity.edits] == ["ids_renamed"]
+
+
+# Three calls of one tool, then the latest user turn. The view drops the oldest ring and sends
+# the newest ring with the user turn after it (its result and that text one turn, as Anthropic
+# and Bedrock send them) before the middle ring: the newest call now stands where the dropped
+# one did, with the same tool name.
+THREE_READS = transcript(
+    {"role": "user", "text": "GOAL: size the cluster."},  # 0
+    {
+        "role": "assistant",
+        "calls": [{"id": "call_m1", "name": "read_metric", "args": {"m": "cpu"}}],
+    },
+    {"role": "tool", "results": [{"id": "call_m1", "text": "cpu p95=61%"}]},  # 2
+    {
+        "role": "assistant",
+        "calls": [{"id": "call_m2", "name": "read_metric", "args": {"m": "mem"}}],
+    },
+    {"role": "tool", "results": [{"id": "call_m2", "text": "mem p95=72%"}]},  # 4
+    {
+        "role": "assistant",
+        "calls": [{"id": "call_m3", "name": "read_metric", "args": {"m": "rps"}}],
+    },
+    {"role": "tool", "results": [{"id": "call_m3", "text": "rps peak=18k"}]},  # 6
+    {"role": "user", "text": "How many nodes?"},  # 7
+)
+
+
+def test_a_ring_sent_before_an_older_one_is_moved_not_a_dropped_ring_renamed() -> None:
+    # Not "call ids renamed: call_m1 -> call_m3" with its arguments changed (must), nor the
+    # rings it keeps whole reported split: the move is order_preserved's to name (should).
+    m = THREE_READS.messages
+    (result,) = m[6].tool_results
+    merged = Message("tool", (result, *m[7].parts))
+    view = THREE_READS.with_messages([m[0], m[5], merged, m[3], m[4]])
+    identity = map_view(THREE_READS, view)
+    assert identity.renames == {}
+    assert not identity.edits, identity.edits
+    assert identity.sources == (
+        "kept",
+        "dropped",
+        "dropped",
+        "kept",
+        "kept",
+        "kept",
+        "merged",
+        "merged",
+    )
+
+
+def _gemini_without_ids(plain_pairs: int) -> dict[str, Any]:
+    """A Gemini body whose call and response carry no id (it is optional), after the goal and
+    ``plain_pairs`` pairs of plain turns."""
+    turns = [
+        {"role": role, "parts": [{"text": f"turn {n} of the {role}"}]}
+        for n in range(plain_pairs)
+        for role in ("user", "model")
+    ]
+    return {
+        "contents": [
+            {"role": "user", "parts": [{"text": "GOAL: keep checkout healthy."}]},
+            *turns,
+            {"role": "user", "parts": [{"text": "Status?"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "get_status", "args": {}}}]},
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"name": "get_status", "response": {"output": "ok"}}}
+                ],
+            },
+        ]
+    }
+
+
+def test_a_gemini_ring_without_ids_kept_after_a_deletion_is_not_renamed() -> None:
+    # The parser names an id-less call by its message's place (gemini-call-<message>-<n>), and
+    # never sends that name: after the plain turns before it are dropped, the ring kept whole
+    # gets another one, which is no rename (tool_payloads_intact, must).
+    shape = get_shape("gemini")
+    session = shape.parse_request(_gemini_without_ids(3))
+    kept = [session.messages[0], *session.messages[7:]]
+    view = shape.parse_request(shape.render_request(session.with_messages(kept)))
+    assert view.messages[2].tool_calls[0].id != session.messages[8].tool_calls[0].id
+    identity = map_view(session, view)
+    assert not identity.edits, identity.edits
+    assert identity.sources[1:7] == ("dropped",) * 6

@@ -21,9 +21,11 @@ from miniatures._kit import (
     latest_user_index,
     merge_same_side,
     session_of,
+    units_of,
 )
 from miniatures.good import (
     AttachmentDegrader,
+    ClearAllResults,
     ClearOlderResults,
     Compactor,
     Dropped,
@@ -996,6 +998,46 @@ class OffByOne(RingDropper):
         return super().assemble(request)
 
 
+class NewestRingFirst(Breaker):
+    """Sends the newest ring, with the latest user turn after it, before the ring that preceded
+    it: every kept message whole and every id its own, but out of session order (a result and the
+    user text after it are one turn where the shape merges neighbours; the move is the same)."""
+
+    def broken(
+        self, request: AssemblyRequest, view: Transcript, messages: list[Message]
+    ) -> list[Message]:
+        flat: list[Message] = []  # a turn of results and text split back into its two messages
+        for message in messages:
+            texts = tuple(p for p in message.parts if isinstance(p, TextPart))
+            rest = tuple(p for p in message.parts if not isinstance(p, TextPart))
+            if message.role == "user" and texts and rest:
+                flat += [replace(message, parts=rest, wire_id=None), Message("user", texts)]
+            else:
+                flat.append(message)
+        rings = [u for u in units_of(view.with_messages(flat)) if u.is_ring]
+        if len(rings) < 2 or rings[-2].stop != rings[-1].start:
+            return messages
+        older, newest = rings[-2], rings[-1]
+        out = [*flat[: older.start], *flat[newest.start :], *flat[older.start : older.stop]]
+        return merge_same_side(out) if self.shape in STRICT else out
+
+
+class ClearErrorsAsSuccess(ClearAllResults):
+    """Clears old results, error results included, and sends each cleared one as a success
+    (Anthropic without ``is_error``, Bedrock without ``status: error``, Gemini under ``output``):
+    a failed call (a declined charge) now reads as one that went through."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        def succeeded(part: Part) -> Part:
+            cleared = isinstance(part, ToolResultPart) and part.text == self.placeholder
+            return replace(part, is_error=False) if cleared else part
+
+        messages = [replace(m, parts=tuple(succeeded(p) for p in m.parts)) for m in messages]
+        return super().finish(request, session, messages)
+
+
 # name -> (shapes it runs in, the check that catches it, its level, a phrase of the message)
 BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
     "RewriteSystem": (
@@ -1417,5 +1459,19 @@ BAD: dict[str, tuple[type[Miniature], tuple[str, ...], str, str, str]] = {
         "nothing_invented",
         "must",
         "its assistant text sent as user",
+    ),
+    "NewestRingFirst": (
+        NewestRingFirst,
+        SHAPE_NAMES,
+        "order_preserved",
+        "should",
+        "comes after session messages",
+    ),
+    "ClearErrorsAsSuccess": (
+        ClearErrorsAsSuccess,
+        ("anthropic-messages", "gemini", "bedrock-converse"),
+        "tool_payloads_intact",
+        "must",
+        "sent as a success (the session's: an error)",
     ),
 }

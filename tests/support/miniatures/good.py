@@ -52,6 +52,10 @@
 * :class:`ReversedSchemas`: the ring dropper, offering the tool schemas in reverse order.
 * :class:`MemoryInjector`: the ring dropper, injecting the offered memory items after the system
   text in a framing of its own ("Relevant memory:", one "- (source) text" line each).
+* :class:`FewestSchemasDropped`: the ring dropper, its schema escalation leaving out only as many
+  tool schemas (the largest first) as the budget needs.
+* :class:`WireDressed`: the ring dropper, its body in other valid spellings of the shape (prompt
+  caching blocks, contents as lists of text parts, compact sorted JSON arguments...).
 
 ``FUNCTIONS`` holds plain message functions (``f(messages, budget)`` and the keyword form) that
 drop whole units oldest first, for every shape.
@@ -81,6 +85,7 @@ from miniatures._kit import (
     ledger_note,
     merge_same_side,
     prose_ledger_note,
+    render,
     session_of,
     system_indices,
     units_of,
@@ -753,6 +758,113 @@ class ReversedSchemas(RingDropper):
         return super().finish(request, replace(session, tools=session.tools[::-1]), messages)
 
 
+class WireDressed(RingDropper):
+    """The ring dropper's body in other valid spellings of its shape, as SDKs and hand-written
+    clients send them: Anthropic prompt caching (``cache_control`` on the system text, the last
+    block and the last tool schema; the system text as blocks; tool results as text blocks),
+    Bedrock ``cachePoint`` blocks, Chat and Responses contents as lists of text parts, a tool
+    message carrying its call's function name, Responses messages as typed items and function
+    outputs as ``input_text`` lists, tool-call arguments re-serialized as compact JSON with sorted
+    keys. Nothing the model reads changes."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        body = json.loads(json.dumps(super().finish(request, session, messages)))
+        dress = {
+            "anthropic-messages": _dress_anthropic,
+            "bedrock-converse": _dress_bedrock,
+            "openai-chat": _dress_chat,
+            "openai-responses": _dress_responses,
+        }.get(self.shape)
+        if dress is not None:
+            dress(body)
+        return dict(body)
+
+
+def _canonical(arguments: str) -> str:
+    return json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+
+
+def _dress_anthropic(body: dict[str, Any]) -> None:
+    cache = {"type": "ephemeral"}
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": cache}]
+    elif isinstance(system, list) and system:
+        system[-1]["cache_control"] = cache
+    for message in body["messages"]:
+        if isinstance(message["content"], str):
+            message["content"] = [{"type": "text", "text": message["content"]}]
+        for block in message["content"]:
+            if block.get("type") == "tool_result" and isinstance(block.get("content"), str):
+                block["content"] = [{"type": "text", "text": block["content"]}]
+    body["messages"][-1]["content"][-1]["cache_control"] = cache
+    if body.get("tools"):
+        body["tools"][-1]["cache_control"] = cache
+
+
+def _dress_bedrock(body: dict[str, Any]) -> None:
+    if body.get("system"):
+        body["system"].append({"cachePoint": {"type": "default"}})
+    body["messages"][-1]["content"].append({"cachePoint": {"type": "default"}})
+
+
+def _dress_chat(body: dict[str, Any]) -> None:
+    names = {
+        call["id"]: call["function"]["name"]
+        for message in body["messages"]
+        for call in message.get("tool_calls") or ()
+    }
+    for message in body["messages"]:
+        for call in message.get("tool_calls") or ():
+            call["function"]["arguments"] = _canonical(call["function"]["arguments"])
+        if isinstance(message.get("content"), str) and message["content"]:
+            message["content"] = [{"type": "text", "text": message["content"]}]
+        if message["role"] == "tool" and message.get("tool_call_id") in names:
+            message["name"] = names[message["tool_call_id"]]
+
+
+def _dress_responses(body: dict[str, Any]) -> None:
+    for item in body["input"]:
+        if item.get("role") in {"user", "system", "developer"} and isinstance(
+            item.get("content"), str
+        ):
+            item["type"] = "message"
+            item["content"] = [{"type": "input_text", "text": item["content"]}]
+        elif item.get("type") == "function_call":
+            item["arguments"] = _canonical(item["arguments"])
+        elif item.get("type") == "function_call_output" and isinstance(item.get("output"), str):
+            item["output"] = [{"type": "input_text", "text": item["output"]}]
+
+
+class FewestSchemasDropped(RingDropper):
+    """The ring dropper, whose escalation (``on_still_over_budget: drop_tools_schema_then_fail``)
+    leaves out tool schemas one at a time, the largest first, only as far as the budget needs:
+    a small read-only tool stays offered."""
+
+    def finish(
+        self, request: AssemblyRequest, session: Transcript, messages: list[Message]
+    ) -> Mapping[str, Any]:
+        if self.shape in STRICT:
+            messages = merge_same_side(messages)
+        config = request.config.get("context_assembly", request.config)
+        tools = list(session.tools)
+        if config.get("on_still_over_budget") == "drop_tools_schema_then_fail":
+            sizes = {
+                t.name: request.counter.count(replace(session, tools=(t,), messages=())).total
+                for t in tools
+            }
+            while tools and cost(request, messages, replace(session, tools=tuple(tools))) > (
+                request.budget
+            ):
+                tools.remove(max(tools, key=lambda t: sizes[t.name]))
+        session = replace(session, tools=tuple(tools))
+        if cost(request, messages, session) > request.budget:
+            raise Refusal("does not fit the budget", code="miniature_over_budget")
+        return dict(render(request, session, messages))
+
+
 GOOD: dict[str, type[Miniature]] = {
     "RingDropper": RingDropper,
     "KeepFewerRings": KeepFewerRings,
@@ -789,6 +901,8 @@ GOOD: dict[str, type[Miniature]] = {
     "DescribedPlaceholder": DescribedPlaceholder,
     "ReversedSchemas": ReversedSchemas,
     "MemoryInjector": MemoryInjector,
+    "WireDressed": WireDressed,
+    "FewestSchemasDropped": FewestSchemasDropped,
 }
 
 
