@@ -407,9 +407,12 @@ class _State:
     placed: what a summary merged into it may stand for starts there, as for a summary sent as a
     message of its own (:func:`_summary_part`)."""
     latest_user: int | None = field(init=False)
+    session_ids: frozenset[str] = field(init=False)
+    """Every tool-call and tool-result id the session holds (``_renamed_source``)."""
 
     def __post_init__(self) -> None:
         self.latest_user = _latest_user(self.session)
+        self.session_ids = _ids_of(self.session)
 
 
 def map_view(
@@ -1551,7 +1554,7 @@ def _renamed_source(state: _State, message: Message, same_role: Sequence[int]) -
     results (content) are a session message's with other ids; records the renames. An id the
     session gives another call is no new name: that call, moved out of its place, is what
     :func:`_moved` finds (a ring sent before an older one is not the older ring renamed)."""
-    known = _ids_of(state.session)
+    known = state.session_ids
     if message.tool_calls:
         new = message.tool_calls
         # Same names and the same arguments (as JSON values) first; then the same names in the
