@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import posixpath
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,8 +301,24 @@ def _target_url(settings: _Settings, request: Request) -> str:
     return f"{url}?{query.decode('latin-1')}" if query else url
 
 
+_SLASHES: Final = re.compile(r"/{2,}")
+
+
+def _judged_path(path: str) -> str:
+    """The (decoded) path as the upstream may route it: repeated slashes made one, and ``.`` and
+    ``..`` segments resolved (RFC 3986 5.2.4). The HTTP client removes dot segments before
+    sending and servers commonly merge slashes, so ``/v1/./chat/completions`` reaches the
+    upstream's chat endpoint: it is judged as that endpoint, never forwarded unjudged."""
+    if not path.startswith("/"):
+        return path
+    normal = posixpath.normpath(_SLASHES.sub("/", path))
+    normal = _SLASHES.sub("/", normal)  # normpath keeps a leading "//"
+    return normal + "/" if path.endswith("/") and normal != "/" else normal
+
+
 async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClient) -> Response:
-    endpoint = endpoint_for_path(request.url.path)
+    path = _judged_path(request.url.path)
+    endpoint = endpoint_for_path(path)
     shape = endpoint.shape if endpoint is not None else None
     try:
         raw = await _read_body(request, settings.limit)
@@ -314,9 +332,7 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
         )
     headers = _end_to_end(request.headers.items(), _RESET_ON_REQUEST)
     try:
-        judged = judge(
-            request.method, request.url.path, raw, request.headers, profiles=settings.profiles
-        )
+        judged = judge(request.method, path, raw, request.headers, profiles=settings.profiles)
     except Exception as exc:  # noqa: BLE001 - a validator bug must not stop the traffic
         # Forwarded unjudged (the provider decides), and said in one line, not a traceback.
         log.warning(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import http.client
 import json
 import os
 import socket
@@ -369,6 +370,37 @@ def test_unknown_endpoints_are_forwarded_unjudged_with_a_note(upstream: str) -> 
     assert via.status_code == direct.status_code == 404
     assert via.content == direct.content
     assert via.headers[PROXY_HEADER] == "forwarded; unjudged=no-provider-endpoint"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/./chat/completions",
+        "/v1/chat/../chat/completions",
+        "/v1/%2e/chat/completions",
+        "//v1/chat/completions",
+        "/v1//chat/completions",
+    ],
+)
+def test_enforce_judges_a_path_with_dot_segments_or_doubled_slashes_as_its_endpoint(
+    path: str,
+) -> None:
+    # httpx removes dot segments before sending and servers merge slashes: the upstream routes
+    # such a path to its chat endpoint, so it is judged as one (http.client sends it as written)
+    body = json.dumps(
+        {"model": "gpt-4o", "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}]}
+    )
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        connection = http.client.HTTPConnection(urlsplit(proxy).netloc, timeout=30)
+        try:
+            connection.request("POST", path, body, {"content-type": "application/json"})
+            answer = connection.getresponse()
+            answer.read()
+        finally:
+            connection.close()
+    assert answer.getheader("x-upstream") is None  # never reached the upstream
+    assert answer.status == 400
+    assert answer.getheader(PROXY_HEADER) == "refused; rule=C2"
 
 
 # ------------------------------------------------------------------------- failures, named
