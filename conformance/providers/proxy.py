@@ -34,9 +34,9 @@ import logging
 import posixpath
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 import httpx
@@ -60,7 +60,7 @@ from conformance.traffic.endpoints import (
     Endpoint,
     endpoint_for_path,
 )
-from reference_impl.documents import DocumentLimitError, max_input_bytes
+from reference_impl.documents import DocumentLimitError, loads_json, max_input_bytes
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -227,7 +227,41 @@ def judge(
     except UnknownProfileError:
         return Judged(None, endpoint, model=model, unjudged="unknown-profile")
     verdict = request_verdict(endpoint, incoming, profile)
+    if verdict.accepted:
+        # A key given twice: our parser keeps the last, a provider's may keep the first. Both
+        # readings are judged, so a valid last copy cannot carry an invalid first one past us.
+        first = _first_wins(raw)
+        if first is not None:
+            other = request_verdict(endpoint, replace(incoming, body=first), profile)
+            if not other.accepted:
+                verdict = other
     return Judged(verdict, endpoint, profile=profile, model=model)
+
+
+class _DuplicateKeyError(Exception):
+    """Raised by :func:`_first_wins`' hook at the first object that has a key twice."""
+
+
+def _first_wins(raw: bytes) -> Any:
+    """The body read keeping the *first* of two equal keys, or ``None`` when no key repeats."""
+
+    def strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(pairs)
+        if len(found) != len(pairs):
+            raise _DuplicateKeyError
+        return found
+
+    def first(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        kept: dict[str, Any] = {}
+        for key, value in pairs:
+            kept.setdefault(key, value)
+        return kept
+
+    try:
+        loads_json(raw, object_pairs_hook=strict)
+    except _DuplicateKeyError:
+        return loads_json(raw, object_pairs_hook=first)
+    return None
 
 
 def _refusal(verdict: Verdict, profile: str | None) -> Response:

@@ -403,6 +403,28 @@ def test_enforce_judges_a_path_with_dot_segments_or_doubled_slashes_as_its_endpo
     assert answer.getheader(PROXY_HEADER) == "refused; rule=C2"
 
 
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_key_given_twice_is_judged_in_both_readings(mode: str) -> None:
+    # our parser keeps the last "messages", a provider's may keep the first: the invalid first
+    # copy must not pass because a valid one follows it
+    orphan = [{"role": "tool", "tool_call_id": "x", "content": "o"}]
+    valid = [{"role": "user", "content": "hi"}]
+    smuggled = (
+        f'{{"model": "gpt-4o", "messages": {json.dumps(orphan)}, "messages": {json.dumps(valid)}}}'
+    )
+    repeated = f'{{"model": "gpt-4o", "messages": {json.dumps(valid)}, "model": "gpt-4o"}}'
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        refused = httpx.post(f"{proxy}/v1/chat/completions", content=smuggled.encode())
+        harmless = httpx.post(f"{proxy}/v1/chat/completions", content=repeated.encode())
+    if mode == "enforce":
+        assert "x-upstream" not in refused.headers  # never reached the upstream
+        assert refused.status_code == 400
+        assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
+    else:
+        assert refused.headers[PROXY_HEADER] == "forwarded; ours=reject; rule=C2"
+    assert harmless.headers[PROXY_HEADER] == "forwarded; ours=accept"
+
+
 # ------------------------------------------------------------------------- failures, named
 
 
