@@ -50,7 +50,7 @@ from conformance.errors import ProxyConfigError, UnknownProfileError, UpstreamBr
 from conformance.providers.catalog import known_profiles
 from conformance.providers.emulator import pick_profile, read_request, request_verdict
 from conformance.providers.emulator_responses import error_envelope
-from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder
+from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder, decoded_body
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
 from conformance.traffic.endpoints import (
@@ -218,6 +218,13 @@ def judge(
         return Judged(None, None, unjudged="no-provider-endpoint")
     if method != "POST":
         return Judged(None, endpoint, unjudged=f"method-{method.lower()}")
+    encoding = headers.get("content-encoding", "")
+    if encoding.strip().lower() not in ("", "identity"):
+        # The provider reads the body decoded (gzip, deflate): so is it judged, within the limit
+        decoded = decoded_body(raw, encoding, max_input_bytes())
+        if isinstance(decoded, str):  # a coding we do not read, corrupt, or over the limit
+            return Judged(None, endpoint, unjudged="content-encoding")
+        raw = decoded
     incoming = read_request(endpoint, raw, headers)
     model = incoming.model
     if incoming.unreadable is not None:  # JSON we cannot read: the provider decides

@@ -425,6 +425,26 @@ def test_a_key_given_twice_is_judged_in_both_readings(mode: str) -> None:
     assert harmless.headers[PROXY_HEADER] == "forwarded; ours=accept"
 
 
+def test_a_compressed_body_is_judged_decoded() -> None:
+    orphan = {
+        "model": "gpt-4o",
+        "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+    }
+    valid = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    gzipped = {"content-encoding": "gzip", "content-type": "application/json"}
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        url = f"{proxy}/v1/chat/completions"
+        refused = httpx.post(
+            url, content=gzip.compress(json.dumps(orphan).encode()), headers=gzipped
+        )
+        passed = httpx.post(url, content=gzip.compress(json.dumps(valid).encode()), headers=gzipped)
+        unread = httpx.post(url, content=b"\x00", headers={"content-encoding": "br"})
+    assert "x-upstream" not in refused.headers  # never reached the upstream
+    assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
+    assert passed.headers[PROXY_HEADER] == "forwarded; ours=accept"  # not "not JSON" (C0)
+    assert unread.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+
+
 # ------------------------------------------------------------------------- failures, named
 
 
