@@ -196,6 +196,8 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
         body = loads_json(raw)
     except JsonNumberTooLongError as exc:
         unreadable = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    except RecursionError:  # the parser recurses once per level; a provider's may go deeper
+        unreadable = "JSON nested deeper than the emulator's parser can walk"
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         bad_json = f"invalid JSON ({exc})"
     model = endpoint.model

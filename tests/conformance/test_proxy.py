@@ -676,7 +676,15 @@ def test_a_body_too_deep_to_judge_is_forwarded_unjudged() -> None:
     with serving(_echo_app()) as echo, _proxy(echo) as proxy:
         response = httpx.post(f"{proxy}/v1/chat/completions", content=b"[" * 100_000)
     assert response.status_code == 200  # the echo answered: forwarded
-    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=judge-failed"
+    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unreadable-json"
+
+
+def test_the_emulator_names_a_body_too_deep_to_read() -> None:
+    # a named 400 of the emulator's own, not a 500 and a traceback in its log
+    with serving(create_app()) as emulator:
+        response = httpx.post(f"{emulator}/v1/chat/completions", content=b"[" * 100_000)
+    assert response.status_code == 400
+    assert "nested deeper than the emulator's parser can walk" in response.text
 
 
 def test_a_body_with_an_integer_too_long_to_read_is_forwarded_unjudged() -> None:
