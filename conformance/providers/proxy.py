@@ -374,6 +374,8 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
     headers = _end_to_end(request.headers.items(), _RESET_ON_REQUEST)
     try:
         judged = judge(request.method, path, raw, request.headers, profiles=settings.profiles)
+    except RecursionError:  # read, but nested deeper than the validators walk: as unreadable
+        judged = Judged(None, endpoint, unjudged="unreadable-json")
     except Exception as exc:  # noqa: BLE001 - a validator bug must not stop the traffic
         # Forwarded unjudged (the provider decides), and said in one line, not a traceback.
         log.warning(

@@ -687,6 +687,24 @@ def test_the_emulator_names_a_body_too_deep_to_read() -> None:
     assert "nested deeper than the emulator's parser can walk" in response.text
 
 
+def test_the_emulator_never_fails_on_a_deep_body_its_parser_reads() -> None:
+    # near the interpreter's limit the parser reads the body and a validator walking the tool
+    # schema runs out of stack: at every depth a verdict or a named 400, never a 500
+    def body(depth: int) -> bytes:
+        schema = '{"a": ' * depth + "1" + "}" * depth
+        return (
+            '{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "tools": '
+            f'[{{"type": "function", "function": {{"name": "f", "parameters": {schema}}}}}]}}'
+        ).encode()
+
+    with serving(create_app()) as emulator:
+        statuses = {
+            depth: httpx.post(f"{emulator}/v1/chat/completions", content=body(depth)).status_code
+            for depth in range(880, 1000, 2)
+        }
+    assert set(statuses.values()) <= {200, 400}, statuses
+
+
 def test_a_body_with_an_integer_too_long_to_read_is_forwarded_unjudged() -> None:
     # Python reads at most 4,300 digits; the provider's parser may read more: no verdict either way
     body = b'{"model": "gpt-4o", "messages": [], "max_tokens": ' + b"9" * 5000 + b"}"
