@@ -201,8 +201,17 @@ def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
     def alarm(_signum: int, _frame: FrameType | None) -> None:
         raise _LoadTimedOut
 
-    timed = timeout is not None and threading.current_thread() is threading.main_thread()
+    main = threading.current_thread() is threading.main_thread()
+    timed = timeout is not None and main
     previous: Any = None
+    interrupted = False  # a real Ctrl-C (SIGINT), not a KeyboardInterrupt the plug-in raised
+
+    def ctrl_c(_signum: int, _frame: FrameType | None) -> None:
+        nonlocal interrupted
+        interrupted = True
+        raise KeyboardInterrupt
+
+    previous_int: Any = signal.signal(signal.SIGINT, ctrl_c) if main else None
     if timed:
         assert timeout is not None
         previous = signal.signal(signal.SIGALRM, alarm)
@@ -211,8 +220,15 @@ def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
     try:
         with _stdout_to_stderr():
             yield
-    except (PluginLoadError, KeyboardInterrupt):
+    except PluginLoadError:
         raise
+    except KeyboardInterrupt as exc:
+        if interrupted or not main:
+            raise
+        raise PluginLoadError(
+            f"loading {spec!r} raised KeyboardInterrupt{_plugin_frame(exc.__traceback__)} "
+            "without a Ctrl-C"
+        ) from None
     except _LoadTimedOut:
         raise PluginLoadError(
             f"loading {spec!r} took longer than {timeout:g}s (its import or constructor waits or "
@@ -234,6 +250,8 @@ def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
         ) from exc
     finally:
         os._exit = real_exit
+        if main:  # None: a handler not set from Python, which cannot be put back as it was
+            signal.signal(signal.SIGINT, previous_int or signal.default_int_handler)
         if timed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)

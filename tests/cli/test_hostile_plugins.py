@@ -221,6 +221,7 @@ def test_a_huge_returned_body_is_kept_in_the_report_as_its_size_and_digest(
 LOADING = {
     "exits_zero": "import sys\nsys.exit(0)\n",
     "exits_three": "import sys\nsys.exit(3)\n",
+    "interrupts": "raise KeyboardInterrupt\n",
     "ends_process": "import os\nos._exit(0)\n",
     "waits": "import time\ntry:\n    time.sleep(3600)\nexcept Exception:\n    pass\n",
     "forks": (
@@ -255,6 +256,8 @@ def loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         ("exits_three:f", "loading 'exits_three:f' called sys.exit(3) (at exits_three.py:2)"),
         ("ends_process:f", "loading 'ends_process:f' called os._exit(0) (at ends_process.py:2)"),
         ("constructs:Broken", "raised RuntimeError: no database (at constructs.py:5)"),
+        # no Ctrl-C was pressed: the plug-in's own exception, not "Aborted!" and exit 1
+        ("interrupts:f", "raised KeyboardInterrupt (at interrupts.py:1) without a Ctrl-C"),
         ("constructs:Sly", "raised LookupError: which? (at constructs.py:14)"),
     ],
 )
