@@ -14,7 +14,9 @@ The plug-in's own code that runs while it loads (its module's import, its class'
 its ``shape`` attribute) runs guarded: an exception, ``sys.exit``, ``os._exit`` (in this process)
 or a load that takes longer than :data:`LOAD_TIMEOUT` seconds is a :class:`PluginLoadError` naming
 the spec, never a traceback, a silent exit with the plug-in's status (``sys.exit(0)`` at import
-made ``ctxconf run`` exit 0 with no report) or a hang. Ctrl-C still aborts.
+made ``ctxconf run`` exit 0 with no report) or a hang. Ctrl-C still aborts. What it prints
+while it loads (a banner, a warning ``print``ed at import) goes to standard error, file
+descriptor 1 included, never into the command's own output (``--format jsonl`` stays JSON).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import importlib
 import inspect
 import os
 import signal
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -160,6 +163,31 @@ def _exception_text(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """``sys.stdout`` and file descriptor 1 sent to standard error while the plug-in loads: what
+    its import prints must not land in the command's output (``--format jsonl``)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    saved: int | None = None
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no fd 1 or 2 to speak of: sys.stdout alone is redirected
+        if saved is not None:
+            os.close(saved)
+            saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+@contextlib.contextmanager
 def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
     """Run the plug-in's loading code so that whatever it does ends as a PluginLoadError."""
     pid = os.getpid()
@@ -173,17 +201,34 @@ def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
     def alarm(_signum: int, _frame: FrameType | None) -> None:
         raise _LoadTimedOut
 
-    timed = timeout is not None and threading.current_thread() is threading.main_thread()
+    main = threading.current_thread() is threading.main_thread()
+    timed = timeout is not None and main
     previous: Any = None
+    interrupted = False  # a real Ctrl-C (SIGINT), not a KeyboardInterrupt the plug-in raised
+
+    def ctrl_c(_signum: int, _frame: FrameType | None) -> None:
+        nonlocal interrupted
+        interrupted = True
+        raise KeyboardInterrupt
+
+    previous_int: Any = signal.signal(signal.SIGINT, ctrl_c) if main else None
     if timed:
         assert timeout is not None
         previous = signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, timeout)
     os._exit = exit_guard
     try:
-        yield
-    except (PluginLoadError, KeyboardInterrupt):
+        with _stdout_to_stderr():
+            yield
+    except PluginLoadError:
         raise
+    except KeyboardInterrupt as exc:
+        if interrupted or not main:
+            raise
+        raise PluginLoadError(
+            f"loading {spec!r} raised KeyboardInterrupt{_plugin_frame(exc.__traceback__)} "
+            "without a Ctrl-C"
+        ) from None
     except _LoadTimedOut:
         raise PluginLoadError(
             f"loading {spec!r} took longer than {timeout:g}s (its import or constructor waits or "
@@ -205,6 +250,8 @@ def _guarded(spec: str, timeout: float | None) -> Iterator[None]:
         ) from exc
     finally:
         os._exit = real_exit
+        if main:  # None: a handler not set from Python, which cannot be put back as it was
+            signal.signal(signal.SIGINT, previous_int or signal.default_int_handler)
         if timed:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)

@@ -359,6 +359,20 @@ def check_arguments(session: object, config: object, ledger: object, memory: obj
             )
 
 
+def check_collaborators(counter: object, summarizer: object, metrics: object) -> None:
+    """Refuse a counter, summarizer or metrics object that lacks what the assembler calls, by
+    name (a :class:`ConfigError` with the argument as ``where``), never an ``AttributeError``
+    from the middle of an assembly."""
+    wanted: tuple[tuple[str, object, type, str], ...] = (
+        ("counter", counter, TokenCounter, "a TokenCounter (reference_impl.tokens.counter_for)"),
+        ("summarizer", summarizer, Summarizer, "a Summarizer (a summarize(request) method)"),
+        ("metrics", metrics, AssemblyMetrics, "an AssemblyMetrics"),
+    )
+    for where, value, kind, what in wanted:
+        if value is not None and not isinstance(value, kind):
+            raise ConfigError(f"expected {what}, got {type(value).__name__}", where=where)
+
+
 def assemble_pipeline(
     session: Transcript,
     config: AssemblyConfig | None = None,
@@ -374,6 +388,7 @@ def assemble_pipeline(
     """``assemble`` the long way: ``steps.load_state`` and every step of ``steps.PIPELINE`` on
     the session's units (the definition of the policy; ``assemble`` gives the same result)."""
     check_arguments(session, config, ledger, memory)
+    check_collaborators(counter, summarizer, metrics)
     config = config if config is not None else AssemblyConfig()
     if shape not in SHAPE_NAMES:
         raise ConfigError(

@@ -61,6 +61,7 @@ from reference_impl.assembler import (
     _observe,
     assemble_pipeline,
     check_arguments,
+    check_collaborators,
 )
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
 from reference_impl.config import AssemblyConfig
@@ -640,6 +641,7 @@ class SessionAssembler:
                 f"unknown shape {shape!r}; known shapes: {', '.join(SHAPE_NAMES)}", where="shape"
             )
         check_arguments(Transcript(()), config, None, ())
+        check_collaborators(counter, summarizer, metrics)
         self.config = config if config is not None else AssemblyConfig()
         self.shape: ShapeName = shape
         self.counter = counter

@@ -187,6 +187,9 @@ class Incoming:
     """The betas the ``anthropic-beta`` header names (``validation.betas_of_headers``)."""
 
 
+_TOO_DEEP: Final = "JSON nested deeper than the emulator's parser can walk"
+
+
 def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> Incoming:
     """The :class:`Incoming` of one request to ``endpoint``."""
     body: Any = None
@@ -196,6 +199,8 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
         body = loads_json(raw)
     except JsonNumberTooLongError as exc:
         unreadable = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    except RecursionError:  # the parser recurses once per level; a provider's may go deeper
+        unreadable = _TOO_DEEP
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         bad_json = f"invalid JSON ({exc})"
     model = endpoint.model
@@ -254,6 +259,13 @@ async def _handle(request: Request, settings: _Settings) -> Response:
         return _own_error(None, 404, f"Unknown request URL: {request.method} {request.url.path}.")
     try:
         return await _judge(request, endpoint, settings)
+    except RecursionError:  # parsed, but nested deeper than the validators walk: the client's
+        return _own_error(
+            endpoint.shape,
+            400,
+            f"The emulator cannot read this body: {_TOO_DEEP}. A provider's parser may read it; "
+            "no verdict is given.",
+        )
     except Exception:
         # A bug in the emulator or the validators, not the client's fault: say so, and log it.
         log.exception("emulator failed on %s %s", request.method, request.url.path)

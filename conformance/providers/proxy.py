@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import posixpath
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 import httpx
@@ -48,7 +50,7 @@ from conformance.errors import ProxyConfigError, UnknownProfileError, UpstreamBr
 from conformance.providers.catalog import known_profiles
 from conformance.providers.emulator import pick_profile, read_request, request_verdict
 from conformance.providers.emulator_responses import error_envelope
-from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder
+from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder, decoded_body
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
 from conformance.traffic.endpoints import (
@@ -58,7 +60,7 @@ from conformance.traffic.endpoints import (
     Endpoint,
     endpoint_for_path,
 )
-from reference_impl.documents import DocumentLimitError, max_input_bytes
+from reference_impl.documents import DocumentLimitError, loads_json, max_input_bytes
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -216,6 +218,13 @@ def judge(
         return Judged(None, None, unjudged="no-provider-endpoint")
     if method != "POST":
         return Judged(None, endpoint, unjudged=f"method-{method.lower()}")
+    encoding = headers.get("content-encoding", "")
+    if encoding.strip().lower() not in ("", "identity"):
+        # The provider reads the body decoded (gzip, deflate): so is it judged, within the limit
+        decoded = decoded_body(raw, encoding, max_input_bytes())
+        if isinstance(decoded, str):  # a coding we do not read, corrupt, or over the limit
+            return Judged(None, endpoint, unjudged="content-encoding")
+        raw = decoded
     incoming = read_request(endpoint, raw, headers)
     model = incoming.model
     if incoming.unreadable is not None:  # JSON we cannot read: the provider decides
@@ -225,7 +234,41 @@ def judge(
     except UnknownProfileError:
         return Judged(None, endpoint, model=model, unjudged="unknown-profile")
     verdict = request_verdict(endpoint, incoming, profile)
+    if verdict.accepted:
+        # A key given twice: our parser keeps the last, a provider's may keep the first. Both
+        # readings are judged, so a valid last copy cannot carry an invalid first one past us.
+        first = _first_wins(raw)
+        if first is not None:
+            other = request_verdict(endpoint, replace(incoming, body=first), profile)
+            if not other.accepted:
+                verdict = other
     return Judged(verdict, endpoint, profile=profile, model=model)
+
+
+class _DuplicateKeyError(Exception):
+    """Raised by :func:`_first_wins`' hook at the first object that has a key twice."""
+
+
+def _first_wins(raw: bytes) -> Any:
+    """The body read keeping the *first* of two equal keys, or ``None`` when no key repeats."""
+
+    def strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found = dict(pairs)
+        if len(found) != len(pairs):
+            raise _DuplicateKeyError
+        return found
+
+    def first(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        kept: dict[str, Any] = {}
+        for key, value in pairs:
+            kept.setdefault(key, value)
+        return kept
+
+    try:
+        loads_json(raw, object_pairs_hook=strict)
+    except _DuplicateKeyError:
+        return loads_json(raw, object_pairs_hook=first)
+    return None
 
 
 def _refusal(verdict: Verdict, profile: str | None) -> Response:
@@ -304,8 +347,24 @@ def _target_url(settings: _Settings, request: Request) -> str:
     return f"{url}?{query.decode('latin-1')}" if query else url
 
 
+_SLASHES: Final = re.compile(r"/{2,}")
+
+
+def _judged_path(path: str) -> str:
+    """The (decoded) path as the upstream may route it: repeated slashes made one, and ``.`` and
+    ``..`` segments resolved (RFC 3986 5.2.4). The HTTP client removes dot segments before
+    sending and servers commonly merge slashes, so ``/v1/./chat/completions`` reaches the
+    upstream's chat endpoint: it is judged as that endpoint, never forwarded unjudged."""
+    if not path.startswith("/"):
+        return path
+    normal = posixpath.normpath(_SLASHES.sub("/", path))
+    normal = _SLASHES.sub("/", normal)  # normpath keeps a leading "//"
+    return normal + "/" if path.endswith("/") and normal != "/" else normal
+
+
 async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClient) -> Response:
-    endpoint = endpoint_for_path(request.url.path)
+    path = _judged_path(request.url.path)
+    endpoint = endpoint_for_path(path)
     shape = endpoint.shape if endpoint is not None else None
     try:
         raw = await _read_body(request, settings.limit)
@@ -319,9 +378,9 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
         )
     headers = _end_to_end(request.headers.items(), _RESET_ON_REQUEST)
     try:
-        judged = judge(
-            request.method, request.url.path, raw, request.headers, profiles=settings.profiles
-        )
+        judged = judge(request.method, path, raw, request.headers, profiles=settings.profiles)
+    except RecursionError:  # read, but nested deeper than the validators walk: as unreadable
+        judged = Judged(None, endpoint, unjudged="unreadable-json")
     except Exception as exc:  # noqa: BLE001 - a validator bug must not stop the traffic
         # Forwarded unjudged (the provider decides), and said in one line, not a traceback.
         log.warning(

@@ -188,6 +188,60 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
             raise ReportFileError("JSON nested too deeply", where=f"{path}:{number}") from None
 
 
+_STATUSES: Final = ("pass", "fail", "error")
+
+
+# The fields the renderers read as a given JSON type (None: the field may be null or absent).
+_CASE_FIELDS: Final[dict[str, tuple[type, ...]]] = {
+    "dialect": (str,),
+    "verdict": (dict,),
+    "markup": (dict,),
+    "plugin_output": (dict,),
+    "reason": (str,),
+    "refusal_code": (str,),
+}
+_HEADER_FIELDS: Final[dict[str, tuple[type, ...]]] = {"shapes": (list,)}
+_FOOTER_FIELDS: Final[dict[str, tuple[type, ...]]] = {"exit_status": (int,), "totals": (dict,)}
+_JSON_TYPE_NAMES: Final = {dict: "an object", list: "an array", str: "a string", int: "an integer"}
+
+
+def _check_fields(
+    line: Mapping[str, Any],
+    fields: Mapping[str, tuple[type, ...]],
+    where: str,
+    *,
+    nullable: bool = False,
+) -> None:
+    """Each of ``fields`` present in ``line`` is of its JSON type (or null, when ``nullable``),
+    else a named error."""
+    for key, kinds in fields.items():
+        value = line.get(key)
+        if value is None and (nullable or key not in line):
+            continue
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            wanted = " or ".join(_JSON_TYPE_NAMES[k] for k in kinds)
+            raise ReportFileError(
+                f"{key!r} is {type(value).__name__} {value!r:.60}, expected {wanted}", where=where
+            )
+
+
+def _check_case(case: CaseResult, where: str) -> None:
+    """A case line's level and statuses, and its checks', are ones the renderers know: anything
+    else is named here, not met as an internal error halfway through a page."""
+    if case.level not in LEVELS:
+        raise ReportFileError(f"unknown level {case.level!r}", where=where)
+    if case.status not in _STATUSES:
+        raise ReportFileError(
+            f"unknown case status {case.status!r} (one of {', '.join(_STATUSES)})", where=where
+        )
+    for check in case.checks:
+        if check.level not in LEVELS or check.status not in _STATUSES:
+            raise ReportFileError(
+                f"check {check.id!r}: unknown level or status ({check.level!r}, {check.status!r})",
+                where=where,
+            )
+
+
 def read_jsonl(path: Path) -> RunRecord:
     """Read a saved run; a named error with ``file:line`` for anything that is not one."""
     header: dict[str, Any] | None = None
@@ -209,15 +263,19 @@ def read_jsonl(path: Path) -> RunRecord:
                     f"{REPORT_VERSION}",
                     where=where,
                 )
+            _check_fields(line, _HEADER_FIELDS, where)
+            if not all(isinstance(shape, str) for shape in line.get("shapes") or ()):
+                raise ReportFileError("'shapes' must be an array of shape names", where=where)
             header = line
         elif kind == "case":
+            _check_fields(line, _CASE_FIELDS, where, nullable=True)
             try:
                 cases.append(CaseResult.from_dict(line))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ReportFileError(f"malformed case line ({exc!r})", where=where) from None
-            if cases[-1].level not in LEVELS:
-                raise ReportFileError(f"unknown level {cases[-1].level!r}", where=where)
+            _check_case(cases[-1], where)
         elif kind == "footer":
+            _check_fields(line, _FOOTER_FIELDS, where)
             footer = line
         else:
             raise ReportFileError(f"unknown line type {kind!r}", where=where)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final, Protocol
 
-from conformance.blame import raised_at
+from conformance.blame import WRAPS_ATTR, raised_at
 from conformance.checks import CheckSpec, checks_for
 from conformance.engine import (
     DEFAULT_TIMEOUT,
@@ -254,6 +254,7 @@ class _Capture:
 
     def __init__(self, inner: Assembler, turn: int) -> None:
         self.inner = inner
+        setattr(self, WRAPS_ATTR, inner)  # an exception is placed in the plug-in's code
         self.shape = inner.shape  # type: ignore[misc]  # instance attribute shadows the ClassVar
         declared = Declarations.of(inner)
         self.ctxconf_summary_prefix = declared.summary_prefix

@@ -122,12 +122,22 @@ class Workload:
         return {**window, **dict(self.config)}
 
 
-def _range(raw: Mapping[str, Any] | None, default: SizeRange, where: str) -> SizeRange:
+MAX_TOKENS_DRAWN: Final = 1_000_000
+"""The most tokens a workload may draw for one tool result or answer (the largest context windows):
+more only makes the simulated session gigabytes long before the first turn is judged."""
+MAX_FAN_OUT: Final = 128
+"""The most parallel tool calls one simulated turn may make (the providers' tool-count limit)."""
+MAX_ROUNDS_PER_TASK: Final = 1000
+
+
+def _range(raw: Mapping[str, Any] | None, default: SizeRange, where: str, most: int) -> SizeRange:
     if raw is None:
         return default
     low, high = int(raw["min"]), int(raw["max"])
     if low > high:
         raise WorkloadError(f"min {low} is above max {high}", where=where)
+    if high > most:
+        raise WorkloadError(f"max {high:,} is over the limit of {most:,}", where=where)
     return SizeRange(low, high)
 
 
@@ -143,7 +153,9 @@ def _tool(raw: Mapping[str, Any], where: str) -> ToolProfile:
         argument=str(raw.get("argument", "target")),
         targets=tuple(str(t) for t in raw.get("targets", ("alpha", "beta", "gamma"))),
         resource_prefix=str(raw.get("resource_prefix", "res")),
-        result_tokens=_range(raw["result_tokens"], SizeRange(0, 0), f"{where}.result_tokens"),
+        result_tokens=_range(
+            raw["result_tokens"], SizeRange(0, 0), f"{where}.result_tokens", MAX_TOKENS_DRAWN
+        ),
     )
 
 
@@ -154,12 +166,16 @@ def _from_document(document: Mapping[str, Any], source: str) -> Workload:
     defaults = Behaviour()
     behaviour = Behaviour(
         fan_out=_range(
-            behaviour_raw.get("fan_out"), defaults.fan_out, f"{where}.behaviour.fan_out"
+            behaviour_raw.get("fan_out"),
+            defaults.fan_out,
+            f"{where}.behaviour.fan_out",
+            MAX_FAN_OUT,
         ),
         rounds_per_task=_range(
             behaviour_raw.get("rounds_per_task"),
             defaults.rounds_per_task,
             f"{where}.behaviour.rounds_per_task",
+            MAX_ROUNDS_PER_TASK,
         ),
         error_rate=float(behaviour_raw.get("error_rate", 0.0)),
         interjection_rate=float(behaviour_raw.get("interjection_rate", 0.0)),
@@ -169,6 +185,7 @@ def _from_document(document: Mapping[str, Any], source: str) -> Workload:
             behaviour_raw.get("answer_tokens"),
             defaults.answer_tokens,
             f"{where}.behaviour.answer_tokens",
+            MAX_TOKENS_DRAWN,
         ),
     )
     if behaviour.fan_out.low < 1:

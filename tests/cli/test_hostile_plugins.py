@@ -4,6 +4,9 @@ false exit status, and every report is written."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -218,10 +221,16 @@ def test_a_huge_returned_body_is_kept_in_the_report_as_its_size_and_digest(
 LOADING = {
     "exits_zero": "import sys\nsys.exit(0)\n",
     "exits_three": "import sys\nsys.exit(3)\n",
+    "interrupts": "raise KeyboardInterrupt\n",
     "ends_process": "import os\nos._exit(0)\n",
     "waits": "import time\ntry:\n    time.sleep(3600)\nexcept Exception:\n    pass\n",
     "forks": (
         "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\n\n"
+        "def assemble(messages, budget):\n    return messages\n"
+    ),
+    "chatty": (
+        "import os, sys\nprint('banner printed at import')\n"
+        "os.write(1, b'written to fd 1 at import\\n')\n\n"
         "def assemble(messages, budget):\n    return messages\n"
     ),
     "constructs": (
@@ -247,6 +256,8 @@ def loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         ("exits_three:f", "loading 'exits_three:f' called sys.exit(3) (at exits_three.py:2)"),
         ("ends_process:f", "loading 'ends_process:f' called os._exit(0) (at ends_process.py:2)"),
         ("constructs:Broken", "raised RuntimeError: no database (at constructs.py:5)"),
+        # no Ctrl-C was pressed: the plug-in's own exception, not "Aborted!" and exit 1
+        ("interrupts:f", "raised KeyboardInterrupt (at interrupts.py:1) without a Ctrl-C"),
         ("constructs:Sly", "raised LookupError: which? (at constructs.py:14)"),
     ],
 )
@@ -274,3 +285,20 @@ def test_a_plugin_whose_import_waits_forever_is_interrupted(loading: Path) -> No
 def test_a_process_the_plugin_forks_while_loading_may_end_itself(loading: Path) -> None:
     plugin = load_plugin("forks:assemble")
     assert plugin.shapes == ("openai-chat",)
+
+
+@pytest.mark.timeout(120)
+def test_what_a_plugin_prints_while_it_loads_stays_out_of_the_jsonl_output(
+    loading: Path, tmp_path: Path
+) -> None:
+    # A real process: the import writes to file descriptor 1 itself, which CliRunner cannot see.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(loading), *sys.path])}
+    args = [sys.executable, "-c", "from conformance.cli import main; main()", "run"]
+    args += ["--impl", "chatty:assemble", "--scenarios", "single-tool", "--shapes", "openai-chat"]
+    args += ["--format", "jsonl", "--no-reports"]
+    done = subprocess.run(args, check=False, capture_output=True, text=True, env=env, timeout=110)
+    assert done.returncode == 0, done.stderr
+    lines = [loads_json(line) for line in done.stdout.splitlines()]  # every line JSON
+    assert [line["type"] for line in (lines[0], lines[-1])] == ["header", "footer"]
+    assert "banner printed at import" in done.stderr
+    assert "written to fd 1 at import" in done.stderr

@@ -56,6 +56,12 @@ def hangs(messages, budget):
     return messages
 
 
+def raises(messages, budget):
+    if _second_call():
+        raise LookupError("no such tool")
+    return messages
+
+
 def floods(messages, budget):
     if _second_call():
         flood = [{"role": ("user", "assistant")[i % 2], "content": "x"} for i in range(40_000)]
@@ -129,6 +135,8 @@ def _soak(tmp_path: Path, impl: str) -> tuple[int, str, Path]:
         ("exits", 1, "the plug-in ended the soak process with exit status 0"),
         ("killed", 1, "the soak process was killed by signal 9"),
         ("hangs", 1, "timed out after 1s; the soak process was killed"),
+        # placed in the plug-in's code, not in the soak's wrapper around it (loop.py)
+        ("raises", 1, "the plug-in raised LookupError: no such tool (at soak_crashers.py:"),
         (
             "StoreRaises",
             0,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import http.client
 import json
 import os
 import socket
@@ -374,6 +375,79 @@ def test_unknown_endpoints_are_forwarded_unjudged_with_a_note(upstream: str) -> 
     assert via.headers[PROXY_HEADER] == "forwarded; unjudged=no-provider-endpoint"
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/./chat/completions",
+        "/v1/chat/../chat/completions",
+        "/v1/%2e/chat/completions",
+        "//v1/chat/completions",
+        "/v1//chat/completions",
+    ],
+)
+def test_enforce_judges_a_path_with_dot_segments_or_doubled_slashes_as_its_endpoint(
+    path: str,
+) -> None:
+    # httpx removes dot segments before sending and servers merge slashes: the upstream routes
+    # such a path to its chat endpoint, so it is judged as one (http.client sends it as written)
+    body = json.dumps(
+        {"model": "gpt-4o", "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}]}
+    )
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        connection = http.client.HTTPConnection(urlsplit(proxy).netloc, timeout=30)
+        try:
+            connection.request("POST", path, body, {"content-type": "application/json"})
+            answer = connection.getresponse()
+            answer.read()
+        finally:
+            connection.close()
+    assert answer.getheader("x-upstream") is None  # never reached the upstream
+    assert answer.status == 400
+    assert answer.getheader(PROXY_HEADER) == "refused; rule=C2"
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_key_given_twice_is_judged_in_both_readings(mode: str) -> None:
+    # our parser keeps the last "messages", a provider's may keep the first: the invalid first
+    # copy must not pass because a valid one follows it
+    orphan = [{"role": "tool", "tool_call_id": "x", "content": "o"}]
+    valid = [{"role": "user", "content": "hi"}]
+    smuggled = (
+        f'{{"model": "gpt-4o", "messages": {json.dumps(orphan)}, "messages": {json.dumps(valid)}}}'
+    )
+    repeated = f'{{"model": "gpt-4o", "messages": {json.dumps(valid)}, "model": "gpt-4o"}}'
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        refused = httpx.post(f"{proxy}/v1/chat/completions", content=smuggled.encode())
+        harmless = httpx.post(f"{proxy}/v1/chat/completions", content=repeated.encode())
+    if mode == "enforce":
+        assert "x-upstream" not in refused.headers  # never reached the upstream
+        assert refused.status_code == 400
+        assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
+    else:
+        assert refused.headers[PROXY_HEADER] == "forwarded; ours=reject; rule=C2"
+    assert harmless.headers[PROXY_HEADER] == "forwarded; ours=accept"
+
+
+def test_a_compressed_body_is_judged_decoded() -> None:
+    orphan = {
+        "model": "gpt-4o",
+        "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+    }
+    valid = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    gzipped = {"content-encoding": "gzip", "content-type": "application/json"}
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        url = f"{proxy}/v1/chat/completions"
+        refused = httpx.post(
+            url, content=gzip.compress(json.dumps(orphan).encode()), headers=gzipped
+        )
+        passed = httpx.post(url, content=gzip.compress(json.dumps(valid).encode()), headers=gzipped)
+        unread = httpx.post(url, content=b"\x00", headers={"content-encoding": "br"})
+    assert "x-upstream" not in refused.headers  # never reached the upstream
+    assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
+    assert passed.headers[PROXY_HEADER] == "forwarded; ours=accept"  # not "not JSON" (C0)
+    assert unread.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+
+
 # ------------------------------------------------------------------------- failures, named
 
 
@@ -607,7 +681,33 @@ def test_a_body_too_deep_to_judge_is_forwarded_unjudged() -> None:
     with serving(_echo_app()) as echo, _proxy(echo) as proxy:
         response = httpx.post(f"{proxy}/v1/chat/completions", content=b"[" * 100_000)
     assert response.status_code == 200  # the echo answered: forwarded
-    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=judge-failed"
+    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unreadable-json"
+
+
+def test_the_emulator_names_a_body_too_deep_to_read() -> None:
+    # a named 400 of the emulator's own, not a 500 and a traceback in its log
+    with serving(create_app()) as emulator:
+        response = httpx.post(f"{emulator}/v1/chat/completions", content=b"[" * 100_000)
+    assert response.status_code == 400
+    assert "nested deeper than the emulator's parser can walk" in response.text
+
+
+def test_the_emulator_never_fails_on_a_deep_body_its_parser_reads() -> None:
+    # near the interpreter's limit the parser reads the body and a validator walking the tool
+    # schema runs out of stack: at every depth a verdict or a named 400, never a 500
+    def body(depth: int) -> bytes:
+        schema = '{"a": ' * depth + "1" + "}" * depth
+        return (
+            '{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "tools": '
+            f'[{{"type": "function", "function": {{"name": "f", "parameters": {schema}}}}}]}}'
+        ).encode()
+
+    with serving(create_app()) as emulator:
+        statuses = {
+            depth: httpx.post(f"{emulator}/v1/chat/completions", content=body(depth)).status_code
+            for depth in range(880, 1000, 2)
+        }
+    assert set(statuses.values()) <= {200, 400}, statuses
 
 
 def test_a_body_with_an_integer_too_long_to_read_is_forwarded_unjudged() -> None:

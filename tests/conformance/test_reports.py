@@ -393,6 +393,36 @@ def test_read_jsonl_names_the_problem(tmp_path: Path, content: str, message: str
     assert str(path) in (info.value.where or "")
 
 
+@pytest.mark.parametrize(
+    ("line", "key", "value", "message"),
+    [
+        ("case", "status", 5, "unknown case status 5"),
+        ("case", "status", "skipped", "unknown case status 'skipped'"),
+        ("case", "dialect", ["mistral"], "'dialect' is list"),
+        ("case", "verdict", 5, "'verdict' is int 5, expected an object"),
+        ("case", "markup", "x", "'markup' is str 'x', expected an object"),
+        ("header", "shapes", 5, "'shapes' is int 5, expected an array"),
+        ("header", "shapes", [["openai-chat"]], "'shapes' must be an array of shape names"),
+        ("footer", "exit_status", "1", "'exit_status' is str '1', expected an integer"),
+        ("footer", "exit_status", None, "'exit_status' is NoneType None"),
+    ],
+)
+def test_report_names_a_field_of_the_wrong_type_in_every_format(
+    record: RunRecord, tmp_path: Path, line: str, key: str, value: object, message: str
+) -> None:
+    # a saved run edited by hand or by another tool: exit 2 naming the line, never exit 70
+    lines = [dict(record.header), *(c.to_dict() for c in record.cases), dict(record.footer)]
+    target = {"header": lines[0], "case": lines[1], "footer": lines[-1]}[line]
+    target[key] = value
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    for fmt in ("md", "html", "junit"):
+        result = CliRunner().invoke(cli, ["report", str(path), "--format", fmt])
+        assert result.exit_code == 2, (fmt, result.output)
+        assert message in result.stderr, (fmt, result.stderr)
+        assert "internal error" not in result.stderr
+
+
 def test_report_command_rerenders_a_saved_run(record: RunRecord, tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     lines = [json.dumps(dict(record.header))] + [json.dumps(c.to_dict()) for c in record.cases]

@@ -229,6 +229,15 @@ def test_workload_semantic_errors_name_the_place(tmp_path: Path) -> None:
     path.write_text(SMALL_OPS.replace("recent_tool_rings: 1", "recent_tool_ringz: 1"), "utf-8")
     with pytest.raises(WorkloadError, match=r"config.*recent_tool_ringz"):
         load_workload(path)
+    # sizes that would build a session of gigabytes, or a turn of a hundred million calls
+    path.write_text(SMALL_OPS.replace("{min: 1, max: 3}", "{min: 1, max: 100000000}"), "utf-8")
+    with pytest.raises(WorkloadError, match=r"behaviour\.fan_out.*over the limit of 128"):
+        load_workload(path)
+    path.write_text(
+        SMALL_OPS.replace("{min: 200, max: 700}", "{min: 1, max: 1000000000000}"), "utf-8"
+    )
+    with pytest.raises(WorkloadError, match=r"tools\[0\]\.result_tokens.*over the limit"):
+        load_workload(path)
 
 
 def test_workload_files_are_read_within_the_input_limits(

@@ -37,6 +37,10 @@ def _session() -> Transcript:
         ({"ledger": [{"tool": "deploy"}]}, TranscriptError, "ledger", "Ledger.from_list"),
         ({"memory": "remember this"}, TranscriptError, "memory", "got str"),
         ({"memory": [{"source": "a", "text": "b"}]}, TranscriptError, "memory[0]", "got dict"),
+        ({"counter": object()}, ConfigError, "counter", "expected a TokenCounter"),
+        ({"counter": "o200k_base"}, ConfigError, "counter", "got str"),
+        ({"summarizer": object()}, ConfigError, "summarizer", "expected a Summarizer"),
+        ({"metrics": object()}, ConfigError, "metrics", "expected an AssemblyMetrics"),
     ],
 )
 def test_an_argument_of_the_wrong_type_is_named(
@@ -52,6 +56,9 @@ def test_an_argument_of_the_wrong_type_is_named(
 def test_the_incremental_assembler_names_them_too() -> None:
     with pytest.raises(ConfigError, match="got dict"):
         SessionAssembler({"recent_tool_rings": 1}, shape="gemini")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="got object") as named:
+        SessionAssembler(shape="gemini", counter=object())  # type: ignore[arg-type]
+    assert named.value.where == "counter"
     assembler = SessionAssembler(shape="gemini")
     with pytest.raises(TranscriptError, match="got dict") as caught:
         assembler.assemble(json.loads(SESSION_TEXT))  # type: ignore[arg-type]
