@@ -685,6 +685,12 @@ def _version() -> str:
         return "0+unknown"
 
 
+NO_CASES_STATUS: Final = 2
+NO_CASES_GATE: Final = "no cases"
+"""The gate of a run whose selection holds no case the plug-in is judged on (exit status 2, as
+for a bad option: every scenario chosen was left out, or none was chosen in the shapes asked)."""
+
+
 def _not_judged(count: int) -> dict[str, Any]:
     """The footer's note on cases left out for a plain function (none: no note)."""
     if not count:
@@ -789,6 +795,9 @@ def run_events(
     statuses = {s: sum(1 for r in results if r.status == s) for s in ("pass", "fail", "error")}
     if halt.reason is not None:
         status, gate = (halt.exit_status or 1), ("interrupted" if halt.signal else "stopped")
+    elif not cases:
+        # Nothing was judged: a gate that passes on no case would let CI go green untested.
+        status, gate = NO_CASES_STATUS, NO_CASES_GATE
     else:
         status = 0 if all(totals[g].ok for g in gate_levels) else 1
         gate = "+".join(gate_levels)

@@ -226,7 +226,7 @@ class RunFinished:
     exit_status: int = 0
     gate: str = "must"
     """What decided the exit status: ``must``, ``must+should`` (``--strict``), ``baseline``,
-    ``stopped`` or ``interrupted``."""
+    ``stopped``, ``interrupted`` or ``no cases`` (nothing was judged: exit status 2)."""
     stopped: str | None = None
     """Why the run ended before its last case (a signal, a run-level budget); None otherwise."""
     interrupted: bool = False

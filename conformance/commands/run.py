@@ -41,7 +41,7 @@ from conformance.commands._options import (
     shapes_option,
     timeout_option,
 )
-from conformance.engine import DEFAULT_MAX_CONSECUTIVE_TIMEOUTS, run_events
+from conformance.engine import DEFAULT_MAX_CONSECUTIVE_TIMEOUTS, NO_CASES_GATE, run_events
 from conformance.errors import BaselineError
 from conformance.events import CaseFinished, Event, RunFinished, RunStarted
 from conformance.reporting import (
@@ -309,7 +309,18 @@ def _finish(
     elif output_format == "md":
         click.echo(render_markdown(record), nl=False)
     finished = collected[-1]
-    if write_baseline_file is not None and isinstance(finished, RunFinished) and finished.stopped:
+    if isinstance(finished, RunFinished) and finished.gate == NO_CASES_GATE:
+        left = finished.extra.get("not_judged")
+        why = f" ({left['cases']} left out: {left['why']})" if isinstance(left, dict) else ""
+        click.echo(
+            f"ctxconf: no case to run: the scenarios and shapes chosen hold no case this plug-in "
+            f"is judged on{why}; exit status {finished.exit_status}",
+            err=True,
+        )
+    empty = isinstance(finished, RunFinished) and finished.gate == NO_CASES_GATE
+    if write_baseline_file is not None and empty:
+        click.echo(f"baseline: NOT written to {write_baseline_file}: no case ran", err=True)
+    elif write_baseline_file is not None and isinstance(finished, RunFinished) and finished.stopped:
         # A baseline of the cases that ran would leave the others ungated for good: later runs
         # list them as new cases, never as regressions.
         click.echo(

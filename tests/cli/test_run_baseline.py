@@ -118,3 +118,30 @@ def test_a_run_stopped_early_writes_no_baseline(tmp_path: Path) -> None:
     assert "case(s) not" in result.stdout
     assert f"baseline: NOT written to {path}" in result.stderr
     assert path.read_text() == "kept as it was\n"
+
+
+def test_a_run_with_no_case_exits_2_and_writes_no_baseline(tmp_path: Path) -> None:
+    """A plain function is not judged on dialect cases: a selection of only those runs nothing,
+    and a gate that passed on nothing would let CI go green untested."""
+    path = tmp_path / "baseline.json"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--impl",
+            "fakes:plain_trimmer",
+            "--scenarios",
+            "ollama-no-null-content",
+            "--report-dir",
+            str(tmp_path / "reports"),
+            "--write-baseline",
+            str(path),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "exit status 2 (gate: no cases)" in result.stdout
+    assert "no case to run" in result.stderr and "1 left out" in result.stderr
+    assert f"baseline: NOT written to {path}: no case ran" in result.stderr
+    assert not path.exists()
+    footer = json.loads((tmp_path / "reports" / "run.jsonl").read_text().splitlines()[-1])
+    assert (footer["exit_status"], footer["gate"]) == (2, "no cases")

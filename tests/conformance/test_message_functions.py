@@ -81,6 +81,17 @@ def test_the_run_footer_counts_the_cases_a_plain_function_is_not_judged_on() -> 
     assert [e.result.scenario for e in events if isinstance(e, CaseFinished)] == ["single-tool"]
 
 
+def test_a_selection_of_only_cases_a_plain_function_is_not_judged_on_exits_2() -> None:
+    # A gate that passes on no case would let CI go green with nothing tested.
+    plugin = Plugin("plain", "tests:plain", {"openai-chat": MessageListAssembler(plain)})
+    events = list(run_events(plugin, [_scenario("ollama-no-null-content")]))
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert not [e for e in events if isinstance(e, CaseFinished)]
+    assert (finished.exit_status, finished.gate) == (2, "no cases")
+    assert finished.extra["not_judged"]["cases"] == 1
+
+
 def test_the_keyword_form_receives_the_tools_and_the_dialect() -> None:
     seen: dict[str, Any] = {}
 
