@@ -140,7 +140,8 @@ def test_a_run_with_no_case_exits_2_and_writes_no_baseline(tmp_path: Path) -> No
     )
     assert result.exit_code == 2
     assert "exit status 2 (gate: no cases)" in result.stdout
-    assert "no case to run" in result.stderr and "1 left out" in result.stderr
+    assert "no case to run" in result.stderr
+    assert "1 left out" in result.stderr
     assert f"baseline: NOT written to {path}: no case ran" in result.stderr
     assert not path.exists()
     footer = json.loads((tmp_path / "reports" / "run.jsonl").read_text().splitlines()[-1])
