@@ -1,4 +1,11 @@
-"""JUnit XML: one test suite per shape, one test case per case; failures carry the check text."""
+"""JUnit XML: one test suite per shape, one test case per case; failures carry the check text.
+
+A case is a ``<failure>`` (or an ``<error>``) when it fails the run's gate, as the exit status
+counts it: a failed check at a gated level (``must``; ``should`` too with ``--strict``). A case
+that failed only checks below the gate is ``<skipped type="ctxconf.below-gate">`` with the same
+text, as pytest writes an expected failure: a test-report step that fails on failures then agrees
+with the exit status instead of going red on a run that passed.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.events import CaseResult
 from conformance.reporting.matrix import problem_lines, provenance_counts, verdict_line
 from conformance.reporting.record import RunRecord
+from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
 
 __all__ = ["render_junit"]
 
@@ -31,19 +40,29 @@ def _verdict_properties(element: ET.Element, verdict: Mapping[str, Any] | None) 
             ET.SubElement(properties, "property", name=name, value=str(value))
 
 
+def _below_gate(case: CaseResult, gate: tuple[str, ...]) -> bool:
+    """Whether ``case`` failed only checks of levels ``gate`` does not count (as the exit
+    status and ``BaselineCase.passes`` read a case)."""
+    failed = [c.level for c in case.checks if c.status != "pass"]
+    return case.status == "fail" and bool(failed) and not any(lv in gate for lv in failed)
+
+
 def render_junit(record: RunRecord) -> str:
     """The run as JUnit XML: a suite per shape, a test case per case, verdict provenance as
     properties."""
     suites = ET.Element("testsuites", name=f"ctxconf: {record.header.get('plugin', '?')}")
+    gate = STRICT_GATE_LEVELS if record.header.get("strict") is True else GATE_LEVELS
     for shape in record.shapes:
         cases = [c for c in record.cases if c.shape == shape]
+        below = {c.key for c in cases if _below_gate(c, gate)}
         suite = ET.SubElement(
             suites,
             "testsuite",
             name=shape,
             tests=str(len(cases)),
-            failures=str(sum(1 for c in cases if c.status == "fail")),
+            failures=str(sum(1 for c in cases if c.status == "fail") - len(below)),
             errors=str(sum(1 for c in cases if c.status == "error")),
+            skipped=str(len(below)),
             time=f"{sum(c.seconds for c in cases):.3f}",
         )
         counts = ET.SubElement(suite, "properties")
@@ -63,7 +82,11 @@ def render_junit(record: RunRecord) -> str:
                 continue
             lines = problem_lines(case)
             tag = "error" if case.status == "error" else "failure"
+            if case.key in below:
+                tag = "skipped"
             child = ET.SubElement(element, tag, message=lines[0] if lines else case.status)
+            if tag == "skipped":
+                child.set("type", "ctxconf.below-gate")
             child.text = "\n".join((*lines, verdict_line(case.verdict)))
     ET.indent(suites)
     return (

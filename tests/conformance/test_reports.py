@@ -132,7 +132,9 @@ def test_junit_snapshot(record: RunRecord, snapshot) -> None:  # type: ignore[no
     assert text == snapshot
     root = ET.fromstring(text.split("\n", 1)[1])
     suites = {s.get("name"): s for s in root}
-    assert suites["openai-chat"].get("failures") == "1"
+    # the sweep case failed a should check only: below the must gate, skipped (not a failure)
+    assert suites["openai-chat"].get("failures") == "0"
+    assert suites["openai-chat"].get("skipped") == "1"
     assert suites["anthropic-messages"].get("errors") == "1"
 
 
@@ -456,3 +458,32 @@ def test_one_case_over_one_shape_is_counted_in_the_singular(record: RunRecord) -
     text = console.file.getvalue()  # type: ignore[attr-defined]
     assert "1 case, 1 passed in" in text
     assert "1 cases" not in text
+
+
+def _junit_case(level: str) -> CaseResult:
+    failing = CheckResult(
+        "within_budget" if level == "must" else "order_preserved", level, "fail", "t", "m"
+    )
+    return dataclasses.replace(
+        _case(0, "single-tool", "openai-chat", 4000, fail="m"), checks=(failing,)
+    )
+
+
+@pytest.mark.parametrize(
+    ("level", "strict", "tag"),
+    [("must", False, "failure"), ("should", False, "skipped"), ("should", True, "failure")],
+)
+def test_junit_fails_a_case_only_at_the_run_s_gate(level: str, strict: bool, tag: str) -> None:
+    # A case that failed only checks below the gate is skipped (as pytest writes an xfail), so a
+    # test-report step agrees with the exit status; with --strict a should failure fails.
+    header = {"type": "header", "plugin": "p", "shapes": ["openai-chat"], "strict": strict}
+    record = RunRecord(header, (_junit_case(level),), {"type": "footer", "exit_status": 0})
+    suite = ET.fromstring(render_junit(record)).find("testsuite")
+    assert suite is not None
+    case = suite.find("testcase")
+    assert case is not None
+    assert [child.tag for child in case if child.tag != "properties"] == [tag]
+    assert suite.get("failures") == ("1" if tag == "failure" else "0")
+    assert suite.get("skipped") == ("1" if tag == "skipped" else "0")
+    if tag == "skipped":
+        assert case.find("skipped").get("type") == "ctxconf.below-gate"  # type: ignore[union-attr]
