@@ -97,6 +97,7 @@ def cli() -> None:
 
 
 EXIT_INTERNAL: Final = 70  # EX_SOFTWARE: a bug in ctxconf, not in the user's input
+EXIT_SIGINT: Final = 130  # 128 + SIGINT, as the shell reports a process Ctrl-C ended
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -107,7 +108,21 @@ def main(argv: list[str] | None = None) -> None:
     traceback (``CTXCONF_TRACEBACK=1`` shows it).
     """
     try:
-        cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="ctxconf")
+        status = cli.main(
+            args=argv if argv is not None else sys.argv[1:],
+            prog_name="ctxconf",
+            standalone_mode=False,
+        )
+    except click.exceptions.Abort as exc:
+        # Ctrl-C before a command's own handler is in place (loading the plug-in, reading the
+        # cassettes): exit 130 as an interrupted run does, not click's 1 (a failing run).
+        click.echo("Aborted!", err=True)
+        raise SystemExit(
+            EXIT_SIGINT if isinstance(exc.__cause__, KeyboardInterrupt) else 1
+        ) from None
+    except click.ClickException as exc:  # a bad option or argument: click's message, exit 2
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
     except Exception as exc:  # last resort: known errors never get here
         if os.environ.get("CTXCONF_TRACEBACK"):
             raise
@@ -121,3 +136,4 @@ def main(argv: list[str] | None = None) -> None:
             err=True,
         )
         raise SystemExit(EXIT_INTERNAL) from None
+    raise SystemExit(status if isinstance(status, int) else 0)

@@ -268,6 +268,34 @@ def test_a_signal_writes_the_finished_cases_and_marks_the_footer_interrupted(
     assert f"exit status {status}" in out
 
 
+@pytest.mark.timeout(120)
+def test_ctrl_c_while_the_plugin_loads_exits_130(tmp_path: Path) -> None:
+    """Before the run's own handler is in place (the plug-in's import), Ctrl-C is still an
+    interrupted run's 130, not click's 1, which reads as a failing run."""
+    started = tmp_path / "started"
+    (tmp_path / "slow_import.py").write_text(
+        "import pathlib, time\n"
+        f"pathlib.Path({str(started)!r}).write_text('x')\n"
+        "time.sleep(60)\n"
+        "def assemble(messages, budget):\n"
+        "    return messages\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    process = _ctxconf("run", "--impl", "slow_import:assemble", "--no-reports", env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    assert "Aborted!" in err
+
+
 def _gone(pid: int) -> bool:
     """The process ended (a zombie no one reaps yet counts as ended)."""
     try:
