@@ -21,9 +21,10 @@ the same levels ``ctxconf run`` and the pytest plug-in gate on: ``must`` checks 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final, TypeAlias
@@ -210,9 +211,17 @@ def to_baseline(results: Results) -> Baseline:
 
 
 def write_baseline(results: Results, path: Path | str) -> Baseline:
-    """Write the baseline of a run to ``path`` (JSON, sorted keys); returns what was written."""
+    """Write the baseline of a run to ``path`` (JSON, sorted keys); returns what was written.
+
+    A file at ``path`` that already says the same (cases, plug-in, level, ctxconf version) keeps
+    its ``created``: re-writing an unchanged baseline leaves the committed file unchanged, so it
+    shows in a pull request only when something moved."""
     baseline = to_baseline(results)
     target = Path(path)
+    with contextlib.suppress(BaselineError):
+        before = read_baseline(target) if target.is_file() else None
+        if before is not None and replace(before, created=baseline.created) == baseline:
+            baseline = before
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n", "utf-8")
     return baseline

@@ -146,3 +146,19 @@ def test_a_run_with_no_case_exits_2_and_writes_no_baseline(tmp_path: Path) -> No
     assert not path.exists()
     footer = json.loads((tmp_path / "reports" / "run.jsonl").read_text().splitlines()[-1])
     assert (footer["exit_status"], footer["gate"]) == (2, "no cases")
+
+
+def test_re_writing_an_unchanged_baseline_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    # Its `created` kept: a committed baseline shows in a pull request only when something moved.
+    path = tmp_path / "baseline.json"
+    assert _run("--write-baseline", str(path))[0] == 0
+    data = json.loads(path.read_text())
+    data["created"] = "2026-01-01T00:00:00+00:00"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    before = path.read_text()
+    assert _run("--write-baseline", str(path))[0] == 0
+    assert json.loads(path.read_text())["created"] == "2026-01-01T00:00:00+00:00"
+    assert json.loads(path.read_text()) == json.loads(before)
+    # a case that moved makes a new baseline, with a new date
+    assert _run("--impl", "fakes:OrphanResult", "--write-baseline", str(path))[0] == 1
+    assert json.loads(path.read_text())["created"] != "2026-01-01T00:00:00+00:00"
