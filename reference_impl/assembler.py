@@ -220,19 +220,28 @@ class Assembly:
         return view
 
     def render(
-        self, shape: ShapeName | None = None, *, dialect: str | None = None
+        self,
+        shape: ShapeName | None = None,
+        *,
+        dialect: str | None = None,
+        remap_ids: bool = False,
     ) -> dict[str, Any]:
         """The request body in ``shape`` (the assembly's shape by default). Where the shape's
         provider requires an output cap the session does not set (Anthropic ``max_tokens``), the
-        body asks for ``config.output_reserve_tokens``, the output room the budget kept."""
+        body asks for ``config.output_reserve_tokens``, the output room the budget kept. With a
+        ``dialect`` whose tool-call ids have a form of their own (Mistral's nine alphanumerics),
+        ``remap_ids=True`` rewrites the ids consistently, calls and results alike, where the
+        dialect would refuse them (``shapes.dialects.render_for_dialect``)."""
         name = shape or self.report.shape
         view = self.view_for(name)
+        if remap_ids and dialect is None:
+            raise ShapeError("remap_ids rewrites ids for a dialect: pass dialect= too")
         if dialect is not None:
             if name != "openai-chat":
                 raise ShapeError(f"dialects are variations of openai-chat, not of {name!r}")
             from reference_impl.shapes.dialects import render_for_dialect  # noqa: PLC0415 - optional
 
-            body: dict[str, Any] = render_for_dialect(view, dialect)
+            body: dict[str, Any] = render_for_dialect(view, dialect, remap_ids=remap_ids)
         else:
             body = shapes.get_shape(name).render_request(view)
         options = shapes.get_shape(name).options

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from assembler_support import (
@@ -403,3 +405,22 @@ def test_session_after_is_the_view_before_the_shape_s_merges():
     a = run(s, budget=10_000, shape="bedrock-converse")
     assert len(a.view) < len(a.base_view)
     assert a.session_after().messages == a.base_view.messages
+
+
+def test_render_for_mistral_remaps_ids_the_dialect_would_refuse():
+    # The refusal says to pass remap_ids=True; render takes it (it raised a TypeError).
+    from reference_impl.errors import ShapeError, UnsupportedPartError
+    from reference_impl.transcript import transcript_from_json
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "session.json"
+    a = run(transcript_from_json(example.read_text()), budget=10_000)
+    with pytest.raises(UnsupportedPartError, match="remap_ids=True"):
+        a.render("openai-chat", dialect="mistral")
+    body = a.render("openai-chat", dialect="mistral", remap_ids=True)
+    calls = [c["id"] for m in body["messages"] for c in m.get("tool_calls") or ()]
+    results = [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"]
+    assert calls
+    assert all(re.fullmatch(r"[a-zA-Z0-9]{9}", i) for i in calls)
+    assert set(results) <= set(calls)
+    with pytest.raises(ShapeError, match="dialect"):
+        a.render("openai-chat", remap_ids=True)
