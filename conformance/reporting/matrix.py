@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from conformance.events import CaseResult, CaseStatus
+from conformance.scenarios import LEVELS
 from conformance.traffic.verdicts import RERECORD_COMMAND
 
 __all__ = [
@@ -94,8 +95,21 @@ def matrix_rows(cases: Sequence[CaseResult], shapes: Sequence[str]) -> list[Row]
 
 
 def failing_cases(cases: Sequence[CaseResult]) -> list[CaseResult]:
-    """The cases that did not pass (failed or errored), in run order."""
-    return [c for c in cases if c.status != "pass"]
+    """The cases that did not pass (failed or errored): those with a ``must`` failure first (a
+    plug-in error counts as one), then ``should``, then ``may``, in run order within each, so a
+    list cut to its first few always shows what decided the exit status."""
+    failing = [c for c in cases if c.status != "pass"]
+    return sorted(failing, key=_worst_level)
+
+
+def _worst_level(case: CaseResult) -> int:
+    """The rank in ``LEVELS`` of the most severe level ``case`` failed at (0 is ``must``)."""
+    if case.outcome == "error":
+        return 0
+    failed = [
+        LEVELS.index(c.level) for c in case.checks if c.status != "pass" and c.level in LEVELS
+    ]
+    return min(failed, default=0)
 
 
 def problem_lines(case: CaseResult) -> list[str]:

@@ -32,6 +32,7 @@ from conformance.reporting import (
     render_markdown,
     terminal_renderable,
 )
+from conformance.reporting.matrix import failing_cases
 from conformance.reporting.record import REPORT_FORMAT, REPORT_VERSION
 
 SHAPES = ("openai-chat", "anthropic-messages")
@@ -487,3 +488,17 @@ def test_junit_fails_a_case_only_at_the_run_s_gate(level: str, strict: bool, tag
     assert suite.get("skipped") == ("1" if tag == "skipped" else "0")
     if tag == "skipped":
         assert case.find("skipped").get("type") == "ctxconf.below-gate"  # type: ignore[union-attr]
+
+
+def test_failing_cases_list_must_failures_first_so_a_cut_list_shows_them() -> None:
+    # A terminal cut to its first problems showed only should failures where 17 must failures
+    # decided the exit status.
+    def failing(index: int, level: str) -> CaseResult:
+        check = CheckResult("c", level, "fail", "t", "m")
+        return dataclasses.replace(
+            _case(index, f"s{index}", "openai-chat", 4000, fail="m"), checks=(check,)
+        )
+
+    cases = [failing(0, "may"), failing(1, "should"), failing(2, "must"), failing(3, "should")]
+    errored = _case(4, "s4", "openai-chat", 4000, error="boom")
+    assert [c.index for c in failing_cases([*cases, errored])] == [2, 4, 1, 3, 0]
