@@ -82,6 +82,7 @@ from reference_impl.tokens import TokenCounter
 __all__ = [
     "FUNCTION_KEYWORDS",
     "LEDGER_CHECKS",
+    "MEMORY_CHECKS",
     "MESSAGE_KEYS",
     "PROTOCOL_VERSION",
     "Assembler",
@@ -174,6 +175,10 @@ FUNCTION_KEYWORDS: Final = ("tools", "dialect", "counter", "ledger")
 LEDGER_CHECKS: Final = frozenset(("ledger_pinned", "ledger_in_summary"))
 """The checks that ask for the execution ledger's entries in the request: a plain function is
 judged on them only when it takes ``ledger=`` (the ledger is not in its messages)."""
+
+MEMORY_CHECKS: Final = frozenset(("memory_labelled",))
+"""The checks that ask for the scenario's memory items injected into the request: a plain
+function is never handed them (no keyword gives them), so they never judge it."""
 
 _TOOL_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "openai-chat": ("tools",),
@@ -270,9 +275,10 @@ class MessageListAssembler:
 
     @property
     def unseen_checks(self) -> frozenset[str]:
-        """The checks that judge what the function is not handed: the ledger's
-        (:data:`LEDGER_CHECKS`) unless it takes ``ledger=``."""
-        return frozenset() if "ledger" in self.keywords else LEDGER_CHECKS
+        """The checks that judge what the function is not handed: the memory items'
+        (:data:`MEMORY_CHECKS`), and the ledger's (:data:`LEDGER_CHECKS`) unless it takes
+        ``ledger=``."""
+        return MEMORY_CHECKS | (frozenset() if "ledger" in self.keywords else LEDGER_CHECKS)
 
     @property
     def sees_dialect(self) -> bool:

@@ -223,8 +223,12 @@ def test_a_function_is_judged_on_the_ledger_only_when_it_takes_it() -> None:
 
     scenario = _scenario("sweep-parallel-ring-mid-deletion")
     assert scenario.ledger
-    assert MessageListAssembler(blind).unseen_checks == {"ledger_pinned", "ledger_in_summary"}
-    assert MessageListAssembler(sighted).unseen_checks == frozenset()
+    assert MessageListAssembler(blind).unseen_checks == {
+        "ledger_pinned",
+        "ledger_in_summary",
+        "memory_labelled",
+    }
+    assert MessageListAssembler(sighted).unseen_checks == {"memory_labelled"}
     results = {}
     for function in (blind, sighted):
         plugin = Plugin("f", "tests:f", {"openai-chat": MessageListAssembler(function)})
@@ -265,3 +269,13 @@ def test_tools_of_the_wrong_type_are_a_named_error() -> None:
     request = assembly_request(case, 0, scenario.session)
     with pytest.raises(TypeError, match="returned tools of type str"):
         MessageListAssembler(bad).assemble(request)
+
+
+def test_a_plain_function_is_not_judged_on_memory_it_is_never_handed() -> None:
+    # memory-labelled failed every plain function ("0 memory item(s) in the view; expected 3"):
+    # no keyword hands a plain function the scenario's memory items.
+    plugin = Plugin("plain", "tests:plain", {"openai-chat": MessageListAssembler(plain)})
+    events = list(run_events(plugin, [_scenario("memory-labelled")], level="may"))
+    (case,) = [e.result for e in events if isinstance(e, CaseFinished)]
+    assert "memory_labelled" not in {c.id for c in case.checks}
+    assert case.status == "pass"

@@ -103,5 +103,5 @@ def test_retry_and_render_signatures():
     assert list(retry.parameters)[:3] == ["call", "session", "config"]
     assert retry.parameters["shape"].kind is inspect.Parameter.KEYWORD_ONLY
     render = inspect.signature(reference_impl.Assembly.render)
-    assert list(render.parameters) == ["self", "shape", "dialect"]
+    assert list(render.parameters) == ["self", "shape", "dialect", "remap_ids"]
     assert {"from_yaml", "from_mapping", "input_budget"} <= set(dir(reference_impl.AssemblyConfig))
