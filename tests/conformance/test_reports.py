@@ -487,3 +487,23 @@ def test_junit_fails_a_case_only_at_the_run_s_gate(level: str, strict: bool, tag
     assert suite.get("skipped") == ("1" if tag == "skipped" else "0")
     if tag == "skipped":
         assert case.find("skipped").get("type") == "ctxconf.below-gate"  # type: ignore[union-attr]
+
+
+def test_junit_a_should_check_that_raised_is_below_the_must_gate() -> None:
+    # The exit status reads a case by level (a should check that raised leaves the must gate
+    # passing): junit.xml says the same, not an <error> on a run that exited 0.
+    passing = CheckResult("within_budget", "must", "pass", "t", "m")
+    raised = CheckResult("order_preserved", "should", "error", "t", "boom")
+    case = dataclasses.replace(
+        _case(0, "single-tool", "openai-chat", 4000), status="error", checks=(passing, raised)
+    )
+    for strict, tag in ((False, "skipped"), (True, "error")):
+        header = {"type": "header", "plugin": "p", "shapes": ["openai-chat"], "strict": strict}
+        record = RunRecord(header, (case,), {"type": "footer", "exit_status": 0})
+        suite = ET.fromstring(render_junit(record)).find("testsuite")
+        assert suite is not None
+        element = suite.find("testcase")
+        assert element is not None
+        assert [child.tag for child in element if child.tag != "properties"] == [tag]
+        assert suite.get("errors") == ("1" if tag == "error" else "0")
+        assert suite.get("skipped") == ("1" if tag == "skipped" else "0")
