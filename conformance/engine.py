@@ -8,9 +8,10 @@ the reference counter, maps the view back to the session by content identity, an
 
 Cassettes: the library under ``cassettes/`` (or ``$CTXCONF_CASSETTES``) is read once per run
 (:func:`conformance.traffic.verdicts.load_library`) and each verdict is a dictionary lookup by
-skeleton; the validators run too, so a recording of the same request that they contradict is a
-stale cassette (a ``provider_valid`` failure saying so), never silently overruled (an emulator
-recording of another body of the skeleton that they judge otherwise answers nothing for it).
+skeleton; the validators run too, so a recording that they contradict on its own request is a
+stale cassette (a ``provider_valid`` failure saying so), never silently overruled (a recording
+of another body of the skeleton, whose own request they judge as recorded but this body
+otherwise, answers nothing for it).
 
 Isolation (:mod:`conformance.workers`): ``run_events`` runs every case in a supervised worker
 process forked after a warm-up (the tokenizer encodings, the rule catalog and the validators are

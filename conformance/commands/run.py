@@ -270,11 +270,13 @@ def _final_status(
     """The exit status the process returns, written into the footer event (the last one) so
     that every report states it: an interrupted or stopped run keeps the engine's status; with a
     baseline, regressions at the run's gate decide (``should`` counts only with
-    ``--strict``)."""
+    ``--strict``). A run that judged no case keeps its ``no cases`` status even with a
+    baseline: every baseline case would be "removed", no regression, and exit 0 with nothing
+    tested."""
     finished = collected[-1]
     assert isinstance(finished, RunFinished)
     status = finished.exit_status
-    if baseline is not None and finished.stopped is None:
+    if baseline is not None and finished.stopped is None and finished.gate != NO_CASES_GATE:
         record = record_from_events(collected)
         diff = compare_to_baseline(record, baseline, strict=strict)
         print_diff(diff, Console(stderr=True), strict=strict)

@@ -124,14 +124,35 @@ def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | str:
             continue
         if coding not in ("gzip", "x-gzip", "deflate"):
             return f"<body not stored: content-encoding {coding}>"
-        inflater = zlib.decompressobj(wbits=47)  # gzip or zlib framing, detected
         try:
-            data = inflater.decompress(data, (limit + 1) if limit is not None else 0)
+            decoded = _inflated(data, limit)
         except zlib.error as exc:
             return f"<body not stored: {coding} data is corrupt ({exc})>"
-        if limit is not None and len(data) > limit:
+        if decoded is None:
             return "<body not stored: over the input limit when decoded>"
+        data = decoded
     return data
+
+
+def _inflated(data: bytes, limit: int | None) -> bytes | None:
+    """Every member of a gzip (or zlib) stream, decoded: a gzip body may hold several members,
+    which a provider's reader decodes one after another (RFC 1952 2.2), so the body judged and
+    recorded is the whole of it, not its first member. None when over ``limit``; trailing zero
+    bytes are padding (as Python's gzip module reads them)."""
+    out = bytearray()
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=47)  # gzip or zlib framing, detected
+        room = (limit + 1 - len(out)) if limit is not None else 0
+        out += inflater.decompress(rest, room)
+        if limit is not None and len(out) > limit:
+            return None
+        if not inflater.eof:
+            break  # cut short: what was decoded is the body (as before)
+        rest = inflater.unused_data
+        if not rest.strip(b"\0"):
+            break
+    return bytes(out)
 
 
 def _text(data: bytes | str) -> str:

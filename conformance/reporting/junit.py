@@ -16,7 +16,7 @@ from typing import Any
 from conformance.events import CaseResult
 from conformance.reporting.matrix import problem_lines, provenance_counts, verdict_line
 from conformance.reporting.record import RunRecord
-from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
+from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS, Level
 
 __all__ = ["render_junit"]
 
@@ -40,11 +40,13 @@ def _verdict_properties(element: ET.Element, verdict: Mapping[str, Any] | None) 
             ET.SubElement(properties, "property", name=name, value=str(value))
 
 
-def _below_gate(case: CaseResult, gate: tuple[str, ...]) -> bool:
-    """Whether ``case`` failed only checks of levels ``gate`` does not count (as the exit
-    status and ``BaselineCase.passes`` read a case)."""
-    failed = [c.level for c in case.checks if c.status != "pass"]
-    return case.status == "fail" and bool(failed) and not any(lv in gate for lv in failed)
+def _below_gate(case: CaseResult, gate: tuple[Level, ...]) -> bool:
+    """Whether ``case`` did not pass only through checks of levels ``gate`` does not count, as
+    the exit status reads a case (:meth:`CaseResult.level_status`): failed ones, or one that
+    raised (the case's status is then ``error``); a plug-in error is at the gate."""
+    if case.status == "pass" or case.outcome == "error":
+        return False
+    return all(case.level_status(level) in (None, "pass") for level in gate)
 
 
 def render_junit(record: RunRecord) -> str:
@@ -60,8 +62,8 @@ def render_junit(record: RunRecord) -> str:
             "testsuite",
             name=shape,
             tests=str(len(cases)),
-            failures=str(sum(1 for c in cases if c.status == "fail") - len(below)),
-            errors=str(sum(1 for c in cases if c.status == "error")),
+            failures=str(sum(1 for c in cases if c.status == "fail" and c.key not in below)),
+            errors=str(sum(1 for c in cases if c.status == "error" and c.key not in below)),
             skipped=str(len(below)),
             time=f"{sum(c.seconds for c in cases):.3f}",
         )

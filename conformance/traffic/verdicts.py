@@ -419,6 +419,9 @@ class Judgement:
     verdict: Verdict
     cassette: str | None = None
     contradiction: Verdict | None = None
+    recorded_from: Provenance | None = None
+    """``recorded-live`` or ``recorded-emulated``: what the cassette was recorded against, which a
+    ``recorded-skeleton`` verdict does not say (None: the verdict's own provenance does)."""
 
     @property
     def stale(self) -> bool:
@@ -430,9 +433,10 @@ class Judgement:
         now = self.contradiction
         if now is None:
             return ""
+        source = self.recorded_from or self.verdict.provenance
         fix = (
             f"re-record with `{RERECORD_COMMAND}`"
-            if self.verdict.provenance == "recorded-emulated"
+            if source == "recorded-emulated"
             else "the provider answered this way live: fix the rule catalog"
         )
         return (
@@ -516,7 +520,7 @@ def judge_request(
         # as a negative temperature, or a knob it leaves out such as `stop`, C12). The recording
         # says nothing about this request: the validators answer.
         return Judgement(now)
-    return Judgement(recorded, library.label(item), now)
+    return Judgement(recorded, library.label(item), now, item.provenance)
 
 
 def _judged_again(item: CassetteEntry, dialect: str | None, profile: str) -> Verdict | None:

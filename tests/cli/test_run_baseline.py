@@ -162,3 +162,24 @@ def test_re_writing_an_unchanged_baseline_leaves_the_file_as_it_was(tmp_path: Pa
     # a case that moved makes a new baseline, with a new date
     assert _run("--impl", "fakes:OrphanResult", "--write-baseline", str(path))[0] == 1
     assert json.loads(path.read_text())["created"] != "2026-01-01T00:00:00+00:00"
+
+
+def test_a_run_with_no_case_exits_2_with_a_baseline_too(reference_baseline: Path) -> None:
+    """Against a baseline every case of it would be 'removed', no regression: the gate must
+    still be 'no cases' (exit 2), not a passing baseline comparison of nothing."""
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--impl",
+            "fakes:plain_trimmer",
+            "--scenarios",
+            "ollama-no-null-content",
+            "--no-reports",
+            "--baseline",
+            str(reference_baseline),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "exit status 2 (gate: no cases)" in result.stdout
+    assert "no case to run" in result.stderr

@@ -442,6 +442,12 @@ def test_a_compressed_body_is_judged_decoded() -> None:
         )
         passed = httpx.post(url, content=gzip.compress(json.dumps(valid).encode()), headers=gzipped)
         unread = httpx.post(url, content=b"\x00", headers={"content-encoding": "br"})
+        # the same orphan in two gzip members: judged whole, not as its first member's prefix
+        text = json.dumps(orphan).encode()
+        members = gzip.compress(text[:20]) + gzip.compress(text[20:])
+        split = httpx.post(url, content=members, headers=gzipped)
+    assert "x-upstream" not in split.headers
+    assert split.headers[PROXY_HEADER] == "refused; rule=C2"  # not unjudged=unreadable-json
     assert "x-upstream" not in refused.headers  # never reached the upstream
     assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
     assert passed.headers[PROXY_HEADER] == "forwarded; ours=accept"  # not "not JSON" (C0)
@@ -746,8 +752,37 @@ def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> No
         ),
         ("br", b"\x00", None, "<body not stored: content-encoding br>"),
         ("gzip", b"not gzip", None, "<body not stored: gzip data is corrupt"),
+        # several gzip members (RFC 1952 2.2): the body is all of them, as a provider reads it
+        (
+            "gzip",
+            gzip.compress(b'{"a":', mtime=0) + gzip.compress(b" 1}", mtime=0) + b"\0\0",
+            100,
+            b'{"a": 1}',
+        ),
+        (
+            "gzip",
+            gzip.compress(b"x" * 600, mtime=0) + gzip.compress(b"x" * 600, mtime=0),
+            1000,
+            "<body not stored: over the input limit when decoded>",
+        ),
+        (
+            "gzip",
+            gzip.compress(b'{"a": 1}', mtime=0) + b"junk",
+            None,
+            "<body not stored: gzip data is corrupt",
+        ),
     ],
-    ids=["identity", "gzip", "deflate", "gzip-over-limit", "br", "corrupt-gzip"],
+    ids=[
+        "identity",
+        "gzip",
+        "deflate",
+        "gzip-over-limit",
+        "br",
+        "corrupt-gzip",
+        "gzip-members",
+        "gzip-members-over-limit",
+        "gzip-trailing-junk",
+    ],
 )
 def test_recorded_bodies_are_decoded_within_the_limit(
     encoding: str, data: bytes, limit: int | None, stored: bytes | str

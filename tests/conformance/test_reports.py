@@ -502,3 +502,23 @@ def test_failing_cases_list_must_failures_first_so_a_cut_list_shows_them() -> No
     cases = [failing(0, "may"), failing(1, "should"), failing(2, "must"), failing(3, "should")]
     errored = _case(4, "s4", "openai-chat", 4000, error="boom")
     assert [c.index for c in failing_cases([*cases, errored])] == [2, 4, 1, 3, 0]
+
+
+def test_junit_a_should_check_that_raised_is_below_the_must_gate() -> None:
+    # The exit status reads a case by level (a should check that raised leaves the must gate
+    # passing): junit.xml says the same, not an <error> on a run that exited 0.
+    passing = CheckResult("within_budget", "must", "pass", "t", "m")
+    raised = CheckResult("order_preserved", "should", "error", "t", "boom")
+    case = dataclasses.replace(
+        _case(0, "single-tool", "openai-chat", 4000), status="error", checks=(passing, raised)
+    )
+    for strict, tag in ((False, "skipped"), (True, "error")):
+        header = {"type": "header", "plugin": "p", "shapes": ["openai-chat"], "strict": strict}
+        record = RunRecord(header, (case,), {"type": "footer", "exit_status": 0})
+        suite = ET.fromstring(render_junit(record)).find("testsuite")
+        assert suite is not None
+        element = suite.find("testcase")
+        assert element is not None
+        assert [child.tag for child in element if child.tag != "properties"] == [tag]
+        assert suite.get("errors") == ("1" if tag == "error" else "0")
+        assert suite.get("skipped") == ("1" if tag == "skipped" else "0")

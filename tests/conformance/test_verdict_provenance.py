@@ -238,3 +238,25 @@ def test_a_live_skeleton_match_does_not_answer_for_a_knob_the_skeleton_ignores(
         ).verdict.provenance
         == "recorded-live"
     )
+
+
+def test_a_stale_emulator_recording_matched_by_skeleton_says_to_re_record(tmp_path: Path) -> None:
+    # A recorded-skeleton verdict may come from an emulator recording: its stale message must say
+    # to re-record it, not that "the provider answered this way live".
+    source = (CASSETTES / "openai-chat" / "probe-text.yaml").read_text(encoding="utf-8")
+    refused = source.replace(
+        "      code: 200\n      message: OK", "      code: 400\n      message: Bad"
+    )
+    assert refused != source
+    (tmp_path / "openai-chat").mkdir()
+    (tmp_path / "openai-chat" / "probe-text.yaml").write_text(refused, encoding="utf-8")
+    library = CassetteLibrary(tmp_path)
+    item = library.interactions[0]
+    body = copy.deepcopy(item.request_body)
+    body["messages"][-1]["content"] = "Say goodbye."
+    judged = judge_request(body, "openai-chat", library=library)
+    assert judged.verdict.provenance == "recorded-skeleton"
+    assert judged.stale
+    message = judged.stale_message()
+    assert "re-record" in message
+    assert "live" not in message
