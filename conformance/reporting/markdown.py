@@ -7,6 +7,7 @@ from conformance.reporting.matrix import (
     failing_cases,
     gate_text,
     matrix_rows,
+    not_judged_text,
     problem_lines,
     provenance_summary,
     stale_cases,
@@ -49,11 +50,18 @@ def _baseline(record: RunRecord, shown: int) -> list[str]:
 
 
 def _stopped(record: RunRecord) -> list[str]:
-    """A bold line when the run ended before its last case (a signal or a run-level budget)."""
+    """A bold line when the run ended before its last case (a signal or a run-level budget), and
+    the count of cases a plain function was not judged on."""
     reason = record.footer.get("stopped")
+    left_out = not_judged_text(record.footer)
+    out = [f"{_cell(left_out)}.", ""] if left_out else []
     if not reason:
-        return []
-    return [f"**Run {_cell(str(reason))}: {record.footer.get('not_run', 0)} case(s) not run.**", ""]
+        return out
+    return [
+        f"**Run {_cell(str(reason))}: {record.footer.get('not_run', 0)} case(s) not run.**",
+        "",
+        *out,
+    ]
 
 
 def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:

@@ -178,6 +178,15 @@ def stale_warning(cases: Sequence[CaseResult]) -> str | None:
     )
 
 
+def not_judged_text(footer: Mapping[str, Any]) -> str | None:
+    """``17 case(s) not judged: <why>`` when the footer counts cases a plain function was not
+    run on (``engine._not_judged``); None otherwise (an old footer, or none left out)."""
+    found = footer.get("not_judged")
+    if not isinstance(found, Mapping) or not isinstance(found.get("cases"), int):
+        return None
+    return f"{found['cases']} case(s) not judged: {found.get('why', '')}".rstrip(": ")
+
+
 def gate_text(footer: Mapping[str, Any]) -> str:
     """`` (gate: baseline)`` after an exit status: what decided it (empty for an old footer)."""
     gate = footer.get("gate")

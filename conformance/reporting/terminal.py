@@ -12,6 +12,7 @@ from conformance.reporting.matrix import (
     failing_cases,
     gate_text,
     matrix_rows,
+    not_judged_text,
     problem_lines,
     provenance_summary,
     stale_warning,
@@ -94,6 +95,9 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
             f"{cassettes.get('load_seconds', 0)}s"
         )
     parts.append(Text(summary))
+    left_out = not_judged_text(footer)
+    if left_out:
+        parts.append(Text(left_out))
     return Group(*parts)
 
 

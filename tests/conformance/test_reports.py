@@ -522,3 +522,16 @@ def test_junit_a_should_check_that_raised_is_below_the_must_gate() -> None:
         assert [child.tag for child in element if child.tag != "properties"] == [tag]
         assert suite.get("errors") == ("1" if tag == "error" else "0")
         assert suite.get("skipped") == ("1" if tag == "skipped" else "0")
+
+
+def test_the_cases_a_plain_function_is_not_judged_on_are_said_in_the_terminal_and_md(
+    record: RunRecord,
+) -> None:
+    # They were counted in run.jsonl's footer only: a new user read 91 cases against 108.
+    footer = {**record.footer, "not_judged": {"cases": 17, "why": "a plain message function"}}
+    counted = RunRecord(record.header, record.cases, footer)
+    console = Console(file=io.StringIO(), width=200, color_system=None, force_terminal=False)
+    console.print(terminal_renderable(counted))
+    assert "17 case(s) not judged: a plain message function" in console.file.getvalue()  # type: ignore[attr-defined]
+    assert "17 case(s) not judged: a plain message function." in render_markdown(counted)
+    assert "not judged" not in render_markdown(record)
