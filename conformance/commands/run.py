@@ -279,7 +279,9 @@ def _final_status(
     if baseline is not None and finished.stopped is None and finished.gate != NO_CASES_GATE:
         record = record_from_events(collected)
         diff = compare_to_baseline(record, baseline, strict=strict)
-        print_diff(diff, Console(stderr=True), strict=strict)
+        # A CI log gets the width the matrix is printed at (rich's 80 split lines mid-phrase).
+        width = None if sys.stderr.isatty() else 120
+        print_diff(diff, Console(stderr=True, width=width), strict=strict)
         status = diff.exit_status
         # The reports name what the baseline gate decided on (a pull-request comment that says
         # "exit status 1" must say which cases regressed).

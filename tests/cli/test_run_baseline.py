@@ -183,3 +183,11 @@ def test_a_run_with_no_case_exits_2_with_a_baseline_too(reference_baseline: Path
     assert result.exit_code == 2
     assert "exit status 2 (gate: no cases)" in result.stdout
     assert "no case to run" in result.stderr
+
+
+def test_the_baseline_summary_is_one_line_in_a_ci_log(reference_baseline: Path) -> None:
+    # Off a terminal rich wrapped stderr at 80 columns, mid-phrase ("2 unchanged / pass(es)").
+    status, stderr = _run("--baseline", str(reference_baseline))
+    assert status == 0
+    (summary,) = [line for line in stderr.splitlines() if line.startswith("baseline:")]
+    assert summary.endswith("0 new, 0 removed case(s)")
