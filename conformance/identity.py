@@ -1399,27 +1399,24 @@ def _recast_source(
                 source.role in INSTRUCTION_ROLES and speaker in INSTRUCTION_ROLES
             )
             pieces.append((source.text.strip(), i, other))
-    # One whole text: the latest of another speaker's, unless one of this speaker's is the same
-    # text ("ok" typed by the user and returned by a tool is the user's when sent as the user's).
-    whole = [(piece, i, other) for piece, i, other in pieces if _is_whole(body, piece)]
-    own = {piece for piece, _, other in whole if not other}
-    recast = next((i for piece, i, other in whole if other and piece not in own), None)
-    if recast is not None or own:
-        return recast
-    return _joined_recast(body, pieces)
-
-
-def _joined_recast(body: str, pieces: Sequence[tuple[str, int, bool]]) -> int | None:
-    """The latest source of another speaker among the whole texts ``body`` is made of, when it
-    is made of two or more of ``pieces`` (each used once, the longest found first) and nothing
-    else but markers between them; else None."""
-    # A text some candidate of the same speaker also has is read as theirs ("ok" typed by the
-    # user and returned by a tool): only words no one of this role said count against it.
+    # A text some candidate of this speaker also has is theirs ("ok" typed by the user and
+    # returned by a tool is the user's when sent as the user's); any other, its latest source's.
     by_text: dict[str, tuple[int, bool]] = {}
-    for piece, source, other in pieces:  # the latest first
+    for piece, at, other in pieces:  # the latest first
         held = by_text.get(piece)
         if held is None or (held[1] and not other):
-            by_text[piece] = (source, other)
+            by_text[piece] = (at, other)
+    whole = [(i, other) for piece, (i, other) in by_text.items() if _is_whole(body, piece)]
+    if whole:  # one whole text: the latest of another speaker's, if it is no one of theirs
+        return max((i for i, other in whole if other), default=None)
+    return _joined_recast(body, by_text)
+
+
+def _joined_recast(body: str, by_text: Mapping[str, tuple[int, bool]]) -> int | None:
+    """The latest source of another speaker among the whole texts ``body`` is made of, when it
+    is made of two or more of the texts of ``by_text`` (text -> its source and whether that is
+    another speaker; each used once, the longest found first) and nothing else but markers
+    between them; else None."""
     found: list[tuple[int, bool]] = []
     rest = body
     for piece in sorted(by_text, key=len, reverse=True):
