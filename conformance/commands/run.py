@@ -313,7 +313,9 @@ def _finish(
     elif output_format == "md":
         click.echo(render_markdown(record), nl=False)
     finished = collected[-1]
-    if isinstance(finished, RunFinished) and finished.gate == NO_CASES_GATE:
+    assert isinstance(finished, RunFinished)  # the footer (``_final_status`` has read it)
+    empty = finished.gate == NO_CASES_GATE
+    if empty:
         left = finished.extra.get("not_judged")
         why = f" ({left['cases']} left out: {left['why']})" if isinstance(left, dict) else ""
         click.echo(
@@ -321,10 +323,9 @@ def _finish(
             f"is judged on{why}; exit status {finished.exit_status}",
             err=True,
         )
-    empty = isinstance(finished, RunFinished) and finished.gate == NO_CASES_GATE
     if write_baseline_file is not None and empty:
         click.echo(f"baseline: NOT written to {write_baseline_file}: no case ran", err=True)
-    elif write_baseline_file is not None and isinstance(finished, RunFinished) and finished.stopped:
+    elif write_baseline_file is not None and finished.stopped:
         # A baseline of the cases that ran would leave the others ungated for good: later runs
         # list them as new cases, never as regressions.
         click.echo(

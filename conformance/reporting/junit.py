@@ -83,11 +83,10 @@ def render_junit(record: RunRecord) -> str:
             if case.status == "pass":
                 continue
             lines = problem_lines(case)
-            tag = "error" if case.status == "error" else "failure"
-            if case.key in below:
-                tag = "skipped"
+            below_gate = case.key in below
+            tag = "skipped" if below_gate else "error" if case.status == "error" else "failure"
             child = ET.SubElement(element, tag, message=lines[0] if lines else case.status)
-            if tag == "skipped":
+            if below_gate:
                 child.set("type", "ctxconf.below-gate")
             child.text = "\n".join((*lines, verdict_line(case.verdict)))
     ET.indent(suites)

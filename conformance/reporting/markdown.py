@@ -50,18 +50,17 @@ def _baseline(record: RunRecord, shown: int) -> list[str]:
 
 
 def _stopped(record: RunRecord) -> list[str]:
-    """A bold line when the run ended before its last case (a signal or a run-level budget), and
-    the count of cases a plain function was not judged on."""
+    """A bold line when the run ended before its last case (a signal or a run-level budget)."""
     reason = record.footer.get("stopped")
-    left_out = not_judged_text(record.footer)
-    out = [f"{_cell(left_out)}.", ""] if left_out else []
     if not reason:
-        return out
-    return [
-        f"**Run {_cell(str(reason))}: {record.footer.get('not_run', 0)} case(s) not run.**",
-        "",
-        *out,
-    ]
+        return []
+    return [f"**Run {_cell(str(reason))}: {record.footer.get('not_run', 0)} case(s) not run.**", ""]
+
+
+def _not_judged(record: RunRecord) -> list[str]:
+    """How many cases a plain function was not judged on, and why (none: nothing)."""
+    left_out = not_judged_text(record.footer)
+    return [f"{_cell(left_out)}.", ""] if left_out else []
 
 
 def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
@@ -77,6 +76,7 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
         ),
         "",
         *_stopped(record),
+        *_not_judged(record),
         *_baseline(record, max_problems),
         "| level | pass | fail | error | result |",
         "|---|---:|---:|---:|---|",

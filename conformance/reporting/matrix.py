@@ -103,13 +103,11 @@ def failing_cases(cases: Sequence[CaseResult]) -> list[CaseResult]:
 
 
 def _worst_level(case: CaseResult) -> int:
-    """The rank in ``LEVELS`` of the most severe level ``case`` failed at (0 is ``must``)."""
-    if case.outcome == "error":
-        return 0
-    failed = [
-        LEVELS.index(c.level) for c in case.checks if c.status != "pass" and c.level in LEVELS
-    ]
-    return min(failed, default=0)
+    """The rank in ``LEVELS`` of the most severe level ``case`` did not pass at, as the exit
+    status reads it (:meth:`CaseResult.level_status`; a plug-in error is ``must``'s)."""
+    return next(
+        (k for k, level in enumerate(LEVELS) if case.level_status(level) in ("fail", "error")), 0
+    )
 
 
 def problem_lines(case: CaseResult) -> list[str]:

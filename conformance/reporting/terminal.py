@@ -76,9 +76,9 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
         f"{plural(len(record.cases), 'case')}, {footer.get('statuses', {}).get('pass', 0):,} passed"
         f" in {footer.get('seconds', 0)}s; exit status {record.exit_status}"
     )
-    if not footer.get("stopped"):  # a stopped run's reason, below, is what decided it
+    if not footer.get("stopped"):
         summary += gate_text(footer)
-    if footer.get("stopped"):
+    else:  # a stopped run's reason is what decided it
         # Only the first word shouts: the reason quotes options (--max-seconds) as they are typed.
         first, _, rest = str(footer["stopped"]).partition(" ")
         stopped = f"{first.upper()} {rest}".rstrip()
