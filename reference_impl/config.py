@@ -152,7 +152,6 @@ class AssemblyConfig:
         """A copy with some keys changed, validated like a loaded file (an unknown key is a
         :class:`ConfigError` naming the closest one; ``pin`` may be a list, ``memory`` a
         mapping)."""
-        _known_keys(changes)
         return replace(self, **changes)
 
     def to_mapping(self) -> dict[str, Any]:
