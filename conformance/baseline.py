@@ -36,6 +36,7 @@ from rich.table import Table
 from conformance.checks import REGISTRY
 from conformance.errors import BaselineError
 from conformance.events import CaseResult
+from conformance.reporting.matrix import baseline_counts
 from conformance.reporting.record import RunRecord, read_jsonl
 from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
 from reference_impl.documents import DocumentLimitError, loads_json, read_input_text
@@ -384,7 +385,7 @@ def print_diff(diff: BaselineDiff, console: Console, *, strict: bool = False) ->
     """The comparison as rich tables: regressions first, then new passes, new and removed cases.
     The before and now columns are each case's status at the gate (``must``, or ``must+should``
     when ``strict``), the one the comparison judges by."""
-    name = "must+should" if strict else "must"
+    name = "+".join(STRICT_GATE_LEVELS if strict else GATE_LEVELS)
     for note in diff.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     if diff.regressions:
@@ -409,11 +410,7 @@ def print_diff(diff: BaselineDiff, console: Console, *, strict: bool = False) ->
             _table("removed cases (only in the baseline)", diff.removed_cases, "dim", name)
         )
     verdict = "[bold red]FAIL[/]" if diff.regressions else "[bold green]OK[/]"
-    console.print(
-        f"baseline: {verdict} {len(diff.regressions)} regression(s), {len(diff.new_passes)} new "
-        f"pass(es), {len(diff.still_failing)} still failing, {diff.unchanged_passes} unchanged "
-        f"pass(es), {len(diff.new_cases)} new, {len(diff.removed_cases)} removed case(s)"
-    )
+    console.print(f"baseline: {verdict} {baseline_counts(diff.summary())}")
 
 
 def gate(

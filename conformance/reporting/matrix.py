@@ -15,6 +15,7 @@ __all__ = [
     "BaselineSection",
     "Cell",
     "Row",
+    "baseline_counts",
     "baseline_section",
     "failing_cases",
     "gate_text",
@@ -214,15 +215,24 @@ def baseline_section(footer: Mapping[str, Any]) -> BaselineSection | None:
         value = data.get(name)
         return tuple(str(k) for k in value) if isinstance(value, list) else ()
 
+    regressions = keys("regressions")
+    headline = f"baseline: {'FAIL' if regressions else 'OK'}, {baseline_counts(data)}"
+    return BaselineSection(headline, regressions, keys("new_passes"), keys("notes"))
+
+
+def baseline_counts(summary: Mapping[str, Any]) -> str:
+    """``3 regression(s), 1 new pass(es), 40 still failing, 47 unchanged pass(es), 0 new, 0
+    removed case(s)`` of a baseline comparison as the footer stores it
+    (``BaselineDiff.summary``): what the terminal and the reports say of it."""
+
     def count(name: str) -> int:
-        value = data.get(name)
+        value = summary.get(name)
+        if isinstance(value, list):
+            return len(value)
         return value if isinstance(value, int) else 0
 
-    regressions, new_passes = keys("regressions"), keys("new_passes")
-    headline = (
-        f"baseline: {'FAIL' if regressions else 'OK'}, {len(regressions)} regression(s), "
-        f"{len(new_passes)} new pass(es), {count('still_failing')} still failing, "
-        f"{count('unchanged_passes')} unchanged pass(es), {count('new_cases')} new, "
-        f"{count('removed_cases')} removed case(s)"
+    return (
+        f"{count('regressions')} regression(s), {count('new_passes')} new pass(es), "
+        f"{count('still_failing')} still failing, {count('unchanged_passes')} unchanged "
+        f"pass(es), {count('new_cases')} new, {count('removed_cases')} removed case(s)"
     )
-    return BaselineSection(headline, regressions, new_passes, keys("notes"))
