@@ -26,23 +26,28 @@ Yardsticks (the "plain pass" is ``encode_ordinary`` over the text of the message
 (c) cold ``assemble`` / ``langchain_core`` ``trim_messages`` with a memoized counter (a new memo
     per repetition, so both sides start cold), same budget, same repetitions: <= 0.5;
 (d) the next turn through ``SessionAssembler`` (the session plus a new tool ring whose result is
-    2,000 tokens, the same rings at every size) / one plain pass over that new ring: <= 3, and
-    flat in session size (growth exponent of the next-turn time from 500 to 32,000 messages
-    <= 0.1);
-(e) the same on the sessions with attachments;
+    2,000 tokens, the same rings at every size) / one plain pass over that new ring: <= 3;
+(e) the same on the sessions with attachments, printed with no target: see (e');
 (d'), (e') the same next turn / one plain pass over what enters the view (the messages of the
     new view that the previous view did not hold: the new ring, older units the freed room lets
-    in, messages degraded anew), what the turn must count whatever it remembers: <= 3;
+    in, messages degraded anew), what the turn must count whatever it remembers: <= 3. This is
+    the physical limit of the turn: the new ring moves the protected range by one ring, the
+    ring that leaves it becomes a middle unit whose attachments are degraded (or that is
+    dropped first, by its tier), and the room that frees lets in older units no turn has
+    counted. On the sessions with attachments that is 1.3-3.3 times the ring's tokens (1.5-2.5
+    times its plain pass) from 2,000 messages on (``docs/design-notes.md``): (e) is (e')
+    times that factor, which is where the corpus puts its attachments, not the assembler's work,
+    so its target is (e')'s; on the text sessions what enters is about the ring, and (d) keeps
+    its target beside (d');
 (d*), (e*) (d) and (e) with ``compaction_headroom`` 0.1 over 20 consecutive turns of an agent
     that stores the view (``session_after()``, as the docs advise) and appends one tool ring
     (2,000 tokens) a turn: a turn over the budget cuts until a tenth of it is free, and the
     turns until the next cut only append. Side A is what the agent asks of the assembler every
     turn (``assemble``, ``session_after``), side B a plain pass over the turn's new ring, the
     sides alternating turn by turn; the ratio of the sums (the amortized cost of a turn, every
-    turn counted), median over the repetitions: <= 3, flat in the size of the session the agent
-    started from (exponent <= 0.1). Without a headroom, (d) and (e) let units a cut dropped come
-    back into the view when a later cut frees room, and count them then ((d'), (e') against
-    them);
+    turn counted), median over the repetitions: <= 3. Without a headroom, (d) and (e) let units
+    a cut dropped come back into the view when a later cut frees room, and count them then
+    ((d'), (e') against them);
 (f) the plug-in path (``parse_request`` of the wire body + ``assemble`` + ``render``) on the next
     request / one plain pass over everything that request holds: <= 0.5. A plug-in answers one
     request after another in one process, with one counter per shape and model (what
@@ -60,6 +65,15 @@ Yardsticks (the "plain pass" is ``encode_ordinary`` over the text of the message
 
 Every cold side must be linear in messages: growth exponent (slope of log time over log messages,
 least squares over the four sizes) <= 1.1. The bench prints each side's exponent.
+
+The next turn must be flat in session size: the growth exponent of its paired ratio against its
+floor ((d) against the new ring, (e') against what enters, (d*) and (e*) against their new rings),
+from 500 to 32,000 messages, <= 0.1 ("flatness"). A ratio, not a time: each size is measured at
+another moment of the run, and a time taken then moves with the machine (a 1 ms turn slower by a
+fifth at one end adds 0.05 to the exponent), while the ratio is paired at each size. The
+next turn's own time exponents are printed beside them, with no target: with attachments what
+enters the view differs from size to size (nothing at 500 messages, where the session fits), so
+the time grows with the floor, not with the session.
 
 The counter reads texts of 512 characters or more through tiktoken's buffer encoder, which skips
 the Python ints ``encode_ordinary`` builds; the bench prints what that saves on the same texts
@@ -79,7 +93,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -471,6 +485,8 @@ class Results:
     metrics: list[Metric]
     growth: dict[str, list[tuple[int, float]]]
     """side -> (messages, median time) at each size the side was measured at."""
+    flatness: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    """next-turn ratio -> (messages, median paired ratio) at each size (the flatness targets)."""
 
     def add(
         self,
@@ -479,13 +495,17 @@ class Results:
         p: Paired,
         target: float | None,
         grows: tuple[str, int] | None = None,
+        *,
+        flat: tuple[str, int] | None = None,
     ) -> None:
-        """Print the row of ``p``, keep its metric and (``grows``: side, messages) side A's median
-        time."""
+        """Print the row of ``p``, keep its metric, (``grows``: side, messages) side A's median
+        time and (``flat``: ratio, messages) the ratio itself."""
         print(_row(label, p, target))
         self.metrics.append(Metric(name, p.ratio, target, p.spread))
         if grows is not None:
             self.grew(grows[0], grows[1], p.a)
+        if flat is not None:
+            self.flatness.setdefault(flat[0], []).append((flat[1], p.ratio))
 
     def grew(self, side: str, size: int, times: list[float]) -> None:
         """Keep the median of ``times``, the side's time at ``size`` messages."""
@@ -529,14 +549,17 @@ def measure(size: int, attachments: bool, results: Results) -> None:
         )
         results.grew("langchain trim_messages", size, c.b)
     # (d)/(e) next turn / plain pass over the new ring, then over what enters the view
+    # (e) has no target: what enters the view is the turn's floor, (e') (the module docstring);
+    # the flatness targets are on (d), (e'), (d*) and (e*)
     label = "(e)" if attachments else "(d)"
     d, path = next_turn(session, BUDGET, "ring")
     results.add(
         f"{label[1]}_next_turn_vs_new_ring_{tag}_{size}",
         f"{label} next turn / plain pass over new ring [{path}]",
         d,
-        3.0,
+        None if attachments else 3.0,
         (f"next turn ({tag})", size),
+        flat=None if attachments else ("next turn / new ring (text)", size),
     )
     results.grew(f"plain pass over the new ring ({tag})", size, d.b)
     v, _ = next_turn(session, BUDGET, "view")
@@ -545,6 +568,7 @@ def measure(size: int, attachments: bool, results: Results) -> None:
         f"{label}' next turn / plain pass over what enters",
         v,
         3.0,
+        flat=(f"next turn / what enters ({tag})", size) if attachments else None,
     )
     # (d*)/(e*) the same with a compaction headroom, 20 turns, the cuts among them
     stored, how = stored_turns(session, BUDGET)
@@ -554,6 +578,7 @@ def measure(size: int, attachments: bool, results: Results) -> None:
         stored,
         3.0,
         (f"next turn, stored view ({tag})", size),
+        flat=(f"stored next turns / new rings ({tag})", size),
     )
     # (f) the plug-in path on the next request; with attachments through the Responses shape,
     # whose wire carries a file in a tool result (Chat Completions' does not, rule C6)
@@ -593,8 +618,16 @@ def counting_primitive(results: Results) -> None:
     results.add("ref_count_texts_vs_plain_2000", "count_texts / encode_ordinary", counted, None)
 
 
+def _key(side: str) -> str:
+    return side.replace(",", "").replace(" / ", " vs ").replace(" ", "_").translate(_DROPPED)
+
+
+_DROPPED = str.maketrans("", "", "()")
+
+
 def growth_exponents(results: Results) -> None:
-    """Print each side's growth exponent; keep those with a target as metrics."""
+    """Print each side's growth exponent and each next-turn ratio's (flatness); keep those with
+    a target, and the next turn's time exponents (no target), as metrics."""
     print("growth exponents (time ~ messages^k, least squares over the sizes):")
     for side, points in results.growth.items():
         if len(points) < 2:
@@ -603,10 +636,20 @@ def growth_exponents(results: Results) -> None:
         if side.startswith(("plain pass", "langchain")):  # a yardstick: no target
             print(f"  {side:34s} k = {k:5.2f}")
             continue
-        target = 0.1 if side.startswith("next turn") else 1.1
-        print(f"  {side:34s} k = {k:5.2f}  target <= {target}  {_verdict(k, target)}")
-        key = side.replace(",", "").replace(" ", "_").replace("(", "").replace(")", "")
-        results.metrics.append(Metric(f"growth_exponent_{key}", k, target))
+        # the next turn's time: no target, its flatness is read on its paired ratio (below)
+        target = None if side.startswith("next turn") else 1.1
+        verdict = "no target (flatness below)" if target is None else f"target <= {target}  "
+        print(
+            f"  {side:34s} k = {k:5.2f}  {verdict}{'' if target is None else _verdict(k, target)}"
+        )
+        results.metrics.append(Metric(f"growth_exponent_{_key(side)}", k, target))
+    print("flatness (the next turn's paired ratio against its floor ~ messages^k):")
+    for ratio, points in results.flatness.items():
+        if len(points) < 2:
+            continue
+        k = exponent([n for n, _ in points], [r for _, r in points])
+        print(f"  {ratio:40s} k = {k:5.2f}  target <= 0.1  {_verdict(k, 0.1)}")
+        results.metrics.append(Metric(f"flatness_exponent_{_key(ratio)}", k, 0.1))
 
 
 def main() -> None:
