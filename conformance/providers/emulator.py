@@ -8,7 +8,9 @@ Every request is judged the way the provider would judge it, in this order:
 2. a body that is not JSON gets that provider's own kind of 400;
 3. :func:`~conformance.providers.validation.validate_request` applies the rule catalog of the
    profile (C1, A1, R1, G1, B1 …) and a reject is returned in the provider's envelope (steps 2
-   and 3 are :func:`request_verdict`, which the validating proxy applies too);
+   and 3 are :func:`request_verdict`, which the validating proxy applies too); a body that gives
+   a key twice is judged in both readings, the last copy kept and the first
+   (:mod:`.repeated_keys`), and a rejection of either says which in ``x-ctxconf-reading``;
 4. the input is counted with the reference counter and the context limit is enforced with the
    provider's overflow error (C10, A18, G8, B9);
 5. a valid request gets a scripted, deterministic reply rendered by the shape
@@ -21,7 +23,8 @@ providers apply the pairing rules there is not shown by any evidence (provider-r
 section 3), so the emulator does not invent those rejections.
 
 Every answer carries ``x-ctxconf-provenance: emulated`` and ``x-ctxconf-profile``; rejections
-also carry ``x-ctxconf-rule``. Bad input never produces a 500.
+also carry ``x-ctxconf-rule`` (and ``x-ctxconf-reading`` for a body that gives a key twice). Bad
+input never produces a 500.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from conformance.providers.emulator_responses import (
     response_id,
 )
 from conformance.providers.emulator_stream import sse_events, wants_stream
+from conformance.providers.repeated_keys import Reading, first_copies, judge_both_readings
 from conformance.providers.validation import (
     BETA_HEADER,
     accept_verdict,
@@ -71,6 +75,7 @@ from conformance.traffic.endpoints import (
     DIALECT_HEADER,
     PROFILE_HEADER,
     PROVENANCE_HEADER,
+    READING_HEADER,
     RULE_HEADER,
     Endpoint,
     endpoint_for_path,
@@ -88,6 +93,7 @@ __all__ = [
     "create_app",
     "pick_profile",
     "read_request",
+    "request_judgement",
     "request_verdict",
 ]
 
@@ -157,8 +163,10 @@ def _own_error(
     return JSONResponse(body, status_code=status, headers=_headers(profile, extra))
 
 
-def _verdict_response(verdict: Verdict, profile: str) -> Response:
+def _verdict_response(verdict: Verdict, profile: str, reading: Reading | None = None) -> Response:
     extra = {RULE_HEADER: verdict.rule} if verdict.rule else {}
+    if reading is not None:
+        extra[READING_HEADER] = reading
     extra.update(error_headers_for(verdict))
     return JSONResponse(
         verdict.error or {}, status_code=verdict.status, headers=_headers(profile, extra)
@@ -185,6 +193,9 @@ class Incoming:
     not a verdict, as a provider's parser may read it."""
     betas: frozenset[str] = frozenset()
     """The betas the ``anthropic-beta`` header names (``validation.betas_of_headers``)."""
+    first_copies: Any = None
+    """The body read keeping the first copy of a key given twice (``body`` keeps the last, as
+    Python's parser does); ``None`` when no key repeats (:mod:`.repeated_keys`)."""
 
 
 _TOO_DEEP: Final = "JSON nested deeper than the emulator's parser can walk"
@@ -195,8 +206,10 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
     body: Any = None
     bad_json: str | None = None
     unreadable: str | None = None
+    first: Any = None
     try:
         body = loads_json(raw)
+        first = first_copies(raw)
     except JsonNumberTooLongError as exc:
         unreadable = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
     except RecursionError:  # the parser recurses once per level; a provider's may go deeper
@@ -208,7 +221,8 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
         model = body["model"]
     dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
     betas = betas_of_headers(_header_values(headers, BETA_HEADER))
-    return Incoming(dialect, body, bad_json, model, headers.get(PROFILE_HEADER), unreadable, betas)
+    asked = headers.get(PROFILE_HEADER)
+    return Incoming(dialect, body, bad_json, model, asked, unreadable, betas, first)
 
 
 def _header_values(headers: Mapping[str, str], name: str) -> list[str]:
@@ -237,8 +251,26 @@ def pick_profile(endpoint: Endpoint, incoming: Incoming, configured: Sequence[st
 
 def request_verdict(endpoint: Endpoint, incoming: Incoming, profile: str) -> Verdict:
     """The emulator's verdict before it answers: a body that is not JSON, then the profile's
-    rules (count endpoints: the structure rules only); ``accept`` when the request passes."""
-    shape, dialect, body = endpoint.shape, incoming.dialect, incoming.body
+    rules (count endpoints: the structure rules only), in both readings of a body that gives a
+    key twice; ``accept`` when the request passes."""
+    return request_judgement(endpoint, incoming, profile)[0]
+
+
+def request_judgement(
+    endpoint: Endpoint, incoming: Incoming, profile: str
+) -> tuple[Verdict, Reading | None]:
+    """:func:`request_verdict`, and the reading it refused when the body gives a key twice
+    (``None`` when no key repeats or the request passes): the last copy kept (the body as
+    Python reads it) is judged first, then the first copy kept."""
+
+    def judge(body: Any) -> Verdict:
+        return _verdict(endpoint, incoming, profile, body)
+
+    return judge_both_readings(judge, incoming.body, incoming.first_copies)
+
+
+def _verdict(endpoint: Endpoint, incoming: Incoming, profile: str, body: Any) -> Verdict:
+    shape, dialect = endpoint.shape, incoming.dialect
     if incoming.bad_json is not None:
         return malformed_body_verdict(
             shape, dialect=dialect, profile=profile, detail=incoming.bad_json
@@ -295,9 +327,9 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
             "A provider's parser may read it; no verdict is given.",
             profile,
         )
-    verdict = request_verdict(endpoint, incoming, profile)
+    verdict, reading = request_judgement(endpoint, incoming, profile)
     if not verdict.accepted:
-        return _verdict_response(verdict, profile)
+        return _verdict_response(verdict, profile, reading)
     adapter = get_shape(shape)
     if not isinstance(body, dict):  # pragma: no cover - the structure rules reject non-objects
         return _own_error(shape, 400, "The request body must be a JSON object.", profile)

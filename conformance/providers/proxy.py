@@ -34,9 +34,9 @@ import logging
 import posixpath
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 import httpx
@@ -48,19 +48,21 @@ from starlette.routing import Route
 
 from conformance.errors import ProxyConfigError, UnknownProfileError, UpstreamBrokeError
 from conformance.providers.catalog import known_profiles
-from conformance.providers.emulator import pick_profile, read_request, request_verdict
+from conformance.providers.emulator import pick_profile, read_request, request_judgement
 from conformance.providers.emulator_responses import error_envelope
 from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder, decoded_body
+from conformance.providers.repeated_keys import Reading
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
 from conformance.traffic.endpoints import (
     PROFILE_HEADER,
     PROVENANCE_HEADER,
+    READING_HEADER,
     RULE_HEADER,
     Endpoint,
     endpoint_for_path,
 )
-from reference_impl.documents import DocumentLimitError, loads_json, max_input_bytes
+from reference_impl.documents import DocumentLimitError, max_input_bytes
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -110,6 +112,8 @@ class Judged:
     profile: str | None = None
     model: str | None = None
     unjudged: str | None = None
+    reading: Reading | None = None
+    """For a body that gives a key twice, the reading refused (:mod:`.repeated_keys`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,49 +237,21 @@ def judge(
         profile = pick_profile(endpoint, incoming, profiles)
     except UnknownProfileError:
         return Judged(None, endpoint, model=model, unjudged="unknown-profile")
-    verdict = request_verdict(endpoint, incoming, profile)
-    if verdict.accepted:
-        # A key given twice: our parser keeps the last, a provider's may keep the first. Both
-        # readings are judged, so a valid last copy cannot carry an invalid first one past us.
-        first = _first_wins(raw)
-        if first is not None:
-            other = request_verdict(endpoint, replace(incoming, body=first), profile)
-            if not other.accepted:
-                verdict = other
-    return Judged(verdict, endpoint, profile=profile, model=model)
+    # A key given twice: our parser keeps the last, a provider's may keep the first. Both
+    # readings are judged, so a valid last copy cannot carry an invalid first one past us.
+    verdict, reading = request_judgement(endpoint, incoming, profile)
+    return Judged(verdict, endpoint, profile=profile, model=model, reading=reading)
 
 
-class _DuplicateKeyError(Exception):
-    """Raised by :func:`_first_wins`' hook at the first object that has a key twice."""
-
-
-def _first_wins(raw: bytes) -> Any:
-    """The body read keeping the *first* of two equal keys, or ``None`` when no key repeats."""
-
-    def strict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        found = dict(pairs)
-        if len(found) != len(pairs):
-            raise _DuplicateKeyError
-        return found
-
-    def first(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        kept: dict[str, Any] = {}
-        for key, value in pairs:
-            kept.setdefault(key, value)
-        return kept
-
-    try:
-        loads_json(raw, object_pairs_hook=strict)
-    except _DuplicateKeyError:
-        return loads_json(raw, object_pairs_hook=first)
-    return None
-
-
-def _refusal(verdict: Verdict, profile: str | None) -> Response:
+def _refusal(judged: Judged) -> Response:
     """The provider's error as the emulator renders it (same bytes), marked as ours."""
+    verdict, profile = judged.verdict, judged.profile
+    assert verdict is not None  # a refusal is a verdict
     headers = {PROVENANCE_HEADER: "emulated", PROFILE_HEADER: profile or "none"}
     if verdict.rule:
         headers[RULE_HEADER] = verdict.rule
+    if judged.reading is not None:
+        headers[READING_HEADER] = judged.reading
     headers.update(error_headers_for(verdict))
     headers[PROXY_HEADER] = f"refused; rule={verdict.rule or 'none'}"
     return JSONResponse(verdict.error or {}, status_code=verdict.status, headers=headers)
@@ -392,7 +368,7 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
         )
         judged = Judged(None, endpoint, unjudged="judge-failed")
     if settings.mode == "enforce" and judged.verdict is not None and not judged.verdict.accepted:
-        return _refusal(judged.verdict, judged.profile)
+        return _refusal(judged)
     url = _target_url(settings, request)
     outgoing = client.build_request(request.method, url, headers=headers, content=raw)
     try:

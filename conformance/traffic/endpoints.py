@@ -32,6 +32,7 @@ __all__ = [
     "OFFICIAL_ROOTS",
     "PROFILE_HEADER",
     "PROVENANCE_HEADER",
+    "READING_HEADER",
     "ROUTES",
     "RULE_HEADER",
     "Endpoint",
@@ -53,6 +54,9 @@ DIALECT_HEADER: Final = "x-ctxconf-dialect"
 PROFILE_HEADER: Final = "x-ctxconf-profile"
 PROVENANCE_HEADER: Final = "x-ctxconf-provenance"
 RULE_HEADER: Final = "x-ctxconf-rule"
+READING_HEADER: Final = "x-ctxconf-reading"
+"""On a rejection of a body that gives a key twice: the reading refused (``last copy kept``,
+``first copy kept``; ``conformance.providers.repeated_keys``)."""
 
 
 @dataclass(frozen=True, slots=True)

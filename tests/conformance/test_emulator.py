@@ -11,6 +11,7 @@ import httpx
 import httpx2
 import openai
 import pytest
+from audit_support import GOOD, ORPHAN, messages_twice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shape_support import chat_ring, chat_unanswered
@@ -376,3 +377,28 @@ def test_the_anthropic_beta_header_turns_on_what_it_names() -> None:
     raw = json.dumps(body).encode()
     spelled = read_request(endpoint, raw, {"Anthropic-Beta": "interleaved-thinking-2025-05-14"})
     assert spelled.betas == {"interleaved-thinking-2025-05-14"}
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "reading"),
+    [(ORPHAN, GOOD, "first copy kept"), (GOOD, ORPHAN, "last copy kept")],
+)
+def test_a_key_given_twice_is_judged_in_both_readings(
+    first: dict[str, Any], last: dict[str, Any], reading: str
+) -> None:
+    # the emulator reads the last "messages" as Python does; a server that keeps the first
+    # would refuse an orphan result there, so the emulator refuses it too and says why
+    body = messages_twice(first, last).encode()
+    refused = _raw().post("/v1/chat/completions", content=body)
+    assert refused.status_code == 400, refused.text
+    assert refused.headers["x-ctxconf-rule"] == "C2"
+    assert refused.headers["x-ctxconf-reading"] == reading
+
+
+def test_a_key_given_twice_with_valid_copies_is_answered() -> None:
+    body = (
+        b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "model": "gpt-4o"}'
+    )
+    answered = _raw().post("/v1/chat/completions", content=body)
+    assert answered.status_code == 200, answered.text
+    assert "x-ctxconf-reading" not in answered.headers

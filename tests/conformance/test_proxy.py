@@ -423,9 +423,23 @@ def test_a_key_given_twice_is_judged_in_both_readings(mode: str) -> None:
         assert "x-upstream" not in refused.headers  # never reached the upstream
         assert refused.status_code == 400
         assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
+        assert refused.headers["x-ctxconf-reading"] == "first copy kept"  # as the emulator says
     else:
         assert refused.headers[PROXY_HEADER] == "forwarded; ours=reject; rule=C2"
     assert harmless.headers[PROXY_HEADER] == "forwarded; ours=accept"
+
+
+def test_a_key_given_twice_is_refused_when_its_last_copy_is_invalid() -> None:
+    orphan = [{"role": "tool", "tool_call_id": "x", "content": "o"}]
+    valid = [{"role": "user", "content": "hi"}]
+    body = (
+        f'{{"model": "gpt-4o", "messages": {json.dumps(valid)}, "messages": {json.dumps(orphan)}}}'
+    )
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        refused = httpx.post(f"{proxy}/v1/chat/completions", content=body.encode())
+    assert "x-upstream" not in refused.headers
+    assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
+    assert refused.headers["x-ctxconf-reading"] == "last copy kept"
 
 
 def test_a_compressed_body_is_judged_decoded() -> None:
