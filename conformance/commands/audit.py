@@ -9,9 +9,11 @@ rejected, and input that could not be read); ``--all`` lists accepted requests t
 per row::
 
     {"file", "interaction", "location", "shape", "dialect", "profile", "verdict", "rule",
-     "evidence", "status", "message", "recorded_status"}
+     "evidence", "status", "message", "recorded_status", "reading"}
 
-``verdict`` is ``accept``, ``reject`` or ``unreadable`` (then ``message`` says why). Exit status
+``verdict`` is ``accept``, ``reject`` or ``unreadable`` (then ``message`` says why). A body that
+gives a key twice is judged in both readings; ``reading`` names the one a rejection refused
+(``last copy kept`` or ``first copy kept``), else ``null``. Exit status
 (see ``docs/auditing-traffic.md``): 0 everything read and accepted; bit 1 set (1, 5) when any
 request would be rejected; bit 4 set (4, 5) when any file or log line could not be read; 2 for a
 PATH that does not exist (nothing is audited).
@@ -390,12 +392,15 @@ def _table(rows: list[AuditRow]) -> Table:
         if verdict is not None:
             where.append(f"\n{row.shape} · {verdict.profile}", style="dim")
         style = {"accept": "green", "reject": "red"}.get(row.outcome, "yellow")
+        message = Text(row.message or "")
+        if row.reading is not None:
+            message.append(f"\n(a key given twice: rejected with the {row.reading})", style="dim")
         table.add_row(
             where,
             Text(row.outcome, style=style),
             verdict.rule or "" if verdict else "",
             verdict.evidence or "" if verdict else "",
-            row.message or "",
+            message,
         )
     return table
 

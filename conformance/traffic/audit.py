@@ -13,7 +13,9 @@ Two entry points, both streaming (rows come out as input is read, memory stays f
   (``docs/auditing-traffic.md`` has a Dask recipe).
 
 A row is a request's verdict (``accept``/``reject``) or ``unreadable``: a file, or one line of a
-log, that could not be read, with the reason. Unreadable input never stops the audit.
+log, that could not be read, with the reason. Unreadable input never stops the audit. A body that
+gives a key twice is judged in both readings, the last copy kept and the first
+(:mod:`conformance.providers.repeated_keys`); a rejected row names the reading refused.
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic_core import from_json as _fast_json
-
 from conformance.errors import RecordingError
 from conformance.providers.catalog import (
     Profile,
@@ -36,6 +36,13 @@ from conformance.providers.catalog import (
     list_dialects,
     load_catalog,
     profile_for_model,
+)
+from conformance.providers.repeated_keys import (
+    Reading,
+    first_copies,
+    judge_both_readings,
+    read_unique,
+    unique_reader_agrees,
 )
 from conformance.providers.validation import BETA_HEADER, betas_of_headers, validate_request
 from conformance.providers.verdict import Verdict
@@ -47,10 +54,10 @@ from conformance.traffic.reading import (
     iter_recording_files,
     log_interaction,
     read_log_line,
+    unwrap_request,
 )
 from reference_impl.documents import (
     INPUT_LIMIT_ENV,
-    int_digit_limit,
     max_input_bytes,
 )
 
@@ -93,6 +100,9 @@ class AuditRow:
     url: str
     problem: str | None = None
     is_log: bool = False
+    reading: Reading | None = None
+    """For a rejected body that gives a key twice, the reading refused: ``last copy kept`` (as
+    Python's parser reads it) or ``first copy kept`` (as another parser may)."""
 
     @property
     def outcome(self) -> RowVerdict:
@@ -142,6 +152,7 @@ class AuditRow:
             "status": verdict.status if verdict else None,
             "message": self.message,
             "recorded_status": self.recorded_status,
+            "reading": self.reading,
         }
 
 
@@ -244,8 +255,14 @@ def recorded_betas(interaction: RecordedInteraction, shape: str) -> frozenset[st
 
 
 def _judge(
-    interaction: RecordedInteraction, *, is_log: bool, context_limit: int | None = None
+    interaction: RecordedInteraction,
+    *,
+    is_log: bool,
+    context_limit: int | None = None,
+    first: object | None = None,
 ) -> AuditRow | None:
+    """``first``: the judged body of the log line read keeping the first copy of a key given
+    twice, ``None`` when the line repeats no key."""
     if interaction.method.upper() != "POST":
         return None
     shape = interaction.shape  # told from the URL and, where the URL does not tell, the body
@@ -270,16 +287,25 @@ def _judge(
         from conformance.traffic.verdicts import reported_input_tokens  # noqa: PLC0415 - opt-in
 
         reported = reported_input_tokens(shape, interaction.response_body)
-    verdict = validate_request(
-        body,
-        shape,
-        dialect=dialect,
-        profile=profile.id,
-        endpoint=endpoint,
-        betas=betas,
-        context_limit=context_limit,
-        input_tokens=reported,
-    )
+
+    def judge(judged: Any) -> Verdict:
+        return validate_request(
+            judged,
+            shape,
+            dialect=dialect,
+            profile=profile.id,
+            endpoint=endpoint,
+            betas=betas,
+            context_limit=context_limit,
+            input_tokens=reported,
+        )
+
+    text = interaction.raw_request_text
+    if first is None and text is not None and not interaction.request_keys_unique:
+        # a body recorded as text, not read by the parser that stops at a repeated key
+        copies = first_copies(text)
+        first = None if copies is None else unwrap_request(interaction.url, copies)
+    verdict, reading = judge_both_readings(judge, body, first)
     return AuditRow(
         file=interaction.file,
         interaction=interaction.index,
@@ -289,6 +315,7 @@ def _judge(
         recorded_status=interaction.status,
         url=interaction.url,
         is_log=is_log,
+        reading=reading,
     )
 
 
@@ -309,30 +336,24 @@ def _unreadable(file: str, problem: str, index: int | None = None, *, log: bool)
     )
 
 
-_FAST_DIGITS: Final = 4300
-"""The longest integer pydantic-core's parser reads: Python's default digit limit, fixed. Under
-a lower limit (``sys.set_int_max_str_digits``) it would read integers ``json.loads`` refuses, so
-lines are read by ``json.loads`` alone then; under a higher one (or none) it refuses them and
-``json.loads`` reads them."""
-
-
 def _line_row(
     line: str | bytes | Mapping[str, Any], file: str, index: int, context_limit: int | None = None
 ) -> AuditRow | None:
     """``context_limit``: as ``audit_interaction`` takes it."""
     if type(line) is not bytes and isinstance(line, Mapping):
         return _record_row(line, file, index, context_limit)
-    if 0 < int_digit_limit() < _FAST_DIGITS:
+    if not unique_reader_agrees():
         return _read_line(line, file, index, context_limit)
     try:
-        # pydantic-core's parser reads the common line in about half the time; it refuses all
-        # the standard library's reading refuses (text that is not UTF-8, a byte-order mark,
-        # NaN and Infinity, blank lines) and some of what it takes (escaped lone surrogates,
-        # nesting past ~200 levels, a str holding a lone surrogate): those lines are read again
-        # by _read_line, so every line gets json.loads's value, or its named problem
-        # (tests/conformance/test_audit_line_json.py)
-        record = _fast_json(line, allow_inf_nan=False)
-    except (ValueError, TypeError):
+        # jiter's parser (pydantic-core's) reads the common line in about half the time; it
+        # refuses all the standard library's reading refuses (text that is not UTF-8, a
+        # byte-order mark, NaN and Infinity, blank lines) and some of what it takes (escaped
+        # lone surrogates, nesting past ~200 levels, a str holding a lone surrogate), and a key
+        # given twice: those lines are read again by _read_line, so every line gets
+        # json.loads's value, or its named problem (tests/conformance/test_audit_line_json.py),
+        # and only a line that repeats a key pays for its first-copy reading
+        record = read_unique(line if isinstance(line, bytes) else line.encode("utf-8"))
+    except ValueError:  # UnicodeEncodeError too
         return _read_line(line, file, index, context_limit)
     return _record_row(record, file, index, context_limit, strict=True)
 
@@ -360,19 +381,38 @@ def _read_line(
         return _unreadable(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
     except RecursionError:
         return _unreadable(file, "JSON nested too deeply", index, log=True)
-    return _record_row(record, file, index, context_limit, strict=strict)
+    first = first_copies(line, read_non_finite=not strict)
+    return _record_row(record, file, index, context_limit, strict=strict, first=first)
 
 
 def _record_row(
-    record: object, file: str, index: int, context_limit: int | None, *, strict: bool = False
+    record: object,
+    file: str,
+    index: int,
+    context_limit: int | None,
+    *,
+    strict: bool = False,
+    first: object | None = None,
 ) -> AuditRow | None:
+    """``first``: the line read keeping the first copy of a key given twice (``None`` when no
+    key repeats); its request body is judged too."""
     try:
         interaction = log_interaction(record, file=file, index=index, strict=strict)
-        return _judge(interaction, is_log=True, context_limit=context_limit)
+        copies = None if first is None else _first_body(first, file, index, strict)
+        return _judge(interaction, is_log=True, context_limit=context_limit, first=copies)
     except RecordingError as exc:
         return _unreadable(file, _why(exc, file), index, log=True)
     except RecursionError:
         return _unreadable(file, "the body is nested too deeply to read", index, log=True)
+
+
+def _first_body(first: object, file: str, index: int, strict: bool) -> object | None:
+    """The judged request body of a line's first-copy reading; ``None`` when that reading holds
+    no request the other does not (what it cannot read is the other reading's to name)."""
+    try:
+        return log_interaction(first, file=file, index=index, strict=strict).judged_body
+    except RecordingError:
+        return None
 
 
 def audit_lines(

@@ -50,6 +50,7 @@ from typing import Any, Final
 import yaml
 
 from conformance.errors import RecordingError
+from conformance.providers.repeated_keys import read_unique, unique_reader_agrees
 from conformance.traffic.endpoints import (
     detect_dialect,
     is_bedrock_count_tokens,
@@ -133,6 +134,10 @@ class RecordedInteraction:
     response_body: object | None = field(default=None, hash=False)
     raw_response_text: str | None = None
     raw_request_text: str | None = None
+    request_keys_unique: bool = False
+    """The request body, logged as JSON text, was read by a parser that stops at a key given
+    twice (``conformance.providers.repeated_keys.read_unique``): no key repeats in it. False
+    when not known."""
     response_events: tuple[StreamEvent, ...] = field(default=(), hash=False)
     raw_response_bytes: bytes | None = field(default=None, hash=False, repr=False)
 
@@ -846,8 +851,9 @@ def _log_record(
         status = _status(record.get("status", record.get("status_code")), file=file, index=index)
         response_body = record.get("response", record.get("response_body"))
     request_text = body if isinstance(body, str) else None
+    keys_unique = False
     if isinstance(body, str):
-        body = _request_json(body, file=file, index=None, where=f"line {index + 1}: body")
+        body, keys_unique = _logged_request_json(body, file=file, where=f"line {index + 1}: body")
     elif not strict:
         body = _sent_body(body)
     if isinstance(response_body, str):
@@ -862,7 +868,18 @@ def _log_record(
         status=status,
         response_body=response_body,
         raw_request_text=request_text,
+        request_keys_unique=keys_unique,
     )
+
+
+def _logged_request_json(text: str, *, file: str, where: str) -> tuple[object | None, bool]:
+    """A logged body's JSON text as :func:`_request_json` reads it, by jiter's parser first (the
+    audit's hot path: faster, and it stops at a key given twice): the body, and whether that
+    parser read it, so that no key repeats in it. Anything it refuses is read by ``json.loads``."""
+    if text.lstrip()[:1] in ("{", "[") and unique_reader_agrees():
+        with contextlib.suppress(ValueError):  # UnicodeEncodeError too: a lone surrogate
+            return read_unique(text.encode("utf-8")), True
+    return _request_json(text, file=file, index=None, where=where), False
 
 
 # ---------------------------------------------------------------------------------- folders

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit_support import GOOD, ORPHAN, URL
+from audit_support import GOOD, ORPHAN, URL, messages_twice
 from cli_support import invoke
 
 from conformance.commands import audit as audit_command
@@ -465,3 +465,70 @@ def test_a_recording_without_the_request_headers_is_not_judged_by_a_header_beta(
         assert recorded_betas(interaction, "anthropic-messages") == (
             None if rule is None else frozenset()
         )
+
+
+# ------------------------------------------------------------------- a key given twice
+
+
+TWICE = [(ORPHAN, GOOD, "first copy kept"), (GOOD, ORPHAN, "last copy kept")]
+"""(first copy, last copy, the reading refused): either reading's rejection is the verdict."""
+
+
+@pytest.mark.parametrize(("first", "last", "reading"), TWICE)
+def test_a_body_that_gives_messages_twice_is_judged_in_both_readings(
+    first: dict[str, Any], last: dict[str, Any], reading: str
+) -> None:
+    body = messages_twice(first, last)
+    lines = [
+        f'{{"url": "{URL}", "method": "POST", "body": {body}}}',  # the body as an object
+        json.dumps({"url": URL, "method": "POST", "body": body}),  # the body as JSON text
+        f'{{"url": "{URL}", "body": {body}, "latency": NaN}}',  # read by the slow path
+        body,  # a bare request body
+    ]
+    rows = list(audit_lines(line.encode() for line in lines))
+    assert [(row.outcome, row.verdict and row.verdict.rule, row.reading) for row in rows] == [
+        ("reject", "C2", reading)
+    ] * len(lines)
+    assert rows[0].to_dict()["reading"] == reading
+
+
+@pytest.mark.parametrize(("first", "last", "reading"), TWICE)
+def test_a_recorded_body_that_gives_messages_twice_is_judged_in_both_readings(
+    first: dict[str, Any], last: dict[str, Any], reading: str
+) -> None:
+    text = messages_twice(first, last)
+    recorded = RecordedInteraction(
+        "c.yaml", 0, "POST", URL, request_body=json.loads(text), raw_request_text=text
+    )
+    row = audit_interaction(recorded)
+    assert row is not None
+    assert (row.outcome, row.reading) == ("reject", reading)
+
+
+def test_a_body_without_a_repeated_key_is_judged_as_before() -> None:
+    harmless = (
+        '{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "model": "gpt-4o"}'
+    )
+    lines = [_line(GOOD), _line(ORPHAN), f'{{"url": "{URL}", "body": {harmless}}}']
+    rows = list(audit_lines(lines))
+    assert [(row.outcome, row.reading) for row in rows] == [
+        ("accept", None),
+        ("reject", None),
+        ("accept", None),  # a key given twice with one value: both readings pass
+    ]
+    assert rows[1].verdict == next(iter(audit_lines([_line(ORPHAN).encode()]))).verdict
+
+
+def test_the_jsonl_row_and_the_table_name_the_reading_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the table's cells on one line each
+    log = tmp_path / "twice.jsonl"
+    log.write_text(f'{{"url": "{URL}", "body": {messages_twice(ORPHAN, GOOD)}}}\n', "utf-8")
+    code, out, _ = invoke(["audit", str(log), "--format", "jsonl"])
+    assert code == 1
+    [row] = _rows(out)
+    assert (row["verdict"], row["rule"], row["reading"]) == ("reject", "C2", "first copy kept")
+    code, table, _ = invoke(["audit", str(log)])
+    assert code == 1
+    assert "(a key given twice: rejected with the first copy kept)" in table

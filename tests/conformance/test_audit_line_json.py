@@ -1,12 +1,12 @@
-"""How ``audit_lines`` reads a log line: pydantic-core's parser first, the standard library's
-reading (``_read_line``) for whatever it refuses. The rows must be those of ``json.loads`` for
-every line: the fast parser gives ``json.loads``'s value whenever it gives one (checked here
-for any JSON text, so an upgrade of pydantic-core that reads a line differently fails this
-test), and the lines only ``json.loads`` takes are judged through the slow path."""
+"""How ``audit_lines`` reads a log line: jiter's parser first (``read_unique``: pydantic-core's,
+stopping at a key given twice), the standard library's reading (``_read_line``) for whatever it
+refuses. The rows must be those of ``json.loads`` for every line: the fast parser gives
+``json.loads``'s value whenever it gives one (checked here for any JSON text, so an upgrade of
+jiter that reads a line differently fails this test), and the lines only ``json.loads`` takes,
+a repeated key's among them, are judged through the slow path."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from typing import Any
@@ -14,8 +14,8 @@ from typing import Any
 from audit_support import GOOD, ORPHAN, URL
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic_core import from_json
 
+from conformance.providers.repeated_keys import read_unique
 from conformance.traffic.audit import _read_line, audit_lines
 
 _SCALARS = (
@@ -51,16 +51,15 @@ def test_the_fast_parser_reads_what_json_loads_reads_or_refuses(
     value: Any, ascii_only: bool, spaced: bool, duplicate: bool
 ) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only, separators=None if spaced else (",", ":"))
-    if duplicate and text.startswith("{") and text != "{}":
-        text = text[:-1] + ', "": 1, "": 2}'  # a repeated key: the last one counts
+    repeated = duplicate and text.startswith("{") and text != "{}"
+    if repeated:
+        text = text[:-1] + ', "": 1, "": 2}'  # a repeated key: refused, read by the slow path
     expected = json.loads(text)
-    data: str | bytes = text
-    with contextlib.suppress(UnicodeEncodeError):  # an unescaped lone surrogate: str lines only
-        data = text.encode("utf-8")
     try:
-        fast = from_json(data, allow_inf_nan=False)
-    except (ValueError, TypeError):  # TypeError: a str holding a lone surrogate
+        fast = read_unique(text.encode("utf-8"))
+    except ValueError:  # UnicodeEncodeError too: an unescaped lone surrogate (str lines only)
         return  # refused: the line is read by the standard library (test below)
+    assert not repeated
     assert _as_json(fast) == _as_json(expected)
 
 
@@ -74,9 +73,10 @@ def test_refusals_of_the_fast_parser_are_what_the_slow_path_is_for() -> None:
         b"NaN",
         b"\xef\xbb\xbf{}",
         b"   ",
+        b'{"a": 1, "a": 2}',  # a key given twice: the slow path judges both readings
     ):
         try:
-            from_json(line, allow_inf_nan=False)
+            read_unique(line)
         except ValueError:
             continue
         raise AssertionError(f"{line[:20]!r} is read by the fast parser now")
