@@ -11,12 +11,14 @@ from typing import Any, NoReturn, TypeVar
 import click
 import yaml
 
+from conformance.providers.repeated_keys import first_copies
 from reference_impl.documents import (
     DocumentLimitError,
     DuplicateKeyError,
     NonFiniteNumberError,
     load_json_strict,
     load_yaml_strict,
+    loads_json,
     non_finite_number,
     read_input_text,
 )
@@ -31,6 +33,7 @@ __all__ = [
     "fail_input",
     "or_fail_input",
     "read_document",
+    "read_request_document",
 ]
 
 _V = TypeVar("_V")
@@ -75,8 +78,26 @@ def read_document(path: str | Path, *, read_non_finite: bool = False) -> Any:
     Infinity (JSON ``NaN``, YAML ``.nan``), which JSON does not have, are exit 2 naming where,
     unless ``read_non_finite``: they are then read as floats, for a caller that judges them
     (``validate``: a provider's parser refuses such a body)."""
+    return _parse_document(path, _document_text(path), read_non_finite=read_non_finite)
+
+
+def read_request_document(path: str | Path) -> tuple[Any, Any | None]:
+    """:func:`read_document` of a request body to judge (NaN and Infinity read as floats), where
+    a JSON key given twice is no input error but a body with two readings: the body as Python
+    reads it (the last copy kept), and the body keeping the first copy, ``None`` when no key
+    repeats (:mod:`conformance.providers.repeated_keys`). YAML is read as ever: a key given twice
+    is exit 2, as no provider reads YAML."""
+    text = _document_text(path)
+    first = first_copies(text, read_non_finite=True)
+    if first is None:
+        return _parse_document(path, text, read_non_finite=True), None
+    # read as JSON keeping the first copies, so JSON keeping the last (the same parser)
+    return loads_json(text, parse_constant=float), first
+
+
+def _document_text(path: str | Path) -> str:
     try:
-        text = read_input_text(path)
+        return read_input_text(path)
     except DocumentLimitError as exc:
         fail_input(path, str(exc))
     except FileNotFoundError:
@@ -87,6 +108,9 @@ def read_document(path: str | Path, *, read_non_finite: bool = False) -> Any:
         fail_input(path, f"not UTF-8 text (byte {exc.start})")
     except OSError as exc:
         fail_input(path, exc.strerror or str(exc))
+
+
+def _parse_document(path: str | Path, text: str, *, read_non_finite: bool) -> Any:
     try:
         return load_json_strict(text, read_non_finite=read_non_finite)
     except (DuplicateKeyError, DocumentLimitError) as exc:

@@ -1,7 +1,9 @@
 """Every command that reads a user document names the file and what is wrong (exit 2).
 
-Duplicate keys (JSON and YAML) are refused with their place, never resolved silently, and
-documents nested ten thousand levels deep are a named error, never a ``RecursionError``.
+Duplicate keys (JSON and YAML) are refused with their place, never resolved silently (but for
+``validate``, which judges both readings of a JSON request body that gives a key twice:
+``tests/cli/test_validate_audit.py``), and documents nested ten thousand levels deep are a named
+error, never a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -63,7 +65,13 @@ def test_deeply_nested_object_inside_a_body(tmp_path: Path, template: list[str])
     _assert_named(_fill(template, path), path, "nested too deeply")
 
 
-@pytest.mark.parametrize("template", COMMANDS, ids=lambda t: t[0])
+# validate judges a request body that gives a key twice in both readings instead
+JUDGING_BOTH_READINGS = {"validate"}
+
+
+@pytest.mark.parametrize(
+    "template", [t for t in COMMANDS if t[0] not in JUDGING_BOTH_READINGS], ids=lambda t: t[0]
+)
 def test_duplicate_json_key_is_refused(tmp_path: Path, template: list[str]) -> None:
     path = tmp_path / "dup.json"
     path.write_text(

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from audit_support import messages_twice
 from click.testing import CliRunner
 from paths import RECORDINGS
 
@@ -41,6 +42,41 @@ def test_validate_accept_exits_0(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0
     assert json.loads(result.output)["verdict"] == "accept"
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "reading"),
+    [(ORPHAN, GOOD, "first copy kept"), (GOOD, ORPHAN, "last copy kept")],
+)
+def test_validate_judges_both_readings_of_a_key_given_twice(
+    tmp_path: Path, first: dict[str, object], last: dict[str, object], reading: str
+) -> None:
+    # Python's parser keeps the last "messages", another server's may keep the first: either
+    # reading's rejection is the verdict, and the output says which reading was refused
+    path = tmp_path / "twice.json"
+    path.write_text(messages_twice(first, last), "utf-8")
+    args = ["validate", str(path), "--shape", "openai-chat"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    payload = json.loads(result.output)
+    assert (payload["verdict"], payload["rule"], payload["reading"]) == ("reject", "C2", reading)
+    linted = CliRunner().invoke(cli, [*args, "--lint", "--format", "text"])
+    assert linted.exit_code == 1
+    assert linted.output.startswith("reject 400 C2 [observed] (openai-default, emulated; ")
+    assert f"; {reading}): " in linted.output
+
+
+def test_validate_judges_a_body_without_a_repeated_key_as_before(tmp_path: Path) -> None:
+    harmless = tmp_path / "harmless.json"  # a key given twice with one value: both pass
+    harmless.write_text('{"model": "m", "messages": [], "model": "m"}', "utf-8")
+    accepted = CliRunner().invoke(cli, ["validate", str(harmless), "--shape", "openai-chat"])
+    assert accepted.exit_code == 0, accepted.output
+    assert json.loads(accepted.output)["reading"] is None
+    plain = CliRunner().invoke(
+        cli, ["validate", _write(tmp_path, "r.json", ORPHAN), "--shape", "openai-chat"]
+    )
+    assert plain.exit_code == 1
+    assert "reading" not in json.loads(plain.output)  # the verdict alone, as before
 
 
 def test_validate_takes_the_betas_of_the_request_s_header(tmp_path: Path) -> None:
