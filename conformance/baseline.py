@@ -16,7 +16,9 @@ now), new passes (failed or errored before, passes now), still failing, new case
 cases. :func:`gate` is what ``ctxconf run --baseline FILE`` calls: it prints the comparison and
 returns the exit status (1 on any regression, else 0). A case counts as passing at the run's gate,
 the same levels ``ctxconf run`` and the pytest plug-in gate on: ``must`` checks by default
-(:data:`GATE_LEVELS`), ``must`` and ``should`` with ``--strict`` (:data:`STRICT_GATE_LEVELS`).
+(:data:`GATE_LEVELS`), ``must`` and ``should`` with ``--strict`` (:data:`STRICT_GATE_LEVELS`),
+read by the exit status's own rule (:func:`conformance.events.status_at_gate`): a check of a
+level the gate does not count, failed or raised, does not fail the case there.
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from conformance.checks import REGISTRY
+from conformance.checks import REGISTRY, CheckResult
 from conformance.errors import BaselineError
-from conformance.events import CaseResult
+from conformance.events import CaseResult, CaseStatus, status_at_gate
 from conformance.reporting.matrix import baseline_counts
 from conformance.reporting.record import RunRecord, read_jsonl
-from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS
+from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS, Level
 from reference_impl.documents import DocumentLimitError, loads_json, read_input_text
 
 __all__ = [
@@ -72,32 +74,44 @@ class BaselineCase:
     level: str
     failed: tuple[str, ...] = ()
     """Ids of the checks that failed or errored (empty for a pass or a plug-in error)."""
+    errored: tuple[str, ...] = ()
+    """Those of :attr:`failed` that raised instead of failing (a file written before this field
+    existed has none; its errored checks then read as failed, which the gate counts the same)."""
 
-    def gate_status(self, gate: tuple[str, ...] = GATE_LEVELS) -> str:
-        """``pass``, ``fail`` or ``error`` at the gate: a case that failed only checks of a
-        level the gate does not count is a ``pass`` there (:meth:`passes`)."""
-        if self.status == "error":
-            return "error"
-        return "pass" if self.passes(gate) else "fail"
-
-    def passes(self, gate: tuple[str, ...] = GATE_LEVELS) -> bool:
-        """Whether the case passes the gate: no error, and no failed check at a gated level
-        (each check's level is the registry's; a check the registry no longer knows counts as
-        a ``must`` failure, the safe side). ``gate`` is :data:`GATE_LEVELS` (``must``) or
-        :data:`STRICT_GATE_LEVELS` (``must`` and ``should``), as ``ctxconf run`` gates."""
-        if self.status == "pass":
-            return True
-        if self.status != "fail" or not self.failed:
-            return False
-        return not any(
-            (REGISTRY[c].level if c in REGISTRY else "must") in gate for c in self.failed
+    def checks(self) -> tuple[CheckResult, ...]:
+        """The checks that did not pass, rebuilt from the file: each at the registry's level (a
+        check the registry no longer knows is a ``must`` one, the safe side)."""
+        return tuple(
+            CheckResult(
+                check,
+                REGISTRY[check].level if check in REGISTRY else "must",
+                "error" if check in self.errored else "fail",
+            )
+            for check in self.failed
         )
 
+    def gate_status(self, gate: tuple[Level, ...] = GATE_LEVELS) -> CaseStatus:
+        """``pass``, ``fail`` or ``error`` at the gate, read as ``ctxconf run``'s exit status
+        reads a case (:func:`conformance.events.status_at_gate`): a case whose failed or raised
+        checks are all of levels the gate does not count is a ``pass`` there. A case that did
+        not pass with no check named is a plug-in error (a ``must`` error)."""
+        plugin_error = self.status != "pass" and not self.failed
+        return status_at_gate(self.checks(), gate, plugin_error=plugin_error)
+
+    def passes(self, gate: tuple[Level, ...] = GATE_LEVELS) -> bool:
+        """Whether the case passes the gate (:meth:`gate_status`). ``gate`` is
+        :data:`GATE_LEVELS` (``must``) or :data:`STRICT_GATE_LEVELS` (``must`` and ``should``),
+        as ``ctxconf run`` gates."""
+        return self.gate_status(gate) == "pass"
+
     def to_dict(self) -> dict[str, Any]:
-        """The case as the baseline file stores it (``failed`` only when non-empty)."""
+        """The case as the baseline file stores it (``failed`` and ``errored`` only when
+        non-empty)."""
         out: dict[str, Any] = {"status": self.status, "level": self.level}
         if self.failed:
             out["failed"] = list(self.failed)
+        if self.errored:
+            out["errored"] = list(self.errored)
         return out
 
 
@@ -192,6 +206,10 @@ def _failed_checks(result: CaseResult) -> tuple[str, ...]:
     return tuple(c.id for c in result.checks if c.status != "pass")
 
 
+def _errored_checks(result: CaseResult) -> tuple[str, ...]:
+    return tuple(c.id for c in result.checks if c.status == "error")
+
+
 def to_baseline(results: Results) -> Baseline:
     """A :class:`Baseline` of a run (record, case results, or ``run.jsonl`` path)."""
     cases, header = _record(results)
@@ -201,7 +219,9 @@ def to_baseline(results: Results) -> Baseline:
             raise BaselineError(
                 f"case {result.key!r} appears twice in one run; a baseline needs unique case ids"
             )
-        entries[result.key] = BaselineCase(result.status, result.level, _failed_checks(result))
+        entries[result.key] = BaselineCase(
+            result.status, result.level, _failed_checks(result), _errored_checks(result)
+        )
     return Baseline(
         entries,
         plugin=str(header.get("plugin", "")),
@@ -270,10 +290,15 @@ def read_baseline(path: Path | str) -> Baseline:
         at = f"{source}: $.cases[{json.dumps(key)}]"
         if not isinstance(entry, dict) or entry.get("status") not in {"pass", "fail", "error"}:
             raise BaselineError("needs a status of pass, fail or error", where=at)
-        failed = entry.get("failed", [])
-        if not isinstance(failed, list) or not all(isinstance(f, str) for f in failed):
-            raise BaselineError("failed must be a list of check ids", where=at)
-        cases[key] = BaselineCase(entry["status"], str(entry.get("level", "")), tuple(failed))
+        lists = {}
+        for name in ("failed", "errored"):
+            ids = entry.get(name, [])
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise BaselineError(f"{name} must be a list of check ids", where=at)
+            lists[name] = tuple(ids)
+        cases[key] = BaselineCase(
+            entry["status"], str(entry.get("level", "")), lists["failed"], lists["errored"]
+        )
     return Baseline(
         cases,
         plugin=str(data.get("plugin", "")),

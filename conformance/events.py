@@ -24,10 +24,44 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "level_totals",
+    "status_at_gate",
+    "status_at_level",
 ]
 
 CaseStatus: TypeAlias = CheckStatus
 """A case passes, fails or errors, as a check does."""
+
+
+def status_at_level(
+    checks: Iterable[CheckResult], level: Level, *, plugin_error: bool = False
+) -> CaseStatus | None:
+    """A case at one check level, from its check results: ``error`` when a check of that level
+    raised, ``fail`` when one failed, ``pass`` when all passed, None when none ran. A plug-in
+    error (nothing was judged) is an ``error`` at ``must`` and nothing at the other levels.
+
+    The one reading of a case by level: the exit status (:func:`level_totals`), the JUnit
+    report, the pytest items and the baseline comparison all go through it."""
+    if plugin_error:
+        return "error" if level == "must" else None
+    ran = [c for c in checks if c.level == level]
+    if not ran:
+        return None
+    if any(c.status == "error" for c in ran):
+        return "error"
+    return "fail" if any(c.status == "fail" for c in ran) else "pass"
+
+
+def status_at_gate(
+    checks: Iterable[CheckResult], gate: Iterable[Level], *, plugin_error: bool = False
+) -> CaseStatus:
+    """A case at a gate (its gated levels, as :data:`~conformance.scenarios.GATE_LEVELS`):
+    ``error`` when a gated level is ``error``, else ``fail`` when one is ``fail``, else ``pass``
+    (a check of a level the gate does not count, failed or raised, does not fail it)."""
+    ran = tuple(checks)
+    statuses = {status_at_level(ran, level, plugin_error=plugin_error) for level in gate}
+    if "error" in statuses:
+        return "error"
+    return "fail" if "fail" in statuses else "pass"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +101,13 @@ class CaseResult:
         return f"{self.scenario}[{self.shape}{dialect}@{self.budget}]"
 
     def level_status(self, level: Level) -> CaseStatus | None:
-        """This case at one check level: None when no check of that level ran."""
-        if self.outcome == "error":
-            return "error" if level == "must" else None
-        ran = [c for c in self.checks if c.level == level]
-        if not ran:
-            return None
-        if any(c.status == "error" for c in ran):
-            return "error"
-        return "fail" if any(c.status == "fail" for c in ran) else "pass"
+        """This case at one check level: None when no check of that level ran
+        (:func:`status_at_level`)."""
+        return status_at_level(self.checks, level, plugin_error=self.outcome == "error")
+
+    def gate_status(self, gate: Iterable[Level]) -> CaseStatus:
+        """This case at a gate (:func:`status_at_gate`): what the exit status reads."""
+        return status_at_gate(self.checks, gate, plugin_error=self.outcome == "error")
 
     def to_dict(self) -> dict[str, Any]:
         """The case line of the JSON-lines report."""

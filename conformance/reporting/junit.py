@@ -42,11 +42,9 @@ def _verdict_properties(element: ET.Element, verdict: Mapping[str, Any] | None) 
 
 def _below_gate(case: CaseResult, gate: tuple[Level, ...]) -> bool:
     """Whether ``case`` did not pass only through checks of levels ``gate`` does not count, as
-    the exit status reads a case (:meth:`CaseResult.level_status`): failed ones, or one that
+    the exit status reads a case (:meth:`CaseResult.gate_status`): failed ones, or one that
     raised (the case's status is then ``error``); a plug-in error is at the gate."""
-    if case.status == "pass" or case.outcome == "error":
-        return False
-    return all(case.level_status(level) in (None, "pass") for level in gate)
+    return case.status != "pass" and case.gate_status(gate) == "pass"
 
 
 def render_junit(record: RunRecord) -> str:

@@ -248,3 +248,44 @@ def test_a_baseline_of_another_ctxconf_version_is_noted() -> None:
         "and recorded verdicts may differ"
     )
     assert compare_to_baseline(now, replace(before, ctxconf_version="0.2.0")).notes == ()
+
+
+def _should_error(index: int, scenario: str) -> CaseResult:
+    """Every must check passes; a should check (system_kept) raised: the case's status is
+    ``error``, its must level passes."""
+    checks = (
+        CheckResult("provider_valid", "must", "pass"),
+        CheckResult("system_kept", "should", "error", "check raised", "KeyError: 'x'"),
+    )
+    return replace(_case(index, scenario, "pass"), status="error", checks=checks)
+
+
+def test_a_should_check_that_raised_is_read_at_the_gate_as_the_exit_status_reads_it(
+    tmp_path: Path,
+) -> None:
+    """A should check that raised does not fail a run gated at must (level_status), so it is
+    no regression in the baseline comparison either; strict, it is one, shown as an error."""
+    before = [_case(0, "single-tool", "pass")]
+    now = [_should_error(0, "single-tool")]
+    assert now[0].level_status("must") == "pass"  # the plain gate passes it
+    lenient = compare_to_baseline(now, to_baseline(before))
+    assert lenient.regressions == ()
+    assert lenient.exit_status == 0
+    strict = compare_to_baseline(now, to_baseline(before), strict=True)
+    (change,) = strict.regressions
+    assert (change.before_gate, change.after_gate) == ("pass", "error")
+    # Through the file too: which checks raised is kept, and read back.
+    path = tmp_path / "b.json"
+    write_baseline(now, path)
+    assert json.loads(path.read_text())["cases"]["single-tool[openai-chat@4000]"] == {
+        "status": "error",
+        "level": "must",
+        "failed": ["system_kept"],
+        "errored": ["system_kept"],
+    }
+    assert read_baseline(path).cases == to_baseline(now).cases
+    back = compare_to_baseline(before, path)
+    assert (back.new_passes, back.unchanged_passes) == ((), 1)  # it passed the gate before too
+    # A plug-in error is a must error at every gate, written with no check named.
+    crashed = compare_to_baseline([_case(0, "single-tool", "error")], to_baseline(before))
+    assert [(c.before_gate, c.after_gate) for c in crashed.regressions] == [("pass", "error")]
