@@ -4,10 +4,18 @@
 ways ``rings.validate`` knows, from :mod:`conformance.strategies`) and a budget around the
 session's own size, wraps them into a one-case :class:`~conformance.scenarios.Scenario`, and runs
 it through the engine exactly as ``ctxconf run`` would (same rendering, timeout, verdicts and
-checks, ``must`` level only). Hypothesis shrinks the first failure it finds to a small session;
-:func:`scenario_document` turns that into a scenario file (format version 1) that
-``ctxconf run --scenarios FILE`` replays, and :func:`fuzz` checks that the replay fails the same
-way before it returns.
+checks, ``must`` level only).
+
+Each must check is its own failure (:func:`finding_key`: a case that fails several is the failure
+of the first of them in :func:`finding_order`, a broken input sent on first, ``within_budget``
+last, a plug-in error before any). The search goes in rounds: each round's property fails only
+on a failure not found in an earlier round, and hypothesis shrinks what it finds; the round
+that finds nothing new ends the search, and the rounds share the ``examples`` budget. So a
+ring-blind trimmer's pairing bug is shown with its own small case, not hidden behind the
+one-message case over a budget of 1 that any trimmer which cannot refuse fails, which is
+what shrinking all failures together ends on. :func:`scenario_document` turns each finding into
+a scenario (format version 1, all of them in one file) that ``ctxconf run --scenarios FILE``
+replays, and :func:`fuzz` checks that each replay fails the same way before it returns.
 
 What a generated case expects, judged against the *target*: the input is built as the engine
 builds it (:func:`conformance.engine.render_input`) and judged by the validators of the shape's
@@ -44,7 +52,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from conformance.checks import CheckResult, CheckSpec, checks_for
+from conformance.checks import REGISTRY, CheckResult, CheckSpec, checks_for
 from conformance.engine import (
     DEFAULT_MODELS,
     DEFAULT_TIMEOUT,
@@ -58,6 +66,7 @@ from conformance.loading import Plugin
 from conformance.providers.catalog import profile_for_model
 from conformance.providers.validation import lint_request
 from conformance.scenarios import (
+    LEVELS,
     SCENARIO_FORMAT_VERSION,
     Budget,
     Expectation,
@@ -89,9 +98,13 @@ from reference_impl.transcript import (
 
 __all__ = [
     "DEFAULT_EXAMPLES",
+    "PLUGIN_ERROR",
     "FuzzFinding",
     "FuzzReport",
     "finding_document",
+    "finding_id",
+    "finding_key",
+    "finding_order",
     "fuzz",
     "minimize",
     "scenario_document",
@@ -100,10 +113,46 @@ __all__ = [
 
 DEFAULT_EXAMPLES: Final = 200
 _MINIMIZE_ATTEMPTS: Final = 300
+# Cases hypothesis may run through the plug-in while shrinking one round's finding: shrinking a
+# ring-breaking trim took some 500 plug-in calls, half the run; past the cap the finding is the
+# smallest seen so far, and minimize() still removes what does not matter.
+_SHRINK_CALLS: Final = 150
 # The scenario format has no field for these two wire details (a Responses output-message id and a
 # wire ``tool_calls: []``), so sessions holding them could not be written out for replay.
 _UNSUPPORTED_KINDS: Final = frozenset({"empty_tool_calls"})
 _BROKEN_KINDS: Final = tuple(k for k in VIOLATION_KINDS if k not in _UNSUPPORTED_KINDS)
+
+PLUGIN_ERROR: Final = "plugin-error"
+"""The key of a finding where the plug-in raised, crashed or hung (nothing could be judged)."""
+# Within a level, checks rank in registry order except these two. A broken session sent on fails
+# refuses_broken_input and provider_valid alike; ranked first, such a case is a refusal finding,
+# so provider_valid's own case is one where the plug-in broke the pairing of a valid session (the
+# trimmer bug). Nearly every session cut to a budget of a few tokens fails within_budget in a
+# plug-in that cannot refuse; ranked last, a case that fails it and another check is the other's.
+_RANK_IN_LEVEL: Final = {"refuses_broken_input": 0, "within_budget": 2}
+
+
+def finding_order(key: str) -> tuple[int, int, int]:
+    """Where a finding's key ranks: a plug-in error first, then the checks by level (``must``
+    first) and registry order (``provider_valid`` leads it), with ``refuses_broken_input`` first
+    and ``within_budget`` last of their level; a check the registry does not know comes last."""
+    if key == PLUGIN_ERROR:
+        return (-1, 0, 0)
+    spec = REGISTRY.get(key)
+    if spec is None:
+        return (len(LEVELS), 0, 0)
+    return (LEVELS.index(spec.level), _RANK_IN_LEVEL.get(key, 1), list(REGISTRY).index(key))
+
+
+def finding_key(result: CaseResult) -> str | None:
+    """Which failure a generated case is (None when it passed): :data:`PLUGIN_ERROR` when the
+    plug-in errored, else the first check that did not pass in :func:`finding_order`."""
+    if result.outcome == "error":
+        return PLUGIN_ERROR
+    failed = [c.id for c in result.checks if c.status != "pass"]
+    if not failed:
+        return None if result.status == "pass" else PLUGIN_ERROR
+    return min(failed, key=finding_order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +165,15 @@ class FuzzFinding:
     generated_as: str
     """``valid`` or the violation kind the session was broken with."""
     result: CaseResult
+    replayed: bool | None = None
+    """Whether its scenario, written and loaded back from YAML, failed the same checks again
+    (None when not replayed)."""
+
+    @property
+    def key(self) -> str:
+        """The failure this is the shrunk case of (:func:`finding_key`): a check id, or
+        :data:`PLUGIN_ERROR`."""
+        return finding_key(self.result) or PLUGIN_ERROR
 
     @property
     def failures(self) -> tuple[CheckResult, ...]:
@@ -133,20 +191,33 @@ class FuzzFinding:
 
 @dataclass(frozen=True, slots=True)
 class FuzzReport:
-    """What a fuzz run did (plug-in, seed, examples, shapes) and the smallest failing case, if any."""
+    """What a fuzz run did (plug-in, seed, examples, shapes) and the smallest failing case of
+    each failure found (:attr:`findings`, in :func:`finding_order`: pairing first)."""
 
     plugin: str
     seed: int
     examples: int
     shapes: tuple[str, ...]
-    finding: FuzzFinding | None
-    replayed: bool | None = None
-    """Whether the written scenario, loaded back from YAML, failed the same checks again."""
+    findings: tuple[FuzzFinding, ...] = ()
 
     @property
     def found(self) -> bool:
         """Whether the fuzzer found a failing case."""
-        return self.finding is not None
+        return bool(self.findings)
+
+    @property
+    def finding(self) -> FuzzFinding | None:
+        """The first finding (the highest-ranked failure), None when nothing failed."""
+        return self.findings[0] if self.findings else None
+
+    @property
+    def replayed(self) -> bool | None:
+        """Whether every finding's scenario, loaded back, failed the same checks again (None
+        when nothing was found or replayed)."""
+        runs = [f.replayed for f in self.findings]
+        if not runs or None in runs:
+            return None
+        return all(runs)
 
 
 class _Found(AssertionError):  # noqa: N818 - hypothesis needs an exception to shrink on
@@ -466,6 +537,35 @@ def _fuzz(
     if not chosen:
         raise ValueError(f"the plug-in speaks {', '.join(plugin.shapes)}; none of {shapes} chosen")
     used_seed = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    # Round by round, each a search whose property fails only on a failure not found yet: a
+    # case whose first failing check (finding_key) was found in an earlier round passes. So each
+    # check gets a shrunk case of its own, and the one round that finds nothing ends the search.
+    # The rounds share the example budget: a round that finds something used the cases it
+    # generated up to its finding (shrinking is not counted, as before).
+    found: dict[str, FuzzFinding] = {}
+    left, number = examples, 0
+    while left > 0:
+        tried, finding = _search_round(
+            run, _cases(chosen, broken), _round_seed(used_seed, number), left, frozenset(found)
+        )
+        if finding is None:
+            break
+        found[finding.key] = finding
+        left -= tried
+        number += 1
+    findings = []
+    for key in sorted(found, key=finding_order):
+        finding = _minimize(run, found[key])
+        if replay:
+            finding = replace(finding, replayed=_replays(run, plugin, used_seed, finding))
+        findings.append(finding)
+    return FuzzReport(plugin.name, used_seed, examples, chosen, tuple(findings))
+
+
+def _cases(
+    chosen: Sequence[str], broken: bool
+) -> st.SearchStrategy[tuple[str, Transcript, str, int]]:
+    """A shape, a session for it (``valid`` or the violation kind) and a budget."""
 
     @st.composite
     def cases(draw: st.DrawFn) -> tuple[str, Transcript, str, int]:
@@ -478,7 +578,35 @@ def _fuzz(
         budget = draw(st.integers(1, low) | st.integers(low, high) | st.just(low))
         return shape, session, generated_as, budget
 
-    @hypothesis_seed(used_seed)
+    return cases()
+
+
+def _round_seed(seed: int, number: int) -> int:
+    """The seed of search round ``number``: the run's own for the first (a run that finds
+    nothing searches as it always did), one derived from it for each later round."""
+    if number == 0:
+        return seed
+    return random.Random(f"{seed}/{number}").randrange(2**32)  # noqa: S311 - a search seed
+
+
+def _search_round(
+    run: _Runner,
+    cases: st.SearchStrategy[tuple[str, Transcript, str, int]],
+    seed: int,
+    examples: int,
+    known: frozenset[str],
+) -> tuple[int, FuzzFinding | None]:
+    """One search of up to ``examples`` cases for a failure whose key is not in ``known``;
+    returns how many cases it generated up to it and the finding, shrunk by hypothesis (None
+    when nothing new failed). A local minimum of "fails with a new key" is one of its own key.
+
+    Each case is judged once (hypothesis draws the same case more than once, and replays the
+    smallest at the end); past :data:`_SHRINK_CALLS` judged while shrinking, a case not judged
+    yet counts as passing, so that shrinking ends on the smallest failing case judged."""
+    tried, shrinking = 0, False
+    judged_cases: dict[str, FuzzFinding | None] = {}
+
+    @hypothesis_seed(seed)
     @settings(
         max_examples=examples,
         database=None,
@@ -489,47 +617,71 @@ def _fuzz(
         phases=(Phase.generate, Phase.shrink),
         suppress_health_check=list(HealthCheck),
     )
-    @given(cases())
+    @given(cases)
     def search(case: tuple[str, Transcript, str, int]) -> None:
+        nonlocal tried, shrinking
         shape, session, generated_as, budget = case
         assume(_expressible(session))
-        judged = _judge_one(run, shape, session, budget)
-        assume(judged is not None)
-        assert judged is not None
-        scenario, result = judged
-        if result.status != "pass":
-            raise _Found(FuzzFinding(scenario, shape, budget, generated_as, result))
+        seen = repr(case)
+        if seen not in judged_cases:
+            if shrinking and len(judged_cases) >= tried + _SHRINK_CALLS:
+                return
+            judged = _judge_one(run, shape, session, budget)
+            assume(judged is not None)
+            assert judged is not None
+            scenario, result = judged
+            tried += not shrinking  # after the first finding, hypothesis is shrinking it
+            key = finding_key(result)
+            new = key is not None and key not in known
+            judged_cases[seen] = (
+                FuzzFinding(scenario, shape, budget, generated_as, result) if new else None
+            )
+        finding = judged_cases[seen]
+        if finding is not None:
+            shrinking = True
+            raise _Found(finding)
 
     try:
         with fixed_generation():  # the same seed searches the same cases in any process
             search()
     except _Found as found:
-        finding = _minimize(run, found.finding)
-        return FuzzReport(
-            plugin.name,
-            used_seed,
-            examples,
-            chosen,
-            finding,
-            replayed=_replays(run, plugin, finding) if replay else None,
-        )
-    return FuzzReport(plugin.name, used_seed, examples, chosen, None)
+        return tried, found.finding
+    return tried, None
+
+
+def finding_id(seed: int, finding: FuzzFinding) -> str:
+    """The scenario id a finding is written under: ``fuzz-<seed>-<key>`` (``fuzz-1-provider-valid``:
+    a scenario id has no underscore)."""
+    return f"fuzz-{seed}-{finding.key.replace('_', '-')}"
 
 
 def finding_document(report: FuzzReport) -> dict[str, Any]:
-    """The scenario file for a report's finding (call only when ``report.found``)."""
-    finding = report.finding
-    assert finding is not None
+    """The scenario file for a report's findings, one scenario each, in the report's order
+    (call only when ``report.found``)."""
+    assert report.found
+    scenarios = [
+        _finding_scenario(report.plugin, report.seed, report.examples, finding)
+        for finding in report.findings
+    ]
+    return {**scenarios[0], "scenarios": [s for d in scenarios for s in d["scenarios"]]}
+
+
+def _finding_scenario(
+    plugin: str, seed: int, examples: int, finding: FuzzFinding
+) -> dict[str, Any]:
     failed = ", ".join(c.id for c in finding.failures) or "error"
     notes = (
-        f"Found by `ctxconf fuzz --impl {report.plugin} --seed {report.seed} "
-        f"--examples {report.examples}` and shrunk by hypothesis. Generated as: "
-        f"{finding.generated_as}. Failed: {failed}.\n{finding.describe()}"
+        f"Found by `ctxconf fuzz --impl {plugin} --seed {seed} --examples {examples}` and "
+        f"shrunk by hypothesis to the smallest case whose first failure is {finding.key}. "
+        f"Generated as: {finding.generated_as}. Failed: {failed}.\n{finding.describe()}"
     )
     return scenario_document(
         finding.scenario.session,
-        scenario_id=f"fuzz-{report.seed}",
-        title=f"fuzz finding ({finding.generated_as} session, {finding.shape} at {finding.budget})",
+        scenario_id=finding_id(seed, finding),
+        title=(
+            f"fuzz finding: {finding.key} ({finding.generated_as} session, {finding.shape} at "
+            f"{finding.budget})"
+        ),
         shape=finding.shape,
         budget=finding.budget,
         outcome=finding.scenario.expect.outcome,
@@ -537,10 +689,9 @@ def finding_document(report: FuzzReport) -> dict[str, Any]:
     )
 
 
-def _replays(run: _Runner, plugin: Plugin, finding: FuzzFinding) -> bool:
-    """Load the written scenario back through the runner's loader and run it again."""
-    report = FuzzReport(plugin.name, 0, 0, (finding.shape,), finding)
-    text = scenario_yaml(finding_document(report))
+def _replays(run: _Runner, plugin: Plugin, seed: int, finding: FuzzFinding) -> bool:
+    """Load the finding's written scenario back through the runner's loader and run it again."""
+    text = scenario_yaml(_finding_scenario(plugin.name, seed, 0, finding))
     with tempfile.TemporaryDirectory(prefix="ctxconf-fuzz-") as folder:
         path = Path(folder) / "must" / "finding.yaml"
         path.parent.mkdir()

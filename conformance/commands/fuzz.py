@@ -1,7 +1,8 @@
-"""``ctxconf fuzz``: the ``must`` checks over generated sessions and budgets, shrunk to a scenario.
+"""``ctxconf fuzz``: the ``must`` checks over generated sessions and budgets, shrunk to scenarios.
 
-Prints the shrunk failing session as a scenario file (format version 1) and, with ``--out``,
-writes it where ``ctxconf run --scenarios FILE`` replays it. The runner takes a scenario's level
+Prints each failing check's shrunk case (a plug-in error first, then by
+:func:`conformance.fuzzing.finding_order`) and a scenario file (format version 1) holding one
+scenario per case; with ``--out``, writes it where ``ctxconf run --scenarios FILE`` replays it. The runner takes a scenario's level
 from its folder, so a file that is not under a ``must/`` folder is written into one (``--out
 found.yaml`` writes ``must/found.yaml``) and the command says where.
 
@@ -11,6 +12,7 @@ bad options.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import click
@@ -26,7 +28,14 @@ from conformance.commands._options import (
     shapes_option,
     timeout_option,
 )
-from conformance.fuzzing import DEFAULT_EXAMPLES, finding_document, fuzz, scenario_yaml
+from conformance.fuzzing import (
+    DEFAULT_EXAMPLES,
+    FuzzFinding,
+    finding_document,
+    finding_id,
+    fuzz,
+    scenario_yaml,
+)
 
 __all__ = ["command", "replayable_path"]
 
@@ -36,6 +45,17 @@ def replayable_path(out: Path) -> Path:
     if "must" in out.parent.parts:
         return out
     return out.parent / "must" / out.name
+
+
+def _heading(number: int, count: int, seed: int, finding: FuzzFinding) -> str:
+    """``[1/2] provider_valid: fuzz-1-provider_valid, valid session of 3 messages, openai-chat
+    at 57``: which failure, its scenario id, and the case it was shrunk to."""
+    size = len(finding.scenario.session.messages)
+    return (
+        f"[{number}/{count}] {finding.key}: {finding_id(seed, finding)}, "
+        f"{finding.generated_as} session of {size} message{'' if size == 1 else 's'}, "
+        f"{finding.shape} at {finding.budget}"
+    )
 
 
 @click.command(name="fuzz")
@@ -59,7 +79,8 @@ def command(
     valid_only: bool,
     timeout: float,
 ) -> None:
-    """Run the must checks over generated sessions and budgets; print the shrunk failing case."""
+    """Run the must checks over generated sessions and budgets; print each failing check's
+    shrunk case."""
     plugin = load_impl(impl, impl_shape)
     wanted = chosen_shapes(shapes, plugin, impl)
     if out is not None:  # checked before the search, so a found failure is never lost to a bad path
@@ -79,19 +100,23 @@ def command(
             err=True,
         )
         return
-    finding = report.finding
-    assert finding is not None
+    count = len(report.findings)
+    found = "must failure found" if count == 1 else "must failures found, each"
     click.echo(
-        f"ctxconf fuzz: {impl}: must failure found and shrunk (seed {report.seed}, {shown})",
+        f"ctxconf fuzz: {impl}: {count} {found} shrunk to its own case (seed {report.seed}, "
+        f"{shown})",
         err=True,
     )
-    click.echo(finding.describe(), err=True)
-    if report.replayed is False:
-        click.echo(
-            "warning: the scenario below, loaded back, did not fail the same way (a flaky "
-            "plug-in, or a session detail the scenario format cannot hold)",
-            err=True,
-        )
+    for number, finding in enumerate(report.findings, 1):
+        click.echo(_heading(number, count, report.seed, finding), err=True)
+        click.echo(textwrap.indent(finding.describe(), "  "), err=True)
+        if finding.replayed is False:
+            click.echo(
+                f"  warning: scenario {finding_id(report.seed, finding)}, loaded back, did not "
+                "fail the same way (a flaky plug-in, or a session detail the scenario format "
+                "cannot hold)",
+                err=True,
+            )
     text = scenario_yaml(finding_document(report))
     click.echo(text, nl=False)
     if out is not None:

@@ -11,13 +11,21 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
+from syrupy.assertion import SnapshotAssertion
 
+from conformance.checks import CheckResult
+from conformance.checks.outcome import StepStatus
+from conformance.checks.registry import CheckStatus
 from conformance.cli import cli
 from conformance.engine import reference_counter, run_case
+from conformance.events import CaseResult
 from conformance.fuzzing import (
+    PLUGIN_ERROR,
     FuzzFinding,
     _judge_one,
     finding_document,
+    finding_key,
+    finding_order,
     fuzz,
     minimize,
     scenario_document,
@@ -103,6 +111,16 @@ def refuse_all(messages, budget):
     raise Refusal("no")
 
 
+def drop_oldest_plain(messages, budget):
+    """A user's first trimmer (docs/writing-a-plugin.md): the system text and the newest
+    messages that fit, the oldest dropped one by one, blind to rings; refuses nothing."""
+    system = [m for m in messages if m["role"] == "system"]
+    rest = [m for m in messages if m["role"] != "system"]
+    while rest and count_chat_messages(system + rest) > budget:
+        rest.pop(0)
+    return system + rest
+
+
 def drop_first_call_result(messages, budget):
     """The seeded bug, whatever the budget: the first tool result is dropped (orphaned call)."""
     _refuse_broken(messages)
@@ -186,6 +204,94 @@ def test_fuzz_finds_ring_blind_trimming_and_the_runner_replays_it(fakes: Path, s
     assert case["status"] == "fail"
     failed = {c["id"] for c in case["checks"] if c["status"] == "fail"}
     assert failed == {"provider_valid"}
+
+
+def test_fuzz_shows_each_must_failure_with_its_own_shrunk_case(
+    fakes: Path, snapshot: SnapshotAssertion
+) -> None:
+    """A trimmer that cannot refuse fails within_budget on a one-message session at a budget of
+    1, the smallest failing case of all; its ring-blind trimming is a failure of its own, shown
+    with its own case (a valid session whose pairing it broke), before the budget one."""
+    out = fakes / "found.yaml"
+    found = CliRunner().invoke(
+        cli, ["fuzz", "--impl", "fzfakes:drop_oldest_plain", "--seed", "1", "--out", str(out)]
+    )
+    assert found.exit_code == 1, found.output
+    assert found.stderr.replace(str(fakes), "<tmp>") == snapshot  # what the user reads
+    headings = [line for line in found.stderr.splitlines() if line.startswith("[")]
+    keys = [line.split("] ", 1)[1].split(":", 1)[0] for line in headings]
+    assert "provider_valid" in keys
+    assert keys[-1] == "within_budget"
+    assert keys == sorted(set(keys), key=finding_order)  # once each, pairing first
+    assert "warning" not in found.stderr  # each written case, loaded back, fails the same way
+
+    written = fakes / "must" / "found.yaml"
+    scenarios = {s.id: s for s in load_file(written)}
+    assert list(scenarios) == [f"fuzz-1-{key.replace('_', '-')}" for key in keys]
+    # The trimmer broke the pairing of a session the target accepts (not a broken one sent on).
+    assert scenarios["fuzz-1-provider-valid"].expect.outcome == "either"
+    assert len(scenarios["fuzz-1-provider-valid"].session.messages) >= 2
+
+    replay = CliRunner().invoke(
+        cli,
+        [
+            "run", "--impl", "fzfakes:drop_oldest_plain", "--scenarios", str(written),
+            "--level", "must", "--no-reports", "--format", "jsonl",
+        ],
+    )  # fmt: skip
+    lines = [json.loads(line) for line in replay.output.splitlines() if line.startswith("{")]
+    failed = {
+        line["scenario"]: {c["id"] for c in line["checks"] if c["status"] != "pass"}
+        for line in lines
+        if line["type"] == "case"
+    }
+    assert "provider_valid" in failed["fuzz-1-provider-valid"]
+    assert "refuses_broken_input" not in failed["fuzz-1-provider-valid"]
+    assert failed["fuzz-1-within-budget"] == {"within_budget"}
+
+
+def _judged(*ran: tuple[str, CheckStatus], outcome: StepStatus = "assembled") -> CaseResult:
+    checks = tuple(CheckResult(check, "must", status) for check, status in ran)
+    statuses = {c.status for c in checks}
+    status: CheckStatus = "pass"
+    if outcome == "error" or "error" in statuses:
+        status = "error"
+    elif "fail" in statuses:
+        status = "fail"
+    return CaseResult(
+        index=0,
+        scenario="fuzz-case",
+        title="",
+        level="must",
+        shape="openai-chat",
+        dialect=None,
+        budget=10,
+        status=status,
+        outcome=outcome,
+        checks=checks,
+    )
+
+
+def test_a_case_failing_several_checks_is_the_finding_of_the_first_in_order() -> None:
+    """A broken session sent on fails refuses_broken_input and provider_valid: it is a refusal
+    finding, so provider_valid's is a valid session broken by the plug-in; within_budget comes
+    last; a plug-in error (nothing judged) before any check."""
+    assert finding_key(_judged(("provider_valid", "pass"))) is None
+    both = _judged(("provider_valid", "fail"), ("refuses_broken_input", "fail"))
+    assert finding_key(both) == "refuses_broken_input"
+    trimmed = _judged(("provider_valid", "fail"), ("within_budget", "fail"))
+    assert finding_key(trimmed) == "provider_valid"
+    assert finding_key(_judged(("within_budget", "fail"), ("nothing_invented", "error"))) == (
+        "nothing_invented"
+    )
+    assert finding_key(_judged(outcome="error")) == PLUGIN_ERROR
+    keys = ["within_budget", "provider_valid", PLUGIN_ERROR, "refuses_broken_input"]
+    assert sorted(keys, key=finding_order) == [
+        PLUGIN_ERROR,
+        "refuses_broken_input",
+        "provider_valid",
+        "within_budget",
+    ]
 
 
 def test_fuzz_finds_nothing_in_a_correct_assembler(fakes: Path) -> None:
