@@ -90,7 +90,7 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
         raise Failure(
             "assembled a request where refusal was required",
             f"{turn_label(outcome, turn)}the session must be refused ({why}); the plug-in "
-            f"returned a request of {len(turn.view.messages) if turn.view else '?'} messages",
+            f"returned a request of {len(turn.view.messages) if turn.view is not None else '?'} messages",
         )
 
 

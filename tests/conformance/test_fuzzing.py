@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,6 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
-from syrupy.assertion import SnapshotAssertion
 
 from conformance.checks import CheckResult
 from conformance.checks.outcome import StepStatus
@@ -206,9 +206,7 @@ def test_fuzz_finds_ring_blind_trimming_and_the_runner_replays_it(fakes: Path, s
     assert failed == {"provider_valid"}
 
 
-def test_fuzz_shows_each_must_failure_with_its_own_shrunk_case(
-    fakes: Path, snapshot: SnapshotAssertion
-) -> None:
+def test_fuzz_shows_each_must_failure_with_its_own_shrunk_case(fakes: Path) -> None:
     """A trimmer that cannot refuse fails within_budget on a one-message session at a budget of
     1, the smallest failing case of all; its ring-blind trimming is a failure of its own, shown
     with its own case (a valid session whose pairing it broke), before the budget one."""
@@ -217,8 +215,22 @@ def test_fuzz_shows_each_must_failure_with_its_own_shrunk_case(
         cli, ["fuzz", "--impl", "fzfakes:drop_oldest_plain", "--seed", "1", "--out", str(out)]
     )
     assert found.exit_code == 1, found.output
-    assert found.stderr.replace(str(fakes), "<tmp>") == snapshot  # what the user reads
-    headings = [line for line in found.stderr.splitlines() if line.startswith("[")]
+    # What the user reads: a heading per finding and the failed checks under it. Its cases are
+    # what this Hypothesis version's search finds, so their sizes are matched, not fixed.
+    lines = found.stderr.splitlines()
+    assert re.fullmatch(
+        r"ctxconf fuzz: fzfakes:drop_oldest_plain: (\d+) must failures found, each shrunk to "
+        r"its own case \(seed 1, openai-chat\)",
+        lines[0],
+    ), lines[0]
+    headings = [line for line in lines if line.startswith("[")]
+    for n, heading in enumerate(headings, 1):
+        assert re.fullmatch(
+            rf"\[{n}/{len(headings)}\] (\w+): fuzz-1-[a-z-]+, \w+ session of \d+ messages?, "
+            r"openai-chat at \d+",
+            heading,
+        ), heading
+    assert "returned a request of ? messages" not in found.stderr
     keys = [line.split("] ", 1)[1].split(":", 1)[0] for line in headings]
     assert "provider_valid" in keys
     assert keys[-1] == "within_budget"
