@@ -167,6 +167,27 @@ only when it cannot are the later degrades of a run counted for nothing (the tes
 both ways)."""
 
 
+_NATURALS: list[int] = list(range(1 << 12))
+"""``_NATURALS[i] == i``: the int objects of unit and message positions, made once for the
+process. A session's index holds a position per message (``_Index.starts``, ``_Index.turns``):
+slices of this list give them without making (and, when the index goes, freeing) an int object
+each, which cost as much as the rest of indexing a long session's plain turns."""
+_NATURALS_MAX: Final = 1 << 20
+"""Positions beyond this are made as they are needed (``range``): the list stays under ~40 MB."""
+
+
+def _positions(lo: int, hi: int) -> Sequence[int]:
+    """``range(lo, hi)``, as a slice of ``_NATURALS`` where it reaches (grown, by replacing the
+    list with a longer one, never in place, so a thread reading the old one reads it whole)."""
+    global _NATURALS  # noqa: PLW0603 - a process-wide cache of ints, replaced whole when grown
+    found = _NATURALS
+    if hi > len(found) and hi <= _NATURALS_MAX:
+        found = _NATURALS = list(range(min(_NATURALS_MAX, max(hi, 2 * len(found)))))
+    if hi <= len(found):
+        return found[lo:hi]
+    return range(lo, hi)
+
+
 def _part_facts(message: Message) -> tuple[bool, bool, bool]:
     """Whether the message holds a tool call, a summary, an image or file part of its own."""
     calls = summary = attached = False
@@ -490,9 +511,9 @@ class _Index:
                 self.injection_ids = True
         prev = lo
         for h in heads:
-            self.starts.extend(range(prev, h + 1))
+            self.starts.extend(_positions(prev, h + 1))
             prev = h + 2
-        self.starts.extend(range(prev, n))
+        self.starts.extend(_positions(prev, n))
         units = len(self.starts)
         self.costs.extend([None] * (units - first_unit))
         self.reached.extend(bytes(units - first_unit))
@@ -593,7 +614,7 @@ class _Index:
         prev = first
         for cut in [*cuts, units]:
             if cut > prev:
-                self.turns.extend(range(prev, cut))
+                self.turns.extend(_positions(prev, cut))
                 start = self.starts[prev]
                 self.turn_ids.extend(self.message_ids[start : start + cut - prev])
             prev = max(prev, cut + 1)

@@ -1,6 +1,7 @@
 """The C-speed walks of the incremental path (``reference_impl.incremental``) against the
 unit-by-unit loops they replace: the newest-first fill (``_take_newest``), the dropped ids
-(``_without``) and the slice of ids a report holds without copying (``IdSlice``)."""
+(``_without``), the slice of ids a report holds without copying (``IdSlice``) and the positions
+an index holds, sliced from ints made once (``_positions``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pickle
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reference_impl import incremental
 from reference_impl.assembler import IdSlice
-from reference_impl.incremental import _take_newest, _take_resumed, _without
+from reference_impl.incremental import _positions, _take_newest, _take_resumed, _without
 
 
 @st.composite
@@ -189,3 +191,24 @@ def test_a_block_cut_at_its_oldest_unit_or_far_into_it_is_cut_as_the_walk_cuts_i
     ):
         case = (positions, 1000, set(), costs, everything, room)
         assert walk_newest(case, 1, (0, 1000))[0] == unit_by_unit(*case)[:4], room
+
+
+@given(st.integers(0, 3000), st.integers(0, 3000))
+def test_positions_are_the_range_they_stand_for(lo: int, width: int) -> None:
+    """Within the ints made once, beyond them (the list grown), and past its limit (a range)."""
+    assert list(_positions(lo, lo + width)) == list(range(lo, lo + width))
+
+
+def test_positions_grow_by_replacing_the_list_and_stop_at_the_limit(monkeypatch) -> None:
+    monkeypatch.setattr(incremental, "_NATURALS", list(range(8)))
+    monkeypatch.setattr(incremental, "_NATURALS_MAX", 100)
+    before = incremental._NATURALS
+    assert list(_positions(5, 20)) == list(range(5, 20))
+    grown = incremental._NATURALS
+    assert grown is not before
+    assert before == list(range(8))
+    assert grown == list(range(len(grown)))
+    assert 20 <= len(grown) <= 100
+    assert _positions(90, 130) == range(90, 130)  # past the limit: made as needed
+    assert list(_positions(0, 100)) == list(range(100))
+    assert len(incremental._NATURALS) == 100
