@@ -25,7 +25,8 @@ through the loaders here, so one document is refused the same way everywhere:
   ``JSONDecodeError`` lets through. :func:`loads_json` raises :class:`JsonNumberTooLongError`, a
   ``JSONDecodeError`` at the number, instead; the YAML loaders refuse such an integer (decimal,
   or hexadecimal/octal/binary of that size, which would fail later when written out) with a
-  ``ConstructorError`` at its line. The limit is never lifted.
+  ``ConstructorError`` at its line. The limit is never lifted: a judge that must give a verdict
+  on such JSON reads it with each long integer capped (:func:`long_integers_capped`).
 - **NaN and Infinity.** ``json`` reads and writes ``NaN``, ``Infinity`` and ``-Infinity``; JSON
   has none, and a provider's parser refuses a body holding one. :func:`loads_json` raises
   :class:`NonFiniteNumberError`, a ``JSONDecodeError`` at the token; for data already parsed (a
@@ -75,6 +76,7 @@ __all__ = [
     "load_yaml_safe",
     "load_yaml_strict",
     "loads_json",
+    "long_integers_capped",
     "max_input_bytes",
     "non_finite_name",
     "non_finite_number",
@@ -142,6 +144,34 @@ def _long_integer(text: str, limit: int) -> tuple[int, int] | None:
         if found.group(1) is not None:
             return found.start(), len(found.group(1))
     return None
+
+
+def long_integers_capped(text: str | bytes) -> bytes | None:
+    """JSON ``text`` with every integer literal of more digits than Python reads replaced by the
+    longest one it reads, sign kept (4,300 nines by default), as UTF-8 bytes; ``None`` when there
+    is none. For a judge that must give a verdict on such a body (the validating
+    proxy): the value stays an integer beyond any bound a provider sets, the rest of the body is
+    read as written, and the limit is not lifted."""
+    limit = int_digit_limit()
+    if not limit:
+        return None
+    doc = _text_of(text)
+    # strings are matched whole (kept as they are), so digits inside one are never a number
+    tokens = re.compile(
+        r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+-])(-?)\d{' + str(limit + 1) + r",}(?![\d.eE])",
+        re.ASCII,
+    )
+    found = False
+
+    def cap(match: re.Match[str]) -> str:
+        nonlocal found
+        if match.group(1) is None:
+            return match.group(0)
+        found = True
+        return match.group(1) + "9" * limit
+
+    capped = tokens.sub(cap, doc)
+    return capped.encode("utf-8", "surrogatepass") if found else None
 
 
 class NonFiniteNumberError(json.JSONDecodeError):
