@@ -170,6 +170,8 @@ def long_integers_capped(text: str | bytes) -> bytes | None:
     if not limit:
         return None
     doc = _text_of(text)
+    if re.search(f"[0-9]{{{limit + 1}}}", doc) is None:  # a quick scan: no digits that long
+        return None
     # strings are matched whole (kept as they are), so digits inside one are never a number
     tokens = re.compile(
         r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+-])(-?)\d{' + str(limit + 1) + r",}(?![\d.eE])",

@@ -18,10 +18,10 @@ auth headers are forwarded and never written. The answer's bytes are streamed ba
 arrive (``stream: true`` stays a stream in both modes), its headers minus hop-by-hop ones, plus
 ``x-ctxconf-proxy`` saying what the proxy did (:data:`PROXY_HEADER`). Requests to paths no
 provider endpoint matches, and non-POST requests, are forwarded unjudged in both modes, with
-``x-ctxconf-proxy: forwarded; unjudged=...`` on the answer. A request enforce mode cannot judge
-because of what the client sent is refused, not forwarded: an integer longer than Python reads
-does not count (the body is judged with it capped), a profile header naming no profile and JSON
-nested too deep are named 400s.
+``x-ctxconf-proxy: forwarded; unjudged=...`` on the answer. A body holding an integer longer
+than Python reads is judged with it capped (:func:`~reference_impl.documents.long_integers_capped`);
+in enforce mode a profile header naming no profile and JSON nested too deep to judge are refused
+with named 400s, never forwarded unjudged.
 
 Failures are the proxy's, named, never a traceback: an upstream that cannot be reached or breaks
 the protocol is a provider-shaped 502 (``upstream_unreachable``, ``upstream_protocol_error``),
