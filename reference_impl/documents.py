@@ -25,7 +25,12 @@ through the loaders here, so one document is refused the same way everywhere:
   ``JSONDecodeError`` lets through. :func:`loads_json` raises :class:`JsonNumberTooLongError`, a
   ``JSONDecodeError`` at the number, instead; the YAML loaders refuse such an integer (decimal,
   or hexadecimal/octal/binary of that size, which would fail later when written out) with a
-  ``ConstructorError`` at its line. The limit is never lifted.
+  ``ConstructorError`` at its line. The limit is never lifted: a judge that must give a verdict
+  on such JSON reads it with each long integer capped (:func:`long_integers_capped`).
+- **Named pipes.** ``open`` of a FIFO waits for a writer with no end; :func:`open_input` (under
+  every file reader here) waits at most ``$CTXCONF_PIPE_WAIT_SECONDS`` (30 s) for a FIFO's first
+  byte or its end, then raises :class:`PipeWithoutWriterError` (an ``OSError``). ``<(cmd)``
+  (an unnamed pipe at ``/dev/fd/N``) is read as it comes.
 - **NaN and Infinity.** ``json`` reads and writes ``NaN``, ``Infinity`` and ``-Infinity``; JSON
   has none, and a provider's parser refuses a body holding one. :func:`loads_json` raises
   :class:`NonFiniteNumberError`, a ``JSONDecodeError`` at the token; for data already parsed (a
@@ -42,28 +47,34 @@ else the pure-Python ``SafeLoader``; only safe constructors are ever registered.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import math
 import os
 import re
+import selectors
+import stat
 import sys
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import yaml
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
+    "DEFAULT_PIPE_WAIT_S",
     "INPUT_LIMIT_ENV",
     "MAX_YAML_NODES",
+    "PIPE_WAIT_ENV",
     "DocumentLimitError",
     "DocumentTooDeepError",
     "DocumentTooLargeError",
     "DuplicateKeyError",
     "JsonNumberTooLongError",
     "NonFiniteNumberError",
+    "PipeWithoutWriterError",
     "SafeYamlLoader",
     "StrictYamlLoader",
     "YamlAliasBombError",
@@ -75,9 +86,12 @@ __all__ = [
     "load_yaml_safe",
     "load_yaml_strict",
     "loads_json",
+    "long_integers_capped",
     "max_input_bytes",
     "non_finite_name",
     "non_finite_number",
+    "open_input",
+    "pipe_wait_seconds",
     "read_input_bytes",
     "read_input_text",
 ]
@@ -87,6 +101,8 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 DEFAULT_MAX_INPUT_BYTES: Final = 32 * 1024 * 1024
 INPUT_LIMIT_ENV: Final = "CTXCONF_MAX_INPUT_BYTES"
+DEFAULT_PIPE_WAIT_S: Final = 30.0
+PIPE_WAIT_ENV: Final = "CTXCONF_PIPE_WAIT_SECONDS"
 MAX_YAML_NODES: Final = 1_000_000
 _UNITS: Final = {
     "": 1,
@@ -142,6 +158,36 @@ def _long_integer(text: str, limit: int) -> tuple[int, int] | None:
         if found.group(1) is not None:
             return found.start(), len(found.group(1))
     return None
+
+
+def long_integers_capped(text: str | bytes) -> bytes | None:
+    """JSON ``text`` with every integer literal of more digits than Python reads replaced by the
+    longest one it reads, sign kept (4,300 nines by default), as UTF-8 bytes; ``None`` when there
+    is none. For a judge that must give a verdict on such a body (the validating
+    proxy): the value stays an integer beyond any bound a provider sets, the rest of the body is
+    read as written, and the limit is not lifted."""
+    limit = int_digit_limit()
+    if not limit:
+        return None
+    doc = _text_of(text)
+    if re.search(f"[0-9]{{{limit + 1}}}", doc) is None:  # a quick scan: no digits that long
+        return None
+    # strings are matched whole (kept as they are), so digits inside one are never a number
+    tokens = re.compile(
+        r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+-])(-?)\d{' + str(limit + 1) + r",}(?![\d.eE])",
+        re.ASCII,
+    )
+    found = False
+
+    def cap(match: re.Match[str]) -> str:
+        nonlocal found
+        if match.group(1) is None:
+            return match.group(0)
+        found = True
+        return match.group(1) + "9" * limit
+
+    capped = tokens.sub(cap, doc)
+    return capped.encode("utf-8", "surrogatepass") if found else None
 
 
 class NonFiniteNumberError(json.JSONDecodeError):
@@ -298,16 +344,86 @@ def check_input_size(size: int) -> None:
         raise DocumentTooLargeError(size, limit)
 
 
-def read_input_bytes(path: str | Path) -> bytes:
-    """A file's bytes (``-``: standard input), refused by size *before* it is read in full.
+class PipeWithoutWriterError(TimeoutError):
+    """A named pipe (FIFO) given as input that nothing wrote to, and no writer closed, within
+    the wait (:func:`pipe_wait_seconds`): an ``OSError`` whose ``strerror`` says so, so every
+    reader that names a file it cannot read names this too."""
 
-    Raises ``OSError`` as ``open`` does and :class:`DocumentTooLargeError`."""
+    def __init__(self, path: str | Path, wait: float) -> None:
+        super().__init__(
+            errno.ETIMEDOUT,
+            f"a named pipe with no writer: nothing was written to it within {wait:g} s "
+            f"(start the writer first, or set {PIPE_WAIT_ENV} to wait longer)",
+            str(path),
+        )
+
+
+def pipe_wait_seconds() -> float:
+    """How long a named pipe given as input is waited on for its first byte or its end, from
+    ``$CTXCONF_PIPE_WAIT_SECONDS`` (:data:`DEFAULT_PIPE_WAIT_S`, 30, when unset)."""
+    raw = os.environ.get(PIPE_WAIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_PIPE_WAIT_S
+    try:
+        wait = float(raw)
+    except ValueError:
+        wait = math.nan
+    if not (math.isfinite(wait) and wait > 0):
+        raise DocumentLimitError(f"${PIPE_WAIT_ENV}={raw!r} is not a number of seconds above 0")
+    return wait
+
+
+def open_input(path: str | Path) -> BinaryIO:
+    """``open(path, "rb")`` for an input file, except that a named pipe (FIFO) never blocks for
+    ever: ``open`` waits for a writer with no end, so a FIFO is opened without waiting, and
+    waited on for its first byte or its end for :func:`pipe_wait_seconds`
+    (:class:`PipeWithoutWriterError` past it), then read as usual. A pipe that is not named
+    (``<(cmd)`` passes ``/dev/fd/N``) has its writer already and is read as it comes, slow or not.
+
+    Raises ``OSError`` as ``open`` does and :class:`DocumentLimitError` for a bad wait setting."""
+    try:
+        fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        fifo = False  # open says what is wrong
+    if not fifo:
+        return Path(path).open("rb")
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not _unnamed_pipe(descriptor):
+            wait = pipe_wait_seconds()
+            with selectors.DefaultSelector() as selector:
+                selector.register(descriptor, selectors.EVENT_READ)
+                if not selector.select(wait):  # data, or a writer came and closed: readable
+                    raise PipeWithoutWriterError(path, wait)
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _unnamed_pipe(descriptor: int) -> bool:
+    """Whether ``descriptor`` is a pipe with no name in the file system (Linux calls it
+    ``pipe:[inode]``), made by a process with its write end: it never waits for a writer to
+    come, and reading it ends when its writers have closed it."""
+    try:
+        return os.readlink(f"/proc/self/fd/{descriptor}").startswith("pipe:")
+    except OSError:
+        return False
+
+
+def read_input_bytes(path: str | Path) -> bytes:
+    """A file's bytes (``-``: standard input), refused by size *before* it is read in full; a
+    named pipe is waited on for a bounded time (:func:`open_input`).
+
+    Raises ``OSError`` as ``open`` does (:class:`PipeWithoutWriterError` among them) and
+    :class:`DocumentTooLargeError`."""
     limit = max_input_bytes()
     if str(path) == "-":
         stream = sys.stdin.buffer
         data = stream.read() if limit is None else stream.read(limit + 1)
     else:
-        with Path(path).open("rb") as handle:
+        with open_input(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             check_input_size(size)
             data = handle.read() if limit is None else handle.read(limit + 1)

@@ -18,13 +18,18 @@ auth headers are forwarded and never written. The answer's bytes are streamed ba
 arrive (``stream: true`` stays a stream in both modes), its headers minus hop-by-hop ones, plus
 ``x-ctxconf-proxy`` saying what the proxy did (:data:`PROXY_HEADER`). Requests to paths no
 provider endpoint matches, and non-POST requests, are forwarded unjudged in both modes, with
-``x-ctxconf-proxy: forwarded; unjudged=...`` on the answer.
+``x-ctxconf-proxy: forwarded; unjudged=...`` on the answer. A body holding an integer longer
+than Python reads is judged with it capped (:func:`~reference_impl.documents.long_integers_capped`);
+in enforce mode a profile header naming no profile and JSON nested too deep to judge are refused
+with named 400s, never forwarded unjudged.
 
 Failures are the proxy's, named, never a traceback: an upstream that cannot be reached or breaks
 the protocol is a provider-shaped 502 (``upstream_unreachable``, ``upstream_protocol_error``),
 a timeout a 504 (``upstream_timeout``), a body over the input limit
-(``$CTXCONF_MAX_INPUT_BYTES``, 32 MiB by default) a 413 (``request_too_large``). Each says so in
-``x-ctxconf-proxy-error`` and carries ``x-ctxconf-provenance: proxy``: it is not the provider's.
+(``$CTXCONF_MAX_INPUT_BYTES``, 32 MiB by default) a 413 (``request_too_large``), and in enforce
+mode a profile header naming no profile or JSON nested too deep to judge a 400
+(``unknown_profile``, ``body_too_deep``). Each says so in ``x-ctxconf-proxy-error`` and carries
+``x-ctxconf-provenance: proxy``: it is not the provider's.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import contextlib
 import logging
 import posixpath
 import re
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +61,7 @@ from conformance.providers.repeated_keys import Reading
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
 from conformance.traffic.endpoints import (
+    DIALECT_HEADER,
     PROFILE_HEADER,
     PROVENANCE_HEADER,
     READING_HEADER,
@@ -62,7 +69,11 @@ from conformance.traffic.endpoints import (
     Endpoint,
     endpoint_for_path,
 )
-from reference_impl.documents import DocumentLimitError, max_input_bytes
+from reference_impl.documents import (
+    DocumentLimitError,
+    long_integers_capped,
+    max_input_bytes,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -114,6 +125,8 @@ class Judged:
     unjudged: str | None = None
     reading: Reading | None = None
     """For a body that gives a key twice, the reading refused (:mod:`.repeated_keys`)."""
+    detail: str | None = None
+    """Why, in words, when the reason is the client's (``unknown-profile``: the header's error)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,13 +243,22 @@ def judge(
             return Judged(None, endpoint, unjudged="content-encoding")
         raw = decoded
     incoming = read_request(endpoint, raw, headers)
+    if incoming.unreadable is not None:
+        # An integer longer than Python reads (4,300 digits) must not carry the rest of the body
+        # past us: judged read as the longest integer Python reads, beyond any provider's bound.
+        capped = long_integers_capped(raw)
+        if capped is not None:
+            raw = capped
+            incoming = read_request(endpoint, raw, headers)
     model = incoming.model
-    if incoming.unreadable is not None:  # JSON we cannot read: the provider decides
+    if incoming.unreadable is not None:  # nested deeper than Python's parser walks
         return Judged(None, endpoint, model=model, unjudged="unreadable-json")
     try:
         profile = pick_profile(endpoint, incoming, profiles)
-    except UnknownProfileError:
-        return Judged(None, endpoint, model=model, unjudged="unknown-profile")
+    except UnknownProfileError as exc:  # as the emulator names it
+        header = PROFILE_HEADER if incoming.asked else DIALECT_HEADER
+        detail = f"{header}: {exc.message}"
+        return Judged(None, endpoint, model=model, unjudged="unknown-profile", detail=detail)
     # A key given twice: our parser keeps the last, a provider's may keep the first. Both
     # readings are judged, so a valid last copy cannot carry an invalid first one past us.
     verdict, reading = request_judgement(endpoint, incoming, profile)
@@ -255,6 +277,33 @@ def _refusal(judged: Judged) -> Response:
     headers.update(error_headers_for(verdict))
     headers[PROXY_HEADER] = f"refused; rule={verdict.rule or 'none'}"
     return JSONResponse(verdict.error or {}, status_code=verdict.status, headers=headers)
+
+
+def _enforced(judged: Judged, shape: str | None) -> Response | None:
+    """Enforce mode's local answer, or ``None`` to forward: a rule's rejection, and a request it
+    cannot judge for a reason of the client's (a profile header naming no profile, JSON nested
+    too deep), which would otherwise pass unjudged; the other unjudged requests go on."""
+    if judged.verdict is not None:
+        return None if judged.verdict.accepted else _refusal(judged)
+    if judged.unjudged == "unknown-profile":
+        return _proxy_error(
+            shape,
+            400,
+            "unknown_profile",
+            f"{judged.detail}; enforce mode forwards no request it has not judged (name a known "
+            "profile, or send no header to judge by the request's model)",
+        )
+    if judged.unjudged == "unreadable-json":
+        return _proxy_error(
+            shape,
+            400,
+            "body_too_deep",
+            "the request body nests JSON deeper than the proxy can read and judge (its parser "
+            f"and validators recurse once per level; Python's limit is {sys.getrecursionlimit()} "
+            "frames); enforce mode forwards no request it has not judged. This is the proxy's "
+            "limit, not a provider rule: --mode observe forwards such a body unjudged",
+        )
+    return None
 
 
 def _note(judged: Judged) -> str:
@@ -367,8 +416,9 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
             exc,
         )
         judged = Judged(None, endpoint, unjudged="judge-failed")
-    if settings.mode == "enforce" and judged.verdict is not None and not judged.verdict.accepted:
-        return _refusal(judged)
+    refused = _enforced(judged, shape) if settings.mode == "enforce" else None
+    if refused is not None:
+        return refused
     url = _target_url(settings, request)
     outgoing = client.build_request(request.method, url, headers=headers, content=raw)
     try:

@@ -258,6 +258,25 @@ def test_unknown_profile_is_a_named_error() -> None:
         create_app(context_limit=0)
 
 
+@pytest.mark.parametrize(
+    ("header", "value", "named"),
+    [
+        ("x-ctxconf-profile", "opneai-default", "x-ctxconf-profile: no profile 'opneai-default'"),
+        ("x-ctxconf-dialect", "mistrall", "x-ctxconf-dialect: no dialect 'mistrall'"),
+    ],
+)
+def test_a_header_naming_no_profile_is_a_named_400_not_another_profile(
+    header: str, value: str, named: str
+) -> None:
+    # as the validating proxy refuses it in enforce mode: never answered by a profile it did not ask
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    response = _raw().post("/v1/chat/completions", json=body, headers={header: value})
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"{named} for shape openai-chat; known")
+    assert "x-ctxconf-rule" not in response.headers
+
+
 def test_unknown_path_and_wrong_method_are_not_500() -> None:
     assert _raw().post("/v2/whatever", json={}).status_code == 404
     response = _raw().get("/v1/chat/completions")

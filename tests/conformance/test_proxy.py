@@ -48,6 +48,7 @@ from conformance.traffic.audit import audit_file
 from conformance.traffic.cassette import load_cassette_document
 from conformance.traffic.scrubbing import find_secrets
 from conformance.traffic.verdicts import load_library
+from reference_impl.documents import long_integers_capped
 
 OPENAI_KEY = "sk-proj-PROXYTESTSECRET0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-PROXYTESTSECRET0123456789"
@@ -442,6 +443,43 @@ def test_a_key_given_twice_is_refused_when_its_last_copy_is_invalid() -> None:
     assert refused.headers["x-ctxconf-reading"] == "last copy kept"
 
 
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+@pytest.mark.parametrize(
+    ("header", "value", "named"),
+    [
+        (
+            "x-ctxconf-profile",
+            "opneai-default",
+            "no profile 'opneai-default' for shape openai-chat",
+        ),
+        ("x-ctxconf-profile", "anthropic-current", "no profile 'anthropic-current' for shape"),
+        ("x-ctxconf-dialect", "mistrall", "no dialect 'mistrall' for shape openai-chat"),
+    ],
+)
+def test_a_profile_header_naming_no_profile_is_refused_in_enforce_mode(
+    mode: str, header: str, value: str, named: str
+) -> None:
+    # a misspelled header must not turn enforcement off: enforce mode answers with the proxy's
+    # own named error, the profiles of that shape listed; observe mode forwards with a note
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions", content=json.dumps(CHAT), headers={header: value}
+        )
+    if mode == "observe":
+        assert response.headers["x-upstream"] == "1"  # the echo answered: forwarded
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unknown-profile"
+        return
+    assert "x-upstream" not in response.headers  # never reached the upstream
+    assert response.status_code == 400
+    assert response.headers[PROXY_HEADER] == "failed; error=unknown_profile"
+    assert response.headers[PROXY_ERROR_HEADER] == "unknown_profile"
+    assert response.headers["x-ctxconf-provenance"] == "proxy"
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"ctxconf proxy: unknown_profile: {header}: {named}")
+    if header == "x-ctxconf-profile":
+        assert "known: openai-default, " in message
+
+
 def test_a_compressed_body_is_judged_decoded() -> None:
     orphan = {
         "model": "gpt-4o",
@@ -697,11 +735,25 @@ def test_the_proxy_judges_every_recorded_request_as_the_emulator_answered_it() -
     assert disagreements == []
 
 
-def test_a_body_too_deep_to_judge_is_forwarded_unjudged() -> None:
-    with serving(_echo_app()) as echo, _proxy(echo) as proxy:
-        response = httpx.post(f"{proxy}/v1/chat/completions", content=b"[" * 100_000)
-    assert response.status_code == 200  # the echo answered: forwarded
-    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unreadable-json"
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_body_too_deep_to_judge_is_refused_in_enforce_and_forwarded_in_observe(
+    mode: str,
+) -> None:
+    # nothing enforce mode has not judged reaches the upstream; observe forwards it with a note
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(f"{proxy}/v1/messages", content=b"[" * 100_000)
+    if mode == "enforce":
+        assert "x-upstream" not in response.headers  # never reached the upstream
+        assert response.status_code == 400
+        assert response.headers[PROXY_HEADER] == "failed; error=body_too_deep"
+        assert response.headers[PROXY_ERROR_HEADER] == "body_too_deep"
+        assert response.headers["x-ctxconf-provenance"] == "proxy"
+        error = response.json()["error"]  # Anthropic's envelope: the SDK raises its own error
+        assert error["type"] == "invalid_request_error"
+        assert error["message"].startswith("ctxconf proxy: body_too_deep: the request body nests")
+    else:
+        assert response.headers["x-upstream"] == "1"  # the echo answered: forwarded
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unreadable-json"
 
 
 def test_the_emulator_names_a_body_too_deep_to_read() -> None:
@@ -730,13 +782,42 @@ def test_the_emulator_never_fails_on_a_deep_body_its_parser_reads() -> None:
     assert set(statuses.values()) <= {200, 400}, statuses
 
 
-def test_a_body_with_an_integer_too_long_to_read_is_forwarded_unjudged() -> None:
-    # Python reads at most 4,300 digits; the provider's parser may read more: no verdict either way
-    body = b'{"model": "gpt-4o", "messages": [], "max_tokens": ' + b"9" * 5000 + b"}"
-    with serving(_echo_app()) as echo, _proxy(echo) as proxy:
-        response = httpx.post(f"{proxy}/v1/chat/completions", content=body)
-    assert response.status_code == 200  # the echo answered: forwarded
-    assert response.headers[PROXY_HEADER] == "forwarded; unjudged=unreadable-json"
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_an_integer_too_long_to_read_never_carries_a_body_past_the_rules(mode: str) -> None:
+    # Python reads at most 4,300 digits: the body is judged with the integer read as the longest
+    # one it reads, so an extra long number does not turn the rules off
+    long = "9" * 5000
+    orphan = '[{"role": "tool", "tool_call_id": "x", "content": "o"}]'
+    last = '[{"role": "user", "content": "hi"}]'
+    refused = f'{{"model": "gpt-4o", "messages": {orphan}, "x": -{long}}}'
+    valid = f'{{"model": "gpt-4o", "messages": {last}, "seed": {long}}}'
+    # and with the orphan in the first copy of a key given twice
+    twice = f'{{"model": "gpt-4o", "messages": {orphan}, "messages": {last}, "n": {long}}}'
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        url = f"{proxy}/v1/chat/completions"
+        answers = [httpx.post(url, content=body.encode()) for body in (refused, twice)]
+        passed = httpx.post(url, content=valid.encode())
+    for answer in answers:
+        if mode == "enforce":
+            assert "x-upstream" not in answer.headers  # never reached the upstream
+            assert answer.headers[PROXY_HEADER] == "refused; rule=C2"
+        else:
+            assert answer.headers[PROXY_HEADER] == "forwarded; ours=reject; rule=C2"
+    assert passed.headers[PROXY_HEADER] == "forwarded; ours=accept"
+    assert passed.json()["body"] == valid  # forwarded as sent, every digit
+
+
+def test_long_integers_are_capped_outside_strings_only() -> None:
+    long = "1" * 4301
+    text = f'{{"s": "{long}", "a": [{long}, -{long}, 1.{long}, 1e{long}], "b": 7}}'
+    capped = long_integers_capped(text)
+    assert capped is not None
+    assert json.loads(capped) == {
+        "s": long,
+        "a": [int("9" * 4300), -int("9" * 4300), float("1." + long), float("1e" + long)],
+        "b": 7,
+    }
+    assert long_integers_capped('{"a": 1}') is None
 
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
