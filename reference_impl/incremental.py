@@ -471,11 +471,14 @@ class _Index:
         flags = _pick(reached, positions)
         if 0 not in flags:
             return
+        total = units = 0
         for p in compress(positions, map(operator.not_, flags)):
             if not reached[p]:  # a position given twice is noted once
                 reached[p] = 1
-                self.counted_cost += costs[p]  # type: ignore[operator]  # counted first
-                self.counted_units += 1
+                total += costs[p]  # type: ignore[operator]  # counted first
+                units += 1
+        self.counted_cost += total
+        self.counted_units += units
 
     def reach_range(self, lo: int, hi: int) -> None:
         """``reach`` every unit of ``lo..hi`` (all counted), at C speed."""
