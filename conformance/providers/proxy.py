@@ -126,7 +126,8 @@ class Judged:
     reading: Reading | None = None
     """For a body that gives a key twice, the reading refused (:mod:`.repeated_keys`)."""
     detail: str | None = None
-    """Why, in words, when the reason is the client's (``unknown-profile``: the header's error)."""
+    """Why, in words, when the reason is the client's (``unknown-profile``: the header's error;
+    ``content-encoding``: the coding not read, or what is wrong with its data)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +241,8 @@ def judge(
         # The provider reads the body decoded (gzip, deflate): so is it judged, within the limit
         decoded = decoded_body(raw, encoding, max_input_bytes())
         if isinstance(decoded, str):  # a coding we do not read, corrupt, or over the limit
-            return Judged(None, endpoint, unjudged="content-encoding")
+            why = decoded.removeprefix("<body not stored: ").removesuffix(">")
+            return Judged(None, endpoint, unjudged="content-encoding", detail=why)
         raw = decoded
     incoming = read_request(endpoint, raw, headers)
     if incoming.unreadable is not None:
@@ -292,6 +294,22 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
             "unknown_profile",
             f"{judged.detail}; enforce mode forwards no request it has not judged (name a known "
             "profile, or send no header to judge by the request's model)",
+        )
+    if judged.unjudged == "content-encoding":
+        why = judged.detail or "a content coding the proxy does not read"
+        if "over the input limit" in why:
+            status, name = 413, "request_too_large"
+        elif why.startswith("content-encoding"):
+            status, name = 415, "unsupported_content_encoding"
+        else:
+            status, name = 400, "corrupt_content_encoding"
+        return _proxy_error(
+            shape,
+            status,
+            name,
+            f"the request body cannot be read to be judged ({why}); enforce mode forwards no "
+            "request it has not judged: send it uncompressed, gzip or deflate (--mode observe "
+            "forwards it unjudged)",
         )
     if judged.unjudged == "unreadable-json":
         return _proxy_error(

@@ -503,7 +503,37 @@ def test_a_compressed_body_is_judged_decoded() -> None:
     assert "x-upstream" not in refused.headers  # never reached the upstream
     assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
     assert passed.headers[PROXY_HEADER] == "forwarded; ours=accept"  # not "not JSON" (C0)
-    assert unread.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+    # a coding the proxy does not read is not forwarded unjudged in enforce mode (as observe does)
+    assert "x-upstream" not in unread.headers
+    assert unread.status_code == 415
+    assert unread.headers[PROXY_HEADER] == "failed; error=unsupported_content_encoding"
+    assert "content-encoding br" in unread.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "status", "name"),
+    [
+        ("br", b"\x00", 415, "unsupported_content_encoding"),
+        ("zstd", b"zstd frame", 415, "unsupported_content_encoding"),
+        ("gzip", b"not gzip at all", 400, "corrupt_content_encoding"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_body_the_proxy_cannot_decode_is_refused_in_enforce_mode(
+    mode: str, encoding: str, body: bytes, status: int, name: str
+) -> None:
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions", content=body, headers={"content-encoding": encoding}
+        )
+    if mode == "observe":
+        assert response.headers["x-upstream"] == "1"  # forwarded, said unjudged
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+        return
+    assert "x-upstream" not in response.headers
+    assert response.status_code == status
+    assert response.headers[PROXY_HEADER] == f"failed; error={name}"
+    assert response.headers["x-ctxconf-provenance"] == "proxy"
 
 
 # ------------------------------------------------------------------------- failures, named
