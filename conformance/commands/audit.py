@@ -2,7 +2,8 @@
 would be rejected?
 
 Finds every provider request in vcrpy cassettes (every serialisation ``conformance.traffic.reading``
-reads) and JSONL request logs under PATH (folders are walked recursively), detects its shape from
+reads) and JSONL request logs under PATH (folders are walked recursively; ``-`` reads a JSONL log,
+gzip-compressed or not, from standard input, named ``<stdin>`` in the rows), detects its shape from
 the URL and body, picks the dialect from the host and the profile from the model, and judges it.
 Rows stream out as the input is read. By default only findings are shown (requests that would be
 rejected, and input that could not be read); ``--all`` lists accepted requests too. One JSON line
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import gzip
 import io
 import itertools
 import multiprocessing
@@ -52,6 +54,7 @@ from conformance.traffic.audit import (
     log_lines,
     prepare,
     recording_files,
+    unreadable_row,
 )
 from conformance.traffic.reading import LOG_SUFFIXES, not_a_recording_path
 from conformance.workers import start_forked
@@ -65,6 +68,10 @@ EXIT_UNREADABLE: Final = 4
 _BLOCK_BYTES: Final = 1 << 20
 """Log lines are judged in blocks of about this many bytes (the unit of work of ``--jobs``)."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+STDIN: Final = "-"
+"""The PATH that reads a JSONL log from standard input."""
+STDIN_NAME: Final = "<stdin>"
+"""How the rows name standard input."""
 
 
 @dataclass(slots=True)
@@ -126,10 +133,20 @@ class _Span:
     crc: int
 
 
-_Work = _LogBlock | str
-"""A block of log lines, or a cassette's path."""
-_Sent = _Span | str
-"""What a worker is sent: where a block of log lines is, or a cassette's path."""
+@dataclass(frozen=True, slots=True)
+class _Unread:
+    """Where reading standard input failed: its gzip data corrupt or cut short (as a ``.gz``
+    file's is, one ``unreadable`` row), or the stream itself."""
+
+    file: str
+    problem: str
+
+
+_Work = _LogBlock | _Unread | str
+"""A block of log lines, standard input's read error, or a cassette's path."""
+_Sent = _Span | _LogBlock | _Unread | str
+"""What a worker is sent: where a block of log lines is (the block itself when it was read from
+standard input, which a worker cannot read again), or a cassette's path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +162,8 @@ def _judge_work(work: _Work, options: _Options) -> _Block:
     show_all, jsonl, context = options.show_all, options.jsonl, options.context_limit
     if isinstance(work, str):
         return _collect(audit_file(work, context_limit=context), show_all, jsonl)
+    if isinstance(work, _Unread):
+        return _collect((unreadable_row(work.file, work.problem, log=True),), show_all, jsonl)
     limit = max_input_bytes()
     lines = ((work.start + i, line) for i, line in log_lines(io.BytesIO(work.data), limit))
     return _collect(audit_log_lines(lines, work.file, limit, context), show_all, jsonl)
@@ -153,7 +172,7 @@ def _judge_work(work: _Work, options: _Options) -> _Block:
 def _judge_sent(sent: _Sent, options: _Options) -> _Block | None:
     """In a worker: the block judged; None for a ``_Span`` whose bytes are no longer those the
     parent read (the log was rewritten meanwhile)."""
-    if isinstance(sent, str):
+    if isinstance(sent, str | _LogBlock | _Unread):
         return _judge_work(sent, options)
     data = _read_span(sent)
     if data is None:
@@ -184,35 +203,60 @@ def _log_blocks(path: Path) -> Iterator[_Work]:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
             yield name  # compressed: read (streaming) in one worker
             return
-        limit = max_input_bytes()
-        start = offset = 0
-        while data := raw.read(_BLOCK_BYTES):
-            skipped = 0
-            if not data.endswith(b"\n"):
-                data += raw.readline(-1 if limit is None else limit + 1)  # the line's rest
-                last_line = len(data) - data.rfind(b"\n") - 1
-                if limit is not None and not data.endswith(b"\n") and last_line > limit:
-                    # over the input limit: the block holds enough of it to say so, the rest
-                    # of the line is skipped here, never held
-                    while (rest := raw.readline(_BLOCK_BYTES)) and not rest.endswith(b"\n"):
-                        skipped += len(rest)
+        yield from _stream_blocks(raw, name)
+
+
+def _stdin_blocks() -> Iterator[_Work]:
+    """Standard input as blocks of whole lines (``_stream_blocks``), decompressed as it is read
+    when it starts as gzip does (``zcat`` not needed)."""
+    raw: Any = sys.stdin.buffer
+    if not hasattr(raw, "peek"):  # a stream handed over by a caller (a test runner's)
+        raw = io.BufferedReader(raw)
+    try:
+        if raw.peek(2)[:2] == _GZIP_MAGIC:
+            raw = gzip.GzipFile(fileobj=raw, mode="rb")
+        yield from _stream_blocks(raw, STDIN_NAME)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:  # as a corrupt .gz file is said
+        yield _Unread(STDIN_NAME, f"corrupt gzip stream: {exc}")
+    except OSError as exc:
+        yield _Unread(STDIN_NAME, f"cannot read standard input: {exc.strerror or exc}")
+
+
+def _stream_blocks(raw: Any, name: str) -> Iterator[_LogBlock]:
+    """The lines of the binary stream ``raw`` (the log ``name``) as blocks of whole lines."""
+    limit = max_input_bytes()
+    start = offset = 0
+    while data := raw.read(_BLOCK_BYTES):
+        skipped = 0
+        if not data.endswith(b"\n"):
+            data += raw.readline(-1 if limit is None else limit + 1)  # the line's rest
+            last_line = len(data) - data.rfind(b"\n") - 1
+            if limit is not None and not data.endswith(b"\n") and last_line > limit:
+                # over the input limit: the block holds enough of it to say so, the rest
+                # of the line is skipped here, never held
+                while (rest := raw.readline(_BLOCK_BYTES)) and not rest.endswith(b"\n"):
                     skipped += len(rest)
-            yield _LogBlock(name, start, offset, data)
-            start += data.count(b"\n") + (not data.endswith(b"\n"))
-            offset += len(data) + skipped
+                skipped += len(rest)
+        yield _LogBlock(name, start, offset, data)
+        start += data.count(b"\n") + (not data.endswith(b"\n"))
+        offset += len(data) + skipped
 
 
 def _work(paths: Iterable[str]) -> Iterator[_Work]:
-    for path in recording_files(paths):
-        if path.name.endswith(LOG_SUFFIXES):
-            yield from _log_blocks(path)
-        else:
-            yield str(path)
+    for given in paths:
+        if given == STDIN:
+            yield from _stdin_blocks()
+            continue
+        for path in recording_files((given,)):
+            if path.name.endswith(LOG_SUFFIXES):
+                yield from _log_blocks(path)
+            else:
+                yield str(path)
 
 
 def _sent(work: _Work) -> _Sent:
     """What a worker is sent for ``work``: a log block's place in its file, not its bytes."""
-    if isinstance(work, _LogBlock):
+    if isinstance(work, _LogBlock) and work.file != STDIN_NAME:
         return _Span(work.file, work.start, work.offset, len(work.data), zlib.crc32(work.data))
     return work
 
@@ -442,9 +486,12 @@ def _totals(counts: Counter[str], rules: Counter[str], files: int) -> str:
 def command(
     paths: tuple[str, ...], fmt: str, show_all: bool, jobs: int, context_limit: int | None
 ) -> None:
-    """Judge every provider request recorded in cassettes or JSONL logs under PATH."""
+    """Judge every provider request recorded in cassettes or JSONL logs under PATH (``-``: a
+    JSONL log on standard input)."""
+    if paths.count(STDIN) > 1:
+        fail_input(STDIN, "standard input can be read once; give - once")
     for path in paths:
-        if not Path(path).is_file() and not Path(path).is_dir():
+        if path != STDIN and not Path(path).is_file() and not Path(path).is_dir():
             fail_input(path, not_a_recording_path(Path(path)))
     counts: Counter[str] = Counter()
     rules: Counter[str] = Counter()
@@ -465,7 +512,9 @@ def command(
             shown.extend(block.rows)
     except RecordingError as exc:  # a path that vanished while walking
         fail(str(exc))
-    file_count = sum(1 for _ in recording_files(paths)) if fmt == "table" else len(files)
+    named = tuple(p for p in paths if p != STDIN)
+    read = sum(1 for _ in recording_files(named)) + (STDIN in paths)
+    file_count = read if fmt == "table" else len(files)
     if fmt == "table":
         console = Console(soft_wrap=False)
         if shown:

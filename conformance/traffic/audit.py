@@ -72,6 +72,7 @@ __all__ = [
     "log_lines",
     "model_of",
     "prepare",
+    "unreadable_row",
 ]
 
 RowVerdict = Literal["accept", "reject", "unreadable"]
@@ -271,7 +272,7 @@ def _judge(
         # not requests to judge. A log line with no URL is meant to be a request body: left out
         # silently, a log in another format would pass clean.
         if is_log and not interaction.url:
-            return _unreadable(
+            return unreadable_row(
                 interaction.file, _not_a_request(interaction), interaction.index, log=True
             )
         return None
@@ -322,7 +323,9 @@ def _judge(
 # ----------------------------------------------------------------------------------- streaming
 
 
-def _unreadable(file: str, problem: str, index: int | None = None, *, log: bool) -> AuditRow:
+def unreadable_row(file: str, problem: str, index: int | None = None, *, log: bool) -> AuditRow:
+    """The row of input that cannot be read: ``problem`` says why, ``index`` which interaction
+    (or log line, 0-based) when it is one of them, ``log`` whether it is a log's."""
     return AuditRow(
         file=file,
         interaction=index,
@@ -369,7 +372,7 @@ def _read_line(
         except UnicodeDecodeError as exc:
             # Replaced, the bytes would be judged as text the provider never received: its
             # JSON parser refuses a body that is not UTF-8.
-            return _unreadable(
+            return unreadable_row(
                 file, f"not UTF-8 text (byte {exc.start} of the line)", index, log=True
             )
     if not line.strip():
@@ -378,9 +381,9 @@ def _read_line(
         # NaN or Infinity in the line is read: a body holding one is judged as not JSON
         record, strict = read_log_line(line)
     except json.JSONDecodeError as exc:
-        return _unreadable(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
+        return unreadable_row(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
     except RecursionError:
-        return _unreadable(file, "JSON nested too deeply", index, log=True)
+        return unreadable_row(file, "JSON nested too deeply", index, log=True)
     first = first_copies(line, read_non_finite=not strict)
     return _record_row(record, file, index, context_limit, strict=strict, first=first)
 
@@ -401,9 +404,9 @@ def _record_row(
         copies = None if first is None else _first_body(first, file, index, strict)
         return _judge(interaction, is_log=True, context_limit=context_limit, first=copies)
     except RecordingError as exc:
-        return _unreadable(file, _why(exc, file), index, log=True)
+        return unreadable_row(file, _why(exc, file), index, log=True)
     except RecursionError:
-        return _unreadable(file, "the body is nested too deeply to read", index, log=True)
+        return unreadable_row(file, "the body is nested too deeply to read", index, log=True)
 
 
 def _first_body(first: object, file: str, index: int, strict: bool) -> object | None:
@@ -500,7 +503,7 @@ def _audit_log(path: Path, context_limit: int | None) -> Iterator[AuditRow]:
     try:
         raw: Any = path.open("rb")
     except OSError as exc:
-        yield _unreadable(name, f"cannot read the file: {exc.strerror or exc}", log=True)
+        yield unreadable_row(name, f"cannot read the file: {exc.strerror or exc}", log=True)
         return
     with raw:
         # gzip by content, as conformance.traffic.reading reads it (``.gz`` or not)
@@ -508,7 +511,7 @@ def _audit_log(path: Path, context_limit: int | None) -> Iterator[AuditRow]:
         try:
             yield from audit_log_lines(log_lines(stream, limit), name, limit, context_limit)
         except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
-            yield _unreadable(name, f"corrupt gzip file: {exc}", log=True)
+            yield unreadable_row(name, f"corrupt gzip file: {exc}", log=True)
 
 
 def audit_log_lines(
@@ -522,7 +525,7 @@ def audit_log_lines(
     for index, line in lines:
         if line is None:
             problem = f"line {index + 1} is over the input limit of {limit} bytes"
-            yield _unreadable(file, f"{problem} (set {INPUT_LIMIT_ENV})", index, log=True)
+            yield unreadable_row(file, f"{problem} (set {INPUT_LIMIT_ENV})", index, log=True)
             continue
         row = _line_row(line, file, index, context_limit)
         if row is not None:
@@ -540,11 +543,11 @@ def audit_file(path: str | Path, *, context_limit: int | None = None) -> Iterato
     try:
         items = cassette_items(path)
     except RecordingError as exc:
-        yield _unreadable(str(path), _why(exc, str(path)), exc.index, log=False)
+        yield unreadable_row(str(path), _why(exc, str(path)), exc.index, log=False)
         return
     for item in items:  # an interaction that cannot be read is its row; the others are judged
         if isinstance(item, RecordingError):
-            yield _unreadable(str(path), _why(item, str(path)), item.index, log=False)
+            yield unreadable_row(str(path), _why(item, str(path)), item.index, log=False)
             continue
         row = _judge(item, is_log=False, context_limit=context_limit)
         if row is not None:

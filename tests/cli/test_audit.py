@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import gzip
 import json
 import os
 import signal
@@ -532,3 +533,64 @@ def test_the_jsonl_row_and_the_table_name_the_reading_refused(
     code, table, _ = invoke(["audit", str(log)])
     assert code == 1
     assert "(a key given twice: rejected with the first copy kept)" in table
+
+
+# -------------------------------------------------------------------------- standard input
+
+
+def _audit_stdin(args: list[str], data: bytes) -> tuple[int, list[dict[str, Any]], str]:
+    """``ctxconf audit ARGS`` in its own process, ``data`` piped to its standard input."""
+    code = "import sys; from conformance.cli import main; main(sys.argv[1:])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "audit", *args, "--format", "jsonl"],
+        input=data,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    return done.returncode, _rows(done.stdout.decode()), done.stderr.decode()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_log_on_standard_input_is_judged_as_the_same_file(
+    tmp_path: Path, jobs: str, compressed: bool
+) -> None:
+    """``-`` reads a JSONL log from standard input (gzip by its first bytes, as a ``.gz`` file):
+    the rows are the file's, named ``<stdin>``; ``--jobs 2`` sends the blocks themselves."""
+    lines = [_line(ORPHAN if i % 700 == 3 else GOOD) for i in range(3000)]
+    text = ("\n".join(lines) + "\n").encode()
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(text)
+    _, expected, _ = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    code, rows, err = _audit_stdin(
+        ["-", "--all", "--jobs", jobs], gzip.compress(text) if compressed else text
+    )
+    assert code == 1, err  # rejections found, everything read
+    assert len(rows) == 3000
+    file_rows = _rows(expected)
+    assert [r["location"] for r in rows] == [
+        str(r["location"]).replace(str(log), "<stdin>") for r in file_rows
+    ]
+    assert [(r["verdict"], r["rule"]) for r in rows] == [
+        (r["verdict"], r["rule"]) for r in file_rows
+    ]
+    assert sum(r["verdict"] == "reject" for r in rows) == 5
+
+
+def test_a_corrupt_gzip_stream_on_standard_input_is_an_unreadable_row() -> None:
+    text = ("\n".join(_line(ORPHAN) for _ in range(50)) + "\n").encode()
+    packed = gzip.compress(text)
+    code, rows, err = _audit_stdin(["-"], packed[: len(packed) // 2])
+    assert code & 4, err  # something could not be read
+    assert rows[-1]["verdict"] == "unreadable"
+    assert rows[-1]["location"] == "<stdin>"
+    assert str(rows[-1]["message"]).startswith("corrupt gzip stream: ")
+    assert "Traceback" not in err
+    assert "Aborted" not in err
+
+
+def test_standard_input_is_read_once() -> None:
+    code, _, err = invoke(["audit", "-", "-"])
+    assert code == 2
+    assert "standard input can be read once" in err
