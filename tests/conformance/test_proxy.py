@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -818,6 +819,25 @@ def test_long_integers_are_capped_outside_strings_only() -> None:
         "b": 7,
     }
     assert long_integers_capped('{"a": 1}') is None
+
+
+def test_a_long_integer_with_a_leading_zero_stays_no_json() -> None:
+    # "0111..." is no JSON number: capped to nines it would make a body no provider reads valid
+    long = "1" * 4301
+    capped = long_integers_capped(f"[{long}, 0{long}]")
+    assert capped is not None
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(capped)
+
+
+def test_capping_takes_time_linear_in_runs_of_digits_just_under_the_limit() -> None:
+    # the quick scan tried a run of 4,301 digits from every digit: ~15 ms per run of 4,300
+    # digits, a minute of the proxy's event loop for a body of 32 MiB of them
+    runs = ",".join(["9" * 4300] * 400)
+    body = f'{{"model": "gpt-4o", "x": [{runs}], "y": {"1" * 4301}}}'
+    started = time.perf_counter()
+    assert long_integers_capped(body) is not None
+    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
