@@ -481,6 +481,32 @@ def test_a_profile_header_naming_no_profile_is_refused_in_enforce_mode(
         assert "known: openai-default, " in message
 
 
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_compressed_body_over_the_limit_once_decoded_is_refused_in_enforce_mode(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sent plainly it is a 413; padded and gzipped it must not pass enforcement unjudged
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    orphan = {
+        "model": "gpt-4o",
+        "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+    }
+    padded = gzip.compress((json.dumps(orphan) + " " * 5000).encode(), mtime=0)
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            content=padded,
+            headers={"content-encoding": "gzip", "content-type": "application/json"},
+        )
+    if mode == "observe":
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+        return
+    assert "x-upstream" not in response.headers  # never reached the upstream
+    assert response.status_code == 413
+    assert response.headers[PROXY_ERROR_HEADER] == "request_too_large"
+    assert "once its content-encoding is decoded" in response.json()["error"]["message"]
+
+
 def test_a_compressed_body_is_judged_decoded() -> None:
     orphan = {
         "model": "gpt-4o",
