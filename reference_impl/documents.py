@@ -149,14 +149,25 @@ def int_digit_limit() -> int:
     return int(get()) if get is not None else 0
 
 
+@functools.lru_cache(maxsize=4)
+def _integer_tokens(limit: int) -> re.Pattern[str]:
+    """A JSON string (matched whole, so digits inside one are never taken for a number) or an
+    integer literal of more than ``limit`` digits, its sign in group 1 and digits in group 2. A
+    JSON integer has no leading zero (``0123`` is no number, and must stay none), and a number
+    with a fraction or an exponent is a float, read at any length."""
+    return re.compile(
+        r'"[^"\\]*(?:\\.[^"\\]*)*"'
+        r"|(?<![\d.eE+-])(-?)([1-9]\d{" + str(limit) + r",})(?![\d.eE])",
+        re.ASCII,
+    )
+
+
 def _long_integer(text: str, limit: int) -> tuple[int, int] | None:
     """Where the first integer literal of more than ``limit`` digits starts in JSON ``text``,
-    and its digits (a number with a fraction or an exponent is a float, read at any length)."""
-    # strings are matched whole, so digits inside one are never taken for a number
-    tokens = r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+-])-?(\d{' + str(limit + 1) + r",})(?![\d.eE])"
-    for found in re.finditer(tokens, text):
-        if found.group(1) is not None:
-            return found.start(), len(found.group(1))
+    and its digits."""
+    for found in _integer_tokens(limit).finditer(text):
+        if found.group(2) is not None:
+            return found.start(), len(found.group(2))
     return None
 
 
@@ -170,23 +181,20 @@ def long_integers_capped(text: str | bytes) -> bytes | None:
     if not limit:
         return None
     doc = _text_of(text)
-    if re.search(f"[0-9]{{{limit + 1}}}", doc) is None:  # a quick scan: no digits that long
+    # a quick scan: no run of digits that long. It starts only where a run starts: tried at
+    # every digit, a body of runs just under the limit took time quadratic in the limit
+    if re.search(f"(?<![0-9])[1-9][0-9]{{{limit}}}", doc) is None:
         return None
-    # strings are matched whole (kept as they are), so digits inside one are never a number
-    tokens = re.compile(
-        r'"[^"\\]*(?:\\.[^"\\]*)*"|(?<![\d.eE+-])(-?)\d{' + str(limit + 1) + r",}(?![\d.eE])",
-        re.ASCII,
-    )
     found = False
 
     def cap(match: re.Match[str]) -> str:
         nonlocal found
-        if match.group(1) is None:
+        if match.group(2) is None:
             return match.group(0)
         found = True
         return match.group(1) + "9" * limit
 
-    capped = tokens.sub(cap, doc)
+    capped = _integer_tokens(limit).sub(cap, doc)
     return capped.encode("utf-8", "surrogatepass") if found else None
 
 

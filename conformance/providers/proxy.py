@@ -26,9 +26,10 @@ with named 400s, never forwarded unjudged.
 Failures are the proxy's, named, never a traceback: an upstream that cannot be reached or breaks
 the protocol is a provider-shaped 502 (``upstream_unreachable``, ``upstream_protocol_error``),
 a timeout a 504 (``upstream_timeout``), a body over the input limit
-(``$CTXCONF_MAX_INPUT_BYTES``, 32 MiB by default) a 413 (``request_too_large``), and in enforce
-mode a profile header naming no profile or JSON nested too deep to judge a 400
-(``unknown_profile``, ``body_too_deep``). Each says so in ``x-ctxconf-proxy-error`` and carries
+(``$CTXCONF_MAX_INPUT_BYTES``, 32 MiB by default; in enforce mode also one over it once its
+content-encoding is decoded) a 413 (``request_too_large``), and in enforce mode a profile header
+naming no profile or JSON nested too deep to judge a 400 (``unknown_profile``,
+``body_too_deep``). Each says so in ``x-ctxconf-proxy-error`` and carries
 ``x-ctxconf-provenance: proxy``: it is not the provider's.
 """
 
@@ -56,7 +57,12 @@ from conformance.errors import ProxyConfigError, UnknownProfileError, UpstreamBr
 from conformance.providers.catalog import known_profiles
 from conformance.providers.emulator import pick_profile, read_request, request_judgement
 from conformance.providers.emulator_responses import error_envelope
-from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder, decoded_body
+from conformance.providers.proxy_cassettes import (
+    DECODED_OVER_LIMIT,
+    ExchangeRecord,
+    ObserveRecorder,
+    decoded_body,
+)
 from conformance.providers.repeated_keys import Reading
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
@@ -127,7 +133,7 @@ class Judged:
     """For a body that gives a key twice, the reading refused (:mod:`.repeated_keys`)."""
     detail: str | None = None
     """Why, in words, when the reason is the client's (``unknown-profile``: the header's error;
-    ``content-encoding``: the coding not read, or what is wrong with its data)."""
+    ``content-encoding``: why the body could not be decoded, as ``decoded_body`` says it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +247,7 @@ def judge(
         # The provider reads the body decoded (gzip, deflate): so is it judged, within the limit
         decoded = decoded_body(raw, encoding, max_input_bytes())
         if isinstance(decoded, str):  # a coding we do not read, corrupt, or over the limit
-            why = decoded.removeprefix("<body not stored: ").removesuffix(">")
-            return Judged(None, endpoint, unjudged="content-encoding", detail=why)
+            return Judged(None, endpoint, unjudged="content-encoding", detail=decoded)
         raw = decoded
     incoming = read_request(endpoint, raw, headers)
     if incoming.unreadable is not None:
@@ -295,21 +300,25 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
             f"{judged.detail}; enforce mode forwards no request it has not judged (name a known "
             "profile, or send no header to judge by the request's model)",
         )
-    if judged.unjudged == "content-encoding":
-        why = judged.detail or "a content coding the proxy does not read"
-        if "over the input limit" in why:
-            status, name = 413, "request_too_large"
-        elif why.startswith("content-encoding"):
-            status, name = 415, "unsupported_content_encoding"
-        else:
-            status, name = 400, "corrupt_content_encoding"
+    if judged.unjudged == "content-encoding" and judged.detail == DECODED_OVER_LIMIT:
+        # as a body sent over the limit plainly is: compressing it must not carry it past us
         return _proxy_error(
             shape,
-            status,
-            name,
-            f"the request body cannot be read to be judged ({why}); enforce mode forwards no "
-            "request it has not judged: send it uncompressed, gzip or deflate (--mode observe "
-            "forwards it unjudged)",
+            413,
+            "request_too_large",
+            "the request body, once its content-encoding is decoded, is over the proxy's input "
+            f"limit of {max_input_bytes()} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)",
+        )
+    if judged.unjudged == "content-encoding":
+        why = (judged.detail or "").removeprefix("<body not stored: ").removesuffix(">")
+        unsupported = why.startswith("content-encoding")
+        return _proxy_error(
+            shape,
+            415 if unsupported else 400,
+            "unsupported_content_encoding" if unsupported else "corrupt_content_encoding",
+            f"the request body cannot be read to be judged ({why or 'not decoded'}); enforce "
+            "mode forwards no request it has not judged: send it uncompressed, gzip or deflate "
+            "(--mode observe forwards it unjudged)",
         )
     if judged.unjudged == "unreadable-json":
         return _proxy_error(

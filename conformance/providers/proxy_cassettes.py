@@ -48,6 +48,7 @@ from conformance.traffic.skeleton import request_skeleton, skeleton_digest
 from reference_impl.documents import dump_yaml
 
 __all__ = [
+    "DECODED_OVER_LIMIT",
     "RECORDED_BY",
     "VERDICT_KEY",
     "ExchangeRecord",
@@ -60,6 +61,8 @@ log = logging.getLogger(__name__)
 
 VERDICT_KEY: Final = "ctxconf_verdict"
 RECORDED_BY: Final = "ctxconf proxy --mode observe"
+DECODED_OVER_LIMIT: Final = "<body not stored: over the input limit when decoded>"
+"""What :func:`decoded_body` gives for a body over the input limit once decoded."""
 _SCENARIO: Final = "proxy-observed"
 
 
@@ -129,7 +132,7 @@ def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | str:
         except zlib.error as exc:
             return f"<body not stored: {coding} data is corrupt ({exc})>"
         if decoded is None:
-            return "<body not stored: over the input limit when decoded>"
+            return DECODED_OVER_LIMIT
         data = decoded
     return data
 

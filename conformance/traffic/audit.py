@@ -411,11 +411,18 @@ def _record_row(
 
 def _first_body(first: object, file: str, index: int, strict: bool) -> object | None:
     """The judged request body of a line's first-copy reading; ``None`` when that reading holds
-    no request the other does not (what it cannot read is the other reading's to name)."""
+    no request the other does not (what it cannot read is the other reading's to name). A body
+    logged as JSON text is read keeping its own first copies too: a key the line repeats (even
+    one outside the body) must not hide one the body repeats."""
     try:
-        return log_interaction(first, file=file, index=index, strict=strict).judged_body
+        interaction = log_interaction(first, file=file, index=index, strict=strict)
     except RecordingError:
         return None
+    text = interaction.raw_request_text
+    copies = None if text is None else first_copies(text)
+    if copies is None:
+        return interaction.judged_body
+    return unwrap_request(interaction.url, copies)
 
 
 def audit_lines(

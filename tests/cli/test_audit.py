@@ -494,6 +494,22 @@ def test_a_body_that_gives_messages_twice_is_judged_in_both_readings(
 
 
 @pytest.mark.parametrize(("first", "last", "reading"), TWICE)
+def test_a_key_the_line_repeats_does_not_hide_one_its_body_text_repeats(
+    first: dict[str, Any], last: dict[str, Any], reading: str
+) -> None:
+    # the line's own repeat (a harmless "method" twice) sends it down the slow path, whose
+    # first-copy reading of the line must read the body text keeping its first copies too
+    body = json.dumps(messages_twice(first, last))
+    line = f'{{"url": "{URL}", "method": "POST", "method": "POST", "body": {body}}}'
+    [row] = audit_lines([line.encode()])
+    assert (row.outcome, row.verdict and row.verdict.rule, row.reading) == (
+        "reject",
+        "C2",
+        reading,
+    )
+
+
+@pytest.mark.parametrize(("first", "last", "reading"), TWICE)
 def test_a_recorded_body_that_gives_messages_twice_is_judged_in_both_readings(
     first: dict[str, Any], last: dict[str, Any], reading: str
 ) -> None:

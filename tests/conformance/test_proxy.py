@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -480,6 +481,32 @@ def test_a_profile_header_naming_no_profile_is_refused_in_enforce_mode(
         assert "known: openai-default, " in message
 
 
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_compressed_body_over_the_limit_once_decoded_is_refused_in_enforce_mode(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # sent plainly it is a 413; padded and gzipped it must not pass enforcement unjudged
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    orphan = {
+        "model": "gpt-4o",
+        "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+    }
+    padded = gzip.compress((json.dumps(orphan) + " " * 5000).encode(), mtime=0)
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions",
+            content=padded,
+            headers={"content-encoding": "gzip", "content-type": "application/json"},
+        )
+    if mode == "observe":
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+        return
+    assert "x-upstream" not in response.headers  # never reached the upstream
+    assert response.status_code == 413
+    assert response.headers[PROXY_ERROR_HEADER] == "request_too_large"
+    assert "once its content-encoding is decoded" in response.json()["error"]["message"]
+
+
 def test_a_compressed_body_is_judged_decoded() -> None:
     orphan = {
         "model": "gpt-4o",
@@ -848,6 +875,25 @@ def test_long_integers_are_capped_outside_strings_only() -> None:
         "b": 7,
     }
     assert long_integers_capped('{"a": 1}') is None
+
+
+def test_a_long_integer_with_a_leading_zero_stays_no_json() -> None:
+    # "0111..." is no JSON number: capped to nines it would make a body no provider reads valid
+    long = "1" * 4301
+    capped = long_integers_capped(f"[{long}, 0{long}]")
+    assert capped is not None
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(capped)
+
+
+def test_capping_takes_time_linear_in_runs_of_digits_just_under_the_limit() -> None:
+    # the quick scan tried a run of 4,301 digits from every digit: ~15 ms per run of 4,300
+    # digits, a minute of the proxy's event loop for a body of 32 MiB of them
+    runs = ",".join(["9" * 4300] * 400)
+    body = f'{{"model": "gpt-4o", "x": [{runs}], "y": {"1" * 4301}}}'
+    started = time.perf_counter()
+    assert long_integers_capped(body) is not None
+    assert time.perf_counter() - started < 1.0
 
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
