@@ -360,8 +360,9 @@ class PipeWithoutWriterError(TimeoutError):
     def __init__(self, path: str | Path, wait: float) -> None:
         super().__init__(
             errno.ETIMEDOUT,
-            f"a named pipe with no writer: nothing was written to it within {wait:g} s "
-            f"(start the writer first, or set {PIPE_WAIT_ENV} to wait longer)",
+            f"a named pipe nothing was written to within {wait:g} s (no writer, or one that "
+            f"has written nothing yet: start the writer first, or set {PIPE_WAIT_ENV} to wait "
+            "longer)",
             str(path),
         )
 

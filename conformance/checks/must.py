@@ -34,6 +34,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
+from reference_impl.wording import plural
 
 
 @check(id="provider_valid", level="must")
@@ -90,7 +91,12 @@ def refuses_broken_input(scenario: Scenario, outcome: CaseOutcome) -> None:
         raise Failure(
             "assembled a request where refusal was required",
             f"{turn_label(outcome, turn)}the session must be refused ({why}); the plug-in "
-            f"returned a request of {len(turn.view.messages) if turn.view is not None else '?'} messages",
+            "returned a request of "
+            + (
+                plural(len(turn.view.messages), "message")
+                if turn.view is not None
+                else "? messages"
+            ),
         )
 
 

@@ -307,7 +307,8 @@ def _finish(
             fail(f"--report-dir {report_dir}: cannot write the reports ({exc.strerror or exc})")
     if output_format == "table":
         # A pipe or CI log gets a fixed width wide enough for five shape columns.
-        render_terminal(record, Console(width=None if sys.stdout.isatty() else 120))
+        console = Console(width=None if sys.stdout.isatty() else 120)
+        render_terminal(record, console, reports=not no_reports)
         if not no_reports:
             click.echo(f"reports: {report_dir}/run.jsonl, report.md, report.html, junit.xml")
     elif output_format == "md":

@@ -31,8 +31,11 @@ _SHORT: Final = ShapeFact(lambda adapter: adapter.label)
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta", None: "dim"}
 
 
-def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> RenderableType:
-    """The matrix, totals, provenance line and the first ``max_problems`` problems, for rich."""
+def terminal_renderable(
+    record: RunRecord, *, max_problems: int = 20, reports: bool = True
+) -> RenderableType:
+    """The matrix, totals, provenance line and the first ``max_problems`` problems, for rich
+    (``reports``: whether the run wrote its reports, where the rest of the problems are)."""
     shapes = record.shapes
     matrix = Table(
         title=f"ctxconf conformance: {record.header.get('plugin', '?')}",
@@ -69,7 +72,12 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
             for line in (*problem_lines(case), verdict_line(case.verdict)):
                 lines.append(f"  {line}\n")
         if len(problems) > max_problems:
-            lines.append(f"... and {len(problems) - max_problems} more (see the reports)\n")
+            where = (
+                "see the reports"
+                if reports
+                else "--no-reports wrote none: --format md or jsonl prints them all"
+            )
+            lines.append(f"... and {len(problems) - max_problems} more ({where})\n")
         parts.append(lines)
     footer = record.footer
     summary = (
@@ -101,6 +109,8 @@ def terminal_renderable(record: RunRecord, *, max_problems: int = 20) -> Rendera
     return Group(*parts)
 
 
-def render_terminal(record: RunRecord, console: Console | None = None) -> None:
+def render_terminal(
+    record: RunRecord, console: Console | None = None, *, reports: bool = True
+) -> None:
     """Print :func:`terminal_renderable` to ``console`` (stdout by default)."""
-    (console or Console()).print(terminal_renderable(record))
+    (console or Console()).print(terminal_renderable(record, reports=reports))

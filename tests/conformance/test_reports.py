@@ -535,3 +535,17 @@ def test_the_cases_a_plain_function_is_not_judged_on_are_said_in_the_terminal_an
     assert "17 case(s) not judged: a plain message function" in console.file.getvalue()  # type: ignore[attr-defined]
     assert "17 case(s) not judged: a plain message function." in render_markdown(counted)
     assert "not judged" not in render_markdown(record)
+
+
+@pytest.mark.parametrize("reports", [True, False])
+def test_the_problems_left_out_say_where_they_are(record: RunRecord, reports: bool) -> None:
+    """The terminal lists the first problems; the rest are in the reports, or, when the run
+    wrote none (``--no-reports``), printed by another format."""
+    console = Console(file=io.StringIO(), width=110, color_system=None, force_terminal=False)
+    console.print(terminal_renderable(record, max_problems=0, reports=reports))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    if reports:
+        assert "more (see the reports)" in text
+    else:
+        assert "see the reports" not in text
+        assert "more (--no-reports wrote none: --format md or jsonl prints them all)" in text
