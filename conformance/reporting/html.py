@@ -21,11 +21,14 @@ from typing import Final
 from conformance.events import CaseResult
 from conformance.reporting.html_case import SweepPoint, case_body
 from conformance.reporting.matrix import (
+    MATRIX_LEGEND,
     Cell,
     baseline_section,
     failing_cases,
+    gate_of,
     gate_text,
     matrix_rows,
+    not_judged_text,
     problem_lines,
     provenance_summary,
     stale_cases,
@@ -175,6 +178,12 @@ def _bodies(problems: Sequence[CaseResult], cases: Sequence[CaseResult]) -> str:
     return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
 
 
+def _not_judged(record: RunRecord) -> str:
+    """The cases a plain function was not run on, as the terminal and report.md say them."""
+    left_out = not_judged_text(record.footer)
+    return f'\n<p class="note">{escape(left_out)}</p>' if left_out else ""
+
+
 def _cell(shape: str, cell: Cell) -> str:
     """A matrix cell; one with a problem links to its first case of the cell's (worst) status."""
     text = escape(cell.text)
@@ -220,7 +229,7 @@ def render_html(record: RunRecord) -> str:
         for level in LEVELS
     )
     rows = []
-    for row in matrix_rows(record.cases, shapes):
+    for row in matrix_rows(record.cases, shapes, gate_of(record.header)):
         tokens = sorted({f"{c.shape}:{c.status}" for cell in row.cells for c in cell.cases})
         cells = "".join(_cell(shape, cell) for shape, cell in zip(shapes, row.cells, strict=True))
         rows.append(
@@ -238,12 +247,13 @@ def render_html(record: RunRecord) -> str:
 <p>{plural(len(record.cases), "case")} over {plural(len(shapes), "shape")}; exit status {record.exit_status}{escape(gate_text(record.footer))}.
 Started {escape(str(record.header.get("started", "?")))}, ctxconf {escape(str(record.header.get("ctxconf_version", "?")))}, plug-in protocol {escape(str(record.header.get("protocol_version", "?")))}.</p>
 <table><tr><th>level</th><th>pass</th><th>fail</th><th>error</th><th>result</th></tr>{total_rows}</table>
-<p>{escape(provenance_summary(record.cases).capitalize())}.</p>
+<p>{escape(provenance_summary(record.cases).capitalize())}.</p>{_not_judged(record)}
 {_stale_block(record)}
 {_baseline_block(record)}
 <div class="filters">{_select("level", "level", list(LEVELS))}{_select("shape", "shape", shapes)}{_select("status", "status", ["pass", "fail", "error"])}</div>
 <h2>Matrix</h2>
 <table><tr><th>level</th><th>scenario</th>{head}</tr>{"".join(rows)}</table>
+<p class="note">{escape(MATRIX_LEGEND)}</p>
 <h2>Problem cases ({len(problems)})</h2>
 <p class="note">A failing matrix cell links to its first problem case; open a case to see its
 session marked message by message (kept, merged, changed, cleared, dropped, summary, injected,

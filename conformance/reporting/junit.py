@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.events import CaseResult
-from conformance.reporting.matrix import problem_lines, provenance_counts, verdict_line
+from conformance.reporting.matrix import gate_of, problem_lines, provenance_counts, verdict_line
 from conformance.reporting.record import RunRecord
-from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS, Level
+from conformance.scenarios import Level
 
 __all__ = ["render_junit"]
 
@@ -51,7 +51,7 @@ def render_junit(record: RunRecord) -> str:
     """The run as JUnit XML: a suite per shape, a test case per case, verdict provenance as
     properties."""
     suites = ET.Element("testsuites", name=f"ctxconf: {record.header.get('plugin', '?')}")
-    gate = STRICT_GATE_LEVELS if record.header.get("strict") is True else GATE_LEVELS
+    gate = gate_of(record.header)
     for shape in record.shapes:
         cases = [c for c in record.cases if c.shape == shape]
         below = {c.key for c in cases if _below_gate(c, gate)}

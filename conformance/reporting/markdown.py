@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from conformance.reporting.matrix import (
+    MATRIX_LEGEND,
     baseline_section,
     failing_cases,
+    gate_of,
     gate_text,
     matrix_rows,
     not_judged_text,
@@ -99,12 +101,13 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
     shapes = record.shapes
     out += ["", "| level | scenario | " + " | ".join(shapes) + " |"]
     out.append("|---|---|" + "|".join(":-:" for _ in shapes) + "|")
-    for row in matrix_rows(record.cases, shapes):
+    for row in matrix_rows(record.cases, shapes, gate_of(record.header)):
         out.append(
             f"| {row.level} | `{row.scenario}` | "
             + " | ".join(_cell(c.text) for c in row.cells)
             + " |"
         )
+    out += ["", MATRIX_LEGEND]
     problems = failing_cases(record.cases)
     if problems:
         out += ["", f"<details><summary>{len(problems)} problem case(s)</summary>", ""]

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from conformance.events import CaseResult, CaseStatus
-from conformance.scenarios import LEVELS
+from conformance.scenarios import GATE_LEVELS, LEVELS, STRICT_GATE_LEVELS, Level
 from conformance.traffic.verdicts import RERECORD_COMMAND
 
 __all__ = [
+    "BELOW_GATE_MARK",
+    "MATRIX_LEGEND",
     "PROVENANCES",
     "BaselineSection",
     "Cell",
@@ -18,6 +20,7 @@ __all__ = [
     "baseline_counts",
     "baseline_section",
     "failing_cases",
+    "gate_of",
     "gate_text",
     "matrix_rows",
     "problem_lines",
@@ -33,11 +36,19 @@ __all__ = [
 PROVENANCES: Final = ("recorded-live", "recorded-emulated", "emulated")
 
 
+def gate_of(header: Mapping[str, Any]) -> tuple[Level, ...]:
+    """The check levels a run's exit status was gated on, from its header (``--strict``: must
+    and should; else must)."""
+    return STRICT_GATE_LEVELS if header.get("strict") is True else GATE_LEVELS
+
+
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """The cases of one scenario in one shape (several for a budget sweep or dialects)."""
+    """The cases of one scenario in one shape (several for a budget sweep or dialects), read
+    at the run's ``gate``."""
 
     cases: tuple[CaseResult, ...]
+    gate: tuple[Level, ...] = GATE_LEVELS
 
     @property
     def status(self) -> CaseStatus | None:
@@ -48,16 +59,37 @@ class Cell:
         return "error" if "error" in statuses else "fail" if "fail" in statuses else "pass"
 
     @property
+    def below_gate(self) -> bool:
+        """Whether the cell's cases all pass the gate while some fail (or raise in) a check of
+        a level below it: what the exit status does not count."""
+        failing = [c for c in self.cases if c.status != "pass"]
+        return bool(failing) and all(c.gate_status(self.gate) == "pass" for c in failing)
+
+    @property
     def text(self) -> str:
-        """``✓``, ``✓ 35`` (a sweep), ``✗ 3/35``, ``E 1/35`` or ``·`` (not applicable)."""
+        """``✓``, ``✓ 35`` (a sweep), ``✗ 3/35``, ``E 1/35``, ``△ 2/35`` (failing only checks
+        below the gate) or ``·`` (not applicable)."""
         if not self.cases:
             return "·"
         total = len(self.cases)
         bad = sum(1 for c in self.cases if c.status != "pass")
-        mark = {"pass": "✓", "fail": "✗", "error": "E"}[self.status or "pass"]
+        if self.below_gate:
+            mark = BELOW_GATE_MARK
+        else:
+            mark = {"pass": "✓", "fail": "✗", "error": "E"}[self.status or "pass"]
         if bad == 0:
             return mark if total == 1 else f"{mark} {total}"
         return f"{mark} {bad}/{total}" if total > 1 else mark
+
+
+BELOW_GATE_MARK: Final = "△"
+"""A cell whose cases pass the gate and fail a check below it (a ``should`` or ``may`` check
+in a run gated on ``must``)."""
+MATRIX_LEGEND: Final = (
+    "✓ pass (n: budgets of a sweep)  ✗ k/n failed  △ k/n failed below the gate  E error  "
+    "· not applicable"
+)
+"""What the matrix's marks say, under it in every human-readable report."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +110,11 @@ class Row:
         return "error" if "error" in statuses else "fail" if "fail" in statuses else "pass"
 
 
-def matrix_rows(cases: Sequence[CaseResult], shapes: Sequence[str]) -> list[Row]:
-    """One row per scenario, in the order the cases first name them."""
+def matrix_rows(
+    cases: Sequence[CaseResult], shapes: Sequence[str], gate: tuple[Level, ...] = GATE_LEVELS
+) -> list[Row]:
+    """One row per scenario, in the order the cases first name them, its cells read at
+    ``gate`` (:func:`gate_of` a run's header)."""
     order: list[str] = []
     grouped: dict[str, list[CaseResult]] = {}
     for case in cases:
@@ -90,7 +125,7 @@ def matrix_rows(cases: Sequence[CaseResult], shapes: Sequence[str]) -> list[Row]
     rows = []
     for scenario in order:
         members = grouped[scenario]
-        cells = tuple(Cell(tuple(c for c in members if c.shape == s)) for s in shapes)
+        cells = tuple(Cell(tuple(c for c in members if c.shape == s), gate) for s in shapes)
         rows.append(Row(scenario, members[0].title, members[0].level, cells))
     return rows
 

@@ -9,7 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.reporting.matrix import (
+    MATRIX_LEGEND,
     failing_cases,
+    gate_of,
     gate_text,
     matrix_rows,
     not_judged_text,
@@ -45,11 +47,14 @@ def terminal_renderable(
     matrix.add_column("scenario", no_wrap=True)
     for shape in shapes:
         matrix.add_column(_SHORT.get(shape, shape), justify="center")
-    for row in matrix_rows(record.cases, shapes):
+    for row in matrix_rows(record.cases, shapes, gate_of(record.header)):
         matrix.add_row(
             row.level,
             Text(row.scenario, style=_STYLE[row.status] if row.status != "pass" else ""),
-            *(Text(cell.text, style=_STYLE[cell.status]) for cell in row.cells),
+            *(
+                Text(cell.text, style="yellow" if cell.below_gate else _STYLE[cell.status])
+                for cell in row.cells
+            ),
         )
     totals = Table(title="totals by check level", title_justify="left")
     for column in ("level", "pass", "fail", "error", "result"):
@@ -59,7 +64,7 @@ def terminal_renderable(
         t = record_totals[level]
         verdict = Text("ok", style="green") if t.ok else Text("FAILED", style="bold red")
         totals.add_row(level, str(t.passed), str(t.failed), str(t.errors), verdict)
-    legend = Text("✓ pass (n: budgets of a sweep)  ✗ k/n failed  E error  · not applicable")
+    legend = Text(MATRIX_LEGEND)
     parts: list[RenderableType] = [matrix, legend, totals, Text(provenance_summary(record.cases))]
     warning = stale_warning(record.cases)
     if warning:

@@ -549,3 +549,22 @@ def test_the_problems_left_out_say_where_they_are(record: RunRecord, reports: bo
     else:
         assert "see the reports" not in text
         assert "more (--no-reports wrote none: --format md or jsonl prints them all)" in text
+
+
+def test_a_cell_fails_at_the_gate_or_below_it() -> None:
+    """✗ when a case fails a check the exit status counts; △ when its failures are all below
+    the gate (a should check in a run gated on must), ✗ again for a --strict run."""
+    from conformance.reporting.matrix import Cell
+
+    below = _case(0, "sweep", "openai-chat", 300, fail="over")  # within_budget at should
+    must = dataclasses.replace(
+        below,
+        checks=(CheckResult("provider_valid", "must", "fail", "rejected", "C2"),),
+    )
+    fine = _case(1, "sweep", "openai-chat", 400)
+    assert Cell((below, fine)).text == "△ 1/2"
+    assert Cell((below,)).text == "△"
+    assert Cell((below, must)).text == "✗ 2/2"
+    assert Cell((below,), ("must", "should")).text == "✗"
+    assert Cell((fine,)).text == "✓"
+    assert not Cell((fine,)).below_gate
