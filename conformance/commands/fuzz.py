@@ -36,6 +36,7 @@ from conformance.fuzzing import (
     fuzz,
     scenario_yaml,
 )
+from reference_impl.wording import plural
 
 __all__ = ["command", "replayable_path"]
 
@@ -51,10 +52,12 @@ def _heading(number: int, count: int, seed: int, finding: FuzzFinding) -> str:
     """``[1/2] provider_valid: fuzz-1-provider_valid, valid session of 3 messages, openai-chat
     at 57``: which failure, its scenario id, and the case it was shrunk to."""
     size = len(finding.scenario.session.messages)
+    # what the shrunk session is: a broken one keeps the name of its break; one the shrinking
+    # left valid (the plug-in broke it) is said valid, whatever it was generated as
+    kind = finding.generated_as if finding.scenario.expect.input == "invalid" else "valid"
     return (
         f"[{number}/{count}] {finding.key}: {finding_id(seed, finding)}, "
-        f"{finding.generated_as} session of {size} message{'' if size == 1 else 's'}, "
-        f"{finding.shape} at {finding.budget}"
+        f"{kind} session of {plural(size, 'message')}, {finding.shape} at {finding.budget}"
     )
 
 

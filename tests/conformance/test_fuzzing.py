@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tempfile
@@ -534,3 +535,27 @@ def test_minimize_removes_what_the_failure_does_not_need(fakes: Path) -> None:
     calls = [p for m in kept for p in m.parts if isinstance(p, ToolCallPart)]
     assert len(calls) == 1
     assert len(kept) < len(session.messages)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "said"), [("either", "valid session of 2 messages"), ("refused", "results_split")]
+)
+def test_a_finding_s_heading_says_what_its_shrunk_session_is(outcome: str, said: str) -> None:
+    """A session drawn broken (results_split) that shrank to a valid one the plug-in broke is
+    said valid; one still broken keeps the name of its break."""
+    from conformance.commands.fuzz import _heading
+    from conformance.fuzzing import _scenario
+
+    session = _session(
+        [
+            {"role": "user", "text": "GOAL: go."},
+            {"role": "assistant", "text": "reading"},
+        ]
+    )
+    scenario = _scenario(session, "openai-chat", 35, outcome)
+    result = dataclasses.replace(_judged(("provider_valid", "fail")), budget=35)
+    finding = FuzzFinding(scenario, "openai-chat", 35, "results_split", result)
+    heading = _heading(2, 3, 1, finding)
+    assert heading.startswith("[2/3] ")
+    assert said in heading
+    assert heading.endswith("openai-chat at 35")
