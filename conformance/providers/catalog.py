@@ -34,6 +34,7 @@ from conformance.providers.verdict import Evidence
 from reference_impl.documents import load_yaml_safe
 from reference_impl.errors import CtxconfError, ShapeError
 from reference_impl.shapes.dialects import get_dialect
+from reference_impl.wording import did_you_mean
 
 __all__ = [
     "SCHEMA_CHECKED",
@@ -364,9 +365,11 @@ def _resolve_profile(
     if profile is not None:
         found = catalog.profiles.get(profile)
         if found is None or found.shape != shape:
-            names = ", ".join(p.id for p in list_profiles(shape))
+            ids = [p.id for p in list_profiles(shape)]
             raise UnknownProfileError(
-                f"no profile {profile!r} for shape {shape}; known: {names}", where="profile"
+                f"no profile {profile!r} for shape {shape}{did_you_mean(profile, ids)}; "
+                f"known: {', '.join(ids)}",
+                where="profile",
             )
         if dialect is not None and found.dialect != dialect:
             raise UnknownProfileError(
@@ -378,9 +381,12 @@ def _resolve_profile(
     for candidate in catalog.profiles.values():
         if candidate.shape == shape and candidate.dialect == dialect and candidate.default:
             return candidate
-    known = ", ".join(list_dialects(shape)) or "none"
+    dialects = list_dialects(shape)
+    hint = did_you_mean(dialect, dialects) if dialect else ""
     raise UnknownProfileError(
-        f"no dialect {dialect!r} for shape {shape}; known dialects: {known}", where="dialect"
+        f"no dialect {dialect!r} for shape {shape}{hint}; known dialects: "
+        f"{', '.join(dialects) or 'none'}",
+        where="dialect",
     )
 
 

@@ -273,7 +273,8 @@ def test_a_header_naming_no_profile_is_a_named_400_not_another_profile(
     response = _raw().post("/v1/chat/completions", json=body, headers={header: value})
     assert response.status_code == 400
     message = response.json()["error"]["message"]
-    assert message.startswith(f"{named} for shape openai-chat; known")
+    assert message.startswith(f"{named} for shape openai-chat (did you mean ")
+    assert "; known" in message
     assert "x-ctxconf-rule" not in response.headers
 
 
