@@ -46,6 +46,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:2px 8px;text-align:center}
 td.l{text-align:left}.pass{background:#e6f4ea}.fail{background:#fde2e1}.error{background:#f3e5f5}
+.below{background:#fff4d6}
 .na{color:#999}pre{white-space:pre-wrap;word-break:break-all;background:#f7f7f7;padding:6px;
 max-height:32em;overflow:auto;margin:0}.side{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 details{margin:.4em 0;border:1px solid #ddd;padding:4px 8px}summary{cursor:pointer}
@@ -194,7 +195,8 @@ def _cell(shape: str, cell: Cell) -> str:
             f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         )
         text = f'<a href="#case-{first.index}" title="{escape(keys)}">{text}</a>'
-    return f'<td data-col="{escape(shape)}" class="{cell.status or "na"}">{text}</td>'
+    kind = "below" if cell.below_gate else cell.status or "na"
+    return f'<td data-col="{escape(shape)}" class="{kind}">{text}</td>'
 
 
 def _baseline_block(record: RunRecord, shown: int = 50) -> str:
