@@ -1,8 +1,7 @@
-"""``ctxconf validate REQUEST [--shape S] [--dialect D] [--profile P] [--beta B] [--format json|text]
+"""``ctxconf validate REQUEST --shape S [--dialect D] [--profile P] [--beta B] [--format json|text]
 [--lint]``.
 
-Judges one request body with the provider rule catalog and prints the verdict as JSON (the shape,
-without ``--shape``, told by the body's keys as ``ctxconf audit`` tells a log line's)::
+Judges one request body with the provider rule catalog and prints the verdict as JSON::
 
     {"verdict": "reject", "status": 400, "rule": "C1", "evidence": "observed",
      "provenance": "emulated", "error": {...the provider's own error body...}, ...}
@@ -42,7 +41,6 @@ from conformance.providers.validation import (
     validate_request,
 )
 from conformance.providers.verdict import Verdict
-from conformance.traffic.reading import detect_shape
 from reference_impl.documents import non_finite_number
 
 __all__ = ["command"]
@@ -78,13 +76,7 @@ def _both_readings(
 
 @click.command("validate")
 @click.argument("request", metavar="REQUEST")
-@click.option(
-    "--shape",
-    type=click.Choice(SHAPES),
-    default=None,
-    help="Wire shape of REQUEST (default: told by the body's keys, as `ctxconf audit` tells a "
-    "log line's without a URL; said on standard error).",
-)
+@click.option("--shape", type=click.Choice(SHAPES), required=True, help="Wire shape of REQUEST.")
 @click.option("--dialect", default=None, help="Gateway dialect (mistral, deepseek, ollama ...).")
 @click.option(
     "--profile", default=None, help="Rule profile (e.g. anthropic-2024-strict-alternation)."
@@ -109,7 +101,7 @@ def _both_readings(
 def command(
     *,
     request: str,
-    shape: str | None,
+    shape: str,
     dialect: str | None,
     profile: str | None,
     model: str | None,
@@ -121,14 +113,6 @@ def command(
 ) -> None:
     """Judge REQUEST (a JSON/YAML request body) the way the provider would."""
     body, first = read_request_document(request)
-    if shape is None:
-        shape = detect_shape("", body)
-        if shape is None:
-            fail(
-                f"{request}: cannot tell the wire shape from the body (no `messages`, `input` "
-                f"or `contents`); give --shape ({', '.join(SHAPES)})"
-            )
-        click.echo(f"ctxconf: shape {shape}, told by the body (--shape chooses)", err=True)
     judge = lint_request if lint else validate_request
 
     def verdicts(judged: Any) -> tuple[Verdict, ...]:

@@ -45,45 +45,6 @@ def test_validate_accept_exits_0(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "shape", "rule"),
-    [
-        (ORPHAN, "openai-chat", "C2"),
-        (
-            {
-                "model": "claude-sonnet-4-5",
-                "max_tokens": 64,
-                "system": "s",
-                "messages": [{"role": "assistant", "content": "first"}],
-            },
-            "anthropic-messages",
-            None,
-        ),
-        ({"model": "gemini-2.5-flash", "contents": []}, "gemini", None),
-    ],
-)
-def test_validate_tells_the_shape_by_the_body_without_shape(
-    tmp_path: Path, body: dict[str, object], shape: str, rule: str | None
-) -> None:
-    """Without --shape the body's keys tell it, as the audit tells a log line's, and the
-    command says which on standard error; the verdict is the one --shape gives."""
-    path = _write(tmp_path, "r.json", body)
-    told = CliRunner().invoke(cli, ["validate", path])
-    given = CliRunner().invoke(cli, ["validate", path, "--shape", shape])
-    assert f"ctxconf: shape {shape}, told by the body" in told.stderr
-    assert told.exit_code == given.exit_code
-    assert json.loads(told.stdout) == json.loads(given.stdout)
-    if rule is not None:
-        assert json.loads(told.stdout)["rule"].startswith(rule[0])
-
-
-def test_validate_names_a_body_whose_shape_it_cannot_tell(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["validate", _write(tmp_path, "r.json", {"foo": 1})])
-    assert result.exit_code == 2
-    assert "cannot tell the wire shape from the body" in result.stderr
-    assert "give --shape (openai-chat, " in result.stderr
-
-
-@pytest.mark.parametrize(
     ("first", "last", "reading"),
     [(ORPHAN, GOOD, "first copy kept"), (GOOD, ORPHAN, "last copy kept")],
 )
