@@ -31,7 +31,7 @@ import multiprocessing
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -208,25 +208,30 @@ def _log_blocks(path: Path) -> Iterator[_Work]:
 
 def _stdin_blocks() -> Iterator[_Work]:
     """Standard input as blocks of whole lines (``_stream_blocks``), decompressed as it is read
-    when it starts as gzip does (``zcat`` not needed)."""
+    when it starts as gzip does (``zcat`` not needed). A block is what has arrived (``read1``),
+    cut after its last newline, so the rows of a log still being written come as its lines do."""
     raw: Any = sys.stdin.buffer
     if not hasattr(raw, "peek"):  # a stream handed over by a caller (a test runner's)
         raw = io.BufferedReader(raw)
     try:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
             raw = gzip.GzipFile(fileobj=raw, mode="rb")
-        yield from _stream_blocks(raw, STDIN_NAME)
+        yield from _stream_blocks(raw, STDIN_NAME, read=raw.read1)
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:  # as a corrupt .gz file is said
         yield _Unread(STDIN_NAME, f"corrupt gzip stream: {exc}")
     except OSError as exc:
         yield _Unread(STDIN_NAME, f"cannot read standard input: {exc.strerror or exc}")
 
 
-def _stream_blocks(raw: Any, name: str) -> Iterator[_LogBlock]:
-    """The lines of the binary stream ``raw`` (the log ``name``) as blocks of whole lines."""
+def _stream_blocks(
+    raw: Any, name: str, read: Callable[[int], bytes] | None = None
+) -> Iterator[_LogBlock]:
+    """The lines of the binary stream ``raw`` (the log ``name``) as blocks of whole lines, each
+    read with ``read`` (``raw.read``: about ``_BLOCK_BYTES``)."""
     limit = max_input_bytes()
     start = offset = 0
-    while data := raw.read(_BLOCK_BYTES):
+    read = read or raw.read
+    while data := read(_BLOCK_BYTES):
         skipped = 0
         if not data.endswith(b"\n"):
             data += raw.readline(-1 if limit is None else limit + 1)  # the line's rest
@@ -490,6 +495,10 @@ def command(
     JSONL log on standard input)."""
     if paths.count(STDIN) > 1:
         fail_input(STDIN, "standard input can be read once; give - once")
+    if STDIN in paths and (sys.stdin is None or sys.stdin.closed):
+        fail_input(STDIN, "standard input is closed; pipe a JSON-lines log into it")
+    if STDIN in paths and sys.stdin.isatty():
+        fail_input(STDIN, "standard input is a terminal; pipe a JSON-lines log into it")
     for path in paths:
         if path != STDIN and not Path(path).is_file() and not Path(path).is_dir():
             fail_input(path, not_a_recording_path(Path(path)))

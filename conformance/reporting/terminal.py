@@ -10,6 +10,7 @@ from rich.text import Text
 
 from conformance.reporting.matrix import (
     MATRIX_LEGEND,
+    Row,
     failing_cases,
     gate_of,
     gate_text,
@@ -50,7 +51,7 @@ def terminal_renderable(
     for row in matrix_rows(record.cases, shapes, gate_of(record.header)):
         matrix.add_row(
             row.level,
-            Text(row.scenario, style=_STYLE[row.status] if row.status != "pass" else ""),
+            Text(row.scenario, style=_row_style(row)),
             *(
                 Text(cell.text, style="yellow" if cell.below_gate else _STYLE[cell.status])
                 for cell in row.cells
@@ -80,7 +81,7 @@ def terminal_renderable(
             where = (
                 "see the reports"
                 if reports
-                else "--no-reports wrote none: --format md or jsonl prints them all"
+                else "--no-reports wrote none: --format jsonl prints them all"
             )
             lines.append(f"... and {len(problems) - max_problems} more ({where})\n")
         parts.append(lines)
@@ -112,6 +113,15 @@ def terminal_renderable(
     if left_out:
         parts.append(Text(left_out))
     return Group(*parts)
+
+
+def _row_style(row: Row) -> str:
+    """A scenario's name in its worst cell's colour: none when it passes, yellow when its cells
+    fail only below the gate."""
+    if row.status in (None, "pass"):
+        return ""
+    failing = [cell for cell in row.cells if cell.status not in (None, "pass")]
+    return "yellow" if all(cell.below_gate for cell in failing) else _STYLE[row.status]
 
 
 def render_terminal(

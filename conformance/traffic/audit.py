@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -517,7 +518,7 @@ def _audit_log(path: Path, context_limit: int | None) -> Iterator[AuditRow]:
         stream: Any = gzip.GzipFile(fileobj=raw) if raw.peek(2)[:2] == _GZIP_MAGIC else raw
         try:
             yield from audit_log_lines(log_lines(stream, limit), name, limit, context_limit)
-        except (OSError, EOFError) as exc:  # a truncated or corrupt .gz
+        except (OSError, EOFError, zlib.error) as exc:  # a truncated or corrupt .gz
             yield unreadable_row(name, f"corrupt gzip file: {exc}", log=True)
 
 

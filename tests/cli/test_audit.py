@@ -610,3 +610,49 @@ def test_standard_input_is_read_once() -> None:
     code, _, err = invoke(["audit", "-", "-"])
     assert code == 2
     assert "standard input can be read once" in err
+
+
+def test_a_block_of_standard_input_is_sent_whole_to_a_worker() -> None:
+    """A worker reads a file's block itself (sent where it is); it cannot read standard input
+    again, so a block of it is sent as it is."""
+    block = audit_command._LogBlock(audit_command.STDIN_NAME, 0, 0, b'{"url": "u"}\n')
+    assert audit_command._sent(block) is block
+    on_disk = audit_command._LogBlock("log.jsonl", 0, 0, b'{"url": "u"}\n')
+    assert isinstance(audit_command._sent(on_disk), audit_command._Span)
+
+
+@pytest.mark.timeout(60)  # a row held until standard input ends would wait here for ever
+def test_standard_input_streams_its_rows_as_its_lines_arrive() -> None:
+    """A log still being written (``tail -f``) gets its rows as its lines come, not per MiB."""
+    code = "import sys; from conformance.cli import main; main(sys.argv[1:])"
+    audit = subprocess.Popen(
+        [sys.executable, "-c", code, "audit", "-", "--format", "jsonl", "--all"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert audit.stdin is not None
+    assert audit.stdout is not None
+    try:
+        audit.stdin.write((_line(GOOD) + "\n").encode())
+        audit.stdin.flush()
+        first = audit.stdout.readline()  # before standard input ends
+        assert json.loads(first)["location"] == "<stdin>:1"
+    finally:
+        audit.stdin.close()
+        audit.stdout.close()
+        audit.wait(timeout=60)
+
+
+def test_a_corrupt_gz_log_is_an_unreadable_row_and_the_folder_is_still_audited(
+    tmp_path: Path,
+) -> None:
+    packed = bytearray(gzip.compress(("\n".join(_line(GOOD) for _ in range(200)) + "\n").encode()))
+    for i in range(20, 60):  # the deflate data made invalid (zlib.error, not an OSError)
+        packed[i] ^= 0xFF
+    (tmp_path / "corrupt.jsonl.gz").write_bytes(bytes(packed))
+    (tmp_path / "good.jsonl").write_text(_line(ORPHAN) + "\n", "utf-8")
+    code, out, _ = invoke(["audit", str(tmp_path), "--format", "jsonl"])
+    rows = _rows(out)
+    assert code == 5  # a rejection (the good log) and an unreadable file
+    assert any(r["verdict"] == "unreadable" and "corrupt gzip" in str(r["message"]) for r in rows)
+    assert any(r["verdict"] == "reject" for r in rows)

@@ -550,7 +550,7 @@ def test_the_problems_left_out_say_where_they_are(record: RunRecord, reports: bo
         assert "more (see the reports)" in text
     else:
         assert "see the reports" not in text
-        assert "more (--no-reports wrote none: --format md or jsonl prints them all)" in text
+        assert "more (--no-reports wrote none: --format jsonl prints them all)" in text
 
 
 def test_a_cell_fails_at_the_gate_or_below_it() -> None:
