@@ -58,9 +58,9 @@ from conformance.providers.catalog import known_profiles
 from conformance.providers.emulator import pick_profile, read_request, request_judgement
 from conformance.providers.emulator_responses import error_envelope
 from conformance.providers.proxy_cassettes import (
-    DECODED_OVER_LIMIT,
     ExchangeRecord,
     ObserveRecorder,
+    Undecodable,
     decoded_body,
 )
 from conformance.providers.repeated_keys import Reading
@@ -132,8 +132,9 @@ class Judged:
     reading: Reading | None = None
     """For a body that gives a key twice, the reading refused (:mod:`.repeated_keys`)."""
     detail: str | None = None
-    """Why, in words, when the reason is the client's (``unknown-profile``: the header's error;
-    ``content-encoding``: why the body could not be decoded, as ``decoded_body`` says it)."""
+    """Why, in words, when the reason is the client's (``unknown-profile``: the header's error)."""
+    undecodable: Undecodable | None = None
+    """``content-encoding``: why the body could not be decoded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,8 +247,8 @@ def judge(
     if encoding.strip().lower() not in ("", "identity"):
         # The provider reads the body decoded (gzip, deflate): so is it judged, within the limit
         decoded = decoded_body(raw, encoding, max_input_bytes())
-        if isinstance(decoded, str):  # a coding we do not read, corrupt, or over the limit
-            return Judged(None, endpoint, unjudged="content-encoding", detail=decoded)
+        if isinstance(decoded, Undecodable):  # a coding we do not read, corrupt, over the limit
+            return Judged(None, endpoint, unjudged="content-encoding", undecodable=decoded)
         raw = decoded
     incoming = read_request(endpoint, raw, headers)
     if incoming.unreadable is not None:
@@ -300,7 +301,8 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
             f"{judged.detail}; enforce mode forwards no request it has not judged (name a known "
             "profile, or send no header to judge by the request's model)",
         )
-    if judged.unjudged == "content-encoding" and judged.detail == DECODED_OVER_LIMIT:
+    undecodable = judged.undecodable
+    if undecodable is not None and undecodable.kind == "over_limit":
         # as a body sent over the limit plainly is: compressing it must not carry it past us
         return _proxy_error(
             shape,
@@ -309,15 +311,14 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
             "the request body, once its content-encoding is decoded, is over the proxy's input "
             f"limit of {max_input_bytes()} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)",
         )
-    if judged.unjudged == "content-encoding":
-        why = (judged.detail or "").removeprefix("<body not stored: ").removesuffix(">")
-        unsupported = why.startswith("content-encoding")
+    if undecodable is not None:
+        unsupported = undecodable.kind == "unsupported"
         return _proxy_error(
             shape,
             415 if unsupported else 400,
             "unsupported_content_encoding" if unsupported else "corrupt_content_encoding",
-            f"the request body cannot be read to be judged ({why or 'not decoded'}); enforce "
-            "mode forwards no request it has not judged: send it uncompressed, gzip or deflate "
+            f"the request body cannot be read to be judged ({undecodable.reason}); enforce mode "
+            "forwards no request it has not judged: send it uncompressed, gzip or deflate "
             "(--mode observe forwards it unjudged)",
         )
     if judged.unjudged == "unreadable-json":

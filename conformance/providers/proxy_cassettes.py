@@ -34,7 +34,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -48,12 +48,12 @@ from conformance.traffic.skeleton import request_skeleton, skeleton_digest
 from reference_impl.documents import dump_yaml
 
 __all__ = [
-    "DECODED_OVER_LIMIT",
     "RECORDED_BY",
     "VERDICT_KEY",
     "ExchangeRecord",
     "ObserveRecorder",
     "ResponseTee",
+    "Undecodable",
     "decoded_body",
 ]
 
@@ -61,8 +61,6 @@ log = logging.getLogger(__name__)
 
 VERDICT_KEY: Final = "ctxconf_verdict"
 RECORDED_BY: Final = "ctxconf proxy --mode observe"
-DECODED_OVER_LIMIT: Final = "<body not stored: over the input limit when decoded>"
-"""What :func:`decoded_body` gives for a body over the input limit once decoded."""
 _SCENARIO: Final = "proxy-observed"
 
 
@@ -118,21 +116,36 @@ class Observed:
     limit: int | None
 
 
-def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | str:
-    """The body without its content coding, or why it is not stored."""
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """Why a body with a content coding was not decoded: ``kind`` (``unsupported``: a coding
+    not read; ``corrupt``: data that does not decode; ``over_limit``: past the input limit once
+    decoded) and ``reason``, in words."""
+
+    kind: Literal["unsupported", "corrupt", "over_limit"]
+    reason: str
+
+    @property
+    def stored(self) -> str:
+        """What a cassette holds instead of the body."""
+        return f"<body not stored: {self.reason}>"
+
+
+def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | Undecodable:
+    """The body without its content coding, or why it could not be decoded."""
     codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
     data = raw
     for coding in reversed(codings):
         if coding == "identity":
             continue
         if coding not in ("gzip", "x-gzip", "deflate"):
-            return f"<body not stored: content-encoding {coding}>"
+            return Undecodable("unsupported", f"content-encoding {coding}")
         try:
             decoded = _inflated(data, limit)
         except zlib.error as exc:
-            return f"<body not stored: {coding} data is corrupt ({exc})>"
+            return Undecodable("corrupt", f"{coding} data is corrupt ({exc})")
         if decoded is None:
-            return DECODED_OVER_LIMIT
+            return Undecodable("over_limit", "over the input limit when decoded")
         data = decoded
     return data
 
@@ -223,9 +236,10 @@ class ObserveRecorder:
         headers = [(k, v) for k, v in response.headers.multi_items()]
         body: bytes | str = "<body not stored: over the input limit>"
         if not observed.over_limit:
-            body = decoded_body(
+            decoded = decoded_body(
                 observed.raw, response.headers.get("content-encoding", ""), observed.limit
             )
+            body = decoded.stored if isinstance(decoded, Undecodable) else decoded
         kept = [(k, v) for k, v in headers if k not in ("content-encoding", "content-length")]
         if isinstance(body, bytes):
             kept.append(("content-length", str(len(body))))
