@@ -109,6 +109,12 @@ class Row:
             return None
         return "error" if "error" in statuses else "fail" if "fail" in statuses else "pass"
 
+    @property
+    def below_gate(self) -> bool:
+        """Whether the row's failing cells all fail only below the gate (:attr:`Cell.below_gate`)."""
+        failing = [cell for cell in self.cells if cell.status not in (None, "pass")]
+        return bool(failing) and all(cell.below_gate for cell in failing)
+
 
 def matrix_rows(
     cases: Sequence[CaseResult], shapes: Sequence[str], gate: tuple[Level, ...] = GATE_LEVELS

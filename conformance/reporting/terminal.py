@@ -10,6 +10,7 @@ from rich.text import Text
 
 from conformance.reporting.matrix import (
     MATRIX_LEGEND,
+    Cell,
     Row,
     failing_cases,
     gate_of,
@@ -51,11 +52,8 @@ def terminal_renderable(
     for row in matrix_rows(record.cases, shapes, gate_of(record.header)):
         matrix.add_row(
             row.level,
-            Text(row.scenario, style=_row_style(row)),
-            *(
-                Text(cell.text, style="yellow" if cell.below_gate else _STYLE[cell.status])
-                for cell in row.cells
-            ),
+            Text(row.scenario, style="" if row.status == "pass" else _style(row)),
+            *(Text(cell.text, style=_style(cell)) for cell in row.cells),
         )
     totals = Table(title="totals by check level", title_justify="left")
     for column in ("level", "pass", "fail", "error", "result"):
@@ -115,13 +113,10 @@ def terminal_renderable(
     return Group(*parts)
 
 
-def _row_style(row: Row) -> str:
-    """A scenario's name in its worst cell's colour: none when it passes, yellow when its cells
-    fail only below the gate."""
-    if row.status in (None, "pass"):
-        return ""
-    failing = [cell for cell in row.cells if cell.status not in (None, "pass")]
-    return "yellow" if all(cell.below_gate for cell in failing) else _STYLE[row.status]
+def _style(place: Cell | Row) -> str:
+    """A cell's or a scenario's colour: its worst status's, yellow when it fails only below the
+    gate."""
+    return "yellow" if place.below_gate else _STYLE[place.status]
 
 
 def render_terminal(
