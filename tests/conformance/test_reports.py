@@ -463,6 +463,17 @@ def test_one_case_over_one_shape_is_counted_in_the_singular(record: RunRecord) -
     assert "1 cases" not in text
 
 
+def _junit_of(case: CaseResult, *, strict: bool) -> tuple[ET.Element, ET.Element]:
+    """junit.xml of a one-case run (exit status 0): its test suite and its test case."""
+    header = {"type": "header", "plugin": "p", "shapes": ["openai-chat"], "strict": strict}
+    record = RunRecord(header, (case,), {"type": "footer", "exit_status": 0})
+    suite = ET.fromstring(render_junit(record)).find("testsuite")
+    assert suite is not None
+    element = suite.find("testcase")
+    assert element is not None
+    return suite, element
+
+
 def _junit_case(level: str) -> CaseResult:
     failing = CheckResult(
         "within_budget" if level == "must" else "order_preserved", level, "fail", "t", "m"
@@ -479,12 +490,7 @@ def _junit_case(level: str) -> CaseResult:
 def test_junit_fails_a_case_only_at_the_run_s_gate(level: str, strict: bool, tag: str) -> None:
     # A case that failed only checks below the gate is skipped (as pytest writes an xfail), so a
     # test-report step agrees with the exit status; with --strict a should failure fails.
-    header = {"type": "header", "plugin": "p", "shapes": ["openai-chat"], "strict": strict}
-    record = RunRecord(header, (_junit_case(level),), {"type": "footer", "exit_status": 0})
-    suite = ET.fromstring(render_junit(record)).find("testsuite")
-    assert suite is not None
-    case = suite.find("testcase")
-    assert case is not None
+    suite, case = _junit_of(_junit_case(level), strict=strict)
     assert [child.tag for child in case if child.tag != "properties"] == [tag]
     assert suite.get("failures") == ("1" if tag == "failure" else "0")
     assert suite.get("skipped") == ("1" if tag == "skipped" else "0")
@@ -515,12 +521,7 @@ def test_junit_a_should_check_that_raised_is_below_the_must_gate() -> None:
         _case(0, "single-tool", "openai-chat", 4000), status="error", checks=(passing, raised)
     )
     for strict, tag in ((False, "skipped"), (True, "error")):
-        header = {"type": "header", "plugin": "p", "shapes": ["openai-chat"], "strict": strict}
-        record = RunRecord(header, (case,), {"type": "footer", "exit_status": 0})
-        suite = ET.fromstring(render_junit(record)).find("testsuite")
-        assert suite is not None
-        element = suite.find("testcase")
-        assert element is not None
+        suite, element = _junit_of(case, strict=strict)
         assert [child.tag for child in element if child.tag != "properties"] == [tag]
         assert suite.get("errors") == ("1" if tag == "error" else "0")
         assert suite.get("skipped") == ("1" if tag == "skipped" else "0")
