@@ -11,15 +11,20 @@ violation with the message index, the ids involved, and the provider rule ids it
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias, get_args
+from itertools import repeat
+from typing import Final, Literal, TypeAlias, cast, get_args
 
 from reference_impl.shapes import reasoning_opens_message
 from reference_impl.transcript import (
+    FilePart,
+    ImagePart,
     Message,
     ReasoningPart,
     Role,
+    SummaryPart,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -471,6 +476,35 @@ class Pairing:
     results: Mapping[str, Sequence[int]]
 
 
+_PLAIN: Final = frozenset(
+    {TextPart, SummaryPart, ToolCallPart, ToolResultPart, ImagePart, FilePart}
+)
+"""The exact part types that hold no reasoning: a message of only these takes no part in a
+reasoning violation (``pairing`` skips the check; a subclass of a part is checked)."""
+_CALL_ID: Final = operator.attrgetter("id")
+_RESULT_CALL_ID: Final = operator.attrgetter("call_id")
+
+
+def _answered_right_after(index: _Index, head: int, calls: Sequence[ToolCallPart]) -> bool:
+    """Whether each call is answered once, in the message right after it (the common case, in
+    which ``_ring_violations`` finds nothing), at C speed."""
+    found = map(index.results.get, map(_CALL_ID, calls))
+    return all(map(operator.eq, found, repeat([head + 1])))
+
+
+def _answers_earlier_calls(message: Message, index: _Index, at: int) -> bool:
+    """Whether a tool message holds only tool results (of the exact type), each answering a call
+    made once, before it (the common case, in which ``_tool_message_violations`` finds
+    nothing), at C speed."""
+    parts = message.parts
+    if not parts or set(map(type, parts)) != {ToolResultPart}:
+        return False
+    made = list(map(index.calls.get, map(_RESULT_CALL_ID, parts)))
+    if None in made:
+        return False
+    return max(map(min, cast("list[Sequence[int]]", made))) < at
+
+
 def pairing(messages: Sequence[Message], others: Sequence[int]) -> Pairing:
     """``validate`` of ``messages`` whose indices that are not of one text part are ``others``
     (ascending; ``kind_positions``): a message of one text part (and no empty tool_calls) can
@@ -491,11 +525,13 @@ def pairing(messages: Sequence[Message], others: Sequence[int]) -> Pairing:
                 )
             )
         if message.role == "assistant":
-            calls = message.tool_calls
-            if calls:
+            types = set(map(type, message.parts))
+            calls = message.tool_calls if ToolCallPart in types or not types <= _PLAIN else ()
+            if calls and not _answered_right_after(index, at, calls):
                 found.extend(_ring_violations(messages, index, at, calls))
-            found.extend(_reasoning_violations(message, at))
-        elif message.role == "tool":
+            if not types <= _PLAIN:  # reasoning, or a part of a type of its own: checked
+                found.extend(_reasoning_violations(message, at))
+        elif message.role == "tool" and not _answers_earlier_calls(message, index, at):
             found.extend(_tool_message_violations(message, index, at))
     found.sort(key=lambda v: (v.message_index, _KIND_ORDER[v.kind]))
     return Pairing(tuple(found), index.calls, index.results)

@@ -208,3 +208,45 @@ def test_the_middle_that_fits_within_a_run_stops_the_degrading_there(degrades):
     assert decided(lambda: got) == decided(lambda: want)
     assert len(got.report.degraded_attachment_ids) == degrades  # of 11 in the middle
     assert got.report.dropped_turn_ids == ()  # the whole middle fits
+
+
+class _OwnImage(ImagePart):
+    """An image part of a type of its own (a subclass): the index's table of part types does
+    not hold it, and decides it once by ``isinstance``."""
+
+
+class _OwnFile(FilePart):
+    pass
+
+
+@pytest.mark.parametrize("where", ["ring", "turn", "beside_results"])
+def test_attachments_of_a_type_of_their_own_are_degraded_as_the_pipeline_does(where):
+    attached = (
+        _OwnImage("url", "https://example.com/own.png", width=400, height=400),
+        _OwnFile("url", "https://example.com/own.pdf", "application/pdf"),
+    )
+    items = [system(), user("GOAL: audit")]
+    for i in range(6):
+        call = ToolCallPart(f"c{i}", "fetch", '{"q": 1}')
+        content = (TextPart(words(20)), *(attached if where == "ring" else ()))
+        tool_parts = (ToolResultPart(f"c{i}", content),)
+        if where == "beside_results":
+            tool_parts = (*tool_parts, attached[0])
+        items += [Message("assistant", (call,)), Message("tool", tool_parts)]
+        if where == "turn":
+            items.append(Message("user", (TextPart(f"look {i}"), *attached)))
+        items += [assistant(f"note {i}"), user(f"ok {i}")]
+    full = session(*items, user("what now?"))
+    config = AssemblyConfig(summarize_trigger_ratio=1.0, recent_tool_rings=1)
+    total = AttachmentCounter(400).count(full).total
+    metrics = AssemblyMetrics(CollectorRegistry())
+    assembler = SessionAssembler(config, counter=AttachmentCounter(400), metrics=metrics)
+    got = whole(lambda: assembler.assemble(full, budget=total // 2))
+    want = whole(
+        lambda: assemble_pipeline(
+            full, config, counter=AttachmentCounter(400), budget=total // 2, metrics=metrics
+        )
+    )
+    assert got == want
+    assert json.loads(got[1])["degraded_attachment_ids"]  # the case degrades something
+    assert assembler.last_path == "incremental"  # the index decided, not the full pipeline

@@ -492,6 +492,75 @@ def test_every_broken_transcript_reports_its_kind(kind: ViolationKind) -> None:
     check()
 
 
+# -------------------------------------------------------------- the common-case shortcuts
+
+
+def _every_check_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pairing`` without its shortcuts: each message goes through its full checks."""
+    import reference_impl.rings as rings_module
+
+    monkeypatch.setattr(rings_module, "_answered_right_after", lambda *_: False)
+    monkeypatch.setattr(rings_module, "_answers_earlier_calls", lambda *_: False)
+    monkeypatch.setattr(rings_module, "_PLAIN", frozenset())
+
+
+@pytest.mark.parametrize("kind", [None, *VIOLATION_KINDS])
+def test_the_shortcuts_give_the_verdict_of_the_full_checks(kind: ViolationKind | None) -> None:
+    # The shortcuts only skip a check that would find nothing: with and without them, every
+    # session (valid, or broken in each named way) gets the same violations, in order.
+    @settings(max_examples=examples(60), deadline=None, database=None)
+    @given(transcripts() if kind is None else broken_transcripts(kind))
+    def check(drawn: Transcript | tuple[Transcript, ViolationKind]) -> None:
+        transcript = drawn if isinstance(drawn, Transcript) else drawn[0]
+        quick = validate(transcript)
+        with pytest.MonkeyPatch.context() as patch:
+            _every_check_run(patch)
+            assert validate(transcript) == quick
+
+    check()
+
+
+class _OwnReasoning(ReasoningPart):
+    """A part of a type of its own (a subclass): the shortcuts do not know it."""
+
+
+class _OwnResult(ToolResultPart):
+    pass
+
+
+class _OwnCall(ToolCallPart):
+    pass
+
+
+def test_a_subclass_of_a_reasoning_part_is_still_checked_R4() -> None:
+    rs = ReasoningPart("openai-responses", canonical_json({"type": "reasoning", "id": "rs_9"}))
+    own = _OwnReasoning(rs.origin, rs.data)
+    head = Message("assistant", (call("a"), own))
+    assert kinds(session(user(), head, results("a"))) == [("reasoning_detached", 1, ("rs_9",))]
+
+
+def test_a_subclass_of_a_tool_result_is_still_checked_C2() -> None:
+    orphan = Message("tool", (_OwnResult("ghost", (TextPart("x"),)),))
+    assert kinds(session(user(), calls("a"), results("a"), orphan)) == [
+        ("orphan_result", 3, ("ghost",))
+    ]
+    early = Message("tool", (_OwnResult("b", (TextPart("x"),)),))
+    t = session(user(), early, calls("b"), results("b"))
+    assert ("result_before_call", 1, ("b",)) in kinds(t)
+
+
+def test_a_subclass_of_a_tool_call_is_still_a_call_C1() -> None:
+    head = Message("assistant", (_OwnCall("a", "get_status", "{}"),))
+    assert kinds(session(user(), head, say())) == [("unanswered_call", 1, ("a",))]
+
+
+def test_a_result_answering_a_call_made_twice_is_checked_in_full_C3() -> None:
+    # the call made again after the result: the shortcut declines (a call of the id is not
+    # before the message), the full check decides (a duplicate, not a result before its call)
+    t = session(user(), calls("a"), results("a"), calls("a"), results("a"))
+    assert [k for k, _, _ in kinds(t)] == ["duplicate_id", "duplicate_id"]
+
+
 # ------------------------------------------------------------------- recorded calibration
 
 needs_recordings = pytest.mark.skipif(
