@@ -18,8 +18,8 @@ import itertools
 import logging
 import operator
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, overload
 
 from reference_impl import shapes
@@ -135,8 +135,46 @@ class AssemblyReport:
     summary_failed: bool = False
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
-    session_digest: str = ""
-    """sha256 over the session's message ids in order: identifies the input without content."""
+    session_digest_of: str | Callable[[], str] = field(default="", repr=False)
+    """The session digest (``session_digest``), or what gives it when it is first read: the
+    ids of a long session are hashed for a reader (a log line that is emitted, ``to_dict``),
+    not for every assembly."""
+
+    @property
+    def session_digest(self) -> str:
+        """sha256 over the session's message ids in order: identifies the input without content
+        (``session_digest_of``)."""
+        found = self.session_digest_of
+        if not isinstance(found, str):
+            found = found()
+            object.__setattr__(self, "session_digest_of", found)
+        return found
+
+    def _values(self) -> tuple[object, ...]:
+        """The fields' values, the digest read (what equality and pickling compare and keep)."""
+        digest = self.session_digest
+        return tuple(
+            digest if f.name == "session_digest_of" else getattr(self, f.name) for f in fields(self)
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return self._values()
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        for f, value in zip(fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"AssemblyReport({shown}, session_digest={self.session_digest!r})"
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON data (the log line and the CLI output)."""
@@ -294,8 +332,24 @@ class Assembly:
 # ------------------------------------------------------------------------------ the pipeline
 
 
-def _session_digest(session: Transcript) -> str:
-    return session_digest_of(m.id for m in session.messages)
+class _SessionDigest:
+    """``session_digest_of`` the session's ids, computed when first asked for (a report's
+    ``session_digest``; a log line, whose ``%s`` reads it only when the line is emitted)."""
+
+    __slots__ = ("_found", "_session")
+
+    def __init__(self, session: Transcript) -> None:
+        self._session: Transcript | None = session
+        self._found = ""
+
+    def __call__(self) -> str:
+        if self._session is not None:
+            self._found = session_digest_of(m.id for m in self._session.messages)
+            self._session = None
+        return self._found
+
+    def __str__(self) -> str:
+        return self()
 
 
 def session_digest_of(ids: Iterable[str]) -> str:
@@ -409,7 +463,7 @@ def assemble_pipeline(
     metrics = metrics if metrics is not None else default_metrics()
     plan = plan_budget(config, budget)
     started = time.perf_counter()
-    digest = _session_digest(session)
+    digest = _SessionDigest(session)
 
     def finish(state: AssemblyState | None, code: str | None) -> AssemblyReport:
         """The report of this assembly (``code`` when it was refused), observed in the metrics."""
@@ -443,8 +497,8 @@ def assemble_pipeline(
         report = finish(holder[0] if holder else None, exc.code)
         exc.details["report"] = report.to_dict()
         log.info(
-            "assembly rejected: session=%s code=%s steps=%s",
-            digest[:16],
+            "assembly rejected: session=%.16s code=%s steps=%s",
+            digest,
             exc.code,
             ",".join(report.steps),
         )
@@ -452,8 +506,8 @@ def assemble_pipeline(
     report = finish(state, None)
     base = state.view()
     log.info(
-        "assembled: session=%s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
-        digest[:16],
+        "assembled: session=%.16s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
+        digest,
         len(session),
         len(base),
         report.total_after,
@@ -535,7 +589,7 @@ def _report(
     shape: str,
     counter: TokenCounter,
     seconds: float,
-    digest: str,
+    digest: Callable[[], str],
     code: str | None,
 ) -> AssemblyReport:
     if state is None:
@@ -570,7 +624,7 @@ def _report(
         summary_failed=bool(state and state.summary_failed),
         notes=tuple(state.notes) if state else (),
         seconds=seconds,
-        session_digest=digest,
+        session_digest_of=digest,
     )
 
 

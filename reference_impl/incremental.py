@@ -47,6 +47,7 @@ import functools
 import hashlib
 import logging
 import operator
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ from reference_impl.assembler import (
     assemble_pipeline,
     check_arguments,
     check_collaborators,
+    session_digest_of,
 )
 from reference_impl.budget import BucketTokens, BudgetPlan, BudgetSnapshot, plan_budget
 from reference_impl.config import AssemblyConfig
@@ -331,6 +333,11 @@ class _Index:
     (every turn degrades the same old attachments) knows their cost, so its fill meets them
     as counted units."""
     digest: Any = field(default_factory=hashlib.sha256)
+    """sha256 over the first ``digested`` message ids (``session_digest``), hashed when a report's
+    digest is read, from where the last read left off."""
+    digested: int = 0
+    digest_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while the running hash is taken on (a report may be read in another thread)."""
     frozen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """``turn_ids``, ``ring_ids`` ... as tuples, remade only when a slice reaches past their end:
     a report's dropped ids are one tuple slice (amortized O(1) a turn to keep, not O(dropped))."""
@@ -338,6 +345,19 @@ class _Index:
     """Per tier (its positions a list of the index, which only grows), the last fill's block:
     ``(lo, hi, tokens)``, the positions ``lo..hi`` of the tier all counted, ``tokens`` their
     costs summed, skipped ones included (``_take_resumed``)."""
+
+    def session_digest(self, count: int) -> str:
+        """``assembler.session_digest_of`` the first ``count`` message ids: the running hash
+        taken on from where it stopped; hashed afresh for a report read after a later turn
+        hashed past it."""
+        with self.digest_lock:
+            if count < self.digested:
+                return session_digest_of(self.message_ids[:count])
+            if count > self.digested:
+                joined = "\n".join(self.message_ids[self.digested : count])
+                self.digest.update((joined + "\n").encode("utf-8"))
+                self.digested = count
+            return self.digest.hexdigest()  # type: ignore[no-any-return]  # hashlib's str
 
     def frozen_ids(self, name: str, ids: list[str], stop: int) -> tuple[str, ...]:
         """``ids`` (one of the lists of ids above, ``name``) as a tuple at least ``stop`` long."""
@@ -547,9 +567,8 @@ class _Index:
         self.messages = messages
         self.codes += new_codes
         self.message_ids += ids
-        if ids:  # the same digest as assembler.session_digest_of
+        if ids:
             joined = "\n".join(ids)
-            self.digest.update((joined + "\n").encode("utf-8"))
             if joined.startswith(INJECTION_ID_PREFIX) or _NEXT_INJECTION in joined:
                 self.injection_ids = True
         prev = lo
@@ -662,6 +681,18 @@ class _Index:
                 start = self.starts[prev]
                 self.turn_ids.extend(self.message_ids[start : start + cut - prev])
             prev = max(prev, cut + 1)
+
+
+class _Digest:
+    """A report's session digest for a log line: read (and computed) only if it is emitted."""
+
+    __slots__ = ("report",)
+
+    def __init__(self, report: AssemblyReport) -> None:
+        self.report = report
+
+    def __str__(self) -> str:
+        return self.report.session_digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -1495,13 +1526,13 @@ class SessionAssembler:
             degraded_attachment_ids=index.ids_of(t.degraded_order),
             merged_ids=tuple(t.merged),
             seconds=time.perf_counter() - started,
-            session_digest=index.digest.hexdigest(),
+            session_digest_of=functools.partial(index.session_digest, len(index.messages)),
         )
         _observe(self.metrics, report, self.shape, config.middle_delete_unit, None)
         log.info(
-            "assembled%s: session=%s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
+            "assembled%s: session=%.16s messages=%d->%d tokens=%s/%d steps=%s dropped_rings=%d",
             "" if self._indexed_now else " (incremental)",
-            report.session_digest[:16],
+            _Digest(report),
             len(index.messages),
             len(t.base.messages),
             report.total_after,

@@ -603,3 +603,58 @@ def test_with_headroom_a_call_answered_by_a_synthesized_result_every_turn_keeps_
             assert got.view.messages[: len(previous.view)] == previous.view.messages
         previous = got
     assert cuts <= 4
+
+
+# ------------------------------------------------------------------ the session digest
+
+
+def test_each_report_names_its_own_session_read_in_any_order():
+    # The digest is hashed when read: a report read after later turns (or never) still names
+    # the session it was made from, as assemble_pipeline's does.
+    from reference_impl.assembler import session_digest_of
+
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    sessions_ = [agent_session(3)]
+    for i in range(3):  # each turn the one before plus a ring: one index, a running hash
+        sessions_.append(sessions_[-1].with_messages((*sessions_[-1], *ring(f"n{i}", words(9)))))
+    reports = []
+    for s in sessions_:
+        reports.append(assembler.assemble(s, budget=10_000).report)
+        assert assembler.last_path == "incremental"
+    for k in (2, 0, 3, 1):  # out of order: the running hash is ahead of some of them
+        assert reports[k].session_digest == session_digest_of(m.id for m in sessions_[k])
+        piped = assemble_pipeline(sessions_[k], config, counter=WordCounter(), budget=10_000)
+        assert reports[k].session_digest == piped.report.session_digest
+
+
+def test_an_unread_digest_is_not_hashed(caplog: pytest.LogCaptureFixture):
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    assembler = SessionAssembler(config, counter=WordCounter())
+    caplog.set_level("WARNING", logger="reference_impl")
+    s = agent_session(4)
+    a = assembler.assemble(s, budget=10_000)
+    assert not isinstance(a.report.session_digest_of, str)  # not read yet
+    caplog.set_level("INFO", logger="reference_impl")
+    b = assembler.assemble(agent_session(5), budget=10_000)
+    (line,) = [r.getMessage() for r in caplog.records if "assembled" in r.getMessage()]
+    assert f"session={b.report.session_digest[:16]} " in line  # the log line read it
+    assert isinstance(b.report.session_digest_of, str)  # and the report kept it
+
+
+def test_a_report_with_its_digest_unread_compares_pickles_and_prints_as_one_read():
+    import pickle
+
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    s = agent_session(4)
+    lazy = SessionAssembler(config, counter=WordCounter()).assemble(s, budget=10_000).report
+    read = SessionAssembler(config, counter=WordCounter()).assemble(s, budget=10_000).report
+    read = replace(read, seconds=lazy.seconds)
+    digest = read.session_digest
+    assert not isinstance(lazy.session_digest_of, str)
+    assert lazy == read and hash(lazy) == hash(read)
+    assert lazy != replace(read, session_digest_of="0" * 64)
+    restored = pickle.loads(pickle.dumps(lazy))
+    assert restored == read and restored.session_digest == digest
+    assert f"session_digest={digest!r}" in repr(lazy)
+    assert lazy.to_dict()["session_digest"] == digest
