@@ -175,7 +175,9 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         raise ReportFileError(exc.strerror or str(exc), where=str(path)) from None
     except UnicodeDecodeError as exc:
         raise ReportFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # the writer ends each line with "\n", and nothing else ends one: a string written with
+    # ensure_ascii=False may hold U+2028, U+0085 or U+001C, where str.splitlines() ends lines too
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:

@@ -7,6 +7,7 @@ refused before the run starts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,22 @@ def test_truncated_run_file_is_not_rendered_as_a_clean_run(saved_run: Path, tmp_
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join(lines[:3]) + "\n", "utf-8")
     _assert_named(["report", str(cut), "--format", "md"], str(cut), "no footer", "2 of")
+
+
+def test_a_line_holding_a_unicode_line_separator_is_one_line(
+    saved_run: Path, tmp_path: Path
+) -> None:
+    # written with ensure_ascii=False, a title or body may hold U+2028, U+0085 or U+001C raw:
+    # str.splitlines() ends a line at each, the writer ends lines at "\n" only
+    lines = saved_run.read_text("utf-8").splitlines()
+    case = json.loads(lines[1])
+    case["title"] = "one\u2028two\x85three\x1cfour"
+    lines[1] = json.dumps(case, ensure_ascii=False)
+    separated = tmp_path / "separated.jsonl"
+    separated.write_text("\n".join(lines) + "\n", "utf-8")
+    code, out, err = invoke(["report", str(separated), "--format", "junit"])
+    assert code == 0, err
+    assert out.count("<testcase ") == 5
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "junit"])
