@@ -180,9 +180,13 @@ def _bodies(problems: Sequence[CaseResult], cases: Sequence[CaseResult]) -> str:
 
 
 def _not_judged(record: RunRecord) -> str:
-    """The cases a plain function was not run on, as the terminal and report.md say them."""
+    """The cases a plain function was not run on, as the terminal and report.md say them; and
+    what a run cut short is missing (``ctxconf report --partial``)."""
     left_out = not_judged_text(record.footer)
-    return f'\n<p class="note">{escape(left_out)}</p>' if left_out else ""
+    note = f'\n<p class="note">{escape(left_out)}</p>' if left_out else ""
+    if record.cut_short:
+        note += f'\n<p class="fail"><b>Run cut short: {escape(record.cut_short)}.</b></p>'
+    return note
 
 
 def _cell(shape: str, cell: Cell) -> str:
@@ -246,7 +250,7 @@ def render_html(record: RunRecord) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>ctxconf conformance: {plugin}</title>
 <style>{_CSS}</style></head><body>
 <h1>ctxconf conformance: <code>{plugin}</code></h1>
-<p>{plural(len(record.cases), "case")} over {plural(len(shapes), "shape")}; exit status {record.exit_status}{escape(gate_text(record.footer))}.
+<p>{plural(len(record.cases), "case")} over {plural(len(shapes), "shape")}; {record.exit_status_text}{escape(gate_text(record.footer))}.
 Started {escape(str(record.header.get("started", "?")))}, ctxconf {escape(str(record.header.get("ctxconf_version", "?")))}, plug-in protocol {escape(str(record.header.get("protocol_version", "?")))}.</p>
 <table><tr><th>level</th><th>pass</th><th>fail</th><th>error</th><th>result</th></tr>{total_rows}</table>
 <p>{escape(provenance_summary(record.cases).capitalize())}.</p>{_not_judged(record)}
