@@ -453,7 +453,15 @@ def test_a_key_given_twice_is_refused_when_its_last_copy_is_invalid() -> None:
             "opneai-default",
             "no profile 'opneai-default' for shape openai-chat",
         ),
-        ("x-ctxconf-profile", "anthropic-current", "no profile 'anthropic-current' for shape"),
+        (
+            "x-ctxconf-profile",
+            "anthropic-current",
+            (
+                "no profile 'anthropic-current' for shape openai-chat: 'anthropic-current' is a "
+                "profile of shape anthropic-messages, for anthropic-messages requests only (to use "
+                "it, change the shape, not the name)"
+            ),
+        ),
         ("x-ctxconf-dialect", "mistrall", "no dialect 'mistrall' for shape openai-chat"),
     ],
 )
