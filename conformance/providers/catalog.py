@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
@@ -34,7 +34,7 @@ from conformance.providers.verdict import Evidence
 from reference_impl.documents import load_yaml_safe
 from reference_impl.errors import CtxconfError, ShapeError
 from reference_impl.shapes.dialects import get_dialect
-from reference_impl.wording import did_you_mean
+from reference_impl.wording import did_you_mean, with_article
 
 __all__ = [
     "SCHEMA_CHECKED",
@@ -366,9 +366,11 @@ def _resolve_profile(
         found = catalog.profiles.get(profile)
         if found is None or found.shape != shape:
             ids = [p.id for p in list_profiles(shape)]
+            # a profile of another shape: the shape is what to change, not the name
+            hint = _of_other_shapes(profile, "profile", [found.shape]) if found else ""
             raise UnknownProfileError(
-                f"no profile {profile!r} for shape {shape}{did_you_mean(profile, ids)}; "
-                f"known: {', '.join(ids)}",
+                f"no profile {profile!r} for shape {shape}"
+                f"{hint or did_you_mean(profile, ids)}; known: {', '.join(ids)}",
                 where="profile",
             )
         if dialect is not None and found.dialect != dialect:
@@ -382,11 +384,32 @@ def _resolve_profile(
         if candidate.shape == shape and candidate.dialect == dialect and candidate.default:
             return candidate
     dialects = list_dialects(shape)
-    hint = did_you_mean(dialect, dialects) if dialect else ""
+    hint = ""
+    if dialect:
+        others = [
+            s for s in SHAPES if s != shape and catalog_dialect(s, dialect) in list_dialects(s)
+        ]
+        hint = _of_other_shapes(dialect, "dialect", others) or did_you_mean(dialect, dialects)
     raise UnknownProfileError(
         f"no dialect {dialect!r} for shape {shape}{hint}; known dialects: "
         f"{', '.join(dialects) or 'none'}",
         where="dialect",
+    )
+
+
+def _of_other_shapes(name: str, kind: str, shapes: Sequence[str]) -> str:
+    """``: 'anthropic-current' is a profile of shape anthropic-messages, for anthropic-messages
+    requests only (...)`` after a profile or dialect (``kind``) name that the shape in use does
+    not have but ``shapes`` do: the shape is what to change, not the name. Empty when no
+    shape has it."""
+    if not shapes:
+        return ""
+    if len(shapes) == 1:
+        whose = f"shape {shapes[0]}, for {shapes[0]} requests only"
+    else:
+        whose = f"shapes {', '.join(shapes[:-1])} and {shapes[-1]}, for their requests only"
+    return (
+        f": {name!r} is {with_article(kind)} of {whose} (to use it, change the shape, not the name)"
     )
 
 

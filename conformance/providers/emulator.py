@@ -91,6 +91,7 @@ __all__ = [
     "STRUCTURE_RULES",
     "Incoming",
     "create_app",
+    "header_values",
     "pick_profile",
     "read_request",
     "request_judgement",
@@ -220,12 +221,12 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
         model = body["model"]
     dialect = endpoint.dialect or headers.get(DIALECT_HEADER) or None
-    betas = betas_of_headers(_header_values(headers, BETA_HEADER))
+    betas = betas_of_headers(header_values(headers, BETA_HEADER))
     asked = headers.get(PROFILE_HEADER)
     return Incoming(dialect, body, bad_json, model, asked, unreadable, betas, first)
 
 
-def _header_values(headers: Mapping[str, str], name: str) -> list[str]:
+def header_values(headers: Mapping[str, str], name: str) -> list[str]:
     """Every value of header ``name`` (lower case): repeated lines mean what one comma-separated
     line does (a server's headers keep them all, ``getlist``; a plain mapping is read by name
     in any case)."""

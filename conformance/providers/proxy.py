@@ -21,7 +21,11 @@ provider endpoint matches, and non-POST requests, are forwarded unjudged in both
 ``x-ctxconf-proxy: forwarded; unjudged=...`` on the answer. A body holding an integer longer
 than Python reads is judged with it capped (:func:`~reference_impl.documents.long_integers_capped`);
 in enforce mode a profile header naming no profile and JSON nested too deep to judge are refused
-with named 400s, never forwarded unjudged.
+with named 400s, never forwarded unjudged. A compressed body is judged decoded: its
+``content-encoding`` lines are one list (RFC 9110 5.3), whose codings are undone last first
+(8.4), each within the input limit; in enforce mode one the proxy cannot decode is refused
+(``unsupported_content_encoding`` and, past :data:`.proxy_cassettes.MAX_CONTENT_CODINGS`
+codings, ``too_many_content_encodings``, 415; ``corrupt_content_encoding``, 400).
 
 Failures are the proxy's, named, never a traceback: an upstream that cannot be reached or breaks
 the protocol is a provider-shaped 502 (``upstream_unreachable``, ``upstream_protocol_error``),
@@ -55,7 +59,12 @@ from starlette.routing import Route
 
 from conformance.errors import ProxyConfigError, UnknownProfileError, UpstreamBrokeError
 from conformance.providers.catalog import known_profiles
-from conformance.providers.emulator import pick_profile, read_request, request_judgement
+from conformance.providers.emulator import (
+    header_values,
+    pick_profile,
+    read_request,
+    request_judgement,
+)
 from conformance.providers.emulator_responses import error_envelope
 from conformance.providers.proxy_cassettes import (
     ExchangeRecord,
@@ -243,7 +252,8 @@ def judge(
         return Judged(None, None, unjudged="no-provider-endpoint")
     if method != "POST":
         return Judged(None, endpoint, unjudged=f"method-{method.lower()}")
-    encoding = headers.get("content-encoding", "")
+    # repeated lines are one list (RFC 9110 5.3): a server reading them all decodes every coding
+    encoding = ", ".join(header_values(headers, "content-encoding"))
     if encoding.strip().lower() not in ("", "identity"):
         # The provider reads the body decoded (gzip, deflate): so is it judged, within the limit
         decoded = decoded_body(raw, encoding, max_input_bytes())
@@ -310,6 +320,15 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
             "request_too_large",
             "the request body, once its content-encoding is decoded, is over the proxy's input "
             f"limit of {max_input_bytes()} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)",
+        )
+    if undecodable is not None and undecodable.kind == "too_many_codings":
+        return _proxy_error(
+            shape,
+            415,
+            "too_many_content_encodings",
+            f"the request body cannot be read to be judged ({undecodable.reason}); enforce mode "
+            "forwards no request it has not judged: send it with fewer codings, one gzip or "
+            "deflate is enough (--mode observe forwards it unjudged)",
         )
     if undecodable is not None:
         unsupported = undecodable.kind == "unsupported"

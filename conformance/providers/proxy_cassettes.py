@@ -48,6 +48,7 @@ from conformance.traffic.skeleton import request_skeleton, skeleton_digest
 from reference_impl.documents import dump_yaml
 
 __all__ = [
+    "MAX_CONTENT_CODINGS",
     "RECORDED_BY",
     "VERDICT_KEY",
     "ExchangeRecord",
@@ -60,6 +61,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 VERDICT_KEY: Final = "ctxconf_verdict"
+MAX_CONTENT_CODINGS: Final = 5
+"""The most content codings one body may list (urllib3 decodes no longer chain either,
+``MultiDecoder.max_decode_links``): each gzip layer can multiply the size, and each is decoded
+whole within the input limit, so the work a body can ask for stays bounded."""
 RECORDED_BY: Final = "ctxconf proxy --mode observe"
 _SCENARIO: Final = "proxy-observed"
 
@@ -120,9 +125,10 @@ class Observed:
 class Undecodable:
     """Why a body with a content coding was not decoded: ``kind`` (``unsupported``: a coding
     not read; ``corrupt``: data that does not decode; ``over_limit``: past the input limit once
-    decoded) and ``reason``, in words."""
+    decoded; ``too_many_codings``: more than :data:`MAX_CONTENT_CODINGS` listed) and
+    ``reason``, in words."""
 
-    kind: Literal["unsupported", "corrupt", "over_limit"]
+    kind: Literal["unsupported", "corrupt", "over_limit", "too_many_codings"]
     reason: str
 
     @property
@@ -132,20 +138,34 @@ class Undecodable:
 
 
 def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | Undecodable:
-    """The body without its content coding, or why it could not be decoded."""
+    """The body without its content codings, or why it could not be decoded.
+
+    ``encoding`` is the ``content-encoding`` field value, its repeated lines joined with ", "
+    (RFC 9110 5.3: they mean one list). The codings were applied in the order listed (RFC 9110
+    8.4), so they are undone last first: ``gzip, gzip`` is a body gzipped twice. Each layer is
+    decoded within ``limit``, so no layer, the last included, is held past it; at most
+    :data:`MAX_CONTENT_CODINGS` are listed."""
     codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+    if len(codings) > MAX_CONTENT_CODINGS:
+        return Undecodable(
+            "too_many_codings",
+            f"content-encoding lists {len(codings)} codings, more than the "
+            f"{MAX_CONTENT_CODINGS} the proxy decodes",
+        )
     data = raw
-    for coding in reversed(codings):
+    for place, coding in reversed(list(enumerate(codings, start=1))):
         if coding == "identity":
             continue
+        # which layer, when there are several: "gzip data (coding 1 of 2) is corrupt"
+        layer = f" (coding {place} of {len(codings)})" if len(codings) > 1 else ""
         if coding not in ("gzip", "x-gzip", "deflate"):
-            return Undecodable("unsupported", f"content-encoding {coding}")
+            return Undecodable("unsupported", f"content-encoding {coding}{layer}")
         try:
             decoded = _inflated(data, limit)
         except zlib.error as exc:
-            return Undecodable("corrupt", f"{coding} data is corrupt ({exc})")
+            return Undecodable("corrupt", f"{coding} data{layer} is corrupt ({exc})")
         if decoded is None:
-            return Undecodable("over_limit", "over the input limit when decoded")
+            return Undecodable("over_limit", f"over the input limit when decoded{layer}")
         data = decoded
     return data
 

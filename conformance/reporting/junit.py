@@ -5,6 +5,10 @@ counts it: a failed check at a gated level (``must``; ``should`` too with ``--st
 that failed only checks below the gate is ``<skipped type="ctxconf.below-gate">`` with the same
 text, as pytest writes an expected failure: a test-report step that fails on failures then agrees
 with the exit status instead of going red on a run that passed.
+
+A run cut short (no footer line, rendered with ``ctxconf report --partial``) gets one more suite,
+``ctxconf``, whose one test case is an ``<error>`` saying what is missing: a test-report step
+must not show the cases recorded as a complete, passing run.
 """
 
 from __future__ import annotations
@@ -47,6 +51,16 @@ def _below_gate(case: CaseResult, gate: tuple[Level, ...]) -> bool:
     return case.status != "pass" and case.gate_status(gate) == "pass"
 
 
+def _cut_short_suite(suites: ET.Element, why: str) -> None:
+    """The ``ctxconf`` suite of a run cut short: one test case, an error naming what is missing."""
+    suite = ET.SubElement(
+        suites, "testsuite", name="ctxconf", tests="1", failures="0", errors="1", skipped="0"
+    )
+    case = ET.SubElement(suite, "testcase", classname="ctxconf.run", name="complete")
+    error = ET.SubElement(case, "error", message=f"run cut short: {why}", type="ctxconf.cut-short")
+    error.text = f"The run was cut short: {why}. Re-run `ctxconf run` for a complete report."
+
+
 def render_junit(record: RunRecord) -> str:
     """The run as JUnit XML: a suite per shape, a test case per case, verdict provenance as
     properties."""
@@ -87,6 +101,8 @@ def render_junit(record: RunRecord) -> str:
             if below_gate:
                 child.set("type", "ctxconf.below-gate")
             child.text = "\n".join((*lines, verdict_line(case.verdict)))
+    if record.cut_short:
+        _cut_short_suite(suites, record.cut_short)
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -52,7 +52,10 @@ def _baseline(record: RunRecord, shown: int) -> list[str]:
 
 
 def _stopped(record: RunRecord) -> list[str]:
-    """A bold line when the run ended before its last case (a signal or a run-level budget)."""
+    """A bold line when the run ended before its last case (a signal or a run-level budget),
+    or its report was cut short (no footer: ``ctxconf report --partial``)."""
+    if record.cut_short:
+        return [f"**Run cut short: {_cell(record.cut_short)}.**", ""]
     reason = record.footer.get("stopped")
     if not reason:
         return []
@@ -73,8 +76,8 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
         f"## ctxconf conformance: `{header.get('plugin', '?')}`",
         "",
         (
-            f"{plural(len(record.cases), 'case')} over {plural(len(record.shapes), 'shape')}; exit status "
-            f"{record.exit_status}{gate_text(record.footer)}."
+            f"{plural(len(record.cases), 'case')} over {plural(len(record.shapes), 'shape')}; "
+            f"{record.exit_status_text}{gate_text(record.footer)}."
         ),
         "",
         *_stopped(record),

@@ -9,6 +9,12 @@ Format ``ctxconf.run``, version 1, one JSON object per line::
 
 Case lines carry the input and output request bodies only for cases that did not pass (to keep a
 full run small); the verdict's provenance is in every case line that has a verdict.
+
+Lines end at a line feed only: a string written with ``ensure_ascii=False`` may hold U+2028,
+U+0085 or another character that :meth:`str.splitlines` also ends a line at. A run killed while
+writing leaves its last line cut short, without its line feed, and no footer: :func:`read_jsonl`
+names it, and with ``partial=True`` reads the complete lines before it
+(:attr:`RunRecord.cut_short`).
 """
 
 from __future__ import annotations
@@ -60,6 +66,10 @@ class RunRecord:
     header: Mapping[str, Any]
     cases: tuple[CaseResult, ...]
     footer: Mapping[str, Any] = field(default_factory=dict)
+    cut_short: str = ""
+    """Why the run is incomplete, when it was read without its footer
+    (``read_jsonl(path, partial=True)``): ``no footer line, 3 of 5 case(s) recorded; ...``.
+    Empty for a complete run."""
 
     @property
     def shapes(self) -> tuple[str, ...]:
@@ -75,6 +85,12 @@ class RunRecord:
     def exit_status(self) -> int:
         """The exit status the run ended with (0 when the footer is missing)."""
         return int(self.footer.get("exit_status", 0))
+
+    @property
+    def exit_status_text(self) -> str:
+        """``exit status 1``, or, for a run cut short, that it is not known (no footer holds
+        it): what the reports say after the case count."""
+        return "exit status unknown" if self.cut_short else f"exit status {self.exit_status}"
 
 
 def header_line(event: RunStarted) -> dict[str, Any]:
@@ -166,7 +182,26 @@ def _what_it_is(text: str) -> str:
     return f"; it is {named}, not a run report (reports/run.jsonl, one JSON object a line)"
 
 
+@dataclass(frozen=True, slots=True)
+class _CutLine:
+    """The last line of a file that ends inside it (no line feed after it) and is not JSON:
+    what a run killed while writing its report leaves."""
+
+    number: int
+    problem: str
+    """``Unterminated string starting at column 57``: the parser's words and where."""
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """The parser's message and the column it stopped at (``exc.msg`` alone has no place):
+    ``Expecting value at column 41``, ``Unterminated string starting at column 57``."""
+    at = " " if exc.msg.endswith(" at") else " at "
+    return f"{exc.msg}{at}column {exc.colno}"
+
+
 def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line's number and value; the last line, when it is cut short, as a
+    :class:`_CutLine`; any other line that is not JSON is a named error."""
     try:
         text = read_input_text(path)
     except DocumentLimitError as exc:
@@ -175,14 +210,20 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         raise ReportFileError(exc.strerror or str(exc), where=str(path)) from None
     except UnicodeDecodeError as exc:
         raise ReportFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
-    for number, raw in enumerate(text.splitlines(), start=1):
+    pieces = text.split("\n")  # the writer ends each line with "\n", and nothing else ends one
+    for number, raw in enumerate(pieces, start=1):
         if not raw.strip():
             continue
         try:
             yield number, loads_json(raw)
         except json.JSONDecodeError as exc:
+            if number == len(pieces) and raw.lstrip().startswith("{"):
+                # an object the file ends inside (no "\n" after it): cut short, not malformed
+                yield number, _CutLine(number, _json_problem(exc))
+                return
             raise ReportFileError(
-                f"not JSON lines ({exc.msg}){_what_it_is(text)}", where=f"{path}:{number}"
+                f"not valid JSON ({_json_problem(exc)}){_what_it_is(text)}",
+                where=f"{path}:{number}",
             ) from None
         except RecursionError:
             raise ReportFileError("JSON nested too deeply", where=f"{path}:{number}") from None
@@ -242,13 +283,21 @@ def _check_case(case: CaseResult, where: str) -> None:
             )
 
 
-def read_jsonl(path: Path) -> RunRecord:
-    """Read a saved run; a named error with ``file:line`` for anything that is not one."""
+def read_jsonl(path: Path, *, partial: bool = False) -> RunRecord:
+    """Read a saved run; a named error with ``file:line`` for anything that is not one.
+
+    A run without its footer line (killed, disk full, a copy cut short; its last line then
+    often cut short too) is a named error, or with ``partial`` the record of its complete
+    lines, :attr:`RunRecord.cut_short` saying what is missing."""
     header: dict[str, Any] | None = None
     cases: list[CaseResult] = []
     footer: dict[str, Any] = {}
+    cut: _CutLine | None = None
     for number, line in _lines(path):
         where = f"{path}:{number}"
+        if isinstance(line, _CutLine):
+            cut = line
+            break
         kind = line.get("type") if isinstance(line, dict) else None
         if header is None:
             if kind != "header" or line.get("format") != REPORT_FORMAT:
@@ -279,15 +328,45 @@ def read_jsonl(path: Path) -> RunRecord:
             footer = line
         else:
             raise ReportFileError(f"unknown line type {kind!r}", where=where)
+    return _ending(path, header, tuple(cases), footer, cut, partial=partial)
+
+
+def _ending(
+    path: Path,
+    header: dict[str, Any] | None,
+    cases: tuple[CaseResult, ...],
+    footer: dict[str, Any],
+    cut: _CutLine | None,
+    *,
+    partial: bool,
+) -> RunRecord:
+    """The record of the lines read, or the named error of a file that ends too early."""
+    cut_words = (
+        f"the last line is cut short (not valid JSON: {cut.problem}; the file ends inside it, "
+        "as a run killed while writing leaves it)"
+        if cut is not None
+        else ""
+    )
+    where = f"{path}:{cut.number}" if cut is not None else str(path)
     if header is None:
-        raise ReportFileError("empty report", where=str(path))
-    if not footer:
-        # A run cut short (killed, disk full, truncated copy) must not render as a clean result.
-        expected = header.get("case_count")
-        of = f" of {expected}" if isinstance(expected, int) else ""
-        raise ReportFileError(
-            f"no footer line: the run was cut short ({len(cases)}{of} case(s) recorded); "
-            f"re-run `ctxconf run` to get a complete report",
-            where=str(path),
-        )
-    return RunRecord(header, tuple(cases), footer)
+        said = f"{cut_words}, and no line before it is complete" if cut_words else "empty report"
+        raise ReportFileError(said, where=where)
+    if footer:
+        if cut_words:  # the footer is the last line a run writes: nothing follows it
+            raise ReportFileError(f"{cut_words}, after the footer line", where=where)
+        return RunRecord(header, cases, footer)
+    # A run cut short (killed, disk full, truncated copy) must not render as a clean result.
+    expected = header.get("case_count")
+    of = f" of {expected}" if isinstance(expected, int) else ""
+    missing = f"no footer line, {len(cases)}{of} case(s) recorded"
+    if cut is not None:
+        missing += f"; line {cut.number} is cut short ({cut.problem}) and left out"
+    if partial:
+        return RunRecord(header, cases, cut_short=missing)
+    said = f"{cut_words}; no footer line" if cut_words else "no footer line"
+    raise ReportFileError(
+        f"{said}: the run was cut short ({len(cases)}{of} case(s) recorded); "
+        "`ctxconf report --partial` renders the cases recorded, or re-run `ctxconf run` to get "
+        "a complete report",
+        where=where,
+    )

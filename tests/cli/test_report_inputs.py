@@ -1,12 +1,14 @@
 """Saved runs, baselines and report folders: named exit-2 errors, nothing lost.
 
 A binary or over-deep ``run.jsonl`` or baseline is a named error; a run file cut short (no
-footer) is not rendered as a clean run; an uncreatable ``--report-dir`` or baseline folder is
-refused before the run starts.
+footer) is not rendered as a clean run, and its last line cut mid-way (a run killed while writing)
+is named with the parser's words and column; ``--partial`` renders the cases recorded, marked as
+cut short; an uncreatable ``--report-dir`` or baseline folder is refused before the run starts.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,82 @@ def test_truncated_run_file_is_not_rendered_as_a_clean_run(saved_run: Path, tmp_
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join(lines[:3]) + "\n", "utf-8")
     _assert_named(["report", str(cut), "--format", "md"], str(cut), "no footer", "2 of")
+
+
+def _killed(saved_run: Path, folder: Path) -> tuple[Path, int]:
+    """The run as a process killed while writing its fourth line leaves it: three lines whole,
+    the fourth cut inside a string, no newline after it; and that line's number."""
+    lines = saved_run.read_text("utf-8").splitlines()
+    fourth = lines[3]
+    cut_at = fourth.index('"scenario": "') + len('"scenario": "') + 3
+    killed = folder / "killed.jsonl"
+    killed.write_text("\n".join(lines[:3]) + "\n" + fourth[:cut_at], "utf-8")
+    return killed, 4
+
+
+def test_a_last_line_cut_short_is_named_with_its_line_and_the_whole_parser_message(
+    saved_run: Path, tmp_path: Path
+) -> None:
+    killed, number = _killed(saved_run, tmp_path)
+    _assert_named(
+        ["report", str(killed), "--format", "md"],
+        f"{killed}:{number}: the last line is cut short",
+        "Unterminated string starting at column ",
+        "as a run killed while writing leaves it",
+        "no footer line",
+        "2 of 5 case(s) recorded",
+        "--partial",
+    )
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "junit"])
+def test_partial_renders_the_cases_recorded_and_says_the_cut_line_was_left_out(
+    saved_run: Path, tmp_path: Path, fmt: str
+) -> None:
+    killed, number = _killed(saved_run, tmp_path)
+    code, out, err = invoke(["report", str(killed), "--format", fmt, "--partial"])
+    assert code == 0, err
+    assert err.startswith(f"ctxconf: warning: {killed}: the run was cut short"), err
+    assert f"line {number} is cut short (Unterminated string starting at column " in err
+    assert "2 of 5 case(s) recorded" in err
+    if fmt == "junit":  # a test-report step must not read it as a complete, passing run
+        assert out.count("<testcase ") == 2 + 1
+        assert '<error message="run cut short: no footer line, 2 of 5 case(s)' in out
+    else:
+        assert "exit status unknown" in out
+        assert "Run cut short: no footer line, 2 of 5 case(s) recorded" in out
+        assert "exit status 0" not in out
+
+
+@pytest.mark.parametrize("partial", [[], ["--partial"]])
+def test_a_malformed_line_before_the_last_is_named_with_its_column(
+    saved_run: Path, tmp_path: Path, partial: list[str]
+) -> None:
+    lines = saved_run.read_text("utf-8").splitlines()
+    lines[2] = lines[2][:40]  # ended by its newline: not what a killed run leaves
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(lines) + "\n", "utf-8")
+    _assert_named(
+        ["report", str(broken), *partial],
+        f"{broken}:3: not valid JSON (",
+        " at column 41)",
+    )
+
+
+def test_a_line_holding_a_unicode_line_separator_is_one_line(
+    saved_run: Path, tmp_path: Path
+) -> None:
+    # written with ensure_ascii=False, a title or body may hold U+2028, U+0085 or U+001C raw:
+    # str.splitlines() ends a line at each, the writer ends lines at "\n" only
+    lines = saved_run.read_text("utf-8").splitlines()
+    case = json.loads(lines[1])
+    case["title"] = "one\u2028two\x85three\x1cfour"
+    lines[1] = json.dumps(case, ensure_ascii=False)
+    separated = tmp_path / "separated.jsonl"
+    separated.write_text("\n".join(lines) + "\n", "utf-8")
+    code, out, err = invoke(["report", str(separated), "--format", "junit"])
+    assert code == 0, err
+    assert out.count("<testcase ") == 5
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "junit"])

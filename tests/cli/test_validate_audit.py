@@ -140,6 +140,17 @@ def test_validate_bad_input_exits_2(tmp_path: Path) -> None:
     assert "nope" in unknown.output
 
 
+def test_validate_names_the_shape_a_profile_of_another_shape_is_for(tmp_path: Path) -> None:
+    body = _write(tmp_path, "r.json", GOOD)
+    args = ["validate", body, "--shape", "openai-chat", "--profile", "gemini-vertex"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert (
+        "ctxconf: error: profile: no profile 'gemini-vertex' for shape openai-chat: "
+        "'gemini-vertex' is a profile of shape gemini, for gemini requests only"
+    ) in result.stderr
+
+
 def test_audit_jsonl_log(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "requests.jsonl"
     log.parent.mkdir()

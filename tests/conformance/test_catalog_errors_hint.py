@@ -1,4 +1,5 @@
-"""A profile or dialect name the catalog does not know is named with the closest known one."""
+"""A profile or dialect name the catalog does not know is named with the closest known one; one
+that exists for another shape says which, so the shape is changed, not the name."""
 
 from __future__ import annotations
 
@@ -23,6 +24,46 @@ def test_a_misspelled_dialect_is_named_with_the_closest_known_one() -> None:
     assert "no dialect 'mistrall' for shape openai-chat (did you mean 'mistral'?)" in str(
         caught.value
     )
+
+
+def test_a_profile_of_another_shape_names_its_shape_not_a_close_name() -> None:
+    with pytest.raises(UnknownProfileError) as caught:
+        resolve_profile("openai-chat", None, "anthropic-current")
+    said = str(caught.value)
+    assert (
+        "no profile 'anthropic-current' for shape openai-chat: 'anthropic-current' is a profile "
+        "of shape anthropic-messages, for anthropic-messages requests only (to use it, change "
+        "the shape, not the name); known: openai-default, "
+    ) in said
+    assert "did you mean" not in said
+
+
+@pytest.mark.parametrize(
+    ("shape", "dialect", "named"),
+    [
+        (
+            "openai-chat",
+            "vertex",
+            "'vertex' is a dialect of shape gemini, for gemini requests only",
+        ),
+        (
+            "anthropic-messages",
+            "deepseek",
+            (
+                "'deepseek' is a dialect of shapes openai-chat and openai-responses, for their "
+                "requests only"
+            ),
+        ),
+        # another spelling of a dialect of another shape (lmstudio) is named as that one
+        ("gemini", "lm-studio", "'lm-studio' is a dialect of shape openai-chat"),
+    ],
+)
+def test_a_dialect_of_other_shapes_names_them(shape: str, dialect: str, named: str) -> None:
+    with pytest.raises(UnknownProfileError) as caught:
+        resolve_profile(shape, dialect, None)
+    said = str(caught.value)
+    assert f"no dialect {dialect!r} for shape {shape}: {named}" in said
+    assert "(to use it, change the shape, not the name); known dialects: " in said
 
 
 def test_no_hint_for_a_name_close_to_nothing() -> None:

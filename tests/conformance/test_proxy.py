@@ -44,7 +44,12 @@ from conformance.providers.proxy import (
     create_proxy_app,
     judge,
 )
-from conformance.providers.proxy_cassettes import VERDICT_KEY, Undecodable, decoded_body
+from conformance.providers.proxy_cassettes import (
+    MAX_CONTENT_CODINGS,
+    VERDICT_KEY,
+    Undecodable,
+    decoded_body,
+)
 from conformance.traffic.audit import audit_file
 from conformance.traffic.cassette import load_cassette_document
 from conformance.traffic.scrubbing import find_secrets
@@ -453,7 +458,15 @@ def test_a_key_given_twice_is_refused_when_its_last_copy_is_invalid() -> None:
             "opneai-default",
             "no profile 'opneai-default' for shape openai-chat",
         ),
-        ("x-ctxconf-profile", "anthropic-current", "no profile 'anthropic-current' for shape"),
+        (
+            "x-ctxconf-profile",
+            "anthropic-current",
+            (
+                "no profile 'anthropic-current' for shape openai-chat: 'anthropic-current' is a "
+                "profile of shape anthropic-messages, for anthropic-messages requests only (to use "
+                "it, change the shape, not the name)"
+            ),
+        ),
         ("x-ctxconf-dialect", "mistrall", "no dialect 'mistrall' for shape openai-chat"),
     ],
 )
@@ -535,6 +548,113 @@ def test_a_compressed_body_is_judged_decoded() -> None:
     assert unread.status_code == 415
     assert unread.headers[PROXY_HEADER] == "failed; error=unsupported_content_encoding"
     assert "content-encoding br" in unread.json()["error"]["message"]
+
+
+def _bytes_echo_app() -> Starlette:
+    """An upstream that says what reached it: the body's bytes (hex) and its content-encoding
+    lines, so a forwarded compressed body is seen unchanged."""
+
+    async def echo(request: Request) -> Response:
+        return JSONResponse(
+            {
+                "body": (await request.body()).hex(),
+                "content-encoding": request.headers.getlist("content-encoding"),
+            },
+            headers={"x-upstream": "1"},
+        )
+
+    return Starlette(routes=[Route("/{path:path}", echo, methods=["POST"])])
+
+
+def _gzipped(data: object, times: int) -> bytes:
+    raw = json.dumps(data).encode()
+    for _ in range(times):
+        raw = gzip.compress(raw, mtime=0)
+    return raw
+
+
+# RFC 9110 5.3: repeated field lines are one comma-separated list; 8.4: codings apply in order
+_TWICE = {
+    "one line": [("content-encoding", "gzip, gzip")],
+    "two lines": [("content-encoding", "gzip"), ("content-encoding", "gzip")],
+}
+
+
+@pytest.mark.parametrize("lines", list(_TWICE), ids=list(_TWICE))
+def test_a_body_gzipped_twice_is_judged_decoded_twice(lines: str) -> None:
+    orphan = {
+        "model": "gpt-4o",
+        "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+    }
+    valid = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    headers = [*_TWICE[lines], ("content-type", "application/json")]
+    with serving(_bytes_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        url = f"{proxy}/v1/chat/completions"
+        passed = httpx.post(url, content=_gzipped(valid, 2), headers=headers)
+        refused = httpx.post(url, content=_gzipped(orphan, 2), headers=headers)
+    # judged as the JSON inside both layers, not as gzip data (C0, "not JSON"), and forwarded
+    # as it came: the same bytes, the same content-encoding lines
+    assert passed.headers[PROXY_HEADER] == "forwarded; ours=accept"
+    assert passed.json() == {
+        "body": _gzipped(valid, 2).hex(),
+        "content-encoding": [value for _, value in _TWICE[lines]],
+    }
+    assert "x-upstream" not in refused.headers  # never reached the upstream
+    assert refused.headers[PROXY_HEADER] == "refused; rule=C2"
+
+
+@pytest.mark.parametrize("lines", list(_TWICE), ids=list(_TWICE))
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_body_gzipped_twice_is_held_to_the_limit_once_decoded(
+    lines: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    padded = gzip.compress(gzip.compress(json.dumps(CHAT).encode() + b" " * 50_000, mtime=0))
+    assert len(gzip.compress(json.dumps(CHAT).encode() + b" " * 50_000, mtime=0)) < 4096
+    with serving(_bytes_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(f"{proxy}/v1/chat/completions", content=padded, headers=_TWICE[lines])
+    if mode == "observe":
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+        return
+    assert "x-upstream" not in response.headers
+    assert response.status_code == 413
+    assert response.headers[PROXY_ERROR_HEADER] == "request_too_large"
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_more_content_codings_than_the_proxy_decodes_are_refused_in_enforce_mode(
+    mode: str,
+) -> None:
+    times = MAX_CONTENT_CODINGS + 1
+    # the last line of six: the one a reader of the first line alone would never see
+    headers = [("content-encoding", "gzip, " * (times - 2) + "gzip"), ("content-encoding", "gzip")]
+    with serving(_bytes_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions", content=_gzipped(CHAT, times), headers=headers
+        )
+    if mode == "observe":
+        assert response.headers["x-upstream"] == "1"  # forwarded, said unjudged
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+        return
+    assert "x-upstream" not in response.headers
+    assert response.status_code == 415
+    assert response.headers[PROXY_HEADER] == "failed; error=too_many_content_encodings"
+    assert response.headers["x-ctxconf-provenance"] == "proxy"
+    message = response.json()["error"]["message"]
+    assert f"content-encoding lists {times} codings, more than the 5 the proxy decodes" in message
+
+
+def test_a_corrupt_inner_layer_is_named_with_its_place() -> None:
+    # the outer gzip decodes; what it holds is not gzip data
+    body = gzip.compress(b"not gzip at all", mtime=0)
+    with serving(_bytes_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions", content=body, headers=_TWICE["two lines"]
+        )
+    assert "x-upstream" not in response.headers
+    assert response.status_code == 400
+    assert response.headers[PROXY_HEADER] == "failed; error=corrupt_content_encoding"
+    assert "gzip data (coding 1 of 2) is corrupt" in response.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -942,6 +1062,21 @@ def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> No
             None,
             "<body not stored: gzip data is corrupt",
         ),
+        # codings apply in the order listed (RFC 9110 8.4): undone last first
+        ("gzip, gzip", gzip.compress(gzip.compress(b'{"a": 1}', mtime=0)), 100, b'{"a": 1}'),
+        ("deflate, gzip", gzip.compress(zlib.compress(b'{"a": 1}'), mtime=0), 100, b'{"a": 1}'),
+        (
+            "gzip, gzip",
+            gzip.compress(gzip.compress(b"x" * 5000, mtime=0), mtime=0),
+            1000,
+            "<body not stored: over the input limit when decoded (coding 1 of 2)",
+        ),
+        (
+            ", ".join(["gzip"] * (MAX_CONTENT_CODINGS + 1)),
+            b"\x00",
+            None,
+            "<body not stored: content-encoding lists 6 codings, more than the 5",
+        ),
     ],
     ids=[
         "identity",
@@ -953,6 +1088,10 @@ def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> No
         "gzip-members",
         "gzip-members-over-limit",
         "gzip-trailing-junk",
+        "gzip-twice",
+        "deflate-then-gzip",
+        "gzip-twice-over-limit-once-decoded",
+        "six-codings",
     ],
 )
 def test_recorded_bodies_are_decoded_within_the_limit(

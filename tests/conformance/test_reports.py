@@ -382,7 +382,7 @@ def test_html_filters_hide_what_does_not_match(record: RunRecord) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("not json\n", "not JSON"),
+        ("not json\n", r"not valid JSON \(Expecting value at column 1\)"),
         ('{"type": "case"}\n', "must be a 'ctxconf.run' header"),
         (
             json.dumps({"type": "header", "format": REPORT_FORMAT, "version": 99}) + "\n",
