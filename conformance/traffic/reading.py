@@ -40,6 +40,7 @@ import binascii
 import contextlib
 import gzip
 import json
+import re
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
@@ -429,12 +430,17 @@ def _request_json(text: str | None, *, file: str, index: int | None, where: str)
 
 # ---------------------------------------------------------------------------- event streams
 
+_SSE_LINE_END: Final = re.compile(r"\r\n|\r|\n")
+"""Where an event stream's lines end (the SSE specification's ``end-of-line``):
+:meth:`str.splitlines` ends one at U+2028, U+0085 or U+001C too, which JSON data holds raw."""
+
 
 def parse_sse(text: str) -> tuple[StreamEvent, ...]:
     """The events of a ``text/event-stream`` body (``event:``/``data:`` lines, blank-separated).
 
     Multi-line ``data:`` fields are joined with newlines, as the SSE specification says; the data
-    is parsed as JSON when it is JSON. A body with no ``data:`` field has no events.
+    is parsed as JSON when it is JSON. A body with no ``data:`` field has no events. Lines end
+    at CRLF, LF or CR, the specification's three line ends, and nowhere else.
     """
     events: list[StreamEvent] = []
     name: str | None = None
@@ -448,7 +454,7 @@ def parse_sse(text: str) -> tuple[StreamEvent, ...]:
             events.append(StreamEvent(name, parsed if parsed is not None else joined))
         name, data = None, []
 
-    for line in text.splitlines():
+    for line in _SSE_LINE_END.split(text):
         if not line.strip():
             flush()
             continue
@@ -762,14 +768,18 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
     """Every request of a JSON-lines log: ``{"url", "method", "body", ...}`` or a bare body.
 
     ``index`` is the 0-based line number (blank lines are skipped but counted, so an error names
-    the line an editor shows as ``index + 1``). A ``body`` given as JSON text is parsed. Optional
-    keys: ``headers``, ``status``, ``response`` (body), ``request`` (a nested request mapping).
+    the line an editor shows as ``index + 1``). Lines end at ``\n`` only, as ``ctxconf audit``
+    reads them (a ``\r`` before it is JSON white space). A ``body`` given as JSON text is
+    parsed. Optional keys: ``headers``, ``status``, ``response`` (body), ``request`` (a nested
+    request mapping).
     """
     path = Path(path)
     name = str(path)
     raw = _read_bytes(path)
     out: list[RecordedInteraction] = []
-    for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines()):
+    # a JSON string may hold U+2028, U+0085 or U+001C raw (a logger writing ensure_ascii=False):
+    # str.splitlines() ends a line at each, and the request was read as two lines not JSON
+    for lineno, line in enumerate(raw.decode("utf-8", errors="replace").split("\n")):
         if not line.strip():
             continue
         try:

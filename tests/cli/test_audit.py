@@ -643,6 +643,33 @@ def test_standard_input_streams_its_rows_as_its_lines_arrive() -> None:
         audit.wait(timeout=60)
 
 
+@pytest.mark.parametrize("how", ["file", "file --jobs 2", "stdin", "stdin --jobs 2"])
+def test_a_log_line_holding_a_unicode_line_separator_is_one_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A logger writing ``ensure_ascii=False`` keeps U+2028, U+0085 and U+001C raw in a JSON
+    string; the log, its blocks (``--jobs``) and standard input end lines at ``\n`` only."""
+    monkeypatch.setattr(audit_command, "_BLOCK_BYTES", 64)  # the file's blocks: about a line
+    text = "one\u2028two\u2029three\x85four\x1cfive"
+    orphan = {**ORPHAN, "messages": [{"role": "user", "content": text}, *ORPHAN["messages"][1:]]}
+    lines = [_line(GOOD), json.dumps({"url": URL, "body": orphan}, ensure_ascii=False)]
+    data = ("\n".join([*lines, _line(GOOD)]) + "\n").encode()
+    jobs = ["--jobs", "2"] if "jobs" in how else []
+    if how.startswith("stdin"):
+        code, rows, err = _audit_stdin(["-", "--all", *jobs], data)
+    else:
+        log = tmp_path / "log.jsonl"
+        log.write_bytes(data)
+        code, out, err = invoke(["audit", str(log), "--format", "jsonl", "--all", *jobs])
+        rows = [json.loads(line) for line in out.split("\n") if line]
+    assert code == 1, err  # one rejection, nothing unreadable
+    assert [(str(r["location"]).rsplit(":", 1)[1], r["verdict"]) for r in rows] == [
+        ("1", "accept"),
+        ("2", "reject"),
+        ("3", "accept"),
+    ]
+
+
 def test_a_corrupt_gz_log_is_an_unreadable_row_and_the_folder_is_still_audited(
     tmp_path: Path,
 ) -> None:

@@ -412,6 +412,24 @@ def test_jsonl_log_with_urls_bare_bodies_and_string_bodies(tmp_path: Path) -> No
     assert text_body.dialect == "deepseek"
 
 
+# Characters str.splitlines() ends a line at that a JSON string may hold raw (JSON escapes only
+# U+0000-U+001F and '"', '\\'): a logger writing ensure_ascii=False keeps them as they are.
+SEPARATORS = "one\u2028two\u2029three\x85four\x1cfive\x1dsix\x1eseven"
+
+
+def test_jsonl_log_line_holding_a_unicode_line_separator_is_one_request(tmp_path: Path) -> None:
+    body = {"messages": [{"role": "user", "content": SEPARATORS}]}
+    lines = [
+        json.dumps({"url": OPENAI_CHAT, "body": body}, ensure_ascii=False),
+        json.dumps({"url": OPENAI_CHAT, "body": {"messages": []}}) + "\r",  # a CRLF log
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(("\n".join(lines) + "\n").encode())
+    first, second = read_jsonl_log(path)
+    assert first.request_body == body
+    assert (second.index, second.request_body) == (1, {"messages": []})
+
+
 def test_jsonl_log_names_the_bad_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"messages": []}\n{not json\n')
