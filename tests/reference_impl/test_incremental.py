@@ -652,9 +652,11 @@ def test_a_report_with_its_digest_unread_compares_pickles_and_prints_as_one_read
     read = replace(read, seconds=lazy.seconds)
     digest = read.session_digest
     assert not isinstance(lazy.session_digest_of, str)
-    assert lazy == read and hash(lazy) == hash(read)
+    assert lazy == read
+    assert hash(lazy) == hash(read)
     assert lazy != replace(read, session_digest_of="0" * 64)
     restored = pickle.loads(pickle.dumps(lazy))
-    assert restored == read and restored.session_digest == digest
+    assert restored == read
+    assert restored.session_digest == digest
     assert f"session_digest={digest!r}" in repr(lazy)
     assert lazy.to_dict()["session_digest"] == digest
