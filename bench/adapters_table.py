@@ -190,7 +190,9 @@ def run(plugin: Plugin) -> RunRecord:
 
 def parse(text: str) -> RunRecord:
     """The run record in ``ctxconf run --format jsonl`` output."""
-    jsonl = "\n".join(line for line in text.splitlines() if line.startswith("{")) + "\n"
+    # lines end at "\n" only: a case line holds a plug-in's output as it printed it (U+2028,
+    # U+0085 or U+001C raw, ensure_ascii=False), where str.splitlines() ends a line too
+    jsonl = "\n".join(line for line in text.split("\n") if line.startswith("{")) + "\n"
     # read_jsonl is the one reader of the record format (and its errors); it reads files.
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
         handle.write(jsonl)

@@ -21,11 +21,12 @@ provider endpoint matches, and non-POST requests, are forwarded unjudged in both
 ``x-ctxconf-proxy: forwarded; unjudged=...`` on the answer. A body holding an integer longer
 than Python reads is judged with it capped (:func:`~reference_impl.documents.long_integers_capped`);
 in enforce mode a profile header naming no profile and JSON nested too deep to judge are refused
-with named 400s, never forwarded unjudged. A compressed body is judged decoded: its
-``content-encoding`` lines are one list (RFC 9110 5.3), whose codings are undone last first
-(8.4), each within the input limit; in enforce mode one the proxy cannot decode is refused
-(``unsupported_content_encoding`` and, past :data:`.proxy_cassettes.MAX_CONTENT_CODINGS`
-codings, ``too_many_content_encodings``, 415; ``corrupt_content_encoding``, 400).
+with named 400s, never forwarded unjudged. A compressed body is judged decoded
+(:mod:`conformance.traffic.content_coding`): its ``content-encoding`` lines are one list (RFC
+9110 5.3), whose codings are undone last first (8.4), each within the input limit; in enforce
+mode one the proxy cannot decode is refused (``unsupported_content_encoding`` and, past
+:data:`~conformance.traffic.content_coding.MAX_CONTENT_CODINGS` codings,
+``too_many_content_encodings``, 415; ``corrupt_content_encoding``, 400).
 
 Failures are the proxy's, named, never a traceback: an upstream that cannot be reached or breaks
 the protocol is a provider-shaped 502 (``upstream_unreachable``, ``upstream_protocol_error``),
@@ -66,15 +67,11 @@ from conformance.providers.emulator import (
     request_judgement,
 )
 from conformance.providers.emulator_responses import error_envelope
-from conformance.providers.proxy_cassettes import (
-    ExchangeRecord,
-    ObserveRecorder,
-    Undecodable,
-    decoded_body,
-)
+from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorder
 from conformance.providers.repeated_keys import Reading
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
+from conformance.traffic.content_coding import Undecodable, decoded_body
 from conformance.traffic.endpoints import (
     DIALECT_HEADER,
     PROFILE_HEADER,

@@ -30,11 +30,10 @@ import datetime as dt
 import http
 import logging
 import os
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
@@ -42,29 +41,23 @@ import httpx
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
 from conformance.traffic.cassette import METADATA_KEY, CassetteMetadata
+from conformance.traffic.content_coding import Undecodable, decoded_body
 from conformance.traffic.endpoints import PROFILE_HEADER, PROVENANCE_HEADER, Endpoint
 from conformance.traffic.scrubbing import scrub_request, scrub_response
 from conformance.traffic.skeleton import request_skeleton, skeleton_digest
 from reference_impl.documents import dump_yaml
 
 __all__ = [
-    "MAX_CONTENT_CODINGS",
     "RECORDED_BY",
     "VERDICT_KEY",
     "ExchangeRecord",
     "ObserveRecorder",
     "ResponseTee",
-    "Undecodable",
-    "decoded_body",
 ]
 
 log = logging.getLogger(__name__)
 
 VERDICT_KEY: Final = "ctxconf_verdict"
-MAX_CONTENT_CODINGS: Final = 5
-"""The most content codings one body may list (urllib3 decodes no longer chain either,
-``MultiDecoder.max_decode_links``): each gzip layer can multiply the size, and each is decoded
-whole within the input limit, so the work a body can ask for stays bounded."""
 RECORDED_BY: Final = "ctxconf proxy --mode observe"
 _SCENARIO: Final = "proxy-observed"
 
@@ -119,76 +112,6 @@ class Observed:
     over_limit: bool
     problem: str | None
     limit: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Undecodable:
-    """Why a body with a content coding was not decoded: ``kind`` (``unsupported``: a coding
-    not read; ``corrupt``: data that does not decode; ``over_limit``: past the input limit once
-    decoded; ``too_many_codings``: more than :data:`MAX_CONTENT_CODINGS` listed) and
-    ``reason``, in words."""
-
-    kind: Literal["unsupported", "corrupt", "over_limit", "too_many_codings"]
-    reason: str
-
-    @property
-    def stored(self) -> str:
-        """What a cassette holds instead of the body."""
-        return f"<body not stored: {self.reason}>"
-
-
-def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | Undecodable:
-    """The body without its content codings, or why it could not be decoded.
-
-    ``encoding`` is the ``content-encoding`` field value, its repeated lines joined with ", "
-    (RFC 9110 5.3: they mean one list). The codings were applied in the order listed (RFC 9110
-    8.4), so they are undone last first: ``gzip, gzip`` is a body gzipped twice. Each layer is
-    decoded within ``limit``, so no layer, the last included, is held past it; at most
-    :data:`MAX_CONTENT_CODINGS` are listed."""
-    codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
-    if len(codings) > MAX_CONTENT_CODINGS:
-        return Undecodable(
-            "too_many_codings",
-            f"content-encoding lists {len(codings)} codings, more than the "
-            f"{MAX_CONTENT_CODINGS} the proxy decodes",
-        )
-    data = raw
-    for place, coding in reversed(list(enumerate(codings, start=1))):
-        if coding == "identity":
-            continue
-        # which layer, when there are several: "gzip data (coding 1 of 2) is corrupt"
-        layer = f" (coding {place} of {len(codings)})" if len(codings) > 1 else ""
-        if coding not in ("gzip", "x-gzip", "deflate"):
-            return Undecodable("unsupported", f"content-encoding {coding}{layer}")
-        try:
-            decoded = _inflated(data, limit)
-        except zlib.error as exc:
-            return Undecodable("corrupt", f"{coding} data{layer} is corrupt ({exc})")
-        if decoded is None:
-            return Undecodable("over_limit", f"over the input limit when decoded{layer}")
-        data = decoded
-    return data
-
-
-def _inflated(data: bytes, limit: int | None) -> bytes | None:
-    """Every member of a gzip (or zlib) stream, decoded: a gzip body may hold several members,
-    which a provider's reader decodes one after another (RFC 1952 2.2), so the body judged and
-    recorded is the whole of it, not its first member. None when over ``limit``; trailing zero
-    bytes are padding (as Python's gzip module reads them)."""
-    out = bytearray()
-    rest = data
-    while rest:
-        inflater = zlib.decompressobj(wbits=47)  # gzip or zlib framing, detected
-        room = (limit + 1 - len(out)) if limit is not None else 0
-        out += inflater.decompress(rest, room)
-        if limit is not None and len(out) > limit:
-            return None
-        if not inflater.eof:
-            break  # cut short: what was decoded is the body (as before)
-        rest = inflater.unused_data
-        if not rest.strip(b"\0"):
-            break
-    return bytes(out)
 
 
 def _text(data: bytes | str) -> str:

@@ -185,11 +185,11 @@ def _not_judged(record: RunRecord) -> str:
     return f'\n<p class="note">{escape(left_out)}</p>' if left_out else ""
 
 
-def _cut_short(record: RunRecord) -> str:
-    """What a run cut short is missing (``ctxconf report --partial``), as report.md says it."""
-    if not record.cut_short:
-        return ""
-    return f'\n<p class="fail"><b>Run cut short: {escape(record.cut_short)}.</b></p>'
+def _stopped(record: RunRecord) -> str:
+    """A run that ended before its last case (stopped, interrupted, or its report cut short:
+    ``ctxconf report --partial``), as report.md says it."""
+    note = record.stopped_note
+    return f'\n<p class="fail"><b>{escape(note)}.</b></p>' if note else ""
 
 
 def _cell(shape: str, cell: Cell) -> str:
@@ -256,7 +256,7 @@ def render_html(record: RunRecord) -> str:
 <p>{plural(len(record.cases), "case")} over {plural(len(shapes), "shape")}; {record.exit_status_text}{escape(gate_text(record.footer))}.
 Started {escape(str(record.header.get("started", "?")))}, ctxconf {escape(str(record.header.get("ctxconf_version", "?")))}, plug-in protocol {escape(str(record.header.get("protocol_version", "?")))}.</p>
 <table><tr><th>level</th><th>pass</th><th>fail</th><th>error</th><th>result</th></tr>{total_rows}</table>
-<p>{escape(provenance_summary(record.cases).capitalize())}.</p>{_not_judged(record)}{_cut_short(record)}
+<p>{escape(provenance_summary(record.cases).capitalize())}.</p>{_stopped(record)}{_not_judged(record)}
 {_stale_block(record)}
 {_baseline_block(record)}
 <div class="filters">{_select("level", "level", list(LEVELS))}{_select("shape", "shape", shapes)}{_select("status", "status", ["pass", "fail", "error"])}</div>

@@ -54,12 +54,8 @@ def _baseline(record: RunRecord, shown: int) -> list[str]:
 def _stopped(record: RunRecord) -> list[str]:
     """A bold line when the run ended before its last case (a signal or a run-level budget),
     or its report was cut short (no footer: ``ctxconf report --partial``)."""
-    if record.cut_short:
-        return [f"**Run cut short: {_cell(record.cut_short)}.**", ""]
-    reason = record.footer.get("stopped")
-    if not reason:
-        return []
-    return [f"**Run {_cell(str(reason))}: {record.footer.get('not_run', 0)} case(s) not run.**", ""]
+    note = record.stopped_note
+    return [f"**{_cell(note)}.**", ""] if note else []
 
 
 def _not_judged(record: RunRecord) -> list[str]:

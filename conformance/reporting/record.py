@@ -92,6 +92,19 @@ class RunRecord:
         it): what the reports say after the case count."""
         return "exit status unknown" if self.cut_short else f"exit status {self.exit_status}"
 
+    @property
+    def stopped_note(self) -> str:
+        """What report.md and report.html say, in bold, of a run that ended before its last
+        case: its report cut short (``Run cut short: no footer line, 2 of 5 case(s)
+        recorded``), or the run stopped or interrupted (``Run interrupted by SIGINT: 12 case(s)
+        not run``, the footer's ``stopped``). Empty for a run that ran to its end."""
+        if self.cut_short:
+            return f"Run cut short: {self.cut_short}"
+        reason = self.footer.get("stopped")
+        if not reason:
+            return ""
+        return f"Run {reason}: {self.footer.get('not_run', 0)} case(s) not run"
+
 
 def header_line(event: RunStarted) -> dict[str, Any]:
     """The header line of the JSON-lines report (format, version, then the run's settings)."""

@@ -55,8 +55,10 @@ def write_jsonl(lines: Iterable[Mapping[str, Any]], path: Path) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The lines of a soak report."""
-    lines = [json.loads(text) for text in path.read_text("utf-8").splitlines() if text.strip()]
+    """The lines of a soak report, each ended by ``\n`` (and nothing else: a copy rewritten
+    without ``ensure_ascii``, by ``jq -c`` say, holds U+2028 or U+0085 raw in a string, where
+    :meth:`str.splitlines` ends a line too)."""
+    lines = [json.loads(text) for text in path.read_text("utf-8").split("\n") if text.strip()]
     if not lines or lines[0].get("report") != "ctxconf-soak":
         raise ValueError(f"{path}: not a ctxconf soak report (no ctxconf-soak header line)")
     return lines

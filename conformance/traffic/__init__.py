@@ -3,6 +3,8 @@
 * :mod:`~conformance.traffic.endpoints`: the endpoint table (URL -> shape, kind, dialect, model).
 * :mod:`~conformance.traffic.reading`: the one interaction model (:class:`RecordedInteraction`)
   and the reader for every serialisation (vcrpy YAML/JSON, Ruby and R VCR, HAR, JSON-lines logs).
+* :mod:`~conformance.traffic.content_coding`: a body's content codings undone within the input
+  limit, for the reader and the validating proxy alike.
 * :mod:`~conformance.traffic.skeleton`: request skeletons, the key cassettes are matched by.
 * :mod:`~conformance.traffic.scrubbing`: secrets removed and content hashed before writing.
 * :mod:`~conformance.traffic.cassette`: vcrpy for round trips and the ``ctxconf:`` metadata.

@@ -38,8 +38,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import gzip
 import json
+import re
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
@@ -48,9 +48,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import yaml
+from typing_extensions import assert_never
 
 from conformance.errors import RecordingError
 from conformance.providers.repeated_keys import read_unique, unique_reader_agrees
+from conformance.traffic.content_coding import Undecodable, decoded_body
 from conformance.traffic.endpoints import (
     detect_dialect,
     is_bedrock_count_tokens,
@@ -58,6 +60,7 @@ from conformance.traffic.endpoints import (
     url_shape,
 )
 from reference_impl.documents import (
+    INPUT_LIMIT_ENV,
     DocumentLimitError,
     JsonNumberTooLongError,
     NonFiniteNumberError,
@@ -316,32 +319,56 @@ def _header_text(value: object) -> str:
     return str(value)
 
 
-def _decompress(data: bytes, encoding: str | None, *, file: str, index: int, where: str) -> bytes:
-    """Undo ``Content-Encoding`` when the bytes are still encoded (some recorders decode them)."""
-    encodings = [e.strip().lower() for e in (encoding or "").split(",") if e.strip()]
-    if data[:2] == _GZIP_MAGIC and "gzip" not in encodings:
-        encodings.append("gzip")
-    for name in reversed(encodings):
-        if name in {"gzip", "x-gzip"} and data[:2] == _GZIP_MAGIC:
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError) as exc:
-                raise RecordingError(
-                    f"corrupt gzip body: {exc}", file=file, index=index, where=where
-                ) from None
-        elif name == "deflate":
-            # A recorder with decode_compressed_response already inflated it: keep as is.
-            with contextlib.suppress(zlib.error):
-                data = zlib.decompress(data)
-        elif name in {"br", "zstd"} and not _looks_like_text(data):
-            raise RecordingError(
-                f"the body is {name}-compressed; install a {name} decoder or record with "
-                "decode_compressed_response=True",
-                file=file,
-                index=index,
-                where=where,
+def _decompress(data: bytes, encoding: str, *, file: str, index: int, where: str) -> bytes:
+    """The body with every coding ``encoding`` lists undone (:func:`.content_coding.decoded_body`,
+    as the proxy decodes one), when the bytes are still encoded: some recorders store a body
+    decoded and keep its ``Content-Encoding`` header. A body that cannot be decoded is a
+    ``RecordingError`` naming the coding (:func:`_undecodable_error`)."""
+    codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+    outer = next((c for c in reversed(codings) if c != "identity"), None)
+    if outer is None and data[:2] == _GZIP_MAGIC:
+        outer = "gzip"  # gzip bytes recorded without their header
+        codings.append(outer)
+    if outer is None or not _still_encoded(data, outer):
+        return data
+    decoded = decoded_body(data, ", ".join(codings), max_input_bytes())
+    if isinstance(decoded, Undecodable):
+        raise _undecodable_error(decoded, file=file, index=index, where=where)
+    return decoded
+
+
+def _still_encoded(data: bytes, coding: str) -> bool:
+    """Whether the bytes are still in ``coding``, the last applied: gzip's magic, zlib's header
+    (``deflate``, RFC 9110 8.4.1.2; gzip's magic too, which the decoder reads as well), or, for
+    a coding with no mark we read (``br``, ``zstd``), bytes that are not text. A recorder that
+    decoded the body leaves none of these."""
+    if data[:2] == _GZIP_MAGIC and coding in {"gzip", "x-gzip", "deflate"}:
+        return True
+    if coding == "deflate":  # RFC 1950 2.2: method 8, and the two bytes a multiple of 31
+        return len(data) > 1 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+    return coding not in {"gzip", "x-gzip"} and not _looks_like_text(data)
+
+
+def _undecodable_error(
+    undecodable: Undecodable, *, file: str, index: int, where: str
+) -> RecordingError:
+    """Why a recorded body cannot be decoded, and what to do, as the audit's row says it."""
+    reason = f"the body cannot be decoded: {undecodable.reason}"
+    match undecodable.kind:
+        case "unsupported":
+            reason += (
+                "; ctxconf decodes gzip and deflate: record with decode_compressed_response=True "
+                "to store bodies decoded"
             )
-    return data
+        case "over_limit":
+            reason += (
+                f" (the limit is {max_input_bytes()} bytes; set {INPUT_LIMIT_ENV} to raise it)"
+            )
+        case "corrupt" | "too_many_codings":
+            pass
+        case _:
+            assert_never(undecodable.kind)
+    return RecordingError(reason, file=file, index=index, where=where)
 
 
 def _looks_like_text(data: bytes) -> bool:
@@ -364,7 +391,7 @@ class _Body:
     """Where the body sits in the interaction (``request.postData.text`` in a HAR file)."""
 
 
-def _as_body(value: object, encoding: str | None, *, file: str, index: int, where: str) -> _Body:
+def _as_body(value: object, encoding: str, *, file: str, index: int, where: str) -> _Body:
     if value is None:
         return _Body(where=where)
     if isinstance(value, bytes):
@@ -429,12 +456,17 @@ def _request_json(text: str | None, *, file: str, index: int | None, where: str)
 
 # ---------------------------------------------------------------------------- event streams
 
+_SSE_LINE_END: Final = re.compile(r"\r\n|\r|\n")
+"""Where an event stream's lines end (the SSE specification's ``end-of-line``):
+:meth:`str.splitlines` ends one at U+2028, U+0085 or U+001C too, which JSON data holds raw."""
+
 
 def parse_sse(text: str) -> tuple[StreamEvent, ...]:
     """The events of a ``text/event-stream`` body (``event:``/``data:`` lines, blank-separated).
 
     Multi-line ``data:`` fields are joined with newlines, as the SSE specification says; the data
-    is parsed as JSON when it is JSON. A body with no ``data:`` field has no events.
+    is parsed as JSON when it is JSON. A body with no ``data:`` field has no events. Lines end
+    at CRLF, LF or CR, the specification's three line ends, and nowhere else.
     """
     events: list[StreamEvent] = []
     name: str | None = None
@@ -448,7 +480,7 @@ def parse_sse(text: str) -> tuple[StreamEvent, ...]:
             events.append(StreamEvent(name, parsed if parsed is not None else joined))
         name, data = None, []
 
-    for line in text.splitlines():
+    for line in _SSE_LINE_END.split(text):
         if not line.strip():
             flush()
             continue
@@ -649,7 +681,8 @@ def _side(
             else:
                 where += ".string"
                 body = body.get("string")
-    encoding = (headers.get("content-encoding") or (None,))[0]
+    # repeated lines are one list (RFC 9110 5.3): every coding they name is undone
+    encoding = ", ".join(headers.get("content-encoding", ()))
     return headers, _as_body(body, encoding, file=file, index=index, where=where)
 
 
@@ -762,14 +795,18 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
     """Every request of a JSON-lines log: ``{"url", "method", "body", ...}`` or a bare body.
 
     ``index`` is the 0-based line number (blank lines are skipped but counted, so an error names
-    the line an editor shows as ``index + 1``). A ``body`` given as JSON text is parsed. Optional
-    keys: ``headers``, ``status``, ``response`` (body), ``request`` (a nested request mapping).
+    the line an editor shows as ``index + 1``). Lines end at ``\n`` only, as ``ctxconf audit``
+    reads them (a ``\r`` before it is JSON white space). A ``body`` given as JSON text is
+    parsed. Optional keys: ``headers``, ``status``, ``response`` (body), ``request`` (a nested
+    request mapping).
     """
     path = Path(path)
     name = str(path)
     raw = _read_bytes(path)
     out: list[RecordedInteraction] = []
-    for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines()):
+    # a JSON string may hold U+2028, U+0085 or U+001C raw (a logger writing ensure_ascii=False):
+    # str.splitlines() ends a line at each, and the request was read as two lines not JSON
+    for lineno, line in enumerate(raw.decode("utf-8", errors="replace").split("\n")):
         if not line.strip():
             continue
         try:

@@ -28,6 +28,7 @@ text, so a malformed schema is never free.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -36,9 +37,22 @@ from reference_impl.transcript import ToolSpec
 __all__ = ["render_function", "render_namespace"]
 
 _INDENT: Final = "  "
+_LINE_END: Final = re.compile(r"\r\n|\r|\n")
+"""Where a description's comment lines end. Not :meth:`str.splitlines`, which ends one at
+U+2028, U+0085 or U+001C too: a description holding one is one line to the renderers, and a
+``// `` we added there would be counted as if the model read it."""
 # Nesting deeper than this is shown as ``object``: a pathological (or recursive) schema must not
 # make counting exponential; real tool schemas are a few levels deep.
 _MAX_DEPTH: Final = 12
+
+
+def _comment_lines(text: str) -> list[str]:
+    """The lines of a description, each to be a ``//`` comment: ended at CR, LF or CRLF, a
+    last line end closing a line rather than opening an empty one (``"a\n"`` is one line)."""
+    lines = _LINE_END.split(text)
+    if not lines[-1]:
+        lines.pop()
+    return lines
 
 
 def _literal(value: object) -> str:
@@ -95,7 +109,7 @@ def _properties(schema: Mapping[str, Any], depth: int) -> str:
     for name, spec in properties.items():
         description = spec.get("description") if isinstance(spec, Mapping) else None
         if isinstance(description, str) and description:
-            lines.extend(f"{pad}// {line}" for line in description.splitlines())
+            lines.extend(f"{pad}// {line}" for line in _comment_lines(description))
         optional = "" if name in needed else "?"
         line = f"{pad}{name}{optional}: {_type(spec, depth)},"
         if isinstance(spec, Mapping) and "default" in spec:
@@ -110,7 +124,7 @@ def render_function(tool: ToolSpec) -> str:
     """One ``type <name> = …;`` block with its description comment."""
     lines: list[str] = []
     if tool.description:
-        lines.extend(f"// {line}" for line in tool.description.splitlines())
+        lines.extend(f"// {line}" for line in _comment_lines(tool.description))
     try:
         schema: object = json.loads(tool.parameters)
     except ValueError:

@@ -4,6 +4,7 @@ out as lines are read; ``--jobs`` gives the same rows; the table shows findings 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gc
 import gzip
@@ -50,6 +51,39 @@ def test_an_unreadable_file_is_a_row_and_the_folder_is_still_audited(tmp_path: P
     assert "not YAML" in str(rows[1]["message"])
     assert f"warning: {tmp_path / 'b.yaml'}" in err
     assert code == 5  # 1 (a request would be rejected) | 4 (a file could not be read)
+
+
+def test_an_answer_in_more_codings_than_are_decoded_is_its_interaction_s_unreadable_row(
+    tmp_path: Path,
+) -> None:
+    """The recordings reader decodes content codings as the proxy does (repeated lines one list,
+    at most 5 codings); an interaction it cannot decode is its row, the others are judged."""
+    body = json.dumps({"id": "r1"}).encode()
+    for _ in range(6):
+        body = gzip.compress(body, mtime=0)
+    cassette = tmp_path / "coded.yaml"
+    cassette.write_text(
+        "interactions:\n"
+        f"- request: {{uri: '{URL}', body: '{json.dumps(GOOD)}'}}\n"
+        "  response:\n"
+        "    status: {code: 200}\n"
+        # the sixth coding on a line of its own: a reader of the first line never sees it
+        "    headers: {Content-Encoding: ['gzip, gzip, gzip, gzip, gzip', gzip]}\n"
+        f"    body: {{string: !!binary {base64.b64encode(body).decode()}}}\n"
+        f"- request: {{uri: '{URL}', body: '{json.dumps(ORPHAN)}'}}\n",
+        "utf-8",
+    )
+    code, out, _ = invoke(["audit", str(cassette), "--format", "jsonl"])
+    rows = _rows(out)
+    assert [(r["location"], r["verdict"]) for r in rows] == [
+        (f"{cassette}#0", "unreadable"),
+        (f"{cassette}#1", "reject"),
+    ]
+    assert rows[0]["message"] == (
+        "interactions[0].response.body.string: the body cannot be decoded: content-encoding "
+        "lists 6 codings, more than the 5 ctxconf decodes"
+    )
+    assert code == 5
 
 
 @pytest.mark.parametrize(
@@ -641,6 +675,33 @@ def test_standard_input_streams_its_rows_as_its_lines_arrive() -> None:
         audit.stdin.close()
         audit.stdout.close()
         audit.wait(timeout=60)
+
+
+@pytest.mark.parametrize("how", ["file", "file --jobs 2", "stdin", "stdin --jobs 2"])
+def test_a_log_line_holding_a_unicode_line_separator_is_one_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A logger writing ``ensure_ascii=False`` keeps U+2028, U+0085 and U+001C raw in a JSON
+    string; the log, its blocks (``--jobs``) and standard input end lines at ``\n`` only."""
+    monkeypatch.setattr(audit_command, "_BLOCK_BYTES", 64)  # the file's blocks: about a line
+    text = "one\u2028two\u2029three\x85four\x1cfive"
+    orphan = {**ORPHAN, "messages": [{"role": "user", "content": text}, *ORPHAN["messages"][1:]]}
+    lines = [_line(GOOD), json.dumps({"url": URL, "body": orphan}, ensure_ascii=False)]
+    data = ("\n".join([*lines, _line(GOOD)]) + "\n").encode()
+    jobs = ["--jobs", "2"] if "jobs" in how else []
+    if how.startswith("stdin"):
+        code, rows, err = _audit_stdin(["-", "--all", *jobs], data)
+    else:
+        log = tmp_path / "log.jsonl"
+        log.write_bytes(data)
+        code, out, err = invoke(["audit", str(log), "--format", "jsonl", "--all", *jobs])
+        rows = [json.loads(line) for line in out.split("\n") if line]
+    assert code == 1, err  # one rejection, nothing unreadable
+    assert [(str(r["location"]).rsplit(":", 1)[1], r["verdict"]) for r in rows] == [
+        ("1", "accept"),
+        ("2", "reject"),
+        ("3", "accept"),
+    ]
 
 
 def test_a_corrupt_gz_log_is_an_unreadable_row_and_the_folder_is_still_audited(

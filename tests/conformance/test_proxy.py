@@ -44,14 +44,10 @@ from conformance.providers.proxy import (
     create_proxy_app,
     judge,
 )
-from conformance.providers.proxy_cassettes import (
-    MAX_CONTENT_CODINGS,
-    VERDICT_KEY,
-    Undecodable,
-    decoded_body,
-)
+from conformance.providers.proxy_cassettes import VERDICT_KEY
 from conformance.traffic.audit import audit_file
 from conformance.traffic.cassette import load_cassette_document
+from conformance.traffic.content_coding import MAX_CONTENT_CODINGS, Undecodable, decoded_body
 from conformance.traffic.scrubbing import find_secrets
 from conformance.traffic.verdicts import load_library
 from reference_impl.documents import long_integers_capped
@@ -641,7 +637,7 @@ def test_more_content_codings_than_the_proxy_decodes_are_refused_in_enforce_mode
     assert response.headers[PROXY_HEADER] == "failed; error=too_many_content_encodings"
     assert response.headers["x-ctxconf-provenance"] == "proxy"
     message = response.json()["error"]["message"]
-    assert f"content-encoding lists {times} codings, more than the 5 the proxy decodes" in message
+    assert f"content-encoding lists {times} codings, more than the 5 ctxconf decodes" in message
 
 
 def test_a_corrupt_inner_layer_is_named_with_its_place() -> None:

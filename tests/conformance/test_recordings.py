@@ -412,6 +412,24 @@ def test_jsonl_log_with_urls_bare_bodies_and_string_bodies(tmp_path: Path) -> No
     assert text_body.dialect == "deepseek"
 
 
+# Characters str.splitlines() ends a line at that a JSON string may hold raw (JSON escapes only
+# U+0000-U+001F and '"', '\\'): a logger writing ensure_ascii=False keeps them as they are.
+SEPARATORS = "one\u2028two\u2029three\x85four\x1cfive\x1dsix\x1eseven"
+
+
+def test_jsonl_log_line_holding_a_unicode_line_separator_is_one_request(tmp_path: Path) -> None:
+    body = {"messages": [{"role": "user", "content": SEPARATORS}]}
+    lines = [
+        json.dumps({"url": OPENAI_CHAT, "body": body}, ensure_ascii=False),
+        json.dumps({"url": OPENAI_CHAT, "body": {"messages": []}}) + "\r",  # a CRLF log
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(("\n".join(lines) + "\n").encode())
+    first, second = read_jsonl_log(path)
+    assert first.request_body == body
+    assert (second.index, second.request_body) == (1, {"messages": []})
+
+
 def test_jsonl_log_names_the_bad_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"messages": []}\n{not json\n')
@@ -467,7 +485,7 @@ def test_response_text_that_is_not_json_stays_text_and_request_text_is_kept(
                 "  response:\n    headers: {content-encoding: [br]}\n"
                 "    body: {string: !!binary //79/A==}\n"
             ),
-            r"br-compressed",
+            r"the body cannot be decoded: content-encoding br; ctxconf decodes gzip and deflate",
         ),
     ],
 )
@@ -479,6 +497,114 @@ def test_broken_cassettes_raise_recording_error_with_location(
     with pytest.raises(RecordingError, match=message) as info:
         read_cassette(path)
     assert str(path) in str(info.value)
+
+
+# ----------------------------------------------------------------------- content codings
+
+ANSWER = {"id": "r1", "choices": []}
+
+
+def _coded(times: int, data: bytes = json.dumps(ANSWER).encode()) -> bytes:
+    for _ in range(times):
+        data = gzip.compress(data, mtime=0)
+    return data
+
+
+def _coded_cassette(tmp_path: Path, lines: list[str], body: bytes) -> Path:
+    """A vcrpy cassette whose answer has ``body`` (``!!binary``) and one ``Content-Encoding``
+    line per item of ``lines``, as vcrpy records repeated header lines."""
+    encoded = base64.b64encode(body).decode()
+    path = tmp_path / "coded.yaml"
+    path.write_text(
+        "interactions:\n"
+        "- request:\n"
+        f"    uri: {OPENAI_CHAT}\n"
+        "    body: '{\"messages\": []}'\n"
+        "  response:\n"
+        "    status: {code: 200}\n"
+        "    headers:\n"
+        "      Content-Encoding:\n"
+        + "".join(f"      - {line}\n" for line in lines)
+        + f"    body: {{string: !!binary {encoded}}}\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("lines", [["gzip, gzip"], ["gzip", "gzip"]], ids=["one line", "two lines"])
+def test_a_body_gzipped_twice_is_decoded_twice(tmp_path: Path, lines: list[str]) -> None:
+    # RFC 9110 5.3: repeated lines are one list; 8.4: codings applied in order, undone last first
+    (interaction,) = read_cassette(_coded_cassette(tmp_path, lines, _coded(2)))
+    assert interaction.response_body == ANSWER
+
+
+def test_a_har_answer_gzipped_twice_is_decoded_twice(tmp_path: Path) -> None:
+    entry = {
+        "request": {"method": "POST", "url": OPENAI_CHAT, "postData": {"text": "{}"}},
+        "response": {
+            "status": 200,
+            "headers": [
+                {"name": "content-encoding", "value": "gzip"},
+                {"name": "Content-Encoding", "value": "gzip"},
+            ],
+            "content": {"text": base64.b64encode(_coded(2)).decode(), "encoding": "base64"},
+        },
+    }
+    path = tmp_path / "coded.har"
+    path.write_text(json.dumps({"log": {"entries": [entry]}}))
+    (interaction,) = read_recording(path)
+    assert interaction.response_body == ANSWER
+
+
+def test_a_body_its_recorder_decoded_is_read_as_recorded(tmp_path: Path) -> None:
+    # some recorders store the body decoded and keep the header: nothing left to undo
+    path = _coded_cassette(tmp_path, ["gzip", "gzip"], json.dumps(ANSWER).encode())
+    (interaction,) = read_cassette(path)
+    assert interaction.response_body == ANSWER
+
+
+@pytest.mark.parametrize(
+    ("lines", "body", "message"),
+    [
+        (
+            # the sixth on a line of its own: a reader of the first line alone never sees it
+            ["gzip, gzip, gzip, gzip, gzip", "gzip"],
+            _coded(6),
+            "content-encoding lists 6 codings, more than the 5 ctxconf decodes",
+        ),
+        (
+            ["gzip", "gzip"],
+            _coded(1, b"not gzip at all"),
+            r"gzip data \(coding 1 of 2\) is corrupt",
+        ),
+        (
+            ["br", "gzip"],
+            gzip.compress(b"\xff\xfe", mtime=0),
+            r"content-encoding br \(coding 1 of 2\); ctxconf decodes gzip and deflate",
+        ),
+    ],
+    ids=["six codings", "corrupt inner layer", "br inside gzip"],
+)
+def test_a_body_that_cannot_be_decoded_names_the_coding(
+    tmp_path: Path, lines: list[str], body: bytes, message: str
+) -> None:
+    path = _coded_cassette(tmp_path, lines, body)
+    with pytest.raises(RecordingError, match=f"the body cannot be decoded: {message}") as info:
+        read_cassette(path)
+    assert info.value.index == 0
+    assert str(info.value).startswith(f"{path}: interactions[0].response.body.string: ")
+
+
+def test_each_layer_is_decoded_within_the_input_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    padded = json.dumps(ANSWER).encode() + b" " * 50_000
+    assert len(_coded(1, padded)) < 4096  # the outer layer decodes within the limit
+    path = _coded_cassette(tmp_path, ["gzip", "gzip"], _coded(2, padded))
+    with pytest.raises(
+        RecordingError, match=r"over the input limit when decoded \(coding 1 of 2\)"
+    ):
+        read_cassette(path)
 
 
 def test_unknown_suffix_and_missing_folder(tmp_path: Path) -> None:

@@ -168,6 +168,40 @@ def test_parse_sse_joins_data_lines_and_keeps_non_json() -> None:
     assert parse_sse(text) == (StreamEvent("a", {"x": 1}), StreamEvent(None, "[DONE]"))
 
 
+def test_parse_sse_ends_lines_at_cr_lf_and_crlf_only() -> None:
+    # JSON data may hold U+2028, U+0085 or U+001C raw; str.splitlines() ends a line at each
+    delta = "one\u2028two\x85three\x1cfour"
+    data = json.dumps({"delta": delta}, ensure_ascii=False)
+    for end in ("\n", "\r\n", "\r"):
+        text = f"event: a{end}data: {data}{end}{end}data: [DONE]{end}{end}"
+        assert parse_sse(text) == (StreamEvent("a", {"delta": delta}), StreamEvent(None, "[DONE]"))
+
+
+def test_a_streamed_response_holding_a_unicode_line_separator_keeps_its_events(
+    tmp_path: Path,
+) -> None:
+    chunk = json.dumps({"choices": [{"delta": {"content": "a\u2028b"}}]}, ensure_ascii=False)
+    path = tmp_path / "stream.json"
+    path.write_text(
+        json.dumps(
+            {
+                "request": {"uri": "https://api.openai.com/v1/chat/completions", "body": "{}"},
+                "response": {
+                    "headers": {"content-type": ["text/event-stream"]},
+                    "body": {"string": f"data: {chunk}\n\ndata: [DONE]\n\n"},
+                },
+            },
+            ensure_ascii=False,
+        ),
+        "utf-8",
+    )
+    (interaction,) = read_recording(path)
+    assert [event.data for event in interaction.response_events] == [
+        {"choices": [{"delta": {"content": "a\u2028b"}}]},
+        "[DONE]",
+    ]
+
+
 def test_single_interaction_json_file(tmp_path: Path) -> None:
     path = tmp_path / "anthropic_messages_post_1.json"
     path.write_text(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import gzip
+import html
 import io
 import json
 import re
@@ -538,6 +539,26 @@ def test_the_cases_a_plain_function_is_not_judged_on_are_said_in_the_terminal_an
     assert "17 case(s) not judged: a plain message function" in console.file.getvalue()  # type: ignore[attr-defined]
     assert "17 case(s) not judged: a plain message function." in render_markdown(counted)
     assert "not judged" not in render_markdown(record)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "interrupted by SIGINT",
+        "stopped at the run's wall-time limit (--max-seconds 5)",
+        "stopped after 3 consecutive timed-out cases (--max-consecutive-timeouts 3)",
+    ],
+)
+def test_a_stopped_or_interrupted_run_is_said_in_md_and_html(
+    record: RunRecord, reason: str
+) -> None:
+    footer = {**record.footer, "stopped": reason, "interrupted": "SIG" in reason, "not_run": 7}
+    stopped = RunRecord(record.header, record.cases, footer)
+    note = f"Run {reason}: 7 case(s) not run."
+    assert f"**{note}**" in render_markdown(stopped)
+    assert f'<p class="fail"><b>{html.escape(note)}</b></p>' in render_html(stopped)
+    for page in (render_markdown(record), render_html(record)):
+        assert "case(s) not run" not in page
 
 
 @pytest.mark.parametrize("reports", [True, False])

@@ -193,6 +193,19 @@ def test_jsonl_and_html_report(small_ops: Any, tmp_path: Path) -> None:
     assert "request tokens per turn against the budget" in page
 
 
+def test_a_report_line_holding_a_unicode_line_separator_is_one_line(tmp_path: Path) -> None:
+    # a copy rewritten without ensure_ascii (jq -c, another program's JSON writer) keeps
+    # U+2028, U+0085 or U+001C raw in a string: str.splitlines() ends a line at each
+    printed = {"stdout": "one\u2028two\x85three\x1cfour"}
+    lines = [
+        {"type": "header", "report": "ctxconf-soak"},
+        {"type": "summary", "plugin_output": printed},
+    ]
+    path = tmp_path / "soak.jsonl"
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+    assert read_jsonl(path) == lines
+
+
 def test_cli_soak_writes_reports(tmp_path: Path) -> None:
     out = tmp_path / "soak.jsonl"
     result = CliRunner().invoke(

@@ -8,6 +8,7 @@ score fails here until the README table is regenerated.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -40,6 +41,22 @@ def test_readme_and_adapters_page_carry_the_same_table() -> None:
         start, end = text.index(BENCH.START), text.index(BENCH.END)
         tables.append(text[start:end])
     assert tables[0] == tables[1], "regenerate with `make adapters-table`"
+
+
+def test_a_case_line_holding_a_unicode_line_separator_is_read_as_one_case() -> None:
+    # A case line holds a plug-in's output as it printed it (ensure_ascii=False): U+2028, U+0085
+    # or U+001C raw, where str.splitlines() ends a line too
+    out = CliRunner().invoke(
+        cli, ["run", "--scenarios", "single-tool", "--format", "jsonl", "--no-reports"]
+    )
+    assert out.exit_code == 0, out.output
+    lines = [json.loads(line) for line in out.output.split("\n") if line.startswith("{")]
+    cases = [line for line in lines if line["type"] == "case"]
+    cases[0]["plugin_output"] = {"stdout": "one\u2028two\x85three\x1cfour"}
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    record = BENCH.parse(text)
+    assert len(record.cases) == len(cases)
+    assert record.footer
 
 
 # Every row runs the whole corpus through one adapter (over a minute of CPU for the table):

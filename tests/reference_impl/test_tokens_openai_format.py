@@ -267,6 +267,23 @@ format?: "celsius" | "fahrenheit", // default: celsius
     assert render_namespace(tools) == expected
 
 
+def test_a_description_holding_a_unicode_line_separator_is_one_comment_line() -> None:
+    # str.splitlines() also ends a line at U+2028, U+0085, U+001C, \x0b and \x0c: a "// " added
+    # there would be counted though no renderer writes it; CR, LF and CRLF end lines as before
+    odd = "one\u2028two\x85three\x1cfour\x0bfive\x0csix"
+    schema = {"type": "object", "properties": {"q": {"type": "string", "description": odd}}}
+    tool = ToolSpec("f", f"{odd}\r\nseven\rB\n", json.dumps(schema))
+    assert render_namespace([tool]) == (
+        "namespace functions {\n\n"
+        f"// {odd}\n// seven\n// B\n"
+        "type f = (_: {\n"
+        f"// {odd}\n"
+        "q?: string,\n"
+        "}) => any;\n\n"
+        "} // namespace functions"
+    )
+
+
 def test_schema_keywords_the_model_never_sees_are_free() -> None:
     counter = counter_for("openai-chat", "gpt-4o")
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
