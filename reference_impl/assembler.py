@@ -353,6 +353,11 @@ class _SessionDigest:
     def __str__(self) -> str:
         return self()
 
+    def __deepcopy__(self, memo: dict[int, object]) -> str:
+        """The digest: what a deep copy of the report's field holds (``dataclasses.asdict``,
+        ``astuple``), as of a report whose digest was read."""
+        return self()
+
 
 def session_digest_of(ids: Iterable[str]) -> str:
     """sha256 over the message ids in order, each followed by a newline: identifies the input in

@@ -662,6 +662,31 @@ def test_a_report_with_its_digest_unread_compares_pickles_and_prints_as_one_read
     assert lazy.to_dict()["session_digest"] == digest
 
 
+def test_asdict_of_a_report_with_its_digest_unread_holds_the_digest():
+    # dataclasses.asdict and astuple deep-copy each field: the digest still to be hashed
+    # (the index's, the pipeline's session) is copied as the digest it gives, as when read
+    from dataclasses import asdict, astuple
+
+    config = AssemblyConfig(summarize_trigger_ratio=1.0)
+    s = agent_session(4)
+    made = {
+        "incremental": lambda: (
+            SessionAssembler(config, counter=WordCounter()).assemble(s, budget=10_000).report
+        ),
+        "pipeline": lambda: (
+            assemble_pipeline(s, config, counter=WordCounter(), budget=10_000).report
+        ),
+    }
+    for path, make in made.items():
+        lazy, read = make(), make()
+        read = replace(read, seconds=lazy.seconds)
+        digest = read.session_digest
+        assert not isinstance(lazy.session_digest_of, str), path
+        assert asdict(lazy)["session_digest_of"] == digest, path
+        assert asdict(lazy) == asdict(read), path
+        assert astuple(lazy) == astuple(read), path
+
+
 def test_a_pipeline_report_read_first_in_two_threads_names_its_session():
     # One thread has seen the session not hashed yet and is about to hash it, when another
     # hashes it and lets the session go: the first must still give the digest.
