@@ -106,6 +106,9 @@ def test_partial_renders_the_cases_recorded_and_says_the_cut_line_was_left_out(
         assert "exit status unknown" in out
         assert "Run cut short: no footer line, 2 of 5 case(s) recorded" in out
         assert "exit status 0" not in out
+        # the cells of the cases not recorded are not "not applicable", nor do all cases pass
+        assert "· not applicable, or not reached: the run ended early" in out
+        assert "Every case passed." not in out
 
 
 @pytest.mark.parametrize("partial", [[], ["--partial"]])
