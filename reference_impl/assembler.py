@@ -343,12 +343,19 @@ class _SessionDigest:
         self._found = ""
 
     def __call__(self) -> str:
-        if self._session is not None:
-            self._found = session_digest_of(m.id for m in self._session.messages)
+        # read once: another thread may hash it first and let the session go in between
+        session = self._session
+        if session is not None:
+            self._found = session_digest_of(m.id for m in session.messages)
             self._session = None
         return self._found
 
     def __str__(self) -> str:
+        return self()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> str:
+        """The digest: what a deep copy of the report's field holds (``dataclasses.asdict``,
+        ``astuple``), as of a report whose digest was read."""
         return self()
 
 

@@ -683,6 +683,25 @@ class _Index:
             prev = max(prev, cut + 1)
 
 
+class _IndexDigest:
+    """A report's ``session_digest_of``: the index's digest of the session's first ``count``
+    ids (``_Index.session_digest``), hashed when the report's digest is first read."""
+
+    __slots__ = ("count", "index")
+
+    def __init__(self, index: _Index, count: int) -> None:
+        self.index = index
+        self.count = count
+
+    def __call__(self) -> str:
+        return self.index.session_digest(self.count)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> str:
+        """The digest: what a deep copy of the report's field holds (``dataclasses.asdict``,
+        ``astuple``), not a copy of the index (whose hash and lock cannot be copied)."""
+        return self()
+
+
 class _Digest:
     """A report's session digest for a log line: read (and computed) only if it is emitted."""
 
@@ -1526,7 +1545,7 @@ class SessionAssembler:
             degraded_attachment_ids=index.ids_of(t.degraded_order),
             merged_ids=tuple(t.merged),
             seconds=time.perf_counter() - started,
-            session_digest_of=functools.partial(index.session_digest, len(index.messages)),
+            session_digest_of=_IndexDigest(index, len(index.messages)),
         )
         _observe(self.metrics, report, self.shape, config.middle_delete_unit, None)
         log.info(

@@ -140,6 +140,21 @@ def _headers_dict(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
     return out
 
 
+def _decoded(
+    raw: bytes, headers: Sequence[tuple[str, str]], limit: int | None
+) -> tuple[bytes | str, list[tuple[str, str]]]:
+    """A body as a cassette stores it, decoded (every line of its ``content-encoding``: one
+    list, RFC 9110 5.3), or why it could not be (:attr:`Undecodable.stored`); and its headers
+    without the coding, ``content-length`` the stored body's."""
+    encoding = ", ".join(v for k, v in headers if k.lower() == "content-encoding")
+    decoded = decoded_body(raw, encoding, limit)
+    body = decoded.stored if isinstance(decoded, Undecodable) else decoded
+    kept = [(k, v) for k, v in headers if k.lower() not in ("content-encoding", "content-length")]
+    if isinstance(body, bytes):
+        kept.append(("content-length", str(len(body))))
+    return body, kept
+
+
 def _joined_headers(pairs: Sequence[tuple[str, str]]) -> dict[str, str]:
     """One value a header name: repeated lines joined with ", ", which means what the lines do
     for a request's list fields (RFC 9110 5.3; ``anthropic-beta``, which the audit reads back).
@@ -169,23 +184,22 @@ class ObserveRecorder:
     def document(self, observed: Observed) -> tuple[str, dict[str, Any]]:
         """The skeleton digest and the cassette document of one exchange, scrubbed."""
         record, response = observed.record, observed.response
-        request = self._request(
-            record.method, record.url, record.request_body, _joined_headers(record.request_headers)
-        )
+        sent: bytes | str = record.request_body
+        sent_headers = list(record.request_headers)
+        if any(k.lower() == "content-encoding" for k, _ in sent_headers):
+            # stored as the proxy judged it (decoded): stored encoded, a gzipped request was
+            # "<body not stored: N bytes that are not UTF-8>", audited as no body at all (C0)
+            sent, sent_headers = _decoded(record.request_body, sent_headers, observed.limit)
+        request = self._request(record.method, record.url, sent, _joined_headers(sent_headers))
         request = scrub_request(request)
         digest = skeleton_digest(request_skeleton(request))
         stored: dict[str, Any] = request._to_dict()  # noqa: SLF001 - vcrpy's own layout
         stored["body"] = _text(stored["body"] or b"")
         headers = [(k, v) for k, v in response.headers.multi_items()]
         body: bytes | str = "<body not stored: over the input limit>"
-        if not observed.over_limit:
-            decoded = decoded_body(
-                observed.raw, response.headers.get("content-encoding", ""), observed.limit
-            )
-            body = decoded.stored if isinstance(decoded, Undecodable) else decoded
         kept = [(k, v) for k, v in headers if k not in ("content-encoding", "content-length")]
-        if isinstance(body, bytes):
-            kept.append(("content-length", str(len(body))))
+        if not observed.over_limit:  # as the client reads it
+            body, kept = _decoded(observed.raw, headers, observed.limit)
         answer = scrub_response(
             {
                 "status": {

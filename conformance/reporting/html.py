@@ -21,12 +21,12 @@ from typing import Final
 from conformance.events import CaseResult
 from conformance.reporting.html_case import SweepPoint, case_body
 from conformance.reporting.matrix import (
-    MATRIX_LEGEND,
     Cell,
     baseline_section,
     failing_cases,
     gate_of,
     gate_text,
+    matrix_legend,
     matrix_rows,
     not_judged_text,
     problem_lines,
@@ -247,7 +247,9 @@ def render_html(record: RunRecord) -> str:
             f"{escape(row.scenario)}</td>{cells}</tr>"
         )
     problems = failing_cases(record.cases)
-    blocks = "".join(_case_block(c) for c in problems) or "<p>Every case passed.</p>"
+    # of a run that ended early (cut short, stopped), only the cases it recorded are known
+    passed = "Every case recorded passed." if record.stopped_note else "Every case passed."
+    blocks = "".join(_case_block(c) for c in problems) or f"<p>{passed}</p>"
     head = "".join(f'<th data-col="{escape(s)}">{escape(s)}</th>' for s in shapes)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ctxconf conformance: {plugin}</title>
@@ -262,7 +264,7 @@ Started {escape(str(record.header.get("started", "?")))}, ctxconf {escape(str(re
 <div class="filters">{_select("level", "level", list(LEVELS))}{_select("shape", "shape", shapes)}{_select("status", "status", ["pass", "fail", "error"])}</div>
 <h2>Matrix</h2>
 <table><tr><th>level</th><th>scenario</th>{head}</tr>{"".join(rows)}</table>
-<p class="note">{escape(MATRIX_LEGEND)}</p>
+<p class="note">{escape(matrix_legend(bool(record.stopped_note)))}</p>
 <h2>Problem cases ({len(problems)})</h2>
 <p class="note">A failing matrix cell links to its first problem case; open a case to see its
 session marked message by message (kept, merged, changed, cleared, dropped, summary, injected,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from conformance.reporting.matrix import (
-    MATRIX_LEGEND,
     baseline_section,
     failing_cases,
     gate_of,
     gate_text,
+    matrix_legend,
     matrix_rows,
     not_judged_text,
     problem_lines,
@@ -106,7 +106,7 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
             + " | ".join(_cell(c.text) for c in row.cells)
             + " |"
         )
-    out += ["", MATRIX_LEGEND]
+    out += ["", matrix_legend(bool(record.stopped_note))]
     problems = failing_cases(record.cases)
     if problems:
         out += ["", f"<details><summary>{len(problems)} problem case(s)</summary>", ""]

@@ -22,6 +22,7 @@ __all__ = [
     "failing_cases",
     "gate_of",
     "gate_text",
+    "matrix_legend",
     "matrix_rows",
     "problem_lines",
     "provenance_counts",
@@ -90,6 +91,13 @@ MATRIX_LEGEND: Final = (
     "· not applicable"
 )
 """What the matrix's marks say, under it in every human-readable report."""
+
+
+def matrix_legend(ended_early: bool) -> str:
+    """:data:`MATRIX_LEGEND`, and for a run that ended before its last case (stopped,
+    interrupted, its report cut short: ``RunRecord.stopped_note``) what a ``·`` cell may be
+    there too: the run never reached it, so it does not read as a complete row."""
+    return MATRIX_LEGEND + (", or not reached: the run ended early" if ended_early else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from reference_impl.documents import (
     DocumentLimitError,
     loads_json,
     non_finite_name,
-    read_input_text,
+    read_input_bytes,
 )
 
 __all__ = [
@@ -212,17 +212,29 @@ def _json_problem(exc: json.JSONDecodeError) -> str:
     return f"{exc.msg}{at}column {exc.colno}"
 
 
+def _text(data: bytes, path: Path) -> str:
+    """The file as UTF-8 text. A character the file ends inside is left out: the writer keeps
+    non-ASCII raw (``ensure_ascii=False``) and a run killed while writing stops at any byte, so
+    its last line, then cut short, may end inside one; the file is no less UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = data[: exc.start].decode("utf-8")  # valid up to the first error
+        inside_last = exc.end == len(data) and exc.reason == "unexpected end of data"
+        if inside_last and text.rpartition("\n")[2].lstrip().startswith("{"):
+            return text
+        raise ReportFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
+
+
 def _lines(path: Path) -> Iterator[tuple[int, Any]]:
     """Each non-blank line's number and value; the last line, when it is cut short, as a
     :class:`_CutLine`; any other line that is not JSON is a named error."""
     try:
-        text = read_input_text(path)
+        text = _text(read_input_bytes(path), path)
     except DocumentLimitError as exc:
         raise ReportFileError(str(exc), where=str(path)) from None
     except OSError as exc:
         raise ReportFileError(exc.strerror or str(exc), where=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise ReportFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
     pieces = text.split("\n")  # the writer ends each line with "\n", and nothing else ends one
     for number, raw in enumerate(pieces, start=1):
         if not raw.strip():

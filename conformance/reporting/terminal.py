@@ -9,12 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.reporting.matrix import (
-    MATRIX_LEGEND,
     Cell,
     Row,
     failing_cases,
     gate_of,
     gate_text,
+    matrix_legend,
     matrix_rows,
     not_judged_text,
     problem_lines,
@@ -63,7 +63,7 @@ def terminal_renderable(
         t = record_totals[level]
         verdict = Text("ok", style="green") if t.ok else Text("FAILED", style="bold red")
         totals.add_row(level, str(t.passed), str(t.failed), str(t.errors), verdict)
-    legend = Text(MATRIX_LEGEND)
+    legend = Text(matrix_legend(bool(record.stopped_note)))
     parts: list[RenderableType] = [matrix, legend, totals, Text(provenance_summary(record.cases))]
     warning = stale_warning(record.cases)
     if warning:

@@ -106,6 +106,38 @@ def test_partial_renders_the_cases_recorded_and_says_the_cut_line_was_left_out(
         assert "exit status unknown" in out
         assert "Run cut short: no footer line, 2 of 5 case(s) recorded" in out
         assert "exit status 0" not in out
+        # the cells of the cases not recorded are not "not applicable", nor do all cases pass
+        assert "· not applicable, or not reached: the run ended early" in out
+        assert "Every case passed." not in out
+
+
+@pytest.mark.parametrize("partial", [[], ["--partial"]])
+def test_a_last_line_cut_inside_a_character_is_cut_short_not_binary(
+    saved_run: Path, tmp_path: Path, partial: list[str]
+) -> None:
+    # the writer keeps non-ASCII raw (ensure_ascii=False), and a kill cuts at any byte: in the
+    # middle of a character of the last line, which is then cut short, the file no less UTF-8
+    lines = saved_run.read_text("utf-8").splitlines()
+    fourth = lines[3].replace('"scenario": "', '"scenario": "\u00e9t\u00e9 ', 1).encode()
+    cut_at = fourth.index("\u00e9".encode()) + 1
+    killed = tmp_path / "killed.jsonl"
+    killed.write_bytes(("\n".join(lines[:3]) + "\n").encode() + fourth[:cut_at])
+    code, out, err = invoke(["report", str(killed), "--format", "md", *partial])
+    assert "not UTF-8" not in err
+    if partial:
+        assert code == 0, err
+        assert "line 4 is cut short (Unterminated string starting at column " in err
+        assert "Run cut short: no footer line, 2 of 5 case(s) recorded" in out
+    else:
+        assert code == 2, err
+        assert f"{killed}:4: the last line is cut short (not valid JSON: Unterminated" in err
+
+
+def test_bytes_that_are_not_utf_8_before_the_end_are_still_named(tmp_path: Path) -> None:
+    for name, data in (("middle", b'{"a": "\xe9"}\n{}'), ("own-line", b'{"a": 1}\n\xe9')):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes(data)
+        _assert_named(["report", str(path), "--partial"], str(path), "not UTF-8 text (byte ")
 
 
 @pytest.mark.parametrize("partial", [[], ["--partial"]])

@@ -297,6 +297,54 @@ def test_observe_keeps_every_line_of_a_repeated_request_header(
     assert row.verdict.accepted, row.verdict
 
 
+def test_observe_stores_a_compressed_request_decoded_and_its_audit_agrees(tmp_path: Path) -> None:
+    # The proxy judges a gzipped request decoded; its cassette held the request as sent, which
+    # is not UTF-8: "<body not stored: 80 bytes that are not UTF-8>" beside content-encoding,
+    # which ctxconf audit judged as no body (C0, reject) where the proxy had accepted it.
+    async def accept(request: Request) -> Response:
+        return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "choices": []})
+
+    valid = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    orphan = {
+        "model": "gpt-4o",
+        "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+    }
+    sent = [
+        (valid, [("content-encoding", "gzip")], 1),
+        (orphan, [("content-encoding", "gzip"), ("content-encoding", "gzip")], 2),
+    ]
+    folder = tmp_path / "observed"
+    app = Starlette(routes=[Route("/{path:path}", accept, methods=["POST"])])
+    with (
+        serving(app) as upstream,
+        _proxy(upstream, mode="observe", record_dir=str(folder)) as proxy,
+    ):
+        for body, codings, times in sent:
+            data = json.dumps(body).encode()
+            for _ in range(times):
+                data = gzip.compress(data, mtime=0)
+            headers = [("content-type", "application/json"), *codings]
+            answered = httpx.post(f"{proxy}/v1/chat/completions", content=data, headers=headers)
+            assert answered.status_code == 200
+    paths = sorted(folder.rglob("*.yaml"))
+    assert len(paths) == 2
+    for path, (body, _, _) in zip(paths, sent, strict=True):
+        interaction = load_cassette_document(path)["interactions"][0]
+        request = interaction["request"]
+        assert json.loads(request["body"]) == body
+        assert "content-encoding" not in request["headers"]
+        (row,) = audit_file(path)
+        assert row.verdict is not None
+        ours = interaction[VERDICT_KEY]
+        assert (row.verdict.verdict, row.verdict.rule) == (ours["verdict"], ours.get("rule"))
+    assert [
+        load_cassette_document(p)["interactions"][0][VERDICT_KEY]["verdict"] for p in paths
+    ] == [
+        "accept",
+        "reject",
+    ]
+
+
 # ------------------------------------------------------------------------- secrets, headers
 
 
@@ -1099,6 +1147,33 @@ def test_recorded_bodies_are_decoded_within_the_limit(
         assert decoded.stored.startswith(stored)
     else:
         assert decoded == stored
+
+
+def test_a_body_of_many_gzip_members_is_decoded_in_linear_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 4,000 empty members (20 bytes each), gzipped again: a 0.3 kB body. Each member was fed
+    # all that followed it (zlib copies it back as unused_data), 160 MB fed in all for 80 kB;
+    # at the input limit, 32 MiB of members held the proxy's event loop for minutes.
+    inner = gzip.compress(b"", mtime=0) * 4000
+    body = gzip.compress(inner, mtime=0)
+    fed: list[int] = []
+    make = zlib.decompressobj
+
+    class Counting:
+        def __init__(self, wbits: int) -> None:
+            self.inflater = make(wbits=wbits)
+
+        def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+            fed.append(len(data))
+            return self.inflater.decompress(data, max_length)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inflater, name)
+
+    monkeypatch.setattr(zlib, "decompressobj", Counting)
+    assert decoded_body(body, "gzip, gzip", 32 * 1024 * 1024) == b""
+    assert sum(fed) < 8 * (len(inner) + len(body))
 
 
 @pytest.mark.slow
