@@ -49,7 +49,7 @@ def run(folder: str, jobs: int) -> tuple[float, int]:
     wall = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"run failed ({done.returncode}): {done.stderr[-500:]}")
-    cases = [json.loads(line) for line in done.stdout.splitlines()]
+    cases = [json.loads(line) for line in done.stdout.split("\n") if line.strip()]
     calls = sum(int(c.get("turns") or 0) for c in cases if c.get("type") == "case")
     return wall, calls
 

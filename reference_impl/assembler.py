@@ -332,33 +332,6 @@ class Assembly:
 # ------------------------------------------------------------------------------ the pipeline
 
 
-class _SessionDigest:
-    """``session_digest_of`` the session's ids, computed when first asked for (a report's
-    ``session_digest``; a log line, whose ``%s`` reads it only when the line is emitted)."""
-
-    __slots__ = ("_found", "_session")
-
-    def __init__(self, session: Transcript) -> None:
-        self._session: Transcript | None = session
-        self._found = ""
-
-    def __call__(self) -> str:
-        # read once: another thread may hash it first and let the session go in between
-        session = self._session
-        if session is not None:
-            self._found = session_digest_of(m.id for m in session.messages)
-            self._session = None
-        return self._found
-
-    def __str__(self) -> str:
-        return self()
-
-    def __deepcopy__(self, memo: dict[int, object]) -> str:
-        """The digest: what a deep copy of the report's field holds (``dataclasses.asdict``,
-        ``astuple``), as of a report whose digest was read."""
-        return self()
-
-
 def session_digest_of(ids: Iterable[str]) -> str:
     """sha256 over the message ids in order, each followed by a newline: identifies the input in
     logs without reading (or hashing) any content, so messages that are never counted are never
@@ -470,7 +443,7 @@ def assemble_pipeline(
     metrics = metrics if metrics is not None else default_metrics()
     plan = plan_budget(config, budget)
     started = time.perf_counter()
-    digest = _SessionDigest(session)
+    digest = session_digest_of(m.id for m in session.messages)
 
     def finish(state: AssemblyState | None, code: str | None) -> AssemblyReport:
         """The report of this assembly (``code`` when it was refused), observed in the metrics."""
@@ -596,7 +569,7 @@ def _report(
     shape: str,
     counter: TokenCounter,
     seconds: float,
-    digest: Callable[[], str],
+    digest: str,
     code: str | None,
 ) -> AssemblyReport:
     if state is None:

@@ -332,12 +332,8 @@ class _Index:
     """The tokens of those, counted once when first needed: a turn that degrades them again
     (every turn degrades the same old attachments) knows their cost, so its fill meets them
     as counted units."""
-    digest: Any = field(default_factory=hashlib.sha256)
-    """sha256 over the first ``digested`` message ids (``session_digest``), hashed when a report's
-    digest is read, from where the last read left off."""
-    digested: int = 0
-    digest_lock: threading.Lock = field(default_factory=threading.Lock)
-    """Held while the running hash is taken on (a report may be read in another thread)."""
+    ids_digest: _RunningDigest | None = None
+    """The running hash of ``message_ids`` (``digest_of``), made when a report is first made."""
     frozen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """``turn_ids``, ``ring_ids`` ... as tuples, remade only when a slice reaches past their end:
     a report's dropped ids are one tuple slice (amortized O(1) a turn to keep, not O(dropped))."""
@@ -346,18 +342,13 @@ class _Index:
     ``(lo, hi, tokens)``, the positions ``lo..hi`` of the tier all counted, ``tokens`` their
     costs summed, skipped ones included (``_take_resumed``)."""
 
-    def session_digest(self, count: int) -> str:
-        """``assembler.session_digest_of`` the first ``count`` message ids: the running hash
-        taken on from where it stopped; hashed afresh for a report read after a later turn
-        hashed past it."""
-        with self.digest_lock:
-            if count < self.digested:
-                return session_digest_of(self.message_ids[:count])
-            if count > self.digested:
-                joined = "\n".join(self.message_ids[self.digested : count])
-                self.digest.update((joined + "\n").encode("utf-8"))
-                self.digested = count
-            return self.digest.hexdigest()  # type: ignore[no-any-return]  # hashlib's str
+    def digest_of(self, count: int) -> _IndexDigest:
+        """What gives the digest of the session's first ``count`` ids, for a report: it holds
+        the ids (and the running hash), never the messages."""
+        running = self.ids_digest
+        if running is None:
+            running = self.ids_digest = _RunningDigest(self.message_ids)
+        return _IndexDigest(running, count)
 
     def frozen_ids(self, name: str, ids: list[str], stop: int) -> tuple[str, ...]:
         """``ids`` (one of the lists of ids above, ``name``) as a tuple at least ``stop`` long."""
@@ -683,22 +674,48 @@ class _Index:
             prev = max(prev, cut + 1)
 
 
+class _RunningDigest:
+    """sha256 over the first ``digested`` of ``ids`` (an index's ``message_ids``, a list that
+    only grows), taken on from where the last read stopped."""
+
+    __slots__ = ("digested", "hash", "ids", "lock")
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+        self.hash = hashlib.sha256()
+        self.digested = 0
+        self.lock = threading.Lock()  # a report may be read in another thread
+
+    def of(self, count: int) -> str:
+        """``assembler.session_digest_of`` the first ``count`` ids: hashed afresh for a report
+        read after a later one hashed past it."""
+        with self.lock:
+            if count < self.digested:
+                return session_digest_of(self.ids[:count])
+            if count > self.digested:
+                joined = "\n".join(self.ids[self.digested : count])
+                self.hash.update((joined + "\n").encode("utf-8"))
+                self.digested = count
+            return self.hash.hexdigest()
+
+
 class _IndexDigest:
-    """A report's ``session_digest_of``: the index's digest of the session's first ``count``
-    ids (``_Index.session_digest``), hashed when the report's digest is first read."""
+    """A report's ``session_digest_of``: the digest of the session's first ``count`` ids
+    (``_RunningDigest``), hashed when the report's digest is first read. It holds the ids, not
+    the index or its messages: a report keeps no message content alive."""
 
-    __slots__ = ("count", "index")
+    __slots__ = ("count", "running")
 
-    def __init__(self, index: _Index, count: int) -> None:
-        self.index = index
+    def __init__(self, running: _RunningDigest, count: int) -> None:
+        self.running = running
         self.count = count
 
     def __call__(self) -> str:
-        return self.index.session_digest(self.count)
+        return self.running.of(self.count)
 
     def __deepcopy__(self, memo: dict[int, object]) -> str:
         """The digest: what a deep copy of the report's field holds (``dataclasses.asdict``,
-        ``astuple``), not a copy of the index (whose hash and lock cannot be copied)."""
+        ``astuple``), not a copy of the running hash (whose state and lock cannot be copied)."""
         return self()
 
 
@@ -1545,7 +1562,7 @@ class SessionAssembler:
             degraded_attachment_ids=index.ids_of(t.degraded_order),
             merged_ids=tuple(t.merged),
             seconds=time.perf_counter() - started,
-            session_digest_of=_IndexDigest(index, len(index.messages)),
+            session_digest_of=index.digest_of(len(index.messages)),
         )
         _observe(self.metrics, report, self.shape, config.middle_delete_unit, None)
         log.info(

@@ -82,8 +82,11 @@ class RunRecord:
         return dict(level_totals(self.cases))
 
     @property
-    def exit_status(self) -> int:
-        """The exit status the run ended with (0 when the footer is missing)."""
+    def exit_status(self) -> int | None:
+        """The exit status the run ended with; None for a run cut short (read without its
+        footer, which holds it: not known, and never read as a success)."""
+        if self.cut_short:
+            return None
         return int(self.footer.get("exit_status", 0))
 
     @property

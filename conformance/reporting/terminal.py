@@ -86,7 +86,7 @@ def terminal_renderable(
     footer = record.footer
     summary = (
         f"{plural(len(record.cases), 'case')}, {footer.get('statuses', {}).get('pass', 0):,} passed"
-        f" in {footer.get('seconds', 0)}s; exit status {record.exit_status}"
+        f" in {footer.get('seconds', 0)}s; {record.exit_status_text}"
     )
     if not footer.get("stopped"):
         summary += gate_text(footer)

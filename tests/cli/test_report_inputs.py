@@ -210,3 +210,22 @@ def test_a_baseline_given_as_a_run_report_is_named_as_one(tmp_path: Path) -> Non
         f"{baseline}:1",
         "it is a ctxconf.baseline file, not a run report (reports/run.jsonl",
     )
+
+
+def test_a_run_read_cut_short_has_no_exit_status(saved_run: Path, tmp_path: Path) -> None:
+    # The footer holds the exit status: a run read without it does not say 0 (success) to the
+    # library reader, nor to the terminal summary.
+    from rich.console import Console
+
+    from conformance.reporting import read_jsonl, render_terminal
+
+    killed, _ = _killed(saved_run, tmp_path)
+    record = read_jsonl(killed, partial=True)
+    assert record.cut_short
+    assert record.exit_status is None
+    console = Console(record=True, width=200)
+    render_terminal(record, console)
+    text = console.export_text()
+    assert "exit status unknown" in text
+    assert "exit status 0" not in text
+    assert read_jsonl(saved_run).exit_status == 0
