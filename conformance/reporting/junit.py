@@ -51,14 +51,21 @@ def _below_gate(case: CaseResult, gate: tuple[Level, ...]) -> bool:
     return case.status != "pass" and case.gate_status(gate) == "pass"
 
 
-def _cut_short_suite(suites: ET.Element, why: str) -> None:
-    """The ``ctxconf`` suite of a run cut short: one test case, an error naming what is missing."""
+def _unfinished_suite(suites: ET.Element, record: RunRecord) -> None:
+    """The ``ctxconf`` suite of a run that did not run every case (cut short, stopped,
+    interrupted): one test case, an error saying so (``RunRecord.stopped_note``), so that a
+    test-report step does not read the cases recorded as a complete, passing run."""
+    note = record.stopped_note
+    if not note:
+        return
+    kind = "cut-short" if record.cut_short else "stopped"
     suite = ET.SubElement(
         suites, "testsuite", name="ctxconf", tests="1", failures="0", errors="1", skipped="0"
     )
     case = ET.SubElement(suite, "testcase", classname="ctxconf.run", name="complete")
-    error = ET.SubElement(case, "error", message=f"run cut short: {why}", type="ctxconf.cut-short")
-    error.text = f"The run was cut short: {why}. Re-run `ctxconf run` for a complete report."
+    message = note[0].lower() + note[1:]
+    error = ET.SubElement(case, "error", message=message, type=f"ctxconf.{kind}")
+    error.text = f"{note}. Re-run `ctxconf run` for a complete report."
 
 
 def render_junit(record: RunRecord) -> str:
@@ -101,8 +108,7 @@ def render_junit(record: RunRecord) -> str:
             if below_gate:
                 child.set("type", "ctxconf.below-gate")
             child.text = "\n".join((*lines, verdict_line(case.verdict)))
-    if record.cut_short:
-        _cut_short_suite(suites, record.cut_short)
+    _unfinished_suite(suites, record)
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

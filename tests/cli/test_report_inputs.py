@@ -229,3 +229,28 @@ def test_a_run_read_cut_short_has_no_exit_status(saved_run: Path, tmp_path: Path
     assert "exit status unknown" in text
     assert "exit status 0" not in text
     assert read_jsonl(saved_run).exit_status == 0
+
+
+@pytest.mark.parametrize(
+    ("reason", "status"),
+    [("interrupted by SIGINT", 130), ("stopped at the run's wall-time limit (--max-seconds 1)", 1)],
+)
+def test_the_junit_of_a_run_stopped_early_says_so_as_its_exit_status_does(
+    saved_run: Path, tmp_path: Path, reason: str, status: int
+) -> None:
+    # A stopped or interrupted run exits non-zero with every case it ran passing: its junit.xml
+    # must not read as a complete, passing run to a CI test-report step.
+    lines = saved_run.read_text("utf-8").split("\n")
+    footer = json.loads(lines[-2])
+    footer.update(stopped=reason, not_run=3, exit_status=status)
+    stopped = tmp_path / "stopped.jsonl"
+    stopped.write_text("\n".join([*lines[:-2], json.dumps(footer), ""]), "utf-8")
+    code, out, err = invoke(["report", str(stopped), "--format", "junit"])
+    assert code == 0, err
+    assert '<error message="run ' in out
+    assert f"{reason}: 3 case(s) not run" in out
+    assert 'type="ctxconf.stopped"' in out
+    assert out.count("<testcase ") == len(lines) - 3 + 1  # the cases run, and the run's own
+    code, out, _ = invoke(["report", str(saved_run), "--format", "junit"])
+    assert "ctxconf.stopped" not in out
+    assert 'name="ctxconf"' not in out
