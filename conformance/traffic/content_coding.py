@@ -35,9 +35,23 @@ class Undecodable:
     reason: str
 
     @property
+    def refusal(self) -> tuple[int, str]:
+        """The status and name a server refuses the body with: the proxy in enforce mode and
+        the emulator answer the same (``corrupt_content_encoding``, 400 ...)."""
+        return _REFUSALS[self.kind]
+
+    @property
     def stored(self) -> str:
         """What a cassette holds instead of the body."""
         return f"<body not stored: {self.reason}>"
+
+
+_REFUSALS: Final = {
+    "unsupported": (415, "unsupported_content_encoding"),
+    "too_many_codings": (415, "too_many_content_encodings"),
+    "corrupt": (400, "corrupt_content_encoding"),
+    "over_limit": (413, "request_too_large"),
+}
 
 
 def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | Undecodable:

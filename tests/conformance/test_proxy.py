@@ -1267,3 +1267,70 @@ def test_the_command_serves_until_terminated(upstream: str) -> None:
             process.kill()
             _, err = process.communicate(timeout=5)
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("payload", "note"),
+    [
+        (
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            "forwarded; ours=accept",
+        ),
+        (
+            {
+                "model": "gpt-4o",
+                "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+            },
+            "refused; rule=C2",
+        ),
+    ],
+    ids=["valid", "orphan-tool-result"],
+)
+def test_the_emulator_reads_a_gzipped_request_as_the_proxy_does(
+    upstream: str, payload: dict[str, Any], note: str
+) -> None:
+    # The proxy judges the body decoded and forwards it compressed: the emulator, as the
+    # provider does, must read it decoded too, or the two answers differ (it said C0, not JSON).
+    body = gzip.compress(json.dumps(payload).encode(), mtime=0)
+    headers = {"content-encoding": "gzip", "content-type": "application/json"}
+    direct = httpx.post(f"{upstream}/v1/chat/completions", content=body, headers=headers)
+    with _proxy(upstream, mode="enforce") as proxy:
+        proxied = httpx.post(f"{proxy}/v1/chat/completions", content=body, headers=headers)
+    assert proxied.headers[PROXY_HEADER] == note
+    assert direct.status_code == proxied.status_code == (200 if "accept" in note else 400)
+    assert direct.content == proxied.content
+    assert direct.headers.get("x-ctxconf-rule") == proxied.headers.get("x-ctxconf-rule")
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "status", "name"),
+    [
+        ("br", b"\x00", 415, "unsupported_content_encoding"),
+        (", ".join(["gzip"] * 6), b"\x00", 415, "too_many_content_encodings"),
+        ("gzip", _PADDED_GZIP[:-12], 400, "corrupt_content_encoding"),
+    ],
+    ids=["br", "six-codings", "cut-short"],
+)
+def test_the_emulator_refuses_an_undecodable_body_as_the_proxy_does(
+    upstream: str, encoding: str, body: bytes, status: int, name: str
+) -> None:
+    headers = {"content-encoding": encoding}
+    direct = httpx.post(f"{upstream}/v1/chat/completions", content=body, headers=headers)
+    with _proxy(upstream, mode="enforce") as proxy:
+        proxied = httpx.post(f"{proxy}/v1/chat/completions", content=body, headers=headers)
+    assert direct.status_code == proxied.status_code == status
+    assert proxied.headers[PROXY_ERROR_HEADER] == name
+    assert direct.json()["error"]["message"].startswith(f"{name}: the request body cannot be read")
+
+
+def test_the_emulator_refuses_a_body_over_the_limit_once_decoded(
+    upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    body = gzip.compress(_PADDED, mtime=0)
+    assert len(body) < 4096
+    direct = httpx.post(
+        f"{upstream}/v1/chat/completions", content=body, headers={"content-encoding": "gzip"}
+    )
+    assert direct.status_code == 413
+    assert "request_too_large" in direct.json()["error"]["message"]
