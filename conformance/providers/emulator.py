@@ -71,6 +71,7 @@ from conformance.providers.validation import (
     validate_request,
 )
 from conformance.providers.verdict import Verdict
+from conformance.traffic.content_coding import Undecodable, decoded_body
 from conformance.traffic.endpoints import (
     DIALECT_HEADER,
     PROFILE_HEADER,
@@ -81,7 +82,7 @@ from conformance.traffic.endpoints import (
     endpoint_for_path,
 )
 from conformance.traffic.skeleton import skeleton, skeleton_digest
-from reference_impl.documents import JsonNumberTooLongError, loads_json
+from reference_impl.documents import JsonNumberTooLongError, loads_json, max_input_bytes
 from reference_impl.errors import CtxconfError, UnsupportedPartError
 from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.tokens import counter_for
@@ -309,7 +310,16 @@ async def _handle(request: Request, settings: _Settings) -> Response:
 
 async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> Response:
     shape = endpoint.shape
-    incoming = read_request(endpoint, await request.body(), request.headers)
+    raw = await request.body()
+    # A compressed body is read decoded, as the validating proxy judges it (same decoder, same
+    # limits, same named refusals), so the proxy's answer and ours agree byte for byte.
+    encoding = ", ".join(header_values(request.headers, "content-encoding"))
+    if encoding.strip().lower() not in ("", "identity"):
+        decoded = decoded_body(raw, encoding, max_input_bytes())
+        if isinstance(decoded, Undecodable):
+            return _undecodable(shape, decoded)
+        raw = decoded
+    incoming = read_request(endpoint, raw, request.headers)
     dialect, body, model = incoming.dialect, incoming.body, incoming.model
     try:
         profile = pick_profile(endpoint, incoming, settings.profiles)
@@ -357,6 +367,20 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
     seed = skeleton_digest(skeleton(body, shape=shape, dialect=dialect, model=model))
     call = _Call(shape, dialect, model, profile, seed, input_tokens)
     return _reply(transcript, call, settings.script, body)
+
+
+def _undecodable(shape: str, undecodable: Undecodable) -> Response:
+    """A body whose content-encoding the emulator cannot undo, refused by name (the status and
+    name the proxy gives it in enforce mode: :attr:`.Undecodable.refusal`)."""
+    status, name = undecodable.refusal
+    kind = name if name == "request_too_large" and shape == "anthropic-messages" else None
+    return _own_error(
+        shape,
+        status,
+        f"{name}: the request body cannot be read ({undecodable.reason}); send it "
+        "uncompressed, gzip or deflate, within the input limit (CTXCONF_MAX_INPUT_BYTES)",
+        kind=kind or "invalid_request_error",
+    )
 
 
 def _max_tokens(body: dict[str, Any]) -> int | None:

@@ -328,11 +328,11 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
             "deflate is enough (--mode observe forwards it unjudged)",
         )
     if undecodable is not None:
-        unsupported = undecodable.kind == "unsupported"
+        status, name = undecodable.refusal  # as the emulator refuses it
         return _proxy_error(
             shape,
-            415 if unsupported else 400,
-            "unsupported_content_encoding" if unsupported else "corrupt_content_encoding",
+            status,
+            name,
             f"the request body cannot be read to be judged ({undecodable.reason}); enforce mode "
             "forwards no request it has not judged: send it uncompressed, gzip or deflate "
             "(--mode observe forwards it unjudged)",

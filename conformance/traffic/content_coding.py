@@ -26,7 +26,8 @@ whole within the input limit, so the work a body can ask for stays bounded."""
 @dataclass(frozen=True, slots=True)
 class Undecodable:
     """Why a body with a content coding was not decoded: ``kind`` (``unsupported``: a coding
-    not read; ``corrupt``: data that does not decode; ``over_limit``: past the input limit once
+    not read; ``corrupt``: data that does not decode, or ends before its end-of-stream marker
+    (cut short); ``over_limit``: past the input limit once
     decoded; ``too_many_codings``: more than :data:`MAX_CONTENT_CODINGS` listed) and
     ``reason``, in words."""
 
@@ -34,9 +35,23 @@ class Undecodable:
     reason: str
 
     @property
+    def refusal(self) -> tuple[int, str]:
+        """The status and name a server refuses the body with: the proxy in enforce mode and
+        the emulator answer the same (``corrupt_content_encoding``, 400 ...)."""
+        return _REFUSALS[self.kind]
+
+    @property
     def stored(self) -> str:
         """What a cassette holds instead of the body."""
         return f"<body not stored: {self.reason}>"
+
+
+_REFUSALS: Final = {
+    "unsupported": (415, "unsupported_content_encoding"),
+    "too_many_codings": (415, "too_many_content_encodings"),
+    "corrupt": (400, "corrupt_content_encoding"),
+    "over_limit": (413, "request_too_large"),
+}
 
 
 def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | Undecodable:
@@ -66,6 +81,8 @@ def decoded_body(raw: bytes, encoding: str, limit: int | None) -> bytes | Undeco
             decoded = _inflated(data, limit)
         except zlib.error as exc:
             return Undecodable("corrupt", f"{coding} data{layer} is corrupt ({exc})")
+        except _CutShort:
+            return Undecodable("corrupt", f"{coding} data{layer} is cut short")
         if decoded is None:
             return Undecodable("over_limit", f"over the input limit when decoded{layer}")
         data = decoded
@@ -76,7 +93,8 @@ def _inflated(data: bytes, limit: int | None) -> bytes | None:
     """Every member of a gzip (or zlib) stream, decoded: a gzip body may hold several members,
     which a provider's reader decodes one after another (RFC 1952 2.2), so the body judged and
     recorded is the whole of it, not its first member. None when over ``limit``; trailing zero
-    bytes are padding (as Python's gzip module reads them).
+    bytes are padding (as Python's gzip module reads them). A member that ends before its
+    end-of-stream marker raises :class:`_CutShort`.
 
     Linear in the input: a member is fed in chunks that double from :data:`_FIRST_CHUNK`, so
     the copy zlib makes of what follows its end (``unused_data``) is about its size at most.
@@ -101,10 +119,16 @@ def _inflated(data: bytes, limit: int | None) -> bytes | None:
                 break
             size = min(size * 2, _LAST_CHUNK)
         if not inflater.eof:
-            break  # cut short: what was decoded is the body (as before)
+            # Cut short: the stream ends before its end-of-stream marker (gzip.decompress and
+            # a provider's reader refuse it), so what was decoded is not the body that was sent.
+            raise _CutShort
         if _NOT_ZERO.search(data, at) is None:
             break
     return bytes(out)
+
+
+class _CutShort(Exception):  # noqa: N818 - control flow inside decoded_body, never escapes
+    """A member of the stream ends before its end-of-stream marker."""
 
 
 _FIRST_CHUNK: Final = 64

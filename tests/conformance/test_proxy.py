@@ -1073,6 +1073,38 @@ def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> No
     assert f"{token}, a number JSON does not have" in response.json()["error"]["message"]
 
 
+_PADDED = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).encode()
+_PADDED += b" " * 200_000
+_PADDED_GZIP = gzip.compress(_PADDED, mtime=0)
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding"),
+    [
+        (_PADDED_GZIP[:-12], "gzip"),  # valid JSON decoded before the cut: was ours=accept
+        (_PADDED_GZIP[: len(_PADDED_GZIP) // 2], "gzip"),  # was judged partial: rule=C0
+        (zlib.compress(_PADDED)[:-4], "deflate"),
+    ],
+    ids=["gzip-tail-cut", "gzip-cut-in-half", "deflate-tail-cut"],
+)
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_a_body_cut_short_is_corrupt_not_judged_on_what_decoded(
+    mode: str, body: bytes, encoding: str
+) -> None:
+    with serving(_echo_app()) as echo, _proxy(echo, mode=mode) as proxy:
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions", content=body, headers={"content-encoding": encoding}
+        )
+    if mode == "observe":
+        assert response.headers[PROXY_HEADER] == "forwarded; unjudged=content-encoding"
+        return
+    assert "x-upstream" not in response.headers
+    assert response.status_code == 400
+    assert response.headers[PROXY_HEADER] == "failed; error=corrupt_content_encoding"
+    assert response.headers["x-ctxconf-provenance"] == "proxy"
+    assert f"{encoding} data is cut short" in response.json()["error"]["message"]
+
+
 @pytest.mark.parametrize(
     ("encoding", "data", "limit", "stored"),
     [
@@ -1106,6 +1138,21 @@ def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> No
             None,
             "<body not stored: gzip data is corrupt",
         ),
+        # a stream that ends before its end-of-stream marker is corrupt, not the part decoded
+        ("gzip", _PADDED_GZIP[:-12], None, "<body not stored: gzip data is cut short>"),
+        ("gzip", _PADDED_GZIP[:-1], None, "<body not stored: gzip data is cut short>"),
+        (
+            "deflate",
+            zlib.compress(_PADDED)[:-4],
+            None,
+            "<body not stored: deflate data is cut short>",
+        ),
+        (
+            "gzip, gzip",
+            gzip.compress(_PADDED_GZIP[: len(_PADDED_GZIP) // 2], mtime=0),
+            None,
+            "<body not stored: gzip data (coding 1 of 2) is cut short>",
+        ),
         # codings apply in the order listed (RFC 9110 8.4): undone last first
         ("gzip, gzip", gzip.compress(gzip.compress(b'{"a": 1}', mtime=0)), 100, b'{"a": 1}'),
         ("deflate, gzip", gzip.compress(zlib.compress(b'{"a": 1}'), mtime=0), 100, b'{"a": 1}'),
@@ -1132,6 +1179,10 @@ def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> No
         "gzip-members",
         "gzip-members-over-limit",
         "gzip-trailing-junk",
+        "gzip-cut-short",
+        "gzip-without-its-last-byte",
+        "deflate-cut-short",
+        "gzip-inner-layer-cut-short",
         "gzip-twice",
         "deflate-then-gzip",
         "gzip-twice-over-limit-once-decoded",
@@ -1216,3 +1267,70 @@ def test_the_command_serves_until_terminated(upstream: str) -> None:
             process.kill()
             _, err = process.communicate(timeout=5)
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("payload", "note"),
+    [
+        (
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            "forwarded; ours=accept",
+        ),
+        (
+            {
+                "model": "gpt-4o",
+                "messages": [{"role": "tool", "tool_call_id": "x", "content": "o"}],
+            },
+            "refused; rule=C2",
+        ),
+    ],
+    ids=["valid", "orphan-tool-result"],
+)
+def test_the_emulator_reads_a_gzipped_request_as_the_proxy_does(
+    upstream: str, payload: dict[str, Any], note: str
+) -> None:
+    # The proxy judges the body decoded and forwards it compressed: the emulator, as the
+    # provider does, must read it decoded too, or the two answers differ (it said C0, not JSON).
+    body = gzip.compress(json.dumps(payload).encode(), mtime=0)
+    headers = {"content-encoding": "gzip", "content-type": "application/json"}
+    direct = httpx.post(f"{upstream}/v1/chat/completions", content=body, headers=headers)
+    with _proxy(upstream, mode="enforce") as proxy:
+        proxied = httpx.post(f"{proxy}/v1/chat/completions", content=body, headers=headers)
+    assert proxied.headers[PROXY_HEADER] == note
+    assert direct.status_code == proxied.status_code == (200 if "accept" in note else 400)
+    assert direct.content == proxied.content
+    assert direct.headers.get("x-ctxconf-rule") == proxied.headers.get("x-ctxconf-rule")
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "status", "name"),
+    [
+        ("br", b"\x00", 415, "unsupported_content_encoding"),
+        (", ".join(["gzip"] * 6), b"\x00", 415, "too_many_content_encodings"),
+        ("gzip", _PADDED_GZIP[:-12], 400, "corrupt_content_encoding"),
+    ],
+    ids=["br", "six-codings", "cut-short"],
+)
+def test_the_emulator_refuses_an_undecodable_body_as_the_proxy_does(
+    upstream: str, encoding: str, body: bytes, status: int, name: str
+) -> None:
+    headers = {"content-encoding": encoding}
+    direct = httpx.post(f"{upstream}/v1/chat/completions", content=body, headers=headers)
+    with _proxy(upstream, mode="enforce") as proxy:
+        proxied = httpx.post(f"{proxy}/v1/chat/completions", content=body, headers=headers)
+    assert direct.status_code == proxied.status_code == status
+    assert proxied.headers[PROXY_ERROR_HEADER] == name
+    assert direct.json()["error"]["message"].startswith(f"{name}: the request body cannot be read")
+
+
+def test_the_emulator_refuses_a_body_over_the_limit_once_decoded(
+    upstream: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    body = gzip.compress(_PADDED, mtime=0)
+    assert len(body) < 4096
+    direct = httpx.post(
+        f"{upstream}/v1/chat/completions", content=body, headers={"content-encoding": "gzip"}
+    )
+    assert direct.status_code == 413
+    assert "request_too_large" in direct.json()["error"]["message"]

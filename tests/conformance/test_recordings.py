@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import zlib
 from pathlib import Path
 
 import pytest
@@ -581,8 +582,23 @@ def test_a_body_its_recorder_decoded_is_read_as_recorded(tmp_path: Path) -> None
             gzip.compress(b"\xff\xfe", mtime=0),
             r"content-encoding br \(coding 1 of 2\); ctxconf decodes gzip and deflate",
         ),
+        # ends before its end-of-stream marker: what decoded is not the answer recorded
+        (["gzip"], _coded(1)[:-12], "gzip data is cut short"),
+        (["deflate"], zlib.compress(json.dumps(ANSWER).encode())[:-4], "deflate data is cut short"),
+        (
+            ["gzip", "gzip"],
+            gzip.compress(_coded(1)[:-12], mtime=0),
+            r"gzip data \(coding 1 of 2\) is cut short",
+        ),
     ],
-    ids=["six codings", "corrupt inner layer", "br inside gzip"],
+    ids=[
+        "six codings",
+        "corrupt inner layer",
+        "br inside gzip",
+        "gzip cut short",
+        "deflate cut short",
+        "inner layer cut short",
+    ],
 )
 def test_a_body_that_cannot_be_decoded_names_the_coding(
     tmp_path: Path, lines: list[str], body: bytes, message: str
