@@ -25,18 +25,20 @@ import json
 import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
-from conformance.errors import RecordingError
+from conformance.errors import RecordingError, UnknownProfileError
 from conformance.providers.catalog import (
     Profile,
     catalog_dialect,
     list_dialects,
     load_catalog,
     profile_for_model,
+    resolve_profile,
 )
 from conformance.providers.repeated_keys import (
     Reading,
@@ -47,7 +49,7 @@ from conformance.providers.repeated_keys import (
 )
 from conformance.providers.validation import BETA_HEADER, betas_of_headers, validate_request
 from conformance.providers.verdict import Verdict
-from conformance.traffic.endpoints import url_model
+from conformance.traffic.endpoints import endpoint_for_path, url_model
 from conformance.traffic.reading import (
     LOG_SUFFIXES,
     RecordedInteraction,
@@ -186,6 +188,28 @@ def _dialect_for(_catalog: int, shape: str, detected: str | None) -> str | None:
     return dialect if dialect in list_dialects(shape) else None
 
 
+def _named_dialect_problem(url: str, shape: str) -> str | None:
+    """Why the ``/dialect/{name}/`` prefix of an emulator URL names no dialect of ``shape`` (a
+    misspelling, a dialect of another shape), in the words the emulator and the proxy refuse it
+    with; None when the URL names none, or one of the shape's. A dialect told from the host is
+    not named: an unknown gateway is judged as the base shape."""
+    if "/dialect/" not in url:
+        return None
+    named = endpoint_for_path(urlsplit(url).path)
+    if named is None or named.dialect is None:
+        return None
+    return _dialect_problem(id(load_catalog()), shape, named.dialect)
+
+
+@lru_cache(maxsize=1024)
+def _dialect_problem(_catalog: int, shape: str, dialect: str) -> str | None:
+    try:
+        resolve_profile(shape, dialect)
+    except UnknownProfileError as exc:
+        return f"the URL's /dialect/{dialect}/ prefix: {exc.message}"
+    return None
+
+
 @lru_cache(maxsize=8192)
 def _profile(_catalog: int, shape: str, dialect: str | None, model: str | None) -> Profile:
     return profile_for_model(shape, dialect, model)
@@ -279,6 +303,10 @@ def _judge(
         return None
     catalog = id(load_catalog())
     dialect = _dialect_for(catalog, shape, interaction.dialect)
+    if dialect is None and (problem := _named_dialect_problem(interaction.url, shape)):
+        # the emulator and the proxy refuse such a URL: judged as the base shape, it passed
+        row = unreadable_row(interaction.file, problem, interaction.index, log=is_log)
+        return replace(row, shape=shape, url=interaction.url)
     # A body that is not a JSON object is judged too: it gets the provider's own 400 (C0, A12 ...).
     body: Any = interaction.judged_body
     profile = _profile(catalog, shape, dialect, model_of(interaction.url, body))

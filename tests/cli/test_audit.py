@@ -717,3 +717,36 @@ def test_a_corrupt_gz_log_is_an_unreadable_row_and_the_folder_is_still_audited(
     assert code == 5  # a rejection (the good log) and an unreadable file
     assert any(r["verdict"] == "unreadable" and "corrupt gzip" in str(r["message"]) for r in rows)
     assert any(r["verdict"] == "reject" for r in rows)
+
+
+def test_an_emulator_url_naming_no_dialect_of_its_shape_is_named_not_judged_as_the_base(
+    tmp_path: Path,
+) -> None:
+    # The emulator and the proxy refuse /dialect/NAME/ when NAME is no dialect of the route's
+    # shape (misspelled, or another shape's): judged as the base shape it passed in silence.
+    base = "http://127.0.0.1:8787/dialect/{}/v1/chat/completions"
+    claude = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    log = tmp_path / "log.jsonl"
+    lines = [
+        {"url": base.format("mistrl"), "body": GOOD},
+        {"url": base.format("vertex"), "body": GOOD},
+        {"url": "http://127.0.0.1:8787/dialect/mistral/v1/messages", "body": claude},
+        {"url": base.format("mistral"), "body": GOOD},  # a dialect of the shape: judged
+        {"url": "https://api.unknown-gateway.example/v1/chat/completions", "body": GOOD},
+    ]
+    log.write_text("\n".join(json.dumps(line) for line in lines) + "\n", "utf-8")
+    code, out, _ = invoke(["audit", str(log), "--format", "jsonl", "--all"])
+    rows = _rows(out)
+    assert [r["verdict"] for r in rows] == ["unreadable"] * 3 + ["accept", "accept"]
+    assert code == 4
+    messages = [str(r["message"]) for r in rows[:3]]
+    assert "/dialect/mistrl/ prefix: no dialect 'mistrl' for shape openai-chat" in messages[0]
+    assert "did you mean 'mistral'?" in messages[0]
+    assert "'vertex' is a dialect of shape gemini" in messages[1]
+    assert "'mistral' is a dialect of shape openai-chat" in messages[2]
+    assert [r["shape"] for r in rows[:3]] == ["openai-chat", "openai-chat", "anthropic-messages"]
+    assert rows[3]["dialect"] == "mistral"
