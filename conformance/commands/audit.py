@@ -234,7 +234,13 @@ def _stream_blocks(
     while data := read(_BLOCK_BYTES):
         skipped = 0
         if not data.endswith(b"\n"):
-            data += raw.readline(-1 if limit is None else limit + 1)  # the line's rest
+            try:
+                data += raw.readline(-1 if limit is None else limit + 1)  # the line's rest
+            except (OSError, EOFError, zlib.error):  # a gzip stream cut short or corrupt
+                whole = data[: data.rfind(b"\n") + 1]  # its whole lines are still judged
+                if whole:
+                    yield _LogBlock(name, start, offset, whole)
+                raise
             last_line = len(data) - data.rfind(b"\n") - 1
             if limit is not None and not data.endswith(b"\n") and last_line > limit:
                 # over the input limit: the block holds enough of it to say so, the rest

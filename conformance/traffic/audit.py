@@ -501,7 +501,11 @@ def log_lines(stream: Any, limit: int | None) -> Iterator[tuple[int, bytes | Non
     pending = b""  # the start of a line whose newline has not been read yet
     index = 0  # the number of the line ``pending`` (or the next piece) starts
     skipping = False  # the line being read is over the limit: drop it up to its newline
-    while chunk := stream.read(_CHUNK):
+    # read1 where there is one: a gzip stream's read() decodes until it has all it was asked
+    # for, and one that then finds the stream cut short or corrupt raises with what it decoded
+    # lost (lines that were whole); read1 hands over each decoded piece before the error
+    read = getattr(stream, "read1", None) or stream.read
+    while chunk := read(_CHUNK):
         data = pending + chunk if pending else chunk
         pos = 0
         if skipping:

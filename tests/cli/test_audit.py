@@ -750,3 +750,39 @@ def test_an_emulator_url_naming_no_dialect_of_its_shape_is_named_not_judged_as_t
     assert "'mistral' is a dialect of shape openai-chat" in messages[2]
     assert [r["shape"] for r in rows[:3]] == ["openai-chat", "openai-chat", "anthropic-messages"]
     assert rows[3]["dialect"] == "mistral"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_gzip_log_cut_short_has_every_whole_line_judged_from_a_file_and_from_stdin(
+    tmp_path: Path, jobs: str
+) -> None:
+    # A gzip log cut mid-way (a copy interrupted, a log being written): every line that decodes
+    # whole is judged, then one unreadable row; the file and standard input read alike (the
+    # file's reader lost what it had decoded in the read that met the cut: none was judged).
+    import random
+    import zlib
+
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "delta"]
+    lines = []
+    for i in range(3000):
+        text = " ".join(rng.choice([*words, str(rng.random())]) for _ in range(12))
+        body = ORPHAN if i % 7 == 0 else {**GOOD, "messages": [{"role": "user", "content": text}]}
+        lines.append(json.dumps({"url": URL, "body": body}))
+    packed = gzip.compress(("\n".join(lines) + "\n").encode())
+    cut = packed[: len(packed) // 2]
+    whole = zlib.decompressobj(wbits=31).decompress(cut).count(b"\n")
+    assert 0 < whole < len(lines)
+    log = tmp_path / "cut.jsonl.gz"
+    log.write_bytes(cut)
+    args = ["--all", "--jobs", jobs]
+    _, from_file, _ = invoke(["audit", str(log), "--format", "jsonl", *args])
+    _, from_stdin, err = _audit_stdin(["-", *args], cut)
+    assert "Traceback" not in err
+    for rows in (_rows(from_file), from_stdin):
+        assert [r["verdict"] for r in rows[-1:]] == ["unreadable"]
+        judged = rows[:-1]
+        assert len(judged) == whole
+        assert [r["verdict"] for r in judged] == [
+            "reject" if i % 7 == 0 else "accept" for i in range(whole)
+        ]
