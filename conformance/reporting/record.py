@@ -220,7 +220,14 @@ def _text(data: bytes, path: Path) -> str:
         inside_last = exc.end == len(data) and exc.reason == "unexpected end of data"
         if inside_last and text.rpartition("\n")[2].lstrip().startswith("{"):
             return text
-        raise ReportFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
+        # named as every other refusal is, by file:line (a byte offset alone cannot be found
+        # in an editor), the byte counted in its line from 0, as `ctxconf audit` counts it
+        number = data.count(b"\n", 0, exc.start) + 1
+        in_line = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        raise ReportFileError(
+            f"not UTF-8 text (byte {in_line} of the line, {exc.start} of the file)",
+            where=f"{path}:{number}",
+        ) from None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, Any]]:

@@ -229,3 +229,18 @@ def test_a_run_read_cut_short_has_no_exit_status(saved_run: Path, tmp_path: Path
     assert "exit status unknown" in text
     assert "exit status 0" not in text
     assert read_jsonl(saved_run).exit_status == 0
+
+
+def test_a_broken_character_in_a_middle_line_is_named_by_file_and_line(
+    saved_run: Path, tmp_path: Path
+) -> None:
+    """Every other refusal names file:line; a byte offset alone cannot be found in an editor."""
+    lines = saved_run.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"scenario": "', b'"scenario": "\xc3', 1)
+    broken = tmp_path / "run.jsonl"
+    broken.write_bytes(b"\n".join(lines))
+    at = lines[1].index(b"\xc3")
+    _assert_named(
+        ["report", str(broken), "--format", "md"],
+        f"{broken}:2: not UTF-8 text (byte {at} of the line,",
+    )
