@@ -39,7 +39,7 @@ from conformance.checks import REGISTRY, CheckResult
 from conformance.errors import BaselineError
 from conformance.events import CaseResult, CaseStatus, status_at_gate
 from conformance.reporting.matrix import baseline_counts
-from conformance.reporting.record import RunRecord, read_jsonl
+from conformance.reporting.record import REPORT_FORMAT, RunRecord, read_jsonl
 from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS, Level
 from reference_impl.documents import DocumentLimitError, loads_json, read_input_text
 
@@ -248,6 +248,23 @@ def write_baseline(results: Results, path: Path | str) -> Baseline:
     return baseline
 
 
+def _run_report_instead(text: str) -> str:
+    """What to say of a file that is not one JSON document because it is a run's report
+    (``reports/run.jsonl``, one JSON object a line: ``Extra data at line 2`` to the parser);
+    empty for anything else."""
+    try:
+        first = loads_json(text.partition("\n")[0])
+    except (json.JSONDecodeError, RecursionError):
+        return ""
+    if not isinstance(first, dict) or first.get("format") != REPORT_FORMAT:
+        return ""
+    return (
+        f"this is a run's report ({REPORT_FORMAT}, one JSON object a line), not a baseline; "
+        "write a baseline with `ctxconf run --write-baseline conformance.json` and give that "
+        "file to --baseline"
+    )
+
+
 def read_baseline(path: Path | str) -> Baseline:
     """Read a baseline file; a :class:`BaselineError` naming the file and JSON path otherwise."""
     source = Path(path)
@@ -268,7 +285,8 @@ def read_baseline(path: Path | str) -> Baseline:
         raise BaselineError("not a baseline: JSON nested too deeply", where=str(source)) from None
     except json.JSONDecodeError as exc:
         raise BaselineError(
-            f"not JSON ({exc.msg} at line {exc.lineno})", where=str(source)
+            _run_report_instead(exc.doc) or f"not JSON ({exc.msg} at line {exc.lineno})",
+            where=str(source),
         ) from None
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
         raise BaselineError(

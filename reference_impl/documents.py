@@ -82,6 +82,7 @@ __all__ = [
     "check_input_size",
     "dump_yaml",
     "int_digit_limit",
+    "json_problem",
     "load_json_strict",
     "load_yaml_safe",
     "load_yaml_strict",
@@ -232,6 +233,13 @@ def _text_of(text: str | bytes) -> str:
     if isinstance(text, bytes):
         return text.decode(json.detect_encoding(text), "surrogatepass")
     return text
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """The parser's message and the column it stopped at (``exc.msg`` alone has no place):
+    ``Expecting value at column 41``, ``Invalid control character at column 45``."""
+    at = " " if exc.msg.endswith(" at") else " at "
+    return f"{exc.msg}{at}column {exc.colno}"
 
 
 def loads_json(text: str | bytes, **options: Any) -> Any:

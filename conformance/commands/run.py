@@ -10,17 +10,19 @@ report states the exit status the process returns.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import IO, Final, NoReturn
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing_extensions import Self
 
 from conformance.baseline import (
     Baseline,
@@ -66,6 +68,8 @@ from conformance.workers import RunStop
 from reference_impl.errors import CtxconfError
 
 __all__ = ["command"]
+
+_DERIVED_REPORTS: Final = ("report.md", "report.html", "junit.xml")
 
 
 def _scenarios(specs: tuple[str, ...], level: Level) -> tuple[tuple[Scenario, ...], str]:
@@ -249,10 +253,14 @@ def command(
         events = itertools.chain((first,), events)
         stdout: IO[str] = sys.stdout
         printer = JsonLinesWriter(stdout) if output_format == "jsonl" else None
-        collected = _collect(events, printer)
-        status = _final_status(collected, baseline, strict=strict)
-        if printer is not None:
-            printer(collected[-1])
+        with contextlib.ExitStack() as open_report:
+            report = None if no_reports else open_report.enter_context(_RunReport(report_dir))
+            collected = _collect(events, printer, report)
+            status = _final_status(collected, baseline, strict=strict)
+            if printer is not None:
+                printer(collected[-1])
+            if report is not None:
+                report(collected[-1])
         _finish(
             collected,
             no_reports=no_reports,
@@ -302,7 +310,7 @@ def _finish(
     record = record_from_events(collected)
     if not no_reports:
         try:
-            _write_reports(report_dir, collected, record)
+            _write_reports(report_dir, record)
         except OSError as exc:
             fail(f"--report-dir {report_dir}: cannot write the reports ({exc.strerror or exc})")
     if output_format == "table":
@@ -353,8 +361,49 @@ def _prepare_dir(directory: Path, option: str) -> None:
         fail(f"{option} {directory}: the folder is not writable")
 
 
-def _collect(events: Iterable[Event], printer: JsonLinesWriter | None) -> list[Event]:
-    """Consume the run's events, echoing JSON lines if asked; a progress bar on a terminal only."""
+class _RunReport:
+    """``run.jsonl`` in the report folder, written as the run goes: the header first, each case
+    line as its case finishes (flushed), the footer once the exit status is final. A run killed
+    mid-way (``kill -9``) leaves the lines of the cases that finished and no footer, which
+    ``ctxconf report --partial`` renders. The reports derived from it are removed when it is
+    opened: a killed run must not leave an earlier run's complete, passing ones looking
+    current."""
+
+    def __init__(self, report_dir: Path) -> None:
+        self.report_dir = report_dir
+        self._stream: IO[str] | None = None
+        self._writer: JsonLinesWriter | None = None
+
+    def __enter__(self) -> Self:
+        try:
+            for name in _DERIVED_REPORTS:
+                (self.report_dir / name).unlink(missing_ok=True)
+            self._stream = (self.report_dir / "run.jsonl").open("w", encoding="utf-8")
+        except OSError as exc:
+            self._cannot_write(exc)
+        self._writer = JsonLinesWriter(self._stream)
+        return self
+
+    def __call__(self, event: Event) -> None:
+        assert self._writer is not None  # opened by ``__enter__``
+        try:
+            self._writer(event)
+        except OSError as exc:
+            self._cannot_write(exc)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._stream is not None:
+            self._stream.close()
+
+    def _cannot_write(self, exc: OSError) -> NoReturn:
+        fail(f"--report-dir {self.report_dir}: cannot write the reports ({exc.strerror or exc})")
+
+
+def _collect(
+    events: Iterable[Event], printer: JsonLinesWriter | None, report: _RunReport | None
+) -> list[Event]:
+    """Consume the run's events, echoing JSON lines if asked and writing them to ``run.jsonl``
+    as they come (all but the footer); a progress bar on a terminal only."""
     collected: list[Event] = []
     console = Console(stderr=True)
     with Progress(
@@ -371,8 +420,11 @@ def _collect(events: Iterable[Event], printer: JsonLinesWriter | None) -> list[E
         for event in events:
             collected.append(event)
             # The footer is printed once the exit status is final (a baseline may change it).
-            if printer is not None and not isinstance(event, RunFinished):
-                printer(event)
+            if not isinstance(event, RunFinished):
+                if printer is not None:
+                    printer(event)
+                if report is not None:
+                    report(event)
             if isinstance(event, RunStarted):
                 progress.update(task, total=event.case_count)
             elif isinstance(event, CaseFinished):
@@ -380,12 +432,8 @@ def _collect(events: Iterable[Event], printer: JsonLinesWriter | None) -> list[E
     return collected
 
 
-def _write_reports(report_dir: Path, collected: list[Event], record: RunRecord) -> None:
-    report_dir.mkdir(parents=True, exist_ok=True)
-    with (report_dir / "run.jsonl").open("w", encoding="utf-8") as stream:
-        writer = JsonLinesWriter(stream)
-        for event in collected:
-            writer(event)
+def _write_reports(report_dir: Path, record: RunRecord) -> None:
+    """The reports derived from ``run.jsonl`` (written by :class:`_RunReport` as the run went)."""
     _write(report_dir / "report.md", render_markdown(record))
     _write(report_dir / "report.html", render_html(record))
     _write(report_dir / "junit.xml", render_junit(record))

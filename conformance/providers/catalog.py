@@ -20,6 +20,7 @@ its base is visible in the data.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -46,6 +47,7 @@ __all__ = [
     "Variant",
     "catalog_dialect",
     "catalog_digest",
+    "closest_profile",
     "known_profiles",
     "list_dialects",
     "list_profiles",
@@ -290,11 +292,45 @@ def known_profiles(names: Iterable[str], error: Callable[..., CtxconfError]) -> 
     known = load_catalog().profiles
     unknown = [name for name in wanted if name not in known]
     if unknown:
+        hint = closest_profile(unknown[0]) if len(unknown) == 1 else ""
         raise error(
-            f"unknown profile {', '.join(map(repr, unknown))}; known: {', '.join(known)}",
+            f"unknown profile {', '.join(map(repr, unknown))}{hint}; known: {', '.join(known)}",
             where="profile",
         )
+    # Each profile applies to its shape and dialect (pick_profile takes the first that fits):
+    # a second one for the same would be ignored without a word.
+    taken: dict[tuple[str, str | None], str] = {}
+    for name in dict.fromkeys(wanted):
+        profile = known[name]
+        first = taken.setdefault((profile.shape, profile.dialect), name)
+        if first != name:
+            of = f"shape {profile.shape}" + (
+                f", dialect {profile.dialect}" if profile.dialect else ""
+            )
+            raise error(
+                f"profiles {first!r} and {name!r} are both for {of}, whose requests are judged "
+                "by one profile: give one of them",
+                where="profile",
+            )
     return wanted
+
+
+def closest_profile(name: str, shape: str | None = None) -> str:
+    """`` (did you mean 'openai-default'?)`` after a profile name the catalog does not have: the
+    closest of ``shape``'s profiles, else of every shape's, saying the shape when it is another
+    (`` (did you mean 'anthropic-current', a profile of shape anthropic-messages?)``). Empty
+    when none is close."""
+    profiles = load_catalog().profiles
+    own = [p.id for p in profiles.values() if p.shape == shape]
+    close = difflib.get_close_matches(name, own, n=1) or difflib.get_close_matches(
+        name, list(profiles), n=1
+    )
+    if not close:
+        return ""
+    found = profiles[close[0]]
+    if shape is None or found.shape == shape:
+        return f" (did you mean {found.id!r}?)"
+    return f" (did you mean {found.id!r}, a profile of shape {found.shape}?)"
 
 
 def list_profiles(shape: str | None = None, dialect: str | None = None) -> tuple[Profile, ...]:
@@ -370,7 +406,7 @@ def _resolve_profile(
             hint = _of_other_shapes(profile, "profile", [found.shape]) if found else ""
             raise UnknownProfileError(
                 f"no profile {profile!r} for shape {shape}"
-                f"{hint or did_you_mean(profile, ids)}; known: {', '.join(ids)}",
+                f"{hint or closest_profile(profile, shape)}; known: {', '.join(ids)}",
                 where="profile",
             )
         if dialect is not None and found.dialect != dialect:

@@ -39,6 +39,7 @@ from conformance.events import (
 from conformance.scenarios import LEVELS, Level
 from reference_impl.documents import (
     DocumentLimitError,
+    json_problem,
     loads_json,
     non_finite_name,
     read_input_bytes,
@@ -208,13 +209,6 @@ class _CutLine:
     """``Unterminated string starting at column 57``: the parser's words and where."""
 
 
-def _json_problem(exc: json.JSONDecodeError) -> str:
-    """The parser's message and the column it stopped at (``exc.msg`` alone has no place):
-    ``Expecting value at column 41``, ``Unterminated string starting at column 57``."""
-    at = " " if exc.msg.endswith(" at") else " at "
-    return f"{exc.msg}{at}column {exc.colno}"
-
-
 def _text(data: bytes, path: Path) -> str:
     """The file as UTF-8 text. A character the file ends inside is left out: the writer keeps
     non-ASCII raw (``ensure_ascii=False``) and a run killed while writing stops at any byte, so
@@ -226,7 +220,14 @@ def _text(data: bytes, path: Path) -> str:
         inside_last = exc.end == len(data) and exc.reason == "unexpected end of data"
         if inside_last and text.rpartition("\n")[2].lstrip().startswith("{"):
             return text
-        raise ReportFileError(f"not UTF-8 text (byte {exc.start})", where=str(path)) from None
+        # named as every other refusal is, by file:line (a byte offset alone cannot be found
+        # in an editor), the byte counted in its line from 0, as `ctxconf audit` counts it
+        number = data.count(b"\n", 0, exc.start) + 1
+        in_line = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        raise ReportFileError(
+            f"not UTF-8 text (byte {in_line} of the line, {exc.start} of the file)",
+            where=f"{path}:{number}",
+        ) from None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, Any]]:
@@ -247,10 +248,10 @@ def _lines(path: Path) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             if number == len(pieces) and raw.lstrip().startswith("{"):
                 # an object the file ends inside (no "\n" after it): cut short, not malformed
-                yield number, _CutLine(number, _json_problem(exc))
+                yield number, _CutLine(number, json_problem(exc))
                 return
             raise ReportFileError(
-                f"not valid JSON ({_json_problem(exc)}){_what_it_is(text)}",
+                f"not valid JSON ({json_problem(exc)}){_what_it_is(text)}",
                 where=f"{path}:{number}",
             ) from None
         except RecursionError:

@@ -61,6 +61,7 @@ from conformance.traffic.reading import (
 )
 from reference_impl.documents import (
     INPUT_LIMIT_ENV,
+    json_problem,
     max_input_bytes,
 )
 
@@ -406,11 +407,14 @@ def _read_line(
             )
     if not line.strip():
         return None
+    # The line without its line end: parsed with it, a string the line ends inside reads its
+    # "\n" as a control character, at a column past the line's last.
+    line = line.removesuffix("\n")
     try:
         # NaN or Infinity in the line is read: a body holding one is judged as not JSON
         record, strict = read_log_line(line)
     except json.JSONDecodeError as exc:
-        return unreadable_row(file, f"not JSON: {exc.msg} (column {exc.colno})", index, log=True)
+        return unreadable_row(file, f"not valid JSON ({json_problem(exc)})", index, log=True)
     except RecursionError:
         return unreadable_row(file, "JSON nested too deeply", index, log=True)
     first = first_copies(line, read_non_finite=not strict)

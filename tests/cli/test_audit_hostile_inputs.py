@@ -23,7 +23,7 @@ LINE = json.dumps({"url": URL, "body": GOOD})
             LINE.replace('"hi"', '"h\\u00e9"').encode().replace(b"\\u00e9", b"\xe9"),
             "not UTF-8 text",
         ),
-        ("\ufeff".encode() + LINE.encode(), "not JSON: Unexpected UTF-8 BOM"),
+        ("\ufeff".encode() + LINE.encode(), "not valid JSON (Unexpected UTF-8 BOM"),
     ],
 )
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -38,6 +38,23 @@ def test_a_line_a_provider_cannot_parse_is_unreadable_not_accepted(
     assert words in rows[1]["message"]
     assert rows[1]["location"] == f"{log}:2"
     assert code == 4, err  # unreadable input, nothing rejected
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_line_cut_inside_a_string_is_named_at_a_column_of_its_own(
+    tmp_path: Path, jobs: str
+) -> None:
+    """Parsed with its line end, a line the log cuts inside a string reads its "\\n" as a
+    control character one column past its last; the row words it as ``ctxconf report`` words
+    a bad line of run.jsonl."""
+    log = tmp_path / "traffic.jsonl"
+    cut = '{"body": {"model": "gpt-4o", "messages": "abc'
+    log.write_text(cut + '\n{"body": 1\n', "utf-8")
+    _, out, _ = invoke(["audit", str(log), "--format", "jsonl", "--all", "--jobs", jobs])
+    rows = [json.loads(row) for row in out.splitlines()]
+    assert rows[0]["location"] == f"{log}:1"
+    # column 42, the string's opening quote, within the line's 45 characters
+    assert rows[0]["message"] == "not valid JSON (Unterminated string starting at column 42)"
 
 
 @pytest.mark.parametrize(

@@ -254,3 +254,18 @@ def test_the_junit_of_a_run_stopped_early_says_so_as_its_exit_status_does(
     code, out, _ = invoke(["report", str(saved_run), "--format", "junit"])
     assert "ctxconf.stopped" not in out
     assert 'name="ctxconf"' not in out
+
+
+def test_a_broken_character_in_a_middle_line_is_named_by_file_and_line(
+    saved_run: Path, tmp_path: Path
+) -> None:
+    """Every other refusal names file:line; a byte offset alone cannot be found in an editor."""
+    lines = saved_run.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"scenario": "', b'"scenario": "\xc3', 1)
+    broken = tmp_path / "run.jsonl"
+    broken.write_bytes(b"\n".join(lines))
+    at = lines[1].index(b"\xc3")
+    _assert_named(
+        ["report", str(broken), "--format", "md"],
+        f"{broken}:2: not UTF-8 text (byte {at} of the line,",
+    )

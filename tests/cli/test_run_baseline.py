@@ -191,3 +191,14 @@ def test_the_baseline_summary_is_one_line_in_a_ci_log(reference_baseline: Path) 
     assert status == 0
     (summary,) = [line for line in stderr.splitlines() if line.startswith("baseline:")]
     assert summary.endswith("0 new, 0 removed case(s)")
+
+
+def test_a_run_report_given_as_baseline_is_named_with_how_to_write_one(tmp_path: Path) -> None:
+    """Read as one JSON document, a run.jsonl was `not JSON (Extra data at line 2)`."""
+    reports = tmp_path / "reports"
+    CliRunner().invoke(cli, ["run", "--shapes", "openai-chat", "--scenarios", SCENARIOS,
+                             "--report-dir", str(reports)])  # fmt: skip
+    status, err = _run("--baseline", str(reports / "run.jsonl"))
+    assert status == 2
+    assert "this is a run's report (ctxconf.run, one JSON object a line), not a baseline" in err
+    assert "--write-baseline" in err

@@ -272,6 +272,46 @@ def test_a_signal_writes_the_finished_cases_and_marks_the_footer_interrupted(
     assert f"exit status {status}" in out
 
 
+@pytest.mark.timeout(180)
+def test_a_run_killed_mid_way_leaves_its_cases_so_far_and_no_earlier_report(
+    plugins: Path, tmp_path: Path
+) -> None:
+    """run.jsonl is written as the run goes (header, each case line flushed as it finishes), so
+    ``kill -9`` leaves the finished cases, without footer, for ``report --partial``; and the
+    reports of an earlier run in the same folder do not survive to look current."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for name in ("run.jsonl", "report.md", "report.html", "junit.xml"):
+        (reports / name).write_text(f"an earlier, complete run's {name}\n", "utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), str(ROOT)])}
+    process = _ctxconf(
+        "run", "--impl", "trust_plugins:slow", "--level", "should", "--report-dir", str(reports),
+        env=env,
+    )  # fmt: skip
+    run_jsonl = reports / "run.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while run_jsonl.read_text("utf-8").count('"type": "case"') < 3:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no case line written while the run went"
+            time.sleep(0.05)
+        process.kill()  # SIGKILL: no handler runs, nothing is written after this
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == -signal.SIGKILL
+    assert sorted(p.name for p in reports.iterdir()) == ["run.jsonl"]
+    lines = [json.loads(line) for line in run_jsonl.read_text("utf-8").split("\n")[:-1]]
+    assert lines[0]["type"] == "header"
+    assert {line["type"] for line in lines[1:]} == {"case"}
+    rendered = CliRunner().invoke(cli, ["report", str(run_jsonl), "--partial", "--format", "md"])
+    assert rendered.exit_code == 0, rendered.output
+    assert "Run cut short: no footer line" in rendered.stdout
+    refused = CliRunner().invoke(cli, ["report", str(run_jsonl), "--format", "junit"])
+    assert refused.exit_code == 2
+
+
 @pytest.mark.timeout(120)
 def test_ctrl_c_while_the_plugin_loads_exits_130(tmp_path: Path) -> None:
     """Before the run's own handler is in place (the plug-in's import), Ctrl-C is still an

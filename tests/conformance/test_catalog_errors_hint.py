@@ -4,9 +4,10 @@ that exists for another shape says which, so the shape is changed, not the name.
 from __future__ import annotations
 
 import pytest
+from cli_support import invoke
 
 from conformance.errors import UnknownProfileError
-from conformance.providers.catalog import resolve_profile
+from conformance.providers.catalog import known_profiles, resolve_profile
 from reference_impl.wording import did_you_mean
 
 
@@ -69,3 +70,48 @@ def test_a_dialect_of_other_shapes_names_them(shape: str, dialect: str, named: s
 def test_no_hint_for_a_name_close_to_nothing() -> None:
     assert did_you_mean("zzzz", ["openai-default", "mistral"]) == ""
     assert did_you_mean("mistrl", ["openai-default", "mistral"]) == " (did you mean 'mistral'?)"
+
+
+def test_a_misspelled_profile_of_another_shape_is_suggested_with_its_shape() -> None:
+    with pytest.raises(UnknownProfileError) as caught:
+        resolve_profile("openai-chat", None, "anthropc-current")
+    assert (
+        "no profile 'anthropc-current' for shape openai-chat (did you mean 'anthropic-current', "
+        "a profile of shape anthropic-messages?)"
+    ) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "--port", "0"],
+        ["proxy", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"],
+    ],
+)
+def test_serve_and_proxy_name_the_closest_profile(command: list[str]) -> None:
+    code, out, err = invoke([*command, "--profile", "anthropc-current"])
+    assert code == 2, out
+    assert "unknown profile 'anthropc-current' (did you mean 'anthropic-current'?); known:" in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "--port", "0"],
+        ["proxy", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"],
+    ],
+)
+@pytest.mark.timeout(60)  # before: serve and proxy started listening with the second ignored
+def test_two_profiles_for_one_shape_are_refused_by_name(command: list[str]) -> None:
+    """Each applies to its shape; before, the second of one shape was ignored without a word."""
+    code, out, err = invoke([*command, "--profile", "openai-default", "--profile", "openai-2024"])
+    assert code == 2, out
+    assert "profiles 'openai-default' and 'openai-2024' are both for shape openai-chat," in err
+    assert "listening" not in out
+
+
+def test_profiles_of_one_shape_and_other_dialects_apply_side_by_side() -> None:
+    both = ("openai-default", "azure-default", "openai-default")
+    assert known_profiles(both, UnknownProfileError) == both
+    with pytest.raises(UnknownProfileError, match="shape openai-chat, dialect deepseek,"):
+        known_profiles(("deepseek-default", "deepseek-thinking"), UnknownProfileError)
