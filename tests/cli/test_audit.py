@@ -107,7 +107,7 @@ def test_a_bad_line_is_named_and_the_rest_of_the_log_is_judged(tmp_path: Path) -
         (f"{log}:4", "reject"),
     ]
     assert rows[1].message is not None
-    assert rows[1].message.startswith("not JSON")
+    assert rows[1].message.startswith("not valid JSON (")
     assert rows[2].verdict is not None
     assert rows[2].verdict.rule == "C2"
     assert rows[2].message == rows[2].to_dict()["message"] != ""
