@@ -226,15 +226,20 @@ def _baseline_block(record: RunRecord, shown: int = 50) -> str:
     return "\n".join(parts)
 
 
+_RESULT_CLASS: Final = {"ok": "pass", "FAILED": "fail", "not reached": "below"}
+"""The class of a level's result in the totals table (``RunRecord.level_result``)."""
+
+
 def render_html(record: RunRecord) -> str:
     """The run as one self-contained HTML page (inline CSS and JS, no external assets)."""
     shapes = list(record.shapes)
     plugin = escape(str(record.header.get("plugin", "?")))
     totals = record.totals
+    results = {level: record.level_result(level) for level in LEVELS}
     total_rows = "".join(
         f'<tr><td class="l">{level}</td><td>{totals[level].passed}</td><td>{totals[level].failed}'
-        f'</td><td>{totals[level].errors}</td><td class="{"pass" if totals[level].ok else "fail"}">'
-        f"{'ok' if totals[level].ok else 'FAILED'}</td></tr>"
+        f'</td><td>{totals[level].errors}</td><td class="{_RESULT_CLASS[results[level]]}">'
+        f"{results[level]}</td></tr>"
         for level in LEVELS
     )
     rows = []
@@ -248,7 +253,11 @@ def render_html(record: RunRecord) -> str:
         )
     problems = failing_cases(record.cases)
     # of a run that ended early (cut short, stopped), only the cases it recorded are known
-    passed = "Every case recorded passed." if record.stopped_note else "Every case passed."
+    passed = (
+        ("Every case recorded passed." if record.cases else "No case was recorded.")
+        if record.stopped_note
+        else "Every case passed."
+    )
     blocks = "".join(_case_block(c) for c in problems) or f"<p>{passed}</p>"
     head = "".join(f'<th data-col="{escape(s)}">{escape(s)}</th>' for s in shapes)
     return f"""<!DOCTYPE html>

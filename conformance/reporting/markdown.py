@@ -84,10 +84,9 @@ def render_markdown(record: RunRecord, *, max_problems: int = 50) -> str:
     ]
     totals = record.totals
     for level in LEVELS:
-        t = totals[level]
-        out.append(
-            f"| {level} | {t.passed} | {t.failed} | {t.errors} | {'ok' if t.ok else '**FAILED**'} |"
-        )
+        t, result = totals[level], record.level_result(level)
+        shown = f"**{result}**" if result == "FAILED" else result
+        out.append(f"| {level} | {t.passed} | {t.failed} | {t.errors} | {shown} |")
     out += ["", provenance_summary(record.cases).capitalize() + "."]
     warning = stale_warning(record.cases)
     if warning:

@@ -96,6 +96,17 @@ class RunRecord:
         it): what the reports say after the case count."""
         return "exit status unknown" if self.cut_short else f"exit status {self.exit_status}"
 
+    def level_result(self, level: Level) -> str:
+        """What the totals table says of ``level``: ``FAILED`` when a case failed or errored at
+        it; ``not reached`` when the run ended early (``stopped_note``) before recording any case
+        of it, which is no pass; else ``ok``."""
+        totals = self.totals[level]
+        if not totals.ok:
+            return "FAILED"
+        if self.stopped_note and not (totals.passed or totals.failed or totals.errors):
+            return "not reached"
+        return "ok"
+
     @property
     def stopped_note(self) -> str:
         """What report.md and report.html say, in bold, of a run that ended before its last

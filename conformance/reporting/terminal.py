@@ -35,6 +35,10 @@ _SHORT: Final = ShapeFact(lambda adapter: adapter.label)
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta", None: "dim"}
 
 
+_RESULT_STYLE: Final = {"ok": "green", "FAILED": "bold red", "not reached": "yellow"}
+"""The style of a level's result in the totals table (``RunRecord.level_result``)."""
+
+
 def terminal_renderable(
     record: RunRecord, *, max_problems: int = 20, reports: bool = True
 ) -> RenderableType:
@@ -60,8 +64,8 @@ def terminal_renderable(
         totals.add_column(column, justify="left" if column == "level" else "right")
     record_totals = record.totals
     for level in LEVELS:
-        t = record_totals[level]
-        verdict = Text("ok", style="green") if t.ok else Text("FAILED", style="bold red")
+        t, result = record_totals[level], record.level_result(level)
+        verdict = Text(result, style=_RESULT_STYLE[result])
         totals.add_row(level, str(t.passed), str(t.failed), str(t.errors), verdict)
     legend = Text(matrix_legend(bool(record.stopped_note)))
     parts: list[RenderableType] = [matrix, legend, totals, Text(provenance_summary(record.cases))]

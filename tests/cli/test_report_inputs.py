@@ -269,3 +269,25 @@ def test_a_broken_character_in_a_middle_line_is_named_by_file_and_line(
         ["report", str(broken), "--format", "md"],
         f"{broken}:2: not UTF-8 text (byte {at} of the line,",
     )
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_a_run_cut_short_before_any_case_reads_as_no_pass(
+    saved_run: Path, tmp_path: Path, fmt: str
+) -> None:
+    # Nothing was judged: no level is "ok", and the page does not say that every case passed.
+    lines = saved_run.read_text("utf-8").split("\n")
+    killed = tmp_path / "killed.jsonl"
+    killed.write_text(lines[0] + "\n" + lines[1][:40], "utf-8")
+    code, out, err = invoke(["report", str(killed), "--format", fmt, "--partial"])
+    assert code == 0, err
+    assert "0 of 5 case(s) recorded" in out
+    assert "not reached" in out
+    assert ">ok<" not in out
+    assert "| ok |" not in out
+    assert "Every case" not in out
+    if fmt == "html":
+        assert "No case was recorded." in out
+    # a complete run still says ok for a level with cases
+    _, whole, _ = invoke(["report", str(saved_run), "--format", fmt])
+    assert "not reached" not in whole
