@@ -280,6 +280,26 @@ def judge(
     return Judged(verdict, endpoint, profile=profile, model=model, reading=reading)
 
 
+def _undecodable_message(undecodable: Undecodable) -> str:
+    """Why enforce mode refuses a body it could not decode, and what to send instead."""
+    if undecodable.kind == "over_limit":
+        # as a body sent over the limit plainly is: compressing it must not carry it past us
+        return (
+            "the request body, once its content-encoding is decoded, is over the proxy's input "
+            f"limit of {max_input_bytes()} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)"
+        )
+    instead = (
+        "with fewer codings, one gzip or deflate is enough"
+        if undecodable.kind == "too_many_codings"
+        else "uncompressed, gzip or deflate"
+    )
+    return (
+        f"the request body cannot be read to be judged ({undecodable.reason}); enforce mode "
+        f"forwards no request it has not judged: send it {instead} "
+        "(--mode observe forwards it unjudged)"
+    )
+
+
 def _refusal(judged: Judged) -> Response:
     """The provider's error as the emulator renders it (same bytes), marked as ours."""
     verdict, profile = judged.verdict, judged.profile
@@ -309,34 +329,9 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
             "profile, or send no header to judge by the request's model)",
         )
     undecodable = judged.undecodable
-    if undecodable is not None and undecodable.kind == "over_limit":
-        # as a body sent over the limit plainly is: compressing it must not carry it past us
-        return _proxy_error(
-            shape,
-            413,
-            "request_too_large",
-            "the request body, once its content-encoding is decoded, is over the proxy's input "
-            f"limit of {max_input_bytes()} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)",
-        )
-    if undecodable is not None and undecodable.kind == "too_many_codings":
-        return _proxy_error(
-            shape,
-            415,
-            "too_many_content_encodings",
-            f"the request body cannot be read to be judged ({undecodable.reason}); enforce mode "
-            "forwards no request it has not judged: send it with fewer codings, one gzip or "
-            "deflate is enough (--mode observe forwards it unjudged)",
-        )
     if undecodable is not None:
         status, name = undecodable.refusal  # as the emulator refuses it
-        return _proxy_error(
-            shape,
-            status,
-            name,
-            f"the request body cannot be read to be judged ({undecodable.reason}); enforce mode "
-            "forwards no request it has not judged: send it uncompressed, gzip or deflate "
-            "(--mode observe forwards it unjudged)",
-        )
+        return _proxy_error(shape, status, name, _undecodable_message(undecodable))
     if judged.unjudged == "unreadable-json":
         return _proxy_error(
             shape,
