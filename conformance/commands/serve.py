@@ -13,6 +13,7 @@ from conformance.commands._io import fail
 from conformance.commands._serving import listening, run_server
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app
+from reference_impl.documents import DocumentLimitError, max_input_bytes
 
 __all__ = ["command"]
 
@@ -33,6 +34,10 @@ def command(host: str, port: int, profiles: tuple[str, ...], context_limit: int 
         app = create_app(profile=list(profiles) or None, context_limit=context_limit)
     except EmulatorConfigError as exc:
         fail(f"--profile: {exc.message}")
+    try:
+        max_input_bytes()  # the emulator reads it for each request: a bad value is named here
+    except DocumentLimitError as exc:
+        fail(str(exc))
     with listening(host, port) as (sock, url):
         click.echo(f"ctxconf emulator listening on {url}", nl=True)
         run_server(app, sock, lifespan="off")

@@ -1,6 +1,9 @@
 """The provider emulator: one ASGI app that answers like OpenAI, Anthropic, Gemini and Bedrock.
 
-Every request is judged the way the provider would judge it, in this order:
+Every request is judged the way the provider would judge it, in this order (a body over the
+input limit, ``$CTXCONF_MAX_INPUT_BYTES``, as sent or once its content-encoding is decoded, is
+refused first with a 413 ``request_too_large``, as the proxy refuses it: on its
+``content-length``, or as soon as what was read passes the limit, never held whole):
 
 1. the path names the endpoint and shape (:mod:`conformance.traffic.endpoints`); a gateway
    dialect comes from a ``/dialect/{name}/`` path prefix or the ``x-ctxconf-dialect`` header
@@ -71,7 +74,7 @@ from conformance.providers.validation import (
     validate_request,
 )
 from conformance.providers.verdict import Verdict
-from conformance.traffic.content_coding import Undecodable, decoded_body
+from conformance.traffic.content_coding import TOO_LARGE, Undecodable, decoded_body
 from conformance.traffic.endpoints import (
     DIALECT_HEADER,
     PROFILE_HEADER,
@@ -82,7 +85,12 @@ from conformance.traffic.endpoints import (
     endpoint_for_path,
 )
 from conformance.traffic.skeleton import skeleton, skeleton_digest
-from reference_impl.documents import JsonNumberTooLongError, loads_json, max_input_bytes
+from reference_impl.documents import (
+    INPUT_LIMIT_ENV,
+    JsonNumberTooLongError,
+    loads_json,
+    max_input_bytes,
+)
 from reference_impl.errors import CtxconfError, UnsupportedPartError
 from reference_impl.shapes import ResponseMeta, get_shape
 from reference_impl.tokens import counter_for
@@ -90,10 +98,12 @@ from reference_impl.transcript import Transcript
 
 __all__ = [
     "STRUCTURE_RULES",
+    "BodyTooLargeError",
     "Incoming",
     "create_app",
     "header_values",
     "pick_profile",
+    "read_body",
     "read_request",
     "request_judgement",
     "request_verdict",
@@ -310,12 +320,19 @@ async def _handle(request: Request, settings: _Settings) -> Response:
 
 async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> Response:
     shape = endpoint.shape
-    raw = await request.body()
+    # One input limit for the body as sent and as decoded, refused as the proxy refuses it.
+    limit = max_input_bytes()
+    try:
+        raw = await read_body(request, limit)
+    except BodyTooLargeError as big:
+        status, name = TOO_LARGE
+        kind = name if shape == "anthropic-messages" else "invalid_request_error"
+        return _own_error(shape, status, f"{name}: {big.reason('emulator')}", kind=kind)
     # A compressed body is read decoded, as the validating proxy judges it (same decoder, same
     # limits, same named refusals), so the proxy's answer and ours agree byte for byte.
     encoding = ", ".join(header_values(request.headers, "content-encoding"))
     if encoding.strip().lower() not in ("", "identity"):
-        decoded = decoded_body(raw, encoding, max_input_bytes())
+        decoded = decoded_body(raw, encoding, limit)
         if isinstance(decoded, Undecodable):
             return _undecodable(shape, decoded)
         raw = decoded
@@ -369,11 +386,51 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
     return _reply(transcript, call, settings.script, body)
 
 
+class BodyTooLargeError(Exception):
+    """A request body over the input limit, found before it was read whole (:func:`read_body`):
+    ``size`` bytes, as its ``content-length`` declared them (``declared``) or as many as were
+    read when the limit was passed (the body is at least that long)."""
+
+    def __init__(self, size: int, limit: int, *, declared: bool) -> None:
+        super().__init__(size, limit, declared)
+        self.size = size
+        self.limit = limit
+        self.declared = declared
+
+    def reason(self, server: str) -> str:
+        """Why ``server`` (``emulator``, ``proxy``) refused the body, the limit and size said."""
+        size = f"{self.size} bytes" if self.declared else f"at least {self.size} bytes"
+        return (
+            f"the request body ({size}) is over the {server}'s input limit of {self.limit} "
+            f"bytes (set {INPUT_LIMIT_ENV} to raise it)"
+        )
+
+
+async def read_body(request: Request, limit: int | None) -> bytes:
+    """The request body, refused (:class:`BodyTooLargeError`) as soon as it is over ``limit``
+    (``None``: no limit): at once when its ``content-length`` says so, else (chunked, or no
+    length given) when what was read passes it; never held whole beyond it. The emulator and
+    the proxy read every body through it."""
+    if limit is None:
+        return await request.body()
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLargeError(int(declared), limit, declared=True)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLargeError(size, limit, declared=False)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _undecodable(shape: str, undecodable: Undecodable) -> Response:
     """A body whose content-encoding the emulator cannot undo, refused by name (the status and
     name the proxy gives it in enforce mode: :attr:`.Undecodable.refusal`)."""
     status, name = undecodable.refusal
-    kind = name if name == "request_too_large" and shape == "anthropic-messages" else None
+    kind = name if name == TOO_LARGE[1] and shape == "anthropic-messages" else None
     return _own_error(
         shape,
         status,

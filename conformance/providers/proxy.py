@@ -61,8 +61,10 @@ from starlette.routing import Route
 from conformance.errors import ProxyConfigError, UnknownProfileError, UpstreamBrokeError
 from conformance.providers.catalog import known_profiles
 from conformance.providers.emulator import (
+    BodyTooLargeError,
     header_values,
     pick_profile,
+    read_body,
     read_request,
     request_judgement,
 )
@@ -71,7 +73,7 @@ from conformance.providers.proxy_cassettes import ExchangeRecord, ObserveRecorde
 from conformance.providers.repeated_keys import Reading
 from conformance.providers.validation import error_headers_for
 from conformance.providers.verdict import Verdict
-from conformance.traffic.content_coding import Undecodable, decoded_body
+from conformance.traffic.content_coding import TOO_LARGE, Undecodable, decoded_body
 from conformance.traffic.endpoints import (
     DIALECT_HEADER,
     PROFILE_HEADER,
@@ -359,7 +361,7 @@ def _note(judged: Judged) -> str:
 def _proxy_error(shape: str | None, status: int, name: str, message: str) -> Response:
     """The proxy's own failure, in the shape's envelope; never presented as the provider's."""
     kind = "api_error" if status >= 500 else "invalid_request_error"
-    if name == "request_too_large" and shape == "anthropic-messages":
+    if name == TOO_LARGE[1] and shape == "anthropic-messages":
         kind = name
     body, extra = error_envelope(shape, status, f"ctxconf proxy: {name}: {message}", kind=kind)
     headers = {
@@ -369,26 +371,6 @@ def _proxy_error(shape: str | None, status: int, name: str, message: str) -> Res
         PROXY_HEADER: f"failed; error={name}",  # every answer says what the proxy did
     }
     return JSONResponse(body, status_code=status, headers=headers)
-
-
-class _TooLarge(Exception):  # noqa: N818 - control flow inside one request, never escapes
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-
-async def _read_body(request: Request, limit: int | None) -> bytes:
-    """The request body, refused as soon as it is over ``limit`` (never held whole beyond it)."""
-    declared = request.headers.get("content-length", "")
-    if limit is not None and declared.isdigit() and int(declared) > limit:
-        raise _TooLarge(int(declared))
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if limit is not None and size > limit:
-            raise _TooLarge(size)
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _end_to_end(pairs: Sequence[tuple[str, str]], reset: frozenset[str]) -> list[tuple[str, str]]:
@@ -431,15 +413,10 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
     endpoint = endpoint_for_path(path)
     shape = endpoint.shape if endpoint is not None else None
     try:
-        raw = await _read_body(request, settings.limit)
-    except _TooLarge as big:
-        return _proxy_error(
-            shape,
-            413,
-            "request_too_large",
-            f"the request body ({big.size} bytes) is over the proxy's input limit of "
-            f"{settings.limit} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)",
-        )
+        raw = await read_body(request, settings.limit)  # as the emulator reads it
+    except BodyTooLargeError as big:
+        status, name = TOO_LARGE
+        return _proxy_error(shape, status, name, big.reason("proxy"))
     headers = _end_to_end(request.headers.items(), _RESET_ON_REQUEST)
     try:
         judged = judge(request.method, path, raw, request.headers, profiles=settings.profiles)

@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Final, Literal
 
-__all__ = ["MAX_CONTENT_CODINGS", "Undecodable", "decoded_body"]
+__all__ = ["MAX_CONTENT_CODINGS", "TOO_LARGE", "Undecodable", "decoded_body"]
 
 MAX_CONTENT_CODINGS: Final = 5
 """The most content codings one body may list (urllib3 decodes no longer chain either,
@@ -46,11 +46,16 @@ class Undecodable:
         return f"<body not stored: {self.reason}>"
 
 
+TOO_LARGE: Final = (413, "request_too_large")
+"""The status and name of a body over the input limit, as sent or once decoded: the proxy and
+the emulator refuse both the same (``over_limit`` here; as sent, before it is read whole:
+:func:`conformance.providers.emulator.read_body`)."""
+
 _REFUSALS: Final = {
     "unsupported": (415, "unsupported_content_encoding"),
     "too_many_codings": (415, "too_many_content_encodings"),
     "corrupt": (400, "corrupt_content_encoding"),
-    "over_limit": (413, "request_too_large"),
+    "over_limit": TOO_LARGE,
 }
 
 

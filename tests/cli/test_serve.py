@@ -11,7 +11,10 @@ from collections.abc import Iterator
 import anthropic
 import openai
 import pytest
+from click.testing import CliRunner
 from paths import ROOT
+
+from conformance.cli import cli
 
 pytestmark = pytest.mark.slow
 
@@ -106,3 +109,17 @@ def test_sdk_streaming_helpers_read_event_streams_over_loopback(served: str) -> 
         final = message_stream.get_final_message()
     assert final.content[0].type == "text"
     assert final.content[0].text == "streamed too"
+
+
+@pytest.mark.timeout(30)  # unchecked, the command serves (and waits) instead of failing
+def test_a_bad_input_limit_is_named_before_serving() -> None:
+    # the emulator reads the limit for each request: unchecked, every request was a 500
+    result = CliRunner().invoke(
+        cli, ["serve", "--port", "0"], env={"CTXCONF_MAX_INPUT_BYTES": "lots"}
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "ctxconf: error: $CTXCONF_MAX_INPUT_BYTES='lots' is not a size "
+        "(examples: 1000000, 500kB, 64MiB, none)\n"
+    )
+    assert "listening" not in result.stdout

@@ -3,8 +3,13 @@ never answers bad input with a 500."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import socket
+from collections.abc import MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import anthropic
 import httpx
@@ -19,7 +24,7 @@ from shape_support import chat_ring, chat_unanswered
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app, read_request
 from conformance.providers.emulator_responses import EmulatorReply
-from conformance.providers.emulator_transport import httpx2_transport, httpx_transport
+from conformance.providers.emulator_transport import httpx2_transport, httpx_transport, serving
 from conformance.traffic.endpoints import endpoint_for_path
 from reference_impl.shapes import get_shape
 
@@ -422,3 +427,154 @@ def test_a_key_given_twice_with_valid_copies_is_answered() -> None:
     answered = _raw().post("/v1/chat/completions", content=body)
     assert answered.status_code == 200, answered.text
     assert "x-ctxconf-reading" not in answered.headers
+
+
+# ------------------------------------------------------------------ a plain body over the limit
+
+_LIMIT = 4096  # CTXCONF_MAX_INPUT_BYTES in these tests: the emulator reads it for each request
+
+
+def _too_large(size: str) -> str:
+    return (
+        f"request_too_large: the request body ({size}) is over the emulator's input limit of "
+        f"{_LIMIT} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)"
+    )
+
+
+class _Sender:
+    """An ASGI ``receive`` handing the app ``body`` in pieces of ``piece`` bytes, counting the
+    pieces the app asked for: how much of a body it read before answering."""
+
+    def __init__(self, body: bytes, piece: int = 1000) -> None:
+        self.body = body
+        self.piece = piece
+        self.pulled = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        start = self.pulled * self.piece
+        self.pulled += 1
+        chunk = self.body[start : start + self.piece]
+        return {
+            "type": "http.request",
+            "body": chunk,
+            "more_body": start + self.piece < len(self.body),
+        }
+
+
+def _asgi_post(path: str, headers: list[tuple[bytes, bytes]], sender: _Sender) -> Any:
+    """``POST path`` straight into the app (``sender`` gives the body): status, headers, JSON."""
+    answer: dict[str, Any] = {"body": b""}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = {k.decode(): v.decode() for k, v in message["headers"]}
+        elif message["type"] == "http.response.body":
+            answer["body"] += message.get("body", b"")
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "server": ("emulator.test", 80),
+        "client": ("127.0.0.1", 0),
+    }
+    asyncio.run(APP(scope, sender, send))
+    return answer["status"], answer["headers"], json.loads(answer["body"])
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [("/v1/chat/completions", "invalid_request_error"), ("/v1/messages", "request_too_large")],
+)
+def test_a_plain_body_declared_over_the_limit_is_refused_before_it_is_read(
+    path: str, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    sender = _Sender(b" " * 10_000)
+    headers = [(b"content-length", b"10000"), (b"content-type", b"application/json")]
+    status, answer_headers, body = _asgi_post(path, headers, sender)
+    assert sender.pulled == 0  # refused on its content-length: not one byte read
+    assert status == 413
+    assert answer_headers["x-ctxconf-provenance"] == "emulated"
+    assert body["error"] == {**body["error"], "type": kind, "message": _too_large("10000 bytes")}
+
+
+def test_a_plain_body_without_a_length_stops_being_read_past_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # chunked, or an ASGI server that gives no content-length: read until it is over the limit
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    sender = _Sender(b" " * 1_000_000)  # a megabyte, were it all read
+    status, _, body = _asgi_post("/v1/chat/completions", [], sender)
+    assert sender.pulled == 5  # 5,000 bytes: the first piece over 4,096, and no further
+    assert status == 413
+    assert body["error"]["message"] == _too_large("at least 5000 bytes")
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "no-length"])
+def test_a_plain_body_at_the_limit_is_read_and_judged(
+    declared: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    text = json.dumps(GOOD).encode()
+    at_limit = text[:-1] + b" " * (_LIMIT - len(text)) + b"}"
+    assert len(at_limit) == _LIMIT
+    for body, answer in ((at_limit, 200), (at_limit + b" ", 413)):
+        headers = [(b"content-length", str(len(body)).encode())] if declared else []
+        status, _, answered = _asgi_post("/v1/chat/completions", headers, _Sender(body))
+        assert status == answer, answered
+    size = f"{_LIMIT + 1} bytes" if declared else f"at least {_LIMIT + 1} bytes"
+    assert answered["error"]["message"] == _too_large(size)
+
+
+def _served_answer(url: str, head: bytes, body: bytes) -> bytes:
+    """What the emulator at ``url`` answers to ``head`` and ``body`` sent raw over a socket, the
+    body never finished: the answer comes only if the emulator stops reading on its own."""
+    host, port = urlsplit(url).hostname, urlsplit(url).port
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(head + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            piece = sock.recv(65536)  # socket.timeout here: the emulator waits for the rest
+            if not piece:
+                break
+            answer += piece
+    return answer
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_ctxconf_serves_refusal_of_an_endless_plain_body_comes_without_its_end(
+    framing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # over uvicorn, as `ctxconf serve` runs it: a client declaring (or streaming) gigabytes gets
+    # the 413 as soon as the limit is passed, not after the emulator has held the whole body
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nhost: emulator.test\r\n"
+    if framing == "content-length":
+        head += b"content-length: 10000000000\r\n\r\n"
+        body = b" " * 1000
+        size = "10000000000 bytes"
+    else:
+        head += b"transfer-encoding: chunked\r\n\r\n"
+        body = b"3e8\r\n" + b" " * 1000 + b"\r\n"
+        body *= 5  # 5,000 bytes and no last chunk: read as it arrives, past 4,096 at the last
+        size = "at least 5000 bytes"
+    with serving(create_app()) as url:
+        answer = _served_answer(url, head, body)
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line == b"HTTP/1.1 413 Request Entity Too Large"
+    message = json.loads(rest.partition(b"\r\n\r\n")[2])["error"]["message"]
+    if framing == "chunked":  # the network may hand the last chunk over in parts
+        found = re.search(r"\(at least (\d+) bytes\)", message)
+        assert found is not None, message
+        assert _LIMIT < int(found.group(1)) <= 5000
+        size = f"at least {found.group(1)} bytes"
+    assert message == _too_large(size)

@@ -12,6 +12,7 @@ import gzip
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -813,6 +814,33 @@ def test_a_body_over_the_input_limit_is_refused_locally_with_a_named_413(
     assert big.value.status_code == 413
     assert big.value.response.headers[PROXY_ERROR_HEADER] == "request_too_large"
     assert big.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_the_refusal_of_a_body_over_the_limit_says_the_limit_and_the_size(
+    framing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # read as the emulator reads a body (one reader): a streamed body is said "at least" as long
+    # as what was read when the limit was passed, not as long as that
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    pieces = [b" " * 1000] * 5
+    content: Any = b"".join(pieces) if framing == "content-length" else iter(pieces)
+    with serving(_bytes_echo_app()) as echo, _proxy(echo) as proxy:
+        response = httpx.post(f"{proxy}/v1/chat/completions", content=content)
+    assert "x-upstream" not in response.headers  # never reached the upstream
+    assert response.status_code == 413
+    assert response.headers[PROXY_ERROR_HEADER] == "request_too_large"
+    message = response.json()["error"]["message"]
+    size = "5000 bytes"
+    if framing == "chunked":  # the network may hand the last piece over in parts
+        found = re.search(r"\(at least (\d+) bytes\)", message)
+        assert found is not None, message
+        assert 4096 < int(found.group(1)) <= 5000
+        size = f"at least {found.group(1)} bytes"
+    assert message == (
+        f"ctxconf proxy: request_too_large: the request body ({size}) is over the proxy's "
+        "input limit of 4096 bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)"
+    )
 
 
 # ------------------------------------------------------------------- diff: the upgrade check
