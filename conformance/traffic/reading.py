@@ -66,6 +66,7 @@ from reference_impl.documents import (
     NonFiniteNumberError,
     SafeYamlLoader,
     check_input_size,
+    json_problem,
     load_yaml_safe,
     loads_json,
     max_input_bytes,
@@ -265,7 +266,7 @@ def _load_document(path: Path) -> object:
             return loads_json(text)
         except json.JSONDecodeError as exc:
             raise RecordingError(
-                f"not JSON: {exc.msg}", file=name, where=f"line {exc.lineno} column {exc.colno}"
+                f"not valid JSON ({json_problem(exc)})", file=name, where=f"line {exc.lineno}"
             ) from None
         except RecursionError:
             raise RecordingError("JSON nested too deeply", file=name) from None
@@ -450,7 +451,7 @@ def _request_json(text: str | None, *, file: str, index: int | None, where: str)
         return _json_or_none(text)
     except JsonNumberTooLongError as exc:
         raise RecordingError(
-            f"the body holds {exc.msg} (column {exc.colno})", file=file, index=index, where=where
+            f"the body holds {json_problem(exc)}", file=file, index=index, where=where
         ) from None
 
 
@@ -813,7 +814,7 @@ def read_jsonl_log(path: str | Path) -> list[RecordedInteraction]:
             record, strict = read_log_line(line)
         except json.JSONDecodeError as exc:
             raise RecordingError(
-                f"line {lineno + 1} is not JSON: {exc.msg} (column {exc.colno})", file=name
+                f"line {lineno + 1} is not valid JSON ({json_problem(exc)})", file=name
             ) from None
         except RecursionError:
             raise RecordingError(f"line {lineno + 1}: JSON nested too deeply", file=name) from None

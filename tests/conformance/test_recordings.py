@@ -431,13 +431,59 @@ def test_jsonl_log_line_holding_a_unicode_line_separator_is_one_request(tmp_path
     assert (second.index, second.request_body) == (1, {"messages": []})
 
 
-def test_jsonl_log_names_the_bad_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            '{"messages": []}\n{not json\n',
+            (
+                "line 2 is not valid JSON "
+                "(Expecting property name enclosed in double quotes at column 2)"
+            ),
+        ),
+        # worded as `ctxconf audit` words the line (documents.json_problem), not "starting at
+        # (column 14)"
+        (
+            '{"messages": "abc\n',
+            "line 1 is not valid JSON (Unterminated string starting at column 14)",
+        ),
+    ],
+    ids=["bad-key", "cut-in-a-string"],
+)
+def test_jsonl_log_names_the_bad_line(tmp_path: Path, text: str, reason: str) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"messages": []}\n{not json\n')
-    with pytest.raises(RecordingError, match=r"line 2 is not JSON") as info:
+    path.write_text(text)
+    with pytest.raises(RecordingError) as info:
         read_jsonl_log(path)
     assert info.value.file == str(path)
+    assert info.value.reason == reason
+    assert str(info.value) == f"{path}: {reason}"
     assert isinstance(info.value, ValueError)
+
+
+def test_a_json_cassette_that_is_not_json_names_the_line_and_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"interactions": [\n  {"request": }\n]}\n')
+    with pytest.raises(RecordingError) as info:
+        read_recording(path)
+    assert str(info.value) == f"{path}: line 2: not valid JSON (Expecting value at column 15)"
+
+
+def test_a_request_body_holding_an_integer_too_long_to_read_names_its_column(
+    tmp_path: Path,
+) -> None:
+    body = '{"model": "gpt-4o", "n": ' + "9" * 5000 + "}"
+    path = tmp_path / "long.yaml"
+    path.write_text(
+        f"interactions:\n- request: {{uri: '{OPENAI_CHAT}', body: '{body}'}}\n"
+        "  response: {status: {code: 200}, body: {string: '{}'}}\n"
+    )
+    with pytest.raises(RecordingError) as info:
+        read_cassette(path)
+    assert info.value.reason == (
+        "the body holds an integer of 5,000 digits, more than the 4,300 Python reads at column 26"
+    )
+    assert str(info.value) == f"{path}: interactions[0].request.body: {info.value.reason}"
 
 
 def test_corrupt_gzip_log_is_a_recording_error_like_a_corrupt_cassette(tmp_path: Path) -> None:
