@@ -25,7 +25,7 @@ import json
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
@@ -185,15 +185,15 @@ class _Memo(Generic[_K]):
                 self.misses += len(keys)
                 return [None] * len(keys)
             found = list(map(data.get, keys))
-            known = list(compress(keys, map(operator.is_not, found, repeat(None))))
-            for key in known:
-                data.move_to_end(key)
-            hits = len(known)
-            self.hits += hits
-            self.misses += len(keys) - hits
+            misses = found.count(None)
+            if misses < len(keys):  # the hits become the most recently used
+                for key in compress(keys, map(operator.is_not, found, repeat(None))):
+                    data.move_to_end(key)
+            self.hits += len(keys) - misses
+            self.misses += misses
         return found
 
-    def store_all(self, items: Sequence[tuple[_K, int]]) -> None:
+    def store_all(self, items: Iterable[tuple[_K, int]]) -> None:
         with self._lock:
             self._data.update(items)
             while len(self._data) > self._size:
@@ -273,7 +273,7 @@ class _MemoizedCounter(Generic[_R]):
             return found  # type: ignore[return-value]  # no None left
         if found.count(None) == len(found) and len(set(digests)) == len(digests):
             counts = self._count_new(list(messages))  # all new, all different: the usual batch
-            memo.store_all(list(zip(digests, counts, strict=True)))
+            memo.store_all(zip(digests, counts, strict=True))
             return counts
         todo: dict[str, Message] = {}
         for digest, known, message in zip(digests, found, messages, strict=True):
@@ -399,6 +399,10 @@ class TiktokenCounter(_MemoizedCounter[OpenAIRules]):
         # its text: the frames are taken from the rules (``message`` of an empty text of that
         # role), the texts encoded in one pass (``count_texts``); the others one by one.
         kinds = kind_codes(messages)
+        frames = self._kind_frames()
+        if KIND_OTHER not in kinds and list(map(_NAME, messages)).count(None) == len(messages):
+            texts = list(map(_TEXT, map(_FIRST, map(_PARTS, messages))))  # all plain: one pass
+            return list(map(operator.add, map(frames.__getitem__, kinds), self._texts(texts)))
         plain = list(
             compress(
                 range(len(messages)),
@@ -411,7 +415,6 @@ class TiktokenCounter(_MemoizedCounter[OpenAIRules]):
         )
         picked = map(messages.__getitem__, plain)
         texts = list(map(_TEXT, map(_FIRST, map(_PARTS, picked))))
-        frames = self._kind_frames()
         counts = map(
             operator.add, map(frames.__getitem__, map(kinds.__getitem__, plain)), self._texts(texts)
         )

@@ -635,6 +635,22 @@ def _fresh_counter(kind: str) -> TiktokenCounter | EstimateCounter:
     return TiktokenCounter("o200k_base", shape, model=model)
 
 
+@pytest.mark.parametrize("kind", ["openai-chat:gpt-4o", "openai-chat:gpt-5", "openai-responses:o3"])
+@pytest.mark.parametrize("named", [None, 2], ids=["all plain", "one named"])
+def test_a_batch_of_plain_messages_is_counted_as_one_by_one(kind: str, named: int | None) -> None:
+    # TiktokenCounter._count_new takes a batch of messages of one text part each, none named, in
+    # one pass; a name anywhere sends the batch the mixed way. Both give count_message's counts.
+    roles = ("system", "developer", "user", "assistant") * 2
+    messages = [
+        Message(
+            role, (TextPart(f"{role} says {i} " * (i + 1)),), name="bot" if i == named else None
+        )
+        for i, role in enumerate(roles)
+    ]
+    batch, single = _fresh_counter(kind), _fresh_counter(kind)
+    assert batch.count_messages(messages) == [single.count_message(m) for m in messages]
+
+
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     transcripts(max_messages=12),
