@@ -2,8 +2,11 @@
 
 Run with ``make bench``. Every ratio compares two sides measured in pairs in one process on the
 same content: each repetition prepares both sides, then times them back to back, A then B in
-one pair and B then A in the next (``BENCH_PAIRS``, 6 by default: three of each order; the
-next turn, which takes milliseconds, 20, ``BENCH_NEXT_TURN_PAIRS``), the
+one pair and B then A in the next (at least ``BENCH_PAIRS``, 6 by default: three of each order;
+more, an even count up to ``BENCH_MAX_PAIRS`` (20), until the timed runs of both sides add up to
+``BENCH_MIN_SECONDS`` (2 s of CPU time), so that a ratio of sides that take milliseconds rests
+on as many pairs as one of sides that take a second would need; the next turn, which takes
+milliseconds, always 20, ``BENCH_NEXT_TURN_PAIRS``), the
 ratio of each pair is kept, and the metric is the **median of the paired ratios**; the spread
 (max - min of the paired ratios) is printed beside it. Load that drifts during the run moves
 both sides of a pair alike, which is what keeps the ratios steady on a shared machine; the
@@ -114,6 +117,8 @@ from reference_impl.transcript import (
 BUDGET = 100_000
 SIZES = tuple(int(s) for s in os.environ.get("BENCH_SIZES", "500,2000,8000,32000").split(","))
 PAIRS = int(os.environ.get("BENCH_PAIRS", "6"))
+MAX_PAIRS = max(PAIRS, int(os.environ.get("BENCH_MAX_PAIRS", "20")))
+MIN_SECONDS = float(os.environ.get("BENCH_MIN_SECONDS", "2.0"))
 NEXT_TURN_PAIRS = max(PAIRS, int(os.environ.get("BENCH_NEXT_TURN_PAIRS", "20")))
 """The next turn takes 1-6 ms: its ratios take more pairs (20), so that the median and the growth
 exponent taken from it do not move with a few disturbed runs."""
@@ -176,11 +181,16 @@ def paired(
     """Pairs of A and B: ``side_x(i)`` prepares repetition ``i`` (untimed) and returns the timed
     run. Both sides of a pair are prepared before either runs, and the order alternates (A B,
     then B A): the side that runs first meets the caches as the preparation left them, the
-    other finds the same content just read, so a fixed order would favour the second side."""
+    other finds the same content just read, so a fixed order would favour the second side.
+    At least ``pairs`` pairs; more, up to ``MAX_PAIRS``, until the timed runs add up to
+    ``MIN_SECONDS`` (how many is decided by time alone, never by the ratios), always an even
+    count, as many of each order."""
     a: list[float] = []
     b: list[float] = []
     gc.collect()
-    for i in range(pairs):
+    most = max(pairs, MAX_PAIRS)
+    i = 0
+    while i < pairs or (i < most and (i % 2 or sum(a) + sum(b) < MIN_SECONDS)):
         run_a = side_a(i)
         run_b = side_b(i)
         if i % 2:
@@ -189,6 +199,7 @@ def paired(
         else:
             a.append(_timed(run_a))
             b.append(_timed(run_b))
+        i += 1
     return Paired(a, b)
 
 
@@ -468,7 +479,7 @@ class Metric:
 def _row(label: str, p: Paired, target: float | None) -> str:
     verdict = "no target" if target is None else f"target <= {target}  " + _verdict(p.ratio, target)
     return (
-        f"  {label:44s} {p.ratio:7.3f} (spread {p.spread:5.3f}; "
+        f"  {label:44s} {p.ratio:7.3f} (spread {p.spread:5.3f}, {len(p.a)} pairs; "
         f"A {statistics.median(p.a) * 1000:8.2f} ms, B {statistics.median(p.b) * 1000:8.2f} ms)"
         f"  {verdict}"
     )
@@ -655,8 +666,9 @@ def growth_exponents(results: Results) -> None:
 def main() -> None:
     load = os.getloadavg()
     print(
-        f"paired, order alternating (A B, B A), {PAIRS} pairs a ratio ({NEXT_TURN_PAIRS} for the "
-        f"next turn), CPU time; load average "
+        f"paired, order alternating (A B, B A), {PAIRS}-{MAX_PAIRS} pairs a ratio (more while "
+        f"the pairs add up to less than {MIN_SECONDS:g} s; {NEXT_TURN_PAIRS} for the next turn), "
+        f"CPU time; load average "
         f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} on {os.cpu_count()} cores; budget {BUDGET:,}"
     )
     results = Results([], {})
