@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from typing import Final, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Final, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from reference_impl.errors import TokenCountError
 from reference_impl.shapes import raw_block_texts_by_message
@@ -66,17 +66,7 @@ from reference_impl.transcript import (
     Transcript,
     canonical_json,
 )
-from reference_impl.transcript.model import (
-    KIND_OTHER,
-    kind_codes,
-    kind_positions,
-    message_digests,
-)
-
-_NAME = operator.attrgetter("name")
-_PARTS = operator.attrgetter("parts")
-_FIRST = operator.itemgetter(0)
-_TEXT = operator.attrgetter("text")
+from reference_impl.transcript.model import kind_codes, message_digests, plain_texts
 
 __all__ = [
     "DEFAULT_SAFETY_FACTORS",
@@ -398,36 +388,24 @@ class TiktokenCounter(_MemoizedCounter[OpenAIRules]):
         # A message of one text part and no name (most of a session) costs its role's frame plus
         # its text: the frames are taken from the rules (``message`` of an empty text of that
         # role), the texts encoded in one pass (``count_texts``); the others one by one.
+        texts = plain_texts(messages)
         kinds = kind_codes(messages)
         frames = self._kind_frames()
-        if KIND_OTHER not in kinds and list(map(_NAME, messages)).count(None) == len(messages):
-            texts = list(map(_TEXT, map(_FIRST, map(_PARTS, messages))))  # all plain: one pass
-            return list(map(operator.add, map(frames.__getitem__, kinds), self._texts(texts)))
-        plain = list(
-            compress(
-                range(len(messages)),
-                map(
-                    operator.and_,
-                    map(KIND_OTHER.__ne__, kinds),
-                    map(operator.is_, map(_NAME, messages), repeat(None)),
-                ),
-            )
-        )
-        picked = map(messages.__getitem__, plain)
-        texts = list(map(_TEXT, map(_FIRST, map(_PARTS, picked))))
+        if None not in texts:  # all of one text part, none named: one pass
+            known = cast("list[str]", texts)
+            return list(map(operator.add, map(frames.__getitem__, kinds), self._texts(known)))
+        plain = list(compress(range(len(messages)), map(operator.is_not, texts, repeat(None))))
+        picked = cast("list[str]", list(map(texts.__getitem__, plain)))
         counts = map(
-            operator.add, map(frames.__getitem__, map(kinds.__getitem__, plain)), self._texts(texts)
+            operator.add,
+            map(frames.__getitem__, map(kinds.__getitem__, plain)),
+            self._texts(picked),
         )
-        if len(plain) == len(messages):
-            return list(counts)
         out = [0] * len(messages)
         for i, cost in zip(plain, counts, strict=True):
             out[i] = cost
-        flags = bytearray(len(messages))  # the others, one by one
-        for i in plain:
-            flags[i] = 1
-        for i in kind_positions(flags, 0):
-            out[i] = self.rules.message(messages[i])
+        for i in compress(range(len(messages)), map(operator.is_, texts, repeat(None))):
+            out[i] = self.rules.message(messages[i])  # the others, one by one
         return out
 
     def _kind_frames(self) -> list[int]:

@@ -279,6 +279,10 @@ class Message:
     id: str = field(default="", compare=False)
     _digest: str = field(default="", init=False, repr=False, compare=False)
     _kind: int = field(default=KIND_OTHER, init=False, repr=False, compare=False)
+    _plain_text: str | None = field(default=None, init=False, repr=False, compare=False)
+    """The text of a message of one text part with no name (what a counter encodes, framed by
+    its role), None for every other message: read once here, where the parts are checked, so
+    that counting a batch reads one slot per message, not its parts."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -302,7 +306,10 @@ class Message:
                 )
         parts = self.parts
         if len(parts) == 1 and type(parts[0]) is TextPart and not self.empty_tool_calls:
-            object.__setattr__(self, "_kind", _PLAIN_KIND.get(self.role, KIND_OTHER))
+            kind = _PLAIN_KIND.get(self.role, KIND_OTHER)
+            object.__setattr__(self, "_kind", kind)
+            if kind != KIND_OTHER and self.name is None:
+                object.__setattr__(self, "_plain_text", parts[0].text)
 
     # -- convenience views -----------------------------------------------------------------
 
@@ -364,6 +371,7 @@ class Message:
         _SET_ID(renamed, message_id)
         _SET_DIGEST(renamed, self._digest)  # the id is not part of the digest
         _SET_KIND(renamed, self._kind)
+        _SET_PLAIN_TEXT(renamed, self._plain_text)
         return renamed
 
 
@@ -507,15 +515,36 @@ class Transcript:
 
 
 _KIND_OF = operator.attrgetter("_kind")
+_PLAIN_TEXT_OF = operator.attrgetter("_plain_text")
 _ID_OF = operator.attrgetter("id")
 _VALUE_COMPARISONS: Final = itertools.count()
 """Incremented by every ``Message.__eq__`` call (``same_messages``)."""
 _DIGEST_OF = operator.attrgetter("_digest")
 # Each slot's own setter: what ``object.__setattr__`` does for a frozen message, without its
 # lookup of the name (``text_message_at`` fills eight slots for most messages of a session).
-_SET_ROLE, _SET_PARTS, _SET_NAME, _SET_WIRE_ID, _SET_EMPTY, _SET_KIND, _SET_DIGEST, _SET_ID = (
+(
+    _SET_ROLE,
+    _SET_PARTS,
+    _SET_NAME,
+    _SET_WIRE_ID,
+    _SET_EMPTY,
+    _SET_KIND,
+    _SET_PLAIN_TEXT,
+    _SET_DIGEST,
+    _SET_ID,
+) = (
     getattr(Message, slot).__set__
-    for slot in ("role", "parts", "name", "wire_id", "empty_tool_calls", "_kind", "_digest", "id")
+    for slot in (
+        "role",
+        "parts",
+        "name",
+        "wire_id",
+        "empty_tool_calls",
+        "_kind",
+        "_plain_text",
+        "_digest",
+        "id",
+    )
 )
 
 
@@ -541,6 +570,13 @@ def kind_codes(messages: Sequence[Message]) -> bytes:
     return bytes(map(_KIND_OF, messages))
 
 
+def plain_texts(messages: Sequence[Message]) -> list[str | None]:
+    """The text of each message of one text part with no name (its ``kind_codes`` code is 0-3
+    and it has no ``name``), None for every other message, at C speed: what a counter encodes of
+    most messages of a session, framed by the role."""
+    return list(map(_PLAIN_TEXT_OF, messages))
+
+
 def default_id(index: int, message: Message) -> str:
     """The id a transcript gives the message at ``index`` that has none: the position and the
     start of the content digest."""
@@ -563,6 +599,7 @@ def text_message_at(index: int, role: Role, part: TextPart | SummaryPart) -> Mes
         _SET_EMPTY(message, False)
         if type(part) is TextPart:
             _SET_KIND(message, kind)
+            _SET_PLAIN_TEXT(message, part.text)
             raw = part.text.encode("utf-8", "surrogatepass")  # _one_text_digest, no name or id
             h = hashlib.sha256(_ONE_TEXT_HEADS[role] + b"NNP1:textS%d:" % len(raw))
             h.update(raw)
@@ -571,6 +608,7 @@ def text_message_at(index: int, role: Role, part: TextPart | SummaryPart) -> Mes
             _SET_ID(message, f"m{index}-{digest[:10]}")  # default_id, the digest in hand
             return message
         _SET_KIND(message, KIND_OTHER)
+        _SET_PLAIN_TEXT(message, None)
         _SET_DIGEST(message, "")
     _SET_ID(message, default_id(index, message))  # a new object: nobody else holds it yet
     return message

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from reference_impl.shapes import get_shape
 from reference_impl.transcript import (
     ImagePart,
     Message,
+    SummaryPart,
     TextPart,
     ToolCallPart,
     ToolSpec,
@@ -26,6 +30,8 @@ from reference_impl.transcript.model import (
     KIND_USER,
     kind_codes,
     kind_positions,
+    plain_texts,
+    text_message_at,
 )
 
 
@@ -192,6 +198,30 @@ def test_kind_codes_mark_the_messages_of_one_text_part_by_role() -> None:
     assert kind_positions(codes, KIND_USER) == [2, 10]
     assert kind_positions(codes, KIND_USER, 3) == [10]
     assert kind_positions(b"", KIND_USER) == []
+
+
+def test_plain_texts_are_the_texts_of_the_messages_a_counter_frames_by_role() -> None:
+    # plain_texts: the text of a message of one text part (kind 0-3) with no name, else None,
+    # however the message was made (constructor, with_id, a parser's text_message_at, a copy)
+    messages = [
+        Message("system", (TextPart("s"),)),
+        Message("user", (TextPart(""),)),  # an empty text is still a text
+        Message("user", (TextPart("u"),), name="ann"),  # named: framed with its name
+        Message("tool", (TextPart("t"),)),
+        Message("assistant", (TextPart("a"),), empty_tool_calls=True),
+        Message("user", (TextPart("u"), TextPart("v"))),
+        Message("assistant", (ToolCallPart("c", "f", "{}"),)),
+        Message("user", (TextPart("w"),)).with_id("renamed"),
+        Message("user", (TextPart("x"),), name="bo").with_id("renamed-named"),
+        text_message_at(3, "assistant", TextPart("y")),
+        text_message_at(4, "user", SummaryPart("z")),
+        copy.copy(Message("developer", (TextPart("d"),))),
+        pickle.loads(pickle.dumps(Message("user", (TextPart("p"),)))),
+        dataclasses.replace(Message("user", (TextPart("q"),)), name="cy"),
+    ]
+    assert plain_texts(messages) == [
+        "s", "", None, None, None, None, None, "w", None, "y", None, "d", "p", None
+    ]  # fmt: skip
 
 
 def test_same_messages_means_the_very_same_objects() -> None:
