@@ -522,14 +522,12 @@ class _Index:
         flags = _pick(reached, positions)
         if 0 not in flags:
             return
-        total = units = 0
-        for p in compress(positions, map(operator.not_, flags)):
-            if not reached[p]:  # a position given twice is noted once
-                reached[p] = 1
-                total += costs[p]  # type: ignore[operator]  # counted first
-                units += 1
-        self.counted_cost += total
-        self.counted_units += units
+        # a position given twice is noted once (``dict.fromkeys``: in order, at C speed)
+        new = list(dict.fromkeys(compress(positions, map(operator.not_, flags))))
+        for p in new:
+            reached[p] = 1
+        self.counted_cost += sum(_pick(costs, new))  # type: ignore[arg-type]  # counted first
+        self.counted_units += len(new)
 
     def reach_range(self, lo: int, hi: int) -> None:
         """``reach`` every unit of ``lo..hi`` (all counted), at C speed."""

@@ -212,3 +212,23 @@ def test_positions_grow_by_replacing_the_list_and_stop_at_the_limit(monkeypatch)
     assert _positions(90, 130) == range(90, 130)  # past the limit: made as needed
     assert list(_positions(0, 100)) == list(range(100))
     assert len(incremental._NATURALS) == 100
+
+
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=40),
+    st.lists(st.lists(st.integers(0, 39), max_size=30), max_size=4),
+)
+def test_reach_notes_each_unit_once_however_often_it_is_given(costs, calls) -> None:
+    # _Index.reach: the units a step needed, for tokens_before; a position given twice, in one
+    # call or in two, is noted (and its cost summed) once
+    index = incremental._Index()
+    index.costs = list(costs)
+    index.reached = bytearray(len(costs))
+    seen: set[int] = set()
+    for positions in calls:
+        given_now = [p for p in positions if p < len(costs)]
+        index.reach(given_now)
+        seen.update(given_now)
+        assert index.counted_units == len(seen)
+        assert index.counted_cost == sum(costs[p] for p in seen)
+        assert [p for p, flag in enumerate(index.reached) if flag] == sorted(seen)
