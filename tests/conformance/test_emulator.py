@@ -4,6 +4,7 @@ never answers bad input with a 500."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
 import socket
@@ -24,7 +25,12 @@ from shape_support import chat_ring, chat_unanswered
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app, read_request
 from conformance.providers.emulator_responses import EmulatorReply
-from conformance.providers.emulator_transport import httpx2_transport, httpx_transport, serving
+from conformance.providers.emulator_transport import (
+    call_app,
+    httpx2_transport,
+    httpx_transport,
+    serving,
+)
 from conformance.traffic.endpoints import endpoint_for_path
 from reference_impl.shapes import get_shape
 
@@ -578,3 +584,45 @@ def test_ctxconf_serves_refusal_of_an_endless_plain_body_comes_without_its_end(
         assert _LIMIT < int(found.group(1)) <= 5000
         size = f"at least {found.group(1)} bytes"
     assert message == _too_large(size)
+
+
+# ------------------------------------------------------- in process, the headers as over HTTP
+
+
+def test_in_process_the_app_sees_header_names_in_lower_case_as_asgi_requires() -> None:
+    # httpx keeps a header's name as it was sent (Content-Encoding); an ASGI scope's are lower
+    # case, and Starlette looks them up lower case: the app answers what it was sent
+    seen: list[tuple[bytes, bytes]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.extend(scope["headers"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    url = httpx.URL("http://emulator.test/v1/chat/completions")
+    sent = [(b"Content-Encoding", b"gzip"), (b"X-Ctxconf-Dialect", b"Mistral")]
+    assert call_app(app, "POST", url, sent, b"{}")[0] == 204
+    assert seen == [(b"content-encoding", b"gzip"), (b"x-ctxconf-dialect", b"Mistral")]
+
+
+def test_a_gzipped_request_is_answered_in_process_as_over_http() -> None:
+    # in process it got the 400 of a body that is not JSON (the gzip bytes were read as JSON:
+    # "Content-Encoding" was not found), over HTTP the 200 of the decoded request
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    body = gzip.compress(json.dumps(GOOD).encode(), mtime=0)
+    in_process = _raw().post("/v1/chat/completions", content=body, headers=headers)
+    with serving(create_app()) as url:
+        over_http = httpx.post(f"{url}/v1/chat/completions", content=body, headers=headers)
+    assert (in_process.status_code, over_http.status_code) == (200, 200)
+    assert in_process.json() == over_http.json()
+    assert in_process.json()["choices"][0]["message"]["content"] == "ok (1 messages)"
+
+
+def test_in_process_a_body_over_the_limit_is_refused_on_its_content_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpx sends "Content-Length": unseen, the body was read and said to be "at least" its size
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    response = _raw().post("/v1/chat/completions", content=b" " * 10_000)
+    assert response.status_code == 413
+    assert response.json()["error"]["message"] == _too_large("10000 bytes")
