@@ -24,7 +24,7 @@ from shape_support import chat_ring, chat_unanswered
 
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app, read_request
-from conformance.providers.emulator_responses import EmulatorReply
+from conformance.providers.emulator_responses import EmulatorReply, error_envelope
 from conformance.providers.emulator_transport import (
     call_app,
     httpx2_transport,
@@ -626,3 +626,57 @@ def test_in_process_a_body_over_the_limit_is_refused_on_its_content_length(
     response = _raw().post("/v1/chat/completions", content=b" " * 10_000)
     assert response.status_code == 413
     assert response.json()["error"]["message"] == _too_large("10000 bytes")
+
+
+# ------------------------------------------------ the emulator's own errors, client or server
+
+GEMINI_ROUTE = "/v1beta/models/gemini-2.5-flash:generateContent"
+BEDROCK_ROUTE = "/model/us.anthropic.claude-haiku-4-5-v1:0/converse"
+
+
+@pytest.mark.parametrize(
+    ("status", "gemini", "bedrock"),
+    [
+        (400, "INVALID_ARGUMENT", "ValidationException"),
+        (404, "NOT_FOUND", "ResourceNotFoundException"),
+        (405, "INVALID_ARGUMENT", "ValidationException"),
+        (413, "INVALID_ARGUMENT", "ValidationException"),
+        (415, "INVALID_ARGUMENT", "ValidationException"),
+        (500, "INTERNAL", "InternalServerException"),
+        (502, "INTERNAL", "InternalServerException"),
+        (504, "INTERNAL", "InternalServerException"),
+    ],
+)
+def test_a_client_error_is_named_as_the_clients_a_server_error_as_the_servers(
+    status: int, gemini: str, bedrock: str
+) -> None:
+    # 413 and 415 were INTERNAL and InternalServerException: refusals of the request, named as
+    # the server's failure
+    body, extra = error_envelope("gemini", status, "m")
+    assert (body, extra) == ({"error": {"code": status, "message": "m", "status": gemini}}, {})
+    body, extra = error_envelope("bedrock-converse", status, "m")
+    assert (body, extra) == ({"message": "m"}, {"x-amzn-errortype": bedrock})
+
+
+def test_the_emulators_415_is_gemini_s_invalid_argument() -> None:
+    response = _raw().post(GEMINI_ROUTE, content=b"\x00", headers={"content-encoding": "br"})
+    assert response.status_code == 415
+    assert response.json() == {
+        "error": {
+            "code": 415,
+            "message": "unsupported_content_encoding: the request body cannot be read "
+            "(content-encoding br); send it uncompressed, gzip or deflate, within the input "
+            "limit (CTXCONF_MAX_INPUT_BYTES)",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+
+
+def test_the_emulators_413_is_bedrock_s_validation_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    response = _raw().post(BEDROCK_ROUTE, content=b" " * 5000)
+    assert response.status_code == 413
+    assert response.headers["x-amzn-errortype"] == "ValidationException"
+    assert response.json() == {"message": _too_large("5000 bytes")}

@@ -720,6 +720,40 @@ def test_a_body_the_proxy_cannot_decode_is_refused_in_enforce_mode(
     _refused_unless_observed(response, mode, status, name)
 
 
+_UNREAD_BR = (
+    "ctxconf proxy: unsupported_content_encoding: the request body cannot be read to be judged "
+    "(content-encoding br); enforce mode forwards no request it has not judged: send it "
+    "uncompressed, gzip or deflate (--mode observe forwards it unjudged)"
+)
+
+
+def test_the_proxys_415_is_a_client_error_in_gemini_and_bedrock_envelopes() -> None:
+    # it was INTERNAL and InternalServerException: the request's fault named as the server's
+    gemini = "/v1beta/models/gemini-2.5-flash:generateContent"
+    bedrock = "/model/us.anthropic.claude-haiku-4-5-v1:0/converse"
+    br = {"content-encoding": "br"}
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        to_gemini = httpx.post(f"{proxy}{gemini}", content=b"\x00", headers=br)
+        to_bedrock = httpx.post(f"{proxy}{bedrock}", content=b"\x00", headers=br)
+    assert to_gemini.status_code == to_bedrock.status_code == 415
+    assert to_gemini.json() == {
+        "error": {"code": 415, "message": _UNREAD_BR, "status": "INVALID_ARGUMENT"}
+    }
+    assert to_bedrock.json() == {"message": _UNREAD_BR}
+    assert to_bedrock.headers["x-amzn-errortype"] == "ValidationException"
+
+
+def test_the_proxys_502_stays_a_server_error_in_gemini_and_bedrock_envelopes() -> None:
+    gemini = "/v1beta/models/gemini-2.5-flash:generateContent"
+    bedrock = "/model/us.anthropic.claude-haiku-4-5-v1:0/converse"
+    with _proxy(f"http://127.0.0.1:{_closed_port()}") as proxy:
+        to_gemini = httpx.post(f"{proxy}{gemini}", json={"contents": []})
+        to_bedrock = httpx.post(f"{proxy}{bedrock}", json={"messages": []})
+    assert to_gemini.status_code == to_bedrock.status_code == 502
+    assert to_gemini.json()["error"]["status"] == "INTERNAL"
+    assert to_bedrock.headers["x-amzn-errortype"] == "InternalServerException"
+
+
 # ------------------------------------------------------------------------- failures, named
 
 
