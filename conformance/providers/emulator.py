@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -309,6 +309,16 @@ async def _handle(request: Request, settings: _Settings) -> Response:
             400,
             f"The emulator cannot read this body: {_TOO_DEEP}. A provider's parser may read it; "
             "no verdict is given.",
+        )
+    except ClientDisconnect:
+        # The client left before its body was whole: no failure of ours, and no one to answer.
+        log.debug(
+            "the client disconnected before sending the whole body of %s %s; not answered",
+            request.method,
+            request.url.path,
+        )
+        return _own_error(
+            endpoint.shape, 400, "The client disconnected before sending the whole request body."
         )
     except Exception:
         # A bug in the emulator or the validators, not the client's fault: say so, and log it.

@@ -54,7 +54,7 @@ from urllib.parse import urlsplit
 import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -417,6 +417,20 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
     except BodyTooLargeError as big:
         status, name = TOO_LARGE
         return _proxy_error(shape, status, name, big.reason("proxy"))
+    except ClientDisconnect:
+        # The client left before its body was whole: no failure of ours, and no one to answer.
+        log.debug(
+            "ctxconf proxy: the client disconnected before sending the whole body of %s %s; "
+            "nothing forwarded",
+            request.method,
+            request.url.path,
+        )
+        return _proxy_error(
+            shape,
+            400,
+            "client_disconnected",
+            "the client disconnected before sending the whole request body; nothing forwarded",
+        )
     headers = _end_to_end(request.headers.items(), _RESET_ON_REQUEST)
     try:
         judged = judge(request.method, path, raw, request.headers, profiles=settings.profiles)

@@ -680,3 +680,59 @@ def test_the_emulators_413_is_bedrock_s_validation_exception(
     assert response.status_code == 413
     assert response.headers["x-amzn-errortype"] == "ValidationException"
     assert response.json() == {"message": _too_large("5000 bytes")}
+
+
+# ------------------------------------------------------------- a client that leaves mid-body
+
+
+class _Leaver:
+    """An ASGI ``receive`` that hands over part of a body, then says the client disconnected."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == 1:
+            return {"type": "http.request", "body": b'{"model": "gpt-4o", "mess', "more_body": True}
+        return {"type": "http.disconnect"}
+
+
+def test_a_client_that_disconnects_mid_body_is_no_emulator_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # it was logged as "emulator failed on POST /v1/chat/completions" with a traceback and a 500
+    answer: dict[str, Any] = {}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-length", b"400")],
+        "server": ("emulator.test", 80),
+        "client": ("127.0.0.1", 0),
+    }
+    with caplog.at_level("DEBUG", logger="conformance.providers.emulator"):
+        asyncio.run(APP(scope, _Leaver(), send))
+    assert answer["status"] == 400  # reaches no one: the client is gone
+    records = [r for r in caplog.records if r.name == "conformance.providers.emulator"]
+    assert [(r.levelname, r.getMessage(), r.exc_info) for r in records] == [
+        (
+            "DEBUG",
+            (
+                "the client disconnected before sending the whole body of POST "
+                "/v1/chat/completions; not answered"
+            ),
+            None,
+        )
+    ]

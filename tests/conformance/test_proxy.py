@@ -754,6 +754,62 @@ def test_the_proxys_502_stays_a_server_error_in_gemini_and_bedrock_envelopes() -
     assert to_bedrock.headers["x-amzn-errortype"] == "InternalServerException"
 
 
+def test_a_client_that_disconnects_mid_body_is_no_proxy_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # ClientDisconnect escaped the proxy's handler: Starlette answered 500 and raised it again,
+    # and uvicorn logged "Exception in ASGI application" with a traceback
+    app = create_proxy_app(f"http://127.0.0.1:{_closed_port()}")
+    answer: dict[str, Any] = {}
+    pieces = iter([b'{"model": "gpt-4o", "mess'])
+
+    async def receive() -> dict[str, Any]:
+        piece = next(pieces, None)
+        if piece is None:
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": piece, "more_body": True}
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = {k.decode(): v.decode() for k, v in message["headers"]}
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-length", b"400")],
+        "server": ("proxy.test", 80),
+        "client": ("127.0.0.1", 0),
+    }
+
+    async def call() -> None:
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    with caplog.at_level("DEBUG", logger="conformance.providers.proxy"):
+        asyncio.run(call())
+    assert answer["status"] == 400  # reaches no one: the client is gone
+    assert answer["headers"][PROXY_ERROR_HEADER] == "client_disconnected"
+    records = [r for r in caplog.records if r.name == "conformance.providers.proxy"]
+    assert [(r.levelname, r.getMessage(), r.exc_info) for r in records] == [
+        (
+            "DEBUG",
+            (
+                "ctxconf proxy: the client disconnected before sending the whole body of POST "
+                "/v1/chat/completions; nothing forwarded"
+            ),
+            None,
+        )
+    ]
+
+
 # ------------------------------------------------------------------------- failures, named
 
 
