@@ -437,7 +437,8 @@ def test_a_key_given_twice_with_valid_copies_is_answered() -> None:
 
 # ------------------------------------------------------------------ a plain body over the limit
 
-_LIMIT = 4096  # CTXCONF_MAX_INPUT_BYTES in these tests: the emulator reads it for each request
+_LIMIT = 4096
+LIMITED = create_app(input_limit=_LIMIT)  # as CTXCONF_MAX_INPUT_BYTES=4096 makes it, at start
 
 
 def _too_large(size: str) -> str:
@@ -467,7 +468,9 @@ class _Sender:
         }
 
 
-def _asgi_post(path: str, headers: list[tuple[bytes, bytes]], sender: _Sender) -> Any:
+def _asgi_post(
+    path: str, headers: list[tuple[bytes, bytes]], sender: _Sender, app: Any = LIMITED
+) -> Any:
     """``POST path`` straight into the app (``sender`` gives the body): status, headers, JSON."""
     answer: dict[str, Any] = {"body": b""}
 
@@ -492,7 +495,7 @@ def _asgi_post(path: str, headers: list[tuple[bytes, bytes]], sender: _Sender) -
         "server": ("emulator.test", 80),
         "client": ("127.0.0.1", 0),
     }
-    asyncio.run(APP(scope, sender, send))
+    asyncio.run(app(scope, sender, send))
     return answer["status"], answer["headers"], json.loads(answer["body"])
 
 
@@ -501,9 +504,8 @@ def _asgi_post(path: str, headers: list[tuple[bytes, bytes]], sender: _Sender) -
     [("/v1/chat/completions", "invalid_request_error"), ("/v1/messages", "request_too_large")],
 )
 def test_a_plain_body_declared_over_the_limit_is_refused_before_it_is_read(
-    path: str, kind: str, monkeypatch: pytest.MonkeyPatch
+    path: str, kind: str
 ) -> None:
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
     sender = _Sender(b" " * 10_000)
     headers = [(b"content-length", b"10000"), (b"content-type", b"application/json")]
     status, answer_headers, body = _asgi_post(path, headers, sender)
@@ -513,11 +515,8 @@ def test_a_plain_body_declared_over_the_limit_is_refused_before_it_is_read(
     assert body["error"] == {**body["error"], "type": kind, "message": _too_large("10000 bytes")}
 
 
-def test_a_plain_body_without_a_length_stops_being_read_past_the_limit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_plain_body_without_a_length_stops_being_read_past_the_limit() -> None:
     # chunked, or an ASGI server that gives no content-length: read until it is over the limit
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
     sender = _Sender(b" " * 1_000_000)  # a megabyte, were it all read
     status, _, body = _asgi_post("/v1/chat/completions", [], sender)
     assert sender.pulled == 5  # 5,000 bytes: the first piece over 4,096, and no further
@@ -526,10 +525,7 @@ def test_a_plain_body_without_a_length_stops_being_read_past_the_limit(
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "no-length"])
-def test_a_plain_body_at_the_limit_is_read_and_judged(
-    declared: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+def test_a_plain_body_at_the_limit_is_read_and_judged(declared: bool) -> None:
     text = json.dumps(GOOD).encode()
     at_limit = text[:-1] + b" " * (_LIMIT - len(text)) + b"}"
     assert len(at_limit) == _LIMIT
@@ -618,12 +614,9 @@ def test_a_gzipped_request_is_answered_in_process_as_over_http() -> None:
     assert in_process.json()["choices"][0]["message"]["content"] == "ok (1 messages)"
 
 
-def test_in_process_a_body_over_the_limit_is_refused_on_its_content_length(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_in_process_a_body_over_the_limit_is_refused_on_its_content_length() -> None:
     # httpx sends "Content-Length": unseen, the body was read and said to be "at least" its size
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
-    response = _raw().post("/v1/chat/completions", content=b" " * 10_000)
+    response = _raw(LIMITED).post("/v1/chat/completions", content=b" " * 10_000)
     assert response.status_code == 413
     assert response.json()["error"]["message"] == _too_large("10000 bytes")
 
@@ -672,11 +665,8 @@ def test_the_emulators_415_is_gemini_s_invalid_argument() -> None:
     }
 
 
-def test_the_emulators_413_is_bedrock_s_validation_exception(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
-    response = _raw().post(BEDROCK_ROUTE, content=b" " * 5000)
+def test_the_emulators_413_is_bedrock_s_validation_exception() -> None:
+    response = _raw(LIMITED).post(BEDROCK_ROUTE, content=b" " * 5000)
     assert response.status_code == 413
     assert response.headers["x-amzn-errortype"] == "ValidationException"
     assert response.json() == {"message": _too_large("5000 bytes")}
@@ -736,3 +726,51 @@ def test_a_client_that_disconnects_mid_body_is_no_emulator_failure(
             None,
         )
     ]
+
+
+# --------------------------------------------------------- the input limit, read once at start
+
+
+def test_the_input_limit_is_read_when_the_app_is_made_and_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # it was read for each request: a value set afterwards (a bad one: every request a 500)
+    # changed the answers of an app already made
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    app = create_app()
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    assert _raw(app).post("/v1/chat/completions", json=GOOD).status_code == 200
+    refused = _raw(app).post("/v1/chat/completions", content=b" " * 5000)
+    assert refused.status_code == 413
+    assert refused.json()["error"]["message"] == _too_large("5000 bytes")
+    gzipped = gzip.compress(b" " * 5000, mtime=0)  # the limit once decoded is the same one
+    decoded = _raw(app).post(
+        "/v1/chat/completions", content=gzipped, headers={"content-encoding": "gzip"}
+    )
+    assert decoded.status_code == 413
+    assert decoded.json()["error"]["message"] == (
+        "request_too_large: the request body cannot be read (over the input limit when "
+        "decoded); send it uncompressed, gzip or deflate, within the input limit "
+        "(CTXCONF_MAX_INPUT_BYTES)"
+    )
+
+
+def test_no_input_limit_is_no_limit_whatever_the_environment_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    app = create_app(input_limit=None)
+    body = json.dumps(GOOD).encode() + b" " * 100_000
+    assert _raw(app).post("/v1/chat/completions", content=body).status_code == 200
+
+
+def test_an_input_limit_that_is_not_a_size_is_a_named_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    with pytest.raises(EmulatorConfigError) as caught:
+        create_app()
+    assert caught.value.where == "CTXCONF_MAX_INPUT_BYTES"
+    assert caught.value.message == (
+        "$CTXCONF_MAX_INPUT_BYTES='lots' is not a size (examples: 1000000, 500kB, 64MiB, none)"
+    )

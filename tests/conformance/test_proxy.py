@@ -906,6 +906,25 @@ def test_a_body_over_the_input_limit_is_refused_locally_with_a_named_413(
     assert big.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
 
 
+def test_the_proxy_keeps_the_input_limit_it_read_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a compressed body was decoded within the limit read again for each request: a value that
+    # is not a size, set after start-up, made judging fail and the body went on unjudged
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    padded = gzip.compress(b" " * 5000, mtime=0)
+    with serving(_bytes_echo_app()) as echo, _proxy(echo) as proxy:
+        monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions", content=padded, headers={"content-encoding": "gzip"}
+        )
+    assert "x-upstream" not in response.headers  # never reached the upstream
+    assert response.status_code == 413
+    assert response.json()["error"]["message"] == (
+        "ctxconf proxy: request_too_large: the request body, once its content-encoding is "
+        "decoded, is over the proxy's input limit of 4096 bytes (set CTXCONF_MAX_INPUT_BYTES "
+        "to raise it)"
+    )
+
+
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
 def test_the_refusal_of_a_body_over_the_limit_says_the_limit_and_the_size(
     framing: str, monkeypatch: pytest.MonkeyPatch
@@ -1428,13 +1447,14 @@ def test_the_emulator_refuses_an_undecodable_body_as_the_proxy_does(
 
 
 def test_the_emulator_refuses_a_body_over_the_limit_once_decoded(
-    upstream: str, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")  # read when the emulator is made
     body = gzip.compress(_PADDED, mtime=0)
     assert len(body) < 4096
-    direct = httpx.post(
-        f"{upstream}/v1/chat/completions", content=body, headers={"content-encoding": "gzip"}
-    )
+    with serving(create_app()) as limited:
+        direct = httpx.post(
+            f"{limited}/v1/chat/completions", content=body, headers={"content-encoding": "gzip"}
+        )
     assert direct.status_code == 413
     assert "request_too_large" in direct.json()["error"]["message"]
