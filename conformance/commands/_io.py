@@ -16,6 +16,7 @@ from reference_impl.documents import (
     DocumentLimitError,
     DuplicateKeyError,
     NonFiniteNumberError,
+    json_problem,
     load_json_strict,
     load_yaml_strict,
     loads_json,
@@ -130,7 +131,7 @@ def _parse_document(path: str | Path, text: str, *, read_non_finite: bool) -> An
     except (DuplicateKeyError, DocumentLimitError) as exc:
         fail_input(path, f"JSON {exc}")
     except NonFiniteNumberError as exc:  # JSON but for the number: YAML would read it as text
-        fail_input(path, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+        fail_input(path, f"line {exc.lineno}: not valid JSON ({json_problem(exc)})")
     except json.JSONDecodeError as json_exc:
         return _read_yaml(path, text, json_exc, read_non_finite=read_non_finite)
 

@@ -90,6 +90,7 @@ from reference_impl.documents import (
     INPUT_LIMIT_ENV,
     DocumentLimitError,
     JsonNumberTooLongError,
+    json_problem,
     loads_json,
     max_input_bytes,
 )
@@ -247,10 +248,12 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
         body = loads_json(raw)
         first = first_copies(raw)
     except JsonNumberTooLongError as exc:
-        unreadable = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+        unreadable = json_problem(exc)
     except RecursionError:  # the parser recurses once per level; a provider's may go deeper
         unreadable = _TOO_DEEP
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except json.JSONDecodeError as exc:  # worded as every reader words bad JSON
+        bad_json = f"invalid JSON ({json_problem(exc)})"
+    except UnicodeDecodeError as exc:
         bad_json = f"invalid JSON ({exc})"
     model = endpoint.model
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):

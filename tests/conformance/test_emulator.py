@@ -318,7 +318,12 @@ def test_an_integer_too_long_to_read_is_the_emulators_own_400_not_a_500(path: st
     response = _raw().post(path, content=b'{"max_tokens": ' + b"9" * 5000 + b"}")
     assert response.status_code == 400, response.text
     assert "x-ctxconf-rule" not in response.headers
-    assert "The emulator cannot read this body: an integer of 5,000 digits" in response.text
+    answer = response.json()
+    message = answer["message"] if "message" in answer else answer["error"]["message"]
+    assert message == (
+        "The emulator cannot read this body: an integer of 5,000 digits, more than the 4,300 "
+        "Python reads at column 16. A provider's parser may read it; no verdict is given."
+    )
 
 
 _json = st.recursive(
@@ -773,4 +778,27 @@ def test_an_input_limit_that_is_not_a_size_is_a_named_config_error(
     assert caught.value.where == "CTXCONF_MAX_INPUT_BYTES"
     assert caught.value.message == (
         "$CTXCONF_MAX_INPUT_BYTES='lots' is not a size (examples: 1000000, 500kB, 64MiB, none)"
+    )
+
+
+# ------------------------------------------------------------------ bad JSON, worded as one
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b'{"model": ', "Expecting value at column 11"),
+        (b'{"model": "gpt-4o", "temperature": NaN}', "NaN is not a JSON number at column 36"),
+    ],
+    ids=["expecting-value", "nan"],
+)
+def test_a_body_that_is_not_json_is_worded_through_json_problem(body: bytes, problem: str) -> None:
+    # it was "invalid JSON (Expecting value: line 1 column 11 (char 10))", Python's own wording
+    endpoint = endpoint_for_path("/v1/chat/completions")
+    assert endpoint is not None
+    assert read_request(endpoint, body, {}).bad_json == f"invalid JSON ({problem})"
+    response = _raw().post("/v1/chat/completions", content=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        f"Invalid type for 'body': expected an object, but got invalid JSON ({problem}) instead."
     )
