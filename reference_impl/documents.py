@@ -205,11 +205,13 @@ class NonFiniteNumberError(json.JSONDecodeError):
     reader that names bad JSON names this too."""
 
     def __init__(self, doc: str, pos: int, token: str) -> None:
-        super().__init__(f"{token}, {_NO_NON_FINITE}", doc, pos)
+        super().__init__(f"{token} {_NOT_A_JSON_NUMBER}", doc, pos)
         self.token = token
 
 
-_NO_NON_FINITE: Final = "a number JSON does not have"
+_NOT_A_JSON_NUMBER: Final = "is not a JSON number"
+"""What is said of ``NaN``/``Infinity``, in the text (``NaN is not a JSON number``) and in parsed
+data (``NaN at temperature is not a JSON number``)."""
 
 
 class _ConstantSeen(Exception):  # noqa: N818 - internal signal, never leaves loads_json
@@ -237,7 +239,9 @@ def _text_of(text: str | bytes) -> str:
 
 def json_problem(exc: json.JSONDecodeError) -> str:
     """The parser's message and the column it stopped at (``exc.msg`` alone has no place):
-    ``Expecting value at column 41``, ``Invalid control character at column 45``."""
+    ``Expecting value at column 41``, ``Invalid control character at column 45``, ``NaN is not
+    a JSON number at column 27``. The one wording of bad JSON: callers say ``not valid JSON
+    (...)`` around it, and the line where they say where."""
     at = " " if exc.msg.endswith(" at") else " at "
     return f"{exc.msg}{at}column {exc.colno}"
 
@@ -277,14 +281,15 @@ def non_finite_name(number: float) -> str:
 
 def non_finite_number(value: object) -> str | None:
     """Where the first float JSON does not have (NaN, ±Infinity) is in parsed JSON data (dicts,
-    lists and scalars), said as ``NaN at messages.2.content.0.input.retries, a number JSON does not
-    have``; ``None`` when there is none. Walks without recursion, any depth."""
+    lists and scalars), said as ``NaN at messages.2.content.0.input.retries is not a JSON number``;
+    ``None`` when there is none. Walks without recursion, any depth."""
     stack: list[tuple[object, str]] = [(value, "")]
     while stack:
         item, path = stack.pop()
         if isinstance(item, float):
             if not math.isfinite(item):
-                return f"{non_finite_name(item)} at {path or 'the top level'}, {_NO_NON_FINITE}"
+                where = path or "the top level"
+                return f"{non_finite_name(item)} at {where} {_NOT_A_JSON_NUMBER}"
         elif isinstance(item, dict):
             pairs = [(v, f"{path}.{k}" if path else str(k)) for k, v in item.items()]
             stack.extend(reversed(pairs))

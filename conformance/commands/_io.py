@@ -16,9 +16,11 @@ from reference_impl.documents import (
     DocumentLimitError,
     DuplicateKeyError,
     NonFiniteNumberError,
+    json_problem,
     load_json_strict,
     load_yaml_strict,
     loads_json,
+    max_input_bytes,
     non_finite_number,
     read_input_text,
 )
@@ -28,6 +30,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FINDING",
     "EXIT_REFUSED",
+    "checked_input_limit",
     "describe_error",
     "fail",
     "fail_input",
@@ -48,6 +51,18 @@ def fail(what: str) -> NoReturn:
     """Print ``ctxconf: error: what`` on stderr and exit with status 2 (bad input or option)."""
     click.echo(f"ctxconf: error: {what}", err=True)
     raise SystemExit(EXIT_BAD_INPUT)
+
+
+def checked_input_limit() -> int | None:
+    """The input limit (``$CTXCONF_MAX_INPUT_BYTES``; ``None``: no limit), read once at the
+    start of a command that serves or runs the emulator or the proxy (``serve``, ``proxy``,
+    ``record``, ``diff``), which hand it to the app: a value that is not a size is exit status
+    2 before any request, named (``ctxconf: error: $CTXCONF_MAX_INPUT_BYTES='lots' is not a
+    size (examples: ...)``), where every request would have been a 500."""
+    try:
+        return max_input_bytes()
+    except DocumentLimitError as exc:
+        fail(str(exc))
 
 
 def fail_input(path: str | Path, what: str) -> NoReturn:
@@ -116,7 +131,7 @@ def _parse_document(path: str | Path, text: str, *, read_non_finite: bool) -> An
     except (DuplicateKeyError, DocumentLimitError) as exc:
         fail_input(path, f"JSON {exc}")
     except NonFiniteNumberError as exc:  # JSON but for the number: YAML would read it as text
-        fail_input(path, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+        fail_input(path, f"line {exc.lineno}: not valid JSON ({json_problem(exc)})")
     except json.JSONDecodeError as json_exc:
         return _read_yaml(path, text, json_exc, read_non_finite=read_non_finite)
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import click
 
-from conformance.commands._io import EXIT_FINDING, fail
+from conformance.commands._io import EXIT_FINDING, checked_input_limit, fail
 from conformance.errors import CassetteError, EmulatorConfigError, ScenarioError
 from conformance.providers.emulator import create_app
 from conformance.providers.proxy_cassettes import VERDICT_KEY
@@ -176,8 +176,8 @@ def _ours_side(root: Path) -> dict[str, Observation]:
     return observations
 
 
-def _profile_side(names: str, cases: Sequence[Case]) -> dict[str, Observation]:
-    app = create_app(profile=names)
+def _profile_side(names: str, cases: Sequence[Case], limit: int | None) -> dict[str, Observation]:
+    app = create_app(profile=names, input_limit=limit)
     target = Target.emulator(app)
     observations: dict[str, Observation] = {}
     for case in cases:
@@ -239,11 +239,11 @@ def _default_cases(shapes: Sequence[str], selectors: tuple[str, ...]) -> list[Ca
 
 
 def _side(
-    spec: str, other_cases: Sequence[Case], default: Sequence[Case]
+    spec: str, other_cases: Sequence[Case], default: Sequence[Case], limit: int | None
 ) -> dict[str, Observation]:
     if spec.startswith(_PROFILE_PREFIX):
         try:
-            return _profile_side(spec[len(_PROFILE_PREFIX) :], other_cases or default)
+            return _profile_side(spec[len(_PROFILE_PREFIX) :], other_cases or default, limit)
         except EmulatorConfigError as exc:
             fail(f"{spec}: {exc.message}")
     if spec.startswith(_OURS_PREFIX):
@@ -316,6 +316,8 @@ def command(
 ) -> None:
     """Compare two cassette folders, emulator profiles (profile:NAME) or our recorded verdicts
     (ours:DIR, from `ctxconf proxy --mode observe`) skeleton by skeleton."""
+    # read once, before any folder or request: the in-process emulator (profile:NAME) keeps it
+    limit = checked_input_limit()
     wanted = list(shapes) or list(SHAPE_NAMES)
     folder_cases: list[Case] = []
     for spec in (old, new):
@@ -324,8 +326,8 @@ def command(
             folder_cases = [c for c in _read_folder(Path(folder))[1] if c.shape in wanted]
             break
     default = [] if folder_cases else _default_cases(wanted, selectors)
-    left = _side(old, folder_cases, default)
-    right = _side(new, folder_cases, default)
+    left = _side(old, folder_cases, default, limit)
+    right = _side(new, folder_cases, default, limit)
     left = {k: v for k, v in left.items() if v.shape in wanted}
     right = {k: v for k, v in right.items() if v.shape in wanted}
     drifts = _named_for_ours(compare(left, right), old, new)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from conformance.commands._io import fail
+from conformance.commands._io import checked_input_limit, fail
 from conformance.commands._options import seconds_option
 from conformance.commands._serving import listening, run_server
 from conformance.errors import ProxyConfigError, UpstreamBrokeError
@@ -84,6 +84,7 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
         fail("--mode observe needs --record-dir (where the verdicts and answers are written)")
     if mode == "enforce" and record_dir is not None:
         fail("--record-dir applies to --mode observe only")
+    limit = checked_input_limit()
     try:
         app = create_proxy_app(
             upstream,
@@ -91,6 +92,7 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
             profiles=profiles,
             record_dir=str(record_dir) if record_dir is not None else None,
             timeout=timeout,
+            input_limit=limit,
         )
     except ProxyConfigError as exc:
         fail(f"--{(exc.where or 'upstream').replace('_', '-')}: {exc.message}")

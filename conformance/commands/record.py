@@ -26,7 +26,7 @@ import click
 import httpx
 import openai
 
-from conformance.commands._io import fail
+from conformance.commands._io import checked_input_limit, fail
 from conformance.commands._options import comma_list
 from conformance.errors import CredentialsError, EmulatorConfigError, ScenarioError
 from conformance.providers.emulator import create_app
@@ -124,6 +124,8 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
     Without --scenarios: every probe and every scenario of the corpus."""
     if prune and (selectors or not probes):
         fail("--prune needs the full set: drop --scenarios and --no-probes")
+    # read once, before the corpus and any request: the in-process emulator keeps it
+    limit = checked_input_limit()
     folder = out if out is not None else default_cassette_root()
     try:  # checked before any request is sent, so no round trip is recorded and then lost
         for shape in SHAPE_NAMES if "all" in shapes else shapes:
@@ -131,7 +133,11 @@ def command(  # noqa: PLR0917 - click passes each option as a parameter
     except OSError as exc:
         fail(f"--out {folder}: cannot create the cassette folder ({exc.strerror or exc})")
     names = list(SHAPE_NAMES) if "all" in shapes else list(dict.fromkeys(shapes))
-    options: dict[str, object] = {"profile": list(profiles) or None, "context_limit": context_limit}
+    options: dict[str, object] = {
+        "profile": list(profiles) or None,
+        "context_limit": context_limit,
+        "input_limit": limit,
+    }
     content = ContentMode.HASHED if hash_content else ContentMode.FULL
     for shape in names:
         cases = probe_cases(shape, model=model) if probes else []

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import click
 
-from conformance.commands._io import fail
+from conformance.commands._io import checked_input_limit, fail
 from conformance.commands._serving import listening, run_server
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app
-from reference_impl.documents import DocumentLimitError, max_input_bytes
 
 __all__ = ["command"]
 
@@ -30,14 +29,13 @@ __all__ = ["command"]
 @click.option("--context-limit", type=click.IntRange(min=1), help="Input-token limit per request.")
 def command(host: str, port: int, profiles: tuple[str, ...], context_limit: int | None) -> None:
     """Run the provider emulator (OpenAI, Anthropic, Gemini, Bedrock routes) on HOST:PORT."""
+    limit = checked_input_limit()
     try:
-        app = create_app(profile=list(profiles) or None, context_limit=context_limit)
+        app = create_app(
+            profile=list(profiles) or None, context_limit=context_limit, input_limit=limit
+        )
     except EmulatorConfigError as exc:
         fail(f"--profile: {exc.message}")
-    try:
-        max_input_bytes()  # the emulator reads it for each request: a bad value is named here
-    except DocumentLimitError as exc:
-        fail(str(exc))
     with listening(host, port) as (sock, url):
         click.echo(f"ctxconf emulator listening on {url}", nl=True)
         run_server(app, sock, lifespan="off")

@@ -1,9 +1,10 @@
 """The provider emulator: one ASGI app that answers like OpenAI, Anthropic, Gemini and Bedrock.
 
 Every request is judged the way the provider would judge it, in this order (a body over the
-input limit, ``$CTXCONF_MAX_INPUT_BYTES``, as sent or once its content-encoding is decoded, is
-refused first with a 413 ``request_too_large``, as the proxy refuses it: on its
-``content-length``, or as soon as what was read passes the limit, never held whole):
+input limit, ``$CTXCONF_MAX_INPUT_BYTES`` as it was when the app was made, as sent or once its
+content-encoding is decoded, is refused first with a 413 ``request_too_large``, as the proxy
+refuses it: on its ``content-length``, or as soon as what was read passes the limit, never held
+whole):
 
 1. the path names the endpoint and shape (:mod:`conformance.traffic.endpoints`); a gateway
    dialect comes from a ``/dialect/{name}/`` path prefix or the ``x-ctxconf-dialect`` header
@@ -37,10 +38,10 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -87,7 +88,9 @@ from conformance.traffic.endpoints import (
 from conformance.traffic.skeleton import skeleton, skeleton_digest
 from reference_impl.documents import (
     INPUT_LIMIT_ENV,
+    DocumentLimitError,
     JsonNumberTooLongError,
+    json_problem,
     loads_json,
     max_input_bytes,
 )
@@ -102,6 +105,7 @@ __all__ = [
     "Incoming",
     "create_app",
     "header_values",
+    "input_limit_now",
     "pick_profile",
     "read_body",
     "read_request",
@@ -119,6 +123,7 @@ class _Settings:
     profiles: tuple[str, ...]
     context_limit: int | None
     script: Script
+    limit: int | None  # the input limit in bytes, read once when the app is made
 
 
 def _profiles(profile: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -129,19 +134,39 @@ def _profiles(profile: str | Sequence[str] | None) -> tuple[str, ...]:
     return known_profiles((n.strip() for n in names if n.strip()), EmulatorConfigError)
 
 
+def input_limit_now(
+    input_limit: int | Literal["environment"] | None, error: type[CtxconfError]
+) -> int | None:
+    """The input limit a server made now keeps (``None``: no limit): ``input_limit`` as given,
+    or for ``"environment"`` ``$CTXCONF_MAX_INPUT_BYTES`` read once, here; a value that is not a
+    size is ``error`` naming the variable (the commands check it first:
+    ``conformance.commands._io.checked_input_limit``)."""
+    if not isinstance(input_limit, str):
+        return input_limit
+    try:
+        return max_input_bytes()
+    except DocumentLimitError as exc:
+        raise error(str(exc), where=INPUT_LIMIT_ENV) from None
+
+
 def create_app(
     *,
     profile: str | Sequence[str] | None = None,
     context_limit: int | None = None,
     script: Script | EmulatorReply | None = None,
+    input_limit: int | Literal["environment"] | None = "environment",
 ) -> Starlette:
     """The emulator app. ``profile`` names catalog profiles (comma-separated or a list); each
     applies to requests of its shape and dialect, the others use their shape's default profile.
-    ``context_limit`` caps input tokens for every shape; ``script`` decides replies."""
+    ``context_limit`` caps input tokens for every shape; ``script`` decides replies.
+    ``input_limit`` caps a request body in bytes, as sent and once decoded (``None``: no cap);
+    by default ``$CTXCONF_MAX_INPUT_BYTES`` as it is when the app is made (a value that is not
+    a size: :class:`EmulatorConfigError`), never read again per request."""
     if context_limit is not None and context_limit < 1:
         raise EmulatorConfigError(
             f"context limit must be positive, got {context_limit}", where="context_limit"
         )
+    limit = input_limit_now(input_limit, EmulatorConfigError)
     chosen: Script
     if script is None:
         chosen = DirectiveScript()
@@ -149,7 +174,7 @@ def create_app(
         chosen = FixedScript(script)
     else:
         chosen = script
-    settings = _Settings(_profiles(profile), context_limit, chosen)
+    settings = _Settings(_profiles(profile), context_limit, chosen, limit)
 
     async def handle(request: Request) -> Response:
         return await _handle(request, settings)
@@ -223,10 +248,12 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
         body = loads_json(raw)
         first = first_copies(raw)
     except JsonNumberTooLongError as exc:
-        unreadable = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+        unreadable = json_problem(exc)
     except RecursionError:  # the parser recurses once per level; a provider's may go deeper
         unreadable = _TOO_DEEP
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except json.JSONDecodeError as exc:  # worded as every reader words bad JSON
+        bad_json = f"invalid JSON ({json_problem(exc)})"
+    except UnicodeDecodeError as exc:
         bad_json = f"invalid JSON ({exc})"
     model = endpoint.model
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
@@ -310,6 +337,16 @@ async def _handle(request: Request, settings: _Settings) -> Response:
             f"The emulator cannot read this body: {_TOO_DEEP}. A provider's parser may read it; "
             "no verdict is given.",
         )
+    except ClientDisconnect:
+        # The client left before its body was whole: no failure of ours, and no one to answer.
+        log.debug(
+            "the client disconnected before sending the whole body of %s %s; not answered",
+            request.method,
+            request.url.path,
+        )
+        return _own_error(
+            endpoint.shape, 400, "The client disconnected before sending the whole request body."
+        )
     except Exception:
         # A bug in the emulator or the validators, not the client's fault: say so, and log it.
         log.exception("emulator failed on %s %s", request.method, request.url.path)
@@ -321,7 +358,7 @@ async def _handle(request: Request, settings: _Settings) -> Response:
 async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> Response:
     shape = endpoint.shape
     # One input limit for the body as sent and as decoded, refused as the proxy refuses it.
-    limit = max_input_bytes()
+    limit = settings.limit
     try:
         raw = await read_body(request, limit)
     except BodyTooLargeError as big:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from conformance.providers.envelopes import bedrock_error_name, gemini_status_name
 from reference_impl.transcript import (
     Message,
     Part,
@@ -207,17 +208,18 @@ def error_envelope(
 
     The envelopes are the recorded ones (provider-rules.md, the "Error envelope" line of each
     section); the wording of these messages is ours and is not claimed to be the provider's.
+    Gemini's status name and Bedrock's exception come from the status as the rules' errors get
+    theirs (:func:`.envelopes.gemini_status_name`, :func:`.envelopes.bedrock_error_name`): a
+    413 or 415 refusal is the client's error (``INVALID_ARGUMENT``, ``ValidationException``),
+    a 5xx the server's.
     """
     if shape == "anthropic-messages":
         anthropic_kind = "not_found_error" if status == 404 else kind
         return {"type": "error", "error": {"type": anthropic_kind, "message": message}}, {}
     if shape == "gemini":
-        status_name = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}.get(status, "INTERNAL")
+        status_name = gemini_status_name(status)
         return {"error": {"code": status, "message": message, "status": status_name}}, {}
     if shape == "bedrock-converse":
-        error_type = {400: "ValidationException", 404: "ResourceNotFoundException"}.get(
-            status, "InternalServerException"
-        )
-        return {"message": message}, {"x-amzn-errortype": error_type}
+        return {"message": message}, {"x-amzn-errortype": bedrock_error_name(status)}
     openai_kind = "not_found_error" if status == 404 and kind == "invalid_request_error" else kind
     return {"error": {"message": message, "type": openai_kind, "param": None, "code": None}}, {}

@@ -45,7 +45,9 @@ _Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 def _scope(
     method: str, url: httpx.URL | httpx2.URL, headers: list[tuple[bytes, bytes]]
 ) -> dict[str, Any]:
-    """The ASGI ``http`` scope of one request."""
+    """The ASGI ``http`` scope of one request. Header names are lower case, as the ASGI spec
+    requires and a server hands them over (httpx keeps them as sent, ``Content-Encoding``), so
+    the app finds ``content-encoding`` and ``content-length`` in process as it does over HTTP."""
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -56,7 +58,7 @@ def _scope(
         "raw_path": url.raw_path.split(b"?")[0],
         "query_string": url.query,
         "root_path": "",
-        "headers": headers,
+        "headers": [(name.lower(), value) for name, value in headers],
         "server": (url.host or "emulator", url.port or 80),
         "client": ("127.0.0.1", 0),
     }

@@ -21,11 +21,43 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["RenderedError", "error_headers", "render_error"]
+__all__ = [
+    "RenderedError",
+    "bedrock_error_name",
+    "error_headers",
+    "gemini_status_name",
+    "render_error",
+]
 
+# Gemini's and Bedrock's name of an error by its HTTP status, one home for each (the rules'
+# errors and the emulator's and proxy's own): a client error other than those named is the
+# request's fault (INVALID_ARGUMENT, ValidationException, the recorded 400 envelopes of
+# provider-rules.md), a 5xx is the server's.
 _GRPC_STATUS: Final = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED"}
+_BEDROCK_EXCEPTION: Final = {400: "ValidationException", 404: "ResourceNotFoundException"}
+
+
+def gemini_status_name(status: int) -> str:
+    """The google.rpc status name of Gemini's envelope for HTTP ``status``: ``NOT_FOUND`` (404),
+    ``RESOURCE_EXHAUSTED`` (429), ``INVALID_ARGUMENT`` for any other 4xx (400, 413, 415 ...),
+    ``INTERNAL`` for a server error."""
+    if status in _GRPC_STATUS:
+        return _GRPC_STATUS[status]
+    return "INTERNAL" if status >= 500 else "INVALID_ARGUMENT"
+
+
+def bedrock_error_name(status: int) -> str:
+    """The exception Bedrock names in ``x-amzn-ErrorType`` for HTTP ``status``:
+    ``ResourceNotFoundException`` (404), ``ValidationException`` for any other 4xx (400, 413,
+    415 ...), ``InternalServerException`` for a server error."""
+    if status in _BEDROCK_EXCEPTION:
+        return _BEDROCK_EXCEPTION[status]
+    return "InternalServerException" if status >= 500 else "ValidationException"
+
+
+# The rules' Bedrock errors are all 400s (rules.yaml), named as botocore reads them.
 _BEDROCK_ERROR_TYPE: Final = (
-    "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    f"{bedrock_error_name(400)}:http://internal.amazon.com/coral/com.amazon.bedrock/"
 )
 
 
@@ -59,7 +91,7 @@ def _anthropic(e: RenderedError) -> dict[str, Any]:
 
 
 def _gemini(e: RenderedError) -> dict[str, Any]:
-    status = e.type or _GRPC_STATUS.get(e.status, "INVALID_ARGUMENT")
+    status = e.type or gemini_status_name(e.status)
     return {"error": {"code": e.status, "message": e.message, "status": status}}
 
 

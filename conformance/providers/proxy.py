@@ -54,7 +54,7 @@ from urllib.parse import urlsplit
 import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -63,6 +63,7 @@ from conformance.providers.catalog import known_profiles
 from conformance.providers.emulator import (
     BodyTooLargeError,
     header_values,
+    input_limit_now,
     pick_profile,
     read_body,
     read_request,
@@ -83,11 +84,7 @@ from conformance.traffic.endpoints import (
     Endpoint,
     endpoint_for_path,
 )
-from reference_impl.documents import (
-    DocumentLimitError,
-    long_integers_capped,
-    max_input_bytes,
-)
+from reference_impl.documents import long_integers_capped
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -178,20 +175,21 @@ def create_proxy_app(
     profiles: Sequence[str] = (),
     record_dir: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    input_limit: int | Literal["environment"] | None = "environment",
 ) -> Starlette:
     """The proxy app. ``record_dir`` (observe mode only) receives one cassette per judged
     exchange. Run it with lifespan events on (``ctxconf proxy`` does): the upstream client is
-    opened at start-up and closed at shutdown."""
+    opened at start-up and closed at shutdown. ``input_limit`` caps a request body in bytes, as
+    sent and once decoded (``None``: no cap); by default ``$CTXCONF_MAX_INPUT_BYTES`` as it is
+    when the app is made (a value that is not a size: :class:`ProxyConfigError`), never read
+    again per request."""
     if mode not in ("enforce", "observe"):
         raise ProxyConfigError(f"mode {mode!r} is not enforce or observe", where="mode")
     if record_dir is not None and mode != "observe":
         raise ProxyConfigError("a record folder applies to observe mode only", where="record_dir")
     if timeout <= 0:
         raise ProxyConfigError(f"timeout must be positive, got {timeout}", where="timeout")
-    try:
-        limit = max_input_bytes()
-    except DocumentLimitError as exc:
-        raise ProxyConfigError(str(exc), where="CTXCONF_MAX_INPUT_BYTES") from None
+    limit = input_limit_now(input_limit, ProxyConfigError)
     root = _checked_upstream(upstream)
     if record_dir is not None:
         # Made now: a folder that cannot be made (a path under a file, no permission) would
@@ -243,9 +241,12 @@ def judge(
     headers: Mapping[str, str],
     *,
     profiles: Sequence[str] = (),
+    limit: int | Literal["environment"] | None = "environment",
 ) -> Judged:
     """Our verdict on one request, as the emulator would give it before answering (JSON, then
-    the profile's rules; count endpoints apply the structure rules only)."""
+    the profile's rules; count endpoints apply the structure rules only). ``limit`` is the input
+    limit a compressed body is decoded within (the proxy's, read at its start-up; by default
+    ``$CTXCONF_MAX_INPUT_BYTES`` now)."""
     endpoint = endpoint_for_path(path)
     if endpoint is None:
         return Judged(None, None, unjudged="no-provider-endpoint")
@@ -255,7 +256,7 @@ def judge(
     encoding = ", ".join(header_values(headers, "content-encoding"))
     if encoding.strip().lower() not in ("", "identity"):
         # The provider reads the body decoded (gzip, deflate): so is it judged, within the limit
-        decoded = decoded_body(raw, encoding, max_input_bytes())
+        decoded = decoded_body(raw, encoding, input_limit_now(limit, ProxyConfigError))
         if isinstance(decoded, Undecodable):  # a coding we do not read, corrupt, over the limit
             return Judged(None, endpoint, unjudged="content-encoding", undecodable=decoded)
         raw = decoded
@@ -282,13 +283,14 @@ def judge(
     return Judged(verdict, endpoint, profile=profile, model=model, reading=reading)
 
 
-def _undecodable_message(undecodable: Undecodable) -> str:
-    """Why enforce mode refuses a body it could not decode, and what to send instead."""
+def _undecodable_message(undecodable: Undecodable, limit: int | None) -> str:
+    """Why enforce mode refuses a body it could not decode (``limit``: the proxy's input limit),
+    and what to send instead."""
     if undecodable.kind == "over_limit":
         # as a body sent over the limit plainly is: compressing it must not carry it past us
         return (
             "the request body, once its content-encoding is decoded, is over the proxy's input "
-            f"limit of {max_input_bytes()} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)"
+            f"limit of {limit} bytes (set CTXCONF_MAX_INPUT_BYTES to raise it)"
         )
     instead = (
         "with fewer codings, one gzip or deflate is enough"
@@ -316,7 +318,7 @@ def _refusal(judged: Judged) -> Response:
     return JSONResponse(verdict.error or {}, status_code=verdict.status, headers=headers)
 
 
-def _enforced(judged: Judged, shape: str | None) -> Response | None:
+def _enforced(judged: Judged, shape: str | None, limit: int | None) -> Response | None:
     """Enforce mode's local answer, or ``None`` to forward: a rule's rejection, and a request it
     cannot judge for a reason of the client's (a profile header naming no profile, JSON nested
     too deep), which would otherwise pass unjudged; the other unjudged requests go on."""
@@ -333,7 +335,7 @@ def _enforced(judged: Judged, shape: str | None) -> Response | None:
     undecodable = judged.undecodable
     if undecodable is not None:
         status, name = undecodable.refusal  # as the emulator refuses it
-        return _proxy_error(shape, status, name, _undecodable_message(undecodable))
+        return _proxy_error(shape, status, name, _undecodable_message(undecodable, limit))
     if judged.unjudged == "unreadable-json":
         return _proxy_error(
             shape,
@@ -417,9 +419,30 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
     except BodyTooLargeError as big:
         status, name = TOO_LARGE
         return _proxy_error(shape, status, name, big.reason("proxy"))
+    except ClientDisconnect:
+        # The client left before its body was whole: no failure of ours, and no one to answer.
+        log.debug(
+            "ctxconf proxy: the client disconnected before sending the whole body of %s %s; "
+            "nothing forwarded",
+            request.method,
+            request.url.path,
+        )
+        return _proxy_error(
+            shape,
+            400,
+            "client_disconnected",
+            "the client disconnected before sending the whole request body; nothing forwarded",
+        )
     headers = _end_to_end(request.headers.items(), _RESET_ON_REQUEST)
     try:
-        judged = judge(request.method, path, raw, request.headers, profiles=settings.profiles)
+        judged = judge(
+            request.method,
+            path,
+            raw,
+            request.headers,
+            profiles=settings.profiles,
+            limit=settings.limit,
+        )
     except RecursionError:  # read, but nested deeper than the validators walk: as unreadable
         judged = Judged(None, endpoint, unjudged="unreadable-json")
     except Exception as exc:  # noqa: BLE001 - a validator bug must not stop the traffic
@@ -432,7 +455,7 @@ async def _handle(request: Request, settings: _Settings, client: httpx.AsyncClie
             exc,
         )
         judged = Judged(None, endpoint, unjudged="judge-failed")
-    refused = _enforced(judged, shape) if settings.mode == "enforce" else None
+    refused = _enforced(judged, shape, settings.limit) if settings.mode == "enforce" else None
     if refused is not None:
         return refused
     url = _target_url(settings, request)

@@ -18,6 +18,7 @@ from typing_extensions import assert_never
 from reference_impl.documents import (
     DocumentLimitError,
     DuplicateKeyError,
+    json_problem,
     load_json_strict,
     loads_json,
 )
@@ -416,7 +417,7 @@ def transcript_from_json(text: str | bytes, *, source: str = "<string>") -> Tran
         value = load_json_strict(given)
     except json.JSONDecodeError as exc:
         raise SessionFileError(
-            f"not JSON: {exc.msg}", where=f"{source}:{exc.lineno}:{exc.colno}"
+            f"not valid JSON ({json_problem(exc)})", where=f"{source}:{exc.lineno}"
         ) from None
     except (DuplicateKeyError, DocumentLimitError) as exc:
         raise SessionFileError(str(exc), where=source) from None

@@ -71,3 +71,43 @@ def test_out_under_a_file_is_refused_before_recording_or_fuzzing(
     assert "Traceback" not in err
     assert "--out" in err
     assert str(target) in err
+
+
+_NOT_A_SIZE = (
+    "ctxconf: error: $CTXCONF_MAX_INPUT_BYTES='lots' is not a size "
+    "(examples: 1000000, 500kB, 64MiB, none)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # in process the emulator read the limit for each request: every answer a 500, and
+        # two profiles compared "0 drift(s)", exit 0
+        ["diff", "profile:anthropic-current", "profile:anthropic-2024-strict-alternation"],
+        # read first by the cassette reader: "<file>: not a cassette: ..."
+        ["diff", str(CASSETTES), str(CASSETTES)],
+    ],
+    ids=["profiles", "folders"],
+)
+def test_diff_names_an_input_limit_that_is_not_a_size_at_start(
+    args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    code, out, err = invoke([*args, "--shape", "anthropic-messages"])
+    assert code == 2
+    assert err == _NOT_A_SIZE
+    assert out == ""
+
+
+def test_record_names_an_input_limit_that_is_not_a_size_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # read first by the corpus reader: "--corpus: <file>: not a scenario file: ..."
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    out_folder = tmp_path / "out"
+    code, out, err = invoke(["record", "--shape", "openai-chat", "--out", str(out_folder)])
+    assert code == 2
+    assert err == _NOT_A_SIZE
+    assert out == ""
+    assert not out_folder.exists()  # checked before anything is made or recorded

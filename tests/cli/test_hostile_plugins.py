@@ -125,9 +125,9 @@ def _cases(reports: Path) -> list[dict[str, object]]:
         # JSON has no NaN or Infinity: not JSON data, and the report stays strict JSON (_cases)
         (
             "NanTemperature",
-            "malformed return: not JSON data (NaN at temperature, a number JSON does not have)",
+            "malformed return: not JSON data (NaN at temperature is not a JSON number)",
         ),
-        ("MinusInfinity", "not JSON data (-Infinity at metadata.scores.1, a number JSON does not"),
+        ("MinusInfinity", "not JSON data (-Infinity at metadata.scores.1 is not a JSON number)"),
         # the wrapper's finding on what it returned: it raised nothing
         (
             "a_set",

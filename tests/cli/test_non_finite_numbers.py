@@ -16,7 +16,12 @@ from cli_support import invoke
 from paths import EXAMPLES
 
 from conformance.traffic.audit import audit_lines
-from reference_impl.documents import NonFiniteNumberError, loads_json, non_finite_number
+from reference_impl.documents import (
+    NonFiniteNumberError,
+    json_problem,
+    loads_json,
+    non_finite_number,
+)
 from reference_impl.transcript.model import canonical_json
 
 NAN_BODY = json.dumps(GOOD)[:-1] + ', "temperature": NaN}'
@@ -33,7 +38,10 @@ def test_loads_json_refuses_each_constant_where_it_stands(token: str, encode: bo
     assert isinstance(caught.value, json.JSONDecodeError)
     assert caught.value.pos == text.index(", " + token) + 2
     assert caught.value.token == token
-    assert f"{token}, a number JSON does not have" in str(caught.value)
+    assert caught.value.msg == f"{token} is not a JSON number"
+    # as every reader words bad JSON (it said "NaN, a number JSON does not have at column 46")
+    column = caught.value.pos + 1
+    assert json_problem(caught.value) == f"{token} is not a JSON number at column {column}"
     # a caller that judges them reads them
     assert loads_json(text, parse_constant=float)["n"][1] != 1
 
@@ -41,10 +49,8 @@ def test_loads_json_refuses_each_constant_where_it_stands(token: str, encode: bo
 def test_non_finite_number_names_the_path_of_the_first() -> None:
     assert non_finite_number({"a": [1.5, {"b": "NaN"}], "c": 1}) is None
     found = non_finite_number({"a": [1.5, {"b": float("-inf")}], "c": float("nan")})
-    assert found == "-Infinity at a.1.b, a number JSON does not have"
-    assert (
-        non_finite_number(float("inf")) == "Infinity at the top level, a number JSON does not have"
-    )
+    assert found == "-Infinity at a.1.b is not a JSON number"
+    assert non_finite_number(float("inf")) == "Infinity at the top level is not a JSON number"
 
 
 def test_canonical_json_never_writes_nan() -> None:
@@ -77,7 +83,7 @@ def test_assemble_refuses_arguments_holding_nan_for_shapes_that_send_them_parsed
     assert code == 2, out
     assert out == ""
     assert "tool call 'call_status_1' has arguments that are not JSON" in err
-    assert f"({token}, a number JSON does not have, at char 27); {field} must be" in err
+    assert f"({token} is not a JSON number, at char 27); {field} must be" in err
     assert "messages[2].parts[1]" in err
 
 
@@ -147,14 +153,22 @@ def test_validate_names_where_the_nan_is(tmp_path: Path) -> None:
     message = loads_json(out)["error"]["error"]["message"]
     assert message == (
         "Invalid type for 'body': expected an object, but got invalid JSON "
-        "(NaN at temperature, a number JSON does not have) instead."
+        "(NaN at temperature is not a JSON number) instead."
     )
 
 
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        (NAN_BODY, "not JSON: NaN, a number JSON does not have (line 1, column"),
+        # worded through documents.json_problem, as every reader words bad JSON (it was
+        # "not JSON: NaN, a number JSON does not have (line 1, column 85)")
+        (
+            NAN_BODY,
+            (
+                "body.txt: line 1: not valid JSON (NaN is not a JSON number at column "
+                f"{NAN_BODY.index('NaN') + 1})\n"
+            ),
+        ),
         ("model: gpt-4o\nmessages: []\ntop_p: .inf\n", "YAML holds Infinity at top_p"),
     ],
 )

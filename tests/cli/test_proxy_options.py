@@ -36,3 +36,20 @@ def test_the_record_folder_is_made_when_the_app_is(tmp_path: Path) -> None:
             "http://127.0.0.1:9", mode="observe", record_dir=str(tmp_path / "a-file" / "x")
         )
     assert caught.value.where == "record_dir"
+
+
+@pytest.mark.timeout(60)  # unchecked, the proxy would start listening and never return
+def test_an_input_limit_that_is_not_a_size_is_named_before_listening(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # it was "--CTXCONF-MAX-INPUT-BYTES: ...", as if an option were meant
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    code, out, err = invoke(
+        ["proxy", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"]
+    )
+    assert code == 2
+    assert err == (
+        "ctxconf: error: $CTXCONF_MAX_INPUT_BYTES='lots' is not a size "
+        "(examples: 1000000, 500kB, 64MiB, none)\n"
+    )
+    assert "listening" not in out

@@ -4,6 +4,7 @@ never answers bad input with a 500."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
 import socket
@@ -23,8 +24,13 @@ from shape_support import chat_ring, chat_unanswered
 
 from conformance.errors import EmulatorConfigError
 from conformance.providers.emulator import create_app, read_request
-from conformance.providers.emulator_responses import EmulatorReply
-from conformance.providers.emulator_transport import httpx2_transport, httpx_transport, serving
+from conformance.providers.emulator_responses import EmulatorReply, error_envelope
+from conformance.providers.emulator_transport import (
+    call_app,
+    httpx2_transport,
+    httpx_transport,
+    serving,
+)
 from conformance.traffic.endpoints import endpoint_for_path
 from reference_impl.shapes import get_shape
 
@@ -312,7 +318,12 @@ def test_an_integer_too_long_to_read_is_the_emulators_own_400_not_a_500(path: st
     response = _raw().post(path, content=b'{"max_tokens": ' + b"9" * 5000 + b"}")
     assert response.status_code == 400, response.text
     assert "x-ctxconf-rule" not in response.headers
-    assert "The emulator cannot read this body: an integer of 5,000 digits" in response.text
+    answer = response.json()
+    message = answer["message"] if "message" in answer else answer["error"]["message"]
+    assert message == (
+        "The emulator cannot read this body: an integer of 5,000 digits, more than the 4,300 "
+        "Python reads at column 16. A provider's parser may read it; no verdict is given."
+    )
 
 
 _json = st.recursive(
@@ -431,7 +442,8 @@ def test_a_key_given_twice_with_valid_copies_is_answered() -> None:
 
 # ------------------------------------------------------------------ a plain body over the limit
 
-_LIMIT = 4096  # CTXCONF_MAX_INPUT_BYTES in these tests: the emulator reads it for each request
+_LIMIT = 4096
+LIMITED = create_app(input_limit=_LIMIT)  # as CTXCONF_MAX_INPUT_BYTES=4096 makes it, at start
 
 
 def _too_large(size: str) -> str:
@@ -461,7 +473,9 @@ class _Sender:
         }
 
 
-def _asgi_post(path: str, headers: list[tuple[bytes, bytes]], sender: _Sender) -> Any:
+def _asgi_post(
+    path: str, headers: list[tuple[bytes, bytes]], sender: _Sender, app: Any = LIMITED
+) -> Any:
     """``POST path`` straight into the app (``sender`` gives the body): status, headers, JSON."""
     answer: dict[str, Any] = {"body": b""}
 
@@ -486,7 +500,7 @@ def _asgi_post(path: str, headers: list[tuple[bytes, bytes]], sender: _Sender) -
         "server": ("emulator.test", 80),
         "client": ("127.0.0.1", 0),
     }
-    asyncio.run(APP(scope, sender, send))
+    asyncio.run(app(scope, sender, send))
     return answer["status"], answer["headers"], json.loads(answer["body"])
 
 
@@ -495,9 +509,8 @@ def _asgi_post(path: str, headers: list[tuple[bytes, bytes]], sender: _Sender) -
     [("/v1/chat/completions", "invalid_request_error"), ("/v1/messages", "request_too_large")],
 )
 def test_a_plain_body_declared_over_the_limit_is_refused_before_it_is_read(
-    path: str, kind: str, monkeypatch: pytest.MonkeyPatch
+    path: str, kind: str
 ) -> None:
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
     sender = _Sender(b" " * 10_000)
     headers = [(b"content-length", b"10000"), (b"content-type", b"application/json")]
     status, answer_headers, body = _asgi_post(path, headers, sender)
@@ -507,11 +520,8 @@ def test_a_plain_body_declared_over_the_limit_is_refused_before_it_is_read(
     assert body["error"] == {**body["error"], "type": kind, "message": _too_large("10000 bytes")}
 
 
-def test_a_plain_body_without_a_length_stops_being_read_past_the_limit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_plain_body_without_a_length_stops_being_read_past_the_limit() -> None:
     # chunked, or an ASGI server that gives no content-length: read until it is over the limit
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
     sender = _Sender(b" " * 1_000_000)  # a megabyte, were it all read
     status, _, body = _asgi_post("/v1/chat/completions", [], sender)
     assert sender.pulled == 5  # 5,000 bytes: the first piece over 4,096, and no further
@@ -520,10 +530,7 @@ def test_a_plain_body_without_a_length_stops_being_read_past_the_limit(
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "no-length"])
-def test_a_plain_body_at_the_limit_is_read_and_judged(
-    declared: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+def test_a_plain_body_at_the_limit_is_read_and_judged(declared: bool) -> None:
     text = json.dumps(GOOD).encode()
     at_limit = text[:-1] + b" " * (_LIMIT - len(text)) + b"}"
     assert len(at_limit) == _LIMIT
@@ -578,3 +585,220 @@ def test_ctxconf_serves_refusal_of_an_endless_plain_body_comes_without_its_end(
         assert _LIMIT < int(found.group(1)) <= 5000
         size = f"at least {found.group(1)} bytes"
     assert message == _too_large(size)
+
+
+# ------------------------------------------------------- in process, the headers as over HTTP
+
+
+def test_in_process_the_app_sees_header_names_in_lower_case_as_asgi_requires() -> None:
+    # httpx keeps a header's name as it was sent (Content-Encoding); an ASGI scope's are lower
+    # case, and Starlette looks them up lower case: the app answers what it was sent
+    seen: list[tuple[bytes, bytes]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.extend(scope["headers"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    url = httpx.URL("http://emulator.test/v1/chat/completions")
+    sent = [(b"Content-Encoding", b"gzip"), (b"X-Ctxconf-Dialect", b"Mistral")]
+    assert call_app(app, "POST", url, sent, b"{}")[0] == 204
+    assert seen == [(b"content-encoding", b"gzip"), (b"x-ctxconf-dialect", b"Mistral")]
+
+
+def test_a_gzipped_request_is_answered_in_process_as_over_http() -> None:
+    # in process it got the 400 of a body that is not JSON (the gzip bytes were read as JSON:
+    # "Content-Encoding" was not found), over HTTP the 200 of the decoded request
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    body = gzip.compress(json.dumps(GOOD).encode(), mtime=0)
+    in_process = _raw().post("/v1/chat/completions", content=body, headers=headers)
+    with serving(create_app()) as url:
+        over_http = httpx.post(f"{url}/v1/chat/completions", content=body, headers=headers)
+    assert (in_process.status_code, over_http.status_code) == (200, 200)
+    assert in_process.json() == over_http.json()
+    assert in_process.json()["choices"][0]["message"]["content"] == "ok (1 messages)"
+
+
+def test_in_process_a_body_over_the_limit_is_refused_on_its_content_length() -> None:
+    # httpx sends "Content-Length": unseen, the body was read and said to be "at least" its size
+    response = _raw(LIMITED).post("/v1/chat/completions", content=b" " * 10_000)
+    assert response.status_code == 413
+    assert response.json()["error"]["message"] == _too_large("10000 bytes")
+
+
+# ------------------------------------------------ the emulator's own errors, client or server
+
+GEMINI_ROUTE = "/v1beta/models/gemini-2.5-flash:generateContent"
+BEDROCK_ROUTE = "/model/us.anthropic.claude-haiku-4-5-v1:0/converse"
+
+
+@pytest.mark.parametrize(
+    ("status", "gemini", "bedrock"),
+    [
+        (400, "INVALID_ARGUMENT", "ValidationException"),
+        (404, "NOT_FOUND", "ResourceNotFoundException"),
+        (405, "INVALID_ARGUMENT", "ValidationException"),
+        (413, "INVALID_ARGUMENT", "ValidationException"),
+        (415, "INVALID_ARGUMENT", "ValidationException"),
+        (500, "INTERNAL", "InternalServerException"),
+        (502, "INTERNAL", "InternalServerException"),
+        (504, "INTERNAL", "InternalServerException"),
+    ],
+)
+def test_a_client_error_is_named_as_the_clients_a_server_error_as_the_servers(
+    status: int, gemini: str, bedrock: str
+) -> None:
+    # 413 and 415 were INTERNAL and InternalServerException: refusals of the request, named as
+    # the server's failure
+    body, extra = error_envelope("gemini", status, "m")
+    assert (body, extra) == ({"error": {"code": status, "message": "m", "status": gemini}}, {})
+    body, extra = error_envelope("bedrock-converse", status, "m")
+    assert (body, extra) == ({"message": "m"}, {"x-amzn-errortype": bedrock})
+
+
+def test_the_emulators_415_is_gemini_s_invalid_argument() -> None:
+    response = _raw().post(GEMINI_ROUTE, content=b"\x00", headers={"content-encoding": "br"})
+    assert response.status_code == 415
+    assert response.json() == {
+        "error": {
+            "code": 415,
+            "message": "unsupported_content_encoding: the request body cannot be read "
+            "(content-encoding br); send it uncompressed, gzip or deflate, within the input "
+            "limit (CTXCONF_MAX_INPUT_BYTES)",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+
+
+def test_the_emulators_413_is_bedrock_s_validation_exception() -> None:
+    response = _raw(LIMITED).post(BEDROCK_ROUTE, content=b" " * 5000)
+    assert response.status_code == 413
+    assert response.headers["x-amzn-errortype"] == "ValidationException"
+    assert response.json() == {"message": _too_large("5000 bytes")}
+
+
+# ------------------------------------------------------------- a client that leaves mid-body
+
+
+class _Leaver:
+    """An ASGI ``receive`` that hands over part of a body, then says the client disconnected."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == 1:
+            return {"type": "http.request", "body": b'{"model": "gpt-4o", "mess', "more_body": True}
+        return {"type": "http.disconnect"}
+
+
+def test_a_client_that_disconnects_mid_body_is_no_emulator_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # it was logged as "emulator failed on POST /v1/chat/completions" with a traceback and a 500
+    answer: dict[str, Any] = {}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-length", b"400")],
+        "server": ("emulator.test", 80),
+        "client": ("127.0.0.1", 0),
+    }
+    with caplog.at_level("DEBUG", logger="conformance.providers.emulator"):
+        asyncio.run(APP(scope, _Leaver(), send))
+    assert answer["status"] == 400  # reaches no one: the client is gone
+    records = [r for r in caplog.records if r.name == "conformance.providers.emulator"]
+    assert [(r.levelname, r.getMessage(), r.exc_info) for r in records] == [
+        (
+            "DEBUG",
+            (
+                "the client disconnected before sending the whole body of POST "
+                "/v1/chat/completions; not answered"
+            ),
+            None,
+        )
+    ]
+
+
+# --------------------------------------------------------- the input limit, read once at start
+
+
+def test_the_input_limit_is_read_when_the_app_is_made_and_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # it was read for each request: a value set afterwards (a bad one: every request a 500)
+    # changed the answers of an app already made
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", str(_LIMIT))
+    app = create_app()
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    assert _raw(app).post("/v1/chat/completions", json=GOOD).status_code == 200
+    refused = _raw(app).post("/v1/chat/completions", content=b" " * 5000)
+    assert refused.status_code == 413
+    assert refused.json()["error"]["message"] == _too_large("5000 bytes")
+    gzipped = gzip.compress(b" " * 5000, mtime=0)  # the limit once decoded is the same one
+    decoded = _raw(app).post(
+        "/v1/chat/completions", content=gzipped, headers={"content-encoding": "gzip"}
+    )
+    assert decoded.status_code == 413
+    assert decoded.json()["error"]["message"] == (
+        "request_too_large: the request body cannot be read (over the input limit when "
+        "decoded); send it uncompressed, gzip or deflate, within the input limit "
+        "(CTXCONF_MAX_INPUT_BYTES)"
+    )
+
+
+def test_no_input_limit_is_no_limit_whatever_the_environment_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    app = create_app(input_limit=None)
+    body = json.dumps(GOOD).encode() + b" " * 100_000
+    assert _raw(app).post("/v1/chat/completions", content=body).status_code == 200
+
+
+def test_an_input_limit_that_is_not_a_size_is_a_named_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+    with pytest.raises(EmulatorConfigError) as caught:
+        create_app()
+    assert caught.value.where == "CTXCONF_MAX_INPUT_BYTES"
+    assert caught.value.message == (
+        "$CTXCONF_MAX_INPUT_BYTES='lots' is not a size (examples: 1000000, 500kB, 64MiB, none)"
+    )
+
+
+# ------------------------------------------------------------------ bad JSON, worded as one
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b'{"model": ', "Expecting value at column 11"),
+        (b'{"model": "gpt-4o", "temperature": NaN}', "NaN is not a JSON number at column 36"),
+    ],
+    ids=["expecting-value", "nan"],
+)
+def test_a_body_that_is_not_json_is_worded_through_json_problem(body: bytes, problem: str) -> None:
+    # it was "invalid JSON (Expecting value: line 1 column 11 (char 10))", Python's own wording
+    endpoint = endpoint_for_path("/v1/chat/completions")
+    assert endpoint is not None
+    assert read_request(endpoint, body, {}).bad_json == f"invalid JSON ({problem})"
+    response = _raw().post("/v1/chat/completions", content=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        f"Invalid type for 'body': expected an object, but got invalid JSON ({problem}) instead."
+    )

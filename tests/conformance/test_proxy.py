@@ -720,6 +720,96 @@ def test_a_body_the_proxy_cannot_decode_is_refused_in_enforce_mode(
     _refused_unless_observed(response, mode, status, name)
 
 
+_UNREAD_BR = (
+    "ctxconf proxy: unsupported_content_encoding: the request body cannot be read to be judged "
+    "(content-encoding br); enforce mode forwards no request it has not judged: send it "
+    "uncompressed, gzip or deflate (--mode observe forwards it unjudged)"
+)
+
+
+def test_the_proxys_415_is_a_client_error_in_gemini_and_bedrock_envelopes() -> None:
+    # it was INTERNAL and InternalServerException: the request's fault named as the server's
+    gemini = "/v1beta/models/gemini-2.5-flash:generateContent"
+    bedrock = "/model/us.anthropic.claude-haiku-4-5-v1:0/converse"
+    br = {"content-encoding": "br"}
+    with serving(_echo_app()) as echo, _proxy(echo, mode="enforce") as proxy:
+        to_gemini = httpx.post(f"{proxy}{gemini}", content=b"\x00", headers=br)
+        to_bedrock = httpx.post(f"{proxy}{bedrock}", content=b"\x00", headers=br)
+    assert to_gemini.status_code == to_bedrock.status_code == 415
+    assert to_gemini.json() == {
+        "error": {"code": 415, "message": _UNREAD_BR, "status": "INVALID_ARGUMENT"}
+    }
+    assert to_bedrock.json() == {"message": _UNREAD_BR}
+    assert to_bedrock.headers["x-amzn-errortype"] == "ValidationException"
+
+
+def test_the_proxys_502_stays_a_server_error_in_gemini_and_bedrock_envelopes() -> None:
+    gemini = "/v1beta/models/gemini-2.5-flash:generateContent"
+    bedrock = "/model/us.anthropic.claude-haiku-4-5-v1:0/converse"
+    with _proxy(f"http://127.0.0.1:{_closed_port()}") as proxy:
+        to_gemini = httpx.post(f"{proxy}{gemini}", json={"contents": []})
+        to_bedrock = httpx.post(f"{proxy}{bedrock}", json={"messages": []})
+    assert to_gemini.status_code == to_bedrock.status_code == 502
+    assert to_gemini.json()["error"]["status"] == "INTERNAL"
+    assert to_bedrock.headers["x-amzn-errortype"] == "InternalServerException"
+
+
+def test_a_client_that_disconnects_mid_body_is_no_proxy_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # ClientDisconnect escaped the proxy's handler: Starlette answered 500 and raised it again,
+    # and uvicorn logged "Exception in ASGI application" with a traceback
+    app = create_proxy_app(f"http://127.0.0.1:{_closed_port()}")
+    answer: dict[str, Any] = {}
+    pieces = iter([b'{"model": "gpt-4o", "mess'])
+
+    async def receive() -> dict[str, Any]:
+        piece = next(pieces, None)
+        if piece is None:
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": piece, "more_body": True}
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = {k.decode(): v.decode() for k, v in message["headers"]}
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-length", b"400")],
+        "server": ("proxy.test", 80),
+        "client": ("127.0.0.1", 0),
+    }
+
+    async def call() -> None:
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    with caplog.at_level("DEBUG", logger="conformance.providers.proxy"):
+        asyncio.run(call())
+    assert answer["status"] == 400  # reaches no one: the client is gone
+    assert answer["headers"][PROXY_ERROR_HEADER] == "client_disconnected"
+    records = [r for r in caplog.records if r.name == "conformance.providers.proxy"]
+    assert [(r.levelname, r.getMessage(), r.exc_info) for r in records] == [
+        (
+            "DEBUG",
+            (
+                "ctxconf proxy: the client disconnected before sending the whole body of POST "
+                "/v1/chat/completions; nothing forwarded"
+            ),
+            None,
+        )
+    ]
+
+
 # ------------------------------------------------------------------------- failures, named
 
 
@@ -814,6 +904,25 @@ def test_a_body_over_the_input_limit_is_refused_locally_with_a_named_413(
     assert big.value.status_code == 413
     assert big.value.response.headers[PROXY_ERROR_HEADER] == "request_too_large"
     assert big.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+
+
+def test_the_proxy_keeps_the_input_limit_it_read_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a compressed body was decoded within the limit read again for each request: a value that
+    # is not a size, set after start-up, made judging fail and the body went on unjudged
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    padded = gzip.compress(b" " * 5000, mtime=0)
+    with serving(_bytes_echo_app()) as echo, _proxy(echo) as proxy:
+        monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "lots")
+        response = httpx.post(
+            f"{proxy}/v1/chat/completions", content=padded, headers={"content-encoding": "gzip"}
+        )
+    assert "x-upstream" not in response.headers  # never reached the upstream
+    assert response.status_code == 413
+    assert response.json()["error"]["message"] == (
+        "ctxconf proxy: request_too_large: the request body, once its content-encoding is "
+        "decoded, is over the proxy's input limit of 4096 bytes (set CTXCONF_MAX_INPUT_BYTES "
+        "to raise it)"
+    )
 
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
@@ -1090,7 +1199,11 @@ def test_enforce_never_forwards_a_body_holding_nan_or_infinity(token: str) -> No
     assert "x-upstream" not in response.headers  # never reached the upstream
     assert response.status_code == not_json.status_code == 400
     assert response.headers[PROXY_HEADER] == not_json.headers[PROXY_HEADER] == "refused; rule=C0"
-    assert f"{token}, a number JSON does not have" in response.json()["error"]["message"]
+    column = body.index(token.encode()) + 1
+    assert response.json()["error"]["message"] == (
+        "Invalid type for 'body': expected an object, but got invalid JSON "
+        f"({token} is not a JSON number at column {column}) instead."
+    )
 
 
 _PADDED = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -1338,13 +1451,14 @@ def test_the_emulator_refuses_an_undecodable_body_as_the_proxy_does(
 
 
 def test_the_emulator_refuses_a_body_over_the_limit_once_decoded(
-    upstream: str, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")
+    monkeypatch.setenv("CTXCONF_MAX_INPUT_BYTES", "4096")  # read when the emulator is made
     body = gzip.compress(_PADDED, mtime=0)
     assert len(body) < 4096
-    direct = httpx.post(
-        f"{upstream}/v1/chat/completions", content=body, headers={"content-encoding": "gzip"}
-    )
+    with serving(create_app()) as limited:
+        direct = httpx.post(
+            f"{limited}/v1/chat/completions", content=body, headers={"content-encoding": "gzip"}
+        )
     assert direct.status_code == 413
     assert "request_too_large" in direct.json()["error"]["message"]

@@ -80,6 +80,27 @@ def test_session_text_that_cannot_be_read_is_named(text: Any, words: str) -> Non
         transcript_from_json(text, source="s.json")
 
 
+_BROKEN = '{\n  "messages": [\n    {"role": "user", "content": }\n  ]\n}'
+_NAN = '{"messages": [], "temperature": NaN}'
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (_BROKEN, "s.json:3: not valid JSON (Expecting value at column 33)"),
+        (_NAN, "s.json:1: not valid JSON (NaN is not a JSON number at column 33)"),
+    ],
+    ids=["expecting-value", "nan"],
+)
+def test_session_text_that_is_not_json_is_worded_as_every_reader_words_it(
+    text: str, said: str
+) -> None:
+    # through documents.json_problem; it was "s.json:3:32: not JSON: Expecting value"
+    with pytest.raises(SessionFileError) as caught:
+        transcript_from_json(text, source="s.json")
+    assert str(caught.value) == said
+
+
 def test_session_text_may_be_bytes() -> None:
     assert transcript_from_json(SESSION_TEXT.encode(), source="s.json") == _session()
 

@@ -317,5 +317,5 @@ def test_params_from_mapping_names_where_a_nan_is_inside_a_setting() -> None:
     with pytest.raises(TranscriptError) as info:
         params_from_mapping({"metadata": {"weights": [0.5, float("nan")]}})
     assert str(info.value) == (
-        "params.metadata: not JSON data: NaN at weights.1, a number JSON does not have"
+        "params.metadata: not JSON data: NaN at weights.1 is not a JSON number"
     )
