@@ -84,6 +84,19 @@ class LazyGroup(click.Group):
         return command
 
     @override
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        # Every command reads its input within $CTXCONF_MAX_INPUT_BYTES: a value that is not a
+        # size is named once, here, before any command reads a file (a loader would blame the
+        # file it was reading) or starts a server; asking for help still works.
+        if not ctx.resilient_parsing and not {"-h", "--help"} & set(args):
+            from conformance.commands._io import checked_input_limit  # noqa: PLC0415 - lazy CLI
+
+            checked_input_limit()
+        return super().resolve_command(ctx, args)
+
+    @override
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]
         with formatter.section("Commands"):

@@ -702,6 +702,38 @@ def test_a_bad_limit_value_is_named() -> None:
     assert "CTXCONF_MAX_INPUT_BYTES='lots' is not a size" in result.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--shapes", "openai-chat", "--level", "must"],  # the corpus reader blamed a file
+        ["count", str(EXAMPLE), "--shape", "openai-chat"],
+        ["audit", str(ROOT / "cassettes")],
+        ["scenarios", "list"],
+    ],
+    ids=lambda args: args[0],
+)
+def test_every_command_names_a_limit_that_is_not_a_size_before_reading_anything(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # checked once by the command group, before a loader can blame the file it was reading
+    # ("<file>: not a scenario file: ...") and before a run writes any report
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, args, env={"CTXCONF_MAX_INPUT_BYTES": "lots"})
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "ctxconf: error: $CTXCONF_MAX_INPUT_BYTES='lots' is not a size "
+        "(examples: 1000000, 500kB, 64MiB, none)\n"
+    )
+    assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("args", [["run", "--help"], ["--help"], ["--version"], ["audit", "-h"]])
+def test_help_and_version_need_no_valid_limit(args: list[str]) -> None:
+    result = CliRunner().invoke(cli, args, env={"CTXCONF_MAX_INPUT_BYTES": "lots"})
+    assert result.exit_code == 0, result.output
+    assert "not a size" not in result.output
+
+
 def test_the_jsonl_stream_is_one_process_writer() -> None:
     # The plug-in's fd 1 is not the harness's: a child that writes to fd 1 directly, bypassing
     # sys.stdout, is captured too (a C extension printing).
