@@ -17,6 +17,7 @@ import httpx
 import httpx2
 import openai
 import pytest
+from asgi_support import post_scope
 from audit_support import GOOD, ORPHAN, messages_twice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -486,21 +487,7 @@ def _asgi_post(
         elif message["type"] == "http.response.body":
             answer["body"] += message.get("body", b"")
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "server": ("emulator.test", 80),
-        "client": ("127.0.0.1", 0),
-    }
-    asyncio.run(app(scope, sender, send))
+    asyncio.run(app(post_scope(path, headers), sender, send))
     return answer["status"], answer["headers"], json.loads(answer["body"])
 
 
@@ -703,20 +690,7 @@ def test_a_client_that_disconnects_mid_body_is_no_emulator_failure(
         if message["type"] == "http.response.start":
             answer["status"] = message["status"]
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/chat/completions",
-        "raw_path": b"/v1/chat/completions",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-length", b"400")],
-        "server": ("emulator.test", 80),
-        "client": ("127.0.0.1", 0),
-    }
+    scope = post_scope("/v1/chat/completions", [(b"content-length", b"400")])
     with caplog.at_level("DEBUG", logger="conformance.providers.emulator"):
         asyncio.run(APP(scope, _Leaver(), send))
     assert answer["status"] == 400  # reaches no one: the client is gone

@@ -28,6 +28,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+from asgi_support import post_scope
 from audit_support import ORPHAN
 from click.testing import CliRunner
 from starlette.applications import Starlette
@@ -774,20 +775,7 @@ def test_a_client_that_disconnects_mid_body_is_no_proxy_failure(
             answer["status"] = message["status"]
             answer["headers"] = {k.decode(): v.decode() for k, v in message["headers"]}
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/chat/completions",
-        "raw_path": b"/v1/chat/completions",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-length", b"400")],
-        "server": ("proxy.test", 80),
-        "client": ("127.0.0.1", 0),
-    }
+    scope = post_scope("/v1/chat/completions", [(b"content-length", b"400")], server="proxy.test")
 
     async def call() -> None:
         async with app.router.lifespan_context(app):
