@@ -238,6 +238,14 @@ class Incoming:
 _TOO_DEEP: Final = "JSON nested deeper than the emulator's parser can walk"
 
 
+def _json_problem_where(exc: json.JSONDecodeError) -> str:
+    """``json_problem`` of a body, its line said too when the body has several lines
+    (``line 4: Expecting value at column 37``): a column alone does not say where in a
+    pretty-printed body. A body of one line (what the SDKs send) is worded as before."""
+    problem = json_problem(exc)
+    return f"line {exc.lineno}: {problem}" if "\n" in exc.doc else problem
+
+
 def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> Incoming:
     """The :class:`Incoming` of one request to ``endpoint``."""
     body: Any = None
@@ -248,11 +256,11 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
         body = loads_json(raw)
         first = first_copies(raw)
     except JsonNumberTooLongError as exc:
-        unreadable = json_problem(exc)
+        unreadable = _json_problem_where(exc)
     except RecursionError:  # the parser recurses once per level; a provider's may go deeper
         unreadable = _TOO_DEEP
     except json.JSONDecodeError as exc:  # worded as every reader words bad JSON
-        bad_json = f"invalid JSON ({json_problem(exc)})"
+        bad_json = f"invalid JSON ({_json_problem_where(exc)})"
     except UnicodeDecodeError as exc:
         bad_json = f"invalid JSON ({exc})"
     model = endpoint.model

@@ -776,3 +776,21 @@ def test_a_body_that_is_not_json_is_worded_through_json_problem(body: bytes, pro
     assert response.json()["error"]["message"] == (
         f"Invalid type for 'body': expected an object, but got invalid JSON ({problem}) instead."
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b'{\n "model": "gpt-4o",\n "messages": [,]\n}', "line 3: Expecting value at column 15"),
+        (b'{\n "model": "gpt-4o",\n "temperature": NaN\n}', "line 3: NaN is not a JSON number"),
+    ],
+    ids=["expecting-value", "nan"],
+)
+def test_bad_json_in_a_body_of_several_lines_says_the_line(body: bytes, problem: str) -> None:
+    # json_problem gives the column only; before json_problem the emulator said the line
+    # ("line 3 column 15"), and a column alone does not say where in a pretty-printed body
+    endpoint = endpoint_for_path("/v1/chat/completions")
+    assert endpoint is not None
+    bad_json = read_request(endpoint, body, {}).bad_json
+    assert bad_json is not None
+    assert bad_json.startswith(f"invalid JSON ({problem}")
