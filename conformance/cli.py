@@ -89,12 +89,14 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         # Every command reads its input within $CTXCONF_MAX_INPUT_BYTES: a value that is not a
         # size is named once, here, before any command reads a file (a loader would blame the
-        # file it was reading) or starts a server; asking for help still works.
+        # file it was reading) or starts a server; asking for help still works, and a command
+        # name that is no command is named first (click's "No such command").
+        resolved = super().resolve_command(ctx, args)
         if not ctx.resilient_parsing and not {"-h", "--help"} & set(args):
             from conformance.commands._io import checked_input_limit  # noqa: PLC0415 - lazy CLI
 
             checked_input_limit()
-        return super().resolve_command(ctx, args)
+        return resolved
 
     @override
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

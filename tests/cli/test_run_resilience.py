@@ -734,6 +734,14 @@ def test_help_and_version_need_no_valid_limit(args: list[str]) -> None:
     assert "not a size" not in result.output
 
 
+def test_a_mistyped_command_is_named_before_the_limit() -> None:
+    # the user's first mistake is the command name: click's error, not the variable's
+    result = CliRunner().invoke(cli, ["rnu"], env={"CTXCONF_MAX_INPUT_BYTES": "lots"})
+    assert result.exit_code == 2, result.output
+    assert "No such command 'rnu'" in result.output
+    assert "not a size" not in result.output
+
+
 def test_the_jsonl_stream_is_one_process_writer() -> None:
     # The plug-in's fd 1 is not the harness's: a child that writes to fd 1 directly, bypassing
     # sys.stdout, is captured too (a C extension printing).
