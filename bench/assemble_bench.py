@@ -177,20 +177,20 @@ def paired(
     side_a: Callable[[int], Callable[[], object]],
     side_b: Callable[[int], Callable[[], object]],
     pairs: int = PAIRS,
+    most: int = MAX_PAIRS,
 ) -> Paired:
     """Pairs of A and B: ``side_x(i)`` prepares repetition ``i`` (untimed) and returns the timed
     run. Both sides of a pair are prepared before either runs, and the order alternates (A B,
     then B A): the side that runs first meets the caches as the preparation left them, the
     other finds the same content just read, so a fixed order would favour the second side.
-    At least ``pairs`` pairs; more, up to ``MAX_PAIRS``, until the timed runs add up to
-    ``MIN_SECONDS`` (how many is decided by time alone, never by the ratios), always an even
-    count, as many of each order."""
+    At least ``pairs`` pairs; more, up to ``most``, until the timed runs add up to
+    ``MIN_SECONDS`` (how many is decided by time alone, never by the ratios); always an even
+    count, as many of each order (one more than asked when an odd number is set)."""
     a: list[float] = []
     b: list[float] = []
     gc.collect()
-    most = max(pairs, MAX_PAIRS)
     i = 0
-    while i < pairs or (i < most and (i % 2 or sum(a) + sum(b) < MIN_SECONDS)):
+    while i < pairs or i % 2 or (i < most and sum(a) + sum(b) < MIN_SECONDS):
         run_a = side_a(i)
         run_b = side_b(i)
         if i % 2:
@@ -326,7 +326,7 @@ def next_turn(session: Transcript, budget: int, floor: str) -> tuple[Paired, str
         texts = counted_texts(new)
         return lambda: [encoding.encode_ordinary(t) for t in texts]
 
-    result = paired(prepare_turn, prepare_plain, NEXT_TURN_PAIRS)
+    result = paired(prepare_turn, prepare_plain, NEXT_TURN_PAIRS, most=NEXT_TURN_PAIRS)
     return result, ",".join(sorted(set(paths)))
 
 
