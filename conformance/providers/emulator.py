@@ -261,8 +261,8 @@ def read_request(endpoint: Endpoint, raw: bytes, headers: Mapping[str, str]) -> 
         unreadable = _TOO_DEEP
     except json.JSONDecodeError as exc:  # worded as every reader words bad JSON
         bad_json = f"invalid JSON ({_json_problem_where(exc)})"
-    except UnicodeDecodeError as exc:
-        bad_json = f"invalid JSON ({exc})"
+    except UnicodeDecodeError as exc:  # worded as every reader words it
+        bad_json = f"invalid JSON (not UTF-8 text, byte {exc.start})"
     model = endpoint.model
     if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
         model = body["model"]

@@ -34,7 +34,11 @@ __all__ = [
 # request's fault (INVALID_ARGUMENT, ValidationException, the recorded 400 envelopes of
 # provider-rules.md), a 5xx is the server's.
 _GRPC_STATUS: Final = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED"}
-_BEDROCK_EXCEPTION: Final = {400: "ValidationException", 404: "ResourceNotFoundException"}
+_BEDROCK_EXCEPTION: Final = {
+    400: "ValidationException",
+    404: "ResourceNotFoundException",
+    429: "ThrottlingException",
+}
 
 
 def gemini_status_name(status: int) -> str:
@@ -48,8 +52,8 @@ def gemini_status_name(status: int) -> str:
 
 def bedrock_error_name(status: int) -> str:
     """The exception Bedrock names in ``x-amzn-ErrorType`` for HTTP ``status``:
-    ``ResourceNotFoundException`` (404), ``ValidationException`` for any other 4xx (400, 413,
-    415 ...), ``InternalServerException`` for a server error."""
+    ``ResourceNotFoundException`` (404), ``ThrottlingException`` (429), ``ValidationException``
+    for any other 4xx (400, 413, 415 ...), ``InternalServerException`` for a server error."""
     if status in _BEDROCK_EXCEPTION:
         return _BEDROCK_EXCEPTION[status]
     return "InternalServerException" if status >= 500 else "ValidationException"

@@ -627,6 +627,7 @@ BEDROCK_ROUTE = "/model/us.anthropic.claude-haiku-4-5-v1:0/converse"
         (405, "INVALID_ARGUMENT", "ValidationException"),
         (413, "INVALID_ARGUMENT", "ValidationException"),
         (415, "INVALID_ARGUMENT", "ValidationException"),
+        (429, "RESOURCE_EXHAUSTED", "ThrottlingException"),
         (500, "INTERNAL", "InternalServerException"),
         (502, "INTERNAL", "InternalServerException"),
         (504, "INTERNAL", "InternalServerException"),
@@ -775,6 +776,20 @@ def test_a_body_that_is_not_json_is_worded_through_json_problem(body: bytes, pro
     assert response.status_code == 400
     assert response.json()["error"]["message"] == (
         f"Invalid type for 'body': expected an object, but got invalid JSON ({problem}) instead."
+    )
+
+
+def test_a_body_that_is_not_utf_8_is_worded_as_every_reader_words_it() -> None:
+    # it was Python's codec text ("'utf-8' codec can't decode byte 0xff in position 11: ...")
+    endpoint = endpoint_for_path("/v1/chat/completions")
+    assert endpoint is not None
+    body = b'{"model": "\xff"}'
+    assert read_request(endpoint, body, {}).bad_json == "invalid JSON (not UTF-8 text, byte 11)"
+    response = _raw().post("/v1/chat/completions", content=body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        "Invalid type for 'body': expected an object, but got invalid JSON "
+        "(not UTF-8 text, byte 11) instead."
     )
 
 
