@@ -41,7 +41,12 @@ from conformance.events import CaseResult, CaseStatus, status_at_gate
 from conformance.reporting.matrix import baseline_counts
 from conformance.reporting.record import REPORT_FORMAT, RunRecord, read_jsonl
 from conformance.scenarios import GATE_LEVELS, STRICT_GATE_LEVELS, Level
-from reference_impl.documents import DocumentLimitError, loads_json, read_input_text
+from reference_impl.documents import (
+    DocumentLimitError,
+    json_problem,
+    loads_json,
+    read_input_text,
+)
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -285,7 +290,8 @@ def read_baseline(path: Path | str) -> Baseline:
         raise BaselineError("not a baseline: JSON nested too deeply", where=str(source)) from None
     except json.JSONDecodeError as exc:
         raise BaselineError(
-            _run_report_instead(exc.doc) or f"not JSON ({exc.msg} at line {exc.lineno})",
+            _run_report_instead(exc.doc)
+            or f"line {exc.lineno}: not valid JSON ({json_problem(exc)})",
             where=str(source),
         ) from None
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:

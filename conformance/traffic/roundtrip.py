@@ -59,7 +59,7 @@ from conformance.traffic.endpoints import (
 from conformance.traffic.roundtrip_bedrock import answer_json, headers_of, send_bedrock
 from conformance.traffic.skeleton import closest_skeleton, request_skeleton
 from conformance.traffic.verdicts import reported_input_tokens
-from reference_impl.documents import loads_json
+from reference_impl.documents import json_problem, loads_json
 from reference_impl.errors import CtxconfError
 from reference_impl.shapes import get_shape
 from reference_impl.transcript import Message
@@ -239,7 +239,7 @@ def _unread(answer: str | None) -> str:
     try:
         loads_json(answer)
     except json.JSONDecodeError as exc:
-        return f"not JSON the SDK reads ({exc.msg})"
+        return f"not JSON the SDK reads ({json_problem(exc)})"
     return "an answer the SDK could not read"
 
 

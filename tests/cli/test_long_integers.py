@@ -257,7 +257,9 @@ def test_record_keeps_an_answer_the_sdk_cannot_read(tmp_path: Path, answer: byte
         )
     assert code == 0, err
     assert "probe-text.yaml: a 200 answer that does not parse as openai-chat" in err
-    reason = "Expecting value" if answer == b"not json" else "an integer of 5,000 digits"
+    reason = (  # worded through json_problem: the column said
+        "Expecting value at column 1)" if answer == b"not json" else "an integer of 5,000 digits"
+    )
     assert f"not JSON the SDK reads ({reason}" in err
     written = list((out / "openai-chat").glob("*.yaml"))
     assert written

@@ -193,6 +193,15 @@ def test_the_baseline_summary_is_one_line_in_a_ci_log(reference_baseline: Path) 
     assert summary.endswith("0 new, 0 removed case(s)")
 
 
+def test_a_baseline_that_is_not_json_is_worded_through_json_problem(tmp_path: Path) -> None:
+    # it was "not JSON (Expecting value at line 2)", the column left out
+    bad = tmp_path / "baseline.json"
+    bad.write_text('{"format":\n  }', encoding="utf-8")
+    status, err = _run("--baseline", str(bad))
+    assert status == 2
+    assert "line 2: not valid JSON (Expecting value at column 3)" in err
+
+
 def test_a_run_report_given_as_baseline_is_named_with_how_to_write_one(tmp_path: Path) -> None:
     """Read as one JSON document, a run.jsonl was `not JSON (Extra data at line 2)`."""
     reports = tmp_path / "reports"
