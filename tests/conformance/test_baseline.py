@@ -137,7 +137,10 @@ def test_from_a_saved_jsonl_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [
-        ("{", "not JSON"),
+        (
+            "{",
+            "line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)",
+        ),
         ('{"format": "other"}', "$.format"),
         ('{"format": "ctxconf.baseline", "version": 99, "cases": {}}', "$.version is 99"),
         ('{"format": "ctxconf.baseline", "version": 1, "cases": []}', "$.cases"),
