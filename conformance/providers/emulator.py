@@ -371,8 +371,7 @@ async def _judge(request: Request, endpoint: Endpoint, settings: _Settings) -> R
         raw = await read_body(request, limit)
     except BodyTooLargeError as big:
         status, name = TOO_LARGE
-        kind = name if shape == "anthropic-messages" else "invalid_request_error"
-        return _own_error(shape, status, f"{name}: {big.reason('emulator')}", kind=kind)
+        return _own_error(shape, status, f"{name}: {big.reason('emulator')}")
     # A compressed body is read decoded, as the validating proxy judges it (same decoder, same
     # limits, same named refusals), so the proxy's answer and ours agree byte for byte.
     encoding = ", ".join(header_values(request.headers, "content-encoding"))
@@ -475,13 +474,11 @@ def _undecodable(shape: str, undecodable: Undecodable) -> Response:
     """A body whose content-encoding the emulator cannot undo, refused by name (the status and
     name the proxy gives it in enforce mode: :attr:`.Undecodable.refusal`)."""
     status, name = undecodable.refusal
-    kind = name if name == TOO_LARGE[1] and shape == "anthropic-messages" else None
     return _own_error(
         shape,
         status,
         f"{name}: the request body cannot be read ({undecodable.reason}); send it "
         "uncompressed, gzip or deflate, within the input limit (CTXCONF_MAX_INPUT_BYTES)",
-        kind=kind or "invalid_request_error",
     )
 
 

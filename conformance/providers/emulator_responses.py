@@ -201,6 +201,9 @@ def count_body(shape: str, input_tokens: int) -> dict[str, Any]:
     return {"input_tokens": input_tokens}
 
 
+_ANTHROPIC_TYPE_BY_STATUS: Final = {404: "not_found_error", 413: "request_too_large"}
+
+
 def error_envelope(
     shape: str | None, status: int, message: str, *, kind: str = "invalid_request_error"
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -211,10 +214,11 @@ def error_envelope(
     Gemini's status name and Bedrock's exception come from the status as the rules' errors get
     theirs (:func:`.envelopes.gemini_status_name`, :func:`.envelopes.bedrock_error_name`): a
     413 or 415 refusal is the client's error (``INVALID_ARGUMENT``, ``ValidationException``),
-    a 5xx the server's.
+    a 5xx the server's. Anthropic names a 404 ``not_found_error`` and a 413
+    ``request_too_large`` (its documented error types), whatever ``kind`` says.
     """
     if shape == "anthropic-messages":
-        anthropic_kind = "not_found_error" if status == 404 else kind
+        anthropic_kind = _ANTHROPIC_TYPE_BY_STATUS.get(status, kind)
         return {"type": "error", "error": {"type": anthropic_kind, "message": message}}, {}
     if shape == "gemini":
         status_name = gemini_status_name(status)

@@ -363,8 +363,6 @@ def _note(judged: Judged) -> str:
 def _proxy_error(shape: str | None, status: int, name: str, message: str) -> Response:
     """The proxy's own failure, in the shape's envelope; never presented as the provider's."""
     kind = "api_error" if status >= 500 else "invalid_request_error"
-    if name == TOO_LARGE[1] and shape == "anthropic-messages":
-        kind = name
     body, extra = error_envelope(shape, status, f"ctxconf proxy: {name}: {message}", kind=kind)
     headers = {
         **extra,
